@@ -1,0 +1,148 @@
+"""Command line: parse, run, and turn every failure into one line and an exit code."""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import traceback
+from typing import List, Optional
+
+from . import __version__
+from .errors import ProfileError
+
+EXIT_INTERNAL = 1
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("'%s' is not a whole number" % text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1, not %d" % value)
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("'%s' is not a number" % text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be above 0, not %s" % text)
+    return value
+
+
+def profile_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="nnprofile",
+        description="Profile an NNabla / Neural Network Console project layer by layer, "
+                    "as NNC's Profile command does, and write profile.log, profile.csv, "
+                    "profile_detail.csv and profile.xlsx.")
+    p.add_argument("files", nargs="+", metavar="PROJECT",
+                   help="the project (.nntxt, .nnp) and optionally parameter files (.h5, .protobuf)")
+    p.add_argument("-o", "--outdir", help="output folder (default: results/<project name>)")
+    p.add_argument("--context", choices=("cpu", "cuda", "cudnn"),
+                   help="run on this backend instead of the project's global_config")
+    p.add_argument("--type-config", choices=("float", "half"),
+                   help="run in this precision instead of the project's")
+    p.add_argument("--batch-size", type=_positive_int, help="override the networks' batch size")
+    p.add_argument("--synthetic", action="store_true",
+                   help="feed generated data of the declared shapes instead of reading the datasets")
+    p.add_argument("--runs", type=_positive_int,
+                   help="a fixed number of timed runs per entry (default: adaptive)")
+    p.add_argument("--warmup", type=int, default=1, help="untimed runs before timing (default 1)")
+    p.add_argument("--target-rse", type=_positive_float, default=0.02,
+                   help="adaptive sampling stops at this relative standard error (default 0.02)")
+    p.add_argument("--min-runs", type=_positive_int, default=5, help="adaptive: at least this many runs")
+    p.add_argument("--max-seconds-per-entry", type=_positive_float, default=0.25,
+                   help="adaptive: stop an entry after this much timed work (default 0.25)")
+    p.add_argument("--optimizer", action="append", metavar="NAME", help="profile only this optimizer")
+    p.add_argument("--executor", action="append", metavar="NAME", help="profile only this executor")
+    p.add_argument("--no-training", action="store_true", help="skip the optimizers")
+    p.add_argument("--no-inference", action="store_true", help="skip the executors")
+    p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    p.add_argument("--debug", action="store_true", help="show tracebacks and NNabla's own log")
+    p.add_argument("--version", action="version", version="nnprofile %s" % __version__)
+    return p
+
+
+def _prepare_outdir(outdir: str) -> None:
+    if os.path.exists(outdir) and not os.path.isdir(outdir):
+        raise ProfileError("output folder %s is a file" % outdir)
+    try:
+        os.makedirs(outdir, exist_ok=True)
+    except OSError as e:
+        raise ProfileError("cannot create output folder %s (%s)" % (outdir, e.strerror or e))
+    if not os.access(outdir, os.W_OK | os.X_OK):
+        raise ProfileError("output folder %s is not writable" % outdir)
+
+
+def run_profile(args) -> int:
+    from .project import load_project
+    from .render import log, write_all
+    from .result import Profile
+    from .session import Selection, header, plan, run
+    from .timing import Sampling, Timer
+
+    main_file = args.files[0]
+    name = os.path.splitext(os.path.basename(main_file))[0]
+    outdir = args.outdir or os.path.join("results", name)
+    sampling = Sampling(runs=args.runs, warmup=max(0, args.warmup), target_rse=args.target_rse,
+                        min_runs=args.min_runs, max_seconds=args.max_seconds_per_entry)
+    _prepare_outdir(outdir)
+    project = load_project(args.files, backend=args.context, type_config=args.type_config,
+                           batch_size=args.batch_size)
+    selection = Selection(optimizers=args.optimizer, executors=args.executor,
+                          training=not args.no_training, inference=not args.no_inference)
+    sections = plan(project, selection)
+
+    profile = Profile(header=header(project, sampling), notes=list(project.run_context.notes))
+    profile.header["data"] = "synthetic" if args.synthetic else "datasets"
+    if args.synthetic:
+        profile.notes.append("the data was synthetic (--synthetic): random batches of the declared "
+                             "shapes; load_dataset does not measure reading a dataset")
+    out = (lambda line: None) if args.quiet else (lambda line: print(line, flush=True))
+    for line in log.header_lines(profile):
+        out(line)
+    timer = Timer(sampling, sync=project.run_context.synchronize)
+    try:
+        run(project, sections, timer, cache_root=os.path.join(outdir, "cache"), profile=profile,
+            on_section=lambda s: out(log.section_line(s)),
+            on_entry=lambda s, e: out(log.entry_line(e)), synthetic=args.synthetic)
+    except ProfileError as e:
+        if not any(s.entries for s in profile.sections):
+            raise
+        raise type(e)("%s (what was measured is in %s, marked incomplete)" % (e, outdir)) from e
+    finally:
+        if profile.sections:
+            for line in log.footer_lines(profile):
+                out(line)
+        if any(s.entries for s in profile.sections):
+            write_all(profile, outdir)
+    return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = profile_parser().parse_args(argv)
+    if args.debug:
+        logging.getLogger("nnabla").setLevel(logging.INFO)
+    try:
+        return run_profile(args)
+    except ProfileError as e:
+        if args.debug:
+            traceback.print_exc()
+        print("nnprofile: error: %s" % e, file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("nnprofile: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # a bug, or an NNabla failure we do not know yet
+        if args.debug:
+            traceback.print_exc()
+        text = " ".join(str(e).split())
+        print("nnprofile: error: %s%s (run with --debug for the traceback)"
+              % (type(e).__name__, (": " + text[:300]) if text else ""), file=sys.stderr)
+        return EXIT_INTERNAL

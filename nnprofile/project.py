@@ -1,0 +1,199 @@
+"""Load an NNC project (.nntxt, .nnp, plus parameter files) into NNabla objects.
+
+This follows ``nnabla.utils.load.base_load`` step by step, so that projects
+load exactly as NNC and ``nnabla_cli`` load them, with three differences that
+a profiler needs: the context is chosen here (with an honest CPU fallback),
+dataset paths are resolved against the project file's folder, and data
+iterators are not created (``nnprofile.data`` does that, inside the output
+folder). No timing happens here.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from . import context as contexts
+from .errors import ProfileError
+
+PROJECT_EXTENSIONS = (".nntxt", ".prototxt", ".protobuf", ".nnp")
+PARAMETER_EXTENSIONS = (".h5",)
+
+
+@dataclass
+class DatasetSpec:
+    name: str
+    uri: str               # as written in the project
+    path: Optional[str]    # resolved against the project's folder; None for remote URIs
+    batch_size: int
+    shuffle: bool
+    normalize: bool
+    index: int             # position in the project, seeds its shuffling as NNabla does
+
+
+@dataclass
+class Project:
+    files: List[str]
+    name: str
+    folder: str
+    sha256: str
+    info: object                     # NNabla's loaded project (networks, optimizers, ...)
+    run_context: contexts.RunContext
+    datasets: Dict[str, DatasetSpec] = field(default_factory=dict)
+    batch_size: Optional[int] = None
+
+    @property
+    def optimizers(self):
+        return self.info.optimizers
+
+    @property
+    def executors(self):
+        return self.info.executors
+
+
+def _check_files(paths: Sequence[str]) -> None:
+    if not paths:
+        raise ProfileError("no project file given")
+    if not any(os.path.splitext(p)[1].lower() in PROJECT_EXTENSIONS for p in paths):
+        raise ProfileError("no project file among %s (expected %s)"
+                           % (", ".join(paths), ", ".join(PROJECT_EXTENSIONS)))
+    for p in paths:
+        ext = os.path.splitext(p)[1].lower()
+        if ext not in PROJECT_EXTENSIONS + PARAMETER_EXTENSIONS:
+            raise ProfileError("%s: unsupported file type '%s' (expected %s)"
+                               % (p, ext or "no extension", ", ".join(PROJECT_EXTENSIONS + PARAMETER_EXTENSIONS)))
+        if not os.path.exists(p):
+            raise ProfileError("%s: no such file" % p)
+        if os.path.isdir(p):
+            raise ProfileError("%s: is a folder, not a project file" % p)
+        try:
+            with open(p, "rb") as f:
+                f.read(1)
+        except OSError as e:
+            raise ProfileError("%s: cannot be read (%s)" % (p, e.strerror or e))
+
+
+def _sha256(paths: Sequence[str]) -> str:
+    h = hashlib.sha256()
+    for p in paths:
+        with open(p, "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()
+
+
+def _read_proto(info, paths: Sequence[str]) -> None:
+    from google.protobuf import text_format
+    from nnabla.utils.get_file_handle import get_initial_file_loader, load_files
+    import zipfile
+
+    for p in paths:
+        try:
+            load_files(info, get_initial_file_loader(), [p])
+        except text_format.ParseError as e:
+            line, col = e.GetLine(), e.GetColumn()
+            where = "%s:%s:%s" % (p, line, col) if line else p
+            message = str(e)
+            prefix = "%s:%s : " % (line, col)
+            if message.startswith(prefix):
+                message = message[len(prefix):]
+            raise ProfileError("%s: malformed project: %s" % (where, message))
+        except zipfile.BadZipFile:
+            raise ProfileError("%s: not a valid .nnp file (not a zip archive)" % p)
+        except UnicodeDecodeError:
+            raise ProfileError("%s: not a text project file (cannot be decoded as UTF-8)" % p)
+        except (OSError, KeyError, ValueError) as e:
+            raise ProfileError("%s: cannot be loaded (%s)" % (p, e))
+
+
+def _foreign_path(uri: str) -> bool:
+    """A Windows path (K:\\data\\x.csv) in a project moved to another system."""
+    windows_drive = len(uri) > 2 and uri[1] == ":" and uri[0].isalpha() and uri[2] in "\\/"
+    return os.sep != "\\" and (windows_drive or "\\" in uri)
+
+
+def _dataset_specs(proto, folder: str, batch_size: Optional[int]) -> Dict[str, DatasetSpec]:
+    specs = {}
+    for i, d in enumerate(proto.dataset):
+        uri = d.uri
+        if "://" in uri:
+            path = None
+        elif _foreign_path(uri):
+            path = uri  # cannot be resolved here; reading it fails with a clear message
+        else:
+            path = uri if os.path.isabs(uri) else os.path.normpath(os.path.join(folder, uri))
+        specs[d.name] = DatasetSpec(
+            name=d.name, uri=uri, path=path, batch_size=batch_size or d.batch_size,
+            shuffle=d.shuffle, normalize=not d.no_image_normalization, index=i)
+    return specs
+
+
+def load_project(paths: Sequence[str], backend: Optional[str] = None,
+                 type_config: Optional[str] = None, batch_size: Optional[int] = None) -> Project:
+    """Parse the files, choose the context and build NNabla's networks and solvers."""
+    import nnabla as nn
+    import nnabla.utils.load as nnload
+    from nnabla.utils import nnabla_pb2
+
+    paths = [os.fspath(p) for p in paths]
+    _check_files(paths)
+    main = next(p for p in paths if os.path.splitext(p)[1].lower() in PROJECT_EXTENSIONS)
+
+    class Info:
+        pass
+
+    # Parameters live in NNabla's global scope; start from an empty one so that
+    # one project never sees another's parameters.
+    nn.clear_parameters()
+    info = Info()
+    info.prepare_data_iterator = False
+    info.batch_size = batch_size
+    info.exclude_parameter = False
+    info.parameter_only = False
+    info.proto = nnabla_pb2.NNablaProtoBuf()
+    info.parameter_scope = nn.parameter.get_current_parameter_scope()
+    _read_proto(info, paths)
+    proto = info.proto
+    if not proto.network:
+        raise ProfileError("%s: the project defines no network" % main)
+
+    req_backend, req_tc, device_id = contexts.project_request(proto.global_config.default_context)
+    run_context = contexts.resolve(req_backend, req_tc, device_id, backend, type_config)
+
+    class GlobalConfig:
+        pass
+    info.global_config = GlobalConfig()
+    info.global_config.default_context = run_context.nnabla_context
+    nn.set_default_context(run_context.nnabla_context)
+    info.default_context = run_context.nnabla_context
+    if proto.HasField("training_config"):
+        info.training_config = nnload._training_config(proto)
+    info.datasets = nnload._datasets(proto, prepare_data_iterator=False)
+    info.renamed_variables = {}
+    try:
+        graph = nn.graph_def.ProtoGraph.from_proto(
+            proto, param_scope=info.parameter_scope, rng=np.random.RandomState(0))
+        info.networks = nnload._networks(info, graph)
+        info.optimizers = nnload._optimizers(info)
+        info.monitors = nnload._monitors(info)
+        info.executors = nnload._executors(info)
+        nnload.link_components(info)
+    except ProfileError:
+        raise
+    except Exception as e:  # NNabla reports graph problems with many exception types
+        raise ProfileError("%s: the network cannot be built: %s" % (main, _describe_build_error(e)))
+
+    folder = os.path.dirname(os.path.abspath(main))
+    name = os.path.splitext(os.path.basename(main))[0]
+    return Project(files=paths, name=name, folder=folder, sha256=_sha256(paths), info=info,
+                   run_context=run_context, datasets=_dataset_specs(proto, folder, batch_size),
+                   batch_size=batch_size)
+
+
+def _describe_build_error(e: Exception) -> str:
+    text = " ".join(str(e).split())
+    if len(text) > 300:
+        text = text[:300] + "..."
+    return "%s%s" % (type(e).__name__, (": " + text) if text else "")

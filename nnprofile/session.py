@@ -1,0 +1,132 @@
+"""One profiling run: project -> sections -> Profile, robust to failure and Ctrl-C.
+
+Chooses what to profile and where each section's data comes from, then hands
+each section to the Profiler. Whatever happens, the returned Profile holds all
+entries measured so far, with ``complete`` and ``failure`` saying how it ended.
+"""
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+from dataclasses import dataclass
+from typing import Callable, List, Optional
+
+from . import __version__
+from .data import DatasetPool, SyntheticSource
+from .errors import Interrupted, ProfileError
+from .profiler import Profiler
+from .project import Project
+from .result import Profile, Section
+from .timing import Sampling, Timer
+
+SectionCallback = Callable[[Section], None]
+
+
+@dataclass
+class Selection:
+    optimizers: Optional[List[str]] = None  # None: all
+    executors: Optional[List[str]] = None
+    training: bool = True
+    inference: bool = True
+
+
+def _pick(available, wanted: Optional[List[str]], what: str) -> List[str]:
+    if wanted is None:
+        return list(available)
+    missing = [w for w in wanted if w not in available]
+    if missing:
+        raise ProfileError("the project has no %s named %s (it has: %s)"
+                           % (what, ", ".join("'%s'" % m for m in missing),
+                              ", ".join("'%s'" % a for a in available) or "none"))
+    return list(wanted)
+
+
+def plan(project: Project, selection: Selection) -> List[Section]:
+    """The sections to profile, in NNC's order: optimizers first, then executors."""
+    sections = []
+    if selection.training:
+        for name in _pick(project.optimizers, selection.optimizers, "optimizer"):
+            o = project.optimizers[name]
+            sections.append(Section(kind="optimizer", name=name, network=o.network.name))
+    if selection.inference:
+        for name in _pick(project.executors, selection.executors, "executor"):
+            e = project.executors[name]
+            sections.append(Section(kind="executor", name=name, network=e.network.name))
+    if not sections:
+        raise ProfileError("nothing to profile: the project has no %s"
+                           % ("optimizer or executor" if selection.training and selection.inference
+                              else "optimizer" if selection.training else "executor"))
+    return sections
+
+
+def executor_datasets(project: Project) -> List[str]:
+    """NNC evaluates executors on the validation data: the valid_error monitor's, else the last dataset."""
+    monitors = project.info.proto.monitor
+    for m in monitors:
+        if m.name == "valid_error" and m.dataset_name:
+            return list(m.dataset_name)
+    names = [d.name for d in project.info.proto.dataset]
+    if not names:
+        raise ProfileError("the project defines no dataset for its executors; use --synthetic")
+    return names[-1:]
+
+
+def header(project: Project, sampling: Sampling) -> dict:
+    import nnabla
+    return {
+        "nnprofile": __version__,
+        "nnabla": nnabla.__version__,
+        "project": " ".join(project.files),
+        "project_sha256": project.sha256,
+        "context": project.run_context.description,
+        "requested_context": project.run_context.requested,
+        "batch_size": project.batch_size,
+        "sampling": sampling.describe(),
+        "machine": "%s, %s, Python %s" % (platform.node(), platform.machine(), platform.python_version()),
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+    }
+
+
+def _source(project: Project, section: Section, pool: DatasetPool, synthetic: bool):
+    if section.kind == "optimizer":
+        component = project.optimizers[section.name]
+        datasets = list(component.proto.dataset_name)
+    else:
+        component = project.executors[section.name]
+        datasets = None if synthetic else executor_datasets(project)
+    if synthetic:
+        return SyntheticSource(component.network, component.dataset_assign)
+    return pool.source(datasets)
+
+
+def run(project: Project, sections: List[Section], timer: Timer, cache_root: str,
+        profile: Profile, on_section: Optional[SectionCallback] = None,
+        on_entry=None, synthetic: bool = False) -> Profile:
+    """Profile each planned section into ``profile``; never loses measured entries."""
+    profiler = Profiler(timer, on_entry=on_entry)
+    pool = DatasetPool(project.datasets, cache_root)
+    try:
+        # Open every data source first: a missing dataset stops the run before any timing.
+        sources = [_source(project, section, pool, synthetic) for section in sections]
+        for section, source in zip(sections, sources):
+            profile.sections.append(section)
+            if on_section:
+                on_section(section)
+            if section.kind == "optimizer":
+                profiler.profile_optimizer(section, project.optimizers[section.name], source)
+            else:
+                profiler.profile_executor(section, project.executors[section.name], source)
+        profile.complete = True
+    except KeyboardInterrupt:
+        profile.failure = "interrupted by Ctrl-C"
+        raise Interrupted("interrupted by Ctrl-C; partial results written")
+    except ProfileError as e:
+        profile.failure = str(e)
+        raise
+    except Exception as e:
+        profile.failure = "%s: %s" % (type(e).__name__, " ".join(str(e).split())[:300])
+        raise
+    finally:
+        pool.close()
+    return profile

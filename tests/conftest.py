@@ -1,0 +1,39 @@
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LENET = os.path.join(ROOT, "projects", "lenet", "lenet.nntxt")
+FIXTURES = os.path.join(ROOT, "tests", "projects")
+GOLDEN = os.path.join(ROOT, "tests", "golden")
+SAMPLES = os.path.join(os.path.dirname(ROOT), "shared", "nnc-samples")
+
+
+class FakeClock:
+    """Each reading advances by the next step (cycled): exact, repeatable times."""
+
+    def __init__(self, steps=(1000,)):
+        self.t = 0
+        self.steps = list(steps)
+        self.readings = 0
+
+    def now_ns(self):
+        self.t += self.steps[self.readings % len(self.steps)]
+        self.readings += 1
+        return self.t
+
+    def advance(self, ns):
+        self.t += ns
+
+
+def run_cli(*args, cwd=None, timeout=600):
+    """python -m nnprofile as a user runs it; returns the CompletedProcess."""
+    return subprocess.run([sys.executable, "-m", "nnprofile", *args], cwd=cwd or ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def fake_clock():
+    return FakeClock()

@@ -1,0 +1,158 @@
+"""nnprofile as a user runs it: python -m nnprofile in a subprocess."""
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from conftest import LENET, ROOT, run_cli
+
+
+def _one_clean_line(proc):
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert lines[0].startswith("nnprofile: error: ")
+    return lines[0]
+
+
+def test_missing_project_file(tmp_path):
+    proc = run_cli(str(tmp_path / "nope.nntxt"), "-o", str(tmp_path / "out"))
+    assert proc.returncode == 2
+    assert "nope.nntxt: no such file" in _one_clean_line(proc)
+
+
+def test_unreadable_project_file(tmp_path):
+    folder = tmp_path / "looks_like.nntxt"
+    folder.mkdir()
+    proc = run_cli(str(folder), "-o", str(tmp_path / "out"))
+    assert proc.returncode == 2
+    assert "is a folder" in _one_clean_line(proc)
+
+
+def test_binary_garbage_project(tmp_path):
+    bad = tmp_path / "garbage.nntxt"
+    bad.write_bytes(b"\xff\xfe\x00\x81 not text")
+    proc = run_cli(str(bad), "-o", str(tmp_path / "out"))
+    assert proc.returncode == 2
+    assert "garbage.nntxt" in _one_clean_line(proc)
+
+
+def test_output_path_that_is_a_file(tmp_path):
+    target = tmp_path / "taken"
+    target.write_text("x")
+    proc = run_cli(LENET, "-o", str(target))
+    assert proc.returncode == 2
+    assert "is a file" in _one_clean_line(proc)
+    assert target.read_text() == "x"
+
+
+def test_unsupported_file_type(tmp_path):
+    other = tmp_path / "net.txt"
+    other.write_text("")
+    proc = run_cli(str(other))
+    assert proc.returncode == 2
+    _one_clean_line(proc)
+
+
+def test_malformed_nntxt_names_file_and_line(tmp_path):
+    bad = tmp_path / "bad.nntxt"
+    bad.write_text('network {\n  name: "Main"\n  batch_sise: 4\n}\n')
+    proc = run_cli(str(bad), "-o", str(tmp_path / "out"))
+    assert proc.returncode == 2
+    line = _one_clean_line(proc)
+    assert "bad.nntxt:3:" in line and "batch_sise" in line
+
+
+def test_bad_option_value_is_one_usage_error():
+    proc = run_cli(LENET, "--runs", "0")
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+
+
+def test_cpu_fallback_is_one_header_line(tmp_path):
+    proc = run_cli(LENET, "-o", str(tmp_path), "--runs", "1", "--no-inference")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    notes = [l for l in proc.stdout.splitlines() if "nnabla-ext-cuda is not installed" in l]
+    assert len(notes) == 1
+    assert "Context: cpu:float" in proc.stdout
+
+
+def test_explicit_cuda_context_without_extension_is_an_error(tmp_path):
+    try:
+        import nnabla_ext.cuda  # noqa: F401
+        pytest.skip("nnabla-ext-cuda is installed here")
+    except ImportError:
+        pass
+    proc = run_cli(LENET, "-o", str(tmp_path), "--context", "cudnn")
+    assert proc.returncode == 2
+    assert "nnabla-ext-cuda" in _one_clean_line(proc)
+
+
+def _lenet_with_validation(tmp_path, uri):
+    text = open(LENET).read()
+    digits = os.path.join(ROOT, "projects", "lenet", "digits")
+    text = text.replace('uri: "digits/training.csv"', 'uri: "%s"' % os.path.join(digits, "training.csv"))
+    text = text.replace('uri: "digits/validation.csv"', 'uri: "%s"' % uri)
+    path = tmp_path / "moved.nntxt"
+    path.write_text(text)
+    return path
+
+
+def test_missing_dataset_stops_before_any_timing(tmp_path):
+    project = _lenet_with_validation(tmp_path, "K:\\\\samples\\\\mnist\\\\test.csv")
+    out = tmp_path / "out"
+    proc = run_cli(str(project), "-o", str(out), "--runs", "1")
+    assert proc.returncode == 2
+    line = _one_clean_line(proc)
+    assert "'Validation'" in line and "K:\\samples\\mnist\\test.csv" in line and "--synthetic" in line
+    assert "(ms)" not in proc.stdout
+    assert not (out / "profile.log").exists()
+
+
+def test_failure_midway_keeps_what_was_measured(tmp_path):
+    # Validation images of the wrong size: the executor section fails at let_data,
+    # after the whole training section was measured.
+    from PIL import Image
+    (tmp_path / "small").mkdir()
+    rows = ["x:image,y:label"]
+    for i in range(3):
+        Image.new("L", (20, 20), 128).save(tmp_path / "small" / ("%d.png" % i))
+        rows.append("./small/%d.png,%d" % (i, i))
+    (tmp_path / "small.csv").write_text("\n".join(rows) + "\n")
+    project = _lenet_with_validation(tmp_path, "small.csv")
+    out = tmp_path / "out"
+    proc = run_cli(str(project), "-o", str(out), "--runs", "1")
+    assert proc.returncode == 2
+    line = _one_clean_line(proc)
+    assert "Input" in line and "marked incomplete" in line
+    log = (out / "profile.log").read_text()
+    assert "monitor_loss" in log  # the training section was complete
+    assert log.rstrip().splitlines()[-1].startswith("Profile incomplete:")
+    assert "Profiling executor" in log
+    for name in ("profile.csv", "profile_detail.csv", "profile.xlsx"):
+        assert (out / name).exists()
+    # Caches go to the output folder, never beside the user's files.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["moved.nntxt", "out", "small", "small.csv"]
+    assert (out / "cache").is_dir()
+
+
+def test_ctrl_c_keeps_what_was_measured(tmp_path):
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "nnprofile", LENET, "-o", str(out), "--runs", "20"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen = []
+    for line in proc.stdout:
+        seen.append(line)
+        if line.startswith("forward_function"):
+            proc.send_signal(signal.SIGINT)
+            break
+    rest, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    log = (out / "profile.log").read_text()
+    assert "forward_function" in log
+    assert log.rstrip().splitlines()[-1] == "Profile incomplete: interrupted by Ctrl-C."
+    assert "Profile Completed." not in log

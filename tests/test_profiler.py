@@ -1,0 +1,88 @@
+"""The profiler's sequence, driven in-process with a fake clock."""
+import os
+
+import numpy as np
+import pytest
+
+from conftest import FIXTURES, FakeClock, LENET
+from nnprofile.project import load_project
+from nnprofile.result import PHASES, Profile
+from nnprofile.session import Selection, plan, run
+from nnprofile.timing import Sampling, Timer
+
+SHARED = os.path.join(FIXTURES, "shared_types.nntxt")
+
+
+def _profile(path, tmp_path, runs=3, clock=None, **selection):
+    project = load_project([path])
+    sections = plan(project, Selection(**selection))
+    timer = Timer(Sampling(runs=runs, warmup=1), clock=clock or FakeClock(steps=(1000,)))
+    profile = Profile()
+    run(project, sections, timer, cache_root=str(tmp_path / "cache"), profile=profile, synthetic=True)
+    return project, profile
+
+
+def test_every_entry_has_the_fake_clocks_exact_times(tmp_path):
+    _, profile = _profile(SHARED, tmp_path)
+    assert profile.complete
+    for section in profile.sections:
+        assert section.complete
+        for entry in section.entries:
+            assert entry.samples_ns == [1000, 1000, 1000], entry.label
+            assert entry.mean_ms == 0.001
+
+
+def test_phases_come_in_nnc_order(tmp_path):
+    _, profile = _profile(SHARED, tmp_path)
+    train, infer = profile.sections
+    order = [PHASES.index(e.phase) for e in train.entries]
+    assert order == sorted(order)
+    assert [e.phase for e in train.entries][-5:] == [
+        "backward_all", "backward_all_wo_zero_grad", "weight_decay", "update", "monitor_loss"]
+    assert [e.phase for e in infer.entries][-1] == "forward_all"
+    assert not any(e.phase.startswith("backward") for e in infer.entries)
+
+
+def test_one_entry_per_layer_and_phase(tmp_path):
+    project, profile = _profile(SHARED, tmp_path)
+    train, infer = profile.sections
+    layers = list(project.optimizers["Optimizer"].network.functions)
+    for phase in ("setup_function", "forward_function"):
+        assert [e.layer for e in train.entries_of(phase)] == layers
+    assert [e.layer for e in train.entries_of("backward_function")] == layers[::-1]
+    runtime_layers = list(project.executors["Executor"].network.functions)
+    assert [e.layer for e in infer.entries_of("forward_function")] == runtime_layers
+    for e in train.entries_of("forward_function"):
+        assert e.impl_class == e.layer_type  # on the CPU, the class is the type's own
+        assert e.label == "forward_function (%s : %s)" % (e.layer, e.impl_class)
+
+
+def test_weight_decay_entry_only_with_weight_decay(tmp_path):
+    _, with_wd = _profile(SHARED, tmp_path, runs=1, training=True, inference=False)
+    assert [e.label for e in with_wd.sections[0].entries_of("weight_decay")] == ["weight_decay (Adam)"]
+    _, without = _profile(LENET, tmp_path, runs=1, training=True, inference=False)
+    assert without.sections[0].entries_of("weight_decay") == []
+
+
+def test_timed_updates_do_not_change_the_parameters(tmp_path):
+    import nnabla as nn
+    project = load_project([SHARED])
+    before = {k: v.d.copy() for k, v in nn.get_parameters(grad_only=False).items()}
+    sections = plan(project, Selection(inference=False))
+    run(project, sections, Timer(Sampling(runs=5)), cache_root=str(tmp_path), profile=Profile(),
+        synthetic=True)
+    after = nn.get_parameters(grad_only=False)
+    assert before.keys() == after.keys()
+    for k in before:
+        np.testing.assert_array_equal(before[k], after[k].d)
+
+
+def test_selection_by_name_and_kind(tmp_path):
+    project = load_project([SHARED])
+    assert [s.kind for s in plan(project, Selection(training=False))] == ["executor"]
+    assert [s.name for s in plan(project, Selection(optimizers=["Optimizer"], inference=False))] == ["Optimizer"]
+    from nnprofile.errors import ProfileError
+    with pytest.raises(ProfileError, match="no executor named 'Nope'"):
+        plan(project, Selection(executors=["Nope"]))
+    with pytest.raises(ProfileError, match="nothing to profile"):
+        plan(project, Selection(training=False, inference=False))

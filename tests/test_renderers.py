@@ -1,0 +1,125 @@
+"""Every renderer over one hand-built profile, whose figures are known exactly."""
+import csv
+
+import openpyxl
+import pytest
+
+from nnprofile.render import csv_files, log, write_all, xlsx
+from nnprofile.result import Entry, Profile, Section
+
+
+def _layer(phase, layer, ltype, samples, cls=None):
+    return Entry(label="%s (%s : %s)" % (phase, layer, cls or ltype), phase=phase, samples_ns=samples,
+                 layer=layer, layer_type=ltype, impl_class=cls or ltype)
+
+
+@pytest.fixture
+def profile():
+    train = Section(kind="optimizer", name="Optimizer", network="Main", complete=True, entries=[
+        Entry(label="load_dataset", phase="load_dataset", samples_ns=[1_000_000, 3_000_000]),
+        _layer("forward_function", "Affine", "Affine", [2_500_000]),
+        _layer("forward_function", "Affine_2", "Affine", [500, 1500]),
+        Entry(label="prepare_backward", phase="prepare_backward", samples_ns=[100]),
+        _layer("backward_function", "Affine_2", "Affine", [4_000]),
+        _layer("backward_function", "Affine", "Affine", [1_234_567]),
+        Entry(label="update (Adam)", phase="update", samples_ns=[7_000_000, 9_000_000, 8_000_000]),
+    ])
+    infer = Section(kind="executor", name="Executor", network="MainRuntime", complete=True, entries=[
+        Entry(label="load_dataset", phase="load_dataset", samples_ns=[2_000_000]),
+        _layer("forward_function", "Affine", "Affine", [1_000_000]),
+        Entry(label="forward_all", phase="forward_all", samples_ns=[5_000_000]),
+    ])
+    return Profile(header={"nnprofile": "0", "nnabla": "1.39.0", "project": "p.nntxt",
+                           "context": "cpu:float", "sampling": "fixed"},
+                   notes=["a note"], sections=[train, infer], complete=True)
+
+
+def test_log_text_is_exact(profile):
+    assert log.render(profile).splitlines() == [
+        "nnprofile 0 (nnabla 1.39.0): p.nntxt",
+        "Context: cpu:float",
+        "Note: a note",
+        "Timing: fixed; each figure is the mean time of one call",
+        "Profiling optimizer 'Optimizer' with network 'Main' ...",
+        "load_dataset 2.000000(ms)",
+        "forward_function (Affine : Affine) 2.500000(ms)",
+        "forward_function (Affine_2 : Affine) 0.001000(ms)",
+        "prepare_backward 0.000100(ms)",
+        "backward_function (Affine_2 : Affine) 0.004000(ms)",
+        "backward_function (Affine : Affine) 1.234567(ms)",
+        "update (Adam) 8.000000(ms)",
+        "Profiling executor 'Executor' with network 'MainRuntime' ...",
+        "load_dataset 2.000000(ms)",
+        "forward_function (Affine : Affine) 1.000000(ms)",
+        "forward_all 5.000000(ms)",
+        "Profile Completed.",
+    ]
+
+
+def test_incomplete_profile_says_so(profile):
+    profile.complete = False
+    profile.failure = "interrupted by Ctrl-C"
+    assert log.render(profile).splitlines()[-1] == "Profile incomplete: interrupted by Ctrl-C."
+
+
+def test_profile_csv_merges_sections_as_nnc_does(profile):
+    rows = csv_files.profile_rows(profile)
+    assert rows[0] == ["time in ms", "optimizer 'Optimizer' with network 'Main'",
+                       "executor 'Executor' with network 'MainRuntime'"]
+    assert rows[1] == ["load_dataset", "2.000000", "2.000000"]
+    assert rows[2] == ["forward_function (Affine : Affine)", "2.500000", "1.000000"]
+    assert rows[3] == ["forward_function (Affine_2 : Affine)", "0.001000", ""]
+    assert rows[-1] == ["forward_all", "", "5.000000"]
+    assert len(rows) == 1 + 7 + 1
+
+
+def test_detail_csv_statistics(profile):
+    rows = csv_files.detail_rows(profile)
+    header, update = rows[0], rows[7]
+    record = dict(zip(header, update))
+    assert record["label"] == "update (Adam)"
+    assert record["mean_ms"] == "8.000000"
+    assert record["median_ms"] == "8.000000"
+    assert record["std_ms"] == "1.000000"
+    assert record["min_ms"] == "7.000000" and record["max_ms"] == "9.000000"
+    assert record["p90_ms"] == "8.800000"
+    assert record["runs"] == 3
+    assert record["rse"] == "%.4f" % (1 / 3 ** 0.5 / 8)
+
+
+def test_xlsx_layout(profile, tmp_path):
+    xlsx.write(profile, str(tmp_path))
+    wb = openpyxl.load_workbook(tmp_path / "profile.xlsx")
+    assert wb.sheetnames == ["Optimizer Main", "Executor MainRuntime", "Info"]
+    ws = wb["Optimizer Main"]
+    assert [c.value for c in ws["B"]][1:] == [2.0, 2.5, 0.001, 0.0001, 0.004, 1.234567, 8.0]
+    assert ws["B2"].number_format == "0.000000"
+    assert ws.column_dimensions["A"].width >= len("backward_function (Affine_2 : Affine)")
+    assert [str(cf.sqref) for cf in ws.conditional_formatting] == ["B3:B7"]
+    # the per-layer table behind the chart: forward order, forward and backward times
+    table = [[ws.cell(row=r, column=c).value for c in range(14, 17)] for r in range(1, 4)]
+    assert table == [["layer", "forward (ms)", "backward (ms)"],
+                     ["Affine", 2.5, 1.234567], ["Affine_2", 0.001, 0.004]]
+    inference = wb["Executor MainRuntime"]
+    assert [str(cf.sqref) for cf in inference.conditional_formatting] == ["B3"]  # one row: openpyxl writes a single cell
+    assert inference.cell(row=1, column=16).value is None  # no backward column
+    info = {r[0].value: r[1].value for r in wb["Info"].iter_rows()}
+    assert info["status"] == "complete" and info["context"] == "cpu:float"
+
+
+def test_every_renderer_handles_an_empty_profile(tmp_path):
+    empty = Profile(header={}, complete=False, failure="nothing measured")
+    paths = write_all(empty, str(tmp_path))
+    assert sorted(p.rsplit("/", 1)[-1] for p in paths) == [
+        "profile.csv", "profile.log", "profile.xlsx", "profile_detail.csv"]
+    with open(tmp_path / "profile.csv", newline="") as f:
+        assert list(csv.reader(f)) == [["time in ms"]]
+    wb = openpyxl.load_workbook(tmp_path / "profile.xlsx")
+    assert wb.sheetnames == ["Info"]
+
+
+def test_sheet_names_are_unique_and_valid():
+    sections = [Section(kind="optimizer", name="A/B:C" * 10, network="N") for _ in range(3)]
+    names = xlsx.sheet_names(Profile(sections=sections))
+    assert len(set(names)) == 3
+    assert all(len(n) <= 31 and not set(n) & set('[]:*?/\\') for n in names)
