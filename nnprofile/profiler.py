@@ -44,7 +44,8 @@ def _layer_names(network) -> Dict[object, str]:
         for out in pf.outputs:
             pv = network.variables.get(out)
             if pv is not None and getattr(pv, "variable_instance", None) is not None:
-                names[pv.variable_instance] = pf.name
+                # "$EC$/" marks functions NNabla made while unrolling loops.
+                names[pv.variable_instance] = pf.name.replace("$EC$/", "")
     return names
 
 

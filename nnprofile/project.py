@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
@@ -158,6 +159,7 @@ def load_project(paths: Sequence[str], backend: Optional[str] = None,
     proto = info.proto
     if not proto.network:
         raise ProfileError("%s: the project defines no network" % main)
+    _check_networks(proto, main, batch_size)
 
     req_backend, req_tc, device_id = contexts.project_request(proto.global_config.default_context)
     run_context = contexts.resolve(req_backend, req_tc, device_id, backend, type_config)
@@ -172,18 +174,21 @@ def load_project(paths: Sequence[str], backend: Optional[str] = None,
         info.training_config = nnload._training_config(proto)
     info.datasets = nnload._datasets(proto, prepare_data_iterator=False)
     info.renamed_variables = {}
+    building = _LayerTracker()
     try:
-        graph = nn.graph_def.ProtoGraph.from_proto(
-            proto, param_scope=info.parameter_scope, rng=np.random.RandomState(0))
-        info.networks = nnload._networks(info, graph)
+        with building:
+            graph = nn.graph_def.ProtoGraph.from_proto(
+                proto, param_scope=info.parameter_scope, rng=np.random.RandomState(0))
+            info.networks = nnload._networks(info, graph)
         info.optimizers = nnload._optimizers(info)
         info.monitors = nnload._monitors(info)
         info.executors = nnload._executors(info)
+        _check_links(info)
         nnload.link_components(info)
     except ProfileError:
         raise
     except Exception as e:  # NNabla reports graph problems with many exception types
-        raise ProfileError("%s: the network cannot be built: %s" % (main, _describe_build_error(e)))
+        raise ProfileError("%s: %s" % (main, building.describe(e)))
 
     folder = os.path.dirname(os.path.abspath(main))
     name = os.path.splitext(os.path.basename(main))[0]
@@ -192,8 +197,122 @@ def load_project(paths: Sequence[str], backend: Optional[str] = None,
                    batch_size=batch_size)
 
 
-def _describe_build_error(e: Exception) -> str:
-    text = " ".join(str(e).split())
-    if len(text) > 300:
-        text = text[:300] + "..."
-    return "%s%s" % (type(e).__name__, (": " + text) if text else "")
+def _check_networks(proto, main: str, batch_size: Optional[int]) -> None:
+    """Sizes NNabla would divide by, or allocate from, without checking."""
+    for net in proto.network:
+        if batch_size is None and net.batch_size < 1:
+            raise ProfileError("%s: network '%s' has batch_size %d; set a positive batch_size "
+                               "or pass --batch-size" % (main, net.name, net.batch_size))
+        for v in net.variable:
+            dims = list(v.shape.dim)
+            if any(d == 0 or d < -1 for d in dims) or -1 in dims[1:]:
+                raise ProfileError("%s: variable '%s' of network '%s' has an invalid shape %s"
+                                   % (main, v.name, net.name, dims))
+        for r in net.repeat_info:
+            if r.times < 1:
+                raise ProfileError("%s: loop '%s' of network '%s' repeats %d times"
+                                   % (main, r.id, net.name, r.times))
+    for d in proto.dataset:
+        if batch_size is None and d.batch_size < 1:
+            raise ProfileError("%s: dataset '%s' has batch_size %d" % (main, d.name, d.batch_size))
+
+
+def _check_links(info) -> None:
+    """Check what optimizers, monitors and executors refer to before NNabla links them.
+
+    NNabla's linker raises bare KeyErrors for a missing variable, and its solver
+    crashes the process on a parameter whose layer is not in the network.
+    """
+    import nnabla.utils.load as nnload
+
+    renamed = info.renamed_variables
+    datasets = {d.name for d in info.proto.dataset}
+    components = ([("optimizer", c) for c in info.proto.optimizer] + [("monitor", c) for c in info.proto.monitor]
+                  + [("executor", c) for c in info.proto.executor])
+    for kind, c in components:
+        what = "%s '%s'" % (kind, c.name)
+        network = info.networks.get(c.network_name)
+        if network is None:
+            raise ProfileError("%s uses network '%s', which the project does not define"
+                               % (what, c.network_name))
+        if kind != "executor":
+            for d in c.dataset_name:
+                if d not in datasets:
+                    raise ProfileError("%s uses dataset '%s', which the project does not define" % (what, d))
+        refs = [v.variable_name for v in c.data_variable] + [v.variable_name for v in c.generator_variable]
+        refs += [v.variable_name for v in getattr(c, "loss_variable", [])]
+        refs += [v.variable_name for v in getattr(c, "monitor_variable", [])]
+        refs += [v.variable_name for v in getattr(c, "output_variable", [])]
+        for name in refs:
+            pv = network.variables.get(renamed.get(name, name))
+            if pv is None or pv.variable_instance is None:
+                raise ProfileError("%s refers to variable '%s', which network '%s' does not compute"
+                                   % (what, name, network.name))
+        if kind == "monitor":
+            continue
+        candidates = list(network.parameters) + list(network.variables)
+        for p in c.parameter_variable:
+            try:
+                names = nnload._get_matching_variable_names(p.variable_name, candidates)
+            except ValueError:
+                raise ProfileError("%s lists parameter '%s', which network '%s' does not have"
+                                   % (what, p.variable_name, network.name))
+            for name in names:
+                pv = network.parameters.get(name) or network.variables.get(name)
+                if pv is None or pv.variable_instance is None:
+                    raise ProfileError("%s lists parameter '%s', which no layer of network '%s' uses"
+                                       % (what, name, network.name))
+
+
+class _LayerTracker:
+    """Remembers which layer NNabla was building, so that a failure can name it.
+
+    NNabla's errors say what is wrong (and where in its C++ sources) but not in
+    which layer; ``ProtoFunction.graph_call`` builds one layer at a time.
+    """
+
+    def __init__(self):
+        self.layer = None
+        self.layer_type = None
+        self.network = None
+
+    def __enter__(self):
+        from nnabla.core.graph_def import ProtoFunction
+        self._original = original = ProtoFunction.graph_call
+        tracker = self
+
+        def graph_call(pf, **kwargs):
+            tracker.layer, tracker.layer_type = pf.name, pf.type
+            owner = pf.owner() if callable(getattr(pf, "owner", None)) else None
+            tracker.network = getattr(owner, "name", None)
+            return original(pf, **kwargs)
+        ProtoFunction.graph_call = graph_call
+        return self
+
+    def __exit__(self, *exc):
+        from nnabla.core.graph_def import ProtoFunction
+        ProtoFunction.graph_call = self._original
+        return False
+
+    def describe(self, e: Exception) -> str:
+        text = " ".join(str(e).split())
+        unsupported = re.match(r'Function "([^"]+)" is not supported', text)
+        if unsupported:
+            return "unknown layer type '%s' (NNabla %s has no such function)" % (
+                unsupported.group(1), _nnabla_version())
+        # "value error in setup_impl /path/affine.cpp:46 Failed `cond`: message" -> message
+        failed = re.search(r"Failed `.*?`: (.*)$", text)
+        if failed:
+            text = failed.group(1)
+        if len(text) > 300:
+            text = text[:300] + "..."
+        if self.layer:
+            where = "layer '%s' (%s)%s" % (self.layer.replace("$EC$/", ""), self.layer_type,
+                                         " of network '%s'" % self.network if self.network else "")
+            return "%s cannot be built: %s" % (where, text or type(e).__name__)
+        return "the network cannot be built: %s%s" % (type(e).__name__, (": " + text) if text else "")
+
+
+def _nnabla_version() -> str:
+    import nnabla
+    return nnabla.__version__

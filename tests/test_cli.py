@@ -156,3 +156,50 @@ def test_ctrl_c_keeps_what_was_measured(tmp_path):
     assert "forward_function" in log
     assert log.rstrip().splitlines()[-1] == "Profile incomplete: interrupted by Ctrl-C."
     assert "Profile Completed." not in log
+
+
+def _variant(tmp_path, old, new, source=None):
+    from conftest import FIXTURES
+    text = open(source or os.path.join(FIXTURES, "shared_types.nntxt")).read()
+    assert old in text
+    path = tmp_path / "variant.nntxt"
+    path.write_text(text.replace(old, new, 1))
+    return path
+
+
+def test_unknown_layer_type(tmp_path):
+    project = _variant(tmp_path, 'type: "Tanh"', 'type: "FancyLayer"')
+    proc = run_cli(str(project), "--synthetic", "-o", str(tmp_path / "out"))
+    assert proc.returncode == 2
+    assert "unknown layer type 'FancyLayer'" in _one_clean_line(proc)
+
+
+def test_shapes_that_do_not_fit_name_the_layer(tmp_path):
+    project = _variant(tmp_path, 'name: "Affine_2/affine/W"\n    type: "Parameter"\n    shape: { dim: 100',
+                       'name: "Affine_2/affine/W"\n    type: "Parameter"\n    shape: { dim: 99')
+    proc = run_cli(str(project), "--synthetic", "-o", str(tmp_path / "out"))
+    assert proc.returncode == 2
+    line = _one_clean_line(proc)
+    assert "layer 'Affine_2' (Affine) of network 'Main'" in line and "mismatch" in line
+    assert ".cpp" not in line  # NNabla's source paths are no use to the user
+
+
+def test_output_folder_that_cannot_be_created(tmp_path):
+    (tmp_path / "file").write_text("")
+    proc = run_cli(LENET, "-o", str(tmp_path / "file" / "sub"))
+    assert proc.returncode == 2
+    assert "cannot create output folder" in _one_clean_line(proc)
+
+
+def test_data_with_nan_is_refused(tmp_path):
+    from nnprofile.nntxt_writer import mlp_project
+    (tmp_path / "net.nntxt").write_text(mlp_project(
+        [("Affine", 4), ("ReLU", 0), ("Affine", 3)], input_dim=2, classes=3, batch_size=4,
+        datasets=("train.csv", "valid.csv")))
+    rows = ["x__0,x__1,y"] + ["%s,%s,%d" % ("nan" if i == 2 else i, i * 0.5, i % 3) for i in range(8)]
+    (tmp_path / "train.csv").write_text("\n".join(rows) + "\n")
+    (tmp_path / "valid.csv").write_text("\n".join(rows) + "\n")
+    proc = run_cli(str(tmp_path / "net.nntxt"), "--runs", "1", "-o", str(tmp_path / "out"))
+    assert proc.returncode == 2
+    assert "contains NaN" in _one_clean_line(proc)
+    assert (tmp_path / "out" / "profile.log").read_text().rstrip().endswith("infinite values.")

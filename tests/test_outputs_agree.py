@@ -5,20 +5,7 @@ import openpyxl
 import pytest
 
 from conftest import LENET, run_cli
-from nnprofile.render.log import ENTRY_LINE
-
-
-def parse_log(text):
-    """[(section title, [(label, figure string)])] in log order."""
-    sections = []
-    for line in text.splitlines():
-        if line.startswith("Profiling ") and line.endswith(" ..."):
-            sections.append((line[len("Profiling "):-len(" ...")], []))
-            continue
-        m = ENTRY_LINE.match(line)
-        if m and sections:
-            sections[-1][1].append((m.group("label"), m.group("ms")))
-    return sections
+from agreement import check_outputs_agree, parse_log
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +15,10 @@ def run(tmp_path_factory):
     assert proc.returncode == 0, proc.stderr
     log = (out / "profile.log").read_text()
     return out, proc.stdout, parse_log(log), log
+
+
+def test_outputs_agree(run):
+    check_outputs_agree(run[0])
 
 
 def test_printed_text_is_the_log_file(run):

@@ -119,8 +119,15 @@ def _section_sheet(ws, section: Section) -> None:
     cats = Reference(ws, min_col=c0, min_row=2, max_row=n + 1)
     chart.add_data(data, titles_from_data=True)
     chart.set_categories(cats)
-    chart.height = max(7.5, 0.5 * n + 3)
-    chart.width = 18
+    # openpyxl 3.1 marks axes as deleted unless told otherwise; Excel then hides them.
+    chart.x_axis.delete = False
+    chart.y_axis.delete = False
+    chart.x_axis.tickLblSkip = 1  # a label for every layer
+    chart.y_axis.number_format = "0.0##"
+    chart.y_axis.crosses = "max"  # value axis below the last layer
+    chart.legend.position = "b"
+    chart.height = max(7.5, 0.7 * n + 4)
+    chart.width = 20
     ws.add_chart(chart, "R2")
 
 
