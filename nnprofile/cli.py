@@ -50,6 +50,9 @@ def profile_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=_positive_int, help="override the networks' batch size")
     p.add_argument("--synthetic", action="store_true",
                    help="feed generated data of the declared shapes instead of reading the datasets")
+    p.add_argument("--mode", choices=("isolated", "graph"), default="isolated",
+                   help="isolated: each function re-run on its own, as NNC measures (default); "
+                        "graph: each function timed inside real forward and backward passes")
     p.add_argument("--runs", type=_positive_int,
                    help="a fixed number of timed runs per entry (default: adaptive)")
     p.add_argument("--warmup", type=int, default=1, help="untimed runs before timing (default 1)")
@@ -98,7 +101,14 @@ def run_profile(args) -> int:
                           training=not args.no_training, inference=not args.no_inference)
     sections = plan(project, selection)
 
-    profile = Profile(header=header(project, sampling), notes=list(project.run_context.notes))
+    timer = Timer(sampling, sync=project.run_context.synchronize)
+    clock = timer.calibrate()
+    profile = Profile(header=header(project, sampling, args.mode), notes=list(project.run_context.notes))
+    profile.header.update(clock=clock.name, clock_resolution_ns=clock.resolution_ns,
+                          timing_overhead_ns=round(clock.overhead_ns, 1))
+    if args.mode == "graph":
+        from .profiler import calibrate_hooks
+        profile.header["hook_overhead_ns"] = round(calibrate_hooks(timer), 1)
     profile.header["data"] = "synthetic" if args.synthetic else "datasets"
     if args.synthetic:
         profile.notes.append("the data was synthetic (--synthetic): random batches of the declared "
@@ -106,11 +116,11 @@ def run_profile(args) -> int:
     out = (lambda line: None) if args.quiet else (lambda line: print(line, flush=True))
     for line in log.header_lines(profile):
         out(line)
-    timer = Timer(sampling, sync=project.run_context.synchronize)
     try:
         run(project, sections, timer, cache_root=os.path.join(outdir, "cache"), profile=profile,
             on_section=lambda s: out(log.section_line(s)),
-            on_entry=lambda s, e: out(log.entry_line(e)), synthetic=args.synthetic)
+            on_entry=lambda s, e: out(log.entry_line(e)), synthetic=args.synthetic, mode=args.mode,
+            on_section_end=lambda s: [out(line) for line in log.section_footer(profile, s)])
     except ProfileError as e:
         if not any(s.entries for s in profile.sections):
             raise

@@ -32,10 +32,38 @@ class Entry:
     impl_class: Optional[str] = None
     in_place: bool = False
     calls_per_sample: int = 1
+    overhead_ns: float = 0.0  # per call: the timing's own cost, subtracted in the statistics
+    # What the layer computes (forward and backward entries): None where not known.
+    output_shape: Optional[str] = None
+    params: Optional[int] = None
+    flops: Optional[int] = None
+    bytes_read: Optional[int] = None
+    bytes_written: Optional[int] = None
 
     @property
     def stats(self) -> Stats:
-        return summarize(self.samples_ns)
+        """Statistics of the per-call times, the measured timing overhead taken off."""
+        if not self.overhead_ns:
+            return summarize(self.samples_ns)
+        return summarize([max(0.0, s - self.overhead_ns) for s in self.samples_ns])
+
+    @property
+    def is_layer_work(self) -> bool:
+        return self.phase in ("forward_function", "backward_function")
+
+    @property
+    def gflops_per_s(self) -> Optional[float]:
+        mean = self.stats.mean
+        if self.flops is None or mean <= 0:
+            return None
+        return self.flops / mean  # FLOP per ns = GFLOP/s
+
+    @property
+    def arithmetic_intensity(self) -> Optional[float]:
+        """FLOPs per byte moved."""
+        if self.flops is None or not (self.bytes_read or self.bytes_written):
+            return None
+        return self.flops / ((self.bytes_read or 0) + (self.bytes_written or 0))
 
     @property
     def runs(self) -> int:
@@ -72,6 +100,30 @@ class Section:
 
     def entries_of(self, phase: str) -> List[Entry]:
         return [e for e in self.entries if e.phase == phase]
+
+    def coverage(self) -> List["Coverage"]:
+        """How much of forward_all (backward_all) the per-layer entries account for."""
+        out = []
+        for layer_phase, whole_phase in (("forward_function", "forward_all"),
+                                         ("backward_function", "backward_all")):
+            layers = self.entries_of(layer_phase)
+            whole = self.entries_of(whole_phase)
+            if layers and whole:
+                out.append(Coverage(layer_phase, whole_phase,
+                                    round(sum(e.mean_ms for e in layers), 6), whole[0].mean_ms))
+        return out
+
+
+@dataclass(frozen=True)
+class Coverage:
+    layer_phase: str
+    whole_phase: str
+    layers_ms: float
+    whole_ms: float
+
+    @property
+    def share(self) -> Optional[float]:
+        return self.layers_ms / self.whole_ms if self.whole_ms > 0 else None
 
 
 @dataclass

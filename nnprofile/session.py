@@ -72,9 +72,11 @@ def executor_datasets(project: Project) -> List[str]:
     return names[-1:]
 
 
-def header(project: Project, sampling: Sampling) -> dict:
+def header(project: Project, sampling: Sampling, mode: str = "isolated") -> dict:
     import nnabla
     return {
+        "mode": mode,
+        "target_rse": sampling.target_rse if sampling.adaptive else None,
         "nnprofile": __version__,
         "nnabla": nnabla.__version__,
         "project": " ".join(project.files),
@@ -102,9 +104,10 @@ def _source(project: Project, section: Section, pool: DatasetPool, synthetic: bo
 
 def run(project: Project, sections: List[Section], timer: Timer, cache_root: str,
         profile: Profile, on_section: Optional[SectionCallback] = None,
-        on_entry=None, synthetic: bool = False) -> Profile:
+        on_entry=None, synthetic: bool = False, mode: str = "isolated",
+        on_section_end: Optional[SectionCallback] = None) -> Profile:
     """Profile each planned section into ``profile``; never loses measured entries."""
-    profiler = Profiler(timer, on_entry=on_entry)
+    profiler = Profiler(timer, on_entry=on_entry, mode=mode)
     pool = DatasetPool(project.datasets, cache_root)
     try:
         # Open every data source first: a missing dataset stops the run before any timing.
@@ -117,6 +120,8 @@ def run(project: Project, sections: List[Section], timer: Timer, cache_root: str
                 profiler.profile_optimizer(section, project.optimizers[section.name], source)
             else:
                 profiler.profile_executor(section, project.executors[section.name], source)
+            if on_section_end:
+                on_section_end(section)
         profile.complete = True
     except KeyboardInterrupt:
         profile.failure = "interrupted by Ctrl-C"

@@ -1,4 +1,5 @@
 """nnprofile as a user runs it: python -m nnprofile in a subprocess."""
+import csv
 import os
 import signal
 import subprocess
@@ -132,8 +133,18 @@ def test_failure_midway_keeps_what_was_measured(tmp_path):
     assert "monitor_loss" in log  # the training section was complete
     assert log.rstrip().splitlines()[-1].startswith("Profile incomplete:")
     assert "Profiling executor" in log
-    for name in ("profile.csv", "profile_detail.csv", "profile.xlsx"):
-        assert (out / name).exists()
+    from agreement import check_outputs_agree
+    check_outputs_agree(out)
+    with open(out / "profile.csv") as f:
+        assert f.readline().rstrip().endswith("executor 'Executor' with network 'MainRuntime' (incomplete)")
+    with open(out / "profile_detail.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert {r["section_complete"] for r in rows if r["section"].startswith("optimizer")} == {"1"}
+    assert {r["section_complete"] for r in rows if r["section"].startswith("executor")} == {"0"}
+    import openpyxl
+    wb = openpyxl.load_workbook(out / "profile.xlsx")
+    info = {r[0].value: r[1].value for r in wb["Info"].iter_rows()}
+    assert info["status"].startswith("INCOMPLETE")
     # Caches go to the output folder, never beside the user's files.
     assert sorted(p.name for p in tmp_path.iterdir()) == ["moved.nntxt", "out", "small", "small.csv"]
     assert (out / "cache").is_dir()
@@ -203,3 +214,13 @@ def test_data_with_nan_is_refused(tmp_path):
     assert proc.returncode == 2
     assert "contains NaN" in _one_clean_line(proc)
     assert (tmp_path / "out" / "profile.log").read_text().rstrip().endswith("infinite values.")
+
+
+def test_graph_mode_writes_the_same_files(tmp_path):
+    from agreement import check_outputs_agree
+    proc = run_cli(LENET, "--mode", "graph", "--runs", "2", "-o", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    check_outputs_agree(tmp_path)
+    assert "Timing: graph mode" in proc.stdout
+    assert "Hooks: the graph-mode timing hooks add" in proc.stdout
+    assert proc.stdout.count("Coverage: the forward_function entries") == 2

@@ -86,3 +86,45 @@ def test_selection_by_name_and_kind(tmp_path):
         plan(project, Selection(executors=["Nope"]))
     with pytest.raises(ProfileError, match="nothing to profile"):
         plan(project, Selection(training=False, inference=False))
+
+
+def _profile_mode(path, tmp_path, mode, runs=3):
+    project = load_project([path])
+    sections = plan(project, Selection())
+    timer = Timer(Sampling(runs=runs, warmup=1), clock=FakeClock(steps=(1000,)))
+    profile = Profile()
+    run(project, sections, timer, cache_root=str(tmp_path / "cache"), profile=profile,
+        synthetic=True, mode=mode)
+    return profile
+
+
+def test_graph_mode_times_each_function_between_its_hooks(tmp_path):
+    graph = _profile_mode(SHARED, tmp_path, "graph")
+    isolated = _profile_mode(SHARED, tmp_path, "isolated")
+    for g, i in zip(graph.sections, isolated.sections):
+        assert [e.label for e in g.entries] == [e.label for e in i.entries]
+        layer_entries = [e for e in g.entries if e.is_layer_work]
+        assert layer_entries
+        for e in layer_entries:
+            # one clock step between a function's pre- and post-hook, one sample per pass
+            assert e.samples_ns == [1000, 1000, 1000], e.label
+
+
+def test_coverage_compares_layer_sums_with_whole_passes(tmp_path):
+    profile = _profile_mode(SHARED, tmp_path, "graph", runs=2)
+    train = profile.sections[0]
+    forward, backward = train.coverage()
+    n_forward = len(train.entries_of("forward_function"))
+    assert (forward.layer_phase, forward.whole_phase) == ("forward_function", "forward_all")
+    assert forward.layers_ms == pytest.approx(n_forward * 0.001)
+    assert forward.whole_ms == 0.001  # the whole pass is one clock step too
+    assert forward.share == pytest.approx(n_forward)
+    assert backward.whole_phase == "backward_all"
+    assert [c.whole_phase for c in profile.sections[1].coverage()] == ["forward_all"]
+
+
+def test_unknown_mode_is_refused():
+    from nnprofile.errors import ProfileError
+    from nnprofile.profiler import Profiler
+    with pytest.raises(ProfileError, match="unknown mode"):
+        Profiler(Timer(), mode="fast")

@@ -8,29 +8,34 @@ from nnprofile.render import csv_files, log, write_all, xlsx
 from nnprofile.result import Entry, Profile, Section
 
 
-def _layer(phase, layer, ltype, samples, cls=None):
+def _layer(phase, layer, ltype, samples, cls=None, flops=None):
     return Entry(label="%s (%s : %s)" % (phase, layer, cls or ltype), phase=phase, samples_ns=samples,
-                 layer=layer, layer_type=ltype, impl_class=cls or ltype)
+                 layer=layer, layer_type=ltype, impl_class=cls or ltype, flops=flops,
+                 bytes_read=4000, bytes_written=1000, output_shape="64x10", params=100)
 
 
 @pytest.fixture
 def profile():
     train = Section(kind="optimizer", name="Optimizer", network="Main", complete=True, entries=[
         Entry(label="load_dataset", phase="load_dataset", samples_ns=[1_000_000, 3_000_000]),
-        _layer("forward_function", "Affine", "Affine", [2_500_000]),
-        _layer("forward_function", "Affine_2", "Affine", [500, 1500]),
+        _layer("forward_function", "Affine", "Affine", [2_500_000], flops=5_000_000),
+        _layer("forward_function", "Affine_2", "Mystery", [500, 1500]),
         Entry(label="prepare_backward", phase="prepare_backward", samples_ns=[100]),
-        _layer("backward_function", "Affine_2", "Affine", [4_000]),
-        _layer("backward_function", "Affine", "Affine", [1_234_567]),
+        _layer("backward_function", "Affine_2", "Mystery", [4_000]),
+        _layer("backward_function", "Affine", "Affine", [1_234_567], flops=10_000_000),
+        Entry(label="forward_all", phase="forward_all", samples_ns=[3_000_000]),
+        Entry(label="backward_all", phase="backward_all", samples_ns=[2_000_000]),
         Entry(label="update (Adam)", phase="update", samples_ns=[7_000_000, 9_000_000, 8_000_000]),
     ])
     infer = Section(kind="executor", name="Executor", network="MainRuntime", complete=True, entries=[
         Entry(label="load_dataset", phase="load_dataset", samples_ns=[2_000_000]),
-        _layer("forward_function", "Affine", "Affine", [1_000_000]),
+        _layer("forward_function", "Affine", "Affine", [1_000_000], flops=5_000_000),
         Entry(label="forward_all", phase="forward_all", samples_ns=[5_000_000]),
     ])
     return Profile(header={"nnprofile": "0", "nnabla": "1.39.0", "project": "p.nntxt",
-                           "context": "cpu:float", "sampling": "fixed"},
+                           "context": "cpu:float", "sampling": "fixed", "mode": "isolated",
+                           "target_rse": 0.02, "clock": "fake", "clock_resolution_ns": 40,
+                           "timing_overhead_ns": 80.0},
                    notes=["a note"], sections=[train, infer], complete=True)
 
 
@@ -39,21 +44,39 @@ def test_log_text_is_exact(profile):
         "nnprofile 0 (nnabla 1.39.0): p.nntxt",
         "Context: cpu:float",
         "Note: a note",
-        "Timing: fixed; each figure is the mean time of one call",
+        "Timing: isolated mode (each function re-run on its own); fixed; each figure is the mean time of one call",
+        "Clock: fake, smallest step 40 ns; timing one sample costs 80 ns, taken off every figure; "
+        "calls under 8 us are timed in batches",
         "Profiling optimizer 'Optimizer' with network 'Main' ...",
         "load_dataset 2.000000(ms)",
         "forward_function (Affine : Affine) 2.500000(ms)",
-        "forward_function (Affine_2 : Affine) 0.001000(ms)",
+        "forward_function (Affine_2 : Mystery) 0.001000(ms)",
         "prepare_backward 0.000100(ms)",
-        "backward_function (Affine_2 : Affine) 0.004000(ms)",
+        "backward_function (Affine_2 : Mystery) 0.004000(ms)",
         "backward_function (Affine : Affine) 1.234567(ms)",
+        "forward_all 3.000000(ms)",
+        "backward_all 2.000000(ms)",
         "update (Adam) 8.000000(ms)",
+        "Coverage: the forward_function entries add up to 2.501000 ms, 83.4% of forward_all (3.000000 ms)",
+        "Coverage: the backward_function entries add up to 1.238567 ms, 61.9% of backward_all (2.000000 ms)",
+        "Missed the 2% target (time budget spent): load_dataset (50.0%), "
+        "forward_function (Affine_2 : Mystery) (50.0%), update (Adam) (7.2%)",
+        "FLOPs not counted (no formula for): Mystery",
         "Profiling executor 'Executor' with network 'MainRuntime' ...",
         "load_dataset 2.000000(ms)",
         "forward_function (Affine : Affine) 1.000000(ms)",
         "forward_all 5.000000(ms)",
+        "Coverage: the forward_function entries add up to 1.000000 ms, 20.0% of forward_all (5.000000 ms)",
         "Profile Completed.",
     ]
+
+
+def test_graph_mode_header_names_the_hook_cost(profile):
+    profile.header.update(mode="graph", hook_overhead_ns=4850.0)
+    lines = log.render(profile).splitlines()
+    assert lines[3].startswith("Timing: graph mode (each function timed inside whole forward and backward passes)")
+    assert lines[5] == ("Hooks: the graph-mode timing hooks add 4.85 us per function to a pass "
+                        "(NNabla's hook dispatch included), measured on a chain of 200 tiny functions")
 
 
 def test_incomplete_profile_says_so(profile):
@@ -68,14 +91,14 @@ def test_profile_csv_merges_sections_as_nnc_does(profile):
                        "executor 'Executor' with network 'MainRuntime'"]
     assert rows[1] == ["load_dataset", "2.000000", "2.000000"]
     assert rows[2] == ["forward_function (Affine : Affine)", "2.500000", "1.000000"]
-    assert rows[3] == ["forward_function (Affine_2 : Affine)", "0.001000", ""]
-    assert rows[-1] == ["forward_all", "", "5.000000"]
-    assert len(rows) == 1 + 7 + 1
+    assert rows[3] == ["forward_function (Affine_2 : Mystery)", "0.001000", ""]
+    assert rows[7] == ["forward_all", "3.000000", "5.000000"]
+    assert len(rows) == 1 + 9
 
 
 def test_detail_csv_statistics(profile):
     rows = csv_files.detail_rows(profile)
-    header, update = rows[0], rows[7]
+    header, update = rows[0], rows[9]
     record = dict(zip(header, update))
     assert record["label"] == "update (Adam)"
     assert record["mean_ms"] == "8.000000"
@@ -92,17 +115,18 @@ def test_xlsx_layout(profile, tmp_path):
     wb = openpyxl.load_workbook(tmp_path / "profile.xlsx")
     assert wb.sheetnames == ["Optimizer Main", "Executor MainRuntime", "Info"]
     ws = wb["Optimizer Main"]
-    assert [c.value for c in ws["B"]][1:] == [2.0, 2.5, 0.001, 0.0001, 0.004, 1.234567, 8.0]
+    assert [c.value for c in ws["B"]][1:] == [2.0, 2.5, 0.001, 0.0001, 0.004, 1.234567, 3.0, 2.0, 8.0]
     assert ws["B2"].number_format == "0.000000"
-    assert ws.column_dimensions["A"].width >= len("backward_function (Affine_2 : Affine)")
+    assert ws.column_dimensions["A"].width >= len("backward_function (Affine_2 : Mystery)")
     assert [str(cf.sqref) for cf in ws.conditional_formatting] == ["B3:B7"]
     # the per-layer table behind the chart: forward order, forward and backward times
-    table = [[ws.cell(row=r, column=c).value for c in range(14, 17)] for r in range(1, 4)]
+    c0 = xlsx.LAYER_TABLE_COL
+    table = [[ws.cell(row=r, column=c).value for c in range(c0, c0 + 3)] for r in range(1, 4)]
     assert table == [["layer", "forward (ms)", "backward (ms)"],
                      ["Affine", 2.5, 1.234567], ["Affine_2", 0.001, 0.004]]
     inference = wb["Executor MainRuntime"]
     assert [str(cf.sqref) for cf in inference.conditional_formatting] == ["B3"]  # one row: openpyxl writes a single cell
-    assert inference.cell(row=1, column=16).value is None  # no backward column
+    assert inference.cell(row=1, column=xlsx.LAYER_TABLE_COL + 2).value is None  # no backward column
     info = {r[0].value: r[1].value for r in wb["Info"].iter_rows()}
     assert info["status"] == "complete" and info["context"] == "cpu:float"
 
@@ -123,3 +147,28 @@ def test_sheet_names_are_unique_and_valid():
     names = xlsx.sheet_names(Profile(sections=sections))
     assert len(set(names)) == 3
     assert all(len(n) <= 31 and not set(n) & set('[]:*?/\\') for n in names)
+
+
+def test_work_figures_in_detail_csv(profile):
+    rows = csv_files.detail_rows(profile)
+    header = rows[0]
+    records = [dict(zip(header, r)) for r in rows[1:]]
+    affine = records[1]
+    assert affine["label"] == "forward_function (Affine : Affine)"
+    assert affine["flops"] == 5_000_000
+    assert affine["gflops_per_s"] == "2.000"  # 5e6 FLOP in 2.5 ms
+    assert affine["flop_per_byte"] == "1000.000"  # 5e6 FLOP over 5,000 bytes
+    mystery = records[2]
+    assert mystery["flops"] == "unknown" and mystery["gflops_per_s"] == "unknown"
+    assert records[0]["flops"] == ""  # load_dataset is no layer
+    forward_all = records[6]
+    assert forward_all["coverage"] == "%.4f" % (2.501 / 3.0)
+
+
+def test_work_figures_in_xlsx(profile, tmp_path):
+    xlsx.write(profile, str(tmp_path))
+    ws = openpyxl.load_workbook(tmp_path / "profile.xlsx")["Optimizer Main"]
+    header = [c.value for c in ws[1]][:len(xlsx.COLUMNS)]
+    row = dict(zip(header, [c.value for c in ws[3]]))
+    assert row["FLOPs"] == 5_000_000 and row["GFLOP/s"] == pytest.approx(2.0)
+    assert dict(zip(header, [c.value for c in ws[4]]))["FLOPs"] == "unknown"

@@ -5,12 +5,14 @@ import csv
 import os
 from typing import List
 
-from ..result import Profile, format_ms, ms
+from ..result import Entry, Profile, Section, format_ms, ms
 
 PROFILE = "profile.csv"
 DETAIL = "profile_detail.csv"
 DETAIL_COLUMNS = ["section", "label", "phase", "layer", "layer_type", "class", "in_place",
-                  "mean_ms", "median_ms", "std_ms", "min_ms", "max_ms", "p90_ms", "runs", "rse"]
+                  "mean_ms", "median_ms", "std_ms", "min_ms", "max_ms", "p90_ms", "runs", "rse",
+                  "calls_per_sample", "overhead_ns", "output_shape", "params", "flops", "bytes_read",
+                  "bytes_written", "gflops_per_s", "flop_per_byte", "coverage", "section_complete"]
 
 
 def profile_rows(profile: Profile) -> List[List[str]]:
@@ -20,7 +22,8 @@ def profile_rows(profile: Profile) -> List[List[str]]:
     sections, a label shared by two sections (load_dataset, a layer present in
     both networks) shares a row, as NNC merges them.
     """
-    header = ["time in ms"] + [s.title for s in profile.sections]
+    header = ["time in ms"] + [s.title + ("" if s.complete else " (incomplete)")
+                               for s in profile.sections]
     order: List[str] = []
     cells = {}
     for col, section in enumerate(profile.sections):
@@ -32,6 +35,29 @@ def profile_rows(profile: Profile) -> List[List[str]]:
     return [header] + [[label] + cells[label] for label in order]
 
 
+def work_cells(e: Entry) -> List[object]:
+    """output_shape, params, flops, bytes_read, bytes_written, GFLOP/s, FLOP/byte of one entry."""
+    if e.layer is None:
+        return [""] * 7
+    if not e.is_layer_work:
+        return [e.output_shape or "", e.params if e.params is not None else ""] + [""] * 5
+    unknown = "unknown"
+    gflops, intensity = e.gflops_per_s, e.arithmetic_intensity
+    return [e.output_shape or "", e.params if e.params is not None else "",
+            e.flops if e.flops is not None else unknown,
+            e.bytes_read if e.bytes_read is not None else "",
+            e.bytes_written if e.bytes_written is not None else "",
+            "%.3f" % gflops if gflops is not None else unknown,
+            "%.3f" % intensity if intensity is not None else unknown]
+
+
+def coverage_cell(section: Section, e: Entry) -> str:
+    for c in section.coverage():
+        if c.whole_phase == e.phase and c.share is not None:
+            return "%.4f" % c.share
+    return ""
+
+
 def detail_rows(profile: Profile) -> List[List[object]]:
     rows: List[List[object]] = [DETAIL_COLUMNS]
     for section in profile.sections:
@@ -40,7 +66,9 @@ def detail_rows(profile: Profile) -> List[List[object]]:
             rows.append([section.title, e.label, e.phase, e.layer or "", e.layer_type or "",
                          e.impl_class or "", int(e.in_place), format_ms(e.mean_ms),
                          format_ms(ms(s.median)), format_ms(ms(s.std)), format_ms(ms(s.min)),
-                         format_ms(ms(s.max)), format_ms(ms(s.p90)), s.n, "%.4f" % s.rse])
+                         format_ms(ms(s.max)), format_ms(ms(s.p90)), s.n, "%.4f" % s.rse,
+                         e.calls_per_sample, "%.1f" % e.overhead_ns]
+                        + work_cells(e) + [coverage_cell(section, e), int(section.complete)])
     return rows
 
 

@@ -11,13 +11,15 @@ import os
 from typing import Dict, List, Tuple
 
 from ..result import Profile, Section, ms
+from .csv_files import work_cells
 
 FILENAME = "profile.xlsx"
 COLUMNS = ["entry", "time (ms)", "median (ms)", "std (ms)", "min (ms)", "max (ms)",
-           "p90 (ms)", "runs", "rel. std. error", "phase", "layer", "class"]
+           "p90 (ms)", "runs", "rel. std. error", "calls/sample", "phase", "layer", "class",
+           "output shape", "params", "FLOPs", "bytes read", "bytes written", "GFLOP/s", "FLOP/byte"]
 TIME_COLUMN = "B"
 MS_FORMAT = "0.000000"
-LAYER_TABLE_COL = 14  # column N: the per-layer table that feeds the chart
+LAYER_TABLE_COL = len(COLUMNS) + 2  # the per-layer table that feeds the chart, after a gap
 # Excel's own green-yellow-red scale: slow cells stand out in red.
 COLOUR_LOW, COLOUR_MID, COLOUR_HIGH = "63BE7B", "FFEB84", "F8696B"
 
@@ -67,18 +69,24 @@ def _section_sheet(ws, section: Section) -> None:
         cell.font = Font(bold=True)
     for e in section.entries:
         s = e.stats
+        work = work_cells(e)
+        work[5] = e.gflops_per_s if e.gflops_per_s is not None else work[5]
+        work[6] = e.arithmetic_intensity if e.arithmetic_intensity is not None else work[6]
         ws.append([e.label, e.mean_ms, ms(s.median), ms(s.std), ms(s.min), ms(s.max), ms(s.p90),
-                   s.n, round(s.rse, 4), e.phase, e.layer or "", e.impl_class or ""])
+                   s.n, round(s.rse, 4), e.calls_per_sample, e.phase, e.layer or "", e.impl_class or ""]
+                  + work)
     last = len(section.entries) + 1
     for col in "BCDEFG":
         for row in range(2, last + 1):
             ws["%s%d" % (col, row)].number_format = MS_FORMAT
     for row in range(2, last + 1):
         ws["I%d" % row].number_format = "0.00%"
+        ws["S%d" % row].number_format = "0.000"
+        ws["T%d" % row].number_format = "0.000"
     ws.freeze_panes = "B2"
     widths = {"A": max([len(COLUMNS[0])] + [len(e.label) for e in section.entries]) + 2}
-    widths.update({c: 13 for c in "BCDEFGHI"})
-    widths.update({"J": 26, "K": 24, "L": 26})
+    widths.update({c: 13 for c in "BCDEFGHIJ"})
+    widths.update({"K": 26, "L": 24, "M": 26, "N": 16, "O": 10, "P": 14, "Q": 13, "R": 13, "S": 10, "T": 10})
     for col, width in widths.items():
         ws.column_dimensions[col].width = min(width, 80)
 
@@ -103,9 +111,10 @@ def _section_sheet(ws, section: Section) -> None:
         ws.cell(row=i, column=c0 + 1, value=f).number_format = MS_FORMAT
         if has_backward:
             ws.cell(row=i, column=c0 + 2, value=b).number_format = MS_FORMAT
-    ws.column_dimensions["N"].width = max(len(l[0]) for l in layers) + 2
-    ws.column_dimensions["O"].width = 14
-    ws.column_dimensions["P"].width = 14
+    from openpyxl.utils import get_column_letter
+    ws.column_dimensions[get_column_letter(c0)].width = max(len(l[0]) for l in layers) + 2
+    ws.column_dimensions[get_column_letter(c0 + 1)].width = 14
+    ws.column_dimensions[get_column_letter(c0 + 2)].width = 14
 
     chart = BarChart()
     chart.type = "bar"
@@ -128,7 +137,7 @@ def _section_sheet(ws, section: Section) -> None:
     chart.legend.position = "b"
     chart.height = max(7.5, 0.7 * n + 4)
     chart.width = 20
-    ws.add_chart(chart, "R2")
+    ws.add_chart(chart, "%s2" % get_column_letter(c0 + len(head) + 1))
 
 
 def _info_sheet(ws, profile: Profile) -> None:
@@ -153,6 +162,10 @@ def build(profile: Profile):
     for name, section in zip(sheet_names(profile), profile.sections):
         ws = wb.create_sheet(title=name)
         _section_sheet(ws, section)
+        if not section.complete:
+            ws.sheet_properties.tabColor = "F8696B"
+            ws.cell(row=len(section.entries) + 3, column=1,
+                    value="INCOMPLETE: %s" % (profile.failure or "stopped"))
     _info_sheet(first, profile)
     first.title = "Info"
     # Sections first: the workbook opens on the training profile.
