@@ -39,7 +39,9 @@ def profile_parser() -> argparse.ArgumentParser:
         prog="nnprofile",
         description="Profile an NNabla / Neural Network Console project layer by layer, "
                     "as NNC's Profile command does, and write profile.log, profile.csv, "
-                    "profile_detail.csv and profile.xlsx.")
+                    "profile_detail.csv, profile.xlsx and result.json.",
+        epilog="Other commands: 'nnprofile report OUTDIR' re-renders a saved run; "
+               "'nnprofile compare ...' compares configurations or saved runs (see --help of each).")
     p.add_argument("files", nargs="+", metavar="PROJECT",
                    help="the project (.nntxt, .nnp) and optionally parameter files (.h5, .protobuf)")
     p.add_argument("-o", "--outdir", help="output folder (default: results/<project name>)")
@@ -50,6 +52,9 @@ def profile_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=_positive_int, help="override the networks' batch size")
     p.add_argument("--synthetic", action="store_true",
                    help="feed generated data of the declared shapes instead of reading the datasets")
+    p.add_argument("--zero-weights", action="store_true",
+                   help="zero every weight and bias first, as nnabla_cli profile does "
+                        "(only to compare with it: zeros make some layers unrealistically fast)")
     p.add_argument("--mode", choices=("isolated", "graph"), default="isolated",
                    help="isolated: each function re-run on its own, as NNC measures (default); "
                         "graph: each function timed inside real forward and backward passes")
@@ -83,7 +88,7 @@ def _prepare_outdir(outdir: str) -> None:
 
 
 def run_profile(args) -> int:
-    from .project import load_project
+    from .project import load_project, zero_weights
     from .render import log, write_all
     from .result import Profile
     from .session import Selection, header, plan, run
@@ -97,6 +102,8 @@ def run_profile(args) -> int:
     _prepare_outdir(outdir)
     project = load_project(args.files, backend=args.context, type_config=args.type_config,
                            batch_size=args.batch_size)
+    if args.zero_weights:
+        zero_weights()
     selection = Selection(optimizers=args.optimizer, executors=args.executor,
                           training=not args.no_training, inference=not args.no_inference)
     sections = plan(project, selection)
@@ -110,6 +117,8 @@ def run_profile(args) -> int:
         from .profiler import calibrate_hooks
         profile.header["hook_overhead_ns"] = round(calibrate_hooks(timer), 1)
     profile.header["data"] = "synthetic" if args.synthetic else "datasets"
+    if args.zero_weights:
+        profile.notes.append("weights and biases were zeroed (--zero-weights), as nnabla_cli profile does")
     if args.synthetic:
         profile.notes.append("the data was synthetic (--synthetic): random batches of the declared "
                              "shapes; load_dataset does not measure reading a dataset")
@@ -134,13 +143,48 @@ def run_profile(args) -> int:
     return 0
 
 
+def report_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="nnprofile report",
+        description="Re-render profile.log, the CSV files and profile.xlsx from a saved result.json, "
+                    "without profiling again.")
+    p.add_argument("result", metavar="OUTDIR", help="a folder with result.json (or the file itself)")
+    p.add_argument("-o", "--outdir", help="write the files here (default: next to result.json)")
+    p.add_argument("-q", "--quiet", action="store_true", help="do not print the log")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    return p
+
+
+def run_report(args) -> int:
+    from . import result_file
+    from .render import log, write_all
+    profile = result_file.load(args.result)
+    source = args.result if os.path.isdir(args.result) else os.path.dirname(os.path.abspath(args.result))
+    outdir = args.outdir or source
+    _prepare_outdir(outdir)
+    write_all(profile, outdir, save_result=os.path.abspath(outdir) != os.path.abspath(source))
+    if not args.quiet:
+        sys.stdout.write(log.render(profile))
+    return 0
+
+
+COMMANDS = {
+    "report": (report_parser, run_report),
+}
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = profile_parser().parse_args(argv)
+    if argv and argv[0] in COMMANDS:
+        make_parser, command = COMMANDS[argv[0]]
+        args = make_parser().parse_args(argv[1:])
+    else:
+        make_parser, command = profile_parser, run_profile
+        args = make_parser().parse_args(argv)
     if args.debug:
         logging.getLogger("nnabla").setLevel(logging.INFO)
     try:
-        return run_profile(args)
+        return command(args)
     except ProfileError as e:
         if args.debug:
             traceback.print_exc()

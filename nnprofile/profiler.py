@@ -42,7 +42,8 @@ class Layer:
             need_grad=[bool(v.need_grad) for v in inputs], args=dict(function.info.args or {}))
         self.params = sum(v.size for v in inputs if v in parameters)
         self.flops = flop_counts.count(self.type, self.shapes)
-        self.itemsize = _itemsize(outputs[0]) if outputs else 4
+        self.dtype = _dtype(outputs[0]) if outputs else None
+        self.itemsize = int(np.dtype(self.dtype).itemsize) if self.dtype else 4
 
     def label(self, phase: str) -> str:
         return "%s (%s : %s%s)" % (phase, self.name, self.impl_class,
@@ -52,7 +53,7 @@ class Layer:
         e = Entry(label=self.label(phase), phase=phase, samples_ns=m.samples_ns,
                   calls_per_sample=m.calls_per_sample, overhead_ns=m.overhead_ns,
                   layer=self.name, layer_type=self.type, impl_class=self.impl_class,
-                  in_place=self.in_place, params=self.params,
+                  in_place=self.in_place, params=self.params, dtype=self.dtype,
                   output_shape="x".join(str(d) for d in self.shapes.outputs[0]) if self.shapes.outputs else "")
         if phase in ("forward_function", "backward_function"):
             direction = "forward" if phase == "forward_function" else "backward"
@@ -62,11 +63,11 @@ class Layer:
         return e
 
 
-def _itemsize(variable) -> int:
+def _dtype(variable) -> Optional[str]:
     try:
-        return int(np.dtype(variable.data.dtype).itemsize)
-    except Exception:
-        return 4
+        return np.dtype(variable.data.dtype).name
+    except Exception:  # an array NNabla has not allocated yet
+        return None
 
 
 def _layer_names(network) -> Dict[object, str]:

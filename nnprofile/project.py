@@ -109,6 +109,14 @@ def _read_proto(info, paths: Sequence[str]) -> None:
             raise ProfileError("%s: cannot be loaded (%s)" % (p, e))
 
 
+def zero_weights() -> None:
+    """Zero every weight (/W) and bias (/b), as nnabla_cli profile does before timing."""
+    import nnabla as nn
+    for name, p in nn.get_parameters(grad_only=False).items():
+        if name[-2:] in ("/W", "/b"):
+            p.data.zero()
+
+
 def _foreign_path(uri: str) -> bool:
     """A Windows path (K:\\data\\x.csv) in a project moved to another system."""
     windows_drive = len(uri) > 2 and uri[1] == ":" and uri[0].isalpha() and uri[2] in "\\/"

@@ -39,13 +39,25 @@ class Entry:
     flops: Optional[int] = None
     bytes_read: Optional[int] = None
     bytes_written: Optional[int] = None
+    dtype: Optional[str] = None  # of the layer's output: float16 when it ran in half precision
 
     @property
     def stats(self) -> Stats:
-        """Statistics of the per-call times, the measured timing overhead taken off."""
-        if not self.overhead_ns:
-            return summarize(self.samples_ns)
-        return summarize([max(0.0, s - self.overhead_ns) for s in self.samples_ns])
+        """Statistics of the per-call times, the measured timing overhead taken off.
+
+        Renderers ask for them many times; they are computed once for the
+        samples and overhead at hand.
+        """
+        key = (len(self.samples_ns), self.overhead_ns, id(self.samples_ns))
+        cached = self.__dict__.get("_stats")
+        if cached is None or cached[0] != key:
+            if self.overhead_ns:
+                values = [max(0.0, s - self.overhead_ns) for s in self.samples_ns]
+            else:
+                values = self.samples_ns
+            cached = (key, summarize(values))
+            self.__dict__["_stats"] = cached
+        return cached[1]
 
     @property
     def is_layer_work(self) -> bool:

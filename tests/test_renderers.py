@@ -62,6 +62,14 @@ def test_log_text_is_exact(profile):
         "Missed the 2% target (time budget spent): load_dataset (50.0%), "
         "forward_function (Affine_2 : Mystery) (50.0%), update (Adam) (7.2%)",
         "FLOPs not counted (no formula for): Mystery",
+        # step = 2 (input) + 3 (forward_all) + 2 (backward_all) + 8 (update) + 0.0001 (prepare_backward)
+        "Step: 15.000 ms = input 2.000 ms (13.3%) + forward 3.000 ms (20.0%) + backward 2.000 ms (13.3%) "
+        "+ update 8.000 ms (53.3%) + monitor 0.000 ms (0.0%) + other 0.000 ms (0.0%)",
+        "Half precision: 0 of 2 functions",
+        "Top layers (forward + backward): Affine 3.735 ms (24.9%), Affine_2 0.005 ms (0.0%)",
+        "Advice: The solver update is a large part of the step: a network with many parameters and little "
+        "computation; a simpler solver (SGD, Momentum) or larger batches help. Evidence: update (and weight "
+        "decay) take 8.000 ms, 53.3% of the step (threshold 20.0%).",
         "Profiling executor 'Executor' with network 'MainRuntime' ...",
         "load_dataset 2.000000(ms)",
         "forward_function (Affine : Affine) 1.000000(ms)",
@@ -113,7 +121,7 @@ def test_detail_csv_statistics(profile):
 def test_xlsx_layout(profile, tmp_path):
     xlsx.write(profile, str(tmp_path))
     wb = openpyxl.load_workbook(tmp_path / "profile.xlsx")
-    assert wb.sheetnames == ["Optimizer Main", "Executor MainRuntime", "Info"]
+    assert wb.sheetnames == ["Optimizer Main", "Executor MainRuntime", "Summary", "Info"]
     ws = wb["Optimizer Main"]
     assert [c.value for c in ws["B"]][1:] == [2.0, 2.5, 0.001, 0.0001, 0.004, 1.234567, 3.0, 2.0, 8.0]
     assert ws["B2"].number_format == "0.000000"
@@ -135,7 +143,7 @@ def test_every_renderer_handles_an_empty_profile(tmp_path):
     empty = Profile(header={}, complete=False, failure="nothing measured")
     paths = write_all(empty, str(tmp_path))
     assert sorted(p.rsplit("/", 1)[-1] for p in paths) == [
-        "profile.csv", "profile.log", "profile.xlsx", "profile_detail.csv"]
+        "profile.csv", "profile.log", "profile.xlsx", "profile_detail.csv", "result.json", "summary.csv"]
     with open(tmp_path / "profile.csv", newline="") as f:
         assert list(csv.reader(f)) == [["time in ms"]]
     wb = openpyxl.load_workbook(tmp_path / "profile.xlsx")
@@ -172,3 +180,18 @@ def test_work_figures_in_xlsx(profile, tmp_path):
     row = dict(zip(header, [c.value for c in ws[3]]))
     assert row["FLOPs"] == 5_000_000 and row["GFLOP/s"] == pytest.approx(2.0)
     assert dict(zip(header, [c.value for c in ws[4]]))["FLOPs"] == "unknown"
+
+
+def test_rendering_computes_each_entrys_statistics_once(tmp_path, monkeypatch):
+    """Rendering cost grows linearly with the entries (it once grew with their square)."""
+    import nnprofile.result as result_module
+    calls = []
+    real = result_module.summarize
+    monkeypatch.setattr(result_module, "summarize", lambda v: calls.append(1) or real(v))
+    entries = [_layer(phase, "L%d" % i, "Affine", [1000 + i, 2000], flops=10)
+               for i in range(300) for phase in ("forward_function", "backward_function")]
+    entries += [Entry(label="forward_all", phase="forward_all", samples_ns=[5000]),
+                Entry(label="backward_all", phase="backward_all", samples_ns=[5000])]
+    section = Section(kind="optimizer", name="O", network="N", complete=True, entries=entries)
+    write_all(Profile(header={"target_rse": 0.02}, sections=[section], complete=True), str(tmp_path))
+    assert len(calls) == len(entries)

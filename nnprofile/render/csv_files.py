@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import csv
 import os
-from typing import List
+from typing import Dict, List
 
+from ..advice import summarize_section, summary_rows as advice_rows
 from ..result import Entry, Profile, Section, format_ms, ms
 
 PROFILE = "profile.csv"
@@ -51,16 +52,15 @@ def work_cells(e: Entry) -> List[object]:
             "%.3f" % intensity if intensity is not None else unknown]
 
 
-def coverage_cell(section: Section, e: Entry) -> str:
-    for c in section.coverage():
-        if c.whole_phase == e.phase and c.share is not None:
-            return "%.4f" % c.share
-    return ""
+def coverage_cells(section: Section) -> Dict[str, str]:
+    """Phase of a whole pass (forward_all, backward_all) -> the share its layers add up to."""
+    return {c.whole_phase: "%.4f" % c.share for c in section.coverage() if c.share is not None}
 
 
 def detail_rows(profile: Profile) -> List[List[object]]:
     rows: List[List[object]] = [DETAIL_COLUMNS]
     for section in profile.sections:
+        coverage = coverage_cells(section)
         for e in section.entries:
             s = e.stats
             rows.append([section.title, e.label, e.phase, e.layer or "", e.layer_type or "",
@@ -68,7 +68,7 @@ def detail_rows(profile: Profile) -> List[List[object]]:
                          format_ms(ms(s.median)), format_ms(ms(s.std)), format_ms(ms(s.min)),
                          format_ms(ms(s.max)), format_ms(ms(s.p90)), s.n, "%.4f" % s.rse,
                          e.calls_per_sample, "%.1f" % e.overhead_ns]
-                        + work_cells(e) + [coverage_cell(section, e), int(section.complete)])
+                        + work_cells(e) + [coverage.get(e.phase, ""), int(section.complete)])
     return rows
 
 
@@ -77,8 +77,24 @@ def _write(path: str, rows) -> None:
         csv.writer(f, lineterminator="\n").writerows(rows)
 
 
+SUMMARY = "summary.csv"
+SUMMARY_COLUMNS = ["section", "item", "name", "ms", "percent", "detail"]
+
+
+def summary_rows(profile: Profile) -> List[List[object]]:
+    """The step breakdown, top layers and advice of every complete training section."""
+    rows: List[List[object]] = [SUMMARY_COLUMNS]
+    context = str(profile.header.get("context", "cpu:float"))
+    for section in profile.sections:
+        summary = summarize_section(section, context)
+        if summary is not None:
+            rows.extend(advice_rows(summary))
+    return rows
+
+
 def write(profile: Profile, outdir: str) -> List[str]:
-    paths = [os.path.join(outdir, PROFILE), os.path.join(outdir, DETAIL)]
+    paths = [os.path.join(outdir, PROFILE), os.path.join(outdir, DETAIL), os.path.join(outdir, SUMMARY)]
     _write(paths[0], profile_rows(profile))
     _write(paths[1], detail_rows(profile))
+    _write(paths[2], summary_rows(profile))
     return paths

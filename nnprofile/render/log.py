@@ -5,6 +5,7 @@ import os
 import re
 from typing import List
 
+from ..advice import summarize_section, summary_lines
 from ..result import Entry, Profile, Section, format_ms
 
 FILENAME = "profile.log"
@@ -59,6 +60,9 @@ def section_footer(profile: Profile, section: Section) -> List[str]:
                       if e.is_layer_work and e.flops is None and e.layer_type})
     if unknown:
         lines.append("FLOPs not counted (no formula for): %s" % ", ".join(unknown))
+    summary = summarize_section(section, str(profile.header.get("context", "cpu:float")))
+    if summary is not None:
+        lines.extend(summary_lines(summary))
     return lines
 
 

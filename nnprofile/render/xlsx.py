@@ -7,11 +7,14 @@ figures were taken.
 """
 from __future__ import annotations
 
+import datetime
 import os
+import zipfile
 from typing import Dict, List, Tuple
 
 from ..result import Profile, Section, ms
-from .csv_files import work_cells
+from ..advice import PARTS
+from .csv_files import summary_rows, work_cells
 
 FILENAME = "profile.xlsx"
 COLUMNS = ["entry", "time (ms)", "median (ms)", "std (ms)", "min (ms)", "max (ms)",
@@ -31,7 +34,7 @@ def sheet_names(profile: Profile) -> List[str]:
         for ch in '[]:*?/\\':
             base = base.replace(ch, "_")
         name, n = base, 2
-        while name in names or name == "Info":
+        while name in names or name in ("Info", "Summary"):
             name = "%s~%d" % (base[:26], n)
             n += 1
         names.append(name)
@@ -140,6 +143,31 @@ def _section_sheet(ws, section: Section) -> None:
     ws.add_chart(chart, "%s2" % get_column_letter(c0 + len(head) + 1))
 
 
+def _summary_sheet(ws, profile: Profile) -> None:
+    from openpyxl.chart import PieChart, Reference
+    from openpyxl.styles import Alignment, Font
+    rows = summary_rows(profile)
+    for row in rows:
+        ws.append(row)
+    for cell in ws[1]:
+        cell.font = Font(bold=True)
+    for row in ws.iter_rows(min_row=2):
+        row[3].number_format = MS_FORMAT
+        row[5].alignment = Alignment(wrap_text=True, vertical="top")
+    for col, width in zip("ABCDEF", (44, 16, 30, 13, 9, 110)):
+        ws.column_dimensions[col].width = width
+    ws.freeze_panes = "A2"
+    parts = [i for i, r in enumerate(rows) if r[1] == "part"]
+    if parts:  # the first training section's step, as a pie
+        first, last = parts[0] + 1, parts[0] + len(PARTS)
+        pie = PieChart()
+        pie.title = "One training step"
+        pie.add_data(Reference(ws, min_col=4, min_row=first, max_row=last))
+        pie.set_categories(Reference(ws, min_col=3, min_row=first, max_row=last))
+        pie.height, pie.width = 9, 12
+        ws.add_chart(pie, "H2")
+
+
 def _info_sheet(ws, profile: Profile) -> None:
     from openpyxl.styles import Font
     ws.append(["nnprofile", "value"])
@@ -166,15 +194,53 @@ def build(profile: Profile):
             ws.sheet_properties.tabColor = "F8696B"
             ws.cell(row=len(section.entries) + 3, column=1,
                     value="INCOMPLETE: %s" % (profile.failure or "stopped"))
+    n_sheets = len(profile.sections)
+    if len(summary_rows(profile)) > 1:
+        _summary_sheet(wb.create_sheet(title="Summary"), profile)
+        n_sheets += 1
     _info_sheet(first, profile)
     first.title = "Info"
     # Sections first: the workbook opens on the training profile.
-    wb.move_sheet(first, offset=len(profile.sections))
+    wb.move_sheet(first, offset=n_sheets)
     wb.active = 0
     return wb
 
 
+class _StampedZip(zipfile.ZipFile):
+    """A zip whose members all carry one date: the same workbook gives the same bytes."""
+
+    stamp = (1980, 1, 1, 0, 0, 0)
+
+    def writestr(self, zinfo_or_arcname, data, compress_type=None, compresslevel=None):
+        if not isinstance(zinfo_or_arcname, zipfile.ZipInfo):
+            zinfo = zipfile.ZipInfo(zinfo_or_arcname, date_time=self.stamp)
+            zinfo.compress_type = self.compression
+            zinfo.external_attr = 0o600 << 16
+            zinfo_or_arcname = zinfo
+        super().writestr(zinfo_or_arcname, data, compress_type, compresslevel)
+
+    def write(self, filename, arcname=None, compress_type=None, compresslevel=None):
+        with open(filename, "rb") as f:
+            self.writestr(arcname or os.path.basename(filename), f.read(), compress_type, compresslevel)
+
+
+def _profile_time(profile: Profile) -> datetime.datetime:
+    """When the profile was taken (UTC, naive, as openpyxl stores it); a fixed date if unknown."""
+    try:
+        when = datetime.datetime.fromisoformat(str(profile.header.get("date")))
+        if when.tzinfo is not None:
+            when = when.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        return when
+    except ValueError:
+        return datetime.datetime(1980, 1, 1)
+
+
 def write(profile: Profile, outdir: str) -> List[str]:
+    """Save the workbook; its bytes depend only on the profile (so `report` reproduces it)."""
+    from openpyxl.writer.excel import ExcelWriter
     path = os.path.join(outdir, FILENAME)
-    build(profile).save(path)
+    wb = build(profile)
+    wb.properties.created = wb.properties.modified = _profile_time(profile)
+    with _StampedZip(path, "w", zipfile.ZIP_DEFLATED, allowZip64=True) as archive:
+        ExcelWriter(wb, archive).save()
     return [path]

@@ -1,0 +1,331 @@
+"""nnprofile's benchmarks: speed and agreement against nnabla_cli profile, hook
+overhead, scaling with the number of layers, isolated against graph mode.
+
+    python benchmarks/run.py [--quick]     (or: make bench)
+
+Prints a table and writes benchmarks/results.md. Every figure is measured in
+this run, on this machine; comparisons are ratios of figures taken in the same
+run, since absolute times on a shared machine drift.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import math
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+LENET = os.path.join(ROOT, "projects", "lenet", "lenet.nntxt")
+ENTRY = re.compile(r"^(?:\S+ \S+ \[nnabla\]\[[^\]]+\]: )?(?P<label>.*) (?P<ms>-?\d+\.\d{6})\(ms\)$")
+AGREEMENT_FLOOR_MS = 0.05
+
+# Targets from the issue, checked at the end.
+TARGET_WALL_RATIO = 0.1
+TARGET_AGREEMENT = 0.15
+TARGET_HOOK_US = 2.0
+
+
+def run(cmd, cwd=None):
+    """Run a command; return (wall seconds, None, stdout, stderr)."""
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise SystemExit("benchmark command failed (%s): %s\n%s" % (p.returncode, " ".join(cmd), p.stderr[-2000:]))
+    return wall, None, p.stdout, p.stderr
+
+
+def run_measured(cmd, cwd=None):
+    """Like run, with the child's own peak RSS in MiB (os.wait4 returns that child's rusage)."""
+    t0 = time.perf_counter()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err)
+        _, status, usage = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(), err.read().decode()
+    if p.returncode != 0:
+        raise SystemExit("benchmark command failed (%s): %s\n%s" % (p.returncode, " ".join(cmd), stderr[-2000:]))
+    return wall, usage.ru_maxrss / 1024.0, stdout, stderr
+
+
+def nnprofile_cmd(*args):
+    return [sys.executable, "-m", "nnprofile", *args]
+
+
+def log_entries(text, section_prefix=None):
+    """[(label, ms)] of a log; with a prefix, only that section's (NNC's log has one)."""
+    entries, inside = [], section_prefix is None
+    for line in text.splitlines():
+        core = re.sub(r"^\S+ \S+ \[nnabla\]\[[^\]]+\]: ", "", line)
+        if core.startswith("Profiling "):
+            if section_prefix is not None:
+                if entries and inside:
+                    break
+                inside = core.startswith("Profiling " + section_prefix)
+            continue
+        m = ENTRY.match(core)
+        if m and inside:
+            entries.append((m.group("label"), float(m.group("ms"))))
+    return entries
+
+
+def phase(label):
+    return label.split(" ", 1)[0].split("(", 1)[0]
+
+
+def lenet_copy(work):
+    """LeNet with absolute dataset paths and caches in the work folder, for nnabla_cli."""
+    digits = os.path.join(ROOT, "projects", "lenet", "digits")
+    text = open(LENET).read()
+    for name in ("training", "validation"):
+        text = text.replace('uri: "digits/%s.csv"' % name, 'uri: "%s"' % os.path.join(digits, name + ".csv"))
+        text = text.replace('cache_dir: "digits/%s.cache"' % name,
+                            'cache_dir: "%s"' % os.path.join(work, name + ".cache"))
+    path = os.path.join(work, "lenet.nntxt")
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+# -- 1. against nnabla_cli profile ---------------------------------------------
+
+def median(values):
+    values = sorted(values)
+    n = len(values)
+    return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
+
+
+def bench_against_nnabla_cli(work, repeat):
+    """Alternating runs of both tools; per-entry medians over the runs, so that a slow
+    spell of a shared machine during one run does not decide the comparison."""
+    project = lenet_copy(work)
+    cli = os.path.join(os.path.dirname(sys.executable), "nnabla_cli")
+    # Warm the dataset cache first, so that neither run pays for creating it.
+    run(nnprofile_cmd(project, "--runs", "1", "-q", "-o", os.path.join(work, "warm")))
+    walls_cli, walls_ours, walls_full, cli_runs, our_runs = [], [], [], [], []
+    for i in range(repeat):
+        out_cli = os.path.join(work, "nnabla_cli%d" % i)
+        os.makedirs(out_cli)
+        wall, _, out, err = run([cli, "profile", "-c", project, "-o", out_cli], cwd=work)
+        walls_cli.append(wall)
+        cli_runs.append(log_entries(out + err))
+        wall, _, text, _ = run(nnprofile_cmd(project, "--no-inference", "--zero-weights",
+                                             "-o", os.path.join(work, "ours%d" % i)))
+        walls_ours.append(wall)
+        our_runs.append([e for e in log_entries(text, "optimizer") if phase(e[0]) != "setup_function"])
+        walls_full.append(run(nnprofile_cmd(project, "-o", os.path.join(work, "full%d" % i)))[0])
+    for ours, theirs in zip(our_runs, cli_runs):
+        if [phase(l) for l, _ in ours] != [phase(l) for l, _ in theirs]:
+            raise SystemExit("the two logs list different entries:\n%s\n%s" % (ours, theirs))
+    pairs = []
+    for j, (label, _) in enumerate(our_runs[0]):
+        theirs = median([r[j][1] for r in cli_runs])
+        if theirs > AGREEMENT_FLOOR_MS:
+            pairs.append((label, median([r[j][1] for r in our_runs]) / theirs))
+    worst = max(pairs, key=lambda p: abs(p[1] - 1))
+    return {
+        "repeat": repeat, "wall_cli_s": median(walls_cli), "wall_ours_s": median(walls_ours),
+        "wall_ours_full_s": median(walls_full), "ratio": median(walls_ours) / median(walls_cli),
+        "compared": len(pairs), "median_ratio": median([r for _, r in pairs]),
+        "worst_label": worst[0], "worst_ratio": worst[1],
+        "within": sum(1 for _, r in pairs if abs(r - 1) <= TARGET_AGREEMENT),
+        "pairs": pairs,
+    }
+
+
+# -- 2. hook overhead ------------------------------------------------------------
+
+def bench_hook_overhead(work):
+    """forward_all with the timing hooks, with empty hooks (NNabla's own dispatch) and without."""
+    import nnabla as nn
+    import nnabla.functions as F
+    from nnprofile.nntxt_writer import deep_mlp
+    from nnprofile.profiler import GraphTimer
+    from nnprofile.project import load_project
+    from nnprofile.timing import Sampling, Timer, summarize
+    timer = Timer(Sampling(runs=20, warmup=2))
+    timer.calibrate()
+    path = os.path.join(work, "deep200.nntxt")
+    with open(path, "w") as f:
+        f.write(deep_mlp(200, width=8, input_dim=8, classes=4, batch_size=1))
+    project = load_project([path])
+    chain = nn.Variable((1,))
+    y = chain
+    for _ in range(200):
+        y = F.relu(y)
+    networks = [("chain of 200 ReLU on one value", y, 200),
+                ("deep MLP, 200 layers, width 8, batch 1", project.optimizers["Optimizer"].target,
+                 len(project.optimizers["Optimizer"].network.functions))]
+    results = []
+    for name, target, n in networks:
+        starts, ends = [], []
+        pre, post = GraphTimer(timer).hooks(starts, ends)
+
+        def plain():
+            target.forward(clear_no_need_grad=True)
+
+        def timing_hooks():
+            del starts[:], ends[:]
+            target.forward(clear_no_need_grad=True, function_pre_hook=pre, function_post_hook=post)
+
+        def empty_hooks():
+            target.forward(clear_no_need_grad=True, function_pre_hook=lambda f: None,
+                           function_post_hook=lambda f: None)
+        a, b, c = [], [], []
+        for _ in range(5):  # interleaved against drift
+            a += timer.measure(plain, batchable=False).samples_ns
+            b += timer.measure(timing_hooks, batchable=False).samples_ns
+            c += timer.measure(empty_hooks, batchable=False).samples_ns
+        base, hooked, empty = (summarize(x).median for x in (a, b, c))
+        results.append({"network": name, "functions": n, "forward_all_ms": base / 1e6,
+                        "total_us": (hooked - base) / n / 1e3,
+                        "nnabla_us": (empty - base) / n / 1e3,
+                        "ours_us": (hooked - empty) / n / 1e3})
+    return results
+
+
+# -- 3. scaling with the number of layers ------------------------------------------
+
+def bench_scaling(work, sizes):
+    from nnprofile.nntxt_writer import deep_mlp
+    rows = []
+    for n in sizes:
+        path = os.path.join(work, "mlp%d.nntxt" % n)
+        with open(path, "w") as f:
+            f.write(deep_mlp(n, width=64, input_dim=64, classes=10, batch_size=32))
+        runs = [run_measured(nnprofile_cmd(path, "--synthetic", "-o", os.path.join(work, "mlp%d_%d" % (n, i))))
+                for i in range(2)]
+        wall = min(r[0] for r in runs)  # the faster of two: less of the machine's noise
+        rows.append({"layers": n, "entries": len(log_entries(runs[0][2])), "wall_s": wall,
+                     "rss_mib": max(r[1] for r in runs)})
+    # Least squares: wall = a + b * layers.
+    xs = [r["layers"] for r in rows]
+    ys = [r["wall_s"] for r in rows]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    a = my - b * mx
+    ss_res = sum((y - (a + b * x)) ** 2 for x, y in zip(xs, ys))
+    ss_tot = sum((y - my) ** 2 for y in ys)
+    return {"rows": rows, "fixed_s": a, "per_layer_ms": b * 1e3, "r2": 1 - ss_res / ss_tot if ss_tot else 1.0}
+
+
+# -- 4. isolated against graph mode -------------------------------------------------
+
+def bench_modes(work, repeat):
+    runs = {"isolated": [], "graph": []}
+    for i in range(repeat):  # alternating, so that drift hits both modes alike
+        for mode in ("isolated", "graph"):
+            wall, _, text, _ = run(nnprofile_cmd(LENET, "--mode", mode, "--no-inference", "-o",
+                                                 os.path.join(work, "%s%d" % (mode, i))))
+            coverage = dict(re.findall(r"Coverage: the (\w+) entries add up to [\d.]+ ms, ([\d.]+)%", text))
+            runs[mode].append({"wall_s": wall, "entries": dict(log_entries(text, "optimizer")),
+                               "coverage": coverage})
+    out = {}
+    for mode, rs in runs.items():
+        out[mode] = {"wall_s": median([r["wall_s"] for r in rs]),
+                     "coverage": {k: median([float(r["coverage"][k]) for r in rs]) for k in rs[0]["coverage"]},
+                     "entries": {k: median([r["entries"][k] for r in rs]) for k in rs[0]["entries"]}}
+    ratios = sorted(out["graph"]["entries"][k] / v for k, v in out["isolated"]["entries"].items()
+                    if k.startswith(("forward_function", "backward_function")) and v > AGREEMENT_FLOOR_MS)
+    out["median_ratio"] = median(ratios)
+    out["range"] = (ratios[0], ratios[-1])
+    out["repeat"] = repeat
+    return out
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer sizes and repetitions")
+    parser.add_argument("--output", default=os.path.join(HERE, "results.md"))
+    args = parser.parse_args(argv)
+    import nnabla
+    import nnprofile
+    sizes = (10, 50, 100) if args.quick else (10, 25, 50, 100, 150, 200)
+    repeat = 1 if args.quick else 3
+    work = tempfile.mkdtemp(prefix="nnprofile-bench-")
+    try:
+        print("1/4 nnprofile against nnabla_cli profile on projects/lenet ...", flush=True)
+        cli = bench_against_nnabla_cli(work, repeat)
+        print("2/4 hook overhead ...", flush=True)
+        hooks = bench_hook_overhead(work)
+        print("3/4 scaling with the number of layers ...", flush=True)
+        scaling = bench_scaling(work, sizes)
+        print("4/4 isolated against graph mode ...", flush=True)
+        modes = bench_modes(work, repeat)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    met = lambda ok: "met" if ok else "NOT met"
+    lines = ["# nnprofile benchmarks", "",
+             "Measured %s on %s (%s, %d cores, Python %s), nnabla %s, nnprofile %s. "
+             "Produced by `make bench`; every figure comes from this one run."
+             % (datetime.datetime.now().astimezone().isoformat(timespec="minutes"), platform.node(),
+                platform.machine(), os.cpu_count(), platform.python_version(), nnabla.__version__,
+                nnprofile.__version__), ""]
+    lines += ["## 1. Against `nnabla_cli profile` (projects/lenet, training section)", "",
+              "%d alternating runs of each; medians over the runs." % cli["repeat"], "",
+              "| | wall time |", "|---|---|",
+              "| `nnabla_cli profile` | %.1f s |" % cli["wall_cli_s"],
+              "| `nnprofile --no-inference --zero-weights` (same scope, same weights) | %.1f s |" % cli["wall_ours_s"],
+              "| `nnprofile` (training and inference) | %.1f s |" % cli["wall_ours_full_s"], "",
+              "Wall-time ratio: **%.3f** (target at most %.2f: %s)."
+              % (cli["ratio"], TARGET_WALL_RATIO, met(cli["ratio"] <= TARGET_WALL_RATIO)), "",
+              "Agreement of per-entry means, %d entries above %.2f ms in nnabla_cli's log: median ratio "
+              "nnprofile/nnabla_cli **%.3f**, worst **%.3f** (%s); %d of %d within ±%d%% (target: all: %s)."
+              % (cli["compared"], AGREEMENT_FLOOR_MS, cli["median_ratio"], cli["worst_ratio"],
+                 cli["worst_label"], cli["within"], cli["compared"], TARGET_AGREEMENT * 100,
+                 met(cli["within"] == cli["compared"])), "",
+              "| entry | nnprofile / nnabla_cli |", "|---|---|"]
+    lines += ["| %s | %.3f |" % (label, r) for label, r in cli["pairs"]]
+    worst_total = max(h["total_us"] for h in hooks)
+    lines += ["", "## 2. Hook overhead in graph mode", "",
+              "forward_all with the timing hooks, with empty hooks (NNabla's own hook dispatch) and without "
+              "hooks; 5 interleaved rounds of 20 runs, medians; per function.", "",
+              "| network | functions | forward_all | timing hooks in all | of which NNabla's dispatch | of which nnprofile's timing |",
+              "|---|---|---|---|---|---|"]
+    for h in hooks:
+        lines.append("| %s | %d | %.3f ms | %.2f µs | %.2f µs | %.2f µs |" % (
+            h["network"], h["functions"], h["forward_all_ms"], h["total_us"], h["nnabla_us"], h["ours_us"]))
+    lines += ["", "Target at most %.0f µs per function: %s (worst %.2f µs in all)."
+              % (TARGET_HOOK_US, met(worst_total <= TARGET_HOOK_US), worst_total)]
+    lines += ["", "## 3. Scaling with the number of layers (deep MLPs, width 64, batch 32, `--synthetic`)", "",
+              "The faster of two runs per size; peak RSS of the profiling process.", "",
+              "| layers | entries | wall time | peak RSS |", "|---|---|---|---|"]
+    lines += ["| %d | %d | %.2f s | %.0f MiB |" % (r["layers"], r["entries"], r["wall_s"], r["rss_mib"])
+              for r in scaling["rows"]]
+    lines += ["", "Least-squares fit: wall = %.2f s + %.1f ms × layers, R² = **%.4f** "
+              "(target: linear growth, R² ≥ 0.98: %s)." % (scaling["fixed_s"], scaling["per_layer_ms"], scaling["r2"],
+                                                         met(scaling["r2"] >= 0.98))]
+    lines += ["", "## 4. Isolated against graph mode (projects/lenet, training section)", "",
+              "%d alternating runs of each; medians." % modes["repeat"], "",
+              "| mode | wall time | coverage |", "|---|---|---|"]
+    for mode in ("isolated", "graph"):
+        m = modes[mode]
+        lines.append("| %s | %.1f s | %s |" % (mode, m["wall_s"], ", ".join(
+            "%s %.1f%%" % kv for kv in sorted(m["coverage"].items()))))
+    lines += ["", "Per-layer means above %.2f ms, graph / isolated: median **%.3f**, range %.3f to %.3f."
+              % (AGREEMENT_FLOOR_MS, modes["median_ratio"], modes["range"][0], modes["range"][1]), ""]
+    text = "\n".join(lines) + "\n"
+    with open(args.output, "w") as f:
+        f.write(text)
+    print()
+    print(text)
+    print("written to %s" % os.path.relpath(args.output))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

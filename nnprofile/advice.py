@@ -1,0 +1,249 @@
+"""Where a training step's time goes, and what to try first.
+
+Pure functions over a measured training section: a step breakdown (as
+TensorBoard's profiler gives), the share of functions that ran in half
+precision, the top layers, and recommendations, each carrying the measured
+evidence that triggered it. Every rule is a small function in ``RULES``, so
+that its trigger can be tested on hand-made figures.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, List, Optional, Tuple
+
+from .result import Section
+
+PARTS = ("input", "forward", "backward", "update", "monitor", "other")
+PHASE_PART = {
+    "load_dataset": "input", "let_data": "input", "generate_data": "input",
+    "forward_all": "forward", "backward_all": "backward",
+    "update": "update", "weight_decay": "update",
+    "monitor_loss": "monitor", "prepare_backward": "other",
+}
+HALF_DTYPES = ("float16", "half")
+
+INPUT_BOUND_SHARE = 0.20
+DOMINANT_LAYER_SHARE = 0.50
+SLOW_LAYER_FACTOR = 0.10      # achieved GFLOP/s below a tenth of the network's best
+SLOW_LAYER_MIN_SHARE = 0.05   # ... in a layer that matters (5% of the step or more)
+BETWEEN_LAYERS_COVERAGE = 0.80
+UPDATE_SHARE = 0.20
+TOP_LAYERS = 5
+
+
+@dataclass(frozen=True)
+class LayerTime:
+    layer: str
+    layer_type: str
+    forward_ms: float
+    backward_ms: float
+    flops: Optional[int]  # forward + backward, None when unknown
+    bytes_moved: int = 0  # read and written, forward + backward
+
+    @property
+    def total_ms(self) -> float:
+        return self.forward_ms + self.backward_ms
+
+    @property
+    def gflops_per_s(self) -> Optional[float]:
+        if self.flops is None or self.total_ms <= 0:
+            return None
+        return self.flops / (self.total_ms * 1e6)
+
+
+@dataclass(frozen=True)
+class Advice:
+    rule: str
+    text: str
+    evidence: str
+
+
+@dataclass
+class Summary:
+    section: str
+    parts: List[Tuple[str, float]]  # (part, ms) in PARTS order
+    half_functions: int
+    functions: int
+    layers: List[LayerTime]         # forward order
+    coverage: Optional[float]       # sum of forward layers / forward_all
+    backend: str
+    type_config: str
+    advice: List[Advice]
+
+    @property
+    def step_ms(self) -> float:
+        return sum(ms for _, ms in self.parts)
+
+    def share(self, part: str) -> float:
+        total = self.step_ms
+        return dict(self.parts).get(part, 0.0) / total if total > 0 else 0.0
+
+    @property
+    def top_layers(self) -> List[LayerTime]:
+        return sorted(self.layers, key=lambda l: -l.total_ms)[:TOP_LAYERS]
+
+
+def _layer_times(section: Section) -> List[LayerTime]:
+    forward = {e.layer: e for e in section.entries_of("forward_function")}
+    backward = {e.layer: e for e in section.entries_of("backward_function")}
+    out = []
+    for name, f in forward.items():
+        b = backward.get(name)
+        flops = None
+        if f.flops is not None and (b is None or b.flops is not None):
+            flops = f.flops + (b.flops if b is not None else 0)
+        moved = sum((e.bytes_read or 0) + (e.bytes_written or 0) for e in (f, b) if e is not None)
+        out.append(LayerTime(name, f.layer_type or "", f.mean_ms, b.mean_ms if b else 0.0, flops, moved))
+    return out
+
+
+def summarize_section(section: Section, context: str = "cpu:float") -> Optional[Summary]:
+    """The breakdown of one complete training section (None for others)."""
+    if section.kind != "optimizer" or not section.complete:
+        return None
+    totals = {part: 0.0 for part in PARTS}
+    for e in section.entries:
+        part = PHASE_PART.get(e.phase)
+        if part:
+            totals[part] += e.mean_ms
+    forward = section.entries_of("forward_function")
+    half = sum(1 for e in forward if (e.dtype or "") in HALF_DTYPES)
+    coverage = [c.share for c in section.coverage() if c.whole_phase == "forward_all"]
+    backend, _, type_config = context.partition(":")
+    summary = Summary(section=section.title, parts=[(p, round(totals[p], 6)) for p in PARTS],
+                      half_functions=half, functions=len(forward), layers=_layer_times(section),
+                      coverage=coverage[0] if coverage else None, backend=backend,
+                      type_config=type_config or "float", advice=[])
+    summary.advice = [a for rule in RULES for a in rule(summary)]
+    return summary
+
+
+def _pct(x: float) -> str:
+    return "%.1f%%" % (100 * x)
+
+
+# -- rules: each takes a Summary and returns the advice it triggers ---------------
+
+def input_bound(s: Summary) -> List[Advice]:
+    share = s.share("input")
+    if share <= INPUT_BOUND_SHARE:
+        return []
+    return [Advice("input_bound",
+                   "The step waits for its data: prepare batches ahead (a dataset cache on fast storage, "
+                   "smaller images, fewer augmentations) or overlap loading with computing.",
+                   "input (load_dataset, let_data) takes %.3f ms, %s of the %.3f ms step (threshold %s)"
+                   % (dict(s.parts)["input"], _pct(share), s.step_ms, _pct(INPUT_BOUND_SHARE)))]
+
+
+def no_half_on_gpu(s: Summary) -> List[Advice]:
+    if s.backend not in ("cuda", "cudnn") or s.half_functions > 0 or not s.functions:
+        return []
+    return [Advice("no_half_precision",
+                   "No function ran in half precision on a GPU backend: try mixed precision "
+                   "(nnprofile compare PROJECT --set type_config=float --set type_config=half) and "
+                   "check the validation error with --train-epochs.",
+                   "0 of %d functions ran in half precision on %s:%s" % (s.functions, s.backend, s.type_config))]
+
+
+def dominant_layer(s: Summary) -> List[Advice]:
+    step = s.step_ms
+    out = []
+    for l in s.layers:
+        if step > 0 and l.total_ms / step > DOMINANT_LAYER_SHARE:
+            out.append(Advice("dominant_layer",
+                              "One layer dominates the step: shrink %s (fewer maps, a smaller kernel, "
+                              "a stride) or move it later, after pooling." % l.layer,
+                              "%s (%s) takes %.3f ms forward + backward, %s of the %.3f ms step (threshold %s)"
+                              % (l.layer, l.layer_type, l.total_ms, _pct(l.total_ms / step), step,
+                                 _pct(DOMINANT_LAYER_SHARE))))
+    return out
+
+
+def slow_layer(s: Summary) -> List[Advice]:
+    rated = [l for l in s.layers if l.gflops_per_s is not None and l.total_ms > 0]
+    if len(rated) < 2 or s.step_ms <= 0:
+        return []
+    best = max(rated, key=lambda l: l.gflops_per_s)
+    out = []
+    for l in rated:
+        if l is best or l.total_ms / s.step_ms < SLOW_LAYER_MIN_SHARE:
+            continue
+        if l.gflops_per_s < SLOW_LAYER_FACTOR * best.gflops_per_s:
+            out.append(Advice("slow_layer",
+                              "%s computes far below what this machine reaches in this network: its "
+                              "implementation or its shape (memory-bound, small or odd sizes) costs more "
+                              "than its arithmetic." % l.layer,
+                              "%s (%s) achieves %.3f GFLOP/s over %.3f ms (%s of the step)%s; the best "
+                              "layer, %s, achieves %.3f GFLOP/s (threshold: a tenth of it)"
+                              % (l.layer, l.layer_type, l.gflops_per_s, l.total_ms, _pct(l.total_ms / s.step_ms),
+                                 _memory(l), best.layer, best.gflops_per_s)))
+    return out
+
+
+def _memory(l: LayerTime) -> str:
+    """For the evidence: how memory-bound a layer is, and the bandwidth it reached."""
+    if not l.bytes_moved or l.flops is None:
+        return ""
+    return ", %.2f FLOP/byte, %.2f GB/s moved" % (l.flops / l.bytes_moved,
+                                                 l.bytes_moved / (l.total_ms * 1e6))
+
+
+def between_layers(s: Summary) -> List[Advice]:
+    if s.coverage is None or s.coverage >= BETWEEN_LAYERS_COVERAGE:
+        return []
+    return [Advice("between_layers",
+                   "Much of forward_all is spent between the layers (graph bookkeeping, memory "
+                   "allocation, launches): larger batches or fewer, larger layers amortise it.",
+                   "the forward_function entries add up to %s of forward_all (threshold %s)"
+                   % (_pct(s.coverage), _pct(BETWEEN_LAYERS_COVERAGE)))]
+
+
+def heavy_update(s: Summary) -> List[Advice]:
+    share = s.share("update")
+    if share <= UPDATE_SHARE:
+        return []
+    return [Advice("heavy_update",
+                   "The solver update is a large part of the step: a network with many parameters "
+                   "and little computation; a simpler solver (SGD, Momentum) or larger batches help.",
+                   "update (and weight decay) take %.3f ms, %s of the step (threshold %s)"
+                   % (dict(s.parts)["update"], _pct(share), _pct(UPDATE_SHARE)))]
+
+
+RULES: List[Callable[[Summary], List[Advice]]] = [
+    input_bound, no_half_on_gpu, dominant_layer, slow_layer, between_layers, heavy_update,
+]
+
+
+def summary_lines(s: Summary) -> List[str]:
+    """The log footer of a training section."""
+    step = s.step_ms
+    lines = ["Step: %.3f ms = %s" % (step, " + ".join(
+        "%s %.3f ms (%s)" % (p, ms, _pct(ms / step if step > 0 else 0)) for p, ms in s.parts))]
+    lines.append("Half precision: %d of %d functions" % (s.half_functions, s.functions))
+    if s.layers:
+        lines.append("Top layers (forward + backward): %s" % ", ".join(
+            "%s %.3f ms (%s)" % (l.layer, l.total_ms, _pct(l.total_ms / step if step > 0 else 0))
+            for l in s.top_layers))
+    for a in s.advice:
+        lines.append("Advice: %s Evidence: %s." % (a.text, a.evidence))
+    if not s.advice:
+        lines.append("Advice: none of nnprofile's rules fired for this step.")
+    return lines
+
+
+def summary_rows(s: Summary) -> List[List[object]]:
+    """Rows of summary.csv and the Summary sheet: section, item, name, ms, percent, detail."""
+    step = s.step_ms
+    rows: List[List[object]] = [[s.section, "step", "training step", round(step, 6), 100.0, ""]]
+    for p, ms in s.parts:
+        rows.append([s.section, "part", p, ms, round(100 * ms / step, 2) if step > 0 else 0.0, ""])
+    rows.append([s.section, "half_precision", "functions in half precision", s.half_functions,
+                 round(100.0 * s.half_functions / s.functions, 2) if s.functions else 0.0,
+                 "%d of %d" % (s.half_functions, s.functions)])
+    for l in s.top_layers:
+        rows.append([s.section, "top_layer", l.layer, round(l.total_ms, 6),
+                     round(100 * l.total_ms / step, 2) if step > 0 else 0.0,
+                     "forward %.6f ms, backward %.6f ms" % (l.forward_ms, l.backward_ms)])
+    for a in s.advice:
+        rows.append([s.section, "advice", a.rule, "", "", "%s Evidence: %s." % (a.text, a.evidence)])
+    return rows
