@@ -219,7 +219,8 @@ def summary_lines(s: Summary) -> List[str]:
     step = s.step_ms
     lines = ["Step: %.3f ms = %s" % (step, " + ".join(
         "%s %.3f ms (%s)" % (p, ms, _pct(ms / step if step > 0 else 0)) for p, ms in s.parts))]
-    lines.append("Half precision: %d of %d functions" % (s.half_functions, s.functions))
+    if s.functions:
+        lines.append("Half precision: %d of %d functions" % (s.half_functions, s.functions))
     if s.layers:
         lines.append("Top layers (forward + backward): %s" % ", ".join(
             "%s %.3f ms (%s)" % (l.layer, l.total_ms, _pct(l.total_ms / step if step > 0 else 0))
@@ -237,9 +238,9 @@ def summary_rows(s: Summary) -> List[List[object]]:
     rows: List[List[object]] = [[s.section, "step", "training step", round(step, 6), 100.0, ""]]
     for p, ms in s.parts:
         rows.append([s.section, "part", p, ms, round(100 * ms / step, 2) if step > 0 else 0.0, ""])
-    rows.append([s.section, "half_precision", "functions in half precision", s.half_functions,
-                 round(100.0 * s.half_functions / s.functions, 2) if s.functions else 0.0,
-                 "%d of %d" % (s.half_functions, s.functions)])
+    if s.functions:
+        rows.append([s.section, "half_precision", "functions in half precision", s.half_functions,
+                     round(100.0 * s.half_functions / s.functions, 2), "%d of %d" % (s.half_functions, s.functions)])
     for l in s.top_layers:
         rows.append([s.section, "top_layer", l.layer, round(l.total_ms, 6),
                      round(100 * l.total_ms / step, 2) if step > 0 else 0.0,

@@ -63,9 +63,12 @@ def profile_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=int, default=1, help="untimed runs before timing (default 1)")
     p.add_argument("--target-rse", type=_positive_float, default=0.02,
                    help="adaptive sampling stops at this relative standard error (default 0.02)")
-    p.add_argument("--min-runs", type=_positive_int, default=5, help="adaptive: at least this many runs")
+    p.add_argument("--min-runs", type=_positive_int, default=3, help="adaptive: at least this many runs (default 3)")
     p.add_argument("--max-seconds-per-entry", type=_positive_float, default=0.25,
                    help="adaptive: stop an entry after this much timed work (default 0.25)")
+    p.add_argument("--no-layers", action="store_true",
+                   help="only the whole-step entries (data, forward_all, backward_all, update, ...): "
+                        "no per-layer setup, forward and backward entries")
     p.add_argument("--optimizer", action="append", metavar="NAME", help="profile only this optimizer")
     p.add_argument("--executor", action="append", metavar="NAME", help="profile only this executor")
     p.add_argument("--no-training", action="store_true", help="skip the optimizers")
@@ -117,6 +120,8 @@ def run_profile(args) -> int:
         from .profiler import calibrate_hooks
         profile.header["hook_overhead_ns"] = round(calibrate_hooks(timer), 1)
     profile.header["data"] = "synthetic" if args.synthetic else "datasets"
+    if args.no_layers:
+        profile.notes.append("per-layer entries were skipped (--no-layers)")
     if args.zero_weights:
         profile.notes.append("weights and biases were zeroed (--zero-weights), as nnabla_cli profile does")
     if args.synthetic:
@@ -129,6 +134,7 @@ def run_profile(args) -> int:
         run(project, sections, timer, cache_root=os.path.join(outdir, "cache"), profile=profile,
             on_section=lambda s: out(log.section_line(s)),
             on_entry=lambda s, e: out(log.entry_line(e)), synthetic=args.synthetic, mode=args.mode,
+            layers=not args.no_layers,
             on_section_end=lambda s: [out(line) for line in log.section_footer(profile, s)])
     except ProfileError as e:
         if not any(s.entries for s in profile.sections):
@@ -168,8 +174,125 @@ def run_report(args) -> int:
     return 0
 
 
+def compare_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="nnprofile compare",
+        description="Compare configurations of a project (run each --set, --repeat times, in fresh "
+                    "processes) or saved results (folders with result.json), with statistics, ratios "
+                    "with 95%% confidence intervals, compare.csv, compare.xlsx and box plots.",
+        epilog="Examples: nnprofile compare net.nntxt --set type_config=float --set type_config=half "
+               "--repeat 5 -o cmp;  nnprofile compare results/a results/b")
+    p.add_argument("targets", nargs="+", metavar="PROJECT_OR_RESULT",
+                   help="a project (and parameter files), or two or more result folders")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE[,KEY=VALUE]",
+                   help="one configuration (keys: type_config, context, batch_size); repeat for each")
+    p.add_argument("--repeat", type=_positive_int, default=3, help="runs per configuration (default 3)")
+    p.add_argument("-o", "--outdir", help="output folder (default: results/compare_<project>)")
+    p.add_argument("--train-epochs", type=_positive_int, metavar="N",
+                   help="also train each configuration N epochs (NNabla's training loop) and compare "
+                        "time to train and validation error")
+    p.add_argument("--runs", type=_positive_int, help="passed to each profile: fixed timed runs per entry")
+    p.add_argument("--mode", choices=("isolated", "graph"), help="passed to each profile")
+    p.add_argument("--synthetic", action="store_true", help="passed to each profile")
+    p.add_argument("--no-inference", action="store_true", help="passed to each profile")
+    p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    return p
+
+
+def _is_result(path: str) -> bool:
+    return (os.path.isdir(path) and os.path.isfile(os.path.join(path, "result.json"))) or \
+        (os.path.isfile(path) and path.endswith(".json"))
+
+
+def run_compare(args) -> int:
+    from . import compare, result_file
+    from .render import comparison
+    out = (lambda line: None) if args.quiet else (lambda line: print(line, flush=True))
+    if all(_is_result(t) for t in args.targets):
+        if args.set or args.train_epochs:
+            raise ProfileError("--set and --train-epochs need a project, not saved results")
+        if len(args.targets) < 2:
+            raise ProfileError("give two or more result folders to compare")
+        names = compare.unique_names(args.targets)
+        profiles = {n: result_file.load(t) for n, t in zip(names, args.targets)}
+        entry_rows, layer_rows, metrics = compare.compare_saved(profiles)
+        rows = compare.metric_rows(metrics, names)
+        outdir = args.outdir or os.path.join("results", "compare")
+        _prepare_outdir(outdir)
+        header = ["nnprofile compare: %d saved results, each entry's per-call samples; ratios to %s"
+                  % (len(names), names[0])] + ["  %s: %s (%s, %s)" % (
+                      n, t, profiles[n].header.get("context", "?"), profiles[n].header.get("date", "?"))
+                      for n, t in zip(names, args.targets)]
+        findings = compare.findings(rows, [compare.Config(n, {}) for n in names],
+                                    {n: str(p.header.get("context", "")) for n, p in profiles.items()})
+        comparison.write(outdir, header, rows, findings, metrics, names, "per-call samples of each saved run",
+                         entry_rows, layer_rows)
+    else:
+        bad = [t for t in args.targets if os.path.isdir(t)]
+        if bad:
+            raise ProfileError("%s: a folder without result.json" % bad[0])
+        if not args.set:
+            raise ProfileError("give the configurations to compare with --set, e.g. "
+                               "--set type_config=float --set type_config=half")
+        configs = [compare.parse_set(s) for s in args.set]
+        if len({c.name for c in configs}) != len(configs):
+            raise ProfileError("the same configuration is given twice")
+        main_file = args.targets[0]
+        if not os.path.isfile(main_file):
+            raise ProfileError("%s: no such file" % main_file)
+        name = os.path.splitext(os.path.basename(main_file))[0]
+        outdir = args.outdir or os.path.join("results", "compare_" + name)
+        _prepare_outdir(outdir)
+        extra = []
+        if args.runs:
+            extra += ["--runs", str(args.runs)]
+        if args.mode:
+            extra += ["--mode", args.mode]
+        if args.synthetic:
+            extra.append("--synthetic")
+        if args.no_inference:
+            extra.append("--no-inference")
+        metrics, profiles = compare.run_configurations(args.targets, configs, args.repeat, outdir, extra,
+                                                       progress=out)
+        contexts = {c: str(p.header.get("context", "")) for c, p in profiles.items()}
+        names = [c.name for c in configs]
+        if args.train_epochs:
+            from .training import train_once
+            trained = {m: compare.Metric(m, u) for m, u in (
+                ("time to train", "s"), ("validation error", "ratio"), ("valid_error monitor", "loss"))}
+            for i in range(args.repeat):
+                for c in configs:
+                    out("training %d epochs, run %d of %d, %s ..." % (args.train_epochs, i + 1, args.repeat, c.name))
+                    t = train_once(main_file, c.settings, args.train_epochs,
+                                   os.path.join(outdir, "train", c.slug, str(i + 1)))
+                    trained["time to train"].values.setdefault(c.name, []).append(t.train_seconds)
+                    if t.classification_error is not None:
+                        trained["validation error"].values.setdefault(c.name, []).append(t.classification_error)
+                    if t.monitor_valid_error is not None:
+                        trained["valid_error monitor"].values.setdefault(c.name, []).append(t.monitor_valid_error)
+            metrics += [m for m in trained.values() if m.values]
+        rows = compare.metric_rows(metrics, names)
+        header = ["nnprofile compare: %s, %d configurations x %d runs, each a fresh process, alternating; "
+                  "ratios to %s" % (" ".join(args.targets), len(configs), args.repeat, names[0])]
+        header += ["  %s: ran on %s" % (c, contexts.get(c, "?")) for c in names]
+        if args.train_epochs:
+            header.append("  training: %d epochs with nnabla_cli train; 'validation error' is 1 - accuracy on "
+                          "the validation dataset, 'valid_error monitor' the project's own monitor (NNabla "
+                          "averages the loss for an Error monitor)" % args.train_epochs)
+        findings = compare.findings(rows, configs, contexts)
+        comparison.write(outdir, header, rows, findings, metrics, names,
+                         "%d runs per configuration" % args.repeat)
+    text = open(os.path.join(outdir, "compare.log")).read()
+    if not args.quiet:
+        sys.stdout.write(text)
+    out("written to %s (compare.csv, compare.xlsx, box plots)" % outdir)
+    return 0
+
+
 COMMANDS = {
     "report": (report_parser, run_report),
+    "compare": (compare_parser, run_compare),
 }
 
 

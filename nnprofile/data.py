@@ -40,6 +40,7 @@ class DatasetSource:
         except Exception as e:
             raise ProfileError("dataset '%s': cannot be loaded from %s (%s)" % (spec.name, spec.path, e))
         self.variables = list(self._iterator.variables)
+        self.size = int(self._iterator.size)
 
     def next(self) -> Dict[str, np.ndarray]:
         return dict(zip(self.variables, self._iterator.next()))

@@ -202,11 +202,13 @@ class GraphTimer:
 
 
 class Profiler:
-    def __init__(self, timer: Timer, on_entry: Optional[EntryCallback] = None, mode: str = "isolated"):
+    def __init__(self, timer: Timer, on_entry: Optional[EntryCallback] = None, mode: str = "isolated",
+                 layers: bool = True):
         if mode not in MODES:
             raise ProfileError("unknown mode '%s' (choose from %s)" % (mode, ", ".join(MODES)))
         self.timer = timer
         self.mode = mode
+        self.layers = layers  # False: only the whole-step entries
         self.graph_timer = GraphTimer(timer)
         self.on_entry = on_entry or (lambda section, entry: None)
 
@@ -249,6 +251,8 @@ class Profiler:
             self._simple(section, "generate_data (%s)" % pv.name, "generate_data", generate)
 
     def _setup(self, section: Section, layers: List[Layer]) -> None:
+        if not self.layers:
+            return
         for layer in layers:
             f = layer.function
             self._time(section, lambda m, l=layer: l.entry("setup_function", m),
@@ -257,6 +261,8 @@ class Profiler:
     def _layer_passes(self, section: Section, phase: str, order: List[Optional[Layer]],
                       run_pass, before=None) -> None:
         """Per-layer forward or backward entries, in the mode chosen."""
+        if not self.layers:
+            return
         measured = {}
         if self.mode == "graph":
             measured = self.graph_timer.measure([l.name if l else None for l in order], run_pass, before)
@@ -312,8 +318,9 @@ class Profiler:
             self._simple(section, "forward_all", "forward_all", forward_all)
             # Each backward run follows an untimed forward, as in training.
             self._simple(section, "backward_all", "backward_all", backward_all, before=forward_all)
-            self._simple(section, "backward_all(wo param zero_grad)", "backward_all_wo_zero_grad",
-                         backward_all_zeroing, before=forward_all)
+            if self.layers:  # a variant of backward_all, not part of the step
+                self._simple(section, "backward_all(wo param zero_grad)", "backward_all_wo_zero_grad",
+                             backward_all_zeroing, before=forward_all)
             solver = o.solver.name
             if o.weight_decay > 0:
                 self._simple(section, "weight_decay (%s)" % solver, "weight_decay",

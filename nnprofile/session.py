@@ -105,9 +105,9 @@ def _source(project: Project, section: Section, pool: DatasetPool, synthetic: bo
 def run(project: Project, sections: List[Section], timer: Timer, cache_root: str,
         profile: Profile, on_section: Optional[SectionCallback] = None,
         on_entry=None, synthetic: bool = False, mode: str = "isolated",
-        on_section_end: Optional[SectionCallback] = None) -> Profile:
+        on_section_end: Optional[SectionCallback] = None, layers: bool = True) -> Profile:
     """Profile each planned section into ``profile``; never loses measured entries."""
-    profiler = Profiler(timer, on_entry=on_entry, mode=mode)
+    profiler = Profiler(timer, on_entry=on_entry, mode=mode, layers=layers)
     pool = DatasetPool(project.datasets, cache_root)
     try:
         # Open every data source first: a missing dataset stops the run before any timing.

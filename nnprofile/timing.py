@@ -41,7 +41,7 @@ class Sampling:
     runs: Optional[int] = None
     warmup: int = 1
     target_rse: float = 0.02
-    min_runs: int = 5
+    min_runs: int = 3
     max_runs: int = 1000
     max_seconds: float = 0.25
 

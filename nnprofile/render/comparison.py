@@ -1,0 +1,170 @@
+"""The outputs of `nnprofile compare`: compare.csv, compare.xlsx, box plots, compare.log."""
+from __future__ import annotations
+
+import csv
+import os
+import re
+from typing import List, Optional, Sequence
+
+from ..compare import EntryRow, Metric, Row
+
+ROW_COLUMNS = ["metric", "unit", "configuration", "n", "mean", "median", "std", "p90", "min", "max",
+               "ratio", "ci95_low", "ci95_high"]
+ENTRY_COLUMNS = ["section", "entry", "configuration", "n", "mean_ms", "median_ms", "std_ms",
+                 "ratio", "ci95_low", "ci95_high"]
+GREEN, WHITE, RED = "63BE7B", "FFFFFF", "F8696B"
+
+
+def _num(x: Optional[float], fmt: str = "%.6f") -> str:
+    return "" if x is None else fmt % x
+
+
+def row_cells(r: Row) -> List[object]:
+    return [r.metric, r.unit, r.config, r.n, _num(r.mean), _num(r.median), _num(r.std), _num(r.p90),
+            _num(r.min), _num(r.max), _num(r.ratio, "%.4f"), _num(r.ci_low, "%.4f"), _num(r.ci_high, "%.4f")]
+
+
+def entry_cells(r: EntryRow) -> List[object]:
+    return [r.section, r.label, r.config, r.n, _num(r.mean_ms), _num(r.median_ms), _num(r.std_ms),
+            _num(r.ratio, "%.4f"), _num(r.ci_low, "%.4f"), _num(r.ci_high, "%.4f")]
+
+
+def table_lines(rows: Sequence[Row]) -> List[str]:
+    """The printed table: one line per metric and configuration."""
+    width = max([len(r.config) for r in rows] + [13])
+    names = ["%s (%s)" % (r.metric, r.unit) for r in rows]
+    mwidth = max([len(n) for n in names] + [6])
+    lines = ["%-*s %-*s %3s %11s %11s %10s %11s %11s %11s  %s" % (
+        mwidth, "metric", width, "configuration", "n", "mean", "median", "std", "p90", "min", "max",
+        "ratio to first (95% CI)")]
+    for r in rows:
+        ratio = ""
+        if r.ratio is not None:
+            ratio = "%.3f" % r.ratio
+            if r.ci_low is not None:
+                ratio += " (%.3f to %.3f)" % (r.ci_low, r.ci_high)
+        lines.append("%-*s %-*s %3d %11.4f %11.4f %10.4f %11.4f %11.4f %11.4f  %s" % (
+            mwidth, "%s (%s)" % (r.metric, r.unit), width, r.config, r.n, r.mean, r.median, r.std, r.p90,
+            r.min, r.max, ratio))
+    return lines
+
+
+def box_plots(metrics: Sequence[Metric], configs: Sequence[str], outdir: str, what: str) -> List[str]:
+    """One PNG per metric: a box and whiskers per configuration, side by side, every run shown."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    paths = []
+    for m in metrics:
+        names = [c for c in configs if m.values.get(c)]
+        data = [m.values[c] for c in names]
+        fig, ax = plt.subplots(figsize=(max(4.5, 1.6 * len(names) + 2), 4.2), dpi=100)
+        ax.boxplot(data, showmeans=True, widths=0.5,
+                   meanprops={"marker": "D", "markerfacecolor": "white", "markeredgecolor": "black"})
+        for i, values in enumerate(data, start=1):
+            offsets = [i + 0.12 * ((k % 5) - 2) / 2 for k in range(len(values))]
+            ax.plot(offsets, values, "o", alpha=0.6, markersize=4, color="tab:blue")
+        ax.set_xticks(range(1, len(names) + 1))
+        ax.set_xticklabels(["%s\n(n=%d)" % (c, len(v)) for c, v in zip(names, data)])
+        ax.set_xlabel("configuration")
+        ax.set_ylabel("%s (%s)" % (m.name, m.unit))
+        title = "%s: %s" % (m.name, what)
+        lows = [min(v) for v in data]
+        if min(lows) > 0 and max(max(v) for v in data) / min(lows) > 10:
+            ax.set_yscale("log")  # configurations an order of magnitude apart stay readable
+            title += " (log scale)"
+        ax.set_title(title)
+        ax.grid(axis="y", alpha=0.3)
+        fig.tight_layout()
+        path = os.path.join(outdir, "box_%s.png" % re.sub(r"[^a-z0-9]+", "_", m.name.lower()).strip("_"))
+        fig.savefig(path)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+def _sheet(wb, title, columns, rows, ratio_col: Optional[int]):
+    from openpyxl.formatting.rule import ColorScaleRule
+    from openpyxl.styles import Font
+    from openpyxl.utils import get_column_letter
+    ws = wb.create_sheet(title=title)
+    ws.append(columns)
+    for cell in ws[1]:
+        cell.font = Font(bold=True)
+    for row in rows:
+        ws.append([_as_number(v) for v in row])
+    ws.freeze_panes = "A2"
+    for i, name in enumerate(columns, start=1):
+        longest = max([len(str(name))] + [len(str(r[i - 1])) for r in rows])
+        ws.column_dimensions[get_column_letter(i)].width = min(60, longest + 2)
+    if ratio_col is not None and rows:
+        letter = get_column_letter(ratio_col)
+        # faster than the first configuration in green, slower in red, equal in white
+        ws.conditional_formatting.add(
+            "%s2:%s%d" % (letter, letter, len(rows) + 1),
+            ColorScaleRule(start_type="min", start_color=GREEN, mid_type="num", mid_value=1,
+                           mid_color=WHITE, end_type="max", end_color=RED))
+    return ws
+
+
+def _as_number(v):
+    if isinstance(v, str):
+        try:
+            return float(v) if v else v
+        except ValueError:
+            return v
+    return v
+
+
+def write(outdir: str, header_lines: Sequence[str], rows: Sequence[Row], findings: Sequence[str],
+          metrics: Sequence[Metric], configs: Sequence[str], what: str,
+          entry_rows: Sequence[EntryRow] = (), layer_rows: Sequence[EntryRow] = ()) -> List[str]:
+    from openpyxl import Workbook
+    from openpyxl.drawing.image import Image
+    written = []
+    text = "\n".join(list(header_lines) + table_lines(rows) + list(findings)) + "\n"
+    path = os.path.join(outdir, "compare.log")
+    with open(path, "w") as f:
+        f.write(text)
+    written.append(path)
+
+    path = os.path.join(outdir, "compare.csv")
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(ROW_COLUMNS)
+        w.writerows(row_cells(r) for r in rows)
+    written.append(path)
+    if entry_rows:
+        path = os.path.join(outdir, "compare_entries.csv")
+        with open(path, "w", newline="") as f:
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow(ENTRY_COLUMNS)
+            w.writerows(entry_cells(r) for r in entry_rows)
+            w.writerows(entry_cells(r) for r in layer_rows)
+        written.append(path)
+
+    plots = box_plots(metrics, configs, outdir, what)
+    written.extend(plots)
+
+    wb = Workbook()
+    info = wb.active
+    info.title = "Info"
+    for line in list(header_lines) + list(findings):
+        info.append([line])
+    info.column_dimensions["A"].width = 140
+    _sheet(wb, "Compare", ROW_COLUMNS, [row_cells(r) for r in rows], ratio_col=ROW_COLUMNS.index("ratio") + 1)
+    if entry_rows:
+        _sheet(wb, "Per entry", ENTRY_COLUMNS, [entry_cells(r) for r in entry_rows],
+               ratio_col=ENTRY_COLUMNS.index("ratio") + 1)
+        _sheet(wb, "Per layer", ENTRY_COLUMNS, [entry_cells(r) for r in layer_rows],
+               ratio_col=ENTRY_COLUMNS.index("ratio") + 1)
+    if plots:
+        ws = wb.create_sheet(title="Box plots")
+        for i, png in enumerate(plots):
+            ws.add_image(Image(png), "A%d" % (1 + 22 * i))
+    wb.move_sheet(info, offset=len(wb.sheetnames) - 1)
+    wb.active = 0
+    path = os.path.join(outdir, "compare.xlsx")
+    wb.save(path)
+    written.append(path)
+    return written

@@ -1,0 +1,135 @@
+"""The step breakdown's arithmetic and each recommendation's trigger, on hand-made figures."""
+import pytest
+
+from nnprofile import advice
+from nnprofile.advice import LayerTime, Summary, summarize_section
+from nnprofile.result import Entry, Section
+
+
+def _e(phase, ms, layer=None, ltype=None, flops=None, dtype=None, moved=0):
+    label = phase if layer is None else "%s (%s : %s)" % (phase, layer, ltype)
+    return Entry(label=label, phase=phase, samples_ns=[ms * 1e6], layer=layer, layer_type=ltype,
+                 flops=flops, dtype=dtype, bytes_read=moved, bytes_written=0)
+
+
+def _section(**ms):
+    """A training section with whole-step entries of the given times (ms)."""
+    entries = [
+        _e("load_dataset", ms.get("load", 1.0)),
+        _e("let_data", ms.get("let", 1.0)),
+        _e("forward_function", ms.get("conv_f", 6.0), "Conv", "Convolution", flops=60_000_000, dtype="float32"),
+        _e("forward_function", ms.get("relu_f", 2.0), "ReLU", "ReLU", flops=100_000, dtype="float32"),
+        _e("prepare_backward", ms.get("prep", 0.5)),
+        _e("backward_function", ms.get("relu_b", 1.0), "ReLU", "ReLU", flops=100_000, dtype="float32"),
+        _e("backward_function", ms.get("conv_b", 10.0), "Conv", "Convolution", flops=120_000_000, dtype="float32"),
+        _e("forward_all", ms.get("fwd", 8.0)),
+        _e("backward_all", ms.get("bwd", 11.0)),
+        _e("backward_all_wo_zero_grad", 11.0),
+        _e("weight_decay", ms.get("wd", 0.5)),
+        _e("update", ms.get("update", 1.0)),
+        _e("monitor_loss", ms.get("monitor", 0.5)),
+    ]
+    return Section(kind="optimizer", name="Optimizer", network="Main", entries=entries, complete=True)
+
+
+def test_breakdown_arithmetic():
+    s = summarize_section(_section())
+    assert s.parts == [("input", 2.0), ("forward", 8.0), ("backward", 11.0), ("update", 1.5),
+                       ("monitor", 0.5), ("other", 0.5)]
+    assert s.step_ms == 23.5  # backward_all(wo param zero_grad) is an alternative, not a part
+    assert s.share("forward") == pytest.approx(8 / 23.5)
+    assert sum(s.share(p) for p in advice.PARTS) == pytest.approx(1.0)
+    assert [l.layer for l in s.top_layers] == ["Conv", "ReLU"]
+    assert s.top_layers[0].total_ms == 16.0
+    assert (s.half_functions, s.functions) == (0, 2)
+    assert s.coverage == pytest.approx(8 / 8)
+
+
+def test_only_complete_training_sections_are_summarized():
+    section = _section()
+    section.complete = False
+    assert summarize_section(section) is None
+    section = _section()
+    section.kind = "executor"
+    assert summarize_section(section) is None
+
+
+def test_half_precision_share():
+    section = _section()
+    section.entries[2].dtype = "float16"
+    assert summarize_section(section, "cudnn:half").half_functions == 1
+
+
+def _rules(section, context="cpu:float"):
+    return [a.rule for a in summarize_section(section, context).advice]
+
+
+def test_input_bound_fires_above_a_fifth_of_the_step():
+    assert "input_bound" not in _rules(_section())
+    # input 8 of 29.5 ms: 27%
+    assert "input_bound" in _rules(_section(load=7.0))
+    a = [a for a in summarize_section(_section(load=7.0)).advice if a.rule == "input_bound"][0]
+    assert "8.000 ms" in a.evidence and "27.1%" in a.evidence
+
+
+def test_no_half_precision_fires_on_gpu_backends_only():
+    assert "no_half_precision" in _rules(_section(), "cudnn:float")
+    assert "no_half_precision" in _rules(_section(), "cuda:float")
+    assert "no_half_precision" not in _rules(_section(), "cpu:float")
+    half = _section()
+    for e in half.entries:
+        if e.phase == "forward_function":
+            e.dtype = "float16"
+    assert "no_half_precision" not in _rules(half, "cudnn:half")
+
+
+def test_dominant_layer_threshold_both_sides():
+    big = summarize_section(_section(conv_f=6.0, conv_b=10.0))   # 16 / 23.5 = 68%
+    small = summarize_section(_section(conv_f=2.0, conv_b=3.0))  # 5 / 23.5 = 21%
+    assert [a.rule for a in big.advice].count("dominant_layer") == 1
+    assert "Conv" in [a for a in big.advice if a.rule == "dominant_layer"][0].evidence
+    assert "dominant_layer" not in [a.rule for a in small.advice]
+
+
+def test_slow_layer_compares_with_the_networks_best():
+    # Conv: 180 MFLOP in 16 ms = 11.25 GFLOP/s. ReLU: 0.2 MFLOP in 3 ms = 0.067 GFLOP/s,
+    # 12.8% of the step: far below a tenth of the best.
+    s = summarize_section(_section())
+    slow = [a for a in s.advice if a.rule == "slow_layer"]
+    assert len(slow) == 1 and slow[0].evidence.startswith("ReLU (ReLU) achieves 0.067 GFLOP/s")
+    assert "Conv, achieves 11.250 GFLOP/s" in slow[0].evidence
+    # a slow layer that is a small part of the step is left alone (0.5 ms of 20 ms < 5%)
+    assert "slow_layer" not in _rules(_section(relu_f=0.3, relu_b=0.2))
+
+
+def test_slow_layer_needs_two_rated_layers():
+    section = _section()
+    for e in section.entries:
+        if e.layer == "ReLU":
+            e.flops = None
+    assert "slow_layer" not in _rules(section)
+
+
+def test_between_layers_fires_when_layers_cover_little_of_forward_all():
+    assert "between_layers" not in _rules(_section())
+    assert "between_layers" in _rules(_section(fwd=12.0))  # layers 8 of 12 ms: 66.7%
+
+
+def test_heavy_update_fires_above_a_fifth():
+    assert "heavy_update" not in _rules(_section())
+    assert "heavy_update" in _rules(_section(update=9.0))
+
+
+def test_every_rule_is_registered():
+    assert {r.__name__ for r in advice.RULES} == {
+        "input_bound", "no_half_on_gpu", "dominant_layer", "slow_layer", "between_layers", "heavy_update"}
+
+
+def test_summary_rows_and_lines_agree():
+    s = summarize_section(_section())
+    rows = advice.summary_rows(s)
+    assert rows[0][1:4] == ["step", "training step", 23.5]
+    assert [r[2] for r in rows if r[1] == "part"] == list(advice.PARTS)
+    lines = advice.summary_lines(s)
+    assert lines[0].startswith("Step: 23.500 ms = input 2.000 ms (8.5%)")
+    assert sum(1 for l in lines if l.startswith("Advice:")) == len(s.advice)

@@ -1,0 +1,83 @@
+"""result.json: the round trip, old files, and `nnprofile report` reproducing a run exactly."""
+import json
+import os
+import shutil
+
+import openpyxl
+import pytest
+
+from conftest import GOLDEN, LENET, run_cli
+from nnprofile import result_file
+from nnprofile.errors import ProfileError
+from nnprofile.result import Entry, Profile, Section
+
+OUTPUTS = ("profile.log", "profile.csv", "profile_detail.csv", "summary.csv", "profile.xlsx")
+
+
+def test_round_trip_keeps_every_field(tmp_path):
+    e = Entry(label="forward_function (A : Affine)", phase="forward_function", samples_ns=[1.5, 2.5, 3.0],
+              layer="A", layer_type="Affine", impl_class="Affine", in_place=True, calls_per_sample=4,
+              overhead_ns=0.25, output_shape="8x10", params=90, flops=1000, bytes_read=10,
+              bytes_written=20, dtype="float16")
+    p = Profile(header={"context": "cpu:half", "date": "2026-11-22T10:00:00+00:00"}, notes=["n"],
+                sections=[Section(kind="optimizer", name="O", network="Main", entries=[e], complete=True)],
+                complete=False, failure="interrupted by Ctrl-C")
+    result_file.save(p, str(tmp_path))
+    q = result_file.load(str(tmp_path))
+    assert q == p
+    data = json.loads((tmp_path / "result.json").read_text())
+    assert data["format"] == "nnprofile-result" and data["version"] == result_file.VERSION
+    stats = data["sections"][0]["entries"][0]["stats_ns"]
+    assert stats["n"] == 3 and stats["median"] == 2.25  # samples minus the 0.25 ns overhead
+
+
+def test_a_version_1_file_keeps_loading():
+    """A file written by the first release (checked in): it must load forever."""
+    profile = result_file.load(os.path.join(GOLDEN, "result_v1.json"))
+    assert profile.sections[0].entries[0].label == "load_dataset"
+    assert profile.sections[0].entries[0].mean_ms > 0
+
+
+def test_missing_fields_take_their_defaults():
+    data = {"format": "nnprofile-result", "version": 1, "sections": [
+        {"kind": "executor", "name": "E", "network": "R",
+         "entries": [{"label": "forward_all", "phase": "forward_all", "samples_ns": [1000]}]}]}
+    p = result_file.from_dict(data)
+    assert p.sections[0].entries[0].calls_per_sample == 1 and p.header == {}
+
+
+def test_bad_result_files_are_clear_errors(tmp_path):
+    with pytest.raises(ProfileError, match="no such result"):
+        result_file.load(str(tmp_path))
+    (tmp_path / "result.json").write_text("{not json")
+    with pytest.raises(ProfileError, match="not a readable result"):
+        result_file.load(str(tmp_path))
+    (tmp_path / "result.json").write_text(json.dumps({"format": "nnprofile-result", "version": 99}))
+    with pytest.raises(ProfileError, match="newer"):
+        result_file.load(str(tmp_path))
+    (tmp_path / "result.json").write_text(json.dumps({"format": "other"}))
+    with pytest.raises(ProfileError, match="not an nnprofile result"):
+        result_file.load(str(tmp_path))
+
+
+def test_report_reproduces_the_files_of_a_run_exactly(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = run_cli(LENET, "--runs", "2", "-o", str(run_dir))
+    assert proc.returncode == 0, proc.stderr
+    again = tmp_path / "again"
+    proc = run_cli("report", str(run_dir), "-o", str(again), "-q")
+    assert proc.returncode == 0, proc.stderr
+    for name in OUTPUTS:
+        assert (run_dir / name).read_bytes() == (again / name).read_bytes(), name
+    # in place, from the run's own folder: the same bytes again
+    before = {n: (run_dir / n).read_bytes() for n in OUTPUTS}
+    proc = run_cli("report", str(run_dir))
+    assert proc.returncode == 0
+    assert proc.stdout == before["profile.log"].decode()
+    assert {n: (run_dir / n).read_bytes() for n in OUTPUTS} == before
+
+
+def test_report_of_a_missing_result_is_one_line(tmp_path):
+    proc = run_cli("report", str(tmp_path))
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "no such result" in proc.stderr
