@@ -152,9 +152,9 @@ def bench_hook_overhead(work):
     import nnabla as nn
     import nnabla.functions as F
     from nnprofile.nntxt_writer import deep_mlp
-    from nnprofile.profiler import GraphTimer
+    from nnprofile.profiler import hook_costs
     from nnprofile.project import load_project
-    from nnprofile.timing import Sampling, Timer, summarize
+    from nnprofile.timing import Sampling, Timer
     timer = Timer(Sampling(runs=20, warmup=2))
     timer.calibrate()
     path = os.path.join(work, "deep200.nntxt")
@@ -170,29 +170,11 @@ def bench_hook_overhead(work):
                  len(project.optimizers["Optimizer"].network.functions))]
     results = []
     for name, target, n in networks:
-        starts, ends = [], []
-        pre, post = GraphTimer(timer).hooks(starts, ends)
-
-        def plain():
-            target.forward(clear_no_need_grad=True)
-
-        def timing_hooks():
-            del starts[:], ends[:]
-            target.forward(clear_no_need_grad=True, function_pre_hook=pre, function_post_hook=post)
-
-        def empty_hooks():
-            target.forward(clear_no_need_grad=True, function_pre_hook=lambda f: None,
-                           function_post_hook=lambda f: None)
-        a, b, c = [], [], []
-        for _ in range(5):  # interleaved against drift
-            a += timer.measure(plain, batchable=False).samples_ns
-            b += timer.measure(timing_hooks, batchable=False).samples_ns
-            c += timer.measure(empty_hooks, batchable=False).samples_ns
-        base, hooked, empty = (summarize(x).median for x in (a, b, c))
+        target.forward()
+        base = min(timer.measure(lambda: target.forward(clear_no_need_grad=True), batchable=False).samples_ns)
+        total, nnabla = hook_costs(timer, target, n)
         results.append({"network": name, "functions": n, "forward_all_ms": base / 1e6,
-                        "total_us": (hooked - base) / n / 1e3,
-                        "nnabla_us": (empty - base) / n / 1e3,
-                        "ours_us": (hooked - empty) / n / 1e3})
+                        "total_us": total / 1e3, "nnabla_us": nnabla / 1e3, "ours_us": (total - nnabla) / 1e3})
     return results
 
 
@@ -293,7 +275,7 @@ def main(argv=None):
     worst_total = max(h["total_us"] for h in hooks)
     lines += ["", "## 2. Hook overhead in graph mode", "",
               "forward_all with the timing hooks, with empty hooks (NNabla's own hook dispatch) and without "
-              "hooks; 5 interleaved rounds of 20 runs, medians; per function.", "",
+              "hooks; 5 interleaved rounds of 10 runs, medians; per function.", "",
               "| network | functions | forward_all | timing hooks in all | of which NNabla's dispatch | of which nnprofile's timing |",
               "|---|---|---|---|---|---|"]
     for h in hooks:

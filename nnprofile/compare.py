@@ -23,7 +23,7 @@ from . import result_file
 from .advice import summarize_section
 from .errors import ProfileError
 from .result import Profile
-from .stats import describe, ratio_ci
+from .stats import Summary, describe, ratio_ci
 
 KEYS = {"type_config": "--type-config", "context": "--context", "batch_size": "--batch-size"}
 VALUES = {"type_config": ("float", "half"), "context": ("cpu", "cuda", "cudnn")}
@@ -77,13 +77,7 @@ class Row:
     metric: str
     unit: str
     config: str
-    n: int
-    mean: float
-    median: float
-    std: float
-    p90: float
-    min: float
-    max: float
+    stats: Summary
     ratio: Optional[float]
     ci_low: Optional[float]
     ci_high: Optional[float]
@@ -102,8 +96,7 @@ def metric_rows(metrics: Sequence[Metric], configs: Sequence[str]) -> List[Row]:
             ratio = low = high = None
             if base and describe(base).mean > 0 and d.mean > 0:
                 ratio, low, high = ratio_ci(base, values)
-            rows.append(Row(m.name, m.unit, c, d.n, d.mean, d.median, d.std, d.p90, d.min, d.max,
-                            ratio, low, high))
+            rows.append(Row(m.name, m.unit, c, d, ratio, low, high))
     return rows
 
 

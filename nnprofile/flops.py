@@ -37,39 +37,36 @@ def size(shape: Sequence[int]) -> int:
 Counter = Callable[[Shapes], Tuple[int, int]]
 
 
+def _weighted(s: Shapes, macs: int, bias_elements: int) -> Tuple[int, int]:
+    """A layer with weights (input 1) and an optional bias (input 2).
+
+    Forward: the multiply-adds plus the bias additions. Backward: the same
+    multiply-adds again for the input's gradient and for the weights', each
+    only when it is computed, plus the bias gradient's sum.
+    """
+    has_bias = len(s.inputs) > 2
+    forward = 2 * macs + (bias_elements if has_bias else 0)
+    backward = (2 * macs if s.grad(0) else 0) + (2 * macs if s.grad(1) else 0)
+    backward += bias_elements if has_bias and s.grad(2) else 0
+    return forward, backward
+
+
 def _affine(s: Shapes) -> Tuple[int, int]:
     base_axis = int(s.args.get("base_axis", 1))
     batch = size(s.inputs[0][:base_axis])
     k = size(s.inputs[0][base_axis:])
     n = size(s.outputs[0][base_axis:])
-    macs = batch * k * n
-    has_bias = len(s.inputs) > 2
-    forward = 2 * macs + (batch * n if has_bias else 0)
-    backward = (2 * macs if s.grad(0) else 0) + (2 * macs if s.grad(1) else 0)
-    backward += batch * n if has_bias and s.grad(2) else 0
-    return forward, backward
+    return _weighted(s, batch * k * n, batch * n)
 
 
 def _convolution(s: Shapes) -> Tuple[int, int]:
     # W: (out_maps, in_maps / group, *kernel); every output element is one kernel window.
-    w = s.inputs[1]
-    macs = size(s.outputs[0]) * size(w[1:])
-    has_bias = len(s.inputs) > 2
-    forward = 2 * macs + (size(s.outputs[0]) if has_bias else 0)
-    backward = (2 * macs if s.grad(0) else 0) + (2 * macs if s.grad(1) else 0)
-    backward += size(s.outputs[0]) if has_bias and s.grad(2) else 0
-    return forward, backward
+    return _weighted(s, size(s.outputs[0]) * size(s.inputs[1][1:]), size(s.outputs[0]))
 
 
 def _deconvolution(s: Shapes) -> Tuple[int, int]:
     # W: (in_maps, out_maps / group, *kernel); every input element scatters one kernel window.
-    w = s.inputs[1]
-    macs = size(s.inputs[0]) * size(w[1:])
-    has_bias = len(s.inputs) > 2
-    forward = 2 * macs + (size(s.outputs[0]) if has_bias else 0)
-    backward = (2 * macs if s.grad(0) else 0) + (2 * macs if s.grad(1) else 0)
-    backward += size(s.outputs[0]) if has_bias and s.grad(2) else 0
-    return forward, backward
+    return _weighted(s, size(s.inputs[0]) * size(s.inputs[1][1:]), size(s.outputs[0]))
 
 
 def _batch_normalization(s: Shapes) -> Tuple[int, int]:

@@ -14,7 +14,7 @@ Two ways of timing the layers:
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -355,12 +355,41 @@ class Profiler:
 
 
 
+def hook_costs(timer: Timer, target, n_functions: int, rounds: int = 5) -> Tuple[float, float]:
+    """Per function, in ns: what the timing hooks add to a forward pass, and what NNabla's
+    own dispatch of empty hooks adds (a part of the first).
+
+    Passes without hooks, with the timing hooks and with empty hooks, interleaved
+    so that drift on a busy machine hits all three alike; medians.
+    """
+    starts: List[int] = []
+    ends: List[int] = []
+    pre, post = GraphTimer(timer).hooks(starts, ends)
+
+    def plain():
+        target.forward(clear_no_need_grad=True)
+
+    def timing_hooks():
+        del starts[:], ends[:]
+        target.forward(clear_no_need_grad=True, function_pre_hook=pre, function_post_hook=post)
+
+    def empty_hooks():
+        target.forward(clear_no_need_grad=True, function_pre_hook=lambda f: None,
+                       function_post_hook=lambda f: None)
+    fixed = Timer(Sampling(runs=10, warmup=2), timer.clock, timer.sync)
+    samples: Dict[Callable, List[float]] = {plain: [], timing_hooks: [], empty_hooks: []}
+    for _ in range(rounds):
+        for work, values in samples.items():
+            values += fixed.measure(work, batchable=False).samples_ns
+    base, hooked, empty = (summarize(samples[w]).median for w in (plain, timing_hooks, empty_hooks))
+    return (hooked - base) / n_functions, (empty - base) / n_functions
+
+
 def calibrate_hooks(timer: Timer, n_functions: int = 200) -> float:
     """What the graph-mode timing hooks add per function, in ns.
 
     Measured on a chain of tiny functions in the current context, so that the
-    hooks' cost is not lost in the noise of real layers: forward passes with
-    the timing hooks minus passes without, interleaved, per function.
+    hooks' cost is not lost in the noise of real layers.
     """
     import nnabla as nn
     import nnabla.functions as F
@@ -369,19 +398,4 @@ def calibrate_hooks(timer: Timer, n_functions: int = 200) -> float:
     y = x
     for _ in range(n_functions):
         y = F.relu(y)
-    starts: List[int] = []
-    ends: List[int] = []
-    pre, post = GraphTimer(timer).hooks(starts, ends)
-
-    def plain():
-        y.forward(clear_no_need_grad=True)
-
-    def hooked():
-        del starts[:], ends[:]
-        y.forward(clear_no_need_grad=True, function_pre_hook=pre, function_post_hook=post)
-    fixed = Timer(Sampling(runs=10, warmup=2), timer.clock, timer.sync)
-    with_hooks, without = [], []
-    for _ in range(5):  # interleaved, so that drift on a busy machine hits both alike
-        with_hooks += fixed.measure(hooked, batchable=False).samples_ns
-        without += fixed.measure(plain, batchable=False).samples_ns
-    return (summarize(with_hooks).median - summarize(without).median) / n_functions
+    return hook_costs(timer, y, n_functions)[0]

@@ -61,14 +61,15 @@ def test_parse_set():
 def test_metric_rows_take_ratios_to_the_first_configuration():
     m = Metric("training step", "ms", {"a": [10.0, 12.0, 14.0], "b": [20.0, 22.0, 24.0]})
     rows = metric_rows([m], ["a", "b"])
-    assert [(r.config, r.n, r.mean, r.median) for r in rows] == [("a", 3, 12.0, 12.0), ("b", 3, 22.0, 22.0)]
+    assert [(r.config, r.stats.n, r.stats.mean, r.stats.median) for r in rows] == [
+        ("a", 3, 12.0, 12.0), ("b", 3, 22.0, 22.0)]
     assert rows[0].ratio == 1.0
     assert rows[1].ratio == pytest.approx(22 / 12)
     assert rows[1].ci_low == pytest.approx(ratio_ci([10, 12, 14], [20, 22, 24])[1])
 
 
 def _row(config, ratio, low, high, metric="training step"):
-    return Row(metric, "ms", config, 3, 1, 1, 0, 1, 1, 1, ratio, low, high)
+    return Row(metric, "ms", config, describe([1.0, 1.0, 1.0]), ratio, low, high)
 
 
 def test_findings_say_slower_faster_or_no_difference():

@@ -20,8 +20,9 @@ def _num(x: Optional[float], fmt: str = "%.6f") -> str:
 
 
 def row_cells(r: Row) -> List[object]:
-    return [r.metric, r.unit, r.config, r.n, _num(r.mean), _num(r.median), _num(r.std), _num(r.p90),
-            _num(r.min), _num(r.max), _num(r.ratio, "%.4f"), _num(r.ci_low, "%.4f"), _num(r.ci_high, "%.4f")]
+    d = r.stats
+    return [r.metric, r.unit, r.config, d.n, _num(d.mean), _num(d.median), _num(d.std), _num(d.p90),
+            _num(d.min), _num(d.max), _num(r.ratio, "%.4f"), _num(r.ci_low, "%.4f"), _num(r.ci_high, "%.4f")]
 
 
 def entry_cells(r: EntryRow) -> List[object]:
@@ -43,9 +44,10 @@ def table_lines(rows: Sequence[Row]) -> List[str]:
             ratio = "%.3f" % r.ratio
             if r.ci_low is not None:
                 ratio += " (%.3f to %.3f)" % (r.ci_low, r.ci_high)
+        d = r.stats
         lines.append("%-*s %-*s %3d %11.4f %11.4f %10.4f %11.4f %11.4f %11.4f  %s" % (
-            mwidth, "%s (%s)" % (r.metric, r.unit), width, r.config, r.n, r.mean, r.median, r.std, r.p90,
-            r.min, r.max, ratio))
+            mwidth, "%s (%s)" % (r.metric, r.unit), width, r.config, d.n, d.mean, d.median, d.std, d.p90,
+            d.min, d.max, ratio))
     return lines
 
 
