@@ -72,6 +72,13 @@ def executor_datasets(project: Project) -> List[str]:
     return names[-1:]
 
 
+def _batch_sizes(project: Project):
+    """The networks' batch size: one number if they agree, else network -> size."""
+    sizes = {n.name: n.batch_size for n in project.info.proto.network}
+    distinct = set(sizes.values())
+    return distinct.pop() if len(distinct) == 1 else sizes
+
+
 def header(project: Project, sampling: Sampling, mode: str = "isolated") -> dict:
     import nnabla
     return {
@@ -83,7 +90,7 @@ def header(project: Project, sampling: Sampling, mode: str = "isolated") -> dict
         "project_sha256": project.sha256,
         "context": project.run_context.description,
         "requested_context": project.run_context.requested,
-        "batch_size": project.batch_size,
+        "batch_size": project.batch_size or _batch_sizes(project),
         "sampling": sampling.describe(),
         "machine": "%s, %s, Python %s" % (platform.node(), platform.machine(), platform.python_version()),
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
@@ -134,4 +141,7 @@ def run(project: Project, sections: List[Section], timer: Timer, cache_root: str
         raise
     finally:
         pool.close()
+        # Which implementations ran (ConvolutionCudaCudnn under cuDNN): part of what was measured.
+        profile.header["implementation_classes"] = sorted(
+            {e.impl_class for s in profile.sections for e in s.entries if e.impl_class})
     return profile

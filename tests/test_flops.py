@@ -110,3 +110,52 @@ def test_lenet_layers_get_their_counts_from_nnabla(tmp_path):
     assert layers["MaxPooling"].flops == (147_456 * 4, 147_456)
     assert layers["Affine"].flops == (14_409_600, 28_809_600)  # its input needs a gradient
     assert layers["ReLU"].params == 0
+
+
+# Every registered type with a hand-computed (forward, backward) on a small case:
+# x (2, 3) -> y (2, 3) for element-wise types (6 elements, gradient needed).
+UNARY_6 = Shapes([(2, 3)], [(2, 3)], [True], {})
+BINARY_6 = Shapes([(2, 3), (2, 3)], [(2, 3)], [True, True], {})
+HAND = {
+    "Affine": (Shapes([(2, 3), (3, 4), (4,)], [(2, 4)], [True, True, True], {}), (2 * 24 + 8, 4 * 24 + 8)),
+    "BinaryConnectAffine": (Shapes([(2, 3), (3, 4)], [(2, 4)], [False, True], {}), (48, 48)),
+    "BinaryWeightAffine": (Shapes([(2, 3), (3, 4)], [(2, 4)], [False, True], {}), (48, 48)),
+    "Convolution": (Shapes([(1, 2, 4, 4), (3, 2, 3, 3)], [(1, 3, 2, 2)], [True, True], {}), (2 * 216, 4 * 216)),
+    "BinaryConnectConvolution": (Shapes([(1, 2, 4, 4), (3, 2, 3, 3)], [(1, 3, 2, 2)], [False, True], {}), (432, 432)),
+    "BinaryWeightConvolution": (Shapes([(1, 2, 4, 4), (3, 2, 3, 3)], [(1, 3, 2, 2)], [False, True], {}), (432, 432)),
+    "DepthwiseConvolution": (Shapes([(1, 2, 4, 4), (2, 1, 3, 3)], [(1, 2, 2, 2)], [True, True], {}), (144, 288)),
+    "Deconvolution": (Shapes([(1, 2, 2, 2), (2, 3, 2, 2)], [(1, 3, 4, 4)], [True, False], {}), (2 * 96, 2 * 96)),
+    "BatchNormalization": (Shapes([(2, 3)] + [(1, 3)] * 4, [(2, 3)], [True, True, True, False, False],
+                                  {"batch_stat": True}), (42, 54 + 24)),
+    "MaxPooling": (Shapes([(1, 1, 4, 4)], [(1, 1, 2, 2)], [True], {"kernel": [2, 2]}), (16, 4)),
+    "AveragePooling": (Shapes([(1, 1, 4, 4)], [(1, 1, 2, 2)], [True], {"kernel": [2, 2]}), (16, 16)),
+    "SumPooling": (Shapes([(1, 1, 4, 4)], [(1, 1, 2, 2)], [True], {"kernel": [2, 2]}), (16, 16)),
+    "GlobalAveragePooling": (Shapes([(1, 2, 3, 3)], [(1, 2, 1, 1)], [True], {}), (18, 18)),
+    "ReLU": (UNARY_6, (6, 6)), "LeakyReLU": (UNARY_6, (6, 6)), "ReLU6": (UNARY_6, (6, 6)),
+    "PReLU": (UNARY_6, (12, 18)), "ELU": (UNARY_6, (6, 12)), "SELU": (UNARY_6, (12, 12)),
+    "Tanh": (UNARY_6, (6, 12)), "Sigmoid": (UNARY_6, (6, 12)), "Swish": (UNARY_6, (12, 18)),
+    "BinarySigmoid": (UNARY_6, (6, 6)), "BinaryTanh": (UNARY_6, (6, 6)), "Abs": (UNARY_6, (6, 6)),
+    "Exp": (UNARY_6, (6, 6)), "Log": (UNARY_6, (6, 6)), "Dropout": (UNARY_6, (6, 6)),
+    "Add2": (BINARY_6, (6, 12)), "Sub2": (BINARY_6, (6, 12)), "Mul2": (BINARY_6, (6, 24)),
+    "Div2": (BINARY_6, (6, 36)),
+    "Softmax": (UNARY_6, (24, 18)),
+    "CategoricalCrossEntropy": (Shapes([(2, 3), (2, 1)], [(2, 1)], [True, False], {}), (4, 4)),
+    "SoftmaxCrossEntropy": (Shapes([(2, 3), (2, 1)], [(2, 1)], [True, False], {}), (4, 4)),
+    "BinaryCrossEntropy": (Shapes([(2, 3), (2, 3)], [(2, 3)], [True, False], {}), (12, 12)),
+    "SigmoidCrossEntropy": (Shapes([(2, 3), (2, 3)], [(2, 3)], [True, False], {}), (12, 12)),
+    "SquaredError": (Shapes([(2, 3), (2, 3)], [(2, 3)], [True, True], {}), (12, 24)),
+    "AbsoluteError": (Shapes([(2, 3), (2, 3)], [(2, 3)], [True, False], {}), (12, 12)),
+    "Identity": (UNARY_6, (0, 0)), "Reshape": (UNARY_6, (0, 0)), "Split": (UNARY_6, (0, 0)),
+    "Stack": (UNARY_6, (0, 0)), "Concatenate": (BINARY_6, (0, 0)), "Slice": (UNARY_6, (0, 0)),
+    "Transpose": (UNARY_6, (0, 0)), "Broadcast": (UNARY_6, (0, 0)),
+}
+
+
+@pytest.mark.parametrize("layer_type", sorted(HAND))
+def test_every_registered_type_against_a_hand_count(layer_type):
+    shapes, expected = HAND[layer_type]
+    assert count(layer_type, shapes) == expected
+
+
+def test_no_registered_type_lacks_a_hand_count():
+    assert sorted(flops.REGISTRY) == sorted(HAND)

@@ -51,7 +51,8 @@ def check_one_entry_per_function(project, profile):
 
 
 def test_the_corpus_is_here():
-    assert len(CORPUS) == 17
+    assert len(CORPUS) == 17, ("the 17 NNC sample projects are expected in %s, beside the clone "
+                               "(as CI places shared/)" % SAMPLES)
 
 
 @pytest.mark.parametrize("path", CORPUS, ids=os.path.basename)
