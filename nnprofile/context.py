@@ -74,6 +74,13 @@ def extension_available(backend: str) -> bool:
         logger.setLevel(previous)
 
 
+def _device_sync(ext, device_id: str) -> Callable[[], None]:
+    """Wait for the device: CUDA runs kernels asynchronously."""
+    def sync():
+        ext.synchronize(device_id=device_id)
+    return sync
+
+
 def resolve(project_backend: str, project_type_config: str, device_id: str,
             backend: Optional[str] = None, type_config: Optional[str] = None) -> RunContext:
     """Choose the context: command-line overrides, else the project's, with CPU fallback."""
@@ -102,9 +109,7 @@ def resolve(project_backend: str, project_type_config: str, device_id: str,
     sync = None
     if chosen != "cpu":
         ext = import_extension_module(chosen)
-
-        def sync():
-            ext.synchronize(device_id=device_id)
+        sync = _device_sync(ext, device_id)
     return RunContext(backend=chosen, type_config=chosen_tc, device_id=device_id,
                       requested="%s:%s" % (requested, chosen_tc), nnabla_context=ctx,
                       synchronize=sync, notes=notes)

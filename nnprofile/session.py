@@ -7,7 +7,6 @@ entries measured so far, with ``complete`` and ``failure`` saying how it ended.
 from __future__ import annotations
 
 import datetime
-import os
 import platform
 from dataclasses import dataclass
 from typing import Callable, List, Optional

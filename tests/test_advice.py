@@ -2,7 +2,7 @@
 import pytest
 
 from nnprofile import advice
-from nnprofile.advice import LayerTime, Summary, summarize_section
+from nnprofile.advice import summarize_section
 from nnprofile.result import Entry, Section
 
 

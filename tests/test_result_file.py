@@ -1,9 +1,7 @@
 """result.json: the round trip, old files, and `nnprofile report` reproducing a run exactly."""
 import json
 import os
-import shutil
 
-import openpyxl
 import pytest
 
 from conftest import GOLDEN, LENET, run_cli

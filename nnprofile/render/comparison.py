@@ -53,6 +53,8 @@ def table_lines(rows: Sequence[Row]) -> List[str]:
 
 def box_plots(metrics: Sequence[Metric], configs: Sequence[str], outdir: str, what: str) -> List[str]:
     """One PNG per metric: a box and whiskers per configuration, side by side, every run shown."""
+    # matplotlib caches fonts in the user's home unless told otherwise; keep it in the output.
+    os.environ.setdefault("MPLCONFIGDIR", os.path.join(outdir, ".matplotlib"))
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
