@@ -90,6 +90,11 @@ def _prepare_outdir(outdir: str) -> None:
         raise ProfileError("output folder %s is not writable" % outdir)
 
 
+def _printer(quiet: bool):
+    """Where progress lines go: stdout as they come, or nowhere with --quiet."""
+    return (lambda line: None) if quiet else (lambda line: print(line, flush=True))
+
+
 def run_profile(args) -> int:
     from .project import load_project, zero_weights
     from .render import log, write_all
@@ -127,7 +132,7 @@ def run_profile(args) -> int:
     if args.synthetic:
         profile.notes.append("the data was synthetic (--synthetic): random batches of the declared "
                              "shapes; load_dataset does not measure reading a dataset")
-    out = (lambda line: None) if args.quiet else (lambda line: print(line, flush=True))
+    out = _printer(args.quiet)
     for line in log.header_lines(profile):
         out(line)
     try:
@@ -206,88 +211,107 @@ def _is_result(path: str) -> bool:
 
 
 def run_compare(args) -> int:
-    from . import compare, result_file
-    from .render import comparison
-    out = (lambda line: None) if args.quiet else (lambda line: print(line, flush=True))
+    out = _printer(args.quiet)
     if all(_is_result(t) for t in args.targets):
-        if args.set or args.train_epochs:
-            raise ProfileError("--set and --train-epochs need a project, not saved results")
-        if len(args.targets) < 2:
-            raise ProfileError("give two or more result folders to compare")
-        names = compare.unique_names(args.targets)
-        profiles = {n: result_file.load(t) for n, t in zip(names, args.targets)}
-        entry_rows, layer_rows, metrics = compare.compare_saved(profiles)
-        rows = compare.metric_rows(metrics, names)
-        outdir = args.outdir or os.path.join("results", "compare")
-        _prepare_outdir(outdir)
-        header = ["nnprofile compare: %d saved results, each entry's per-call samples; ratios to %s"
-                  % (len(names), names[0])] + ["  %s: %s (%s, %s)" % (
-                      n, t, profiles[n].header.get("context", "?"), profiles[n].header.get("date", "?"))
-                      for n, t in zip(names, args.targets)]
-        findings = compare.findings(rows, [compare.Config(n, {}) for n in names],
-                                    {n: str(p.header.get("context", "")) for n, p in profiles.items()})
-        comparison.write(outdir, header, rows, findings, metrics, names, "per-call samples of each saved run",
-                         entry_rows, layer_rows)
+        outdir = _compare_saved_results(args)
     else:
-        bad = [t for t in args.targets if os.path.isdir(t)]
-        if bad:
-            raise ProfileError("%s: a folder without result.json" % bad[0])
-        if not args.set:
-            raise ProfileError("give the configurations to compare with --set, e.g. "
-                               "--set type_config=float --set type_config=half")
-        configs = [compare.parse_set(s) for s in args.set]
-        if len({c.name for c in configs}) != len(configs):
-            raise ProfileError("the same configuration is given twice")
-        main_file = args.targets[0]
-        if not os.path.isfile(main_file):
-            raise ProfileError("%s: no such file" % main_file)
-        name = os.path.splitext(os.path.basename(main_file))[0]
-        outdir = args.outdir or os.path.join("results", "compare_" + name)
-        _prepare_outdir(outdir)
-        extra = []
-        if args.runs:
-            extra += ["--runs", str(args.runs)]
-        if args.mode:
-            extra += ["--mode", args.mode]
-        if args.synthetic:
-            extra.append("--synthetic")
-        if args.no_inference:
-            extra.append("--no-inference")
-        metrics, profiles = compare.run_configurations(args.targets, configs, args.repeat, outdir, extra,
-                                                       progress=out)
-        contexts = {c: str(p.header.get("context", "")) for c, p in profiles.items()}
-        names = [c.name for c in configs]
-        if args.train_epochs:
-            from .training import train_once
-            trained = {m: compare.Metric(m, u) for m, u in (
-                ("time to train", "s"), ("validation error", "ratio"), ("valid_error monitor", "loss"))}
-            for i in range(args.repeat):
-                for c in configs:
-                    out("training %d epochs, run %d of %d, %s ..." % (args.train_epochs, i + 1, args.repeat, c.name))
-                    t = train_once(main_file, c.settings, args.train_epochs,
-                                   os.path.join(outdir, "train", c.slug, str(i + 1)))
-                    trained["time to train"].values.setdefault(c.name, []).append(t.train_seconds)
-                    if t.classification_error is not None:
-                        trained["validation error"].values.setdefault(c.name, []).append(t.classification_error)
-                    if t.monitor_valid_error is not None:
-                        trained["valid_error monitor"].values.setdefault(c.name, []).append(t.monitor_valid_error)
-            metrics += [m for m in trained.values() if m.values]
-        rows = compare.metric_rows(metrics, names)
-        header = ["nnprofile compare: %s, %d configurations x %d runs, each a fresh process, alternating; "
-                  "ratios to %s" % (" ".join(args.targets), len(configs), args.repeat, names[0])]
-        header += ["  %s: ran on %s" % (c, contexts.get(c, "?")) for c in names]
-        if args.train_epochs:
-            header.append("  training: %d epochs with nnabla_cli train; 'validation error' is 1 - accuracy on "
-                          "the validation dataset, 'valid_error monitor' the project's own monitor (NNabla "
-                          "averages the loss for an Error monitor)" % args.train_epochs)
-        findings = compare.findings(rows, configs, contexts)
-        comparison.write(outdir, header, rows, findings, metrics, names,
-                         "%d runs per configuration" % args.repeat)
-    text = open(os.path.join(outdir, "compare.log")).read()
+        outdir = _compare_configurations(args, out)
+    with open(os.path.join(outdir, "compare.log")) as f:
+        text = f.read()
     if not args.quiet:
         sys.stdout.write(text)
     out("written to %s (compare.csv, compare.xlsx, box plots)" % outdir)
     return 0
+
+
+def _compare_saved_results(args) -> str:
+    """nnprofile compare DIR DIR ...: entry by entry and layer by layer, from saved samples."""
+    from . import compare, result_file
+    from .render import comparison
+    if args.set or args.train_epochs:
+        raise ProfileError("--set and --train-epochs need a project, not saved results")
+    if len(args.targets) < 2:
+        raise ProfileError("give two or more result folders to compare")
+    names = compare.unique_names(args.targets)
+    profiles = {n: result_file.load(t) for n, t in zip(names, args.targets)}
+    entry_rows, layer_rows, metrics = compare.compare_saved(profiles)
+    rows = compare.metric_rows(metrics, names)
+    outdir = args.outdir or os.path.join("results", "compare")
+    _prepare_outdir(outdir)
+    header = ["nnprofile compare: %d saved results, each entry's per-call samples; ratios to %s"
+              % (len(names), names[0])] + ["  %s: %s (%s, %s)" % (
+                  n, t, profiles[n].header.get("context", "?"), profiles[n].header.get("date", "?"))
+                  for n, t in zip(names, args.targets)]
+    findings = compare.findings(rows, [compare.Config(n, {}) for n in names],
+                                {n: str(p.header.get("context", "")) for n, p in profiles.items()})
+    comparison.write(outdir, header, rows, findings, metrics, names, "per-call samples of each saved run",
+                     entry_rows, layer_rows)
+    return outdir
+
+
+def _compare_configurations(args, out) -> str:
+    """nnprofile compare PROJECT --set ... : each configuration profiled (and trained) --repeat times."""
+    from . import compare
+    from .render import comparison
+    bad = [t for t in args.targets if os.path.isdir(t)]
+    if bad:
+        raise ProfileError("%s: a folder without result.json" % bad[0])
+    if not args.set:
+        raise ProfileError("give the configurations to compare with --set, e.g. "
+                           "--set type_config=float --set type_config=half")
+    configs = [compare.parse_set(s) for s in args.set]
+    if len({c.name for c in configs}) != len(configs):
+        raise ProfileError("the same configuration is given twice")
+    main_file = args.targets[0]
+    if not os.path.isfile(main_file):
+        raise ProfileError("%s: no such file" % main_file)
+    name = os.path.splitext(os.path.basename(main_file))[0]
+    outdir = args.outdir or os.path.join("results", "compare_" + name)
+    _prepare_outdir(outdir)
+    extra = []
+    if args.runs:
+        extra += ["--runs", str(args.runs)]
+    if args.mode:
+        extra += ["--mode", args.mode]
+    if args.synthetic:
+        extra.append("--synthetic")
+    if args.no_inference:
+        extra.append("--no-inference")
+    metrics, profiles = compare.run_configurations(args.targets, configs, args.repeat, outdir, extra,
+                                                   progress=out)
+    contexts = {c: str(p.header.get("context", "")) for c, p in profiles.items()}
+    names = [c.name for c in configs]
+    if args.train_epochs:
+        metrics += _train_configurations(main_file, configs, args.repeat, args.train_epochs, outdir, out)
+    rows = compare.metric_rows(metrics, names)
+    header = ["nnprofile compare: %s, %d configurations x %d runs, each a fresh process, alternating; "
+              "ratios to %s" % (" ".join(args.targets), len(configs), args.repeat, names[0])]
+    header += ["  %s: ran on %s" % (c, contexts.get(c, "?")) for c in names]
+    if args.train_epochs:
+        header.append("  training: %d epochs with nnabla_cli train; 'validation error' is 1 - accuracy on "
+                      "the validation dataset, 'valid_error monitor' the project's own monitor (NNabla "
+                      "averages the loss for an Error monitor)" % args.train_epochs)
+    findings = compare.findings(rows, configs, contexts)
+    comparison.write(outdir, header, rows, findings, metrics, names, "%d runs per configuration" % args.repeat)
+    return outdir
+
+
+def _train_configurations(main_file, configs, repeat, epochs, outdir, out):
+    """Time to train and validation error per configuration and run, as comparison metrics."""
+    from . import compare
+    from .training import train_once
+    trained = {m: compare.Metric(m, u) for m, u in (
+        ("time to train", "s"), ("validation error", "ratio"), ("valid_error monitor", "loss"))}
+    for i in range(repeat):
+        for c in configs:  # alternating, as the profiles
+            out("training %d epochs, run %d of %d, %s ..." % (epochs, i + 1, repeat, c.name))
+            t = train_once(main_file, c.settings, epochs, os.path.join(outdir, "train", c.slug, str(i + 1)))
+            trained["time to train"].values.setdefault(c.name, []).append(t.train_seconds)
+            if t.classification_error is not None:
+                trained["validation error"].values.setdefault(c.name, []).append(t.classification_error)
+            if t.monitor_valid_error is not None:
+                trained["valid_error monitor"].values.setdefault(c.name, []).append(t.monitor_valid_error)
+    return [m for m in trained.values() if m.values]
 
 
 COMMANDS = {

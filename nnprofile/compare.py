@@ -181,12 +181,13 @@ def compare_saved(profiles: Dict[str, Profile]) -> Tuple[List[EntryRow], List[En
             same = [s for s in profiles[name].sections if (s.kind, s.name) == (section.kind, section.name)]
             if same:
                 matched[name] = same[0]
+        # Labels are unique within a section: one lookup per entry, not a scan.
+        by_label = {name: {x.label: x for x in s.entries} for name, s in matched.items()}
         for entry in section.entries:
             samples = {}
-            for name, s in matched.items():
-                e = [x for x in s.entries if x.label == entry.label]
-                if e:
-                    samples[name] = _samples_ms(e[0])
+            for name, entries in by_label.items():
+                if entry.label in entries:
+                    samples[name] = _samples_ms(entries[entry.label])
             for name, values in samples.items():
                 d = describe(values)
                 ratio = low = high = None

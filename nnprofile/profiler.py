@@ -56,10 +56,11 @@ class Layer:
                   in_place=self.in_place, params=self.params, dtype=self.dtype,
                   output_shape="x".join(str(d) for d in self.shapes.outputs[0]) if self.shapes.outputs else "")
         if phase in ("forward_function", "backward_function"):
-            direction = "forward" if phase == "forward_function" else "backward"
+            forward = phase == "forward_function"
             if self.flops is not None:
-                e.flops = self.flops[0 if direction == "forward" else 1]
-            e.bytes_read, e.bytes_written = flop_counts.bytes_moved(self.shapes, self.itemsize, direction)
+                e.flops = self.flops[0 if forward else 1]
+            e.bytes_read, e.bytes_written = flop_counts.bytes_moved(
+                self.shapes, self.itemsize, "forward" if forward else "backward")
         return e
 
 

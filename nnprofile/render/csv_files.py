@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import csv
 import os
-from typing import Dict, List
+from typing import Callable, Dict, List
 
 from ..advice import summarize_section, summary_rows as advice_rows
 from ..result import Entry, Profile, Section, format_ms, ms
@@ -36,8 +36,12 @@ def profile_rows(profile: Profile) -> List[List[str]]:
     return [header] + [[label] + cells[label] for label in order]
 
 
-def work_cells(e: Entry) -> List[object]:
-    """output_shape, params, flops, bytes_read, bytes_written, GFLOP/s, FLOP/byte of one entry."""
+def work_cells(e: Entry, rate: Callable[[float], object] = lambda x: "%.3f" % x) -> List[object]:
+    """output_shape, params, flops, bytes_read, bytes_written, GFLOP/s, FLOP/byte of one entry.
+
+    ``rate`` renders GFLOP/s and FLOP/byte: text with three decimals for the CSV,
+    the number itself for the workbook. "unknown" where no FLOP formula exists.
+    """
     if e.layer is None:
         return [""] * 7
     if not e.is_layer_work:
@@ -48,8 +52,8 @@ def work_cells(e: Entry) -> List[object]:
             e.flops if e.flops is not None else unknown,
             e.bytes_read if e.bytes_read is not None else "",
             e.bytes_written if e.bytes_written is not None else "",
-            "%.3f" % gflops if gflops is not None else unknown,
-            "%.3f" % intensity if intensity is not None else unknown]
+            rate(gflops) if gflops is not None else unknown,
+            rate(intensity) if intensity is not None else unknown]
 
 
 def coverage_cells(section: Section) -> Dict[str, str]:

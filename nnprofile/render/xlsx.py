@@ -72,9 +72,7 @@ def _section_sheet(ws, section: Section) -> None:
         cell.font = Font(bold=True)
     for e in section.entries:
         s = e.stats
-        work = work_cells(e)
-        work[5] = e.gflops_per_s if e.gflops_per_s is not None else work[5]
-        work[6] = e.arithmetic_intensity if e.arithmetic_intensity is not None else work[6]
+        work = work_cells(e, rate=float)
         ws.append([e.label, e.mean_ms, ms(s.median), ms(s.std), ms(s.min), ms(s.max), ms(s.p90),
                    s.n, round(s.rse, 4), e.calls_per_sample, e.phase, e.layer or "", e.impl_class or ""]
                   + work)
@@ -143,10 +141,9 @@ def _section_sheet(ws, section: Section) -> None:
     ws.add_chart(chart, "%s2" % get_column_letter(c0 + len(head) + 1))
 
 
-def _summary_sheet(ws, profile: Profile) -> None:
+def _summary_sheet(ws, rows: List[List[object]]) -> None:
     from openpyxl.chart import PieChart, Reference
     from openpyxl.styles import Alignment, Font
-    rows = summary_rows(profile)
     for row in rows:
         ws.append(row)
     for cell in ws[1]:
@@ -195,8 +192,9 @@ def build(profile: Profile):
             ws.cell(row=len(section.entries) + 3, column=1,
                     value="INCOMPLETE: %s" % (profile.failure or "stopped"))
     n_sheets = len(profile.sections)
-    if len(summary_rows(profile)) > 1:
-        _summary_sheet(wb.create_sheet(title="Summary"), profile)
+    summary = summary_rows(profile)
+    if len(summary) > 1:  # more than the header: a complete training section
+        _summary_sheet(wb.create_sheet(title="Summary"), summary)
         n_sheets += 1
     _info_sheet(first, profile)
     first.title = "Info"
