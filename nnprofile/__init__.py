@@ -1,9 +1,21 @@
-"""nnprofile: a layer-level profiler for NNabla and Neural Network Console projects."""
-import logging as _logging
+"""nnprofile: a layer-level profiler for NNabla and Neural Network Console projects.
 
-__version__ = "0.1.0"
+    import nnprofile
+    profile = nnprofile.profile("projects/lenet/lenet.nntxt", outdir="results/lenet")
+    frame = profile.to_dataframe()          # pandas: one row per entry, in log order
+    same = nnprofile.load("results/lenet")  # a saved profile, of any format version
+    comparison = nnprofile.compare_results("results/a", "results/b")
 
-# NNabla logs INFO lines on import and restates its errors as log lines before
-# raising them; nnprofile says what matters once, in its own words. Set before
-# NNabla is imported (it only configures the root logger). --debug lifts it.
-_logging.getLogger("nnabla").setLevel(_logging.CRITICAL + 1)
+Importing nnprofile changes nothing in NNabla (its logger included); the
+command line quiets NNabla's log for its own run only.
+"""
+__version__ = "0.2.0"
+
+from .analysis import Analysis, analyze  # noqa: E402
+from .api import load, profile  # noqa: E402
+from .compare import Comparison, compare_results  # noqa: E402
+from .errors import Interrupted, ProfileError  # noqa: E402
+from .result import Entry, Profile, Section  # noqa: E402
+
+__all__ = ["__version__", "profile", "load", "compare_results", "analyze", "Analysis", "Comparison",
+           "Entry", "Profile", "Section", "ProfileError", "Interrupted"]

@@ -1,10 +1,21 @@
 """Errors the user can act on: each becomes one line on stderr and an exit code."""
+from __future__ import annotations
+
+from typing import Any, Optional
 
 
 class ProfileError(Exception):
-    """A problem with the user's input or environment, not a bug in nnprofile."""
+    """A problem with the user's input or environment, not a bug in nnprofile.
+
+    ``profile`` holds what was measured before the failure (a partial
+    ``Profile``, marked incomplete), or None when nothing was.
+    """
 
     exit_code = 2
+
+    def __init__(self, message: str, profile: Optional[Any] = None):
+        super().__init__(message)
+        self.profile = profile
 
 
 class Interrupted(ProfileError):

@@ -1,27 +1,194 @@
-"""Statistics for comparisons: summaries of repeated runs and ratios with confidence intervals."""
+"""Statistics of samples: summaries, running moments, and ratios with confidence intervals.
+
+Pure functions over numbers, used by the measurement (stopping rules), the
+result model (per-entry figures) and the comparisons alike.
+"""
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
-from .timing import summarize
+NS_PER_MS = 1_000_000
 
 
 @dataclass(frozen=True)
-class Summary:
+class Stats:
+    """Summary of per-call times, in nanoseconds."""
+
     n: int
     mean: float
     median: float
     std: float
-    p90: float
     min: float
     max: float
+    p90: float
+    rounds: int = 1
+    # From the spread of the round means, when samples were taken in rounds.
+    round_rse: Optional[float] = None
+
+    @property
+    def rse(self) -> float:
+        """Relative standard error of the mean (0 when undefined)."""
+        if self.round_rse is not None:
+            return self.round_rse
+        if self.n < 2 or self.mean <= 0:
+            return 0.0
+        return self.std / math.sqrt(self.n) / self.mean
 
 
-def describe(values: Sequence[float]) -> Summary:
-    s = summarize(values)
-    return Summary(n=s.n, mean=s.mean, median=s.median, std=s.std, p90=s.p90, min=s.min, max=s.max)
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """Linear-interpolation percentile (numpy's default), q in [0, 100]."""
+    if not sorted_values:
+        raise ValueError("percentile of no values")
+    pos = (len(sorted_values) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = math.ceil(pos)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def summarize(samples: Sequence[float]) -> Stats:
+    if not samples:
+        raise ValueError("no samples to summarize")
+    values = sorted(samples)
+    n = len(values)
+    mean = sum(values) / n
+    var = sum((v - mean) ** 2 for v in values) / (n - 1) if n > 1 else 0.0
+    return Stats(n=n, mean=mean, median=percentile(values, 50), std=math.sqrt(var),
+                 min=values[0], max=values[-1], p90=percentile(values, 90))
+
+
+def round_means(samples: Sequence[float], round_sizes: Sequence[int]) -> List[Optional[float]]:
+    """The mean of each round's samples, None for a round with none."""
+    means: List[Optional[float]] = []
+    start = 0
+    for size in round_sizes:
+        chunk = samples[start:start + size]
+        means.append(sum(chunk) / len(chunk) if chunk else None)
+        start += size
+    return means
+
+
+def summarize_rounds(samples: Sequence[float], round_sizes: Sequence[int],
+                     dropped: Sequence[int] = ()) -> Stats:
+    """Statistics of samples taken in rounds, robust to rounds the machine slowed down.
+
+    The mean reported is the mean of the round means over the rounds kept:
+    rounds in ``dropped`` (those a drift signal marked as slow, see
+    ``trim_rounds``) do not count, so a slow spell of the machine does not carry
+    it. Its relative standard error comes from the spread of the kept round
+    means, which is what moves from run to run. Median, spread, extremes and
+    p90 are over all samples. With one round (or none recorded), it is
+    ``summarize``.
+    """
+    base = summarize(samples)
+    if len(round_sizes) < 2 or sum(round_sizes) != len(samples):
+        return base
+    means = round_means(samples, round_sizes)
+    skip = set(dropped)
+    kept = [m for r, m in enumerate(means) if m is not None and r not in skip]
+    if not kept:  # every round marked: better all of them than none
+        kept = [m for m in means if m is not None]
+    center = sum(kept) / len(kept)
+    rse = None
+    if len(kept) >= 2 and center > 0:
+        spread = math.sqrt(sum((m - center) ** 2 for m in kept) / (len(kept) - 1))
+        rse = spread / math.sqrt(len(kept)) / center
+    return Stats(n=base.n, mean=center, median=base.median, std=base.std, min=base.min, max=base.max,
+                 p90=base.p90, rounds=len(kept), round_rse=rse if rse is not None else 0.0)
+
+
+# The machine's usual speed: a low quantile of the rounds' levels (slow spells only add time).
+REFERENCE_QUANTILE = 25
+
+
+@dataclass(frozen=True)
+class Drift:
+    """How the machine's speed moved from round to round during a section.
+
+    ``levels`` holds one figure per round: the time that round's samples took,
+    relative to the machine's usual speed in this section (the rounds' lower
+    quartile): 1.3 means that round ran 30% slower. Rounds slower than
+    ``1 + threshold`` are left out of every entry's mean (``dropped``). When
+    half the rounds or more are dropped, the usual speed itself is in doubt:
+    the section's figures are uncertain (``flagged``).
+    """
+
+    levels: Tuple[float, ...]
+    threshold: float
+
+    @property
+    def dropped(self) -> List[int]:
+        return [r for r, level in enumerate(self.levels) if level > 1 + self.threshold]
+
+    @property
+    def flagged(self) -> bool:
+        return len(self.levels) >= 2 and 2 * len(self.dropped) >= len(self.levels)
+
+    @property
+    def high(self) -> float:
+        return max(self.levels) if self.levels else 1.0
+
+    def describe(self) -> str:
+        """One line for the log's footer, the Info sheet and the notes (empty when steady)."""
+        if not self.dropped:
+            return ""
+        what = ("%d of %d rounds ran more than %g%% slower than the machine's usual speed in this "
+                "section (up to %+.0f%%)" % (len(self.dropped), len(self.levels), self.threshold * 100,
+                                              (self.high - 1) * 100))
+        if self.flagged:
+            return ("the machine's speed drifted: %s; its usual speed is in doubt, so every figure of "
+                    "this section may be off by up to %.0f%%" % (what, (self.high - 1) * 100))
+        return "%s; those rounds are left out of every figure" % what
+
+
+def speed_levels(series: Sequence[Tuple[Sequence[float], Sequence[int]]], rounds: int) -> List[float]:
+    """Per round: its samples' time against their entries' typical round means, relative to the usual speed.
+
+    ``series`` holds each entry's (samples, round_sizes); an entry missing
+    from a round (final early) simply does not count in it. Entries weigh by
+    their time, so the rounds' levels follow the work that matters.
+    """
+    totals = [0.0] * rounds
+    expected = [0.0] * rounds
+    for samples, sizes in series:
+        means = round_means(samples, sizes)
+        present = sorted(m for m in means if m is not None)
+        if not present:
+            continue
+        typical = percentile(present, 50)
+        for r, m in enumerate(means[:rounds]):
+            if m is not None:
+                totals[r] += m
+                expected[r] += typical
+    raw = [t / e if e > 0 else 1.0 for t, e in zip(totals, expected)]
+    if not raw:
+        return []
+    usual = percentile(sorted(raw), REFERENCE_QUANTILE)
+    return [level / usual for level in raw] if usual > 0 else raw
+
+
+class RunningStats:
+    """Welford's running mean and variance: the stopping rule costs O(1) per run."""
+
+    def __init__(self):
+        self.n = 0
+        self.mean = 0.0
+        self._m2 = 0.0
+
+    def add(self, x: float) -> None:
+        self.n += 1
+        delta = x - self.mean
+        self.mean += delta / self.n
+        self._m2 += delta * (x - self.mean)
+
+    @property
+    def rse(self) -> float:
+        if self.n < 2:
+            return math.inf
+        if self.mean <= 0:
+            return 0.0
+        return math.sqrt(self._m2 / (self.n - 1)) / math.sqrt(self.n) / self.mean
 
 
 def ratio_ci(baseline: Sequence[float], other: Sequence[float],
@@ -33,7 +200,7 @@ def ratio_ci(baseline: Sequence[float], other: Sequence[float],
     each mean. It needs at least two values on each side; otherwise the
     bounds are None.
     """
-    a, b = describe(baseline), describe(other)
+    a, b = summarize(baseline), summarize(other)
     if a.mean <= 0 or b.mean <= 0:
         raise ValueError("ratios need positive means")
     ratio = b.mean / a.mean

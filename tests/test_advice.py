@@ -1,8 +1,13 @@
 """The step breakdown's arithmetic and each recommendation's trigger, on hand-made figures."""
 import pytest
 
-from nnprofile import advice
-from nnprofile.advice import summarize_section
+from nnprofile.analysis import advice
+from nnprofile.analysis import analyze_section
+
+
+def summarize_section(section, context="cpu:float"):
+    """The step of one section, as the analysis computes it once for every renderer."""
+    return analyze_section(section, {"context": context}).step
 from nnprofile.result import Entry, Section
 
 

@@ -7,11 +7,13 @@ import openpyxl
 import pytest
 
 from conftest import FIXTURES, LENET, run_cli
-from nnprofile import compare
-from nnprofile.compare import Config, Metric, Row, metric_rows, parse_set
+from nnprofile.compare.findings import findings
+from nnprofile.compare.saved import compare_saved
+from nnprofile.compare.configs import Config, parse_set
+from nnprofile.compare.metrics import Metric, Row, metric_rows
 from nnprofile.errors import ProfileError
 from nnprofile.result import Entry, Profile, Section
-from nnprofile.stats import describe, ratio_ci
+from nnprofile.stats import ratio_ci, summarize as describe
 
 
 def test_describe():
@@ -74,10 +76,10 @@ def _row(config, ratio, low, high, metric="training step"):
 
 def test_findings_say_slower_faster_or_no_difference():
     configs = [Config("float", {}), Config("half", {})]
-    lines = compare.findings([_row("float", 1, 1, 1), _row("half", 2.0, 1.8, 2.2)], configs, {})
+    lines = findings([_row("float", 1, 1, 1), _row("half", 2.0, 1.8, 2.2)], configs, {})
     assert lines == ["training step: half is 2.000x float (95% CI 1.800 to 2.200): slower"]
-    assert compare.findings([_row("half", 0.5, 0.4, 0.6)], configs, {})[0].endswith("faster")
-    assert compare.findings([_row("half", 1.1, 0.9, 1.3)], configs, {})[0].endswith("no difference shown")
+    assert findings([_row("half", 0.5, 0.4, 0.6)], configs, {})[0].endswith("faster")
+    assert findings([_row("half", 1.1, 0.9, 1.3)], configs, {})[0].endswith("no difference shown")
 
 
 def test_cpu_half_advice_only_when_measured_on_the_cpu():
@@ -85,10 +87,10 @@ def test_cpu_half_advice_only_when_measured_on_the_cpu():
     slower = [_row("type_config=half", 3.0, 2.5, 3.5)]
     cpu = {"type_config=float": "cpu:float", "type_config=half": "cpu:half"}
     gpu = {"type_config=float": "cudnn:float", "type_config=half": "cudnn:half"}
-    assert any(l.startswith("Advice: on the CPU") for l in compare.findings(slower, configs, cpu))
-    assert not any(l.startswith("Advice") for l in compare.findings(slower, configs, gpu))
+    assert any(l.startswith("Advice: on the CPU") for l in findings(slower, configs, cpu))
+    assert not any(l.startswith("Advice") for l in findings(slower, configs, gpu))
     not_shown = [_row("type_config=half", 1.05, 0.95, 1.15)]
-    assert not any(l.startswith("Advice") for l in compare.findings(not_shown, configs, cpu))
+    assert not any(l.startswith("Advice") for l in findings(not_shown, configs, cpu))
 
 
 def _saved(scale):
@@ -105,7 +107,7 @@ def _saved(scale):
 
 
 def test_compare_saved_per_entry_and_per_layer():
-    entries, layers, metrics = compare.compare_saved({"a": _saved(1.0), "b": _saved(2.0)})
+    entries, layers, metrics = compare_saved({"a": _saved(1.0), "b": _saved(2.0)})
     fwd = [r for r in entries if r.label == "forward_all"]
     assert [(r.config, r.n, r.mean_ms) for r in fwd] == [("a", 3, pytest.approx(3.0)), ("b", 3, pytest.approx(6.0))]
     assert fwd[1].ratio == pytest.approx(2.0) and fwd[1].ci_low < 2.0 < fwd[1].ci_high
@@ -160,7 +162,7 @@ def test_compare_errors_are_one_line(tmp_path):
 
 def test_three_epochs_of_lenet_learn_the_digits(tmp_path):
     """NNabla's training loop on the bundled digits: far below chance (0.9) after 3 epochs."""
-    from nnprofile.training import train_once
+    from nnprofile.compare.training import train_once
     digits = os.path.join(os.path.dirname(LENET), "digits")
     before = sorted(os.listdir(digits))
     run = train_once(LENET, {"context": "cpu"}, 3, str(tmp_path / "train"))

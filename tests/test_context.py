@@ -2,7 +2,7 @@
 and the CUDA path's device synchronisation, driven by a fake extension module."""
 import pytest
 
-from nnprofile import context
+from nnprofile.project import context
 from nnprofile.errors import ProfileError
 
 

@@ -99,11 +99,12 @@ def test_bytes_moved():
 def test_lenet_layers_get_their_counts_from_nnabla(tmp_path):
     """The shapes and arguments reach the counters from real NNabla functions."""
     from conftest import LENET
-    from nnprofile.profiler import _execution_order, _layer_names, _only_layers
+    from nnprofile.measure.layers import LayerIndex, layer_names, only_layers, parameters, pass_functions
     from nnprofile.project import load_project
     project = load_project([LENET])
     o = project.optimizers["Optimizer"]
-    layers = {l.name: l for l in _only_layers(_execution_order(o.target, _layer_names(o.network)))}
+    index = LayerIndex(layer_names(o.network), parameters())
+    layers = {l.name: l for l in only_layers(index.order(pass_functions(o.target)))}
     conv = layers["Convolution"]
     assert conv.flops == (29_491_200 + 589_824, 29_491_200 + 589_824)
     assert conv.params == 16 * 25 + 16

@@ -4,26 +4,25 @@ import os
 import numpy as np
 import pytest
 
+import nnprofile
+import nnprofile.measure.sequence
 from conftest import FIXTURES, FakeClock, LENET
+from nnprofile.analysis import coverage
+from nnprofile.choices import PHASES
 from nnprofile.project import load_project
-from nnprofile.result import PHASES, Profile
-from nnprofile.session import Selection, plan, run
-from nnprofile.timing import Sampling, Timer
+from nnprofile.measure.session import Selection, plan
 
 SHARED = os.path.join(FIXTURES, "shared_types.nntxt")
 
 
-def _profile(path, tmp_path, runs=3, clock=None, **selection):
-    project = load_project([path])
-    sections = plan(project, Selection(**selection))
-    timer = Timer(Sampling(runs=runs, warmup=1), clock=clock or FakeClock(steps=(1000,)))
-    profile = Profile()
-    run(project, sections, timer, cache_root=str(tmp_path / "cache"), profile=profile, synthetic=True)
-    return project, profile
+def _profile(path, tmp_path, runs=3, clock=None, mode="isolated", **selection):
+    """A profile on a fake clock: every sample is one clock step, no overhead to take off."""
+    return nnprofile.profile(path, runs=runs, synthetic=True, mode=mode, clock=clock or FakeClock(steps=(1000,)),
+                             overhead_ns=0, **selection)
 
 
 def test_every_entry_has_the_fake_clocks_exact_times(tmp_path):
-    _, profile = _profile(SHARED, tmp_path)
+    profile = _profile(SHARED, tmp_path)
     assert profile.complete
     for section in profile.sections:
         assert section.complete
@@ -33,7 +32,7 @@ def test_every_entry_has_the_fake_clocks_exact_times(tmp_path):
 
 
 def test_phases_come_in_nnc_order(tmp_path):
-    _, profile = _profile(SHARED, tmp_path)
+    profile = _profile(SHARED, tmp_path)
     train, infer = profile.sections
     order = [PHASES.index(e.phase) for e in train.entries]
     assert order == sorted(order)
@@ -44,7 +43,8 @@ def test_phases_come_in_nnc_order(tmp_path):
 
 
 def test_one_entry_per_layer_and_phase(tmp_path):
-    project, profile = _profile(SHARED, tmp_path)
+    project = load_project([SHARED])
+    profile = _profile(SHARED, tmp_path)
     train, infer = profile.sections
     layers = list(project.optimizers["Optimizer"].network.functions)
     for phase in ("setup_function", "forward_function"):
@@ -58,19 +58,31 @@ def test_one_entry_per_layer_and_phase(tmp_path):
 
 
 def test_weight_decay_entry_only_with_weight_decay(tmp_path):
-    _, with_wd = _profile(SHARED, tmp_path, runs=1, training=True, inference=False)
+    with_wd = _profile(SHARED, tmp_path, runs=1, training=True, inference=False)
     assert [e.label for e in with_wd.sections[0].entries_of("weight_decay")] == ["weight_decay (Adam)"]
-    _, without = _profile(LENET, tmp_path, runs=1, training=True, inference=False)
+    without = _profile(LENET, tmp_path, runs=1, training=True, inference=False)
     assert without.sections[0].entries_of("weight_decay") == []
 
 
 def test_timed_updates_do_not_change_the_parameters(tmp_path):
     import nnabla as nn
-    project = load_project([SHARED])
-    before = {k: v.d.copy() for k, v in nn.get_parameters(grad_only=False).items()}
-    sections = plan(project, Selection(inference=False))
-    run(project, sections, Timer(Sampling(runs=5)), cache_root=str(tmp_path), profile=Profile(),
-        synthetic=True)
+    seen = []
+    real_update = nnprofile.measure.sequence.SolverSnapshot.restore
+
+    def restore(snapshot):  # every timed update is followed by a restore of weights and solver state
+        real_update(snapshot)
+        seen.append({k: v.d.copy() for k, v in nn.get_parameters(grad_only=False).items()})
+    nnprofile.measure.sequence.SolverSnapshot.restore = restore
+    try:
+        load_project([SHARED])
+        before = {k: v.d.copy() for k, v in nn.get_parameters(grad_only=False).items()}
+        nnprofile.profile(SHARED, runs=5, synthetic=True, inference=False)
+    finally:
+        nnprofile.measure.sequence.SolverSnapshot.restore = real_update
+    assert len(seen) >= 5
+    for state in seen:
+        for k in before:
+            np.testing.assert_array_equal(before[k], state[k])
     after = nn.get_parameters(grad_only=False)
     assert before.keys() == after.keys()
     for k in before:
@@ -89,13 +101,7 @@ def test_selection_by_name_and_kind(tmp_path):
 
 
 def _profile_mode(path, tmp_path, mode, runs=3):
-    project = load_project([path])
-    sections = plan(project, Selection())
-    timer = Timer(Sampling(runs=runs, warmup=1), clock=FakeClock(steps=(1000,)))
-    profile = Profile()
-    run(project, sections, timer, cache_root=str(tmp_path / "cache"), profile=profile,
-        synthetic=True, mode=mode)
-    return profile
+    return _profile(path, tmp_path, runs=runs, mode=mode)
 
 
 def test_graph_mode_times_each_function_between_its_hooks(tmp_path):
@@ -113,18 +119,17 @@ def test_graph_mode_times_each_function_between_its_hooks(tmp_path):
 def test_coverage_compares_layer_sums_with_whole_passes(tmp_path):
     profile = _profile_mode(SHARED, tmp_path, "graph", runs=2)
     train = profile.sections[0]
-    forward, backward = train.coverage()
+    forward, backward = coverage(train)
     n_forward = len(train.entries_of("forward_function"))
     assert (forward.layer_phase, forward.whole_phase) == ("forward_function", "forward_all")
     assert forward.layers_ms == pytest.approx(n_forward * 0.001)
     assert forward.whole_ms == 0.001  # the whole pass is one clock step too
     assert forward.share == pytest.approx(n_forward)
     assert backward.whole_phase == "backward_all"
-    assert [c.whole_phase for c in profile.sections[1].coverage()] == ["forward_all"]
+    assert [c.whole_phase for c in coverage(profile.sections[1])] == ["forward_all"]
 
 
 def test_unknown_mode_is_refused():
     from nnprofile.errors import ProfileError
-    from nnprofile.profiler import Profiler
     with pytest.raises(ProfileError, match="unknown mode"):
-        Profiler(Timer(), mode="fast")
+        nnprofile.profile(SHARED, mode="fast")

@@ -7,24 +7,34 @@ import numpy as np
 import pytest
 
 from agreement import check_outputs_agree
-from conftest import FIXTURES, GOLDEN, LENET, SAMPLES, run_cli
+import nnprofile
+from conftest import FIXTURES, GOLDEN, LENET, SAMPLES, require, run_cli
 from golden_util import skeleton
 from nnprofile.project import load_project
-from nnprofile.render import write_all
-from nnprofile.result import Profile
-from nnprofile.session import Selection, plan, run
-from nnprofile.timing import Sampling, Timer
 
-CORPUS = sorted(glob.glob(os.path.join(SAMPLES, "*.nntxt")))
+CORPUS_NAMES = [
+    "01_logistic_regression.20170804.nntxt", "01_logistic_regression.20180720.nntxt",
+    "02_binary_cnn.20170804.nntxt", "02_binary_cnn.20180720.nntxt", "06_auto_encoder.20170804.nntxt",
+    "06_auto_encoder.20180720.nntxt", "10_deep_mlp.20170804.nntxt", "10_deep_mlp.20180720.nntxt",
+    "11_deconvolution.20170804.nntxt", "11_deconvolution.20180720.nntxt",
+    "12_residual_learning.20170804.nntxt", "12_residual_learning.20180720.nntxt",
+    "binary_connect_mnist_LeNet.20180720.nntxt", "binary_connect_mnist_MLP.20180723.nntxt",
+    "binary_net_mnist_LeNet.20180723.nntxt", "binary_net_mnist_MLP.20180723.nntxt",
+    "binary_weight_mnist_MLP.20180723.nntxt",
+]
 RECURRENT = [os.path.join(FIXTURES, n) for n in ("elman.nntxt", "lstm.nntxt", "repeat.nntxt")]
+
+
+def corpus_file(name):
+    path = os.path.join(SAMPLES, name)
+    require(os.path.isfile(path), "the NNC sample project %s (the corpus folder %s; set NNPROFILE_CORPUS)"
+            % (name, SAMPLES))
+    return path
 
 
 def profile_into(path, outdir, runs=1):
     project = load_project([path])
-    profile = Profile(header={"project": path})
-    run(project, plan(project, Selection()), Timer(Sampling(runs=runs, warmup=0)),
-        cache_root=str(outdir / "cache"), profile=profile, synthetic=True)
-    write_all(profile, str(outdir))
+    profile = nnprofile.profile(path, outdir=outdir, runs=runs, warmup=0, synthetic=True)
     return project, profile
 
 
@@ -51,12 +61,13 @@ def check_one_entry_per_function(project, profile):
 
 
 def test_the_corpus_is_here():
-    assert len(CORPUS) == 17, ("the 17 NNC sample projects are expected in %s, beside the clone "
-                               "(as CI places shared/)" % SAMPLES)
+    require(os.path.isdir(SAMPLES), "the NNC sample corpus folder %s (set NNPROFILE_CORPUS)" % SAMPLES)
+    assert sorted(os.path.basename(p) for p in glob.glob(os.path.join(SAMPLES, "*.nntxt"))) == sorted(CORPUS_NAMES)
 
 
-@pytest.mark.parametrize("path", CORPUS, ids=os.path.basename)
-def test_corpus_project_profiles_with_synthetic_data(path, tmp_path):
+@pytest.mark.parametrize("name", CORPUS_NAMES)
+def test_corpus_project_profiles_with_synthetic_data(name, tmp_path):
+    path = corpus_file(name)
     project, profile = profile_into(path, tmp_path)
     assert profile.complete
     assert [s.kind for s in profile.sections] == ["optimizer", "executor"]
@@ -128,12 +139,16 @@ def test_nnp_and_parameter_files_on_the_command_line(tmp_path):
     check_outputs_agree(tmp_path / "c")
 
 
-def test_synthetic_labels_are_valid_for_their_loss(tmp_path):
-    from nnprofile.data import SyntheticSource
-    project = load_project([os.path.join(SAMPLES, "01_logistic_regression.20180720.nntxt")])
+def test_synthetic_targets_are_binary_for_binary_cross_entropy(tmp_path):
+    from nnprofile.project.data import SyntheticSource
+    project = load_project([corpus_file("01_logistic_regression.20180720.nntxt")])
     o = project.optimizers["Optimizer"]
     batch = SyntheticSource(o.network, o.dataset_assign).next()
     assert set(np.unique(batch["y"])) <= {0.0, 1.0}  # BinaryCrossEntropy targets
+
+
+def test_synthetic_labels_are_class_indices_for_categorical_cross_entropy(tmp_path):
+    from nnprofile.project.data import SyntheticSource
     project = load_project([LENET])
     o = project.optimizers["Optimizer"]
     batch = SyntheticSource(o.network, o.dataset_assign).next()

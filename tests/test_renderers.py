@@ -119,7 +119,7 @@ def test_detail_csv_statistics(profile):
 
 
 def test_xlsx_layout(profile, tmp_path):
-    xlsx.write(profile, str(tmp_path))
+    write_all(profile, str(tmp_path), formats=["xlsx"], save_result=False)
     wb = openpyxl.load_workbook(tmp_path / "profile.xlsx")
     assert wb.sheetnames == ["Optimizer Main", "Executor MainRuntime", "Summary", "Info"]
     ws = wb["Optimizer Main"]
@@ -174,7 +174,7 @@ def test_work_figures_in_detail_csv(profile):
 
 
 def test_work_figures_in_xlsx(profile, tmp_path):
-    xlsx.write(profile, str(tmp_path))
+    write_all(profile, str(tmp_path), formats=["xlsx"], save_result=False)
     ws = openpyxl.load_workbook(tmp_path / "profile.xlsx")["Optimizer Main"]
     header = [c.value for c in ws[1]][:len(xlsx.COLUMNS)]
     row = dict(zip(header, [c.value for c in ws[3]]))
@@ -184,10 +184,10 @@ def test_work_figures_in_xlsx(profile, tmp_path):
 
 def test_rendering_computes_each_entrys_statistics_once(tmp_path, monkeypatch):
     """Rendering cost grows linearly with the entries (it once grew with their square)."""
-    import nnprofile.result as result_module
+    import nnprofile.result.model as result_module
     calls = []
-    real = result_module.summarize
-    monkeypatch.setattr(result_module, "summarize", lambda v: calls.append(1) or real(v))
+    real = result_module.summarize_rounds
+    monkeypatch.setattr(result_module, "summarize_rounds", lambda *a: calls.append(1) or real(*a))
     entries = [_layer(phase, "L%d" % i, "Affine", [1000 + i, 2000], flops=10)
                for i in range(300) for phase in ("forward_function", "backward_function")]
     entries += [Entry(label="forward_all", phase="forward_all", samples_ns=[5000]),

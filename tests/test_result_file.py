@@ -5,7 +5,7 @@ import os
 import pytest
 
 from conftest import GOLDEN, LENET, run_cli
-from nnprofile import result_file
+from nnprofile.result import file as result_file
 from nnprofile.errors import ProfileError
 from nnprofile.result import Entry, Profile, Section
 

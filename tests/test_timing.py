@@ -3,7 +3,8 @@ import math
 import pytest
 
 from conftest import FakeClock
-from nnprofile.timing import Sampling, Timer, percentile, summarize
+from nnprofile.measure.timing import Sampling, Timer
+from nnprofile.stats import percentile, summarize
 
 
 def test_summarize_exact_values():
@@ -61,7 +62,7 @@ def test_adaptive_stops_as_soon_as_the_target_error_is_reached():
     # error std/sqrt(n)/mean first falls to 2% at n = 26.
     durations = iter([1000] + [900, 1100] * 1000)
     clock = FakeClock(steps=(0,))
-    timer = Timer(Sampling(warmup=1, target_rse=0.02, min_runs=5, max_seconds=100), clock=clock)
+    timer = Timer(Sampling(warmup=1, target_rse=0.02, min_rounds=5, max_seconds_per_entry=100), clock=clock)
     samples = timer.measure(lambda: clock.advance(next(durations))).samples_ns
     n = len(samples)
     assert summarize(samples).rse <= 0.02
@@ -71,7 +72,7 @@ def test_adaptive_stops_as_soon_as_the_target_error_is_reached():
 
 def test_adaptive_honours_min_runs_for_constant_times():
     clock = FakeClock(steps=(0,))
-    timer = Timer(Sampling(warmup=0, min_runs=7), clock=clock)
+    timer = Timer(Sampling(warmup=0, min_rounds=7), clock=clock)
     assert len(timer.measure(lambda: clock.advance(50)).samples_ns) == 7
 
 
@@ -79,7 +80,7 @@ def test_adaptive_stops_when_the_budget_is_spent():
     # Wildly varying times never reach 2%: the 1 ms budget ends it after 10 runs of 100 µs.
     durations = iter([1_000, 199_000] * 100)
     clock = FakeClock(steps=(0,))
-    timer = Timer(Sampling(warmup=0, min_runs=2, max_seconds=0.001), clock=clock)
+    timer = Timer(Sampling(warmup=0, min_rounds=2, max_seconds_per_entry=0.001), clock=clock)
     samples = timer.measure(lambda: clock.advance(next(durations))).samples_ns
     assert len(samples) == 10 and sum(samples) == 1_000_000
 
@@ -87,12 +88,12 @@ def test_adaptive_stops_when_the_budget_is_spent():
 def test_adaptive_respects_max_runs():
     durations = iter([1, 1000] * 1000)
     clock = FakeClock(steps=(0,))
-    timer = Timer(Sampling(warmup=0, min_runs=2, max_runs=12, max_seconds=100), clock=clock)
+    timer = Timer(Sampling(warmup=0, min_rounds=2, max_rounds=12, max_seconds_per_entry=100), clock=clock)
     assert len(timer.measure(lambda: clock.advance(next(durations))).samples_ns) == 12
 
 
 def test_running_stats_match_the_batch_formula():
-    from nnprofile.timing import RunningStats
+    from nnprofile.stats import RunningStats
     values = [3.0, 1.5, 8.25, 4.0, 9.0, 2.0, 7.5]
     r = RunningStats()
     for v in values:
@@ -133,8 +134,8 @@ def test_overhead_is_subtracted_in_the_statistics_and_the_stopping_rule():
     e = Entry(label="x", phase="update", samples_ns=[1100, 1300, 900], overhead_ns=100)
     assert e.stats.mean == 1000 and e.stats.min == 800
     assert Entry(label="y", phase="update", samples_ns=[50], overhead_ns=100).stats.mean == 0.0
-    from nnprofile.timing import StopRule
-    rule = StopRule(Sampling(min_runs=2, target_rse=0.1), overhead_ns=900)
+    from nnprofile.measure.timing import StopRule
+    rule = StopRule(Sampling(min_rounds=2, target_rse=0.1), overhead_ns=900)
     rule.add(1000, 1000)
     rule.add(1100, 1100)
     # raw samples have a rse of 4.8%; after subtraction (100, 200) it is 33%: not done.

@@ -4,9 +4,14 @@ from __future__ import annotations
 import csv
 import os
 import re
-from typing import List, Optional, Sequence
+from typing import TYPE_CHECKING, List, Optional, Sequence
 
-from ..compare import EntryRow, Metric, Row
+from ..compare.metrics import Metric, Row
+from ..compare.saved import EntryRow
+from .safe import csv_text, xlsx_text
+
+if TYPE_CHECKING:
+    from ..compare import Comparison
 
 ROW_COLUMNS = ["metric", "unit", "configuration", "n", "mean", "median", "std", "p90", "min", "max",
                "ratio", "ci95_low", "ci95_high"]
@@ -19,14 +24,20 @@ def _num(x: Optional[float], fmt: str = "%.6f") -> str:
     return "" if x is None else fmt % x
 
 
-def row_cells(r: Row) -> List[object]:
+def _plain(text: str) -> str:
+    return text
+
+
+def row_cells(r: Row, text=csv_text) -> List[object]:
+    """The cells of one row; ``text`` neutralises names for a CSV file (the workbook keeps them as text)."""
     d = r.stats
-    return [r.metric, r.unit, r.config, d.n, _num(d.mean), _num(d.median), _num(d.std), _num(d.p90),
+    return [r.metric, r.unit, text(r.config), d.n, _num(d.mean), _num(d.median), _num(d.std), _num(d.p90),
             _num(d.min), _num(d.max), _num(r.ratio, "%.4f"), _num(r.ci_low, "%.4f"), _num(r.ci_high, "%.4f")]
 
 
-def entry_cells(r: EntryRow) -> List[object]:
-    return [r.section, r.label, r.config, r.n, _num(r.mean_ms), _num(r.median_ms), _num(r.std_ms),
+def entry_cells(r: EntryRow, text=csv_text) -> List[object]:
+    return [text(r.section), text(r.label), text(r.config), "" if r.n is None else r.n,
+            _num(r.mean_ms), _num(r.median_ms), _num(r.std_ms),
             _num(r.ratio, "%.4f"), _num(r.ci_low, "%.4f"), _num(r.ci_high, "%.4f")]
 
 
@@ -95,8 +106,10 @@ def _sheet(wb, title, columns, rows, ratio_col: Optional[int]):
     ws.append(columns)
     for cell in ws[1]:
         cell.font = Font(bold=True)
-    for row in rows:
-        ws.append([_as_number(v) for v in row])
+    for i, row in enumerate(rows, start=2):
+        for j, v in enumerate(row, start=1):
+            # The first three columns name things (text, whatever they look like); the rest are figures.
+            xlsx_text(ws.cell(row=i, column=j), _as_number(v) if j > 3 else v)
     ws.freeze_panes = "A2"
     for i, name in enumerate(columns, start=1):
         longest = max([len(str(name))] + [len(str(r[i - 1])) for r in rows])
@@ -120,10 +133,11 @@ def _as_number(v):
     return v
 
 
-def write(outdir: str, header_lines: Sequence[str], rows: Sequence[Row], findings: Sequence[str],
-          metrics: Sequence[Metric], configs: Sequence[str], what: str,
-          entry_rows: Sequence[EntryRow] = (), layer_rows: Sequence[EntryRow] = ()) -> List[str]:
+def write(outdir: str, c: "Comparison") -> List[str]:
+    """Write every output of a comparison into outdir; returns the paths."""
     from openpyxl import Workbook
+    header_lines, rows, findings, metrics = c.header, c.rows, c.findings, c.metrics
+    configs, what, entry_rows, layer_rows = c.names, c.what, c.entry_rows, c.layer_rows
     from openpyxl.drawing.image import Image
     written = []
     text = "\n".join(list(header_lines) + table_lines(rows) + list(findings)) + "\n"
@@ -153,14 +167,14 @@ def write(outdir: str, header_lines: Sequence[str], rows: Sequence[Row], finding
     wb = Workbook()
     info = wb.active
     info.title = "Info"
-    for line in list(header_lines) + list(findings):
-        info.append([line])
+    for i, line in enumerate(list(header_lines) + list(findings), start=1):
+        xlsx_text(info.cell(row=i, column=1), line)
     info.column_dimensions["A"].width = 140
-    _sheet(wb, "Compare", ROW_COLUMNS, [row_cells(r) for r in rows], ratio_col=ROW_COLUMNS.index("ratio") + 1)
+    _sheet(wb, "Compare", ROW_COLUMNS, [row_cells(r, _plain) for r in rows], ratio_col=ROW_COLUMNS.index("ratio") + 1)
     if entry_rows:
-        _sheet(wb, "Per entry", ENTRY_COLUMNS, [entry_cells(r) for r in entry_rows],
+        _sheet(wb, "Per entry", ENTRY_COLUMNS, [entry_cells(r, _plain) for r in entry_rows],
                ratio_col=ENTRY_COLUMNS.index("ratio") + 1)
-        _sheet(wb, "Per layer", ENTRY_COLUMNS, [entry_cells(r) for r in layer_rows],
+        _sheet(wb, "Per layer", ENTRY_COLUMNS, [entry_cells(r, _plain) for r in layer_rows],
                ratio_col=ENTRY_COLUMNS.index("ratio") + 1)
     if plots:
         ws = wb.create_sheet(title="Box plots")

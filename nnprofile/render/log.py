@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import os
 import re
-from typing import List
+from typing import List, Optional
 
-from ..advice import summarize_section, summary_lines
+from ..analysis import Analysis, SectionAnalysis, analyze
+from ..analysis.advice import summary_lines
 from ..result import Entry, Profile, Section, format_ms
+from .base import Contents
 
+NAME = "log"
 FILENAME = "profile.log"
 ENTRY_LINE = re.compile(r"^(?P<label>.*) (?P<ms>-?\d+\.\d{6})\(ms\)$")
 
@@ -43,27 +46,32 @@ def _duration(ns: float) -> str:
     return "%.3g ms" % (ns / 1e6) if ns >= 1e6 else "%.3g us" % (ns / 1e3)
 
 
-def section_footer(profile: Profile, section: Section) -> List[str]:
-    """After a complete section: coverage, the hooks' cost, entries short of the target."""
+def section_footer(profile: Profile, a: SectionAnalysis) -> List[str]:
+    """After a section: coverage, entries short of the target, drift, FLOP gaps, the step."""
     lines = []
-    for c in section.coverage():
+    for c in a.coverage:
         share = "%.1f%%" % (c.share * 100) if c.share is not None else "n/a"
         lines.append("Coverage: the %s entries add up to %s ms, %s of %s (%s ms)"
                      % (c.layer_phase, format_ms(c.layers_ms), share, c.whole_phase, format_ms(c.whole_ms)))
     target = profile.header.get("target_rse")
-    if target:
-        missed = [e for e in section.entries if e.stats.rse > target]
-        if missed:
-            lines.append("Missed the %g%% target (time budget spent): %s" % (
-                target * 100, ", ".join("%s (%.1f%%)" % (e.label, e.stats.rse * 100) for e in missed)))
-    unknown = sorted({e.layer_type for e in section.entries
-                      if e.is_layer_work and e.flops is None and e.layer_type})
-    if unknown:
-        lines.append("FLOPs not counted (no formula for): %s" % ", ".join(unknown))
-    summary = summarize_section(section, str(profile.header.get("context", "cpu:float")))
-    if summary is not None:
-        lines.extend(summary_lines(summary))
+    if a.missed_target and target:
+        lines.append("Missed the %g%% target (time budget spent): %s" % (
+            float(target) * 100,  # type: ignore[arg-type]
+            ", ".join("%s (%.1f%%)" % (e.label, e.stats.rse * 100) for e in a.missed_target)))
+    if a.drift.describe():
+        lines.append("Drift: %s." % a.drift.describe())
+    if a.incomplete:
+        lines.append(incomplete_line(a))
+    if a.unknown_flops:
+        lines.append("FLOPs not counted (no formula for): %s" % ", ".join(a.unknown_flops))
+    if a.step is not None:
+        lines.extend(summary_lines(a.step))
     return lines
+
+
+def incomplete_line(a: SectionAnalysis) -> str:
+    return ("Incomplete entries (measuring stopped before their sampling rule held): %s"
+            % ", ".join(e.label for e in a.incomplete))
 
 
 def section_line(section: Section) -> str:
@@ -80,19 +88,20 @@ def footer_lines(profile: Profile) -> List[str]:
     return ["Profile incomplete: %s." % (profile.failure or "stopped")]
 
 
-def render(profile: Profile) -> str:
+def render(profile: Profile, analysis: Optional[Analysis] = None) -> str:
+    analysis = analysis or analyze(profile)
     lines = header_lines(profile)
     for section in profile.sections:
         lines.append(section_line(section))
         lines.extend(entry_line(e) for e in section.entries)
+        a = analysis.of(section)
         if section.complete:
-            lines.extend(section_footer(profile, section))
+            lines.extend(section_footer(profile, a))
+        elif a.incomplete:
+            lines.append(incomplete_line(a))
     lines.extend(footer_lines(profile))
     return "\n".join(lines) + "\n"
 
 
-def write(profile: Profile, outdir: str) -> List[str]:
-    path = os.path.join(outdir, FILENAME)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(render(profile))
-    return [path]
+def files(profile: Profile, analysis: Analysis) -> Contents:
+    return {FILENAME: render(profile, analysis)}

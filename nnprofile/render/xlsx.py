@@ -8,14 +8,20 @@ figures were taken.
 from __future__ import annotations
 
 import datetime
+import io
 import os
 import zipfile
-from typing import Dict, List, Tuple
+from typing import List, Optional, Tuple
 
+from ..analysis import Analysis, SectionAnalysis, analyze
+from ..analysis.advice import PARTS, summary_rows as advice_rows
+from ..choices import LAYER_PHASES
 from ..result import Profile, Section, ms
-from ..advice import PARTS
-from .csv_files import summary_rows, work_cells
+from .base import Contents
+from .csv_files import SUMMARY_COLUMNS, work_cells
+from .safe import xlsx_text
 
+NAME = "xlsx"
 FILENAME = "profile.xlsx"
 COLUMNS = ["entry", "time (ms)", "median (ms)", "std (ms)", "min (ms)", "max (ms)",
            "p90 (ms)", "runs", "rel. std. error", "calls/sample", "phase", "layer", "class",
@@ -43,39 +49,37 @@ def sheet_names(profile: Profile) -> List[str]:
 
 def colour_scale_rows(section: Section) -> Tuple[int, int]:
     """Sheet rows (1-based, header in row 1) from the first forward to the last backward entry."""
-    rows = [i + 2 for i, e in enumerate(section.entries)
-            if e.phase in ("forward_function", "backward_function")]
+    rows = [i + 2 for i, e in enumerate(section.entries) if e.phase in LAYER_PHASES]
     return (rows[0], rows[-1]) if rows else (0, 0)
 
 
-def per_layer_times(section: Section) -> List[Tuple[str, float, float]]:
-    """(layer, forward ms, backward ms) in forward order."""
-    order: List[str] = []
-    fwd: Dict[str, float] = {}
-    bwd: Dict[str, float] = {}
-    for e in section.entries:
-        if e.phase == "forward_function":
-            order.append(e.layer)
-            fwd[e.layer] = e.mean_ms
-        elif e.phase == "backward_function":
-            bwd[e.layer] = e.mean_ms
-    return [(layer, fwd[layer], bwd.get(layer, 0.0)) for layer in order]
+def per_layer_times(a: SectionAnalysis) -> List[Tuple[str, float, float]]:
+    """(layer, forward ms, backward ms) in forward order, paired by the layer's identity."""
+    return [(lt.layer, lt.forward_ms, lt.backward_ms) for lt in a.layers]
 
 
-def _section_sheet(ws, section: Section) -> None:
+def _append(ws, values: list) -> None:
+    """A row whose text cells stay text (names from projects are never formulas)."""
+    row = ws.max_row + 1 if ws.max_row > 1 or ws.cell(row=1, column=1).value is not None else 1
+    for col, value in enumerate(values, start=1):
+        xlsx_text(ws.cell(row=row, column=col), value)
+
+
+def _section_sheet(ws, a: SectionAnalysis) -> None:
     from openpyxl.chart import BarChart, Reference
     from openpyxl.formatting.rule import ColorScaleRule
     from openpyxl.styles import Font
 
+    section = a.section
     ws.append(COLUMNS)
     for cell in ws[1]:
         cell.font = Font(bold=True)
     for e in section.entries:
         s = e.stats
         work = work_cells(e, rate=float)
-        ws.append([e.label, e.mean_ms, ms(s.median), ms(s.std), ms(s.min), ms(s.max), ms(s.p90),
-                   s.n, round(s.rse, 4), e.calls_per_sample, e.phase, e.layer or "", e.impl_class or ""]
-                  + work)
+        _append(ws, [e.label, e.mean_ms, ms(s.median), ms(s.std), ms(s.min), ms(s.max), ms(s.p90),
+                     s.n, round(s.rse, 4), e.calls_per_sample, e.phase, e.layer or "", e.impl_class or ""]
+                + work)
     last = len(section.entries) + 1
     for col in "BCDEFG":
         for row in range(2, last + 1):
@@ -99,7 +103,7 @@ def _section_sheet(ws, section: Section) -> None:
                            mid_type="percentile", mid_value=50, mid_color=COLOUR_MID,
                            end_type="max", end_color=COLOUR_HIGH))
 
-    layers = per_layer_times(section)
+    layers = per_layer_times(a)
     if not layers:
         return
     has_backward = any(e.phase == "backward_function" for e in section.entries)
@@ -108,7 +112,7 @@ def _section_sheet(ws, section: Section) -> None:
     for j, text in enumerate(head):
         ws.cell(row=1, column=c0 + j, value=text).font = Font(bold=True)
     for i, (layer, f, b) in enumerate(layers, start=2):
-        ws.cell(row=i, column=c0, value=layer)
+        xlsx_text(ws.cell(row=i, column=c0), layer)
         ws.cell(row=i, column=c0 + 1, value=f).number_format = MS_FORMAT
         if has_backward:
             ws.cell(row=i, column=c0 + 2, value=b).number_format = MS_FORMAT
@@ -145,7 +149,7 @@ def _summary_sheet(ws, rows: List[List[object]]) -> None:
     from openpyxl.chart import PieChart, Reference
     from openpyxl.styles import Alignment, Font
     for row in rows:
-        ws.append(row)
+        _append(ws, row)
     for cell in ws[1]:
         cell.font = Font(bold=True)
     for row in ws.iter_rows(min_row=2):
@@ -165,38 +169,49 @@ def _summary_sheet(ws, rows: List[List[object]]) -> None:
         ws.add_chart(pie, "H2")
 
 
-def _info_sheet(ws, profile: Profile) -> None:
+RULE = ("each entry is sampled in rounds over the whole section; the time shown is the mean of its round "
+        "means, leaving out the rounds in which the machine ran more than the drift threshold slower than "
+        "its usual speed (the lower quartile of the rounds); median, std, min, max and p90 are over all "
+        "samples; the relative standard error comes from the spread of the kept round means")
+
+
+def _info_sheet(ws, profile: Profile, analysis: Analysis) -> None:
     from openpyxl.styles import Font
     ws.append(["nnprofile", "value"])
     for cell in ws[1]:
         cell.font = Font(bold=True)
     status = "complete" if profile.complete else "INCOMPLETE: %s" % (profile.failure or "stopped")
-    ws.append(["status", status])
+    _append(ws, ["status", status])
+    _append(ws, ["rule", RULE])
     for key, value in profile.header.items():
-        ws.append([key, "" if value is None else str(value)])
+        _append(ws, [key, "" if value is None else str(value)])
     for note in profile.notes:
-        ws.append(["note", note])
+        _append(ws, ["note", note])
+    for a in analysis.sections:
+        if a.drift.describe():
+            _append(ws, ["drift", "%s: %s" % (a.section.title, a.drift.describe())])
     ws.column_dimensions["A"].width = 20
     ws.column_dimensions["B"].width = 100
 
 
-def build(profile: Profile):
+def build(profile: Profile, analysis: Optional[Analysis] = None):
     from openpyxl import Workbook
+    analysis = analysis or analyze(profile)
     wb = Workbook()
     first = wb.active
     for name, section in zip(sheet_names(profile), profile.sections):
         ws = wb.create_sheet(title=name)
-        _section_sheet(ws, section)
+        _section_sheet(ws, analysis.of(section))
         if not section.complete:
             ws.sheet_properties.tabColor = "F8696B"
-            ws.cell(row=len(section.entries) + 3, column=1,
-                    value="INCOMPLETE: %s" % (profile.failure or "stopped"))
+            xlsx_text(ws.cell(row=len(section.entries) + 3, column=1),
+                      "INCOMPLETE: %s" % (profile.failure or "stopped"))
     n_sheets = len(profile.sections)
-    summary = summary_rows(profile)
+    summary = [SUMMARY_COLUMNS] + [row for step in analysis.steps for row in advice_rows(step)]
     if len(summary) > 1:  # more than the header: a complete training section
         _summary_sheet(wb.create_sheet(title="Summary"), summary)
         n_sheets += 1
-    _info_sheet(first, profile)
+    _info_sheet(first, profile, analysis)
     first.title = "Info"
     # Sections first: the workbook opens on the training profile.
     wb.move_sheet(first, offset=n_sheets)
@@ -233,12 +248,16 @@ def _profile_time(profile: Profile) -> datetime.datetime:
         return datetime.datetime(1980, 1, 1)
 
 
-def write(profile: Profile, outdir: str) -> List[str]:
-    """Save the workbook; its bytes depend only on the profile (so `report` reproduces it)."""
+def workbook_bytes(profile: Profile, analysis: Optional[Analysis] = None) -> bytes:
+    """The workbook's bytes; they depend only on the profile (so `report` reproduces them)."""
     from openpyxl.writer.excel import ExcelWriter
-    path = os.path.join(outdir, FILENAME)
-    wb = build(profile)
+    wb = build(profile, analysis)
     wb.properties.created = wb.properties.modified = _profile_time(profile)
-    with _StampedZip(path, "w", zipfile.ZIP_DEFLATED, allowZip64=True) as archive:
+    buffer = io.BytesIO()
+    with _StampedZip(buffer, "w", zipfile.ZIP_DEFLATED, allowZip64=True) as archive:
         ExcelWriter(wb, archive).save()
-    return [path]
+    return buffer.getvalue()
+
+
+def files(profile: Profile, analysis: Analysis) -> Contents:
+    return {FILENAME: workbook_bytes(profile, analysis)}

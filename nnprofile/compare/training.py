@@ -19,11 +19,12 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 import numpy as np
 
-from .errors import ProfileError
+from ..errors import ProfileError
+from ..project.loader import validation_datasets
 
 EPOCH_LINE = re.compile(r"epoch (\d+) of (\d+) .*time=\(([\d.]+)s /([\d.]+)s\)")
 
@@ -89,11 +90,11 @@ def _last_monitor(report_path: str, name: str) -> Optional[float]:
     return float(value) if value is not None else None
 
 
-def classification_error(nnp_path: str, settings: Dict[str, str], dataset_path: str,
+def classification_error(nnp_path: str, settings: Dict[str, str], dataset_paths: List[str],
                          cache_dir: str) -> Optional[float]:
-    """1 - accuracy of the trained executor on a dataset, or None if its output is not class scores."""
-    from .data import DatasetSource
-    from .project import DatasetSpec, load_project
+    """1 - accuracy of the trained executor on the validation data, or None if its output is not class scores."""
+    from ..project import DatasetSpec, load_project
+    from ..project.data import DatasetSource, MultiSource
     project = load_project([nnp_path], backend="cpu" if settings.get("context") in (None, "cpu") else settings["context"],
                            type_config=settings.get("type_config"))
     if not project.executors:
@@ -107,14 +108,15 @@ def classification_error(nnp_path: str, settings: Dict[str, str], dataset_path: 
     if len(out.shape) != 2 or out.shape[1] < 2:
         return None
     batch = out.shape[0]
-    spec = DatasetSpec(name="validation", uri=dataset_path, path=dataset_path, batch_size=batch,
-                       shuffle=False, normalize=True, index=0)
-    source = DatasetSource(spec, cache_dir)
+    source = MultiSource([DatasetSource(DatasetSpec(name="validation%d" % i, uri=path, path=path,
+                                                    batch_size=batch, shuffle=False, normalize=True,
+                                                    index=0), cache_dir)
+                          for i, path in enumerate(dataset_paths)])
     try:
-        label = [v for v in source.variables if v != inputs[0][1]]
+        label = [v for s in source.sources for v in s.variables if v != inputs[0][1]]
         if not label:
             return None
-        total = source.size
+        total = min(s.size for s in source.sources)
         wrong = seen = 0
         while seen < total:
             data = source.next()
@@ -139,12 +141,12 @@ def train_once(project_file: str, settings: Dict[str, str], epochs: int, run_dir
         text = f.read()
     folder = os.path.dirname(os.path.abspath(project_file))
     nntxt = training_project(text, folder, run_dir, epochs, settings)
-    cli = os.path.join(os.path.dirname(sys.executable), "nnabla_cli")
     out_dir = os.path.join(run_dir, "train")
     os.makedirs(out_dir, exist_ok=True)
     t0 = time.perf_counter()
-    proc = subprocess.run([cli, "train", "-c", nntxt, "-o", out_dir], capture_output=True, text=True,
-                          cwd=run_dir)
+    # nnabla_cli's own module, run by this Python: no assumption about where scripts are installed.
+    proc = subprocess.run([sys.executable, "-m", "nnabla.utils.cli.cli", "train", "-c", nntxt, "-o", out_dir],
+                          capture_output=True, text=True, cwd=run_dir)
     wall = time.perf_counter() - t0
     log = proc.stdout + proc.stderr
     with open(os.path.join(run_dir, "train.log"), "w") as f:
@@ -156,22 +158,19 @@ def train_once(project_file: str, settings: Dict[str, str], epochs: int, run_dir
     monitor = _last_monitor(os.path.join(out_dir, "monitoring_report.yml"), "valid_error")
     nnp = os.path.join(out_dir, "results.nnp")
     error = None
-    valid = _validation_dataset(nntxt)
+    valid = _validation_uris(nntxt)
     if os.path.isfile(nnp) and valid:
         error = classification_error(nnp, settings, valid, os.path.join(run_dir, "cache", "evaluation"))
     return TrainingRun(epochs=len(epochs_seen), train_seconds=train_seconds, wall_seconds=wall,
                        monitor_valid_error=monitor, classification_error=error)
 
 
-def _validation_dataset(nntxt: str) -> Optional[str]:
-    """The dataset of the valid_error monitor (NNC's convention), else the last dataset."""
+def _validation_uris(nntxt: str) -> List[str]:
+    """The validation datasets' files, chosen as the profile chooses them (``validation_datasets``)."""
     from google.protobuf import text_format
     from nnabla.utils import nnabla_pb2
     proto = nnabla_pb2.NNablaProtoBuf()
     with open(nntxt) as f:
         text_format.Merge(f.read(), proto)
     by_name = {d.name: d.uri for d in proto.dataset}
-    for m in proto.monitor:
-        if m.name == "valid_error" and m.dataset_name:
-            return by_name.get(m.dataset_name[0])
-    return proto.dataset[-1].uri if proto.dataset else None
+    return [by_name[name] for name in validation_datasets(proto) if name in by_name]

@@ -6,17 +6,17 @@ entries measured so far, with ``complete`` and ``failure`` saying how it ended.
 """
 from __future__ import annotations
 
-import datetime
-import platform
 from dataclasses import dataclass
 from typing import Callable, List, Optional
 
-from . import __version__
-from .data import DatasetPool, SyntheticSource
-from .errors import Interrupted, ProfileError
-from .profiler import Profiler
-from .project import Project
-from .result import Profile, Section
+from ..choices import EXECUTOR, OPTIMIZER
+from ..errors import Interrupted, ProfileError
+from ..project import Project
+from ..project.loader import validation_datasets
+from ..project.data import DatasetPool, SyntheticSource
+from ..result import Profile, Section
+from .rounds import EntryCallback
+from .sequence import Profiler
 from .timing import Sampling, Timer
 
 SectionCallback = Callable[[Section], None]
@@ -47,11 +47,11 @@ def plan(project: Project, selection: Selection) -> List[Section]:
     if selection.training:
         for name in _pick(project.optimizers, selection.optimizers, "optimizer"):
             o = project.optimizers[name]
-            sections.append(Section(kind="optimizer", name=name, network=o.network.name))
+            sections.append(Section(kind=OPTIMIZER, name=name, network=o.network.name))
     if selection.inference:
         for name in _pick(project.executors, selection.executors, "executor"):
             e = project.executors[name]
-            sections.append(Section(kind="executor", name=name, network=e.network.name))
+            sections.append(Section(kind=EXECUTOR, name=name, network=e.network.name))
     if not sections:
         raise ProfileError("nothing to profile: the project has no %s"
                            % ("optimizer or executor" if selection.training and selection.inference
@@ -60,44 +60,15 @@ def plan(project: Project, selection: Selection) -> List[Section]:
 
 
 def executor_datasets(project: Project) -> List[str]:
-    """NNC evaluates executors on the validation data: the valid_error monitor's, else the last dataset."""
-    monitors = project.info.proto.monitor
-    for m in monitors:
-        if m.name == "valid_error" and m.dataset_name:
-            return list(m.dataset_name)
-    names = [d.name for d in project.info.proto.dataset]
+    """NNC evaluates executors on the validation data (``validation_datasets``)."""
+    names = validation_datasets(project.info.proto)
     if not names:
         raise ProfileError("the project defines no dataset for its executors; use --synthetic")
-    return names[-1:]
-
-
-def _batch_sizes(project: Project):
-    """The networks' batch size: one number if they agree, else network -> size."""
-    sizes = {n.name: n.batch_size for n in project.info.proto.network}
-    distinct = set(sizes.values())
-    return distinct.pop() if len(distinct) == 1 else sizes
-
-
-def header(project: Project, sampling: Sampling, mode: str = "isolated") -> dict:
-    import nnabla
-    return {
-        "mode": mode,
-        "target_rse": sampling.target_rse if sampling.adaptive else None,
-        "nnprofile": __version__,
-        "nnabla": nnabla.__version__,
-        "project": " ".join(project.files),
-        "project_sha256": project.sha256,
-        "context": project.run_context.description,
-        "requested_context": project.run_context.requested,
-        "batch_size": project.batch_size or _batch_sizes(project),
-        "sampling": sampling.describe(),
-        "machine": "%s, %s, Python %s" % (platform.node(), platform.machine(), platform.python_version()),
-        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-    }
+    return names
 
 
 def _source(project: Project, section: Section, pool: DatasetPool, synthetic: bool):
-    if section.kind == "optimizer":
+    if section.kind == OPTIMIZER:
         component = project.optimizers[section.name]
         datasets = list(component.proto.dataset_name)
     else:
@@ -110,7 +81,7 @@ def _source(project: Project, section: Section, pool: DatasetPool, synthetic: bo
 
 def run(project: Project, sections: List[Section], timer: Timer, cache_root: str,
         profile: Profile, on_section: Optional[SectionCallback] = None,
-        on_entry=None, synthetic: bool = False, mode: str = "isolated",
+        on_entry: Optional[EntryCallback] = None, synthetic: bool = False, mode: str = "isolated",
         on_section_end: Optional[SectionCallback] = None, layers: bool = True) -> Profile:
     """Profile each planned section into ``profile``; never loses measured entries."""
     profiler = Profiler(timer, on_entry=on_entry, mode=mode, layers=layers)
@@ -122,10 +93,11 @@ def run(project: Project, sections: List[Section], timer: Timer, cache_root: str
             profile.sections.append(section)
             if on_section:
                 on_section(section)
-            if section.kind == "optimizer":
-                profiler.profile_optimizer(section, project.optimizers[section.name], source)
+            if section.kind == OPTIMIZER:
+                drift = profiler.profile_optimizer(section, project.optimizers[section.name], source)
             else:
-                profiler.profile_executor(section, project.executors[section.name], source)
+                drift = profiler.profile_executor(section, project.executors[section.name], source)
+            section.speed_levels = [round(level, 4) for level in drift.levels]
             if on_section_end:
                 on_section_end(section)
         profile.complete = True

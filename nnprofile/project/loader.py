@@ -18,7 +18,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from . import context as contexts
-from .errors import ProfileError
+from ..errors import ProfileError
 
 PROJECT_EXTENSIONS = (".nntxt", ".prototxt", ".protobuf", ".nnp")
 PARAMETER_EXTENSIONS = (".h5",)
@@ -107,6 +107,15 @@ def _read_proto(info, paths: Sequence[str]) -> None:
             raise ProfileError("%s: not a text project file (cannot be decoded as UTF-8)" % p)
         except (OSError, KeyError, ValueError) as e:
             raise ProfileError("%s: cannot be loaded (%s)" % (p, e))
+
+
+def validation_datasets(proto) -> List[str]:
+    """The datasets NNC evaluates on: all of the valid_error monitor's, else the last dataset."""
+    for m in proto.monitor:
+        if m.name == "valid_error" and m.dataset_name:
+            return list(m.dataset_name)
+    names = [d.name for d in proto.dataset]
+    return names[-1:]
 
 
 def zero_weights() -> None:

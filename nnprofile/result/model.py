@@ -1,23 +1,20 @@
 """What a profile is: sections of timed entries, as plain data.
 
 This is the hand-over between measuring and rendering. Every renderer reads a
-``Profile`` and nothing else, so the log, the CSV files and the workbook cannot
-disagree about which entries exist, in which order, or what they measured.
+``Profile`` (and the analysis computed once from it) and nothing else, so the
+log, the CSV files and the workbook cannot disagree about which entries exist,
+in which order, or what they measured.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import TYPE_CHECKING, Dict, List, Optional
 
-from .timing import NS_PER_MS, Stats, summarize
+from ..stats import NS_PER_MS, Stats, summarize_rounds
+from ..choices import LAYER_PHASES, PHASES  # noqa: F401  (PHASES: part of this module's vocabulary)
 
-# Phases in the order NNC logs them within a section.
-PHASES = (
-    "load_dataset", "let_data", "generate_data", "setup_function",
-    "forward_function", "prepare_backward", "backward_function",
-    "forward_all", "backward_all", "backward_all_wo_zero_grad",
-    "weight_decay", "update", "monitor_loss",
-)
+if TYPE_CHECKING:  # pandas is imported only when a DataFrame is asked for
+    import pandas
 
 
 @dataclass
@@ -28,6 +25,10 @@ class Entry:
     phase: str
     samples_ns: List[float]
     layer: Optional[str] = None
+    # The layer's identity within its section: the position of its function in
+    # forward execution order. Forward and backward entries of one function
+    # share it; two layers that happen to share a name never do.
+    layer_id: Optional[int] = None
     layer_type: Optional[str] = None
     impl_class: Optional[str] = None
     in_place: bool = False
@@ -40,28 +41,38 @@ class Entry:
     bytes_read: Optional[int] = None
     bytes_written: Optional[int] = None
     dtype: Optional[str] = None  # of the layer's output: float16 when it ran in half precision
+    # How many of the samples each round took, in order (empty: one round, as in version 1),
+    # and the rounds left out of the mean because the machine ran slow in them.
+    round_sizes: List[int] = field(default_factory=list)
+    dropped_rounds: List[int] = field(default_factory=list)
+    # False when measuring stopped (a failure, Ctrl-C) before the entry reached its sampling rule.
+    complete: bool = True
 
     @property
     def stats(self) -> Stats:
         """Statistics of the per-call times, the measured timing overhead taken off.
 
+        When the samples were taken in rounds, the mean is that of the round
+        means, slow rounds left out (see ``nnprofile.stats.summarize_rounds``).
+
         Renderers ask for them many times; they are computed once for the
         samples and overhead at hand.
         """
-        key = (len(self.samples_ns), self.overhead_ns, id(self.samples_ns))
+        key = (len(self.samples_ns), len(self.round_sizes), tuple(self.dropped_rounds), self.overhead_ns,
+               id(self.samples_ns))
         cached = self.__dict__.get("_stats")
         if cached is None or cached[0] != key:
             if self.overhead_ns:
                 values = [max(0.0, s - self.overhead_ns) for s in self.samples_ns]
             else:
                 values = self.samples_ns
-            cached = (key, summarize(values))
+            cached = (key, summarize_rounds(values, self.round_sizes, self.dropped_rounds))
             self.__dict__["_stats"] = cached
         return cached[1]
 
     @property
     def is_layer_work(self) -> bool:
-        return self.phase in ("forward_function", "backward_function")
+        return self.phase in LAYER_PHASES
 
     @property
     def gflops_per_s(self) -> Optional[float]:
@@ -105,6 +116,9 @@ class Section:
     network: str
     entries: List[Entry] = field(default_factory=list)
     complete: bool = False
+    # The machine's speed in each round of measuring, relative to the median round
+    # (1.2: that round ran 20% slower); see ``nnprofile.stats.Drift``.
+    speed_levels: List[float] = field(default_factory=list)
 
     @property
     def title(self) -> str:
@@ -112,30 +126,6 @@ class Section:
 
     def entries_of(self, phase: str) -> List[Entry]:
         return [e for e in self.entries if e.phase == phase]
-
-    def coverage(self) -> List["Coverage"]:
-        """How much of forward_all (backward_all) the per-layer entries account for."""
-        out = []
-        for layer_phase, whole_phase in (("forward_function", "forward_all"),
-                                         ("backward_function", "backward_all")):
-            layers = self.entries_of(layer_phase)
-            whole = self.entries_of(whole_phase)
-            if layers and whole:
-                out.append(Coverage(layer_phase, whole_phase,
-                                    round(sum(e.mean_ms for e in layers), 6), whole[0].mean_ms))
-        return out
-
-
-@dataclass(frozen=True)
-class Coverage:
-    layer_phase: str
-    whole_phase: str
-    layers_ms: float
-    whole_ms: float
-
-    @property
-    def share(self) -> Optional[float]:
-        return self.layers_ms / self.whole_ms if self.whole_ms > 0 else None
 
 
 @dataclass
@@ -147,3 +137,12 @@ class Profile:
     sections: List[Section] = field(default_factory=list)
     complete: bool = False
     failure: Optional[str] = None
+
+    def to_dataframe(self) -> "pandas.DataFrame":
+        """One row per entry, in log order, every figure as a number (see ``nnprofile.result.frames``)."""
+        from .frames import profile_frame
+        return profile_frame(self)
+
+    def labels(self) -> List[str]:
+        """Every entry's label, section after section, in log order."""
+        return [e.label for s in self.sections for e in s.entries]

@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, List, Optional
 
-NS_PER_MS = 1_000_000
+from ..stats import RunningStats, summarize
+
 # Calls so short that the timing overhead would exceed this share of a sample
 # are timed in batches of consecutive calls.
 MAX_OVERHEAD_SHARE = 0.01
@@ -30,20 +31,26 @@ class Clock:
 
 @dataclass(frozen=True)
 class Sampling:
-    """How many times an entry is run.
+    """How many samples an entry gets, and when a section's measuring stops.
 
-    With ``runs`` set, exactly that many timed runs. Otherwise runs continue
-    until the relative standard error of the mean is at most ``target_rse``
-    (after at least ``min_runs``), or until ``max_seconds`` of timed work have
-    been spent, whichever comes first; ``max_runs`` caps the count.
+    Entries are sampled in rounds (``nnprofile.measure.rounds``): every entry of
+    a section gets a few samples per round, round after round. With ``runs``
+    set, exactly that many rounds of one sample each. Otherwise rounds go on
+    until, after at least ``min_rounds``, every entry's reported mean has a
+    relative standard error (from the spread of its round means) of at most
+    ``target_rse`` and the machine's speed held steady (``drift_threshold``);
+    or until the section has spent ``max_seconds`` in all. An entry that has
+    had ``max_seconds_per_entry`` of timed work is final early.
     """
 
     runs: Optional[int] = None
     warmup: int = 1
     target_rse: float = 0.02
-    min_runs: int = 3
-    max_runs: int = 1000
-    max_seconds: float = 0.25
+    min_rounds: int = 5
+    max_rounds: int = 1000
+    max_seconds_per_entry: float = 0.25
+    max_seconds: float = 1.5
+    drift_threshold: float = 0.10
 
     @property
     def adaptive(self) -> bool:
@@ -51,75 +58,12 @@ class Sampling:
 
     def describe(self) -> str:
         if self.runs is not None:
-            return "%d warm-up + %d timed runs per entry" % (self.warmup, self.runs)
-        return ("%d warm-up, then %d to %d timed runs per entry until the relative "
-                "standard error is below %g%% or %g s are spent"
-                % (self.warmup, self.min_runs, self.max_runs,
-                   self.target_rse * 100, self.max_seconds))
-
-
-@dataclass(frozen=True)
-class Stats:
-    """Summary of per-call times, in nanoseconds."""
-
-    n: int
-    mean: float
-    median: float
-    std: float
-    min: float
-    max: float
-    p90: float
-
-    @property
-    def rse(self) -> float:
-        """Relative standard error of the mean (0 when undefined)."""
-        if self.n < 2 or self.mean <= 0:
-            return 0.0
-        return self.std / math.sqrt(self.n) / self.mean
-
-
-def percentile(sorted_values: Sequence[float], q: float) -> float:
-    """Linear-interpolation percentile (numpy's default), q in [0, 100]."""
-    if not sorted_values:
-        raise ValueError("percentile of no values")
-    pos = (len(sorted_values) - 1) * q / 100.0
-    lo = math.floor(pos)
-    hi = math.ceil(pos)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
-
-
-def summarize(samples: Sequence[float]) -> Stats:
-    if not samples:
-        raise ValueError("no samples to summarize")
-    values = sorted(samples)
-    n = len(values)
-    mean = sum(values) / n
-    var = sum((v - mean) ** 2 for v in values) / (n - 1) if n > 1 else 0.0
-    return Stats(n=n, mean=mean, median=percentile(values, 50), std=math.sqrt(var),
-                 min=values[0], max=values[-1], p90=percentile(values, 90))
-
-
-class RunningStats:
-    """Welford's running mean and variance: the stopping rule costs O(1) per run."""
-
-    def __init__(self):
-        self.n = 0
-        self.mean = 0.0
-        self._m2 = 0.0
-
-    def add(self, x: float) -> None:
-        self.n += 1
-        delta = x - self.mean
-        self.mean += delta / self.n
-        self._m2 += delta * (x - self.mean)
-
-    @property
-    def rse(self) -> float:
-        if self.n < 2:
-            return math.inf
-        if self.mean <= 0:
-            return 0.0
-        return math.sqrt(self._m2 / (self.n - 1)) / math.sqrt(self.n) / self.mean
+            return "%d warm-up + %d rounds of one timed run per entry" % (self.warmup, self.runs)
+        return ("%d warm-up, then rounds over all entries (at least %d) until every entry's relative "
+                "standard error is below %g%% and the machine's speed holds within %g%%, or %g s "
+                "per section (%g s per entry) are spent; each figure is the median of its round means"
+                % (self.warmup, self.min_rounds, self.target_rse * 100, self.drift_threshold * 100,
+                   self.max_seconds, self.max_seconds_per_entry))
 
 
 class StopRule:
@@ -140,9 +84,10 @@ class StopRule:
         s, n = self.sampling, self.running.n
         if s.runs is not None:
             return n >= s.runs
-        if n >= s.max_runs:
+        if n >= s.max_rounds:
             return True
-        return n >= s.min_runs and (self.spent_ns >= s.max_seconds * 1e9 or self.running.rse <= s.target_rse)
+        return n >= s.min_rounds and (self.spent_ns >= s.max_seconds_per_entry * 1e9
+                                      or self.running.rse <= s.target_rse)
 
 
 @dataclass
@@ -195,40 +140,45 @@ class Timer:
         return ClockInfo(getattr(self.clock, "name", type(self.clock).__name__),
                          resolution, self.overhead_ns)
 
-    def _calls_per_sample(self, estimate_ns: float) -> int:
-        if self.overhead_ns <= 0:
+    def calls_per_sample(self, estimate_ns: float, batchable: bool = True) -> int:
+        """How many consecutive calls one sample holds, so that the overhead stays under 1%."""
+        if not batchable or self.overhead_ns <= 0:
             return 1
         wanted = self.overhead_ns / MAX_OVERHEAD_SHARE
         if estimate_ns >= wanted:
             return 1
         return int(min(MAX_CALLS_PER_SAMPLE, math.ceil(wanted / max(estimate_ns, 1.0))))
 
-    def measure(self, work: Callable[[], object], before: Optional[Callable[[], object]] = None,
-                batchable: bool = True) -> Measurement:
-        now = self.clock.now_ns
-        sync = self.sync
+    def warm_up(self, work: Callable[[], object], before: Optional[Callable[[], object]] = None) -> float:
+        """The untimed warm-up runs; returns the fastest, to size batches (inf without warm-up)."""
         estimate = math.inf
         for _ in range(self.sampling.warmup):
             if before is not None:
                 before()
-            t0 = now()
+            estimate = min(estimate, self.sample(work, 1))
+        return estimate
+
+    def sample(self, work: Callable[[], object], calls: int) -> float:
+        """One sample: ``calls`` consecutive calls, the device synchronised inside; ns in all."""
+        now = self.clock.now_ns
+        t0 = now()
+        for _ in range(calls):
             work()
-            if sync is not None:
-                sync()
-            estimate = min(estimate, now() - t0)
-        k = self._calls_per_sample(estimate) if batchable and before is None else 1
+        if self.sync is not None:
+            self.sync()
+        return now() - t0
+
+    def measure(self, work: Callable[[], object], before: Optional[Callable[[], object]] = None,
+                batchable: bool = True) -> Measurement:
+        """All samples of one callable in one burst (calibration); entries are sampled in rounds."""
+        estimate = self.warm_up(work, before)
+        k = self.calls_per_sample(estimate, batchable and before is None)
         rule = StopRule(self.sampling, self.overhead_ns / k)
         samples: List[float] = []
         while not rule.done():
             if before is not None:
                 before()
-            t0 = now()
-            for _ in range(k):
-                work()
-            if sync is not None:
-                sync()
-            t1 = now()
-            per_call = (t1 - t0) / k
-            samples.append(per_call)
-            rule.add(per_call, t1 - t0)
+            spent = self.sample(work, k)
+            samples.append(spent / k)
+            rule.add(spent / k, spent)
         return Measurement(samples, k, self.overhead_ns / k)

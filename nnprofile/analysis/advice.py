@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Tuple
 
-from .result import Section
+from ..choices import GPU_BACKENDS, HALF_DTYPES, OPTIMIZER
+from ..result import Section
 
 PARTS = ("input", "forward", "backward", "update", "monitor", "other")
 PHASE_PART = {
@@ -20,7 +21,6 @@ PHASE_PART = {
     "update": "update", "weight_decay": "update",
     "monitor_loss": "monitor", "prepare_backward": "other",
 }
-HALF_DTYPES = ("float16", "half")
 
 INPUT_BOUND_SHARE = 0.20
 DOMINANT_LAYER_SHARE = 0.50
@@ -33,6 +33,8 @@ TOP_LAYERS = 5
 
 @dataclass(frozen=True)
 class LayerTime:
+    """One layer's forward and backward, paired by the layer's identity (not its name)."""
+
     layer: str
     layer_type: str
     forward_ms: float
@@ -83,23 +85,31 @@ class Summary:
         return sorted(self.layers, key=lambda l: -l.total_ms)[:TOP_LAYERS]
 
 
-def _layer_times(section: Section) -> List[LayerTime]:
-    forward = {e.layer: e for e in section.entries_of("forward_function")}
-    backward = {e.layer: e for e in section.entries_of("backward_function")}
+def layer_times(section: Section) -> List[LayerTime]:
+    """Forward and backward of each layer, in forward order, paired by ``layer_id``.
+
+    Results of version 1 carry no ids; there, the layer name (then unique per
+    section) stands for the identity.
+    """
+    def key(e):
+        return e.layer_id if e.layer_id is not None else e.layer
+    backward = {key(e): e for e in section.entries_of("backward_function")}
     out = []
-    for name, f in forward.items():
-        b = backward.get(name)
+    for f in section.entries_of("forward_function"):
+        b = backward.get(key(f))
         flops = None
         if f.flops is not None and (b is None or b.flops is not None):
             flops = f.flops + (b.flops if b is not None else 0)
         moved = sum((e.bytes_read or 0) + (e.bytes_written or 0) for e in (f, b) if e is not None)
-        out.append(LayerTime(name, f.layer_type or "", f.mean_ms, b.mean_ms if b else 0.0, flops, moved))
+        out.append(LayerTime(f.layer or "", f.layer_type or "", f.mean_ms, b.mean_ms if b else 0.0, flops, moved))
     return out
 
 
-def summarize_section(section: Section, context: str = "cpu:float") -> Optional[Summary]:
+def summarize_section(section: Section, context: str = "cpu:float",
+                      layers: Optional[List[LayerTime]] = None,
+                      forward_coverage: Optional[float] = None) -> Optional[Summary]:
     """The breakdown of one complete training section (None for others)."""
-    if section.kind != "optimizer" or not section.complete:
+    if section.kind != OPTIMIZER or not section.complete:
         return None
     totals = {part: 0.0 for part in PARTS}
     for e in section.entries:
@@ -108,11 +118,11 @@ def summarize_section(section: Section, context: str = "cpu:float") -> Optional[
             totals[part] += e.mean_ms
     forward = section.entries_of("forward_function")
     half = sum(1 for e in forward if (e.dtype or "") in HALF_DTYPES)
-    coverage = [c.share for c in section.coverage() if c.whole_phase == "forward_all"]
     backend, _, type_config = context.partition(":")
     summary = Summary(section=section.title, parts=[(p, round(totals[p], 6)) for p in PARTS],
-                      half_functions=half, functions=len(forward), layers=_layer_times(section),
-                      coverage=coverage[0] if coverage else None, backend=backend,
+                      half_functions=half, functions=len(forward),
+                      layers=layer_times(section) if layers is None else layers,
+                      coverage=forward_coverage, backend=backend,
                       type_config=type_config or "float", advice=[])
     summary.advice = [a for rule in RULES for a in rule(summary)]
     return summary
@@ -136,7 +146,7 @@ def input_bound(s: Summary) -> List[Advice]:
 
 
 def no_half_on_gpu(s: Summary) -> List[Advice]:
-    if s.backend not in ("cuda", "cudnn") or s.half_functions > 0 or not s.functions:
+    if s.backend not in GPU_BACKENDS or s.half_functions > 0 or not s.functions:
         return []
     return [Advice("no_half_precision",
                    "No function ran in half precision on a GPU backend: try mixed precision "

@@ -12,8 +12,8 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from .errors import ProfileError
-from .project import DatasetSpec
+from ..errors import ProfileError
+from .loader import DatasetSpec
 
 
 class DatasetSource:

@@ -2,22 +2,32 @@
 
 The file holds every entry with all its samples; statistics are written too,
 for readers of the file, but recomputed from the samples on loading. Files
-carry a format version; older versions keep loading (missing fields take
-their defaults).
+carry a format version. Every change to the format bumps it, and files of
+every earlier version keep loading: ``UPGRADES`` turns version n into n + 1,
+one step at a time, and a checked-in file of each version is tested.
+
+Versions:
+  1. the first release: header, notes, sections of entries with their samples.
+  2. sections carry ``speed_levels`` (the machine's speed per round); entries carry ``layer_id``, the layer's identity within its section (forward
+     and backward entries of one function share it), ``round_sizes`` and
+     ``dropped_rounds`` (samples are taken in rounds; the reported mean is that of
+     the round means, rounds the machine ran slow in left out)
+     and ``complete`` (False for an entry cut short by a failure or Ctrl-C).
 """
 from __future__ import annotations
 
+import copy
 import json
 import os
 from dataclasses import asdict, fields
-from typing import Any, Dict
+from typing import Any, Callable, Dict
 
-from .errors import ProfileError
-from .result import Entry, Profile, Section
+from ..errors import ProfileError
+from .model import Entry, Profile, Section
 
 FILENAME = "result.json"
 FORMAT = "nnprofile-result"
-VERSION = 1
+VERSION = 2
 _ENTRY_FIELDS = {f.name for f in fields(Entry)}
 
 
@@ -32,23 +42,55 @@ def to_dict(profile: Profile) -> Dict[str, Any]:
                              "min": st.min, "max": st.max, "p90": st.p90, "rse": st.rse}
             entries.append(d)
         sections.append({"kind": s.kind, "name": s.name, "network": s.network,
-                         "complete": s.complete, "entries": entries})
+                         "complete": s.complete, "speed_levels": s.speed_levels, "entries": entries})
     return {"format": FORMAT, "version": VERSION, "header": profile.header, "notes": profile.notes,
             "complete": profile.complete, "failure": profile.failure, "sections": sections}
+
+
+def _v1_to_v2(data: Dict[str, Any]) -> Dict[str, Any]:
+    """Version 1 had no layer identity (a layer's name stood for it, as it was unique per section
+    then) and took each entry's samples in one burst (one round)."""
+    for s in data.get("sections", []):
+        ids: Dict[str, int] = {}
+        for e in s.get("entries", []):
+            if e.get("layer") is not None and e.get("phase") in ("setup_function", "forward_function",
+                                                                  "backward_function"):
+                e["layer_id"] = ids.setdefault(e["layer"], len(ids))
+            e.setdefault("round_sizes", [])
+            e.setdefault("dropped_rounds", [])
+            e.setdefault("complete", True)
+        s.setdefault("speed_levels", [])
+    return data
+
+
+UPGRADES: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {1: _v1_to_v2}
+
+
+def upgrade(data: Dict[str, Any]) -> Dict[str, Any]:
+    """A result of any earlier version, brought to the current one step by step."""
+    version = data.get("version", 1)
+    if not isinstance(version, int) or version < 1:
+        raise ProfileError("unknown result format version %r" % version)
+    if version > VERSION:
+        raise ProfileError("result format version %s is newer than this nnprofile reads (%d); "
+                           "upgrade nnprofile" % (version, VERSION))
+    while version < VERSION:
+        data = UPGRADES[version](data)
+        version += 1
+        data["version"] = version
+    return data
 
 
 def from_dict(data: Dict[str, Any]) -> Profile:
     if data.get("format") != FORMAT:
         raise ProfileError("not an nnprofile result (format %r)" % data.get("format"))
-    version = data.get("version", 0)
-    if version > VERSION:
-        raise ProfileError("result format version %s is newer than this nnprofile reads (%d); "
-                           "upgrade nnprofile" % (version, VERSION))
+    data = upgrade(copy.deepcopy(data))
     sections = []
     for s in data.get("sections", []):
         entries = [Entry(**{k: v for k, v in e.items() if k in _ENTRY_FIELDS}) for e in s.get("entries", [])]
         sections.append(Section(kind=s["kind"], name=s["name"], network=s["network"],
-                                entries=entries, complete=s.get("complete", False)))
+                                entries=entries, complete=s.get("complete", False),
+                                speed_levels=list(s.get("speed_levels", []))))
     return Profile(header=dict(data.get("header", {})), notes=list(data.get("notes", [])),
                    sections=sections, complete=data.get("complete", False), failure=data.get("failure"))
 

@@ -11,11 +11,8 @@ import logging
 from dataclasses import dataclass
 from typing import Callable, List, Optional
 
-from .errors import ProfileError
-
-BACKENDS = ("cpu", "cuda", "cudnn")
-TYPE_CONFIGS = ("float", "half")
-_NAMES = {"cpu": "CPU", "cuda": "CUDA", "cudnn": "cuDNN"}
+from ..choices import BACKEND_NAMES, BACKENDS, TYPE_CONFIGS
+from ..errors import ProfileError
 
 
 @dataclass
@@ -100,7 +97,7 @@ def resolve(project_backend: str, project_type_config: str, device_id: str,
         chosen = project_backend
         if not extension_available(project_backend):
             notes.append("the project asks for %s, but nnabla-ext-cuda is not installed: running on the CPU"
-                         % _NAMES[project_backend])
+                         % BACKEND_NAMES[project_backend])
             chosen = "cpu"
     if chosen_tc not in TYPE_CONFIGS:
         raise ProfileError("unknown type config '%s' (choose from %s)" % (chosen_tc, ", ".join(TYPE_CONFIGS)))

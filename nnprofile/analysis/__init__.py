@@ -1,0 +1,99 @@
+"""Analysis of a profile, computed once and read by every renderer.
+
+``analyze(profile)`` turns the measured entries into what the outputs report
+besides the entries themselves: how much of the whole passes the layers cover,
+which entries missed the sampling target, which layer types have no FLOP
+formula, each layer's forward and backward paired by identity, the drift of
+the machine's speed, and for training sections the step breakdown and advice.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+from ..choices import BACKWARD, FORWARD
+from ..result import Entry, Profile, Section
+from ..stats import Drift
+from .advice import Advice, LayerTime, Summary, layer_times, summarize_section
+
+__all__ = ["Analysis", "Coverage", "SectionAnalysis", "analyze", "Advice", "LayerTime", "Summary"]
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How much of a whole pass (forward_all, backward_all) its per-layer entries add up to."""
+
+    layer_phase: str
+    whole_phase: str
+    layers_ms: float
+    whole_ms: float
+
+    @property
+    def share(self) -> Optional[float]:
+        return self.layers_ms / self.whole_ms if self.whole_ms > 0 else None
+
+
+@dataclass
+class SectionAnalysis:
+    section: Section
+    coverage: List[Coverage]
+    missed_target: List[Entry]        # entries whose relative standard error is above the target
+    unknown_flops: List[str]          # layer types without a FLOP formula
+    incomplete: List[Entry]           # entries cut short by a failure or Ctrl-C
+    layers: List[LayerTime]           # forward order, forward and backward paired by identity
+    drift: Drift
+    step: Optional[Summary] = None    # complete training sections: breakdown and advice
+
+    @property
+    def coverage_by_whole_phase(self) -> Dict[str, float]:
+        return {c.whole_phase: c.share for c in self.coverage if c.share is not None}
+
+
+@dataclass
+class Analysis:
+    profile: Profile
+    sections: List[SectionAnalysis] = field(default_factory=list)
+
+    def of(self, section: Section) -> SectionAnalysis:
+        for a in self.sections:
+            if a.section is section:
+                return a
+        raise KeyError(section.title)
+
+    @property
+    def steps(self) -> List[Summary]:
+        return [a.step for a in self.sections if a.step is not None]
+
+
+def coverage(section: Section) -> List[Coverage]:
+    out = []
+    for layer_phase, whole_phase in ((FORWARD, "forward_all"), (BACKWARD, "backward_all")):
+        layers = section.entries_of(layer_phase)
+        whole = section.entries_of(whole_phase)
+        if layers and whole:
+            out.append(Coverage(layer_phase, whole_phase, round(sum(e.mean_ms for e in layers), 6),
+                                whole[0].mean_ms))
+    return out
+
+
+def analyze_section(section: Section, header: Dict[str, object]) -> SectionAnalysis:
+    target = header.get("target_rse")
+    threshold = header.get("drift_threshold")
+    covered = coverage(section)
+    forward_share = [c.share for c in covered if c.whole_phase == "forward_all"]
+    layers = layer_times(section)
+    return SectionAnalysis(
+        section=section, coverage=covered,
+        missed_target=[e for e in section.entries if target and e.stats.rse > float(target)],  # type: ignore[arg-type]
+        unknown_flops=sorted({e.layer_type for e in section.entries
+                              if e.is_layer_work and e.flops is None and e.layer_type}),
+        incomplete=[e for e in section.entries if not e.complete],
+        layers=layers,
+        drift=Drift(tuple(section.speed_levels), float(threshold) if threshold else 0.10),  # type: ignore[arg-type]
+        step=summarize_section(section, str(header.get("context", "cpu:float")), layers,
+                               forward_share[0] if forward_share else None))
+
+
+def analyze(profile: Profile) -> Analysis:
+    """Everything the outputs derive from a profile, computed once."""
+    return Analysis(profile, [analyze_section(s, profile.header) for s in profile.sections])

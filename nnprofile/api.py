@@ -1,0 +1,175 @@
+"""The Python API: one call profiles a project; results load back as the same objects.
+
+    import nnprofile
+    p = nnprofile.profile("projects/lenet/lenet.nntxt", outdir="results/lenet")
+    p.to_dataframe()                       # one row per entry, in log order
+    q = nnprofile.load("results/lenet")   # the same Profile, from result.json
+
+The command line (``nnprofile.cli``) is a thin layer over these functions.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import os
+import platform
+import shutil
+import tempfile
+from typing import Callable, Dict, Optional, Sequence, Union
+
+from . import __version__
+from .analysis import SectionAnalysis, analyze_section
+from .choices import MODES
+from .errors import ProfileError
+from .measure.rounds import EntryCallback
+from .measure.session import Selection, plan, run
+from .measure.timing import Clock, Sampling, Timer
+from .result import Profile, Section, file as result_file
+
+PathLike = Union[str, "os.PathLike[str]"]
+SectionCallback = Callable[[Section], None]
+SectionEndCallback = Callable[[Section, SectionAnalysis], None]
+
+
+def prepare_outdir(outdir: str) -> None:
+    """Create the output folder, or say in one line why it cannot be used."""
+    if os.path.exists(outdir) and not os.path.isdir(outdir):
+        raise ProfileError("output folder %s is a file" % outdir)
+    try:
+        os.makedirs(outdir, exist_ok=True)
+    except OSError as e:
+        raise ProfileError("cannot create output folder %s (%s)" % (outdir, e.strerror or e))
+    if not os.access(outdir, os.W_OK | os.X_OK):
+        raise ProfileError("output folder %s is not writable" % outdir)
+
+
+def _batch_sizes(project) -> Union[int, Dict[str, int]]:
+    """The networks' batch size: one number if they agree, else network -> size."""
+    sizes = {n.name: n.batch_size for n in project.info.proto.network}
+    distinct = set(sizes.values())
+    return distinct.pop() if len(distinct) == 1 else sizes
+
+
+def _header(project, sampling: Sampling, mode: str) -> Dict[str, object]:
+    import nnabla
+    return {
+        "mode": mode,
+        "target_rse": sampling.target_rse if sampling.adaptive else None,
+        "drift_threshold": sampling.drift_threshold,
+        "nnprofile": __version__,
+        "nnabla": nnabla.__version__,
+        "project": " ".join(project.files),
+        "project_sha256": project.sha256,
+        "context": project.run_context.description,
+        "requested_context": project.run_context.requested,
+        "batch_size": project.batch_size or _batch_sizes(project),
+        "sampling": sampling.describe(),
+        "machine": "%s, %s, Python %s" % (platform.node(), platform.machine(), platform.python_version()),
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+    }
+
+
+def profile(project: PathLike, *params: PathLike, outdir: Optional[PathLike] = None,
+            runs: Optional[int] = None, warmup: int = 1, target_rse: float = 0.02, min_rounds: int = 5,
+            max_seconds: float = 1.5, max_seconds_per_entry: float = 0.25, drift_threshold: float = 0.10,
+            synthetic: bool = False, context: Optional[str] = None, type_config: Optional[str] = None,
+            batch_size: Optional[int] = None, mode: str = "isolated", layers: bool = True,
+            zero_weights: bool = False, optimizers: Optional[Sequence[str]] = None,
+            executors: Optional[Sequence[str]] = None, training: bool = True, inference: bool = True,
+            on_start: Optional[Callable[[Profile], None]] = None,
+            on_section: Optional[SectionCallback] = None, on_entry: Optional[EntryCallback] = None,
+            on_section_end: Optional[SectionEndCallback] = None,
+            clock: Optional[Clock] = None, overhead_ns: Optional[float] = None) -> Profile:
+    """Profile an NNC project (.nntxt or .nnp, plus parameter files) as NNC's Profile command does.
+
+    Every option of the command line is a keyword here. ``runs`` fixes the
+    number of rounds of one timed run per entry; otherwise sampling is
+    adaptive (``target_rse``, ``min_rounds``, the time budgets ``max_seconds``
+    per section and ``max_seconds_per_entry``, and ``drift_threshold``). With an
+    ``outdir``, every file is written there (also after a failure or Ctrl-C,
+    marked incomplete); without one, nothing is written (NNabla's dataset cache
+    goes to a temporary folder, removed afterwards).
+
+    The callbacks let a caller show progress: ``on_start(profile)`` once the
+    header is known, ``on_section(section)``, ``on_entry(section, entry)`` when
+    an entry is final (in log order), ``on_section_end(section, analysis)``.
+
+    ``clock`` replaces the monotonic clock (tests drive it with a scripted
+    one); ``overhead_ns`` sets the timing overhead taken off every sample
+    instead of measuring it at start-up.
+
+    Raises ``ProfileError`` (``Interrupted`` for Ctrl-C) with the partial
+    profile as its ``profile`` attribute; any other exception carries it too.
+    """
+    if mode not in MODES:
+        raise ProfileError("unknown mode '%s' (choose from %s)" % (mode, ", ".join(MODES)))
+    from .project import load_project, zero_weights as zero
+    files = [os.fspath(project)] + [os.fspath(p) for p in params]
+    sampling = Sampling(runs=runs, warmup=max(0, warmup), target_rse=target_rse, min_rounds=min_rounds,
+                        max_seconds=max_seconds, max_seconds_per_entry=max_seconds_per_entry,
+                        drift_threshold=drift_threshold)
+    out = os.fspath(outdir) if outdir is not None else None
+    if out is not None:
+        prepare_outdir(out)
+    loaded = load_project(files, backend=context, type_config=type_config, batch_size=batch_size)
+    if zero_weights:
+        zero()
+    sections = plan(loaded, Selection(optimizers=list(optimizers) if optimizers else None,
+                                      executors=list(executors) if executors else None,
+                                      training=training, inference=inference))
+    timer = Timer(sampling, clock=clock, sync=loaded.run_context.synchronize)
+    calibration = timer.calibrate()
+    if overhead_ns is not None:
+        timer.overhead_ns = overhead_ns
+        calibration = dataclasses.replace(calibration, overhead_ns=overhead_ns)
+    result = Profile(header=_header(loaded, sampling, mode), notes=list(loaded.run_context.notes))
+    result.header.update(clock=calibration.name, clock_resolution_ns=calibration.resolution_ns,
+                         timing_overhead_ns=round(calibration.overhead_ns, 1))
+    if mode == "graph":
+        from .measure.graph import calibrate_hooks
+        result.header["hook_overhead_ns"] = round(calibrate_hooks(timer), 1)
+    result.header["data"] = "synthetic" if synthetic else "datasets"
+    if not layers:
+        result.notes.append("per-layer entries were skipped (--no-layers)")
+    if zero_weights:
+        result.notes.append("weights and biases were zeroed (--zero-weights), as nnabla_cli profile does")
+    if synthetic:
+        result.notes.append("the data was synthetic (--synthetic): random batches of the declared "
+                            "shapes; load_dataset does not measure reading a dataset")
+    if on_start is not None:
+        on_start(result)
+    cache = os.path.join(out, "cache") if out is not None else tempfile.mkdtemp(prefix="nnprofile-cache-")
+
+    def section_end(section: Section) -> None:
+        if on_section_end is not None:
+            on_section_end(section, analyze_section(section, result.header))
+    try:
+        run(loaded, sections, timer, cache_root=cache, profile=result, on_section=on_section,
+            on_entry=on_entry, synthetic=synthetic, mode=mode, layers=layers, on_section_end=section_end)
+    except ProfileError as e:
+        e.profile = result
+        if out is not None and any(s.entries for s in result.sections):
+            message = "%s (what was measured is in %s, marked incomplete)" % (e, out)
+            raise type(e)(message, result) from e
+        raise
+    except BaseException as e:  # a bug, or an NNabla failure we do not know yet
+        try:
+            e.profile = result  # type: ignore[attr-defined]
+        except AttributeError:
+            pass
+        raise
+    finally:
+        if out is not None and any(s.entries for s in result.sections):
+            from .render import write_all
+            write_all(result, out)
+        if out is None:
+            shutil.rmtree(cache, ignore_errors=True)
+    return result
+
+
+def load(outdir_or_result_json: PathLike) -> Profile:
+    """A saved profile: OUTDIR (with result.json) or the file itself, of any format version."""
+    return result_file.load(os.fspath(outdir_or_result_json))
+
+
+__all__ = ["profile", "load", "prepare_outdir"]

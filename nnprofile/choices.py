@@ -1,0 +1,33 @@
+"""The vocabulary shared by every part of nnprofile: backends, precisions, modes, phases.
+
+One home for these names, so that the command line, the loader, the profiler,
+the analysis and the renderers cannot disagree about them.
+"""
+from __future__ import annotations
+
+from typing import Dict, Tuple
+
+# Backends a context can run on, and how the user reads them.
+BACKENDS: Tuple[str, ...] = ("cpu", "cuda", "cudnn")
+GPU_BACKENDS: Tuple[str, ...] = ("cuda", "cudnn")
+BACKEND_NAMES: Dict[str, str] = {"cpu": "CPU", "cuda": "CUDA", "cudnn": "cuDNN"}
+
+# Precisions (NNabla's type configs) and the dtypes that mean half precision.
+TYPE_CONFIGS: Tuple[str, ...] = ("float", "half")
+HALF_DTYPES: Tuple[str, ...] = ("float16", "half")
+
+# How layers are timed: re-run on their own (as NNC), or inside whole passes.
+MODES: Tuple[str, ...] = ("isolated", "graph")
+
+# Phases in the order NNC logs them within a section.
+PHASES: Tuple[str, ...] = (
+    "load_dataset", "let_data", "generate_data", "setup_function",
+    "forward_function", "prepare_backward", "backward_function",
+    "forward_all", "backward_all", "backward_all_wo_zero_grad",
+    "weight_decay", "update", "monitor_loss",
+)
+LAYER_PHASES: Tuple[str, ...] = ("forward_function", "backward_function")
+FORWARD, BACKWARD = LAYER_PHASES
+
+# Kinds of section: a training optimizer or an inference executor.
+OPTIMIZER, EXECUTOR = "optimizer", "executor"

@@ -1,0 +1,58 @@
+"""Command line: parse, call the API, and turn every failure into one line and an exit code.
+
+Each command is a module with ``parser()`` and ``run(args)``; ``main`` picks one
+by the first argument (a project file means the default command, profile).
+"""
+from __future__ import annotations
+
+import logging
+import sys
+import traceback
+from typing import List, Optional
+
+from ..errors import ProfileError
+from . import compare_cmd, profile_cmd, report_cmd
+
+EXIT_INTERNAL = 1
+COMMANDS = {"report": report_cmd, "compare": compare_cmd}
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = COMMANDS.get(argv[0]) if argv else None
+    if command is not None:
+        args = command.parser().parse_args(argv[1:])
+    else:
+        command = profile_cmd
+        args = command.parser().parse_args(argv)
+    logger = logging.getLogger("nnabla")
+    previous = logger.level
+    # NNabla logs INFO lines on import and restates its errors as log lines before
+    # raising them; nnprofile says what matters once, in its own words (--debug lifts it).
+    logger.setLevel(logging.INFO if args.debug else logging.CRITICAL + 1)
+    try:
+        return command.run(args)
+    except ProfileError as e:
+        if args.debug:
+            traceback.print_exc()
+        _error("nnprofile: error: %s" % e)
+        return e.exit_code
+    except KeyboardInterrupt:
+        _error("nnprofile: interrupted")
+        return 130
+    except Exception as e:  # a bug, or an NNabla failure we do not know yet
+        if args.debug:
+            traceback.print_exc()
+        text = " ".join(str(e).split())
+        _error("nnprofile: error: %s%s (run with --debug for the traceback)"
+               % (type(e).__name__, (": " + text[:300]) if text else ""))
+        return EXIT_INTERNAL
+    finally:
+        logger.setLevel(previous)
+
+
+def _error(line: str) -> None:
+    try:
+        print(line, file=sys.stderr)
+    except (BrokenPipeError, ValueError):
+        pass

@@ -1,0 +1,75 @@
+"""What every command shares: option types, printing that survives a closed pipe, the outdir."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import List
+
+from ..api import prepare_outdir  # noqa: F401  (re-exported for the commands)
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("'%s' is not a whole number" % text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1, not %d" % value)
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("'%s' is not a number" % text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be above 0, not %s" % text)
+    return value
+
+
+class Printer:
+    """Lines to stdout as they come; quiet with --quiet; silent once stdout goes away.
+
+    When the reader of a pipe closes it (``nnprofile ... | head``), profiling
+    goes on quietly and every file is written as usual: the broken pipe is
+    swallowed and stdout pointed at /dev/null, so that Python's final flush
+    does not complain either.
+    """
+
+    def __init__(self, quiet: bool = False):
+        self.quiet = quiet
+        self.closed = False
+        self.printed: List[str] = []
+
+    def __call__(self, line: str) -> None:
+        self.printed.append(line)
+        if self.quiet or self.closed:
+            return
+        try:
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+        except (BrokenPipeError, ValueError):
+            self._close()
+
+    def write(self, text: str) -> None:
+        for line in text.splitlines():
+            self(line)
+
+    def finish(self, text: str) -> None:
+        """Print what of ``text`` (the whole log) has not been printed yet, so stdout ends as the log."""
+        lines = text.splitlines()
+        done = len(self.printed)
+        rest = lines[done:] if lines[:done] == self.printed else lines
+        for line in rest:
+            self(line)
+
+    def _close(self) -> None:
+        self.closed = True
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        except (OSError, ValueError):
+            pass

@@ -1,0 +1,83 @@
+"""nnprofile compare: configurations of a project, or saved results, with statistics and intervals."""
+from __future__ import annotations
+
+import argparse
+import os
+
+from ..choices import MODES
+from ..compare import compare_configurations, compare_results, parse_set
+from ..errors import ProfileError
+from .common import Printer, positive_int, prepare_outdir
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="nnprofile compare",
+        description="Compare configurations of a project (run each --set, --repeat times, in fresh "
+                    "processes) or saved results (folders with result.json), with statistics, ratios "
+                    "with 95%% confidence intervals, compare.csv, compare.xlsx and box plots.",
+        epilog="Examples: nnprofile compare net.nntxt --set type_config=float --set type_config=half "
+               "--repeat 5 -o cmp;  nnprofile compare results/a results/b")
+    p.add_argument("targets", nargs="+", metavar="PROJECT_OR_RESULT",
+                   help="a project (and parameter files), or two or more result folders")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE[,KEY=VALUE]",
+                   help="one configuration (keys: type_config, context, batch_size); repeat for each")
+    p.add_argument("--repeat", type=positive_int, default=3, help="runs per configuration (default 3)")
+    p.add_argument("-o", "--outdir", help="output folder (default: results/compare_<project>)")
+    p.add_argument("--train-epochs", type=positive_int, metavar="N",
+                   help="also train each configuration N epochs (NNabla's training loop) and compare "
+                        "time to train and validation error")
+    p.add_argument("--runs", type=positive_int, help="passed to each profile: fixed rounds per entry")
+    p.add_argument("--mode", choices=MODES, help="passed to each profile")
+    p.add_argument("--synthetic", action="store_true", help="passed to each profile")
+    p.add_argument("--no-inference", action="store_true", help="passed to each profile")
+    p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    return p
+
+
+def _is_result(path: str) -> bool:
+    return (os.path.isdir(path) and os.path.isfile(os.path.join(path, "result.json"))) or \
+        (os.path.isfile(path) and path.endswith(".json"))
+
+
+def run(args) -> int:
+    out = Printer(args.quiet)
+    if all(_is_result(t) for t in args.targets):
+        if args.set or args.train_epochs:
+            raise ProfileError("--set and --train-epochs need a project, not saved results")
+        if len(args.targets) < 2:
+            raise ProfileError("give two or more result folders to compare")
+        comparison = compare_results(*args.targets)
+        outdir = args.outdir or os.path.join("results", "compare")
+        prepare_outdir(outdir)
+    else:
+        bad = [t for t in args.targets if os.path.isdir(t)]
+        if bad:
+            raise ProfileError("%s: a folder without result.json" % bad[0])
+        if not args.set:
+            raise ProfileError("give the configurations to compare with --set, e.g. "
+                               "--set type_config=float --set type_config=half")
+        configs = [parse_set(s) for s in args.set]
+        main_file = args.targets[0]
+        if not os.path.isfile(main_file):
+            raise ProfileError("%s: no such file" % main_file)
+        name = os.path.splitext(os.path.basename(main_file))[0]
+        outdir = args.outdir or os.path.join("results", "compare_" + name)
+        prepare_outdir(outdir)
+        extra = []
+        if args.runs:
+            extra += ["--runs", str(args.runs)]
+        if args.mode:
+            extra += ["--mode", args.mode]
+        if args.synthetic:
+            extra.append("--synthetic")
+        if args.no_inference:
+            extra.append("--no-inference")
+        comparison = compare_configurations(args.targets, configs, args.repeat, outdir, extra,
+                                            train_epochs=args.train_epochs, progress=out)
+    comparison.write(outdir)
+    with open(os.path.join(outdir, "compare.log")) as f:
+        out.write(f.read())
+    out("written to %s (compare.csv, compare.xlsx, box plots)" % outdir)
+    return 0

@@ -1,0 +1,35 @@
+"""nnprofile report OUTDIR: re-render the files of a saved run, without profiling again."""
+from __future__ import annotations
+
+import argparse
+import os
+
+from .. import api
+from ..render import FORMATS
+from .common import Printer, prepare_outdir
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="nnprofile report",
+        description="Re-render profile.log, the CSV files and profile.xlsx from a saved result.json, "
+                    "without profiling again.")
+    p.add_argument("result", metavar="OUTDIR", help="a folder with result.json (or the file itself)")
+    p.add_argument("-o", "--outdir", help="write the files here (default: next to result.json)")
+    p.add_argument("--format", action="append", choices=FORMATS,
+                   help="re-render only this kind of file (repeatable; default: all)")
+    p.add_argument("-q", "--quiet", action="store_true", help="do not print the log")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    return p
+
+
+def run(args) -> int:
+    from ..render import log, write_all
+    profile = api.load(args.result)
+    source = args.result if os.path.isdir(args.result) else os.path.dirname(os.path.abspath(args.result))
+    outdir = args.outdir or source
+    prepare_outdir(outdir)
+    write_all(profile, outdir, save_result=os.path.abspath(outdir) != os.path.abspath(source),
+              formats=args.format)
+    Printer(args.quiet).write(log.render(profile))
+    return 0

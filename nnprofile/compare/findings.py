@@ -1,0 +1,35 @@
+"""Plain conclusions from the ratios of a comparison."""
+from __future__ import annotations
+
+from typing import Dict, List, Sequence
+
+from .configs import Config
+from .metrics import Row
+
+def findings(rows: Sequence[Row], configs: Sequence[Config], contexts: Dict[str, str]) -> List[str]:
+    """Plain conclusions from the ratios; CPU half precision only where a measurement shows it."""
+    lines = []
+    for r in rows:
+        if r.ratio is None or r.config == configs[0].name or r.unit != "ms":
+            continue
+        if r.ci_low is not None and r.ci_high is not None:
+            if r.ci_low > 1:
+                verdict = "slower"
+            elif r.ci_high < 1:
+                verdict = "faster"
+            else:
+                verdict = "no difference shown"
+            lines.append("%s: %s is %.3fx %s (95%% CI %.3f to %.3f): %s"
+                         % (r.metric, r.config, r.ratio, configs[0].name, r.ci_low, r.ci_high, verdict))
+        else:
+            lines.append("%s: %s is %.3fx %s (one run each: no interval; use --repeat 3 or more)"
+                         % (r.metric, r.config, r.ratio, configs[0].name))
+    base_ctx = contexts.get(configs[0].name, "")
+    for r in rows:
+        ctx = contexts.get(r.config, "")
+        if (r.metric == "training step" and r.config != configs[0].name and ctx.startswith("cpu:")
+                and ctx.endswith(":half") and base_ctx == "cpu:float" and r.ci_low is not None and r.ci_low > 1):
+            lines.append("Advice: on the CPU, NNabla emulates half precision: the training step measured "
+                         "%.2fx slower than float (95%% CI %.2f to %.2f). Keep float on the CPU; try half "
+                         "precision on a GPU (--set context=cudnn,type_config=half)." % (r.ratio, r.ci_low, r.ci_high))
+    return lines

@@ -1,0 +1,224 @@
+"""The NNC profile sequence: which entries, in which order, timed how.
+
+For each optimizer (training) and executor (inference) of a project, this
+module lays out the entries in the order NNC's Profile command logs them, as
+items of a round (``nnprofile.measure.rounds``): data, setup, the layers'
+forward, prepare_backward, the layers' backward, the whole passes, weight
+decay, update and monitor_loss.
+
+Two ways of timing the layers:
+
+- ``isolated`` (NNC's way): each function's forward or backward is re-run on
+  its own, on real buffers of the network (refreshed at the start of every
+  round, since the whole passes clear them);
+- ``graph``: each function is timed inside real forward and backward passes of
+  the whole network, between NNabla's function pre- and post-hooks.
+"""
+from __future__ import annotations
+
+from typing import Callable, Dict, List, Optional
+
+import numpy as np
+
+from ..choices import BACKWARD, FORWARD, MODES
+from ..errors import ProfileError
+from ..result import Entry, Section
+from ..stats import Drift
+from .layers import Layer, LayerIndex, layer_names, only_layers, parameters, pass_functions
+from .rounds import Action, EntryCallback, Item, PassProbe, Probe, RoundRunner
+from .timing import Measurement, Timer
+
+
+def let_data(variable, data, data_name: str, variable_name: str) -> None:
+    from nnabla.utils.cli.utility import let_data_to_variable
+    if variable.shape != data.shape and variable.size != data.size:
+        raise ProfileError("data '%s' has shape %s but variable '%s' expects %s"
+                           % (data_name, tuple(data.shape), variable_name, tuple(variable.shape)))
+    try:
+        let_data_to_variable(variable, data=data, data_name=data_name, variable_name=variable_name)
+    except Exception as e:
+        raise ProfileError("cannot assign data '%s' to variable '%s': %s" % (data_name, variable_name, e))
+
+
+def simple(label: str, phase: str) -> Callable[[Measurement], Entry]:
+    """The entry factory of a step that is not a layer."""
+    def make(m: Measurement) -> Entry:
+        return Entry(label=label, phase=phase, samples_ns=m.samples_ns,
+                     calls_per_sample=m.calls_per_sample, overhead_ns=m.overhead_ns)
+    return make
+
+
+def layer_entry(layer: Layer, phase: str) -> Callable[[Measurement], Entry]:
+    return lambda m: layer.entry(phase, m)
+
+
+class SolverSnapshot:
+    """Parameters and solver state as they were: restored after every timed update."""
+
+    def __init__(self, solver, params: Dict[str, object]):
+        self.solver = solver
+        self.params = {name: (p, p.d.copy()) for name, p in params.items()}
+        self.states = {name: (s.t, {k: v.d.copy() for k, v in s.pstate.items()})
+                       for name, s in solver.get_states().items()}
+
+    def restore(self) -> None:
+        for p, data in self.params.values():
+            p.d = data
+        states = self.solver.get_states()
+        for name, s in states.items():
+            t, arrays = self.states[name]
+            s.t = t
+            for k, v in s.pstate.items():
+                v.d = arrays[k]
+        self.solver.set_states(states)
+
+
+class Profiler:
+    """Profiles sections of a project: plans each section's items, then runs them in rounds."""
+
+    def __init__(self, timer: Timer, on_entry: Optional[EntryCallback] = None, mode: str = "isolated",
+                 layers: bool = True):
+        if mode not in MODES:
+            raise ProfileError("unknown mode '%s' (choose from %s)" % (mode, ", ".join(MODES)))
+        self.timer = timer
+        self.mode = mode
+        self.layers = layers  # False: only the whole-step entries
+        self.runner = RoundRunner(timer, on_entry)
+
+    # -- the items of a round -------------------------------------------------
+
+    def _inputs(self, source, dataset_assign, generator_assign) -> List[Item]:
+        items: List[Item] = [Probe(simple("load_dataset", "load_dataset"), source.next)]
+        batch = source.next()
+        for pv, data_name in dataset_assign.items():
+            if data_name not in batch:
+                raise ProfileError("data '%s' for variable '%s' is not in the dataset (it has: %s)"
+                                   % (data_name, pv.name, ", ".join(sorted(batch)) or "nothing"))
+            var, data = pv.variable_instance, batch[data_name]
+            if data.dtype.kind == "f" and not np.isfinite(data).all():
+                # NaN and inf take slow paths in many kernels: the times would mislead.
+                raise ProfileError("data '%s' for variable '%s' contains NaN or infinite values"
+                                   % (data_name, pv.name))
+            let_data(var, data, data_name, pv.name)  # once untimed: checks shapes, one clear error
+            items.append(Probe(simple("let_data (%s to %s)" % (data_name, pv.name), "let_data"),
+                               lambda v=var, d=data, n=data_name, vn=pv.name: let_data(v, d, n, vn)))
+        for pv, generator in generator_assign.items():
+            var = pv.variable_instance
+
+            def generate(v=var, g=generator, vn=pv.name):
+                let_data(v, g(v.shape), "generator", vn)
+            items.append(Probe(simple("generate_data (%s)" % pv.name, "generate_data"), generate))
+        return items
+
+    def _setup(self, layers: List[Layer]) -> List[Item]:
+        return [Probe(layer_entry(layer, "setup_function"),
+                      lambda f=layer.function: f.setup(f.inputs, f.outputs)) for layer in layers]
+
+    def _layer_work(self, phase: str, order: List[Optional[Layer]], run_pass,
+                    before=None) -> List[Item]:
+        """Per-layer forward or backward entries, in the mode chosen."""
+        if self.mode == "graph":
+            return [PassProbe([layer_entry(l, phase) if l else None for l in order], run_pass, before)]
+        items: List[Item] = []
+        for layer in only_layers(order):
+            f = layer.function
+            if phase == FORWARD:
+                def work(f=f):
+                    f.forward(f.inputs, f.outputs)
+            else:
+                def work(f=f):
+                    f.backward(f.inputs, f.outputs)
+            items.append(Probe(layer_entry(layer, phase), work))
+        return items
+
+    def optimizer_items(self, optimizer, source) -> List[Item]:
+        o = optimizer
+        items = self._inputs(source, o.dataset_assign, o.generator_assign)
+        loss_grad = 1.0 / o.loss_variables[0].variable_instance.size
+
+        def forward_all(pre=None, post=None):
+            o.target.forward(clear_no_need_grad=True, function_pre_hook=pre, function_post_hook=post)
+
+        def backward_all(pre=None, post=None):
+            o.target.backward(grad=loss_grad, clear_buffer=True, function_pre_hook=pre, function_post_hook=post)
+
+        if self.layers:
+            index = LayerIndex(layer_names(o.network), parameters())
+            forward_order = index.order(pass_functions(o.target))
+            o.target.forward(clear_no_need_grad=False)
+            backward_order = index.order(pass_functions(o.target, forward=False, loss_grad=loss_grad))
+
+            def refresh():
+                # The whole passes clear buffers (and setup may reallocate them): the
+                # per-layer runs of every round start from a real forward and backward.
+                o.target.forward(clear_no_need_grad=False)
+                o.target.backward(grad=loss_grad, clear_buffer=False)
+            items += self._setup(only_layers(forward_order))
+            items.append(Action(refresh))
+            items += self._layer_work(FORWARD, forward_order, forward_all)
+        # NNabla's training loop zeroes the gradients between forward and backward.
+        items.append(Probe(simple("prepare_backward", "prepare_backward"), o.solver.zero_grad))
+        if self.layers:
+            items += self._layer_work(BACKWARD, backward_order, backward_all, before=forward_all)
+
+        params = [p for name, p in o.parameters.items() if name[-2:] in ("/W", "/b")]
+
+        def backward_all_zeroing():
+            for p in params:
+                p.grad.zero()
+            backward_all()
+
+        items.append(Probe(simple("forward_all", "forward_all"), forward_all))
+        # Each backward run follows an untimed forward, as in training.
+        items.append(Probe(simple("backward_all", "backward_all"), backward_all, before=forward_all))
+        if self.layers:  # a variant of backward_all, not part of the step
+            items.append(Probe(simple("backward_all(wo param zero_grad)", "backward_all_wo_zero_grad"),
+                               backward_all_zeroing, before=forward_all))
+        solver = o.solver.name
+        snapshot = SolverSnapshot(o.solver, o.parameters)
+        if o.weight_decay > 0:
+            items.append(Probe(simple("weight_decay (%s)" % solver, "weight_decay"),
+                               lambda: o.solver.weight_decay(o.weight_decay), after=snapshot.restore))
+        # Every timed update starts from the same weights and solver state.
+        items.append(Probe(simple("update (%s)" % solver, "update"), o.solver.update, after=snapshot.restore))
+        losses = [loss.variable_instance for loss in o.loss_variables]
+
+        def monitor_loss():
+            for v in losses:
+                np.mean(v.d)
+        items.append(Probe(simple("monitor_loss", "monitor_loss"), monitor_loss))
+        return items
+
+    def executor_items(self, executor, source) -> List[Item]:
+        e = executor
+        items = self._inputs(source, e.dataset_assign, e.generator_assign)
+
+        def forward_all(pre=None, post=None):
+            e.forward_target.forward(clear_buffer=True, function_pre_hook=pre, function_post_hook=post)
+
+        if self.layers:
+            index = LayerIndex(layer_names(e.network), parameters())
+            order = index.order(pass_functions(e.forward_target))
+            items += self._setup(only_layers(order))
+            items.append(Action(lambda: e.forward_target.forward(clear_no_need_grad=False)))
+            items += self._layer_work(FORWARD, order, forward_all)
+        items.append(Probe(simple("forward_all", "forward_all"), forward_all))
+        return items
+
+    # -- sections ---------------------------------------------------------------
+
+    def profile_optimizer(self, section: Section, optimizer, source) -> Drift:
+        snapshot = {name: p.d.copy() for name, p in optimizer.parameters.items()}
+        try:
+            drift = self.runner.run(section, self.optimizer_items(optimizer, source))
+            section.complete = True
+            return drift
+        finally:
+            # Later sections see the parameters as loaded.
+            for name, p in optimizer.parameters.items():
+                p.d = snapshot[name]
+
+    def profile_executor(self, section: Section, executor, source) -> Drift:
+        drift = self.runner.run(section, self.executor_items(executor, source))
+        section.complete = True
+        return drift

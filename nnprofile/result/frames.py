@@ -1,0 +1,56 @@
+"""Profiles as pandas DataFrames, for users who analyse results in a notebook.
+
+One row per entry, in log order; times in milliseconds as floats, counts as
+integers, and a missing figure as NaN (pandas' empty cell), never as zero.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, List
+
+from ..stats import NS_PER_MS
+
+if TYPE_CHECKING:
+    import pandas
+
+    from .model import Profile
+
+COLUMNS = ["section", "label", "phase", "layer", "layer_id", "layer_type", "class", "in_place",
+           "mean_ms", "median_ms", "std_ms", "min_ms", "max_ms", "p90_ms", "runs", "rse",
+           "calls_per_sample", "overhead_ns", "output_shape", "params", "flops", "bytes_read",
+           "bytes_written", "gflops_per_s", "flop_per_byte", "dtype", "section_kind", "section_complete"]
+INTEGER_COLUMNS = ["layer_id", "runs", "calls_per_sample", "params", "flops", "bytes_read", "bytes_written"]
+
+
+def profile_records(profile: "Profile") -> List[Dict[str, Any]]:
+    """The rows of ``profile_frame`` as plain dicts (None where a figure is unknown)."""
+    records = []
+    for section in profile.sections:
+        for e in section.entries:
+            s = e.stats
+            records.append({
+                "section": section.title, "label": e.label, "phase": e.phase, "layer": e.layer,
+                "layer_id": e.layer_id, "layer_type": e.layer_type, "class": e.impl_class,
+                "in_place": e.in_place, "mean_ms": e.mean_ms, "median_ms": s.median / NS_PER_MS,
+                "std_ms": s.std / NS_PER_MS, "min_ms": s.min / NS_PER_MS, "max_ms": s.max / NS_PER_MS,
+                "p90_ms": s.p90 / NS_PER_MS, "runs": s.n, "rse": s.rse,
+                "calls_per_sample": e.calls_per_sample, "overhead_ns": e.overhead_ns,
+                "output_shape": e.output_shape, "params": e.params, "flops": e.flops,
+                "bytes_read": e.bytes_read, "bytes_written": e.bytes_written,
+                "gflops_per_s": e.gflops_per_s, "flop_per_byte": e.arithmetic_intensity,
+                "dtype": e.dtype, "section_kind": section.kind, "section_complete": section.complete,
+            })
+    return records
+
+
+def profile_frame(profile: "Profile") -> "pandas.DataFrame":
+    import pandas as pd
+    frame = pd.DataFrame.from_records(profile_records(profile), columns=COLUMNS)
+    # Integers that may be missing: pandas' nullable integer type keeps them whole.
+    for column in INTEGER_COLUMNS:
+        frame[column] = frame[column].astype("Int64")
+    for column in ("mean_ms", "median_ms", "std_ms", "min_ms", "max_ms", "p90_ms", "rse",
+                   "overhead_ns", "gflops_per_s", "flop_per_byte"):
+        frame[column] = frame[column].astype("float64")
+    frame["in_place"] = frame["in_place"].astype(bool)
+    frame["section_complete"] = frame["section_complete"].astype(bool)
+    return frame
