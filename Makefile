@@ -39,6 +39,7 @@ demo: $(STAMP) $(DIGITS)
 	@echo "Open results/lenet/profile.xlsx in Excel or LibreOffice."
 
 test: $(STAMP) $(DIGITS)
+	$(PY) -m mypy
 	$(PY) -m pytest -q
 
 bench: $(STAMP) $(DIGITS)

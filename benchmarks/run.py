@@ -23,6 +23,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "tests"))  # nntxt_writer: NNC-style projects for fixtures and benchmarks
 LENET = os.path.join(ROOT, "projects", "lenet", "lenet.nntxt")
 ENTRY = re.compile(r"^(?:\S+ \S+ \[nnabla\]\[[^\]]+\]: )?(?P<label>.*) (?P<ms>-?\d+\.\d{6})\(ms\)$")
 AGREEMENT_FLOOR_MS = 0.05
@@ -31,6 +32,7 @@ AGREEMENT_FLOOR_MS = 0.05
 TARGET_WALL_RATIO = 0.1
 TARGET_AGREEMENT = 0.15
 TARGET_HOOK_US = 2.0
+TARGET_CV = 0.05
 
 
 def run(cmd, cwd=None):
@@ -106,28 +108,30 @@ def median(values):
     return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
 
 
-def bench_against_nnabla_cli(work, repeat):
-    """Alternating runs of both tools; per-entry medians over the runs, so that a slow
-    spell of a shared machine during one run does not decide the comparison."""
+def bench_against_nnabla_cli(work, repeat, ours_per_cli=2):
+    """Alternating runs of both tools (``ours_per_cli`` of nnprofile after each nnabla_cli run);
+    per-entry medians over the runs for the agreement, every run for the reproducibility."""
     project = lenet_copy(work)
-    cli = os.path.join(os.path.dirname(sys.executable), "nnabla_cli")
+    cli = [sys.executable, "-m", "nnabla.utils.cli.cli"]  # nnabla_cli, wherever scripts are installed
     # Warm the dataset cache first, so that neither run pays for creating it.
     run(nnprofile_cmd(project, "--runs", "1", "-q", "-o", os.path.join(work, "warm")))
-    walls_cli, walls_ours, walls_full, cli_runs, our_runs = [], [], [], [], []
+    walls_cli, walls_ours, walls_full, cli_runs, our_runs, drift_flags = [], [], [], [], [], []
     for i in range(repeat):
         out_cli = os.path.join(work, "nnabla_cli%d" % i)
         os.makedirs(out_cli)
-        wall, _, out, err = run([cli, "profile", "-c", project, "-o", out_cli], cwd=work)
+        wall, _, out, err = run(cli + ["profile", "-c", project, "-o", out_cli], cwd=work)
         walls_cli.append(wall)
         cli_runs.append(log_entries(out + err))
-        wall, _, text, _ = run(nnprofile_cmd(project, "--no-inference", "--zero-weights",
-                                             "-o", os.path.join(work, "ours%d" % i)))
-        walls_ours.append(wall)
-        our_runs.append([e for e in log_entries(text, "optimizer") if phase(e[0]) != "setup_function"])
+        for k in range(ours_per_cli):
+            wall, _, text, _ = run(nnprofile_cmd(project, "--no-inference", "--zero-weights",
+                                                 "-o", os.path.join(work, "ours%d_%d" % (i, k))))
+            walls_ours.append(wall)
+            our_runs.append([e for e in log_entries(text, "optimizer") if phase(e[0]) != "setup_function"])
+            drift_flags.append("Drift: the machine's speed drifted" in text)
         walls_full.append(run(nnprofile_cmd(project, "-o", os.path.join(work, "full%d" % i)))[0])
-    for ours, theirs in zip(our_runs, cli_runs):
-        if [phase(l) for l, _ in ours] != [phase(l) for l, _ in theirs]:
-            raise SystemExit("the two logs list different entries:\n%s\n%s" % (ours, theirs))
+    for ours in our_runs:
+        if [phase(l) for l, _ in ours] != [phase(l) for l, _ in cli_runs[0]]:
+            raise SystemExit("the two logs list different entries:\n%s\n%s" % (ours, cli_runs[0]))
     pairs = []
     for j, (label, _) in enumerate(our_runs[0]):
         theirs = median([r[j][1] for r in cli_runs])
@@ -141,7 +145,33 @@ def bench_against_nnabla_cli(work, repeat):
         "worst_label": worst[0], "worst_ratio": worst[1],
         "within": sum(1 for _, r in pairs if abs(r - 1) <= TARGET_AGREEMENT),
         "pairs": pairs,
+        "reproducibility": {"nnprofile": reproducibility(our_runs, drift_flags),
+                            "nnabla_cli": reproducibility(cli_runs, [False] * len(cli_runs))},
     }
+
+
+def cv(values):
+    m = sum(values) / len(values)
+    if len(values) < 2 or m <= 0:
+        return 0.0
+    return (sum((v - m) ** 2 for v in values) / (len(values) - 1)) ** 0.5 / m
+
+
+def reproducibility(runs, flagged):
+    """Run-to-run coefficients of variation: of each entry's mean (entries over the floor), over the
+    runs that did not flag drift, and of each layer's share of the forward and backward time."""
+    labels = [label for label, _ in runs[0]]
+    steady = [r for r, f in zip(runs, flagged) if not f] or runs
+    entry_cvs = [cv([dict(r)[l] for r in steady]) for l in labels
+                 if median([dict(r)[l] for r in runs]) > AGREEMENT_FLOOR_MS]
+    layer_labels = [l for l in labels if phase(l) in ("forward_function", "backward_function")]
+    sums = [sum(dict(r)[l] for l in layer_labels) for r in runs]
+    share_cvs = [cv([dict(r)[l] / s for r, s in zip(runs, sums)]) for l in layer_labels]
+    middle = median(sums)
+    off = [abs(s / middle - 1) > 0.10 for s in sums]
+    return {"runs": len(runs), "flagged": sum(flagged), "entry_cv": median(entry_cvs),
+            "share_cv": median(share_cvs), "layer_sums": sums,
+            "off_runs": sum(off), "off_and_flagged": sum(1 for o, f in zip(off, flagged) if o and f)}
 
 
 # -- 2. hook overhead ------------------------------------------------------------
@@ -150,10 +180,10 @@ def bench_hook_overhead(work):
     """forward_all with the timing hooks, with empty hooks (NNabla's own dispatch) and without."""
     import nnabla as nn
     import nnabla.functions as F
-    from nnprofile.nntxt_writer import deep_mlp
-    from nnprofile.profiler import hook_costs
+    from nntxt_writer import deep_mlp
+    from nnprofile.measure.graph import hook_costs
     from nnprofile.project import load_project
-    from nnprofile.timing import Sampling, Timer
+    from nnprofile.measure.timing import Sampling, Timer
     timer = Timer(Sampling(runs=20, warmup=2))
     timer.calibrate()
     path = os.path.join(work, "deep200.nntxt")
@@ -180,7 +210,7 @@ def bench_hook_overhead(work):
 # -- 3. scaling with the number of layers ------------------------------------------
 
 def bench_scaling(work, sizes):
-    from nnprofile.nntxt_writer import deep_mlp
+    from nntxt_writer import deep_mlp
     rows = []
     for n in sizes:
         path = os.path.join(work, "mlp%d.nntxt" % n)
@@ -239,7 +269,7 @@ def main(argv=None):
     work = tempfile.mkdtemp(prefix="nnprofile-bench-")
     try:
         print("1/4 nnprofile against nnabla_cli profile on projects/lenet ...", flush=True)
-        cli = bench_against_nnabla_cli(work, repeat)
+        cli = bench_against_nnabla_cli(work, repeat, ours_per_cli=1 if args.quick else 2)
         print("2/4 hook overhead ...", flush=True)
         hooks = bench_hook_overhead(work)
         print("3/4 scaling with the number of layers ...", flush=True)
@@ -271,6 +301,23 @@ def main(argv=None):
                  met(cli["within"] == cli["compared"])), "",
               "| entry | nnprofile / nnabla_cli |", "|---|---|"]
     lines += ["| %s | %.3f |" % (label, r) for label, r in cli["pairs"]]
+    ours, theirs = cli["reproducibility"]["nnprofile"], cli["reproducibility"]["nnabla_cli"]
+    wall_ok = cli["ratio"] <= TARGET_WALL_RATIO
+    lines += ["", "## 1b. Run to run: the same profile again and again (projects/lenet, training section)", "",
+              "Coefficient of variation across runs of each entry's mean (entries above %.2f ms; for "
+              "nnprofile over the runs that did not flag drift) and of each layer's share of the forward "
+              "and backward time; medians over entries and layers." % AGREEMENT_FLOOR_MS, "",
+              "| tool | runs | median CV of entry means | median CV of layer shares | runs flagging drift | "
+              "runs >10%% off the median run (flagged) | layer sums (ms) |", "|---|---|---|---|---|---|---|"]
+    for name, r in (("nnprofile", ours), ("nnabla_cli profile", theirs)):
+        lines.append("| %s | %d | %.3f | %.3f | %s | %d (%s) | %s |" % (
+            name, r["runs"], r["entry_cv"], r["share_cv"], r["flagged"] if name == "nnprofile" else "n/a",
+            r["off_runs"], r["off_and_flagged"] if name == "nnprofile" else "n/a",
+            ", ".join("%.2f" % x for x in r["layer_sums"])))
+    lines += ["", "Targets: layer shares ≤ %.2f: %s; entry means ≤ %.2f over unflagged runs: %s; every run "
+              "more than 10%% off the median run flags drift: %s; median wall time ≤ %.2f of nnabla_cli's: %s."
+              % (TARGET_CV, met(ours["share_cv"] <= TARGET_CV), TARGET_CV, met(ours["entry_cv"] <= TARGET_CV),
+                 met(ours["off_runs"] == ours["off_and_flagged"]), TARGET_WALL_RATIO, met(wall_ok))]
     worst_total = max(h["total_us"] for h in hooks)
     lines += ["", "## 2. Hook overhead in graph mode", "",
               "forward_all with the timing hooks, with empty hooks (NNabla's own hook dispatch) and without "

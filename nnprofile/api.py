@@ -15,7 +15,7 @@ import os
 import platform
 import shutil
 import tempfile
-from typing import Callable, Dict, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Optional, Sequence, Union
 
 from . import __version__
 from .analysis import SectionAnalysis, analyze_section
@@ -43,14 +43,14 @@ def prepare_outdir(outdir: str) -> None:
         raise ProfileError("output folder %s is not writable" % outdir)
 
 
-def _batch_sizes(project) -> Union[int, Dict[str, int]]:
+def _batch_sizes(project: Any) -> Union[int, Dict[str, int]]:
     """The networks' batch size: one number if they agree, else network -> size."""
     sizes = {n.name: n.batch_size for n in project.info.proto.network}
     distinct = set(sizes.values())
     return distinct.pop() if len(distinct) == 1 else sizes
 
 
-def _header(project, sampling: Sampling, mode: str) -> Dict[str, object]:
+def _header(project: Any, sampling: Sampling, mode: str) -> Dict[str, object]:
     import nnabla
     return {
         "mode": mode,
@@ -79,7 +79,8 @@ def profile(project: PathLike, *params: PathLike, outdir: Optional[PathLike] = N
             on_start: Optional[Callable[[Profile], None]] = None,
             on_section: Optional[SectionCallback] = None, on_entry: Optional[EntryCallback] = None,
             on_section_end: Optional[SectionEndCallback] = None,
-            clock: Optional[Clock] = None, overhead_ns: Optional[float] = None) -> Profile:
+            clock: Optional[Clock] = None, overhead_ns: Optional[float] = None, repeat: int = 1,
+            on_progress: Optional[Callable[[str], None]] = None) -> Profile:
     """Profile an NNC project (.nntxt or .nnp, plus parameter files) as NNC's Profile command does.
 
     Every option of the command line is a keyword here. ``runs`` fixes the
@@ -94,6 +95,11 @@ def profile(project: PathLike, *params: PathLike, outdir: Optional[PathLike] = N
     header is known, ``on_section(section)``, ``on_entry(section, entry)`` when
     an entry is final (in log order), ``on_section_end(section, analysis)``.
 
+    ``repeat`` > 1 profiles in that many fresh processes (their files in
+    OUTDIR/runs/<n>/) and pools the results: samples and rounds per entry, the
+    machine's usual speed taken over all runs, each run's mean kept for the
+    run-to-run spread (``on_progress`` hears of each run).
+
     ``clock`` replaces the monotonic clock (tests drive it with a scripted
     one); ``overhead_ns`` sets the timing overhead taken off every sample
     instead of measuring it at start-up.
@@ -105,6 +111,14 @@ def profile(project: PathLike, *params: PathLike, outdir: Optional[PathLike] = N
         raise ProfileError("unknown mode '%s' (choose from %s)" % (mode, ", ".join(MODES)))
     from .project import load_project, zero_weights as zero
     files = [os.fspath(project)] + [os.fspath(p) for p in params]
+    if repeat > 1:
+        options: Dict[str, object] = dict(
+            runs=runs, warmup=warmup, target_rse=target_rse, min_rounds=min_rounds, max_seconds=max_seconds,
+            max_seconds_per_entry=max_seconds_per_entry, drift_threshold=drift_threshold, synthetic=synthetic,
+            context=context, type_config=type_config, batch_size=batch_size, mode=mode, layers=layers,
+            zero_weights=zero_weights, optimizers=optimizers, executors=executors, training=training,
+            inference=inference)
+        return _repeated(files, options, repeat, outdir, drift_threshold, on_progress)
     sampling = Sampling(runs=runs, warmup=max(0, warmup), target_rse=target_rse, min_rounds=min_rounds,
                         max_seconds=max_seconds, max_seconds_per_entry=max_seconds_per_entry,
                         drift_threshold=drift_threshold)
@@ -117,7 +131,7 @@ def profile(project: PathLike, *params: PathLike, outdir: Optional[PathLike] = N
     sections = plan(loaded, Selection(optimizers=list(optimizers) if optimizers else None,
                                       executors=list(executors) if executors else None,
                                       training=training, inference=inference))
-    timer = Timer(sampling, clock=clock, sync=loaded.run_context.synchronize)
+    timer = Timer(sampling, clock=clock or Clock(), sync=loaded.run_context.synchronize)
     calibration = timer.calibrate()
     if overhead_ns is not None:
         timer.overhead_ns = overhead_ns
@@ -165,6 +179,23 @@ def profile(project: PathLike, *params: PathLike, outdir: Optional[PathLike] = N
         if out is None:
             shutil.rmtree(cache, ignore_errors=True)
     return result
+
+
+def _repeated(files: Sequence[str], options: Dict[str, object], repeat: int, outdir: Optional[PathLike],
+              threshold: float, on_progress: Optional[Callable[[str], None]]) -> Profile:
+    from .measure.repeat import merge, run_processes
+    from .render import write_all
+    out = os.fspath(outdir) if outdir is not None else tempfile.mkdtemp(prefix="nnprofile-repeat-")
+    prepare_outdir(out)
+    try:
+        runs = run_processes(files, options, repeat, out, progress=on_progress or (lambda line: None))
+        merged = merge(runs, threshold)
+        if outdir is not None:
+            write_all(merged, out)
+        return merged
+    finally:
+        if outdir is None:
+            shutil.rmtree(out, ignore_errors=True)
 
 
 def load(outdir_or_result_json: PathLike) -> Profile:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 
 @dataclass
@@ -24,7 +24,7 @@ class Shapes:
     inputs: List[Tuple[int, ...]]
     outputs: List[Tuple[int, ...]]
     need_grad: List[bool] = field(default_factory=list)
-    args: Dict[str, object] = field(default_factory=dict)
+    args: Dict[str, Any] = field(default_factory=dict)
 
     def grad(self, i: int) -> bool:
         return i < len(self.inputs) and (self.need_grad[i] if i < len(self.need_grad) else True)

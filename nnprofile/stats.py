@@ -110,8 +110,9 @@ class Drift:
     relative to the machine's usual speed in this section (the rounds' lower
     quartile): 1.3 means that round ran 30% slower. Rounds slower than
     ``1 + threshold`` are left out of every entry's mean (``dropped``). When
-    half the rounds or more are dropped, the usual speed itself is in doubt:
-    the section's figures are uncertain (``flagged``).
+    half the rounds or more are dropped, or some ran well faster than the
+    usual speed, the usual speed itself is in doubt: the section's figures are
+    uncertain (``flagged``).
     """
 
     levels: Tuple[float, ...]
@@ -122,8 +123,13 @@ class Drift:
         return [r for r, level in enumerate(self.levels) if level > 1 + self.threshold]
 
     @property
+    def faster(self) -> List[int]:
+        """Rounds well faster than the usual speed: the usual speed was itself taken in a slow spell."""
+        return [r for r, level in enumerate(self.levels) if level < 1 - self.threshold]
+
+    @property
     def flagged(self) -> bool:
-        return len(self.levels) >= 2 and 2 * len(self.dropped) >= len(self.levels)
+        return len(self.levels) >= 2 and (2 * len(self.dropped) >= len(self.levels) or bool(self.faster))
 
     @property
     def high(self) -> float:
@@ -131,14 +137,15 @@ class Drift:
 
     def describe(self) -> str:
         """One line for the log's footer, the Info sheet and the notes (empty when steady)."""
-        if not self.dropped:
+        if not self.dropped and not self.flagged:
             return ""
         what = ("%d of %d rounds ran more than %g%% slower than the machine's usual speed in this "
                 "section (up to %+.0f%%)" % (len(self.dropped), len(self.levels), self.threshold * 100,
                                               (self.high - 1) * 100))
         if self.flagged:
+            spread = max(self.high - 1, 1 - min(self.levels))
             return ("the machine's speed drifted: %s; its usual speed is in doubt, so every figure of "
-                    "this section may be off by up to %.0f%%" % (what, (self.high - 1) * 100))
+                    "this section may be off by up to %.0f%%" % (what, spread * 100))
         return "%s; those rounds are left out of every figure" % what
 
 
@@ -164,14 +171,15 @@ def speed_levels(series: Sequence[Tuple[Sequence[float], Sequence[int]]], rounds
     raw = [t / e if e > 0 else 1.0 for t, e in zip(totals, expected)]
     if not raw:
         return []
-    usual = percentile(sorted(raw), REFERENCE_QUANTILE)
+    # A round's own level, not an interpolation between a fast and a slow round.
+    usual = sorted(raw)[(len(raw) - 1) * REFERENCE_QUANTILE // 100]
     return [level / usual for level in raw] if usual > 0 else raw
 
 
 class RunningStats:
     """Welford's running mean and variance: the stopping rule costs O(1) per run."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.n = 0
         self.mean = 0.0
         self._m2 = 0.0

@@ -232,3 +232,29 @@ def test_graph_mode_writes_the_same_files(tmp_path):
     assert "Timing: graph mode" in proc.stdout
     assert "Hooks: the graph-mode timing hooks add" in proc.stdout
     assert proc.stdout.count("Coverage: the forward_function entries") == 2
+
+
+def test_a_closed_pipe_loses_nothing(tmp_path):
+    """nnprofile PROJECT | head -n 1: profiling goes on quietly and every file is written."""
+    out = tmp_path / "out"
+    proc = subprocess.run("%s -m nnprofile %s -o %s --runs 2 | head -n 1; echo \"status ${PIPESTATUS[0]}\""
+                          % (sys.executable, LENET, out), shell=True, executable="/bin/bash",
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    first, status = proc.stdout.splitlines()
+    assert first.startswith("nnprofile ") and status == "status 0"
+    assert proc.stderr == ""
+    log = (out / "profile.log").read_text()
+    assert log.rstrip().endswith("Profile Completed.")
+    from agreement import check_outputs_agree
+    check_outputs_agree(out)
+
+
+def test_printed_text_is_the_log_even_after_a_failure(tmp_path):
+    from PIL import Image
+    (tmp_path / "small").mkdir()
+    Image.new("L", (20, 20), 128).save(tmp_path / "small" / "0.png")
+    (tmp_path / "small.csv").write_text("x:image,y:label\n./small/0.png,0\n")
+    project = _lenet_with_validation(tmp_path, "small.csv")
+    proc = run_cli(str(project), "-o", str(tmp_path / "out"), "--runs", "1")
+    assert proc.returncode == 2
+    assert proc.stdout == (tmp_path / "out" / "profile.log").read_text()

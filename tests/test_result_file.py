@@ -36,6 +36,31 @@ def test_a_version_1_file_keeps_loading():
     assert profile.sections[0].entries[0].mean_ms > 0
 
 
+def test_a_version_1_file_gets_layer_ids_by_name():
+    profile = result_file.load(os.path.join(GOLDEN, "result_v1.json"))
+    train = profile.sections[0]
+    forward = {e.layer: e.layer_id for e in train.entries_of("forward_function")}
+    backward = {e.layer: e.layer_id for e in train.entries_of("backward_function")}
+    assert forward and all(backward[name] == forward[name] for name in backward)
+    assert len(set(forward.values())) == len(forward)
+    assert all(e.round_sizes == [] and e.complete for e in train.entries)
+
+
+def test_a_version_2_file_keeps_loading():
+    """Written by the release that sampled in rounds (checked in): it must load forever."""
+    profile = result_file.load(os.path.join(GOLDEN, "result_v2.json"))
+    train = profile.sections[0]
+    assert train.complete and len(train.speed_levels) == 2
+    conv = train.entries_of("forward_function")[0]
+    assert conv.layer_id == 0 and conv.round_sizes == [1, 1] and conv.stats.rounds == 2
+    assert [e.layer_id for e in train.entries_of("backward_function")][-1] == 0
+
+
+def test_every_version_has_a_checked_in_file():
+    for version in range(1, result_file.VERSION + 1):
+        assert os.path.isfile(os.path.join(GOLDEN, "result_v%d.json" % version)), version
+
+
 def test_missing_fields_take_their_defaults():
     data = {"format": "nnprofile-result", "version": 1, "sections": [
         {"kind": "executor", "name": "E", "network": "R",

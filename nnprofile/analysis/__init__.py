@@ -43,10 +43,35 @@ class SectionAnalysis:
     layers: List[LayerTime]           # forward order, forward and backward paired by identity
     drift: Drift
     step: Optional[Summary] = None    # complete training sections: breakdown and advice
+    run_spread: Optional["RunSpread"] = None  # with --repeat: how entry means moved between processes
 
     @property
     def coverage_by_whole_phase(self) -> Dict[str, float]:
         return {c.whole_phase: c.share for c in self.coverage if c.share is not None}
+
+
+# Entries shorter than this are left out of the run-to-run spread: their relative figures are noise.
+SPREAD_FLOOR_MS = 0.05
+
+
+@dataclass(frozen=True)
+class RunSpread:
+    runs: int
+    median_cv: float
+    worst_cv: float
+    worst: str
+
+
+def run_spread(section: Section) -> Optional[RunSpread]:
+    cvs = sorted((e.run_cv, e.label) for e in section.entries
+                 if e.run_cv is not None and e.mean_ms > SPREAD_FLOOR_MS)
+    if not cvs:
+        return None
+    runs = max(len(e.run_means) for e in section.entries)
+    values = [cv for cv, _ in cvs]
+    middle = len(values) // 2
+    median = values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+    return RunSpread(runs, median, cvs[-1][0], cvs[-1][1])
 
 
 @dataclass
@@ -91,7 +116,8 @@ def analyze_section(section: Section, header: Dict[str, object]) -> SectionAnaly
         layers=layers,
         drift=Drift(tuple(section.speed_levels), float(threshold) if threshold else 0.10),  # type: ignore[arg-type]
         step=summarize_section(section, str(header.get("context", "cpu:float")), layers,
-                               forward_share[0] if forward_share else None))
+                               forward_share[0] if forward_share else None),
+        run_spread=run_spread(section))
 
 
 def analyze(profile: Profile) -> Analysis:

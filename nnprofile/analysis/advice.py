@@ -97,9 +97,9 @@ def layer_times(section: Section) -> List[LayerTime]:
     out = []
     for f in section.entries_of("forward_function"):
         b = backward.get(key(f))
-        flops = None
+        flops: Optional[int] = None
         if f.flops is not None and (b is None or b.flops is not None):
-            flops = f.flops + (b.flops if b is not None else 0)
+            flops = f.flops + (b.flops or 0 if b is not None else 0)
         moved = sum((e.bytes_read or 0) + (e.bytes_written or 0) for e in (f, b) if e is not None)
         out.append(LayerTime(f.layer or "", f.layer_type or "", f.mean_ms, b.mean_ms if b else 0.0, flops, moved))
     return out
@@ -170,23 +170,26 @@ def dominant_layer(s: Summary) -> List[Advice]:
 
 
 def slow_layer(s: Summary) -> List[Advice]:
-    rated = [l for l in s.layers if l.gflops_per_s is not None and l.total_ms > 0]
+    rates = {id(l): l.gflops_per_s for l in s.layers}
+    rated = [l for l in s.layers if rates[id(l)] is not None and l.total_ms > 0]
     if len(rated) < 2 or s.step_ms <= 0:
         return []
-    best = max(rated, key=lambda l: l.gflops_per_s)
+    best = max(rated, key=lambda l: rates[id(l)] or 0.0)
+    best_rate = rates[id(best)] or 0.0
     out = []
     for l in rated:
+        rate = rates[id(l)] or 0.0
         if l is best or l.total_ms / s.step_ms < SLOW_LAYER_MIN_SHARE:
             continue
-        if l.gflops_per_s < SLOW_LAYER_FACTOR * best.gflops_per_s:
+        if rate < SLOW_LAYER_FACTOR * best_rate:
             out.append(Advice("slow_layer",
                               "%s computes far below what this machine reaches in this network: its "
                               "implementation or its shape (memory-bound, small or odd sizes) costs more "
                               "than its arithmetic." % l.layer,
                               "%s (%s) achieves %.3f GFLOP/s over %.3f ms (%s of the step)%s; the best "
                               "layer, %s, achieves %.3f GFLOP/s (threshold: a tenth of it)"
-                              % (l.layer, l.layer_type, l.gflops_per_s, l.total_ms, _pct(l.total_ms / s.step_ms),
-                                 _memory(l), best.layer, best.gflops_per_s)))
+                              % (l.layer, l.layer_type, rate, l.total_ms, _pct(l.total_ms / s.step_ms),
+                                 _memory(l), best.layer, best_rate)))
     return out
 
 

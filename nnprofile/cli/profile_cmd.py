@@ -47,6 +47,9 @@ def parser() -> argparse.ArgumentParser:
                    help="adaptive: an entry is final after this much timed work (default 0.25)")
     p.add_argument("--drift-threshold", type=positive_float, default=0.10,
                    help="a round more than this far from the median round's speed counts as drift (default 0.10)")
+    p.add_argument("--repeat", type=positive_int, default=1, metavar="N",
+                   help="profile in N fresh processes and pool the results, reporting the run-to-run spread "
+                        "(for nnabla_cli-grade stability, at N times the time)")
     p.add_argument("--no-layers", action="store_true",
                    help="only the whole-step entries (data, forward_all, backward_all, update, ...): "
                         "no per-layer setup, forward and backward entries")
@@ -83,6 +86,7 @@ class LiveLog:
 
     def section_end(self, section, analysis) -> None:
         from ..render import log
+        assert self.profile is not None  # start() came first
         for line in log.section_footer(self.profile, analysis):
             self.out(line)
 
@@ -105,7 +109,8 @@ def run(args) -> int:
             batch_size=args.batch_size, mode=args.mode, layers=not args.no_layers,
             zero_weights=args.zero_weights, optimizers=args.optimizer, executors=args.executor,
             training=not args.no_training, inference=not args.no_inference,
-            on_start=live.start, on_section=live.section, on_entry=live.entry, on_section_end=live.section_end)
+            on_start=live.start, on_section=live.section, on_entry=live.entry, on_section_end=live.section_end,
+            repeat=args.repeat, on_progress=live.out)
     except ProfileError as e:
         if e.profile is not None and e.profile.sections:
             live.finish(e.profile)

@@ -64,7 +64,10 @@ class Comparison:
         return frame
 
     def write(self, outdir: str) -> List[str]:
+        """Write compare.log, compare.csv, compare_entries.csv, compare.xlsx and box plots; returns the paths."""
+        from ..api import prepare_outdir
         from ..render import comparison
+        prepare_outdir(outdir)
         return comparison.write(outdir, self)
 
 
@@ -77,8 +80,8 @@ def compare_results(*results: ResultLike, names: Optional[Sequence[str]] = None)
     if len(results) < 2:
         raise ProfileError("give two or more results to compare")
     if names is None:
-        names = unique_names([r if not isinstance(r, Profile) else "run %d" % (i + 1)
-                              for i, r in enumerate(results)])  # type: ignore[misc]
+        names = unique_names([os.fspath(r) if not isinstance(r, Profile) else "run %d" % (i + 1)
+                              for i, r in enumerate(results)])
     names = list(names)
     profiles = {n: _load(r) for n, r in zip(names, results)}
     entry_rows, layer_rows, metrics = compare_saved(profiles)

@@ -28,7 +28,8 @@ def findings(rows: Sequence[Row], configs: Sequence[Config], contexts: Dict[str,
     for r in rows:
         ctx = contexts.get(r.config, "")
         if (r.metric == "training step" and r.config != configs[0].name and ctx.startswith("cpu:")
-                and ctx.endswith(":half") and base_ctx == "cpu:float" and r.ci_low is not None and r.ci_low > 1):
+                and ctx.endswith(":half") and base_ctx == "cpu:float" and r.ci_low is not None
+                and r.ci_high is not None and r.ratio is not None and r.ci_low > 1):
             lines.append("Advice: on the CPU, NNabla emulates half precision: the training step measured "
                          "%.2fx slower than float (95%% CI %.2f to %.2f). Keep float on the CPU; try half "
                          "precision on a GPU (--set context=cudnn,type_config=half)." % (r.ratio, r.ci_low, r.ci_high))

@@ -55,8 +55,8 @@ def hook_costs(timer: Timer, target, n_functions: int, rounds: int = 5) -> Tuple
     for _ in range(rounds):
         for work, values in samples.items():
             values += fixed.measure(work, batchable=False).samples_ns
-    base, hooked, empty = (summarize(samples[w]).median for w in (plain, hooked, empty_hooks))
-    return (hooked - base) / n_functions, (empty - base) / n_functions
+    base, with_timing, empty = (summarize(samples[w]).median for w in (plain, hooked, empty_hooks))
+    return (with_timing - base) / n_functions, (empty - base) / n_functions
 
 
 def calibrate_hooks(timer: Timer, n_functions: int = 200) -> float:

@@ -1,11 +1,12 @@
 """Sampling in rounds: every entry of a section a few samples per round, round after round.
 
 A machine that slows down for a few seconds then touches every entry alike,
-instead of the few that happened to be measured during the slow spell, and
-the median of an entry's round means (``nnprofile.stats.summarize_rounds``)
-is not carried by a disturbed round. The per-round totals measure the
-machine's speed during the run (``nnprofile.stats.speed_levels``): while it
-drifts, sampling goes on, up to the section's time budget.
+instead of the few that happened to be measured during the slow spell. The
+per-round totals measure the machine's speed during the run
+(``nnprofile.stats.speed_levels``); rounds that ran slower than the usual
+speed are left out of every entry's mean (``nnprofile.stats.summarize_rounds``),
+and sampling goes on until enough undisturbed rounds are in, up to the
+section's time budget.
 
 A round runs the items of a section in NNC's order: probes (one entry each),
 pass probes (graph mode: one hooked pass gives a sample to every layer of the

@@ -16,7 +16,7 @@ Two ways of timing the layers:
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 
@@ -55,7 +55,7 @@ def layer_entry(layer: Layer, phase: str) -> Callable[[Measurement], Entry]:
 class SolverSnapshot:
     """Parameters and solver state as they were: restored after every timed update."""
 
-    def __init__(self, solver, params: Dict[str, object]):
+    def __init__(self, solver, params: Dict[str, Any]):
         self.solver = solver
         self.params = {name: (p, p.d.copy()) for name, p in params.items()}
         self.states = {name: (s.t, {k: v.d.copy() for k, v in s.pstate.items()})
@@ -100,8 +100,9 @@ class Profiler:
                 raise ProfileError("data '%s' for variable '%s' contains NaN or infinite values"
                                    % (data_name, pv.name))
             let_data(var, data, data_name, pv.name)  # once untimed: checks shapes, one clear error
-            items.append(Probe(simple("let_data (%s to %s)" % (data_name, pv.name), "let_data"),
-                               lambda v=var, d=data, n=data_name, vn=pv.name: let_data(v, d, n, vn)))
+            def assign(v=var, d=data, n=data_name, vn=pv.name) -> None:
+                let_data(v, d, n, vn)
+            items.append(Probe(simple("let_data (%s to %s)" % (data_name, pv.name), "let_data"), assign))
         for pv, generator in generator_assign.items():
             var = pv.variable_instance
 
@@ -111,8 +112,9 @@ class Profiler:
         return items
 
     def _setup(self, layers: List[Layer]) -> List[Item]:
-        return [Probe(layer_entry(layer, "setup_function"),
-                      lambda f=layer.function: f.setup(f.inputs, f.outputs)) for layer in layers]
+        def setup(f) -> Callable[[], None]:
+            return lambda: f.setup(f.inputs, f.outputs)
+        return [Probe(layer_entry(layer, "setup_function"), setup(layer.function)) for layer in layers]
 
     def _layer_work(self, phase: str, order: List[Optional[Layer]], run_pass,
                     before=None) -> List[Item]:

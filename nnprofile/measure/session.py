@@ -70,13 +70,13 @@ def executor_datasets(project: Project) -> List[str]:
 def _source(project: Project, section: Section, pool: DatasetPool, synthetic: bool):
     if section.kind == OPTIMIZER:
         component = project.optimizers[section.name]
-        datasets = list(component.proto.dataset_name)
     else:
         component = project.executors[section.name]
-        datasets = None if synthetic else executor_datasets(project)
     if synthetic:
         return SyntheticSource(component.network, component.dataset_assign)
-    return pool.source(datasets)
+    if section.kind == OPTIMIZER:
+        return pool.source(list(component.proto.dataset_name))
+    return pool.source(executor_datasets(project))
 
 
 def run(project: Project, sections: List[Section], timer: Timer, cache_root: str,

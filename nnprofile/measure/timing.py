@@ -61,7 +61,8 @@ class Sampling:
             return "%d warm-up + %d rounds of one timed run per entry" % (self.warmup, self.runs)
         return ("%d warm-up, then rounds over all entries (at least %d) until every entry's relative "
                 "standard error is below %g%% and the machine's speed holds within %g%%, or %g s "
-                "per section (%g s per entry) are spent; each figure is the median of its round means"
+                "per section (%g s per entry) are spent; each figure is the mean of its round means, leaving out "
+                "rounds the machine ran slow in"
                 % (self.warmup, self.min_rounds, self.target_rse * 100, self.drift_threshold * 100,
                    self.max_seconds, self.max_seconds_per_entry))
 
@@ -116,7 +117,7 @@ class Timer:
     measured overhead is recorded for subtraction.
     """
 
-    def __init__(self, sampling: Sampling = Sampling(), clock: Clock = None,
+    def __init__(self, sampling: Sampling = Sampling(), clock: Optional[Clock] = None,
                  sync: Optional[Callable[[], None]] = None, overhead_ns: float = 0.0):
         self.sampling = sampling
         self.clock = clock or Clock()

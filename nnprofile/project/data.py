@@ -55,6 +55,7 @@ def _safe(name: str) -> str:
 
 def _ensure_cache(spec: DatasetSpec, cache_dir: str) -> None:
     """Create NNabla's dataset cache once; redo it when the CSV changes."""
+    assert spec.path is not None  # remote datasets were refused before
     stat = os.stat(spec.path)
     stamp = {"csv": spec.path, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
     stamp_file = os.path.join(cache_dir, "nnprofile_source.json")
@@ -159,7 +160,7 @@ class SyntheticSource:
     def __init__(self, network, dataset_assign, seed: int = 0):
         rng = np.random.RandomState(seed)
         self.variables = []
-        self._batches = [{}, {}]
+        self._batches: List[Dict[str, np.ndarray]] = [{}, {}]
         for pv, data_name in dataset_assign.items():
             shape = tuple(pv.variable_instance.shape)
             kind = _synthetic_kind(network, pv.name)

@@ -12,8 +12,9 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import types
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -41,7 +42,7 @@ class Project:
     name: str
     folder: str
     sha256: str
-    info: object                     # NNabla's loaded project (networks, optimizers, ...)
+    info: Any                        # NNabla's loaded project (networks, optimizers, ...)
     run_context: contexts.RunContext
     datasets: Dict[str, DatasetSpec] = field(default_factory=dict)
     batch_size: Optional[int] = None
@@ -159,13 +160,11 @@ def load_project(paths: Sequence[str], backend: Optional[str] = None,
     _check_files(paths)
     main = next(p for p in paths if os.path.splitext(p)[1].lower() in PROJECT_EXTENSIONS)
 
-    class Info:
-        pass
-
     # Parameters live in NNabla's global scope; start from an empty one so that
     # one project never sees another's parameters.
     nn.clear_parameters()
-    info = Info()
+    # NNabla's loader fills an object of attributes; a namespace is what it expects.
+    info: Any = types.SimpleNamespace()
     info.prepare_data_iterator = False
     info.batch_size = batch_size
     info.exclude_parameter = False
@@ -181,9 +180,7 @@ def load_project(paths: Sequence[str], backend: Optional[str] = None,
     req_backend, req_tc, device_id = contexts.project_request(proto.global_config.default_context)
     run_context = contexts.resolve(req_backend, req_tc, device_id, backend, type_config)
 
-    class GlobalConfig:
-        pass
-    info.global_config = GlobalConfig()
+    info.global_config = types.SimpleNamespace()
     info.global_config.default_context = run_context.nnabla_context
     nn.set_default_context(run_context.nnabla_context)
     info.default_context = run_context.nnabla_context

@@ -13,7 +13,7 @@ from ..result import Profile, file as result_file
 from . import csv_files, log, xlsx
 from .base import Contents, Renderer
 
-RENDERERS: Dict[str, Renderer] = {r.NAME: r for r in (log, csv_files, xlsx)}  # type: ignore[misc]
+RENDERERS: Dict[str, Renderer] = {r.NAME: r for r in (log, csv_files, xlsx)}
 FORMATS = tuple(RENDERERS)
 
 

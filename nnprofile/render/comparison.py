@@ -54,7 +54,7 @@ def table_lines(rows: Sequence[Row]) -> List[str]:
         if r.ratio is not None:
             ratio = "%.3f" % r.ratio
             if r.ci_low is not None:
-                ratio += " (%.3f to %.3f)" % (r.ci_low, r.ci_high)
+                ratio += " (%.3f to %.3f)" % (r.ci_low, r.ci_high or 0.0)
         d = r.stats
         lines.append("%-*s %-*s %3d %11.4f %11.4f %10.4f %11.4f %11.4f %11.4f  %s" % (
             mwidth, "%s (%s)" % (r.metric, r.unit), width, r.config, d.n, d.mean, d.median, d.std, d.p90,

@@ -23,7 +23,7 @@ DETAIL_COLUMNS = ["section", "label", "phase", "layer", "layer_type", "class", "
                   "mean_ms", "median_ms", "std_ms", "min_ms", "max_ms", "p90_ms", "runs", "rse",
                   "calls_per_sample", "overhead_ns", "output_shape", "params", "flops", "bytes_read",
                   "bytes_written", "gflops_per_s", "flop_per_byte", "coverage", "section_complete", "layer_id", "rounds",
-                  "entry_complete"]
+                  "entry_complete", "run_cv"]
 
 
 def profile_rows(profile: Profile) -> List[List[str]]:
@@ -68,7 +68,7 @@ def work_cells(e: Entry, rate: Callable[[float], object] = lambda x: "%.3f" % x)
 
 def detail_rows(profile: Profile, analysis: Optional[Analysis] = None) -> List[List[object]]:
     analysis = analysis or analyze(profile)
-    rows: List[List[object]] = [DETAIL_COLUMNS]
+    rows: List[List[object]] = [list(DETAIL_COLUMNS)]
     for section in profile.sections:
         coverage = analysis.of(section).coverage_by_whole_phase
         for e in section.entries:
@@ -80,7 +80,8 @@ def detail_rows(profile: Profile, analysis: Optional[Analysis] = None) -> List[L
                          "%.4f" % s.rse, e.calls_per_sample, "%.1f" % e.overhead_ns]
                         + work_cells(e)
                         + ["%.4f" % coverage[e.phase] if e.phase in coverage else "", int(section.complete),
-                           "" if e.layer_id is None else e.layer_id, s.rounds, int(e.complete)])
+                           "" if e.layer_id is None else e.layer_id, s.rounds, int(e.complete),
+                           "" if e.run_cv is None else "%.4f" % e.run_cv])
     return rows
 
 
@@ -97,7 +98,7 @@ SUMMARY_COLUMNS = ["section", "item", "name", "ms", "percent", "detail"]
 def summary_rows(profile: Profile, analysis: Optional[Analysis] = None) -> List[List[object]]:
     """The step breakdown, top layers and advice of every complete training section."""
     analysis = analysis or analyze(profile)
-    rows: List[List[object]] = [SUMMARY_COLUMNS]
+    rows: List[List[object]] = [list(SUMMARY_COLUMNS)]
     for step in analysis.steps:
         rows.extend([csv_text(cell) for cell in row] for row in advice_rows(step))
     return rows

@@ -5,7 +5,7 @@ import os
 import re
 from typing import List, Optional
 
-from ..analysis import Analysis, SectionAnalysis, analyze
+from ..analysis import SPREAD_FLOOR_MS, Analysis, SectionAnalysis, analyze
 from ..analysis.advice import summary_lines
 from ..result import Entry, Profile, Section, format_ms
 from .base import Contents
@@ -27,14 +27,14 @@ def header_lines(profile: Profile) -> List[str]:
     lines.append("Timing: %s mode (%s); %s; each figure is the mean time of one call"
                  % (mode, how, h.get("sampling")))
     if h.get("clock"):
-        overhead = h.get("timing_overhead_ns") or 0
+        overhead = float(h.get("timing_overhead_ns") or 0)  # type: ignore[arg-type]
         lines.append("Clock: %s, smallest step %s ns; timing one sample costs %s ns, taken off every figure; "
                      "calls under %s are timed in batches" % (h["clock"], _num(h.get("clock_resolution_ns")),
                                                             _num(overhead), _duration(overhead * 100)))
     if h.get("hook_overhead_ns") is not None:
         lines.append("Hooks: the graph-mode timing hooks add %s per function to a pass (NNabla's hook "
                      "dispatch included), measured on a chain of 200 tiny functions"
-                     % _duration(max(0.0, h["hook_overhead_ns"])))
+                     % _duration(max(0.0, float(h["hook_overhead_ns"]))))  # type: ignore[arg-type]
     return lines
 
 
@@ -60,6 +60,11 @@ def section_footer(profile: Profile, a: SectionAnalysis) -> List[str]:
             ", ".join("%s (%.1f%%)" % (e.label, e.stats.rse * 100) for e in a.missed_target)))
     if a.drift.describe():
         lines.append("Drift: %s." % a.drift.describe())
+    if a.run_spread is not None:
+        r = a.run_spread
+        lines.append("Repeat: %d fresh processes; run-to-run coefficient of variation of the entry means "
+                     "over %g ms: %.3f (median), %.3f at worst (%s)" % (r.runs, SPREAD_FLOOR_MS, r.median_cv,
+                                                                       r.worst_cv, r.worst))
     if a.incomplete:
         lines.append(incomplete_line(a))
     if a.unknown_flops:

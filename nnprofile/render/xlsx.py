@@ -207,7 +207,8 @@ def build(profile: Profile, analysis: Optional[Analysis] = None):
             xlsx_text(ws.cell(row=len(section.entries) + 3, column=1),
                       "INCOMPLETE: %s" % (profile.failure or "stopped"))
     n_sheets = len(profile.sections)
-    summary = [SUMMARY_COLUMNS] + [row for step in analysis.steps for row in advice_rows(step)]
+    summary: List[List[object]] = [list(SUMMARY_COLUMNS)]
+    summary += [row for step in analysis.steps for row in advice_rows(step)]
     if len(summary) > 1:  # more than the header: a complete training section
         _summary_sheet(wb.create_sheet(title="Summary"), summary)
         n_sheets += 1

@@ -11,7 +11,8 @@ Versions:
   2. sections carry ``speed_levels`` (the machine's speed per round); entries carry ``layer_id``, the layer's identity within its section (forward
      and backward entries of one function share it), ``round_sizes`` and
      ``dropped_rounds`` (samples are taken in rounds; the reported mean is that of
-     the round means, rounds the machine ran slow in left out)
+     the round means, rounds the machine ran slow in left out), ``run_means`` (with
+     --repeat, each process's mean)
      and ``complete`` (False for an entry cut short by a failure or Ctrl-C).
 """
 from __future__ import annotations
@@ -59,6 +60,7 @@ def _v1_to_v2(data: Dict[str, Any]) -> Dict[str, Any]:
             e.setdefault("round_sizes", [])
             e.setdefault("dropped_rounds", [])
             e.setdefault("complete", True)
+            e.setdefault("run_means", [])
         s.setdefault("speed_levels", [])
     return data
 

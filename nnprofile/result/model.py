@@ -47,6 +47,8 @@ class Entry:
     dropped_rounds: List[int] = field(default_factory=list)
     # False when measuring stopped (a failure, Ctrl-C) before the entry reached its sampling rule.
     complete: bool = True
+    # With --repeat: the mean of each fresh process's run, for the run-to-run spread.
+    run_means: List[float] = field(default_factory=list)
 
     @property
     def stats(self) -> Stats:
@@ -69,6 +71,17 @@ class Entry:
             cached = (key, summarize_rounds(values, self.round_sizes, self.dropped_rounds))
             self.__dict__["_stats"] = cached
         return cached[1]
+
+    @property
+    def run_cv(self) -> Optional[float]:
+        """Coefficient of variation of the per-process means (--repeat), None with fewer than two."""
+        n = len(self.run_means)
+        if n < 2:
+            return None
+        mean = sum(self.run_means) / n
+        if mean <= 0:
+            return None
+        return (sum((m - mean) ** 2 for m in self.run_means) / (n - 1)) ** 0.5 / mean
 
     @property
     def is_layer_work(self) -> bool:
