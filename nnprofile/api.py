@@ -14,15 +14,16 @@ import datetime
 import os
 import platform
 import shutil
+import sys
 import tempfile
-from typing import Any, Callable, Dict, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 from . import __version__
 from .analysis import SectionAnalysis, analyze_section
 from .choices import MODES
 from .errors import ProfileError
 from .measure.rounds import EntryCallback
-from .measure.session import Selection, plan, run
+from .measure.session import Selection, plan, run as run_sections
 from .measure.timing import Clock, Sampling, Timer
 from .result import Profile, Section, file as result_file
 
@@ -141,7 +142,9 @@ def profile(project: PathLike, *params: PathLike, outdir: Optional[PathLike] = N
                          timing_overhead_ns=round(calibration.overhead_ns, 1))
     if mode == "graph":
         from .measure.graph import calibrate_hooks
-        result.header["hook_overhead_ns"] = round(calibrate_hooks(timer), 1)
+        total, inside = calibrate_hooks(timer)
+        timer.hook_inside_ns = inside
+        result.header.update(hook_overhead_ns=round(total, 1), hook_inside_ns=round(inside, 1))
     result.header["data"] = "synthetic" if synthetic else "datasets"
     if not layers:
         result.notes.append("per-layer entries were skipped (--no-layers)")
@@ -158,7 +161,7 @@ def profile(project: PathLike, *params: PathLike, outdir: Optional[PathLike] = N
         if on_section_end is not None:
             on_section_end(section, analyze_section(section, result.header))
     try:
-        run(loaded, sections, timer, cache_root=cache, profile=result, on_section=on_section,
+        run_sections(loaded, sections, timer, cache_root=cache, profile=result, on_section=on_section,
             on_entry=on_entry, synthetic=synthetic, mode=mode, layers=layers, on_section_end=section_end)
     except ProfileError as e:
         e.profile = result
@@ -203,4 +206,166 @@ def load(outdir_or_result_json: PathLike) -> Profile:
     return result_file.load(os.fspath(outdir_or_result_json))
 
 
-__all__ = ["profile", "load", "prepare_outdir"]
+__all__ = ["profile", "load", "prepare_outdir", "record", "run", "step", "Recording"]
+
+
+# -- recording programs ----------------------------------------------------------------
+
+_ACTIVE: list = []  # the recordings in progress, innermost last
+
+
+def step() -> None:
+    """Mark the end of a training step of the program being recorded (no-op when none is)."""
+    if _ACTIVE:
+        _ACTIVE[-1].step()
+
+
+class Recording:
+    """``with nnprofile.record(outdir=...) as rec:`` around a program's own loop.
+
+    Every NNabla function's forward and backward and every solver call inside
+    the block is recorded; a step ends at each solver ``update`` or at
+    ``rec.step()``. After the block, ``rec.profile`` is the same ``Profile`` as
+    ``nnprofile.profile`` gives (and the files are in ``outdir``, if given).
+    """
+
+    def __init__(self, outdir: Optional[PathLike] = None, skip_first: int = 1, active: int = 20,
+                 name: str = "recording", command: Optional[str] = None,
+                 clock: Optional[Callable[[], int]] = None, hook_costs: Optional[Any] = None):
+        from .measure.recorder import Recorder
+        self.outdir = os.fspath(outdir) if outdir is not None else None
+        self.name = name
+        self.command = command or name
+        self.skip_first, self.active = skip_first, active
+        self._new = lambda: Recorder(skip_first=skip_first, active=active, clock=clock)
+        self.hook_costs = hook_costs
+        self.recorder = self._new()
+        self.profile: Optional[Profile] = None
+
+    def __enter__(self) -> "Recording":
+        from .measure.script import calibrate
+        if self.outdir is not None:
+            prepare_outdir(self.outdir)
+        if self.hook_costs is None:
+            self.hook_costs = calibrate(self._new)
+        self.recorder.start()
+        _ACTIVE.append(self)
+        return self
+
+    def step(self) -> None:
+        self.recorder.step()
+
+    def __exit__(self, kind: Any, error: Any, tb: Any) -> None:
+        self.recorder.stop()
+        if self in _ACTIVE:
+            _ACTIVE.remove(self)
+        failure = None
+        if kind is KeyboardInterrupt:
+            failure = "interrupted by Ctrl-C"
+        elif kind is not None and kind is not SystemExit:
+            failure = "the program raised %s: %s" % (kind.__name__, " ".join(str(error).split())[:200])
+        self.profile = self._profile(failure)
+        if kind is SystemExit and error.code not in (None, 0):  # the program's own choice: noted, not a failure
+            self.profile.notes.append("the program exited with status %s" % error.code)
+        if self.outdir is not None:
+            from .render import write_all
+            write_all(self.profile, self.outdir)
+
+    def _profile(self, failure: Optional[str]) -> Profile:
+        import nnabla
+        from .measure.script import Assembler
+        assert self.hook_costs is not None  # measured on entry
+        assembler = Assembler(self.recorder, self.hook_costs)
+        section, timeline, skip = assembler.section(self.name)
+        kept = len(self.recorder.kept_steps()[0])
+        steps = len(self.recorder.steps)
+        costs = self.hook_costs
+        context = nnabla.get_current_context()
+        header: Dict[str, object] = {
+            "mode": "record", "target_rse": None, "drift_threshold": 0.10, "nnprofile": __version__,
+            "nnabla": nnabla.__version__, "project": self.command, "kind": "script",
+            "context": ",".join(context.backend) if context.backend else "cpu:float",
+            "sampling": "steps %d to %d of %d recorded (skip first %d, active %d); each figure (the time of "
+                        "one call) is the mean over those steps, leaving out steps the machine ran slow in"
+                        % (skip + 1, skip + kept, steps, skip, self.active),
+            "machine": "%s, %s, Python %s" % (platform.node(), platform.machine(), platform.python_version()),
+            "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+            "hook_overhead_ns": round(costs.static_total, 1),
+            "hook_inside_ns": round(costs.static_inside, 1),
+            "call_overhead_ns": round(costs.dynamic_total, 1),
+            "call_inside_ns": round(costs.dynamic_inside, 1),
+            "active_steps": kept, "skipped_steps": skip,
+        }
+        notes = []
+        if skip < self.skip_first:
+            notes.append("the program ran %d step%s, fewer than --skip-first %d and one active step: the skip "
+                         "was shrunk to %d" % (steps, "" if steps == 1 else "s", self.skip_first, skip))
+        if steps and not any(c for s in self.recorder.steps for c in s.calls
+                             if type(c).__name__ == "SolverCall" and c.method == "update") and steps == 1:
+            notes.append("no solver update and no nnprofile.step(): the whole run is one step")
+        if not steps:
+            notes.append("nothing was recorded: the program ran no NNabla function")
+        profile = Profile(header=header, notes=notes, sections=[section] if section.entries else [],
+                          complete=failure is None, failure=failure, timeline=timeline)
+        return profile
+
+
+def record(outdir: Optional[PathLike] = None, skip_first: int = 1, active: int = 20,
+           name: str = "recording") -> Recording:
+    """Record the NNabla work of a block of code: ``with nnprofile.record() as rec: ...; rec.profile``."""
+    return Recording(outdir=outdir, skip_first=skip_first, active=active, name=name)
+
+
+def run(script: PathLike, *args: str, outdir: Optional[PathLike] = None, skip_first: int = 1,
+        active: int = 20) -> Tuple[Profile, int]:
+    """Run a Python program unmodified as ``__main__`` (its own ``sys.argv``), recording it.
+
+    Returns the profile and the program's exit status. The program's output
+    passes through; an exception in it prints its own traceback (it is the
+    user's code) and gives status 1; what was recorded is kept, marked incomplete.
+    """
+    import runpy
+    import traceback
+    path = os.fspath(script)
+    if not os.path.isfile(path):
+        raise ProfileError("%s: no such file" % path)
+    command = " ".join([path] + list(args))
+    recording = Recording(outdir=outdir, skip_first=skip_first, active=active,
+                          name=os.path.basename(path), command=command)
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    sys.argv = [path] + list(args)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    status = 0
+    try:
+        with recording:
+            try:
+                runpy.run_path(path, run_name="__main__")
+            except SystemExit as e:
+                status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+                if e.code not in (None, 0) and not isinstance(e.code, int):
+                    print(e.code, file=sys.stderr)
+                raise
+            except KeyboardInterrupt:
+                status = 130
+                raise
+            except BaseException:
+                status = 1
+                _print_user_traceback(path, traceback)
+                raise
+    except (SystemExit, KeyboardInterrupt, Exception):
+        pass
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+    assert recording.profile is not None
+    return recording.profile, status
+
+
+def _print_user_traceback(path: str, traceback: Any) -> None:
+    """The program's traceback from its own first frame on: nnprofile's frames are not the user's concern."""
+    kind, error, tb = sys.exc_info()
+    frames = traceback.extract_tb(tb)
+    target = os.path.abspath(path)
+    first = next((i for i, f in enumerate(frames) if os.path.abspath(f.filename) == target), 0)
+    lines = ["Traceback (most recent call last):\n"] + traceback.format_list(frames[first:])
+    lines += traceback.format_exception_only(kind, error)
+    sys.stderr.write("".join(lines))

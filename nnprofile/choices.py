@@ -24,10 +24,12 @@ PHASES: Tuple[str, ...] = (
     "load_dataset", "let_data", "generate_data", "setup_function",
     "forward_function", "prepare_backward", "backward_function",
     "forward_all", "backward_all", "backward_all_wo_zero_grad",
-    "weight_decay", "update", "monitor_loss",
+    "weight_decay", "solver", "update", "monitor_loss", "step",
 )
+# "solver": other solver calls of a script (clip_grad_by_norm, scale_grad, ...); "step": a
+# script's whole step, as measured between its updates.
 LAYER_PHASES: Tuple[str, ...] = ("forward_function", "backward_function")
 FORWARD, BACKWARD = LAYER_PHASES
 
-# Kinds of section: a training optimizer or an inference executor.
-OPTIMIZER, EXECUTOR = "optimizer", "executor"
+# Kinds of section: a training optimizer or an inference executor of a project, or a recorded program.
+OPTIMIZER, EXECUTOR, SCRIPT = "optimizer", "executor", "script"

@@ -11,14 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Tuple
 
-from ..choices import GPU_BACKENDS, HALF_DTYPES, OPTIMIZER
+from ..choices import GPU_BACKENDS, HALF_DTYPES, OPTIMIZER, SCRIPT
 from ..result import Section
 
 PARTS = ("input", "forward", "backward", "update", "monitor", "other")
 PHASE_PART = {
     "load_dataset": "input", "let_data": "input", "generate_data": "input",
     "forward_all": "forward", "backward_all": "backward",
-    "update": "update", "weight_decay": "update",
+    "update": "update", "weight_decay": "update", "solver": "update",
     "monitor_loss": "monitor", "prepare_backward": "other",
 }
 
@@ -109,13 +109,16 @@ def summarize_section(section: Section, context: str = "cpu:float",
                       layers: Optional[List[LayerTime]] = None,
                       forward_coverage: Optional[float] = None) -> Optional[Summary]:
     """The breakdown of one complete training section (None for others)."""
-    if section.kind != OPTIMIZER or not section.complete:
+    if section.kind not in (OPTIMIZER, SCRIPT) or not section.complete:
         return None
     totals = {part: 0.0 for part in PARTS}
     for e in section.entries:
         part = PHASE_PART.get(e.phase)
         if part:
             totals[part] += e.mean_ms
+    measured_step = section.entries_of("step")
+    if measured_step:  # a program's step is measured: what its parts leave is the program's own time
+        totals["other"] += max(0.0, measured_step[0].mean_ms - sum(totals.values()))
     forward = section.entries_of("forward_function")
     half = sum(1 for e in forward if (e.dtype or "") in HALF_DTYPES)
     backend, _, type_config = context.partition(":")

@@ -11,10 +11,10 @@ import traceback
 from typing import List, Optional
 
 from ..errors import ProfileError
-from . import compare_cmd, profile_cmd, report_cmd
+from . import compare_cmd, profile_cmd, report_cmd, run_cmd
 
 EXIT_INTERNAL = 1
-COMMANDS = {"report": report_cmd, "compare": compare_cmd}
+COMMANDS = {"report": report_cmd, "compare": compare_cmd, "run": run_cmd}
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -29,9 +29,10 @@ def timing_hooks(timer: Timer, starts: List[int], ends: List[int]):
     return pre, post
 
 
-def hook_costs(timer: Timer, target, n_functions: int, rounds: int = 5) -> Tuple[float, float]:
-    """Per function, in ns: what the timing hooks add to a forward pass, and what NNabla's
-    own dispatch of empty hooks adds (a part of the first).
+def hook_costs(timer: Timer, target, n_functions: int, rounds: int = 5) -> Tuple[float, float, float]:
+    """Per function, in ns: what the timing hooks add to a forward pass, what NNabla's own
+    dispatch of empty hooks adds (a part of the first), and what of the timing hooks' cost
+    falls inside a function's own interval (between its pre- and post-hook readings).
 
     Passes without hooks, with the timing hooks and with empty hooks, interleaved
     so that drift on a busy machine hits all three alike; medians.
@@ -52,15 +53,18 @@ def hook_costs(timer: Timer, target, n_functions: int, rounds: int = 5) -> Tuple
                        function_post_hook=lambda f: None)
     fixed = Timer(Sampling(runs=10, warmup=2), timer.clock, timer.sync)
     samples: Dict[Callable, List[float]] = {plain: [], hooked: [], empty_hooks: []}
+    intervals: List[float] = []
     for _ in range(rounds):
         for work, values in samples.items():
             values += fixed.measure(work, batchable=False).samples_ns
+        intervals += [e - s for s, e in zip(starts, ends)]
     base, with_timing, empty = (summarize(samples[w]).median for w in (plain, hooked, empty_hooks))
-    return (with_timing - base) / n_functions, (empty - base) / n_functions
+    inside = max(0.0, summarize(intervals or [0.0]).median - base / n_functions)
+    return (with_timing - base) / n_functions, (empty - base) / n_functions, inside
 
 
-def calibrate_hooks(timer: Timer, n_functions: int = 200) -> float:
-    """What the graph-mode timing hooks add per function, in ns.
+def calibrate_hooks(timer: Timer, n_functions: int = 200) -> Tuple[float, float]:
+    """What the graph-mode timing hooks add per function, in ns: to a pass, and inside the function's interval.
 
     Measured on a chain of tiny functions in the current context, so that the
     hooks' cost is not lost in the noise of real layers.
@@ -72,4 +76,5 @@ def calibrate_hooks(timer: Timer, n_functions: int = 200) -> float:
     y = x
     for _ in range(n_functions):
         y = F.relu(y)
-    return hook_costs(timer, y, n_functions)[0]
+    total, _, inside = hook_costs(timer, y, n_functions)
+    return total, inside

@@ -130,12 +130,17 @@ class PassProbe:
 
     def __init__(self, order: Sequence[Optional[EntryFactory]],
                  run_pass: Callable[[object, object], None],
-                 before: Optional[Callable[[], object]] = None):
+                 before: Optional[Callable[[], object]] = None,
+                 timeline: Optional["Timeline"] = None, phase: str = "forward",
+                 names: Sequence[Optional[str]] = (), details: Sequence[Optional[dict]] = ()):
         self.order = list(order)  # an entry factory per function of the pass, None for a non-layer
         self.run_pass, self.before = run_pass, before
         self.series = [Series(f) for f in self.order if f is not None]
         self._slots = [i for i, f in enumerate(self.order) if f is not None]
         self.warmed = False
+        self.timeline, self.phase = timeline, phase
+        self.names, self.details = list(names), list(details)
+        self.rounds = 0
 
     def run_round(self, timer: Timer, fixed: bool) -> None:
         if all(s.final for s in self.series):
@@ -145,8 +150,8 @@ class PassProbe:
                 if self.before is not None:
                     self.before()
                 self.run_pass(None, None)
-            for s in self.series:
-                s.overhead_ns = timer.overhead_ns
+            for s in self.series:  # the hooks' cost inside each function's interval
+                s.overhead_ns = timer.hook_inside_ns
             self.warmed = True
         starts: List[int] = []
         ends: List[int] = []
@@ -164,6 +169,32 @@ class PassProbe:
             if not s.final:
                 s.round_sizes.append(0)
                 s.add(ends[i] - starts[i], spent)
+        self.rounds += 1
+        if self.timeline is not None:
+            self.timeline.add_pass(self.rounds, self.phase, t0, t0 + spent, starts, ends, self.names, self.details)
+
+
+class Timeline:
+    """Graph mode's timeline: the hooked passes of the first rounds, each function inside its pass."""
+
+    def __init__(self, max_rounds: int = 20):
+        self.max_rounds = max_rounds
+        self.events: List[dict] = []
+        self.origin: Optional[int] = None
+
+    def add_pass(self, round_number: int, phase: str, start: int, end: int, starts: List[int], ends: List[int],
+                 names: Sequence[Optional[str]], details: Sequence[Optional[dict]]) -> None:
+        if round_number > self.max_rounds:
+            return
+        if self.origin is None:
+            self.origin = start
+        o = self.origin
+        self.events.append({"name": "%s pass, round %d" % (phase, round_number), "cat": phase,
+                            "start": start - o, "end": end - o, "args": {"round": round_number}})
+        for name, detail, t0, t1 in zip(names, details, starts, ends):
+            if name is not None:
+                self.events.append({"name": name, "cat": phase, "start": t0 - o, "end": t1 - o,
+                                    "args": dict(detail or {}, phase=phase)})
 
 
 class Action:

@@ -25,7 +25,7 @@ from ..errors import ProfileError
 from ..result import Entry, Section
 from ..stats import Drift
 from .layers import Layer, LayerIndex, layer_names, only_layers, parameters, pass_functions
-from .rounds import Action, EntryCallback, Item, PassProbe, Probe, RoundRunner
+from .rounds import Action, EntryCallback, Item, PassProbe, Probe, RoundRunner, Timeline
 from .timing import Measurement, Timer
 
 
@@ -50,6 +50,13 @@ def simple(label: str, phase: str) -> Callable[[Measurement], Entry]:
 
 def layer_entry(layer: Layer, phase: str) -> Callable[[Measurement], Entry]:
     return lambda m: layer.entry(phase, m)
+
+
+def _details(layer: Layer, phase: str) -> dict:
+    """What a trace shows of a layer: its class, shapes and FLOPs."""
+    flops = layer.flops[0 if phase == FORWARD else 1] if layer.flops else None
+    return {"class": layer.impl_class, "type": layer.type, "inputs": [list(s) for s in layer.shapes.inputs],
+            "outputs": [list(s) for s in layer.shapes.outputs], "flops": flops}
 
 
 class SolverSnapshot:
@@ -84,6 +91,7 @@ class Profiler:
         self.mode = mode
         self.layers = layers  # False: only the whole-step entries
         self.runner = RoundRunner(timer, on_entry)
+        self.timeline = Timeline()
 
     # -- the items of a round -------------------------------------------------
 
@@ -120,7 +128,10 @@ class Profiler:
                     before=None) -> List[Item]:
         """Per-layer forward or backward entries, in the mode chosen."""
         if self.mode == "graph":
-            return [PassProbe([layer_entry(l, phase) if l else None for l in order], run_pass, before)]
+            return [PassProbe([layer_entry(l, phase) if l else None for l in order], run_pass, before,
+                              timeline=self.timeline, phase="forward" if phase == FORWARD else "backward",
+                              names=[l.name if l else None for l in order],
+                              details=[_details(l, phase) if l else None for l in order])]
         items: List[Item] = []
         for layer in only_layers(order):
             f = layer.function

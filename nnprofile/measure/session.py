@@ -112,6 +112,7 @@ def run(project: Project, sections: List[Section], timer: Timer, cache_root: str
         raise
     finally:
         pool.close()
+        profile.timeline = profiler.timeline.events
         # Which implementations ran (ConvolutionCudaCudnn under cuDNN): part of what was measured.
         profile.header["implementation_classes"] = sorted(
             {e.impl_class for s in profile.sections for e in s.entries if e.impl_class})

@@ -58,11 +58,12 @@ class Sampling:
 
     def describe(self) -> str:
         if self.runs is not None:
-            return "%d warm-up + %d rounds of one timed run per entry" % (self.warmup, self.runs)
+            return ("%d warm-up + %d rounds of one timed run per entry; each figure (the time of one call) is "
+                    "the mean of its round means, leaving out rounds the machine ran slow in" % (self.warmup, self.runs))
         return ("%d warm-up, then rounds over all entries (at least %d) until every entry's relative "
                 "standard error is below %g%% and the machine's speed holds within %g%%, or %g s "
-                "per section (%g s per entry) are spent; each figure is the mean of its round means, leaving out "
-                "rounds the machine ran slow in"
+                "per section (%g s per entry) are spent; each figure (the time of one call) is the mean of its "
+                "round means, leaving out rounds the machine ran slow in"
                 % (self.warmup, self.min_rounds, self.target_rse * 100, self.drift_threshold * 100,
                    self.max_seconds, self.max_seconds_per_entry))
 
@@ -123,6 +124,8 @@ class Timer:
         self.clock = clock or Clock()
         self.sync = sync
         self.overhead_ns = overhead_ns
+        # Graph mode: what the hooks cost inside a function's own interval (measured at start-up).
+        self.hook_inside_ns = overhead_ns
 
     def calibrate(self, readings: int = 2000) -> ClockInfo:
         """Measure the clock's resolution and the overhead of timing no work."""

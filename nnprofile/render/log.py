@@ -22,19 +22,27 @@ def header_lines(profile: Profile) -> List[str]:
     for note in profile.notes:
         lines.append("Note: %s" % note)
     mode = h.get("mode", "isolated")
-    how = ("each function re-run on its own" if mode == "isolated"
-           else "each function timed inside whole forward and backward passes")
-    lines.append("Timing: %s mode (%s); %s; each figure is the mean time of one call"
-                 % (mode, how, h.get("sampling")))
+    how = {"isolated": "each function re-run on its own",
+           "graph": "each function timed inside whole forward and backward passes",
+           "record": "every call of the program's own run, between NNabla's hooks"}.get(str(mode), str(mode))
+    lines.append("Timing: %s mode (%s); %s" % (mode, how, h.get("sampling")))
     if h.get("clock"):
         overhead = float(h.get("timing_overhead_ns") or 0)  # type: ignore[arg-type]
         lines.append("Clock: %s, smallest step %s ns; timing one sample costs %s ns, taken off every figure; "
                      "calls under %s are timed in batches" % (h["clock"], _num(h.get("clock_resolution_ns")),
                                                             _num(overhead), _duration(overhead * 100)))
     if h.get("hook_overhead_ns") is not None:
-        lines.append("Hooks: the graph-mode timing hooks add %s per function to a pass (NNabla's hook "
-                     "dispatch included), measured on a chain of 200 tiny functions"
-                     % _duration(max(0.0, float(h["hook_overhead_ns"]))))  # type: ignore[arg-type]
+        total = max(0.0, float(h["hook_overhead_ns"]))  # type: ignore[arg-type]
+        inside = max(0.0, float(h.get("hook_inside_ns") or 0))  # type: ignore[arg-type]
+        lines.append("Hooks: NNabla's function hooks add %s per function to a pass, %s of it inside the "
+                     "function's own time; measured on a chain of 200 tiny functions and taken off every "
+                     "function%s" % (_duration(total), _duration(inside),
+                                     ", pass and step" if mode == "record" else ""))
+    if h.get("call_overhead_ns") is not None:
+        lines.append("Calls: timing a function called under auto_forward adds %s per call, %s of it inside "
+                     "its own time; taken off likewise"
+                     % (_duration(max(0.0, float(h["call_overhead_ns"]))),  # type: ignore[arg-type]
+                        _duration(max(0.0, float(h.get("call_inside_ns") or 0)))))  # type: ignore[arg-type]
     return lines
 
 

@@ -12,7 +12,8 @@ Versions:
      and backward entries of one function share it), ``round_sizes`` and
      ``dropped_rounds`` (samples are taken in rounds; the reported mean is that of
      the round means, rounds the machine ran slow in left out), ``run_means`` (with
-     --repeat, each process's mean)
+     --repeat, each process's mean); profiles carry a ``timeline`` (recorded programs and
+     graph mode: events of the active steps) and sections may be of kind ``script``
      and ``complete`` (False for an entry cut short by a failure or Ctrl-C).
 """
 from __future__ import annotations
@@ -45,7 +46,8 @@ def to_dict(profile: Profile) -> Dict[str, Any]:
         sections.append({"kind": s.kind, "name": s.name, "network": s.network,
                          "complete": s.complete, "speed_levels": s.speed_levels, "entries": entries})
     return {"format": FORMAT, "version": VERSION, "header": profile.header, "notes": profile.notes,
-            "complete": profile.complete, "failure": profile.failure, "sections": sections}
+            "complete": profile.complete, "failure": profile.failure, "sections": sections,
+            "timeline": profile.timeline}
 
 
 def _v1_to_v2(data: Dict[str, Any]) -> Dict[str, Any]:
@@ -94,7 +96,8 @@ def from_dict(data: Dict[str, Any]) -> Profile:
                                 entries=entries, complete=s.get("complete", False),
                                 speed_levels=list(s.get("speed_levels", []))))
     return Profile(header=dict(data.get("header", {})), notes=list(data.get("notes", [])),
-                   sections=sections, complete=data.get("complete", False), failure=data.get("failure"))
+                   sections=sections, complete=data.get("complete", False), failure=data.get("failure"),
+                   timeline=list(data.get("timeline", [])))
 
 
 def save(profile: Profile, outdir: str) -> str:

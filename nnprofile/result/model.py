@@ -8,7 +8,7 @@ in which order, or what they measured.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from ..stats import NS_PER_MS, Stats, summarize_rounds
 from ..choices import LAYER_PHASES, PHASES  # noqa: F401  (PHASES: part of this module's vocabulary)
@@ -135,6 +135,8 @@ class Section:
 
     @property
     def title(self) -> str:
+        if not self.network:  # a recorded program has no network of its own
+            return "%s '%s'" % (self.kind, self.name)
         return "%s '%s' with network '%s'" % (self.kind, self.name, self.network)
 
     def entries_of(self, phase: str) -> List[Entry]:
@@ -150,6 +152,9 @@ class Profile:
     sections: List[Section] = field(default_factory=list)
     complete: bool = False
     failure: Optional[str] = None
+    # A recorded program's timeline (the active steps): events with a name, a category
+    # (step, forward, backward, update), start and end in ns from the first active step, args.
+    timeline: List[Dict[str, Any]] = field(default_factory=list)
 
     def to_dataframe(self) -> "pandas.DataFrame":
         """One row per entry, in log order, every figure as a number (see ``nnprofile.result.frames``)."""
