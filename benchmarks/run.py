@@ -257,6 +257,31 @@ def bench_modes(work, repeat):
     return out
 
 
+# -- 5. recording a program ------------------------------------------------------------
+
+def bench_recording(work, repeat):
+    """The example training script with and without nnprofile run: wall time, and the recorded
+    step (hooks' cost taken off) against the step the plain loop times itself."""
+    script = os.path.join(ROOT, "examples", "lenet_train.py")
+    plain_walls, run_walls, plain_steps, recorded_steps, medians = [], [], [], [], []
+    for i in range(repeat):  # alternating
+        plain_walls.append(run([sys.executable, script, "--iterations", "30"])[0])
+        out = os.path.join(work, "run%d" % i)
+        run_walls.append(run(nnprofile_cmd("run", "-q", "-o", out, script, "--iterations", "30"))[0])
+        plain_steps.append(float(run([sys.executable, os.path.join(HERE, "plain_steps.py"),
+                                      "--iterations", "30"])[2].strip()))
+        with open(os.path.join(out, "profile.log")) as f:
+            recorded = [float(m) for label, m in log_entries(f.read()) if label == "step"]
+        recorded_steps.append(recorded[0])
+        with open(os.path.join(out, "result.json")) as f:
+            import json
+            header = json.load(f)["header"]
+        medians.append(header.get("hook_overhead_ns", 0.0))
+    return {"repeat": repeat, "plain_wall_s": median(plain_walls), "run_wall_s": median(run_walls),
+            "plain_step_ms": median(plain_steps), "recorded_step_ms": median(recorded_steps),
+            "step_ratio": median(recorded_steps) / median(plain_steps), "hook_ns": median(medians)}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer sizes and repetitions")
@@ -268,14 +293,16 @@ def main(argv=None):
     repeat = 1 if args.quick else 3
     work = tempfile.mkdtemp(prefix="nnprofile-bench-")
     try:
-        print("1/4 nnprofile against nnabla_cli profile on projects/lenet ...", flush=True)
+        print("1/5 nnprofile against nnabla_cli profile on projects/lenet ...", flush=True)
         cli = bench_against_nnabla_cli(work, repeat, ours_per_cli=1 if args.quick else 2)
-        print("2/4 hook overhead ...", flush=True)
+        print("2/5 hook overhead ...", flush=True)
         hooks = bench_hook_overhead(work)
-        print("3/4 scaling with the number of layers ...", flush=True)
+        print("3/5 scaling with the number of layers ...", flush=True)
         scaling = bench_scaling(work, sizes)
-        print("4/4 isolated against graph mode ...", flush=True)
+        print("4/5 isolated against graph mode ...", flush=True)
         modes = bench_modes(work, repeat)
+        print("5/5 recording the example training script ...", flush=True)
+        recording = bench_recording(work, repeat)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -346,6 +373,15 @@ def main(argv=None):
             "%s %.1f%%" % kv for kv in sorted(m["coverage"].items()))))
     lines += ["", "Per-layer means above %.2f ms, graph / isolated: median **%.3f**, range %.3f to %.3f."
               % (AGREEMENT_FLOOR_MS, modes["median_ratio"], modes["range"][0], modes["range"][1]), ""]
+    lines += ["## 5. Recording a program (`nnprofile run examples/lenet_train.py --iterations 30`)", "",
+              "%d alternating runs of each; medians." % recording["repeat"], "",
+              "| | wall time | step |", "|---|---|---|",
+              "| `python examples/lenet_train.py` (the loop timing its own steps 2 to 21) | %.2f s | %.3f ms |"
+              % (recording["plain_wall_s"], recording["plain_step_ms"]),
+              "| `nnprofile run` (steps 2 to 21, the hooks' %.2f µs per function taken off) | %.2f s | %.3f ms |"
+              % (recording["hook_ns"] / 1e3, recording["run_wall_s"], recording["recorded_step_ms"]), "",
+              "Recorded step / unrecorded step: **%.3f** (target within 10%%: %s)."
+              % (recording["step_ratio"], met(abs(recording["step_ratio"] - 1) <= 0.10)), ""]
     text = "\n".join(lines) + "\n"
     with open(args.output, "w") as f:
         f.write(text)

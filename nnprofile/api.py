@@ -81,6 +81,7 @@ def profile(project: PathLike, *params: PathLike, outdir: Optional[PathLike] = N
             on_section: Optional[SectionCallback] = None, on_entry: Optional[EntryCallback] = None,
             on_section_end: Optional[SectionEndCallback] = None,
             clock: Optional[Clock] = None, overhead_ns: Optional[float] = None, repeat: int = 1,
+            memory_limit: Optional[Union[int, str]] = None,
             on_progress: Optional[Callable[[str], None]] = None) -> Profile:
     """Profile an NNC project (.nntxt or .nnp, plus parameter files) as NNC's Profile command does.
 
@@ -101,9 +102,12 @@ def profile(project: PathLike, *params: PathLike, outdir: Optional[PathLike] = N
     machine's usual speed taken over all runs, each run's mean kept for the
     run-to-run spread (``on_progress`` hears of each run).
 
+    ``memory_limit`` (bytes, or a size such as "8GiB") asks for the largest
+    batch whose estimated peak fits in it.
+
     ``clock`` replaces the monotonic clock (tests drive it with a scripted
-    one); ``overhead_ns`` sets the timing overhead taken off every sample
-    instead of measuring it at start-up.
+    one); ``overhead_ns`` sets the timing overhead taken off every sample (and
+    graph mode's hook cost inside a function) instead of measuring it at start-up.
 
     Raises ``ProfileError`` (``Interrupted`` for Ctrl-C) with the partial
     profile as its ``profile`` attribute; any other exception carries it too.
@@ -118,7 +122,7 @@ def profile(project: PathLike, *params: PathLike, outdir: Optional[PathLike] = N
             max_seconds_per_entry=max_seconds_per_entry, drift_threshold=drift_threshold, synthetic=synthetic,
             context=context, type_config=type_config, batch_size=batch_size, mode=mode, layers=layers,
             zero_weights=zero_weights, optimizers=optimizers, executors=executors, training=training,
-            inference=inference)
+            inference=inference, memory_limit=memory_limit)
         return _repeated(files, options, repeat, outdir, drift_threshold, on_progress)
     sampling = Sampling(runs=runs, warmup=max(0, warmup), target_rse=target_rse, min_rounds=min_rounds,
                         max_seconds=max_seconds, max_seconds_per_entry=max_seconds_per_entry,
@@ -143,9 +147,15 @@ def profile(project: PathLike, *params: PathLike, outdir: Optional[PathLike] = N
     if mode == "graph":
         from .measure.graph import calibrate_hooks
         total, inside = calibrate_hooks(timer)
-        timer.hook_inside_ns = inside
+        timer.hook_inside_ns = inside if overhead_ns is None else overhead_ns
         result.header.update(hook_overhead_ns=round(total, 1), hook_inside_ns=round(inside, 1))
     result.header["data"] = "synthetic" if synthetic else "datasets"
+    if memory_limit is not None:
+        from .measure.memory import parse_size
+        try:
+            result.header["memory_limit"] = memory_limit if isinstance(memory_limit, int) else parse_size(memory_limit)
+        except ValueError as e:
+            raise ProfileError("--memory-limit: %s" % e)
     if not layers:
         result.notes.append("per-layer entries were skipped (--no-layers)")
     if zero_weights:

@@ -2,7 +2,7 @@
 from nnprofile.render.log import ENTRY_LINE
 
 FOOTERS = ("Coverage:", "Missed the", "FLOPs not counted", "Step:", "Half precision:", "Top layers", "Advice:",
-           "Drift:", "Repeat:", "Incomplete entries")
+           "Drift:", "Repeat:", "Incomplete entries", "Memory")
 
 
 def skeleton(log_text):

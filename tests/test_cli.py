@@ -230,7 +230,10 @@ def test_graph_mode_writes_the_same_files(tmp_path):
     assert proc.returncode == 0, proc.stderr
     check_outputs_agree(tmp_path)
     assert "Timing: graph mode" in proc.stdout
-    assert "Hooks: the graph-mode timing hooks add" in proc.stdout
+    assert "Hooks: NNabla's function hooks add" in proc.stdout
+    import trace_check
+    events = trace_check.check(trace_check.load(tmp_path / "trace.json.gz"))
+    assert {e["cat"] for e in events} == {"forward", "backward"}
     assert proc.stdout.count("Coverage: the forward_function entries") == 2
 
 

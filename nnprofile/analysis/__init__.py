@@ -14,6 +14,7 @@ from typing import Dict, List, Optional
 from ..choices import BACKWARD, FORWARD
 from ..result import Entry, Profile, Section
 from ..stats import Drift
+from . import memory
 from .advice import Advice, LayerTime, Summary, layer_times, summarize_section
 
 __all__ = ["Analysis", "Coverage", "SectionAnalysis", "analyze", "Advice", "LayerTime", "Summary"]
@@ -44,6 +45,8 @@ class SectionAnalysis:
     drift: Drift
     step: Optional[Summary] = None    # complete training sections: breakdown and advice
     run_spread: Optional["RunSpread"] = None  # with --repeat: how entry means moved between processes
+    memory_rows: List[List[object]] = field(default_factory=list)  # summary.csv rows of the step's memory
+    memory_lines: List[str] = field(default_factory=list)
 
     @property
     def coverage_by_whole_phase(self) -> Dict[str, float]:
@@ -103,6 +106,7 @@ def coverage(section: Section) -> List[Coverage]:
 
 def analyze_section(section: Section, header: Dict[str, object]) -> SectionAnalysis:
     target = header.get("target_rse")
+    limit = int(header["memory_limit"]) if header.get("memory_limit") else None  # type: ignore[call-overload]
     threshold = header.get("drift_threshold")
     covered = coverage(section)
     forward_share = [c.share for c in covered if c.whole_phase == "forward_all"]
@@ -117,7 +121,8 @@ def analyze_section(section: Section, header: Dict[str, object]) -> SectionAnaly
         drift=Drift(tuple(section.speed_levels), float(threshold) if threshold else 0.10),  # type: ignore[arg-type]
         step=summarize_section(section, str(header.get("context", "cpu:float")), layers,
                                forward_share[0] if forward_share else None),
-        run_spread=run_spread(section))
+        run_spread=run_spread(section),
+        memory_rows=memory.rows(section, limit), memory_lines=memory.lines(section, limit))
 
 
 def analyze(profile: Profile) -> Analysis:

@@ -11,10 +11,10 @@ import traceback
 from typing import List, Optional
 
 from ..errors import ProfileError
-from . import compare_cmd, profile_cmd, report_cmd, run_cmd
+from . import check_cmd, compare_cmd, profile_cmd, report_cmd, run_cmd
 
 EXIT_INTERNAL = 1
-COMMANDS = {"report": report_cmd, "compare": compare_cmd, "run": run_cmd}
+COMMANDS = {"report": report_cmd, "compare": compare_cmd, "run": run_cmd, "check": check_cmd}
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -36,7 +36,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.debug:
             traceback.print_exc()
         _error("nnprofile: error: %s" % e)
-        return e.exit_code
+        return getattr(command, "EXIT_ERROR", e.exit_code)
     except KeyboardInterrupt:
         _error("nnprofile: interrupted")
         return 130
@@ -46,7 +46,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         text = " ".join(str(e).split())
         _error("nnprofile: error: %s%s (run with --debug for the traceback)"
                % (type(e).__name__, (": " + text[:300]) if text else ""))
-        return EXIT_INTERNAL
+        return getattr(command, "EXIT_ERROR", EXIT_INTERNAL)
     finally:
         logger.setLevel(previous)
 

@@ -7,6 +7,7 @@ import sys
 from typing import List
 
 from ..api import prepare_outdir  # noqa: F401  (re-exported for the commands)
+from ..errors import ProfileError
 
 
 def positive_int(text: str) -> int:
@@ -73,3 +74,44 @@ class Printer:
             os.close(devnull)
         except (OSError, ValueError):
             pass
+
+
+class NativeStderr:
+    """Holds back what NNabla's C++ code writes to stderr during a run.
+
+    NNabla prints its own lines before raising (``Error during forward
+    propagation``, ``Failed to allocate``); nnprofile says what matters in one
+    line instead. What was held back is written out after the run, unless the
+    run ended in an error nnprofile explains (``drop``). ``--debug`` shows it all.
+    """
+
+    def __init__(self, enabled: bool = True):
+        self.enabled = enabled
+        self.drop = False
+
+    def __enter__(self) -> "NativeStderr":
+        if not self.enabled:
+            return self
+        import tempfile
+        sys.stderr.flush()
+        self._held = tempfile.TemporaryFile()
+        self._saved = os.dup(2)
+        os.dup2(self._held.fileno(), 2)
+        return self
+
+    def __exit__(self, kind, value, traceback) -> None:
+        if not self.enabled:
+            return
+        if kind is not None and issubclass(kind, ProfileError):
+            self.drop = True
+        sys.stderr.flush()
+        os.dup2(self._saved, 2)
+        os.close(self._saved)
+        self._held.seek(0)
+        text = self._held.read()
+        self._held.close()
+        if text and not self.drop:
+            try:
+                os.write(2, text)
+            except OSError:
+                pass

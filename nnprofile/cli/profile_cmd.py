@@ -7,7 +7,7 @@ import os
 from .. import __version__, api
 from ..choices import BACKENDS, MODES, TYPE_CONFIGS
 from ..errors import ProfileError
-from .common import Printer, positive_float, positive_int
+from .common import NativeStderr, Printer, positive_float, positive_int
 
 
 def parser() -> argparse.ArgumentParser:
@@ -50,6 +50,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--repeat", type=positive_int, default=1, metavar="N",
                    help="profile in N fresh processes and pool the results, reporting the run-to-run spread "
                         "(for nnabla_cli-grade stability, at N times the time)")
+    p.add_argument("--memory-limit", metavar="SIZE",
+                   help="report the largest batch whose estimated peak memory fits in SIZE (e.g. 8GiB, 512MB)")
     p.add_argument("--no-layers", action="store_true",
                    help="only the whole-step entries (data, forward_all, backward_all, update, ...): "
                         "no per-layer setup, forward and backward entries")
@@ -100,17 +102,20 @@ def run(args) -> int:
     name = os.path.splitext(os.path.basename(args.files[0]))[0]
     outdir = args.outdir or os.path.join("results", name)
     live = LiveLog(Printer(args.quiet))
+    native = NativeStderr(enabled=not args.debug)
     try:
-        profile = api.profile(
-            *args.files, outdir=outdir, runs=args.runs, warmup=args.warmup, target_rse=args.target_rse,
-            min_rounds=args.min_rounds, max_seconds=args.max_seconds,
-            max_seconds_per_entry=args.max_seconds_per_entry, drift_threshold=args.drift_threshold,
-            synthetic=args.synthetic, context=args.context, type_config=args.type_config,
-            batch_size=args.batch_size, mode=args.mode, layers=not args.no_layers,
-            zero_weights=args.zero_weights, optimizers=args.optimizer, executors=args.executor,
-            training=not args.no_training, inference=not args.no_inference,
-            on_start=live.start, on_section=live.section, on_entry=live.entry, on_section_end=live.section_end,
-            repeat=args.repeat, on_progress=live.out)
+        with native:
+            profile = api.profile(
+                *args.files, outdir=outdir, runs=args.runs, warmup=args.warmup, target_rse=args.target_rse,
+                min_rounds=args.min_rounds, max_seconds=args.max_seconds,
+                max_seconds_per_entry=args.max_seconds_per_entry, drift_threshold=args.drift_threshold,
+                synthetic=args.synthetic, context=args.context, type_config=args.type_config,
+                batch_size=args.batch_size, mode=args.mode, layers=not args.no_layers,
+                zero_weights=args.zero_weights, optimizers=args.optimizer, executors=args.executor,
+                training=not args.no_training, inference=not args.no_inference,
+                on_start=live.start, on_section=live.section, on_entry=live.entry,
+                on_section_end=live.section_end, repeat=args.repeat, on_progress=live.out,
+                memory_limit=args.memory_limit)
     except ProfileError as e:
         if e.profile is not None and e.profile.sections:
             live.finish(e.profile)

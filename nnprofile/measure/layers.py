@@ -14,6 +14,7 @@ import numpy as np
 from .. import flops as flop_counts
 from ..choices import LAYER_PHASES
 from ..result import Entry
+from .memory import layer_memory
 from .timing import Measurement
 
 
@@ -35,6 +36,7 @@ class Layer:
         self.flops = flop_counts.count(self.type, self.shapes)
         self.dtype = dtype_of(outputs[0]) if outputs else None
         self.itemsize = int(np.dtype(self.dtype).itemsize) if self.dtype else 4
+        self.memory = layer_memory(function, parameters, self.itemsize)
 
     def label(self, phase: str) -> str:
         return "%s (%s : %s%s)" % (phase, self.name, self.impl_class,
@@ -52,6 +54,9 @@ class Layer:
                 e.flops = self.flops[0 if forward else 1]
             e.bytes_read, e.bytes_written = flop_counts.bytes_moved(
                 self.shapes, self.itemsize, "forward" if forward else "backward")
+            held = self.memory
+            e.output_bytes, e.parameter_bytes = held.output_bytes, held.parameter_bytes
+            e.gradient_bytes, e.input_gradient_bytes = held.gradient_bytes, held.input_gradient_bytes
         return e
 
 
@@ -124,10 +129,16 @@ def parameters():
 def pass_functions(target, forward: bool = True, loss_grad=None) -> list:
     """The functions of one pass of ``target``, in the order they run."""
     functions: list = []
-    if forward:
-        target.forward(clear_no_need_grad=False, function_pre_hook=functions.append)
-    else:
-        target.backward(grad=loss_grad, clear_buffer=False, function_pre_hook=functions.append)
+    try:
+        if forward:
+            target.forward(clear_no_need_grad=False, function_pre_hook=functions.append)
+        else:
+            target.backward(grad=loss_grad, clear_buffer=False, function_pre_hook=functions.append)
+    except Exception as e:  # say which function failed (running out of memory, say)
+        if functions:
+            e.nnprofile_function = functions[-1]  # type: ignore[attr-defined]
+            e.nnprofile_phase = "forward" if forward else "backward"  # type: ignore[attr-defined]
+        raise
     return functions
 
 

@@ -134,6 +134,7 @@ class Recorder:
         self._site_phase: Dict[Tuple[Any, int], str] = {}
         self._patched: List[Tuple[Any, str, Any]] = []
         self.started_ns = 0
+        self.solvers: List[Any] = []  # the solvers the program made (for their state's memory)
 
     # -- hooks -----------------------------------------------------------------
 
@@ -183,7 +184,9 @@ class Recorder:
 
     def _solver_factory(self, factory: Callable) -> Callable:
         def make(*args: Any, **kwargs: Any) -> Any:
-            return _TimedSolver(factory(*args, **kwargs), self)
+            solver = factory(*args, **kwargs)
+            self.solvers.append(solver)
+            return _TimedSolver(solver, self)
         make.__name__ = getattr(factory, "__name__", "solver")
         make.__doc__ = getattr(factory, "__doc__", None)
         return make

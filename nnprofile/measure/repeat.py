@@ -24,7 +24,7 @@ FLAGS: Dict[str, str] = {
     "runs": "--runs", "warmup": "--warmup", "target_rse": "--target-rse", "min_rounds": "--min-rounds",
     "max_seconds": "--max-seconds", "max_seconds_per_entry": "--max-seconds-per-entry",
     "drift_threshold": "--drift-threshold", "context": "--context", "type_config": "--type-config",
-    "batch_size": "--batch-size", "mode": "--mode",
+    "batch_size": "--batch-size", "mode": "--mode", "memory_limit": "--memory-limit",
 }
 SWITCHES: Dict[str, str] = {"synthetic": "--synthetic", "zero_weights": "--zero-weights"}
 NEGATED: Dict[str, str] = {"layers": "--no-layers", "training": "--no-training", "inference": "--no-inference"}
@@ -69,7 +69,7 @@ def merge(profiles: Sequence[Profile], threshold: float) -> Profile:
     if not profiles:
         raise ProfileError("no runs to merge")
     first = profiles[0]
-    merged = Profile(header=dict(first.header), notes=list(first.notes),
+    merged = Profile(header=dict(first.header), notes=list(first.notes), timeline=list(first.timeline),
                      complete=all(p.complete for p in profiles),
                      failure=next((p.failure for p in profiles if p.failure), None))
     merged.header["repeat"] = len(profiles)
@@ -89,7 +89,8 @@ def _section(profile: Profile, like: Section) -> Optional[Section]:
 
 
 def _merge_section(base: Section, runs: List[Section], threshold: float) -> Section:
-    merged = Section(kind=base.kind, name=base.name, network=base.network,
+    merged = Section(kind=base.kind, name=base.name, network=base.network, memory=dict(base.memory),
+                     reference_ns=[r for s in runs for r in s.reference_ns],
                      complete=all(s.complete for s in runs) and len(runs) > 0)
     by_label = [{e.label: e for e in s.entries} for s in runs]
     # Pooled rounds: run after run. An entry absent from a run (or one that stopped

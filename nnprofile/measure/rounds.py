@@ -181,6 +181,7 @@ class Timeline:
         self.max_rounds = max_rounds
         self.events: List[dict] = []
         self.origin: Optional[int] = None
+        self.section = ""  # the title of the section being measured
 
     def add_pass(self, round_number: int, phase: str, start: int, end: int, starts: List[int], ends: List[int],
                  names: Sequence[Optional[str]], details: Sequence[Optional[dict]]) -> None:
@@ -190,7 +191,8 @@ class Timeline:
             self.origin = start
         o = self.origin
         self.events.append({"name": "%s pass, round %d" % (phase, round_number), "cat": phase,
-                            "start": start - o, "end": end - o, "args": {"round": round_number}})
+                            "start": start - o, "end": end - o,
+                            "args": {"round": round_number, "section": self.section}})
         for name, detail, t0, t1 in zip(names, details, starts, ends):
             if name is not None:
                 self.events.append({"name": name, "cat": phase, "start": t0 - o, "end": t1 - o,
@@ -213,12 +215,31 @@ Item = Union[Probe, PassProbe, Action]
 EntryCallback = Callable[[Section, Entry], None]
 
 
+class Reference:
+    """A fixed workload timed once per round: the machine's own speed, comparable between runs.
+
+    Within a run, the rounds' levels tell a slow spell from the usual speed; a whole run
+    inside a slow spell looks steady. This workload (a sum over 4 MiB, memory-bound like
+    most layers) is the same in every run, so ``nnprofile check`` can tell a slower machine
+    from a slower network.
+    """
+
+    def __init__(self, timer: Timer):
+        import numpy as np
+        self.timer = timer
+        self.data = np.ones(1 << 20, dtype=np.float32)
+
+    def sample(self) -> float:
+        return float(self.timer.sample(self.data.sum, 4)) / 4
+
+
 class RoundRunner:
     """Runs a section's items round after round until the sampling rule holds."""
 
-    def __init__(self, timer: Timer, on_entry: Optional[EntryCallback] = None):
+    def __init__(self, timer: Timer, on_entry: Optional[EntryCallback] = None, reference: bool = True):
         self.timer = timer
         self.on_entry = on_entry or (lambda section, entry: None)
+        self.reference = Reference(timer) if reference else None
 
     def run(self, section: Section, items: Sequence[Item]) -> Drift:
         """Measure every entry of the items into ``section``, in their order; returns the drift seen.
@@ -239,8 +260,16 @@ class RoundRunner:
                 for i, item in enumerate(items):
                     if isinstance(item, Action) and not _pending(items, i):
                         continue
-                    item.run_round(self.timer, not sampling.adaptive)
+                    try:
+                        item.run_round(self.timer, not sampling.adaptive)
+                    except Exception as e:  # say which entry was being measured
+                        if not hasattr(e, "nnprofile_entry") and item.series:
+                            e.nnprofile_entry = item.series[0].make_entry(  # type: ignore[attr-defined]
+                                Measurement([0.0])).label
+                        raise
                 rounds += 1
+                if self.reference is not None:
+                    section.reference_ns.append(round(self.reference.sample(), 1))
                 drift = Drift(tuple(speed_levels(
                     [(s.samples, s.round_sizes) for s in all_series if s.samples], rounds)),
                     sampling.drift_threshold)

@@ -94,6 +94,7 @@ class Assembler:
     def __init__(self, recorder: Recorder, costs: HookCosts):
         self.recorder = recorder
         self.costs = costs
+        self.title = ""
         self.namer = Namer()
         self.layers: Dict[Any, Layer] = {}
         self.parameters: frozenset = frozenset()
@@ -136,6 +137,7 @@ class Assembler:
 
     def section(self, name: str) -> Tuple[Section, List[Dict[str, Any]], int]:
         """The script's section (entries in NNC's order), its timeline, and the skip applied."""
+        self.title = Section(kind=SCRIPT, name=name, network="").title
         kept, skip = self.recorder.kept_steps()
         resolved_all = [self._resolve(step) for step in self.recorder.steps]  # names follow first sight
         resolved = resolved_all[skip:skip + len(kept)]
@@ -190,7 +192,30 @@ class Assembler:
         section.speed_levels = [round(level, 4) for level in drift.levels]
         for e in entries:
             e.dropped_rounds = drift.dropped
+        if resolved:
+            section.memory = self._memory(resolved[0], len(kept))
         return section, timeline, skip
+
+    def _memory(self, calls: List[Tuple[Any, str, Any]], steps: int) -> Dict[str, Any]:
+        """The memory of a step, estimated from the functions of the first active step (static ones)."""
+        import nnabla as nn
+        from . import memory
+        forward = [(call.function, self.layers[key].name) for call, phase, key in calls
+                   if isinstance(call, FunctionCall) and phase == "forward"]
+        training = any(phase == "backward" for _, phase, _ in calls)
+        params = list(nn.get_parameters(grad_only=False).values())
+        itemsize = self.layers[calls[0][2]].itemsize if calls and calls[0][2] is not None else 4
+        est = memory.estimate([f for f, _ in forward], [n for _, n in forward], frozenset(params), itemsize, training)
+        fixed = {"parameters": sum(memory._bytes(p) for p in params),
+                 "gradients": sum(memory._bytes(p) for p in params if p.need_grad) if training else 0,
+                 "solver_state": sum(memory.solver_state_bytes(s) for s in self.recorder.solvers)}
+        leaves = [v for f, _ in forward for v in f.inputs if v.parent is None and v.shape and v not in set(params)]
+        return dict(fixed, activations_at_peak=est.peak, peak_estimated=est.peak + sum(fixed.values()),
+                    peak_layer=est.peak_layer, peak_phase=est.peak_phase,
+                    alive_at_peak=[list(x) for x in est.alive_at_peak], curve=[list(x) for x in est.curve],
+                    batch_size=int(leaves[0].shape[0]) if leaves else 1, peak_measured=None,
+                    measured="not measured for a recorded program (its steps are its own); the estimate "
+                             "follows the functions of its first active step")
 
     def _layer_entry(self, key: Any, phase: str, s: _Series) -> Entry:
         layer = self.layers[key]
@@ -206,7 +231,7 @@ class Assembler:
                                          "end": step.end_ns - origin, "args": {"step": number}}]
         for phase, start, end, n, _ in passes:
             events.append({"name": phase, "cat": phase, "start": start - origin, "end": end - origin,
-                           "args": {"functions": n}})
+                           "args": {"functions": n, "section": self.title}})
         for call, phase, key in calls[:MAX_EVENTS_PER_STEP]:
             if isinstance(call, SolverCall):
                 events.append({"name": "%s (%s)" % (call.method, call.solver), "cat": "update",

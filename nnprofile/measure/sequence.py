@@ -24,7 +24,8 @@ from ..choices import BACKWARD, FORWARD, MODES
 from ..errors import ProfileError
 from ..result import Entry, Section
 from ..stats import Drift
-from .layers import Layer, LayerIndex, layer_names, only_layers, parameters, pass_functions
+from . import memory
+from .layers import Layer, LayerIndex, is_sink, layer_names, only_layers, parameters, pass_functions
 from .rounds import Action, EntryCallback, Item, PassProbe, Probe, RoundRunner, Timeline
 from .timing import Measurement, Timer
 
@@ -218,20 +219,66 @@ class Profiler:
         items.append(Probe(simple("forward_all", "forward_all"), forward_all))
         return items
 
+    # -- memory ------------------------------------------------------------------
+
+    def memory_estimate(self, section: Section, target, network, solver=None, parameters_by_name=None) -> None:
+        """The step's memory as estimated from the graph, before anything runs (so that running
+        out of memory can be explained with it)."""
+        functions: List[Any] = []
+        target.visit(functions.append)
+        functions = [f for f in functions if not is_sink(f)]
+        known = parameters()
+        index = LayerIndex(layer_names(network), known)
+        names = [index.layer(f).name for f in functions]
+        if parameters_by_name is not None:
+            params = list(parameters_by_name.values())
+        else:  # an executor: the parameters its functions read
+            params = list({v: None for f in functions for v in f.inputs if v in known})
+        leaves = [v for f in functions for v in f.inputs if v.parent is None and v not in known and v.shape]
+        batch = int(leaves[0].shape[0]) if leaves else 1
+        itemsize = index.layer(functions[-1]).itemsize if functions else 4
+        est = memory.estimate(functions, names, frozenset(parameters()), itemsize, training=solver is not None)
+        fixed = {"parameters": sum(memory._bytes(p) for p in params),
+                 "gradients": sum(memory._bytes(p) for p in params if p.need_grad) if solver is not None else 0,
+                 "solver_state": memory.solver_state_bytes(solver) if solver is not None else 0}
+        section.memory = dict(fixed, activations_at_peak=est.peak, peak_estimated=est.peak + sum(fixed.values()),
+                              peak_layer=est.peak_layer, peak_phase=est.peak_phase,
+                              alive_at_peak=[list(x) for x in est.alive_at_peak],
+                              curve=[list(x) for x in est.curve], batch_size=batch,
+                              peak_measured=None, measured="")
+
+    def memory_measure(self, section: Section, run_step) -> None:
+        grown, how = memory.measure_step(run_step)
+        section.memory.update(peak_measured=grown, measured=how)
+
     # -- sections ---------------------------------------------------------------
 
     def profile_optimizer(self, section: Section, optimizer, source) -> Drift:
-        snapshot = {name: p.d.copy() for name, p in optimizer.parameters.items()}
+        o = optimizer
+        self.timeline.section = section.title
+        snapshot = SolverSnapshot(o.solver, o.parameters)
+        self.memory_estimate(section, o.target, o.network, o.solver, o.parameters)
+        loss_grad = 1.0 / o.loss_variables[0].variable_instance.size
+
+        def one_step(post=None):
+            o.target.forward(clear_no_need_grad=True, function_post_hook=post)
+            o.solver.zero_grad()
+            o.target.backward(grad=loss_grad, clear_buffer=True, function_post_hook=post)
+            o.solver.update()
         try:
-            drift = self.runner.run(section, self.optimizer_items(optimizer, source))
+            drift = self.runner.run(section, self.optimizer_items(o, source))
+            self.memory_measure(section, one_step)
             section.complete = True
             return drift
         finally:
-            # Later sections see the parameters as loaded.
-            for name, p in optimizer.parameters.items():
-                p.d = snapshot[name]
+            snapshot.restore()  # later sections see the parameters (and solver state) as loaded
 
     def profile_executor(self, section: Section, executor, source) -> Drift:
-        drift = self.runner.run(section, self.executor_items(executor, source))
+        e = executor
+        self.timeline.section = section.title
+        self.memory_estimate(section, e.forward_target, e.network)
+        drift = self.runner.run(section, self.executor_items(e, source))
+        self.memory_measure(section, lambda post=None: e.forward_target.forward(clear_buffer=True,
+                                                                                  function_post_hook=post))
         section.complete = True
         return drift

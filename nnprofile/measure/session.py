@@ -7,6 +7,8 @@ entries measured so far, with ``complete`` and ``failure`` saying how it ended.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import numpy as np
 from typing import Callable, List, Optional
 
 from ..choices import EXECUTOR, OPTIMIZER
@@ -67,6 +69,46 @@ def executor_datasets(project: Project) -> List[str]:
     return names
 
 
+def out_of_memory(e: BaseException) -> bool:
+    return isinstance(e, MemoryError) or "memory error in alloc" in str(e) or "Failed to allocate" in str(e)
+
+
+def explain_out_of_memory(e: BaseException, section: Optional[Section], project: Project) -> str:
+    """One line: where it failed, what it asked for, the estimated peak, what is available, what fits."""
+    from .memory import available_memory, human, largest_batch
+    where = "while profiling"
+    asked = ""
+    function = getattr(e, "nnprofile_function", None)
+    if function is not None:
+        from .layers import layer_names
+        component = None
+        if section is not None:
+            component = (project.optimizers if section.kind == OPTIMIZER else project.executors).get(section.name)
+        names = layer_names(component.network) if component is not None else {}
+        name = names.get(function.outputs[0], function.info.type_name) if function.outputs else function.info.type_name
+        where = "at layer '%s' (%s, %s)" % (name, function.info.type_name, getattr(e, "nnprofile_phase", "forward"))
+        size = sum(int(np.prod(v.shape)) for v in function.outputs) * 4
+        asked = ", which asks for %s for its outputs" % human(size)
+    elif getattr(e, "nnprofile_entry", None):
+        where = "in %s" % getattr(e, "nnprofile_entry")
+    text = "out of memory%s %s%s" % (" in %s," % section.title if section is not None else "", where, asked)
+    m = section.memory if section is not None else {}
+    available, source = available_memory()
+    if m:
+        text += "; the estimated peak of a step is %s (activations %s at batch size %d)" % (
+            human(m["peak_estimated"]), human(m["activations_at_peak"]), m["batch_size"])
+    if available is not None:
+        text += "; the memory available is %s (%s)" % (human(available), source)
+    if m and available is not None:
+        fixed = m["parameters"] + m["gradients"] + m["solver_state"]
+        fits = largest_batch(available, fixed, m["activations_at_peak"], m["batch_size"])
+        if fits:
+            text += "; a batch size of %d fits (--batch-size %d)" % (fits, fits)
+        else:
+            text += "; not even a batch of one fits"
+    return text
+
+
 def _source(project: Project, section: Section, pool: DatasetPool, synthetic: bool):
     if section.kind == OPTIMIZER:
         component = project.optimizers[section.name]
@@ -108,6 +150,10 @@ def run(project: Project, sections: List[Section], timer: Timer, cache_root: str
         profile.failure = str(e)
         raise
     except Exception as e:
+        if out_of_memory(e):
+            message = explain_out_of_memory(e, profile.sections[-1] if profile.sections else None, project)
+            profile.failure = message
+            raise ProfileError(message) from e
         profile.failure = "%s: %s" % (type(e).__name__, " ".join(str(e).split())[:300])
         raise
     finally:

@@ -23,7 +23,8 @@ DETAIL_COLUMNS = ["section", "label", "phase", "layer", "layer_type", "class", "
                   "mean_ms", "median_ms", "std_ms", "min_ms", "max_ms", "p90_ms", "runs", "rse",
                   "calls_per_sample", "overhead_ns", "output_shape", "params", "flops", "bytes_read",
                   "bytes_written", "gflops_per_s", "flop_per_byte", "coverage", "section_complete", "layer_id", "rounds",
-                  "entry_complete", "run_cv"]
+                  "entry_complete", "run_cv", "output_bytes", "parameter_bytes", "gradient_bytes",
+                  "input_gradient_bytes"]
 
 
 def profile_rows(profile: Profile) -> List[List[str]]:
@@ -81,7 +82,9 @@ def detail_rows(profile: Profile, analysis: Optional[Analysis] = None) -> List[L
                         + work_cells(e)
                         + ["%.4f" % coverage[e.phase] if e.phase in coverage else "", int(section.complete),
                            "" if e.layer_id is None else e.layer_id, s.rounds, int(e.complete),
-                           "" if e.run_cv is None else "%.4f" % e.run_cv])
+                           "" if e.run_cv is None else "%.4f" % e.run_cv]
+                        + ["" if v is None else v for v in (e.output_bytes, e.parameter_bytes, e.gradient_bytes,
+                                                            e.input_gradient_bytes)])
     return rows
 
 
@@ -92,15 +95,17 @@ def _csv(rows) -> str:
 
 
 SUMMARY = "summary.csv"
-SUMMARY_COLUMNS = ["section", "item", "name", "ms", "percent", "detail"]
+SUMMARY_COLUMNS = ["section", "item", "name", "ms", "percent", "detail", "bytes"]
 
 
 def summary_rows(profile: Profile, analysis: Optional[Analysis] = None) -> List[List[object]]:
     """The step breakdown, top layers and advice of every complete training section."""
     analysis = analysis or analyze(profile)
     rows: List[List[object]] = [list(SUMMARY_COLUMNS)]
-    for step in analysis.steps:
-        rows.extend([csv_text(cell) for cell in row] for row in advice_rows(step))
+    for a in analysis.sections:
+        if a.step is not None:
+            rows.extend([csv_text(cell) for cell in row] + [""] for row in advice_rows(a.step))
+        rows.extend([csv_text(cell) for cell in row] for row in a.memory_rows)
     return rows
 
 

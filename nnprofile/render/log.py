@@ -79,6 +79,7 @@ def section_footer(profile: Profile, a: SectionAnalysis) -> List[str]:
         lines.append("FLOPs not counted (no formula for): %s" % ", ".join(a.unknown_flops))
     if a.step is not None:
         lines.extend(summary_lines(a.step))
+    lines.extend(a.memory_lines)
     return lines
 
 

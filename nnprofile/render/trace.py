@@ -38,11 +38,29 @@ def trace_events(profile: Profile) -> List[Dict[str, Any]]:
     ]
     ordered = sorted(profile.timeline, key=lambda e: (int(e["start"]), -int(e["end"]),
                                                        CATEGORY_DEPTH.get(e["cat"], 2)))
+    curves = {s.title: s.memory.get("curve", []) for s in profile.sections if s.memory}
+    counters: List[Dict[str, Any]] = []
+    current: Dict[str, Any] = {}
     for e in ordered:
         start, end = int(e["start"]), int(e["end"])
         events.append({"ph": "X", "pid": PID, "tid": TID, "name": e["name"], "cat": e["cat"],
                        "ts": _us(start), "dur": _us(end - start), "args": e.get("args", {})})
-    return events
+        args = e.get("args", {})
+        if "section" in args and e["cat"] in ("forward", "backward"):  # a pass: its functions follow
+            steps = [c for c in curves.get(args["section"], []) if c[1] == e["cat"]]
+            current = {"curve": steps, "next": 0, "end": end}
+            if steps:
+                counters.append(_counter(start, steps[0][2] if e["cat"] == "backward" else 0))
+        elif "class" in args and current and start < current["end"] and current["next"] < len(current["curve"]):
+            counters.append(_counter(end, current["curve"][current["next"]][2]))
+            current["next"] += 1
+    return events + counters
+
+
+def _counter(ns: int, live_bytes: int) -> Dict[str, Any]:
+    """A point of the memory track: the activations alive (estimated) after a function."""
+    return {"ph": "C", "pid": PID, "name": "live activations (estimated bytes)", "ts": _us(ns),
+            "args": {"bytes": live_bytes}}
 
 
 def files(profile: Profile, analysis: Analysis) -> Contents:

@@ -25,7 +25,8 @@ NAME = "xlsx"
 FILENAME = "profile.xlsx"
 COLUMNS = ["entry", "time (ms)", "median (ms)", "std (ms)", "min (ms)", "max (ms)",
            "p90 (ms)", "runs", "rel. std. error", "calls/sample", "phase", "layer", "class",
-           "output shape", "params", "FLOPs", "bytes read", "bytes written", "GFLOP/s", "FLOP/byte"]
+           "output shape", "params", "FLOPs", "bytes read", "bytes written", "GFLOP/s", "FLOP/byte",
+           "output bytes", "parameter bytes", "gradient bytes", "input gradient bytes"]
 TIME_COLUMN = "B"
 MS_FORMAT = "0.000000"
 LAYER_TABLE_COL = len(COLUMNS) + 2  # the per-layer table that feeds the chart, after a gap
@@ -79,7 +80,8 @@ def _section_sheet(ws, a: SectionAnalysis) -> None:
         work = work_cells(e, rate=float)
         _append(ws, [e.label, e.mean_ms, ms(s.median), ms(s.std), ms(s.min), ms(s.max), ms(s.p90),
                      s.n, round(s.rse, 4), e.calls_per_sample, e.phase, e.layer or "", e.impl_class or ""]
-                + work)
+                + work + [v if v is not None else "" for v in (e.output_bytes, e.parameter_bytes,
+                                                                e.gradient_bytes, e.input_gradient_bytes)])
     last = len(section.entries) + 1
     for col in "BCDEFG":
         for row in range(2, last + 1):
@@ -91,7 +93,8 @@ def _section_sheet(ws, a: SectionAnalysis) -> None:
     ws.freeze_panes = "B2"
     widths = {"A": max([len(COLUMNS[0])] + [len(e.label) for e in section.entries]) + 2}
     widths.update({c: 13 for c in "BCDEFGHIJ"})
-    widths.update({"K": 26, "L": 24, "M": 26, "N": 16, "O": 10, "P": 14, "Q": 13, "R": 13, "S": 10, "T": 10})
+    widths.update({"K": 26, "L": 24, "M": 26, "N": 16, "O": 10, "P": 14, "Q": 13, "R": 13, "S": 10, "T": 10,
+                   "U": 14, "V": 15, "W": 14, "X": 19})
     for col, width in widths.items():
         ws.column_dimensions[col].width = min(width, 80)
 
@@ -155,7 +158,8 @@ def _summary_sheet(ws, rows: List[List[object]]) -> None:
     for row in ws.iter_rows(min_row=2):
         row[3].number_format = MS_FORMAT
         row[5].alignment = Alignment(wrap_text=True, vertical="top")
-    for col, width in zip("ABCDEF", (44, 16, 30, 13, 9, 110)):
+        row[6].number_format = "#,##0"
+    for col, width in zip("ABCDEFG", (44, 16, 30, 13, 9, 110, 14)):
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "A2"
     parts = [i for i, r in enumerate(rows) if r[1] == "part"]
@@ -166,7 +170,7 @@ def _summary_sheet(ws, rows: List[List[object]]) -> None:
         pie.add_data(Reference(ws, min_col=4, min_row=first, max_row=last))
         pie.set_categories(Reference(ws, min_col=3, min_row=first, max_row=last))
         pie.height, pie.width = 9, 12
-        ws.add_chart(pie, "H2")
+        ws.add_chart(pie, "I2")
 
 
 RULE = ("each entry is sampled in rounds over the whole section; the time shown is the mean of its round "
@@ -208,7 +212,10 @@ def build(profile: Profile, analysis: Optional[Analysis] = None):
                       "INCOMPLETE: %s" % (profile.failure or "stopped"))
     n_sheets = len(profile.sections)
     summary: List[List[object]] = [list(SUMMARY_COLUMNS)]
-    summary += [row for step in analysis.steps for row in advice_rows(step)]
+    for a in analysis.sections:
+        if a.step is not None:
+            summary += [row + [""] for row in advice_rows(a.step)]
+        summary += a.memory_rows
     if len(summary) > 1:  # more than the header: a complete training section
         _summary_sheet(wb.create_sheet(title="Summary"), summary)
         n_sheets += 1

@@ -12,7 +12,8 @@ Versions:
      and backward entries of one function share it), ``round_sizes`` and
      ``dropped_rounds`` (samples are taken in rounds; the reported mean is that of
      the round means, rounds the machine ran slow in left out), ``run_means`` (with
-     --repeat, each process's mean); profiles carry a ``timeline`` (recorded programs and
+     --repeat, each process's mean), the memory a layer holds (``output_bytes``, ``parameter_bytes``,
+     ``gradient_bytes``, ``input_gradient_bytes``) and sections the step's ``memory`` and ``reference_ns`` (a fixed workload per round); profiles carry a ``timeline`` (recorded programs and
      graph mode: events of the active steps) and sections may be of kind ``script``
      and ``complete`` (False for an entry cut short by a failure or Ctrl-C).
 """
@@ -44,7 +45,9 @@ def to_dict(profile: Profile) -> Dict[str, Any]:
                              "min": st.min, "max": st.max, "p90": st.p90, "rse": st.rse}
             entries.append(d)
         sections.append({"kind": s.kind, "name": s.name, "network": s.network,
-                         "complete": s.complete, "speed_levels": s.speed_levels, "entries": entries})
+                         "complete": s.complete, "speed_levels": s.speed_levels, "memory": s.memory,
+                         "reference_ns": s.reference_ns,
+                         "entries": entries})
     return {"format": FORMAT, "version": VERSION, "header": profile.header, "notes": profile.notes,
             "complete": profile.complete, "failure": profile.failure, "sections": sections,
             "timeline": profile.timeline}
@@ -94,7 +97,8 @@ def from_dict(data: Dict[str, Any]) -> Profile:
         entries = [Entry(**{k: v for k, v in e.items() if k in _ENTRY_FIELDS}) for e in s.get("entries", [])]
         sections.append(Section(kind=s["kind"], name=s["name"], network=s["network"],
                                 entries=entries, complete=s.get("complete", False),
-                                speed_levels=list(s.get("speed_levels", []))))
+                                speed_levels=list(s.get("speed_levels", [])), memory=dict(s.get("memory", {})),
+                                reference_ns=list(s.get("reference_ns", []))))
     return Profile(header=dict(data.get("header", {})), notes=list(data.get("notes", [])),
                    sections=sections, complete=data.get("complete", False), failure=data.get("failure"),
                    timeline=list(data.get("timeline", [])))

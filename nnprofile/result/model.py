@@ -41,6 +41,12 @@ class Entry:
     bytes_read: Optional[int] = None
     bytes_written: Optional[int] = None
     dtype: Optional[str] = None  # of the layer's output: float16 when it ran in half precision
+    # What the layer holds, in the dtype that ran: its outputs, parameters, their gradients,
+    # and the gradients it writes for its other inputs (None where not a layer).
+    output_bytes: Optional[int] = None
+    parameter_bytes: Optional[int] = None
+    gradient_bytes: Optional[int] = None
+    input_gradient_bytes: Optional[int] = None
     # How many of the samples each round took, in order (empty: one round, as in version 1),
     # and the rounds left out of the mean because the machine ran slow in them.
     round_sizes: List[int] = field(default_factory=list)
@@ -129,9 +135,16 @@ class Section:
     network: str
     entries: List[Entry] = field(default_factory=list)
     complete: bool = False
-    # The machine's speed in each round of measuring, relative to the median round
+    # The machine's speed in each round of measuring, relative to its usual speed
     # (1.2: that round ran 20% slower); see ``nnprofile.stats.Drift``.
     speed_levels: List[float] = field(default_factory=list)
+    # The step's memory (see ``nnprofile.measure.memory``): parameters, gradients, solver_state,
+    # activations_at_peak, peak_estimated, peak_layer, peak_phase, alive_at_peak, peak_measured,
+    # measured (how), batch_size, curve; empty when not measured.
+    memory: Dict[str, Any] = field(default_factory=dict)
+    # A fixed workload's time in each round (``nnprofile.measure.rounds.Reference``): the
+    # machine's speed, comparable between runs.
+    reference_ns: List[float] = field(default_factory=list)
 
     @property
     def title(self) -> str:

@@ -1,0 +1,56 @@
+"""nnprofile check BASELINE NEW: exit 1 when something got slower (a regression gate for CI)."""
+from __future__ import annotations
+
+import argparse
+
+from .. import api
+from ..compare.gate import check
+from ..errors import ProfileError
+from .common import Printer
+
+EXIT_ERROR = 2  # any error, internal ones included: never confused with "slower"
+
+
+def _threshold(text: str) -> float:
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("'%s' is not a threshold (examples: 10%%, 0.1)" % text)
+    if not 0 <= value < 10:
+        raise argparse.ArgumentTypeError("'%s' is out of range" % text)
+    return value
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="nnprofile check",
+        description="Compare two saved results (folders or result.json) and exit 1 when something got "
+                    "slower: ratio above 1 + threshold and its 95%% confidence interval above 1. Exit 0 when "
+                    "nothing did, 2 on any error.")
+    p.add_argument("baseline", metavar="BASELINE")
+    p.add_argument("new", metavar="NEW")
+    p.add_argument("--threshold", type=_threshold, default=0.10, help="how much slower counts (default 10%%)")
+    p.add_argument("--layers", action="store_true",
+                   help="also test every layer (forward + backward), Holm-corrected for their number")
+    p.add_argument("--strict-order", action="store_true",
+                   help="fail when the ordered list of layers changed (added, removed, reordered, another class)")
+    p.add_argument("--markdown", metavar="FILE", help="write a Markdown summary (for a pull-request comment)")
+    p.add_argument("--junit", metavar="FILE", help="write JUnit XML")
+    p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    return p
+
+
+def run(args) -> int:
+    from ..render import gate
+    result = check(api.load(args.baseline), api.load(args.new), threshold=args.threshold, layers=args.layers,
+                   strict_order=args.strict_order)
+    for path, render in ((args.markdown, gate.markdown), (args.junit, gate.junit)):
+        if path:
+            try:
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(render(result))
+            except OSError as e:
+                raise ProfileError("cannot write %s (%s)" % (path, e.strerror or e))
+    Printer(args.quiet).write(gate.text(result))
+    return result.exit_code

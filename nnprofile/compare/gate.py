@@ -1,0 +1,240 @@
+"""``nnprofile check BASELINE NEW``: the regression gate for CI.
+
+Something got slower when the ratio new/baseline is above ``1 + threshold``
+and its 95% confidence interval lies above 1 (as asv decides). Within-run
+samples understate the spread between runs several times over on a shared
+machine, so the interval of a figure holds three parts:
+
+- each run's own uncertainty: the relative standard error of the figure, from
+  the spread of its round means (what moves within a run);
+- the run-to-run spread: the coefficient of variation of the per-process means
+  where the result was made with ``--repeat``, else ``RUN_CV`` (the spread
+  ``make bench`` measures between runs of LeNet on this project's VM);
+- the machine: a fixed reference workload is timed in every round; when the
+  new run's machine was slower, a figure must also be slower than the machine
+  was (its ratio divided by the machine's) to count.
+
+The whole step has no samples of its own: it is the sum of its parts' means,
+and its variance the sum of theirs (the parts are measured apart). Per layer
+(``--layers``), many ratios are tested at once: the Holm correction keeps 40
+layers from raising chance alarms.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..analysis import analyze
+from ..analysis.advice import PHASE_PART
+from ..choices import EXECUTOR, LAYER_PHASES, OPTIMIZER, SCRIPT
+from ..result import Entry, Profile, Section
+from ..stats import percentile
+
+RUN_CV = 0.04      # run-to-run coefficient of variation assumed without --repeat (see make bench)
+Z95 = 1.959964     # two-sided 95%
+ALPHA = 0.05       # family-wise error of the per-layer tests (Holm)
+COMPARABLE = (("machine", "machine"), ("context", "context"), ("nnabla", "nnabla version"),
+              ("project_sha256", "project"))
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A mean with its relative standard errors: within the run, and between runs."""
+
+    mean_ms: float
+    rse: float
+    run_cv: float
+
+
+@dataclass
+class Verdict:
+    section: str
+    metric: str
+    baseline: Figure
+    new: Figure
+    ratio: float
+    ci_low: float
+    ci_high: float
+    slower: bool
+    faster: bool
+    note: str = ""
+    p_value: Optional[float] = None
+
+    @property
+    def word(self) -> str:
+        return "SLOWER" if self.slower else "faster" if self.faster else "ok"
+
+
+@dataclass
+class Check:
+    threshold: float
+    comparability: List[str] = field(default_factory=list)
+    structure: List[str] = field(default_factory=list)
+    verdicts: List[Verdict] = field(default_factory=list)
+    machine: List[str] = field(default_factory=list)
+    strict_order: bool = False
+
+    @property
+    def slower(self) -> List[Verdict]:
+        return [v for v in self.verdicts if v.slower]
+
+    @property
+    def exit_code(self) -> int:
+        if self.slower or (self.strict_order and self.structure):
+            return 1
+        return 0
+
+
+def _figure(entries: Sequence[Entry]) -> Optional[Figure]:
+    """The sum of entries' means (one entry: itself), with its standard errors."""
+    entries = [e for e in entries if e.samples_ns]
+    if not entries:
+        return None
+    mean = sum(e.mean_ms for e in entries)
+    if mean <= 0:
+        return None
+    within = math.sqrt(sum((e.stats.rse * e.mean_ms) ** 2 for e in entries)) / mean
+    runs = [e.run_cv for e in entries if e.run_cv is not None]
+    run_cv = (sum(r * e.mean_ms for r, e in zip(runs, entries)) / mean) if runs and len(runs) == len(entries) \
+        else RUN_CV
+    return Figure(mean, within, run_cv)
+
+
+def _step_entries(section: Section) -> List[Entry]:
+    measured = section.entries_of("step")
+    if measured:
+        return measured
+    return [e for e in section.entries if e.phase in PHASE_PART]
+
+
+def _metrics(section: Section) -> Dict[str, List[Entry]]:
+    out: Dict[str, List[Entry]] = {}
+    if section.kind in (OPTIMIZER, SCRIPT):
+        out["training step"] = _step_entries(section)
+        for phase in ("forward_all", "backward_all"):
+            out[phase] = section.entries_of(phase)
+        out["update"] = section.entries_of("update") + section.entries_of("weight_decay")
+    elif section.kind == EXECUTOR:
+        out["inference forward_all"] = section.entries_of("forward_all")
+    return {k: v for k, v in out.items() if v}
+
+
+def _layer_metrics(section: Section) -> Dict[str, List[Entry]]:
+    out: Dict[str, List[Entry]] = {}
+    for e in section.entries:
+        if e.phase in LAYER_PHASES and e.layer:
+            out.setdefault("layer %s" % e.layer, []).append(e)
+    return out
+
+
+def _machine_ratio(base: Section, new: Section) -> Optional[float]:
+    if not base.reference_ns or not new.reference_ns:
+        return None
+    b = percentile(sorted(base.reference_ns), 50)
+    n = percentile(sorted(new.reference_ns), 50)
+    return n / b if b > 0 else None
+
+
+def _batch(profile: Profile, section: Section) -> Optional[int]:
+    size = section.memory.get("batch_size") if section.memory else None
+    if size:
+        return int(size)
+    header = profile.header.get("batch_size")
+    return header if isinstance(header, int) else None
+
+
+def _verdict(section: str, metric: str, b: Figure, n: Figure, threshold: float, machine: Optional[float],
+             per_sample: Optional[Tuple[int, int]]) -> Verdict:
+    ratio = n.mean_ms / b.mean_ms
+    note = ""
+    if per_sample is not None:  # per sample, not per step: the batches differ
+        ratio *= per_sample[0] / per_sample[1]
+        note = "per sample (batch %d against %d)" % (per_sample[1], per_sample[0])
+    se = math.sqrt(b.rse ** 2 + n.rse ** 2 + b.run_cv ** 2 + n.run_cv ** 2)
+    low, high = ratio * math.exp(-Z95 * se), ratio * math.exp(Z95 * se)
+    slower = ratio > 1 + threshold and low > 1
+    faster = ratio < 1 / (1 + threshold) and high < 1
+    if slower and machine is not None and machine > 1:
+        if ratio / machine <= 1 + threshold:  # no slower than the machine itself was
+            slower = False
+            note = (note + "; " if note else "") + "within the machine's own slowdown (%.2fx)" % machine
+    p = 1 - _phi((math.log(ratio) - math.log(1 + threshold)) / se) if se > 0 else (0.0 if slower else 1.0)
+    return Verdict(section, metric, b, n, ratio, low, high, slower, faster, note, p)
+
+
+def _phi(x: float) -> float:
+    return 0.5 * (1 + math.erf(x / math.sqrt(2)))
+
+
+def _structure(base: Section, new: Section) -> List[str]:
+    def layers(s: Section) -> List[Tuple[str, str]]:
+        return [(e.layer or "", e.impl_class or "") for e in s.entries_of("forward_function")]
+    a, b = layers(base), layers(new)
+    if a == b:
+        return []
+    out = []
+    names_a, names_b = [x[0] for x in a], [x[0] for x in b]
+    added = [n for n in names_b if n not in names_a]
+    removed = [n for n in names_a if n not in names_b]
+    if added:
+        out.append("%s: layers added: %s" % (base.title, ", ".join(added)))
+    if removed:
+        out.append("%s: layers removed: %s" % (base.title, ", ".join(removed)))
+    common_a = [n for n in names_a if n in names_b]
+    common_b = [n for n in names_b if n in names_a]
+    if common_a != common_b:
+        out.append("%s: layers reordered" % base.title)
+    classes_a, classes_b = dict(a), dict(b)
+    changed = ["%s (%s -> %s)" % (n, classes_a[n], classes_b[n]) for n in common_b if classes_a[n] != classes_b[n]]
+    if changed:
+        out.append("%s: another implementation class: %s" % (base.title, ", ".join(changed)))
+    return out
+
+
+def check(baseline: Profile, new: Profile, threshold: float = 0.10, layers: bool = False,
+          strict_order: bool = False) -> Check:
+    """Compare two saved results; see the module's description for what counts as slower."""
+    result = Check(threshold=threshold, strict_order=strict_order)
+    for key, what in COMPARABLE:
+        a, b = baseline.header.get(key), new.header.get(key)
+        if a != b:
+            result.comparability.append("the %s differs: %s against %s" % (what, a, b))
+    analyze(baseline)  # both load and analyse cleanly before anything is compared
+    layer_tests: List[Verdict] = []
+    for base in baseline.sections:
+        same = [s for s in new.sections if (s.kind, s.name) == (base.kind, base.name)]
+        if not same:
+            result.structure.append("%s is missing from the new result" % base.title)
+            continue
+        other = same[0]
+        result.structure += _structure(base, other)
+        machine = _machine_ratio(base, other)
+        if machine is not None and abs(machine - 1) > threshold:
+            result.machine.append("%s: the machine's fixed reference workload took %.2fx as long in the new run "
+                                  "(%s machine)" % (base.title, machine, "a slower" if machine > 1 else "a faster"))
+        sizes = (_batch(baseline, base), _batch(new, other))
+        per_sample = (sizes[0], sizes[1]) if sizes[0] and sizes[1] and sizes[0] != sizes[1] else None
+        for metric, entries in _metrics(base).items():
+            b, n = _figure(entries), _figure(_metrics(other).get(metric, []))
+            if b is not None and n is not None:
+                result.verdicts.append(_verdict(base.title, metric, b, n, threshold, machine, per_sample))
+        if layers:
+            theirs = _layer_metrics(other)
+            for metric, entries in _layer_metrics(base).items():
+                b, n = _figure(entries), _figure(theirs.get(metric, []))
+                if b is not None and n is not None:
+                    layer_tests.append(_verdict(base.title, metric, b, n, threshold, machine, per_sample))
+    # Holm: the k-th smallest p-value is tested at ALPHA / (m - k); stop at the first that is not.
+    ordered = sorted(layer_tests, key=lambda v: v.p_value if v.p_value is not None else 1.0)
+    m = len(ordered)
+    still = True
+    for k, v in enumerate(ordered):
+        significant = still and v.p_value is not None and v.p_value <= ALPHA / (m - k)
+        still = significant
+        v.slower = v.slower and significant
+    result.verdicts += layer_tests
+    for section in new.sections:
+        if not any((s.kind, s.name) == (section.kind, section.name) for s in baseline.sections):
+            result.structure.append("%s is new" % section.title)
+    return result

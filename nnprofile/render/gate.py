@@ -1,0 +1,69 @@
+"""The outputs of ``nnprofile check``: a text table, a Markdown summary for a pull request, JUnit XML."""
+from __future__ import annotations
+
+from typing import List
+from xml.sax.saxutils import escape, quoteattr
+
+from ..compare.gate import Check, Verdict
+
+
+def _cells(v: Verdict) -> List[str]:
+    return [v.section, v.metric, "%.4f" % v.baseline.mean_ms, "%.4f" % v.new.mean_ms,
+            "%.3f (%.3f to %.3f)" % (v.ratio, v.ci_low, v.ci_high), v.word + ("; " + v.note if v.note else "")]
+
+
+HEAD = ["section", "metric", "baseline ms", "new ms", "ratio (95% CI)", "verdict"]
+
+
+def summary_line(c: Check) -> str:
+    if c.exit_code == 0:
+        return "nnprofile check: PASS: nothing got slower by more than %g%%%s" % (
+            c.threshold * 100, " (structure changed)" if c.structure else "")
+    reasons = []
+    if c.slower:
+        reasons.append("%d figure%s slower by more than %g%% (95%% CI above 1)"
+                       % (len(c.slower), "" if len(c.slower) == 1 else "s", c.threshold * 100))
+    if c.strict_order and c.structure:
+        reasons.append("the structure changed (--strict-order)")
+    return "nnprofile check: FAIL: %s" % "; ".join(reasons)
+
+
+def text(c: Check) -> str:
+    lines = [summary_line(c)]
+    lines += ["Comparability: %s" % x for x in c.comparability]
+    lines += ["Machine: %s" % x for x in c.machine]
+    lines += ["Structure: %s" % x for x in c.structure]
+    rows = [HEAD] + [_cells(v) for v in c.verdicts]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(HEAD))]
+    for r in rows:
+        lines.append("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def markdown(c: Check) -> str:
+    def md(cell: str) -> str:
+        return escape(cell).replace("|", "\\|")
+    lines = ["## %s" % md(summary_line(c)), ""]
+    for title, items in (("Comparability", c.comparability), ("Machine", c.machine), ("Structure", c.structure)):
+        if items:
+            lines += ["**%s**" % title, ""] + ["- %s" % md(x) for x in items] + [""]
+    lines += ["| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
+    lines += ["| " + " | ".join(md(x) for x in _cells(v)) + " |" for v in c.verdicts]
+    return "\n".join(lines) + "\n"
+
+
+def junit(c: Check) -> str:
+    cases = []
+    for v in c.verdicts:
+        name = quoteattr("%s: %s" % (v.section, v.metric))
+        body = ""
+        if v.slower:
+            body = "<failure message=%s/>" % quoteattr("ratio %.3f (95%% CI %.3f to %.3f) above %g" % (
+                v.ratio, v.ci_low, v.ci_high, 1 + c.threshold))
+        cases.append("  <testcase classname=\"nnprofile.check\" name=%s>%s</testcase>" % (name, body))
+    structure_failed = c.strict_order and bool(c.structure)
+    body = "<failure message=%s/>" % quoteattr("; ".join(c.structure)) if structure_failed else ""
+    cases.append("  <testcase classname=\"nnprofile.check\" name=\"structure\">%s</testcase>" % body)
+    failures = len(c.slower) + int(structure_failed)
+    return ("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"nnprofile check\" tests=\"%d\" "
+            "failures=\"%d\">\n%s\n</testsuite>\n" % (len(cases), failures, "\n".join(cases)))

@@ -1,0 +1,134 @@
+"""nnprofile check: the regression gate, on hand-made results and as CI runs it."""
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from conftest import LENET, run_cli
+from nnprofile.compare.gate import RUN_CV, check
+from nnprofile.render import gate as render
+from nnprofile.result import Entry, Profile, Section
+from nnprofile.result import file as result_file
+
+
+def _entries(scale, layers=("conv", "relu"), noise=0.01):
+    """Rounds of one sample, spread +-noise around the base figure times scale."""
+    def samples(ms):
+        return [ms * 1e6 * scale * (1 + noise * ((i % 3) - 1)) for i in range(9)]
+    out = []
+    for i, name in enumerate(layers):
+        out.append(Entry(label="forward_function (%s : X)" % name, phase="forward_function", layer=name,
+                         layer_id=i, impl_class="X", samples_ns=samples(1.0 + i), round_sizes=[1] * 9))
+    for phase, ms in (("forward_all", 3.0), ("backward_all", 4.0), ("update", 0.5), ("load_dataset", 0.2)):
+        out.append(Entry(label=phase, phase=phase, samples_ns=samples(ms), round_sizes=[1] * 9))
+    return out
+
+
+def _profile(scale=1.0, machine=1.0, layers=("conv", "relu"), batch=64, noise=0.01):
+    section = Section(kind="optimizer", name="O", network="Main", complete=True,
+                      entries=_entries(scale, layers, noise), reference_ns=[1e5 * machine] * 9,
+                      memory={"batch_size": batch})
+    return Profile(header={"machine": "m", "context": "cpu:float", "nnabla": "1.39.0", "project_sha256": "p"},
+                   sections=[section], complete=True)
+
+
+def test_the_same_figures_pass():
+    c = check(_profile(), _profile())
+    assert c.exit_code == 0 and not c.slower and not c.structure and not c.comparability
+    step = [v for v in c.verdicts if v.metric == "training step"][0]
+    assert step.ratio == pytest.approx(1.0)
+    # the interval holds the run-to-run spread: at least +-1.96 * sqrt(2) * RUN_CV
+    assert step.ci_high / step.ratio >= 2.718281828 ** (1.959964 * (2 * RUN_CV ** 2) ** 0.5) * (1 - 1e-9)
+
+
+def test_a_slower_network_fails_and_says_what():
+    c = check(_profile(), _profile(scale=1.5))
+    assert c.exit_code == 1
+    assert {v.metric for v in c.slower} == {"training step", "forward_all", "backward_all", "update"}
+    assert "FAIL" in render.text(c).splitlines()[0]
+
+
+def test_a_small_slowdown_within_the_threshold_passes():
+    assert check(_profile(), _profile(scale=1.05)).exit_code == 0
+
+
+def test_a_slower_machine_is_not_a_slower_network():
+    c = check(_profile(), _profile(scale=1.5, machine=1.5))
+    assert c.exit_code == 0
+    assert c.machine and "1.50x as long" in c.machine[0]
+    assert "within the machine's own slowdown" in [v for v in c.verdicts if v.metric == "training step"][0].note
+    # ... but a network slower than the machine still fails
+    assert check(_profile(), _profile(scale=2.0, machine=1.3)).exit_code == 1
+
+
+def test_structure_changes_are_reported_and_fail_only_when_strict():
+    changed = _profile(layers=("conv", "gelu"))
+    c = check(_profile(), changed)
+    assert c.structure == ["optimizer 'O' with network 'Main': layers added: gelu",
+                           "optimizer 'O' with network 'Main': layers removed: relu"]
+    assert c.exit_code == 0
+    assert check(_profile(), changed, strict_order=True).exit_code == 1
+
+
+def test_comparability_is_said_first():
+    other = _profile()
+    other.header["context"] = "cpu:half"
+    c = check(_profile(), other)
+    assert c.comparability == ["the context differs: cpu:float against cpu:half"]
+    assert render.text(c).splitlines()[1].startswith("Comparability: the context differs")
+
+
+def test_forty_noisy_layers_raise_no_chance_alarm():
+    names = tuple("layer%d" % i for i in range(40))
+    c = check(_profile(layers=names, noise=0.2), _profile(scale=1.0, layers=names, noise=0.2), layers=True)
+    assert not c.slower
+    slower_layer = check(_profile(layers=names), _profile(scale=1.6, layers=names), layers=True)
+    assert len([v for v in slower_layer.slower if v.metric.startswith("layer")]) == 40
+
+
+def test_batches_that_differ_compare_per_sample():
+    # batch 128 takes 1.9x the time of batch 64: per sample it is faster.
+    c = check(_profile(batch=64), _profile(scale=1.9, batch=128))
+    step = [v for v in c.verdicts if v.metric == "training step"][0]
+    assert step.ratio == pytest.approx(0.95) and "per sample" in step.note
+    assert c.exit_code == 0
+
+
+def test_markdown_and_junit():
+    c = check(_profile(), _profile(scale=1.5))
+    md = render.markdown(c)
+    assert md.startswith("## nnprofile check: FAIL") and "| optimizer 'O' with network 'Main' | training step |" in md
+    suite = ET.fromstring(render.junit(c))
+    assert suite.get("failures") == "4" and len(suite.findall("testcase")) == len(c.verdicts) + 1
+
+
+def test_check_on_the_command_line(tmp_path):
+    a, a2, slow = tmp_path / "a", tmp_path / "a2", tmp_path / "slow"
+    result_file.save(_profile(), str(_mk(a)))
+    result_file.save(_profile(), str(_mk(a2)))
+    result_file.save(_profile(scale=1.5), str(_mk(slow)))
+    assert run_cli("check", str(a), str(a2)).returncode == 0
+    proc = run_cli("check", str(a), str(slow), "--markdown", str(tmp_path / "pr.md"), "--junit", str(tmp_path / "j.xml"))
+    assert proc.returncode == 1 and proc.stdout.startswith("nnprofile check: FAIL")
+    assert (tmp_path / "pr.md").read_text().startswith("## nnprofile check: FAIL")
+    ET.parse(tmp_path / "j.xml")
+    proc = run_cli("check", str(a), str(tmp_path / "missing"))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert run_cli("check", str(a), str(a2), "--threshold", "lots").returncode == 2
+
+
+def _mk(path):
+    path.mkdir()
+    return path
+
+
+def test_two_profiles_of_lenet_pass_and_half_precision_fails(tmp_path):
+    """The judged case: two runs of the same project pass; half precision (emulated on the CPU) fails."""
+    common = ["--no-inference", "--no-layers", "-q"]
+    for name, extra in (("a", []), ("a2", []), ("half", ["--type-config", "half", "--runs", "2"])):
+        proc = run_cli(LENET, "-o", str(tmp_path / name), *common, *extra)
+        assert proc.returncode == 0, proc.stderr
+    proc = run_cli("check", str(tmp_path / "a"), str(tmp_path / "a2"))
+    assert proc.returncode == 0, proc.stdout
+    proc = run_cli("check", str(tmp_path / "a"), str(tmp_path / "half"))
+    assert proc.returncode == 1, proc.stdout
+    assert "Comparability: the context differs: cpu:float against cpu:half" in proc.stdout
