@@ -282,6 +282,43 @@ def bench_recording(work, repeat):
             "step_ratio": median(recorded_steps) / median(plain_steps), "hook_ns": median(medians)}
 
 
+# -- 6. the regression gate ---------------------------------------------------------------
+
+def bench_gate(work, pairs):
+    """False alarms of nnprofile check over A/A pairs (LeNet against itself, minutes apart), and its
+    detection of a real slowdown: LeNet with its hidden Affine layer ten times wider (150 -> 1500)."""
+    project = lenet_copy(work)
+    with open(project) as f:
+        wider_text = f.read().replace("dim: 150", "dim: 1500")
+    wider = os.path.join(work, "lenet_wider.nntxt")
+    with open(wider, "w") as f:
+        f.write(wider_text)
+    run(nnprofile_cmd(project, "--runs", "1", "-q", "-o", os.path.join(work, "gate_warm")))
+    plain, slow = [], []
+    for i in range(pairs + 1):  # alternating, as a CI history would be
+        out = os.path.join(work, "gate_a%d" % i)
+        run(nnprofile_cmd(project, "--no-layers", "-q", "-o", out))
+        plain.append(out)
+        if i < pairs:
+            out = os.path.join(work, "gate_b%d" % i)
+            run(nnprofile_cmd(wider, "--no-layers", "-q", "-o", out))
+            slow.append(out)
+
+    def verdict(a, b):
+        p = subprocess.run(nnprofile_cmd("check", a, b, "-q"), capture_output=True, text=True)
+        if p.returncode not in (0, 1):
+            raise SystemExit("nnprofile check failed: %s" % p.stderr)
+        return p.returncode
+    false_alarms = sum(verdict(plain[i], plain[i + 1]) for i in range(pairs))
+    detected = sum(verdict(plain[i], slow[i]) for i in range(pairs))
+    with open(os.path.join(plain[0], "profile.log")) as f:
+        base_step = re.search(r"^Step: ([\d.]+) ms", f.read(), re.M).group(1)
+    with open(os.path.join(slow[0], "profile.log")) as f:
+        slow_step = re.search(r"^Step: ([\d.]+) ms", f.read(), re.M).group(1)
+    return {"pairs": pairs, "false_alarms": false_alarms, "detected": detected,
+            "slowdown": float(slow_step) / float(base_step)}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer sizes and repetitions")
@@ -293,16 +330,18 @@ def main(argv=None):
     repeat = 1 if args.quick else 3
     work = tempfile.mkdtemp(prefix="nnprofile-bench-")
     try:
-        print("1/5 nnprofile against nnabla_cli profile on projects/lenet ...", flush=True)
+        print("1/6 nnprofile against nnabla_cli profile on projects/lenet ...", flush=True)
         cli = bench_against_nnabla_cli(work, repeat, ours_per_cli=1 if args.quick else 2)
-        print("2/5 hook overhead ...", flush=True)
+        print("2/6 hook overhead ...", flush=True)
         hooks = bench_hook_overhead(work)
-        print("3/5 scaling with the number of layers ...", flush=True)
+        print("3/6 scaling with the number of layers ...", flush=True)
         scaling = bench_scaling(work, sizes)
-        print("4/5 isolated against graph mode ...", flush=True)
+        print("4/6 isolated against graph mode ...", flush=True)
         modes = bench_modes(work, repeat)
-        print("5/5 recording the example training script ...", flush=True)
+        print("5/6 recording the example training script ...", flush=True)
         recording = bench_recording(work, repeat)
+        print("6/6 the regression gate: A/A pairs and a wider layer ...", flush=True)
+        gate = bench_gate(work, 5 if args.quick else 20)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -382,6 +421,17 @@ def main(argv=None):
               % (recording["hook_ns"] / 1e3, recording["run_wall_s"], recording["recorded_step_ms"]), "",
               "Recorded step / unrecorded step: **%.3f** (target within 10%%: %s)."
               % (recording["step_ratio"], met(abs(recording["step_ratio"] - 1) <= 0.10)), ""]
+    lines += ["## 6. The regression gate (`nnprofile check`, projects/lenet, `--no-layers`)", "",
+              "%d A/A pairs (LeNet against itself, consecutive runs) and %d pairs of LeNet against LeNet with its "
+              "hidden Affine ten times wider (a step %.2fx as long in the first pair)."
+              % (gate["pairs"], gate["pairs"], gate["slowdown"]), "",
+              "| | rate | target |", "|---|---|---|",
+              "| false alarms (exit 1 on A/A) | %d of %d = %.0f%% | ≤ 5%%: %s |"
+              % (gate["false_alarms"], gate["pairs"], 100.0 * gate["false_alarms"] / gate["pairs"],
+                 met(gate["false_alarms"] <= 0.05 * gate["pairs"])),
+              "| detection (exit 1 on the wider layer) | %d of %d = %.0f%% | ≥ 95%%: %s |"
+              % (gate["detected"], gate["pairs"], 100.0 * gate["detected"] / gate["pairs"],
+                 met(gate["detected"] >= 0.95 * gate["pairs"])), ""]
     text = "\n".join(lines) + "\n"
     with open(args.output, "w") as f:
         f.write(text)

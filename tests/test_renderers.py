@@ -143,7 +143,8 @@ def test_every_renderer_handles_an_empty_profile(tmp_path):
     empty = Profile(header={}, complete=False, failure="nothing measured")
     paths = write_all(empty, str(tmp_path))
     assert sorted(p.rsplit("/", 1)[-1] for p in paths) == [
-        "profile.csv", "profile.log", "profile.xlsx", "profile_detail.csv", "result.json", "summary.csv"]
+        "profile.csv", "profile.log", "profile.xlsx", "profile_detail.csv", "report.html", "result.json",
+        "summary.csv"]  # no timeline: no trace.json.gz
     with open(tmp_path / "profile.csv", newline="") as f:
         assert list(csv.reader(f)) == [["time in ms"]]
     wb = openpyxl.load_workbook(tmp_path / "profile.xlsx")

@@ -17,7 +17,7 @@ from typing import Dict, List, Sequence, Tuple
 from ..choices import BACKENDS, TYPE_CONFIGS
 from ..errors import ProfileError
 from ..result import Profile, file as result_file
-from .metrics import STEP_METRICS, Metric, step_metrics
+from .metrics import STEP_METRICS, Metric, step_metrics, throughput_metrics
 
 KEYS = {"type_config": "--type-config", "context": "--context", "batch_size": "--batch-size"}
 VALUES = {"type_config": TYPE_CONFIGS, "context": BACKENDS}
@@ -81,6 +81,8 @@ def run_configurations(files: Sequence[str], configs: Sequence[Config], repeat: 
             first_profiles.setdefault(c.name, profile)
             for name, value in step_metrics(profile).items():
                 metrics[name].values.setdefault(c.name, []).append(value)
-    return [m for m in metrics.values() if m.values], first_profiles
+    found = [m for m in metrics.values() if m.values]
+    sizes = {name: p.header.get("batch_size") for name, p in first_profiles.items()}
+    return found + throughput_metrics(found, {k: v for k, v in sizes.items() if isinstance(v, int)}), first_profiles
 
 

@@ -9,9 +9,21 @@ from .metrics import Row
 def findings(rows: Sequence[Row], configs: Sequence[Config], contexts: Dict[str, str]) -> List[str]:
     """Plain conclusions from the ratios; CPU half precision only where a measurement shows it."""
     lines = []
+    per_sample = any(r.unit == "samples/s" for r in rows)
     for r in rows:
+        if r.unit == "samples/s" and r.ratio is not None and r.config != configs[0].name:
+            how = ("(95%% CI %.3f to %.3f)" % (r.ci_low, r.ci_high) if r.ci_low is not None and r.ci_high is not None
+                   else "(one run each: no interval)")
+            verdict = ("more" if r.ci_low is not None and r.ci_low > 1 else
+                       "fewer" if r.ci_high is not None and r.ci_high < 1 else "no difference shown in")
+            lines.append("%s: %s processes %.3fx the samples per second of %s %s: %s throughput"
+                         % (r.metric, r.config, r.ratio, configs[0].name, how,
+                            "higher" if verdict == "more" else "lower" if verdict == "fewer" else "no difference in"))
+            continue
         if r.ratio is None or r.config == configs[0].name or r.unit != "ms":
             continue
+        if per_sample and not r.metric.endswith("per sample"):
+            continue  # the batches differ: a step holds more or fewer samples; per sample tells
         if r.ci_low is not None and r.ci_high is not None:
             if r.ci_low > 1:
                 verdict = "slower"

@@ -41,10 +41,31 @@ def metric_rows(metrics: Sequence[Metric], configs: Sequence[str]) -> List[Row]:
                 continue
             d = summarize(values)
             ratio = low = high = None
-            if base and summarize(base).mean > 0 and d.mean > 0:
+            if c == configs[0]:
+                ratio = 1.0  # the baseline itself: no interval of itself against itself
+            elif base and summarize(base).mean > 0 and d.mean > 0:
                 ratio, low, high = ratio_ci(base, values)
             rows.append(Row(m.name, m.unit, c, d, ratio, low, high))
     return rows
+
+
+def throughput_metrics(metrics: Sequence[Metric], batch_sizes: Dict[str, int]) -> List[Metric]:
+    """When configurations differ in batch size: time per sample and samples per second of each step."""
+    if len(set(batch_sizes.values())) < 2:
+        return []
+    out = []
+    for m in metrics:
+        if m.name not in ("training step", "inference forward_all"):
+            continue
+        per_sample = Metric("%s per sample" % m.name, "ms")
+        rate = Metric("%s throughput" % m.name, "samples/s")
+        for config, values in m.values.items():
+            size = batch_sizes.get(config)
+            if size:
+                per_sample.values[config] = [v / size for v in values]
+                rate.values[config] = [size * 1000.0 / v for v in values if v > 0]
+        out += [per_sample, rate]
+    return out
 
 
 def step_metrics(profile: Profile) -> Dict[str, float]:

@@ -292,12 +292,13 @@ class RoundRunner:
             return
         if rounds < sampling.min_rounds:
             return
-        for s in all_series:
-            if s.spent_ns >= sampling.max_seconds_per_entry * 1e9:
-                s.final = True  # this entry's own budget is spent
+        # An entry that has had its budget of timed work ends the sampling of all: every round
+        # holds every entry, so that no entry is timed in a context the others left (a cheap
+        # entry run alone, round after round, finds its data in the caches and reads faster).
+        spent = any(s.spent_ns >= sampling.max_seconds_per_entry * 1e9 for s in all_series)
         kept = rounds - len(drift.dropped)
         steady = all(s.final or s.rse(drift.dropped) <= sampling.target_rse for s in all_series)
-        if (steady and kept >= sampling.min_rounds and not drift.flagged) \
+        if (steady and kept >= sampling.min_rounds and not drift.flagged) or spent \
                 or elapsed_ns >= sampling.max_seconds * 1e9 or rounds >= sampling.max_rounds:
             for s in all_series:
                 s.final = True

@@ -39,8 +39,8 @@ class Sampling:
     until, after at least ``min_rounds``, every entry's reported mean has a
     relative standard error (from the spread of its round means) of at most
     ``target_rse`` and the machine's speed held steady (``drift_threshold``);
-    or until the section has spent ``max_seconds`` in all. An entry that has
-    had ``max_seconds_per_entry`` of timed work is final early.
+    or until the section has spent ``max_seconds`` in all, or until one entry has
+    had ``max_seconds_per_entry`` of timed work (every round holds every entry).
     """
 
     runs: Optional[int] = None
@@ -62,7 +62,7 @@ class Sampling:
                     "the mean of its round means, leaving out rounds the machine ran slow in" % (self.warmup, self.runs))
         return ("%d warm-up, then rounds over all entries (at least %d) until every entry's relative "
                 "standard error is below %g%% and the machine's speed holds within %g%%, or %g s "
-                "per section (%g s per entry) are spent; each figure (the time of one call) is the mean of its "
+                "per section (or %g s by one entry) are spent; each figure (the time of one call) is the mean of its "
                 "round means, leaving out rounds the machine ran slow in"
                 % (self.warmup, self.min_rounds, self.target_rse * 100, self.drift_threshold * 100,
                    self.max_seconds, self.max_seconds_per_entry))

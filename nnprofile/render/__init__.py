@@ -10,10 +10,10 @@ from typing import Dict, List, Optional, Sequence
 
 from ..analysis import Analysis, analyze
 from ..result import Profile, file as result_file
-from . import csv_files, log, trace, xlsx
+from . import csv_files, html, log, trace, xlsx
 from .base import Contents, Renderer
 
-RENDERERS: Dict[str, Renderer] = {r.NAME: r for r in (log, csv_files, xlsx, trace)}
+RENDERERS: Dict[str, Renderer] = {r.NAME: r for r in (log, csv_files, xlsx, html, trace)}
 FORMATS = tuple(RENDERERS)
 
 

@@ -180,9 +180,47 @@ def write(outdir: str, c: "Comparison") -> List[str]:
         ws = wb.create_sheet(title="Box plots")
         for i, png in enumerate(plots):
             ws.add_image(Image(png), "A%d" % (1 + 22 * i))
+    written.append(write_html(outdir, c, plots))
     wb.move_sheet(info, offset=len(wb.sheetnames) - 1)
     wb.active = 0
     path = os.path.join(outdir, "compare.xlsx")
     wb.save(path)
     written.append(path)
     return written
+
+
+def write_html(outdir: str, c: "Comparison", plots: Sequence[str]) -> str:
+    """compare.html: one file with the findings, the ratios and their intervals, and the box plots inline."""
+    import base64
+    from html import escape
+    rows = []
+    for r in c.rows:
+        d = r.stats
+        ratio = "" if r.ratio is None else "%.3f" % r.ratio
+        if r.ci_low is not None and r.ci_high is not None:
+            ratio += " (%.3f to %.3f)" % (r.ci_low, r.ci_high)
+        rows.append("<tr><td class=t>%s</td><td class=t>%s</td><td>%d</td><td>%.4f</td><td>%.4f</td><td>%.4f</td>"
+                    "<td>%s</td></tr>" % (escape("%s (%s)" % (r.metric, r.unit)), escape(r.config), d.n, d.mean,
+                                          d.median, d.std, escape(ratio)))
+    images = []
+    for png in plots:
+        with open(png, "rb") as image:
+            images.append('<img alt="%s" src="data:image/png;base64,%s">'
+                          % (escape(os.path.basename(png)), base64.b64encode(image.read()).decode("ascii")))
+    page = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
+<title>nnprofile compare</title>
+<style>body{font:14px/1.45 system-ui,sans-serif;max-width:1400px;margin:0 auto;padding:16px 24px}
+table{border-collapse:collapse;font-size:13px}td,th{border-bottom:1px solid #e6e9f0;padding:3px 8px;text-align:right}
+td.t,th.t{text-align:left}th{background:#f3f5f9}li{margin:3px 0}img{margin:8px 8px 0 0;border:1px solid #e6e9f0}</style>
+</head><body><h1>nnprofile compare</h1>
+<div>%s</div><h2>Findings</h2><ul>%s</ul><h2>Ratios to the first, with 95%% confidence intervals</h2>
+<table><tr><th class=t>metric</th><th class=t>configuration</th><th>n</th><th>mean</th><th>median</th><th>std</th>
+<th>ratio to first (95%% CI)</th></tr>%s</table><h2>Box plots</h2><div>%s</div></body></html>
+""" % ("".join("<p>%s</p>" % escape(line) for line in c.header), "".join("<li>%s</li>" % escape(f) for f in c.findings),
+       "".join(rows), "".join(images))
+    path = os.path.join(outdir, "compare.html")
+    with open(path, "w", encoding="utf-8") as out:
+        out.write(page)
+    return path

@@ -1,0 +1,100 @@
+"""report.html: one self-contained page for a reader with a browser.
+
+Everything is inside the file: the data as JSON in a ``<script
+type="application/json">`` element, the stylesheet, and a small script that
+builds the page with DOM calls (``textContent``, ``createElementNS`` for the
+SVG charts). No CDN, font, image or request leaves the file. Every name from
+a project or a program reaches the page as text, never as markup: a layer
+named ``<img src=x onerror=alert(1)>`` shows as those characters.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List, Optional
+
+from ..analysis import Analysis, SectionAnalysis
+from ..choices import BACKWARD, FORWARD
+from ..result import Profile, Section
+from .base import Contents
+
+NAME = "html"
+FILENAME = "report.html"
+HEADER_KEYS = (("project", "project"), ("context", "context"), ("implementation_classes", "implementation classes"),
+               ("nnprofile", "nnprofile"), ("nnabla", "nnabla"), ("machine", "machine"), ("date", "date"),
+               ("mode", "mode"), ("sampling", "sampling rule"), ("batch_size", "batch size"))
+
+
+def _layers(a: SectionAnalysis) -> List[Dict[str, Any]]:
+    section = a.section
+    step = a.step.step_ms if a.step is not None and a.step.step_ms > 0 else None
+    key = lambda e: e.layer_id if e.layer_id is not None else e.layer  # noqa: E731
+    forward = {key(e): e for e in section.entries_of(FORWARD)}
+    backward = {key(e): e for e in section.entries_of(BACKWARD)}
+    rows = []
+    for k, f in forward.items():
+        b = backward.get(k)
+        total = f.mean_ms + (b.mean_ms if b else 0.0)
+        flops = None if f.flops is None or (b is not None and b.flops is None) else f.flops + (b.flops or 0 if b else 0)
+        moved = sum((e.bytes_read or 0) + (e.bytes_written or 0) for e in (f, b) if e is not None)
+        rows.append({
+            "layer": f.layer, "type": f.layer_type, "class": f.impl_class,
+            "fwd_mean": f.mean_ms, "fwd_median": f.stats.median / 1e6, "fwd_p90": f.stats.p90 / 1e6,
+            "fwd_rse": f.stats.rse,
+            "bwd_mean": b.mean_ms if b else None, "bwd_median": b.stats.median / 1e6 if b else None,
+            "bwd_p90": b.stats.p90 / 1e6 if b else None, "bwd_rse": b.stats.rse if b else None,
+            "total": total, "flops": flops,
+            "gflops": (flops / (total * 1e6)) if flops is not None and total > 0 else None,
+            "bytes": moved, "share": (total / step) if step else None,
+            "out_bytes": f.output_bytes, "param_bytes": f.parameter_bytes,
+        })
+    return rows
+
+
+def _section(a: SectionAnalysis, profile: Profile) -> Dict[str, Any]:
+    s: Section = a.section
+    data: Dict[str, Any] = {
+        "title": s.title, "complete": s.complete, "layers": _layers(a),
+        "entries": [{"label": e.label, "mean": e.mean_ms, "median": e.stats.median / 1e6, "p90": e.stats.p90 / 1e6,
+                     "runs": e.stats.n, "rse": e.stats.rse} for e in s.entries],
+        "coverage": [{"what": "%s of %s" % (c.layer_phase, c.whole_phase), "share": c.share} for c in a.coverage],
+        "drift": a.drift.describe(), "notes": list(a.memory_lines),
+        "incomplete": [e.label for e in a.incomplete],
+    }
+    if a.step is not None:
+        data["step"] = {"ms": a.step.step_ms, "parts": [[p, ms] for p, ms in a.step.parts]}
+        data["advice"] = [{"rule": x.rule, "text": x.text, "evidence": x.evidence} for x in a.step.advice]
+    if s.memory.get("curve"):
+        data["memory"] = {"curve": s.memory["curve"], "peak": s.memory.get("peak_estimated"),
+                          "fixed": s.memory.get("parameters", 0) + s.memory.get("gradients", 0)
+                          + s.memory.get("solver_state", 0)}
+    return data
+
+
+def report_data(profile: Profile, analysis: Analysis, trace: Optional[str]) -> Dict[str, Any]:
+    def shown(value: object) -> str:
+        return ", ".join(str(x) for x in value) if isinstance(value, list) else str(value)
+    header = [[label, shown(profile.header[key])] for key, label in HEADER_KEYS
+              if profile.header.get(key) not in (None, "", [])]
+    return {"header": header, "notes": profile.notes, "complete": profile.complete, "failure": profile.failure,
+            "trace": trace, "sections": [_section(a, profile) for a in analysis.sections]}
+
+
+def _json_for_html(data: Dict[str, Any]) -> str:
+    # Inside <script>, "</" could close the element; "<!--" could start a comment.
+    return json.dumps(data, separators=(",", ":")).replace("<", "\\u003c").replace(">", "\\u003e") \
+        .replace("&", "\\u0026")
+
+
+def render(profile: Profile, analysis: Analysis) -> str:
+    from ..render.trace import FILENAME as TRACE
+    data = report_data(profile, analysis, TRACE if profile.timeline else None)
+    return PAGE.replace("/*DATA*/", _json_for_html(data))
+
+
+def files(profile: Profile, analysis: Analysis) -> Contents:
+    return {FILENAME: render(profile, analysis)}
+
+
+with open(os.path.join(os.path.dirname(__file__), "report.html.in"), encoding="utf-8") as _f:
+    PAGE = _f.read()

@@ -1,0 +1,133 @@
+"""report.html and compare.html: self-contained, and tested in a real browser (headless Chromium)."""
+import os
+import re
+import shutil
+
+import pytest
+
+import nnprofile
+from conftest import LENET, require, run_cli
+
+BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
+EVIL = "<img src=x onerror=alert(1)>"
+
+
+def _browser():
+    try:
+        from playwright.sync_api import sync_playwright  # noqa: F401
+        driver = True
+    except ImportError:
+        driver = False
+    require(BROWSER and driver, "a Chromium browser (Debian's chromium package) and the playwright driver")
+    from playwright.sync_api import sync_playwright
+    return sync_playwright
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    out = tmp_path_factory.mktemp("html")
+    nnprofile.profile(LENET, runs=2, outdir=out / "lenet")
+    text = open(LENET).read()
+    digits = os.path.join(os.path.dirname(LENET), "digits")
+    for name in ("training", "validation"):
+        text = text.replace('uri: "digits/%s.csv"' % name, 'uri: "%s"' % os.path.join(digits, name + ".csv"))
+    evil = out / "evil.nntxt"
+    evil.write_text(text.replace('"Convolution_2"', '"%s"' % EVIL))
+    nnprofile.profile(evil, runs=1, outdir=out / "evil", inference=False)
+    return out
+
+
+def test_the_report_is_one_file_under_a_megabyte_that_asks_for_nothing(reports):
+    page = (reports / "lenet" / "report.html").read_text()
+    assert len(page.encode()) < 1_000_000
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
+    assert "<link" not in page and "@import" not in page and "url(" not in page
+    assert '<script type="application/json" id="data">' in page
+
+
+def _open(p, path):
+    browser = p.chromium.launch(executable_path=BROWSER, args=[
+        "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--no-first-run", "--disable-sync"])
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    seen = {"requests": [], "errors": [], "dialogs": []}
+    page.on("request", lambda r: seen["requests"].append(r.url))
+    page.on("console", lambda m: m.type == "error" and seen["errors"].append(m.text))
+    page.on("pageerror", lambda e: seen["errors"].append(str(e)))
+    page.on("dialog", lambda d: (seen["dialogs"].append(d.message), d.dismiss()))
+    page.goto("file://%s" % path)
+    page.wait_for_selector("body[data-ready='1']")
+    return browser, page, seen
+
+
+def test_the_layer_table_sorts_and_filters_in_a_browser(reports, tmp_path):
+    sync_playwright = _browser()
+    profile = nnprofile.load(reports / "lenet")
+    layers = [e.layer for e in profile.sections[0].entries_of("forward_function")]
+    with sync_playwright() as p:
+        browser, page, seen = _open(p, reports / "lenet" / "report.html")
+        try:
+            rows = page.locator("#layers-0 tbody tr")
+            assert rows.count() == len(layers)
+            names = lambda: page.locator("#layers-0 tbody tr td:first-child").all_text_contents()  # noqa: E731
+            assert names() == layers  # forward order
+            page.click("#layers-0 th[data-key='total']")  # largest first
+            totals = [float(t) for t in page.locator("#layers-0 tbody tr td:nth-child(12)").all_text_contents()]
+            assert totals == sorted(totals, reverse=True) and names() != layers
+            page.click("#layers-0 th[data-key='layer']")
+            assert names() == sorted(layers)
+            page.fill("#filter-0", "conv")
+            assert names() == ["Convolution", "Convolution_2"]
+            assert page.locator("#section-1 h2").text_content().startswith("executor 'Executor'")
+            assert page.locator("#section-0 .advice").count() >= 1
+            page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+        finally:
+            browser.close()
+    assert (tmp_path / "report.png").read_bytes()[:4] == b"\x89PNG"
+    assert all(url.startswith("file://") for url in seen["requests"]), seen["requests"]
+    assert seen["errors"] == []
+
+
+def test_a_name_made_of_markup_is_shown_as_text(reports):
+    sync_playwright = _browser()
+    with sync_playwright() as p:
+        browser, page, seen = _open(p, reports / "evil" / "report.html")
+        try:
+            cells = page.locator("#layers-0 tbody tr td:first-child").all_text_contents()
+            assert EVIL in cells
+            assert page.locator("#layers-0 img").count() == 0 and page.locator("img").count() == 0
+            page.wait_for_timeout(200)
+        finally:
+            browser.close()
+    assert seen["dialogs"] == [] and seen["errors"] == []
+    assert all(url.startswith("file://") for url in seen["requests"])
+
+
+def test_an_incomplete_run_is_marked(tmp_path):
+    profile = nnprofile.load(_incomplete(tmp_path))
+    assert not profile.complete
+    page = (tmp_path / "report.html").read_text()
+    assert "INCOMPLETE" in page  # the banner is built from the data at load time
+    sync_playwright = _browser()
+    with sync_playwright() as p:
+        browser, page, seen = _open(p, tmp_path / "report.html")
+        try:
+            assert page.locator("#incomplete").text_content().startswith("INCOMPLETE: interrupted")
+        finally:
+            browser.close()
+
+
+def _incomplete(folder):
+    from nnprofile.render import write_all
+    profile = nnprofile.load(os.path.join(os.path.dirname(__file__), "golden", "result_v2.json"))
+    profile.complete, profile.failure = False, "interrupted by Ctrl-C"
+    write_all(profile, str(folder))
+    return folder
+
+
+def test_compare_writes_a_self_contained_html(reports, tmp_path):
+    proc = run_cli("compare", str(reports / "lenet"), str(reports / "lenet"), "-o", str(tmp_path / "cmp"))
+    assert proc.returncode == 0, proc.stderr
+    page = (tmp_path / "cmp" / "compare.html").read_text()
+    assert "data:image/png;base64," in page and "95% confidence intervals" in page
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
