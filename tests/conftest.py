@@ -50,3 +50,26 @@ def run_cli(*args, cwd=None, timeout=600):
 @pytest.fixture
 def fake_clock():
     return FakeClock()
+
+
+def lenet_with_validation(folder, uri):
+    """LeNet moved into ``folder``, its training data where it is, its validation data at ``uri``."""
+    text = open(LENET).read()
+    digits = os.path.join(ROOT, "projects", "lenet", "digits")
+    text = text.replace('uri: "digits/training.csv"', 'uri: "%s"' % os.path.join(digits, "training.csv"))
+    text = text.replace('uri: "digits/validation.csv"', 'uri: "%s"' % uri)
+    path = folder / "moved.nntxt"
+    path.write_text(text)
+    return path
+
+
+def lenet_with_wrong_size_validation(folder, images=3):
+    """LeNet whose validation images are 20x20 instead of 28x28: training runs, inference fails."""
+    from PIL import Image
+    (folder / "small").mkdir()
+    rows = ["x:image,y:label"]
+    for i in range(images):
+        Image.new("L", (20, 20), 128).save(folder / "small" / ("%d.png" % i))
+        rows.append("./small/%d.png,%d" % (i, i))
+    (folder / "small.csv").write_text("\n".join(rows) + "\n")
+    return lenet_with_validation(folder, "small.csv")

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import nnprofile
-from conftest import FIXTURES, LENET, ROOT
+from conftest import FIXTURES, LENET, ROOT, lenet_with_wrong_size_validation
 from nnprofile.render.comparison import ENTRY_COLUMNS
 
 SHARED = os.path.join(FIXTURES, "shared_types.nntxt")
@@ -65,17 +65,7 @@ def test_without_an_outdir_nothing_is_written(tmp_path, monkeypatch):
 
 def test_a_failure_keeps_the_partial_profile_on_the_exception(tmp_path):
     # The validation data has images of the wrong size: training is measured, inference fails.
-    from PIL import Image
-    (tmp_path / "small").mkdir()
-    rows = ["x:image,y:label"]
-    for i in range(3):
-        Image.new("L", (20, 20), 128).save(tmp_path / "small" / ("%d.png" % i))
-        rows.append("./small/%d.png,%d" % (i, i))
-    (tmp_path / "small.csv").write_text("\n".join(rows) + "\n")
-    digits = os.path.join(ROOT, "projects", "lenet", "digits")
-    text = open(LENET).read().replace('uri: "digits/training.csv"', 'uri: "%s"' % os.path.join(digits, "training.csv"))
-    project = tmp_path / "moved.nntxt"
-    project.write_text(text.replace('uri: "digits/validation.csv"', 'uri: "small.csv"'))
+    project = lenet_with_wrong_size_validation(tmp_path)
     with pytest.raises(nnprofile.ProfileError) as failure:
         nnprofile.profile(project, runs=1)
     partial = failure.value.profile

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import LENET, ROOT, run_cli
+from conftest import LENET, ROOT, lenet_with_validation, lenet_with_wrong_size_validation, run_cli
 
 
 def _one_clean_line(proc):
@@ -97,18 +97,8 @@ def test_explicit_cuda_context_without_extension_is_an_error(tmp_path, monkeypat
     assert err.count("\n") == 1 and err.startswith("nnprofile: error: ") and "nnabla-ext-cuda" in err
 
 
-def _lenet_with_validation(tmp_path, uri):
-    text = open(LENET).read()
-    digits = os.path.join(ROOT, "projects", "lenet", "digits")
-    text = text.replace('uri: "digits/training.csv"', 'uri: "%s"' % os.path.join(digits, "training.csv"))
-    text = text.replace('uri: "digits/validation.csv"', 'uri: "%s"' % uri)
-    path = tmp_path / "moved.nntxt"
-    path.write_text(text)
-    return path
-
-
 def test_missing_dataset_stops_before_any_timing(tmp_path):
-    project = _lenet_with_validation(tmp_path, "K:\\\\samples\\\\mnist\\\\test.csv")
+    project = lenet_with_validation(tmp_path, "K:\\\\samples\\\\mnist\\\\test.csv")
     out = tmp_path / "out"
     proc = run_cli(str(project), "-o", str(out), "--runs", "1")
     assert proc.returncode == 2
@@ -121,14 +111,7 @@ def test_missing_dataset_stops_before_any_timing(tmp_path):
 def test_failure_midway_keeps_what_was_measured(tmp_path):
     # Validation images of the wrong size: the executor section fails at let_data,
     # after the whole training section was measured.
-    from PIL import Image
-    (tmp_path / "small").mkdir()
-    rows = ["x:image,y:label"]
-    for i in range(3):
-        Image.new("L", (20, 20), 128).save(tmp_path / "small" / ("%d.png" % i))
-        rows.append("./small/%d.png,%d" % (i, i))
-    (tmp_path / "small.csv").write_text("\n".join(rows) + "\n")
-    project = _lenet_with_validation(tmp_path, "small.csv")
+    project = lenet_with_wrong_size_validation(tmp_path)
     out = tmp_path / "out"
     proc = run_cli(str(project), "-o", str(out), "--runs", "1")
     assert proc.returncode == 2
@@ -253,11 +236,7 @@ def test_a_closed_pipe_loses_nothing(tmp_path):
 
 
 def test_printed_text_is_the_log_even_after_a_failure(tmp_path):
-    from PIL import Image
-    (tmp_path / "small").mkdir()
-    Image.new("L", (20, 20), 128).save(tmp_path / "small" / "0.png")
-    (tmp_path / "small.csv").write_text("x:image,y:label\n./small/0.png,0\n")
-    project = _lenet_with_validation(tmp_path, "small.csv")
+    project = lenet_with_wrong_size_validation(tmp_path, images=1)
     proc = run_cli(str(project), "-o", str(tmp_path / "out"), "--runs", "1")
     assert proc.returncode == 2
     assert proc.stdout == (tmp_path / "out" / "profile.log").read_text()

@@ -81,18 +81,13 @@ def _data_needed_in_backward(functions: Sequence[Any]) -> set:
         for i, v in enumerate(inputs):
             if not v.need_grad:
                 continue
-            for j, w in enumerate(inputs):
-                try:
-                    if f.grad_depends_input_data(i, j):
+            for depends, variables in ((f.grad_depends_input_data, inputs), (f.grad_depends_output_data, outputs)):
+                for j, w in enumerate(variables):
+                    try:
+                        if depends(i, j):
+                            needed.add(w)
+                    except Exception:  # not said: keep it (the estimate errs on the safe side)
                         needed.add(w)
-                except Exception:
-                    needed.add(w)
-            for o, w in enumerate(outputs):
-                try:
-                    if f.grad_depends_output_data(i, o):
-                        needed.add(w)
-                except Exception:
-                    needed.add(w)
     return needed
 
 

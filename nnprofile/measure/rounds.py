@@ -30,6 +30,8 @@ EntryFactory = Callable[[Measurement], Entry]
 # A cheap entry gets a few samples per round (up to this many, about 1 ms of work in all).
 MAX_SAMPLES_PER_ROUND = 3
 ROUND_SHARE_NS = 1_000_000
+# Entries shorter than this get an untimed run before each round's samples (see Probe._rewarm).
+REWARM_BELOW_NS = ROUND_SHARE_NS
 
 
 @dataclass
@@ -89,7 +91,7 @@ class Probe:
             s.calls = timer.calls_per_sample(estimate, self.batchable)
             s.overhead_ns = timer.overhead_ns / s.calls
             self.per_round = 1 if fixed else _per_round(estimate * s.calls)
-            self.rewarm = estimate * s.calls < ROUND_SHARE_NS
+            self.rewarm = estimate * s.calls < REWARM_BELOW_NS
         elif self.rewarm:
             self._rewarm()
         s.round_sizes.append(0)

@@ -43,7 +43,14 @@ class DatasetSource:
         self.size = int(self._iterator.size)
 
     def next(self) -> Dict[str, np.ndarray]:
-        return dict(zip(self.variables, self._iterator.next()))
+        batch = dict(zip(self.variables, self._iterator.next()))
+        # NNabla's iterator starts loading the next batch in a thread as it returns this one.
+        # Wait for it: loading a batch is what load_dataset times (as NNC's loop of next()
+        # calls does), and a loader running behind the next entries' backs would slow them.
+        prefetch = getattr(self._iterator, "_next_thread", None)
+        if prefetch is not None:
+            prefetch.join()
+        return batch
 
     def close(self) -> None:
         self._iterator.close()

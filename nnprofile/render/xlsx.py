@@ -159,6 +159,10 @@ def _summary_sheet(ws, rows: List[List[object]]) -> None:
         row[3].number_format = MS_FORMAT
         row[5].alignment = Alignment(wrap_text=True, vertical="top")
         row[6].number_format = "#,##0"
+        # Readers that do not measure wrapped text themselves (LibreOffice) need the height.
+        lines = max(1, -(-len(str(row[5].value or "")) // 105))
+        if lines > 1:
+            ws.row_dimensions[row[0].row].height = 15 * lines
     for col, width in zip("ABCDEFG", (44, 16, 30, 13, 9, 110, 14)):
         ws.column_dimensions[col].width = width
     ws.freeze_panes = "A2"
