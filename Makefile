@@ -36,7 +36,7 @@ $(DIGITS): $(STAMP) $(LENET)/make_digits.py
 
 demo: $(STAMP) $(DIGITS)
 	$(PY) -m nnprofile $(LENET)/lenet.nntxt -o results/lenet
-	@echo "Open results/lenet/profile.xlsx in Excel or LibreOffice."
+	@echo "Open results/lenet/report.html in a browser, or results/lenet/profile.xlsx in Excel or LibreOffice."
 
 test: $(STAMP) $(DIGITS)
 	$(PY) -m mypy
