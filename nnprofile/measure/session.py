@@ -19,7 +19,7 @@ from ..project.data import DatasetPool, SyntheticSource
 from ..result import Profile, Section
 from .rounds import EntryCallback
 from .sequence import Profiler
-from .timing import Sampling, Timer
+from .timing import Timer
 
 SectionCallback = Callable[[Section], None]
 
