@@ -115,3 +115,27 @@ def test_running_out_of_memory_is_one_line_with_a_batch_that_fits(tmp_path):
     assert "estimated peak of a step is" in line and "RLIMIT_AS" in line
     fits = int(line.rsplit("--batch-size ", 1)[1].rstrip(")"))
     assert 1 <= fits < 200000
+
+
+def test_the_gpu_path_reads_the_devices_used_memory(monkeypatch):
+    """Under CUDA, NVML's used memory after every function, from a cleared cache: on a fake device."""
+    import types
+    import nnabla.ext_utils
+    import nnabla.utils.nvml as nvml
+    device = {"used": 1000, "cleared": 0, "synced": 0}
+    monkeypatch.setattr(nvml, "nvmlInit", lambda flags=0: True)
+    monkeypatch.setattr(nvml, "nvmlDeviceGetHandleByIndex", lambda index: ("gpu", index))
+    monkeypatch.setattr(nvml, "nvmlDeviceGetMemoryInfo", lambda handle: types.SimpleNamespace(used=device["used"]))
+    fake = types.SimpleNamespace(clear_memory_cache=lambda: device.update(cleared=device["cleared"] + 1))
+    monkeypatch.setattr(nnabla.ext_utils, "import_extension_module", lambda name: fake)
+    used, clear = memory.device_reader("cudnn", "1")
+
+    def step(post):  # a step that allocates 3000 bytes, then frees 2000 of them
+        for delta in (1000, 2000, -2000):
+            device["used"] += delta
+            post(None)
+    grown, how = memory.measure_device_step(step, used, clear, lambda: device.update(synced=device["synced"] + 1))
+    assert grown == 3000 and device["cleared"] == 1 and device["synced"] == 5
+    assert "NVML" in how
+    monkeypatch.setattr(nvml, "nvmlInit", lambda flags=0: (_ for _ in ()).throw(OSError("no NVML")))
+    assert memory.device_reader("cudnn", "0") is None  # no GPU: not measured, never made up

@@ -195,6 +195,45 @@ def _malloc_in_use() -> Optional[Callable[[], int]]:
     return in_use
 
 
+def device_reader(backend: str, device_id: str) -> Optional[Tuple[Callable[[], int], Callable[[], None]]]:
+    """(used bytes of the GPU, clear the extension's memory cache), or None without a readable device.
+
+    The used memory comes from NVML through NNabla's own binding (``nnabla.utils.nvml``);
+    the cache is cleared through the extension module (``clear_memory_cache``).
+    """
+    try:
+        from nnabla.ext_utils import import_extension_module
+        from nnabla.utils import nvml
+        nvml.nvmlInit()
+        handle = nvml.nvmlDeviceGetHandleByIndex(int(device_id))
+        ext = import_extension_module(backend)
+    except Exception:  # no NVML, no such device, no extension: not measured
+        return None
+    return (lambda: int(nvml.nvmlDeviceGetMemoryInfo(handle).used)), ext.clear_memory_cache
+
+
+def measure_device_step(run_step: Callable[[Optional[Callable[[Any], None]]], None],
+                        used: Callable[[], int], clear: Callable[[], None],
+                        sync: Optional[Callable[[], None]]) -> Tuple[Optional[int], str]:
+    """The highest the GPU's used memory rises over one step (read after every function, the
+    device synchronised first), from a cleared memory cache."""
+    clear()
+    if sync is not None:
+        sync()
+    base = used()
+    readings: List[int] = []
+
+    def read(f: Any) -> None:
+        if sync is not None:
+            sync()
+        readings.append(used())
+    run_step(read)
+    read(None)
+    return max(0, max(readings) - base), ("the highest that the device's used memory (NVML, read after every "
+                                          "function with the device synchronised) rose over one step, from a "
+                                          "cleared CUDA memory cache")
+
+
 def measure_step(run_step: Callable[[Optional[Callable[[Any], None]]], None]) -> Tuple[Optional[int], str]:
     """The highest the memory NNabla holds climbs during one step, from a cleared memory cache.
 

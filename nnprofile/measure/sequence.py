@@ -16,7 +16,7 @@ Two ways of timing the layers:
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -85,13 +85,14 @@ class Profiler:
     """Profiles sections of a project: plans each section's items, then runs them in rounds."""
 
     def __init__(self, timer: Timer, on_entry: Optional[EntryCallback] = None, mode: str = "isolated",
-                 layers: bool = True):
+                 layers: bool = True, backend: Optional[Tuple[str, str]] = None):
         if mode not in MODES:
             raise ProfileError("unknown mode '%s' (choose from %s)" % (mode, ", ".join(MODES)))
         self.timer = timer
         self.mode = mode
         self.layers = layers  # False: only the whole-step entries
         self.runner = RoundRunner(timer, on_entry)
+        self.backend = backend  # (backend, device id) the project runs on, for the memory measurement
         self.timeline = Timeline()
 
     # -- the items of a round -------------------------------------------------
@@ -248,7 +249,15 @@ class Profiler:
                               peak_measured=None, measured="")
 
     def memory_measure(self, section: Section, run_step) -> None:
-        grown, how = memory.measure_step(run_step)
+        device = None
+        if self.backend is not None and self.backend[0] != "cpu":
+            device = memory.device_reader(*self.backend)
+        if device is not None:
+            grown, how = memory.measure_device_step(run_step, device[0], device[1], self.timer.sync)
+        elif self.backend is not None and self.backend[0] != "cpu":
+            grown, how = None, "not measured: the GPU's memory could not be read (NVML)"
+        else:
+            grown, how = memory.measure_step(run_step)
         section.memory.update(peak_measured=grown, measured=how)
 
     # -- sections ---------------------------------------------------------------

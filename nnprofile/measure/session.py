@@ -126,7 +126,8 @@ def run(project: Project, sections: List[Section], timer: Timer, cache_root: str
         on_entry: Optional[EntryCallback] = None, synthetic: bool = False, mode: str = "isolated",
         on_section_end: Optional[SectionCallback] = None, layers: bool = True) -> Profile:
     """Profile each planned section into ``profile``; never loses measured entries."""
-    profiler = Profiler(timer, on_entry=on_entry, mode=mode, layers=layers)
+    profiler = Profiler(timer, on_entry=on_entry, mode=mode, layers=layers,
+                        backend=(project.run_context.backend, project.run_context.device_id))
     pool = DatasetPool(project.datasets, cache_root)
     try:
         # Open every data source first: a missing dataset stops the run before any timing.
