@@ -54,6 +54,8 @@ def test_a_version_2_file_keeps_loading():
     conv = train.entries_of("forward_function")[0]
     assert conv.layer_id == 0 and conv.round_sizes == [1, 1] and conv.stats.rounds == 2
     assert [e.layer_id for e in train.entries_of("backward_function")][-1] == 0
+    assert conv.output_bytes and conv.parameter_bytes is not None
+    assert train.memory["peak_estimated"] > 0 and len(train.reference_ns) == 2
 
 
 def test_every_version_has_a_checked_in_file():
