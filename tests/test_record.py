@@ -164,3 +164,16 @@ def test_the_examples_run_under_nnprofile(tmp_path):
         trace_check.check(trace_check.load(out / "trace.json.gz"))
         with open(out / "profile_detail.csv", newline="") as f:
             assert len(list(csv.DictReader(f))) == len(section.entries)
+
+
+def test_the_recorder_waits_for_a_gpu_device():
+    """CUDA runs asynchronously: on a GPU context the recorder synchronises before each reading."""
+    import types
+    from nnprofile.measure.recorder import device_sync
+    calls = []
+    ext = types.SimpleNamespace(synchronize=lambda device_id: calls.append(device_id))
+    gpu = types.SimpleNamespace(backend=["cudnn:float", "cuda:float", "cpu:float"], device_id="1")
+    sync = device_sync(gpu, lambda name: ext)
+    sync()
+    assert calls == ["1"]
+    assert device_sync(types.SimpleNamespace(backend=["cpu:float"], device_id="0"), lambda name: ext) is None

@@ -135,21 +135,34 @@ class Recorder:
         self._patched: List[Tuple[Any, str, Any]] = []
         self.started_ns = 0
         self.solvers: List[Any] = []  # the solvers the program made (for their state's memory)
+        # Waits for the device before each reading on an asynchronous backend (CUDA). The
+        # program sets its context once running: it is looked up at the end of each step
+        # (the first step, skipped by default, is then read unsynchronised).
+        self.sync: Optional[Callable[[], None]] = None
+        self._sync_known = False
 
     # -- hooks -----------------------------------------------------------------
 
     def _pre(self, f: Any) -> None:
+        if self.sync is not None:
+            self.sync()  # what ran before this function is not its time
         self._start = self.clock()
 
     def _post(self, f: Any) -> None:
+        if self.sync is not None:
+            self.sync()
         end = self.clock()
         frame = sys._getframe(1)
         self.current.calls.append(FunctionCall("", f, self._start, end, (frame.f_code, frame.f_lasti)))
 
     def timed_solver_call(self, solver: Any, method: str, bound: Callable) -> Callable:
         def call(*args: Any, **kwargs: Any) -> Any:
+            if self.sync is not None:
+                self.sync()
             start = self.clock()
             result = bound(*args, **kwargs)
+            if self.sync is not None:
+                self.sync()
             end = self.clock()
             self.current.calls.append(SolverCall(method, solver.name, start, end))
             if method == "update":
@@ -202,6 +215,8 @@ class Recorder:
             return
         end = self.clock() if end_ns is None else end_ns
         self.current.end_ns = end
+        if not self._sync_known:
+            self.sync, self._sync_known = device_sync(), True
         self.steps.append(self.current)
         self.current = RawStep(len(self.steps) + 1, end)
         if len(self.steps) >= self.skip_first + self.active:
@@ -237,6 +252,25 @@ class Recorder:
         """The active steps, and the skip actually applied (it shrinks for a short program)."""
         skip = min(self.skip_first, max(0, len(self.steps) - 1))
         return self.steps[skip:skip + self.active], skip
+
+
+def device_sync(context: Any = None, import_extension: Any = None) -> Optional[Callable[[], None]]:
+    """A wait for the device of the current context when it is a GPU (CUDA runs asynchronously)."""
+    import nnabla as nn
+    context = context if context is not None else nn.get_current_context()
+    backends = list(getattr(context, "backend", []) or [])
+    name = backends[0].split(":")[0] if backends else "cpu"
+    if name not in ("cuda", "cudnn"):
+        return None
+    if import_extension is None:
+        from nnabla.ext_utils import import_extension_module
+        import_extension = import_extension_module
+    try:
+        ext = import_extension(name)
+    except Exception:
+        return None
+    device_id = str(getattr(context, "device_id", "0") or "0")
+    return lambda: ext.synchronize(device_id=device_id)
 
 
 def _called_method(code: Any, lasti: int) -> str:
