@@ -114,6 +114,7 @@ def profile(project: PathLike, *params: PathLike, outdir: Optional[PathLike] = N
     """
     if mode not in MODES:
         raise ProfileError("unknown mode '%s' (choose from %s)" % (mode, ", ".join(MODES)))
+    limit = _memory_limit(memory_limit)  # bad input fails before any work
     from .project import load_project, zero_weights as zero
     files = [os.fspath(project)] + [os.fspath(p) for p in params]
     if repeat > 1:
@@ -150,12 +151,8 @@ def profile(project: PathLike, *params: PathLike, outdir: Optional[PathLike] = N
         timer.hook_inside_ns = inside if overhead_ns is None else overhead_ns
         result.header.update(hook_overhead_ns=round(total, 1), hook_inside_ns=round(inside, 1))
     result.header["data"] = "synthetic" if synthetic else "datasets"
-    if memory_limit is not None:
-        from .measure.memory import parse_size
-        try:
-            result.header["memory_limit"] = memory_limit if isinstance(memory_limit, int) else parse_size(memory_limit)
-        except ValueError as e:
-            raise ProfileError("--memory-limit: %s" % e)
+    if limit is not None:
+        result.header["memory_limit"] = limit
     if not layers:
         result.notes.append("per-layer entries were skipped (--no-layers)")
     if zero_weights:
@@ -192,6 +189,16 @@ def profile(project: PathLike, *params: PathLike, outdir: Optional[PathLike] = N
         if out is None:
             shutil.rmtree(cache, ignore_errors=True)
     return result
+
+
+def _memory_limit(value: Optional[Union[int, str]]) -> Optional[int]:
+    if value is None or isinstance(value, int):
+        return value
+    from .measure.memory import parse_size
+    try:
+        return parse_size(value)
+    except ValueError as e:
+        raise ProfileError("--memory-limit: %s" % e)
 
 
 def _repeated(files: Sequence[str], options: Dict[str, object], repeat: int, outdir: Optional[PathLike],

@@ -139,3 +139,11 @@ def test_the_gpu_path_reads_the_devices_used_memory(monkeypatch):
     assert "NVML" in how
     monkeypatch.setattr(nvml, "nvmlInit", lambda flags=0: (_ for _ in ()).throw(OSError("no NVML")))
     assert memory.device_reader("cudnn", "0") is None  # no GPU: not measured, never made up
+
+
+def test_a_bad_memory_limit_is_one_line_before_any_work(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "nnprofile", LENET, "--memory-limit", "lots", "-o", str(tmp_path)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert proc.stderr.startswith("nnprofile: error: --memory-limit: 'lots' is not a size")
+    assert not (tmp_path / "profile.log").exists()
