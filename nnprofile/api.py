@@ -322,6 +322,10 @@ class Recording:
             notes.append("no solver update and no nnprofile.step(): the whole run is one step")
         if not steps:
             notes.append("nothing was recorded: the program ran no NNabla function")
+        # What ran (ConvolutionCudaCudnn under cuDNN) and at which batch, as a project's header says.
+        header["implementation_classes"] = sorted({e.impl_class for e in section.entries if e.impl_class})
+        if section.memory.get("batch_size"):
+            header["batch_size"] = section.memory["batch_size"]
         profile = Profile(header=header, notes=notes, sections=[section] if section.entries else [],
                           complete=failure is None, failure=failure, timeline=timeline)
         return profile
