@@ -8,11 +8,11 @@ that its trigger can be tested on hand-made figures.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Tuple
 
 from ..choices import GPU_BACKENDS, HALF_DTYPES, OPTIMIZER, SCRIPT
-from ..result import Section
+from ..result import Entry, Section
 
 PARTS = ("input", "forward", "backward", "update", "monitor", "other")
 PHASE_PART = {
@@ -41,6 +41,8 @@ class LayerTime:
     backward_ms: float
     flops: Optional[int]  # forward + backward, None when unknown
     bytes_moved: int = 0  # read and written, forward + backward
+    forward: Optional[Entry] = field(default=None, compare=False)   # the entries behind the figures
+    backward: Optional[Entry] = field(default=None, compare=False)
 
     @property
     def total_ms(self) -> float:
@@ -101,7 +103,8 @@ def layer_times(section: Section) -> List[LayerTime]:
         if f.flops is not None and (b is None or b.flops is not None):
             flops = f.flops + (b.flops or 0 if b is not None else 0)
         moved = sum((e.bytes_read or 0) + (e.bytes_written or 0) for e in (f, b) if e is not None)
-        out.append(LayerTime(f.layer or "", f.layer_type or "", f.mean_ms, b.mean_ms if b else 0.0, flops, moved))
+        out.append(LayerTime(f.layer or "", f.layer_type or "", f.mean_ms, b.mean_ms if b else 0.0, flops, moved,
+                             f, b))
     return out
 
 

@@ -42,6 +42,13 @@ class Layer:
         return "%s (%s : %s%s)" % (phase, self.name, self.impl_class,
                                    " : in_place" if self.in_place else "")
 
+    def trace_args(self, phase: str) -> dict:
+        """What a trace shows of the layer in a phase ("forward" or "backward"): class, shapes, FLOPs."""
+        flops = self.flops[0 if phase == "forward" else 1] if self.flops else None
+        return {"class": self.impl_class, "type": self.type, "phase": phase,
+                "inputs": [list(s) for s in self.shapes.inputs],
+                "outputs": [list(s) for s in self.shapes.outputs], "flops": flops}
+
     def entry(self, phase: str, m: Measurement) -> Entry:
         e = Entry(label=self.label(phase), phase=phase, samples_ns=m.samples_ns,
                   calls_per_sample=m.calls_per_sample, overhead_ns=m.overhead_ns,

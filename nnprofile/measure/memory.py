@@ -28,7 +28,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 
-def _bytes(variable: Any, itemsize: Optional[int] = None) -> int:
+def nbytes(variable: Any, itemsize: Optional[int] = None) -> int:
     size = int(np.prod(variable.shape)) if variable.shape else 1
     if itemsize is None:
         try:
@@ -50,10 +50,10 @@ def layer_memory(function: Any, parameters: frozenset, itemsize: int) -> LayerMe
     inputs, outputs = list(function.inputs), list(function.outputs)
     params = [v for v in inputs if v in parameters]
     return LayerMemory(
-        output_bytes=sum(_bytes(v, itemsize) for v in outputs),
-        parameter_bytes=sum(_bytes(v) for v in params),
-        gradient_bytes=sum(_bytes(v) for v in params if v.need_grad),
-        input_gradient_bytes=sum(_bytes(v, itemsize) for v in inputs if v not in parameters and v.need_grad))
+        output_bytes=sum(nbytes(v, itemsize) for v in outputs),
+        parameter_bytes=sum(nbytes(v) for v in params),
+        gradient_bytes=sum(nbytes(v) for v in params if v.need_grad),
+        input_gradient_bytes=sum(nbytes(v, itemsize) for v in inputs if v not in parameters and v.need_grad))
 
 
 @dataclass
@@ -113,7 +113,7 @@ def estimate(functions: Sequence[Any], names: Sequence[str], parameters: frozens
 
     for v in consumers:  # the data fed in: the input batch
         if v not in produced and v not in parameters:
-            live[v] = ("input %s" % "x".join(str(d) for d in v.shape), _bytes(v, itemsize))
+            live[v] = ("input %s" % "x".join(str(d) for d in v.shape), nbytes(v, itemsize))
     for i, (f, name) in enumerate(zip(functions, names)):
         outputs = list(f.outputs)
         for o, v in enumerate(outputs):
@@ -122,7 +122,7 @@ def estimate(functions: Sequence[Any], names: Sequence[str], parameters: frozens
                 shared = f.inplace_data(o) != 0
             except Exception:
                 pass
-            live[v] = ("%s output" % name, 0 if shared else _bytes(v, itemsize))
+            live[v] = ("%s output" % name, 0 if shared else nbytes(v, itemsize))
         record(name, "forward", live)
         for v in list(f.inputs):
             if consumers.get(v) == i and v in produced and v not in needed and v not in finals:
@@ -137,11 +137,11 @@ def estimate(functions: Sequence[Any], names: Sequence[str], parameters: frozens
             if v in needed:
                 remaining_need[v] = k
     for v in finals:
-        grads[v] = ("gradient of the loss", _bytes(v, itemsize))
+        grads[v] = ("gradient of the loss", nbytes(v, itemsize))
     for k, (f, name) in enumerate(backward):
         for v in f.inputs:
             if v.need_grad and v not in parameters and v not in grads:
-                grads[v] = ("%s input gradient" % name, _bytes(v, itemsize))
+                grads[v] = ("%s input gradient" % name, nbytes(v, itemsize))
         both = dict(live)
         both.update({("grad", key): value for key, value in grads.items()})
         record(name, "backward", both)
@@ -153,12 +153,32 @@ def estimate(functions: Sequence[Any], names: Sequence[str], parameters: frozens
     return est
 
 
+def step_memory(functions: Sequence[Any], names: Sequence[str], parameters: Sequence[Any], itemsize: int,
+                training: bool, solver_state: int, measured: str = "") -> Dict[str, Any]:
+    """A section's ``memory``: what stays for the whole step, and the activations estimated along it.
+
+    ``functions`` run in forward order and are named by ``names``; ``parameters`` are those
+    of the step (their gradients count when ``training``). The batch size is read off the
+    first input the functions are fed.
+    """
+    known = frozenset(parameters)
+    est = estimate(functions, names, known, itemsize, training)
+    fixed = {"parameters": sum(nbytes(p) for p in parameters),
+             "gradients": sum(nbytes(p) for p in parameters if p.need_grad) if training else 0,
+             "solver_state": solver_state}
+    inputs = [v for f in functions for v in f.inputs if v.parent is None and v not in known and v.shape]
+    return dict(fixed, activations_at_peak=est.peak, peak_estimated=est.peak + sum(fixed.values()),
+                peak_layer=est.peak_layer, peak_phase=est.peak_phase,
+                alive_at_peak=[list(x) for x in est.alive_at_peak], curve=[list(x) for x in est.curve],
+                batch_size=int(inputs[0].shape[0]) if inputs else 1, peak_measured=None, measured=measured)
+
+
 def solver_state_bytes(solver: Any) -> int:
     """What the solver keeps per parameter (Adam: two states, Momentum: one, SGD: none), from its states."""
     total = 0
     try:
         for state in solver.get_states().values():
-            total += sum(_bytes(v) for v in state.pstate.values())
+            total += sum(nbytes(v) for v in state.pstate.values())
     except Exception:
         return 0
     return total

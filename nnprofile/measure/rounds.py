@@ -198,7 +198,7 @@ class Timeline:
         for name, detail, t0, t1 in zip(names, details, starts, ends):
             if name is not None:
                 self.events.append({"name": name, "cat": phase, "start": t0 - o, "end": t1 - o,
-                                    "args": dict(detail or {}, phase=phase)})
+                                    "args": detail or {"phase": phase}})
 
 
 class Action:

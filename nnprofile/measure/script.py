@@ -193,29 +193,22 @@ class Assembler:
         for e in entries:
             e.dropped_rounds = drift.dropped
         if resolved:
-            section.memory = self._memory(resolved[0], len(kept))
+            section.memory = self._memory(resolved[0])
         return section, timeline, skip
 
-    def _memory(self, calls: List[Tuple[Any, str, Any]], steps: int) -> Dict[str, Any]:
-        """The memory of a step, estimated from the functions of the first active step (static ones)."""
+    def _memory(self, calls: List[Tuple[Any, str, Any]]) -> Dict[str, Any]:
+        """The memory of a step, estimated from the functions of the first active step."""
         import nnabla as nn
         from . import memory
         forward = [(call.function, self.layers[key].name) for call, phase, key in calls
                    if isinstance(call, FunctionCall) and phase == "forward"]
-        training = any(phase == "backward" for _, phase, _ in calls)
-        params = list(nn.get_parameters(grad_only=False).values())
         itemsize = self.layers[calls[0][2]].itemsize if calls and calls[0][2] is not None else 4
-        est = memory.estimate([f for f, _ in forward], [n for _, n in forward], frozenset(params), itemsize, training)
-        fixed = {"parameters": sum(memory._bytes(p) for p in params),
-                 "gradients": sum(memory._bytes(p) for p in params if p.need_grad) if training else 0,
-                 "solver_state": sum(memory.solver_state_bytes(s) for s in self.recorder.solvers)}
-        leaves = [v for f, _ in forward for v in f.inputs if v.parent is None and v.shape and v not in set(params)]
-        return dict(fixed, activations_at_peak=est.peak, peak_estimated=est.peak + sum(fixed.values()),
-                    peak_layer=est.peak_layer, peak_phase=est.peak_phase,
-                    alive_at_peak=[list(x) for x in est.alive_at_peak], curve=[list(x) for x in est.curve],
-                    batch_size=int(leaves[0].shape[0]) if leaves else 1, peak_measured=None,
-                    measured="not measured for a recorded program (its steps are its own); the estimate "
-                             "follows the functions of its first active step")
+        return memory.step_memory(
+            [f for f, _ in forward], [n for _, n in forward], list(nn.get_parameters(grad_only=False).values()),
+            itemsize, training=any(phase == "backward" for _, phase, _ in calls),
+            solver_state=sum(memory.solver_state_bytes(s) for s in self.recorder.solvers),
+            measured="not measured for a recorded program (its steps are its own); the estimate "
+                     "follows the functions of its first active step")
 
     def _layer_entry(self, key: Any, phase: str, s: _Series) -> Entry:
         layer = self.layers[key]
@@ -238,12 +231,8 @@ class Assembler:
                                "start": call.start_ns - origin, "end": call.end_ns - origin, "args": {}})
                 continue
             layer = self.layers[key]
-            flops = layer.flops[0 if phase == "forward" else 1] if layer.flops else None
             events.append({"name": layer.name, "cat": phase, "start": call.start_ns - origin,
-                           "end": call.end_ns - origin,
-                           "args": {"class": layer.impl_class, "type": layer.type, "phase": phase,
-                                    "inputs": [list(s) for s in layer.shapes.inputs],
-                                    "outputs": [list(s) for s in layer.shapes.outputs], "flops": flops}})
+                           "end": call.end_ns - origin, "args": layer.trace_args(phase)})
         return events
 
 

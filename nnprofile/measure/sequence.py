@@ -53,13 +53,6 @@ def layer_entry(layer: Layer, phase: str) -> Callable[[Measurement], Entry]:
     return lambda m: layer.entry(phase, m)
 
 
-def _details(layer: Layer, phase: str) -> dict:
-    """What a trace shows of a layer: its class, shapes and FLOPs."""
-    flops = layer.flops[0 if phase == FORWARD else 1] if layer.flops else None
-    return {"class": layer.impl_class, "type": layer.type, "inputs": [list(s) for s in layer.shapes.inputs],
-            "outputs": [list(s) for s in layer.shapes.outputs], "flops": flops}
-
-
 class SolverSnapshot:
     """Parameters and solver state as they were: restored after every timed update."""
 
@@ -133,7 +126,8 @@ class Profiler:
             return [PassProbe([layer_entry(l, phase) if l else None for l in order], run_pass, before,
                               timeline=self.timeline, phase="forward" if phase == FORWARD else "backward",
                               names=[l.name if l else None for l in order],
-                              details=[_details(l, phase) if l else None for l in order])]
+                              details=[l.trace_args("forward" if phase == FORWARD else "backward") if l else None
+                                       for l in order])]
         items: List[Item] = []
         for layer in only_layers(order):
             f = layer.function
@@ -235,18 +229,10 @@ class Profiler:
             params = list(parameters_by_name.values())
         else:  # an executor: the parameters its functions read
             params = list({v: None for f in functions for v in f.inputs if v in known})
-        leaves = [v for f in functions for v in f.inputs if v.parent is None and v not in known and v.shape]
-        batch = int(leaves[0].shape[0]) if leaves else 1
         itemsize = index.layer(functions[-1]).itemsize if functions else 4
-        est = memory.estimate(functions, names, frozenset(parameters()), itemsize, training=solver is not None)
-        fixed = {"parameters": sum(memory._bytes(p) for p in params),
-                 "gradients": sum(memory._bytes(p) for p in params if p.need_grad) if solver is not None else 0,
-                 "solver_state": memory.solver_state_bytes(solver) if solver is not None else 0}
-        section.memory = dict(fixed, activations_at_peak=est.peak, peak_estimated=est.peak + sum(fixed.values()),
-                              peak_layer=est.peak_layer, peak_phase=est.peak_phase,
-                              alive_at_peak=[list(x) for x in est.alive_at_peak],
-                              curve=[list(x) for x in est.curve], batch_size=batch,
-                              peak_measured=None, measured="")
+        training = solver is not None
+        section.memory = memory.step_memory(functions, names, params, itemsize, training,
+                                            memory.solver_state_bytes(solver) if training else 0)
 
     def memory_measure(self, section: Section, run_step) -> None:
         device = None

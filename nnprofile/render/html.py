@@ -14,7 +14,6 @@ import os
 from typing import Any, Dict, List, Optional
 
 from ..analysis import Analysis, SectionAnalysis
-from ..choices import BACKWARD, FORWARD
 from ..result import Profile, Section
 from .base import Contents
 
@@ -26,26 +25,21 @@ HEADER_KEYS = (("project", "project"), ("context", "context"), ("implementation_
 
 
 def _layers(a: SectionAnalysis) -> List[Dict[str, Any]]:
-    section = a.section
+    """The layer table: each layer's forward and backward as the analysis paired them."""
     step = a.step.step_ms if a.step is not None and a.step.step_ms > 0 else None
-    key = lambda e: e.layer_id if e.layer_id is not None else e.layer  # noqa: E731
-    forward = {key(e): e for e in section.entries_of(FORWARD)}
-    backward = {key(e): e for e in section.entries_of(BACKWARD)}
     rows = []
-    for k, f in forward.items():
-        b = backward.get(k)
-        total = f.mean_ms + (b.mean_ms if b else 0.0)
-        flops = None if f.flops is None or (b is not None and b.flops is None) else f.flops + (b.flops or 0 if b else 0)
-        moved = sum((e.bytes_read or 0) + (e.bytes_written or 0) for e in (f, b) if e is not None)
+    for lt in a.layers:
+        f, b = lt.forward, lt.backward
+        assert f is not None  # layer_times builds every layer from its forward entry
+        total = lt.total_ms
         rows.append({
             "layer": f.layer, "type": f.layer_type, "class": f.impl_class,
             "fwd_mean": f.mean_ms, "fwd_median": f.stats.median / 1e6, "fwd_p90": f.stats.p90 / 1e6,
             "fwd_rse": f.stats.rse,
             "bwd_mean": b.mean_ms if b else None, "bwd_median": b.stats.median / 1e6 if b else None,
             "bwd_p90": b.stats.p90 / 1e6 if b else None, "bwd_rse": b.stats.rse if b else None,
-            "total": total, "flops": flops,
-            "gflops": (flops / (total * 1e6)) if flops is not None and total > 0 else None,
-            "bytes": moved, "share": (total / step) if step else None,
+            "total": total, "flops": lt.flops, "gflops": lt.gflops_per_s,
+            "bytes": lt.bytes_moved, "share": (total / step) if step else None,
             "out_bytes": f.output_bytes, "param_bytes": f.parameter_bytes,
         })
     return rows
