@@ -319,18 +319,133 @@ def bench_gate(work, pairs):
             "slowdown": float(slow_step) / float(base_step)}
 
 
+# -- 7. every stage linear in entries ------------------------------------------------------
+
+def bench_stages(repeat):
+    from stages import SIZES, linear, result_json_bytes, time_stages
+    times = time_stages(SIZES, repeat)
+    return {"sizes": SIZES, "times": times, "linear": {stage: linear(t) for stage, t in times.items()},
+            "json_bytes_per_entry": {n: result_json_bytes(n) / n for n in SIZES}}
+
+
+# -- 8. a large network: an unrolled LSTM of about 800 functions ---------------------------
+
+TARGET_LARGE_S = 10.0
+TARGET_LARGE_RATIO = 3.0
+TARGET_STAGE_SHARE = 0.25
+
+
+def bench_large(work, repeat):
+    """The 800-function LSTM autoencoder (--synthetic) against LeNet, alternating; one run of it with
+    each stage timed; its report in Chromium; the precision its budget reached."""
+    import json
+    from nntxt_writer import lstm_autoencoder
+    from nnprofile.analysis import analyze
+    project = os.path.join(work, "lstm800.nntxt")
+    with open(project, "w") as f:
+        f.write(lstm_autoencoder(steps=53))
+    run(nnprofile_cmd(LENET, "--runs", "1", "-q", "-o", os.path.join(work, "large_warm")))  # dataset cache
+    lenet, lstm = [], []
+    for i in range(repeat):
+        lenet.append(run(nnprofile_cmd(LENET, "-q", "-o", os.path.join(work, "large_lenet%d" % i)))[0])
+        lstm.append(run(nnprofile_cmd(project, "--synthetic", "-q", "-o", os.path.join(work, "large_lstm%d" % i)))[0])
+    out = os.path.join(work, "large_stages")
+    stages = json.loads(run([sys.executable, os.path.join(HERE, "stage_times.py"), project, "--synthetic", "-q",
+                              "-o", out])[2].strip().splitlines()[-1])
+    html = json.loads(run([sys.executable, os.path.join(HERE, "html_timing.py"),
+                           os.path.join(out, "report.html")])[2].strip().splitlines()[-1])
+    import nnprofile
+    profile = nnprofile.load(out)
+    analysis = analyze(profile)
+    sections = []
+    for a in analysis.sections:
+        p = a.precision
+        sections.append({"title": a.section.title, "entries": len(a.section.entries), "sampling": a.section.sampling,
+                         "whole": p.whole if p else [], "main_layers": p.main_layers if p else 0,
+                         "main_layers_rse": p.main_layers_rse if p else None})
+    entries = sum(len(s.entries) for s in profile.sections)
+    return {"repeat": repeat, "lenet_s": median(lenet), "lstm_s": median(lstm), "lenet_runs": lenet, "lstm_runs": lstm,
+            "ratio": median(lstm) / median(lenet), "stages": stages, "html": html, "sections": sections,
+            "json_bytes_per_entry": os.path.getsize(os.path.join(out, "result.json")) / entries, "entries": entries}
+
+
+def large_lines(large):
+    met = lambda ok: "met" if ok else "NOT met"  # noqa: E731
+    wall = large["stages"]["wall"]
+    shares = {k: v / wall for k, v in large["stages"]["stages"].items()}
+    worst = max((v, k) for k, v in shares.items() if k != "measure")
+    lines = ["## 8. A large network: an LSTM autoencoder unrolled into 798 functions (`--synthetic`)", "",
+             "%d alternating runs of it and of LeNet (`nnprofile projects/lenet/lenet.nntxt`); medians."
+             % large["repeat"], "",
+             "| | wall time (runs) |", "|---|---|",
+             "| LeNet (42 entries in its training section) | %.2f s (%s) |"
+             % (large["lenet_s"], ", ".join("%.2f" % x for x in large["lenet_runs"])),
+             "| LSTM, %d entries in all | %.2f s (%s) |"
+             % (large["entries"], large["lstm_s"], ", ".join("%.2f" % x for x in large["lstm_runs"])), "",
+             "LSTM / LeNet: **%.2fx** (target at most %.0fx: %s); LSTM at most %.0f s: %s."
+             % (large["ratio"], TARGET_LARGE_RATIO, met(large["ratio"] <= TARGET_LARGE_RATIO), TARGET_LARGE_S,
+                met(large["lstm_s"] <= TARGET_LARGE_S)), "",
+             "One more run with each stage timed (%.2f s in all):" % wall, "",
+             "| stage | seconds | share |", "|---|---|---|"]
+    lines += ["| %s | %.2f | %.0f%% |" % (k, v, 100 * shares[k]) for k, v in large["stages"]["stages"].items()]
+    lines += ["", "No stage but measuring above %.0f%% of the wall time: %s (the largest: %s, %.0f%%)."
+              % (100 * TARGET_STAGE_SHARE, met(worst[0] <= TARGET_STAGE_SHARE), worst[1], 100 * worst[0]), ""]
+    for s in large["sections"]:
+        sampling = s["sampling"]
+        lines.append("- %s, %d entries: %s rounds in %s s (budget %s s), %s; relative standard error: %s; the %d "
+                     "layers that make up 80%% of the step (unrolled copies summed): at most %s." % (
+                         s["title"], s["entries"], sampling.get("rounds"), sampling.get("seconds"),
+                         sampling.get("budget_seconds"), sampling.get("plan"),
+                         ", ".join("%s %s" % (w, "%.1f%%" % (100 * r) if r is not None else "unknown")
+                                   for w, r in s["whole"]), s["main_layers"],
+                         "%.1f%% (%s)" % (100 * s["main_layers_rse"][1], s["main_layers_rse"][0])
+                         if s["main_layers_rse"] else "n/a"))
+    h = large["html"]
+    lines += ["", "Its report.html, %d bytes, in headless Chromium: opens in %.2f s (target under 2 s: %s), shows "
+              "the first %d of %d layers; filter %.3f s, sort %.3f s (target under 0.5 s: %s), show all %.3f s. "
+              "result.json: %.0f bytes per entry." % (
+                  h["bytes"], h["open_s"], met(h["open_s"] < 2), h["rows_shown"], h["rows_all"], h["filter_s"],
+                  h["sort_s"], met(max(h["filter_s"], h["sort_s"]) < 0.5), h["show_all_s"],
+                  large["json_bytes_per_entry"]), ""]
+    return lines
+
+
+def stage_lines(stages):
+    from stages import table
+    lines = ["## 7. Every stage linear in entries (synthetic profiles)", "",
+             "Each stage on synthetic training sections of 100, 1,000 and 5,000 entries (`benchmarks/stages.py`), "
+             "the fastest of several runs. Measuring is the round scheduler and the statistics on a fake clock "
+             "with entries that do nothing. Linear: the marginal cost from 1,000 to 5,000 entries at most 1.5 "
+             "times that from 100 to 1,000.", ""]
+    lines += table(stages["times"], stages["sizes"])
+    lines += ["", "Every stage linear: %s. result.json: %s bytes per entry." % (
+        "met" if all(stages["linear"].values()) else "NOT met",
+        ", ".join("%.0f at %s entries" % (b, format(n, ",")) for n, b in stages["json_bytes_per_entry"].items())), ""]
+    return lines
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer sizes and repetitions")
     parser.add_argument("--output", default=os.path.join(HERE, "results.md"))
     parser.add_argument("--gate-only", action="store_true",
                         help="only the regression gate's false-alarm and detection rates (section 6)")
+    parser.add_argument("--large-only", action="store_true",
+                        help="only the stages' scaling and the large network (sections 7 and 8)")
     args = parser.parse_args(argv)
     import nnabla
     import nnprofile
     sizes = (10, 50, 100) if args.quick else (10, 25, 50, 100, 150, 200)
     repeat = 1 if args.quick else 3
     work = tempfile.mkdtemp(prefix="nnprofile-bench-")
+    if args.large_only:
+        try:
+            stages = bench_stages(5)
+            large = bench_large(work, 1 if args.quick else 3)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        print("\n".join(stage_lines(stages) + large_lines(large)))
+        return 0
     if args.gate_only:
         try:
             gate = bench_gate(work, 5 if args.quick else 20)
@@ -340,18 +455,22 @@ def main(argv=None):
             gate["false_alarms"], gate["pairs"], gate["detected"], gate["pairs"], gate["slowdown"]))
         return 0
     try:
-        print("1/6 nnprofile against nnabla_cli profile on projects/lenet ...", flush=True)
+        print("1/8 nnprofile against nnabla_cli profile on projects/lenet ...", flush=True)
         cli = bench_against_nnabla_cli(work, repeat, ours_per_cli=1 if args.quick else 2)
-        print("2/6 hook overhead ...", flush=True)
+        print("2/8 hook overhead ...", flush=True)
         hooks = bench_hook_overhead(work)
-        print("3/6 scaling with the number of layers ...", flush=True)
+        print("3/8 scaling with the number of layers ...", flush=True)
         scaling = bench_scaling(work, sizes)
-        print("4/6 isolated against graph mode ...", flush=True)
+        print("4/8 isolated against graph mode ...", flush=True)
         modes = bench_modes(work, repeat)
-        print("5/6 recording the example training script ...", flush=True)
+        print("5/8 recording the example training script ...", flush=True)
         recording = bench_recording(work, repeat)
-        print("6/6 the regression gate: A/A pairs and a wider layer ...", flush=True)
+        print("6/8 the regression gate: A/A pairs and a wider layer ...", flush=True)
         gate = bench_gate(work, 5 if args.quick else 20)
+        print("7/8 every stage on synthetic profiles of 100 to 5,000 entries ...", flush=True)
+        stages = bench_stages(5)
+        print("8/8 a large network: an unrolled LSTM of 798 functions against LeNet ...", flush=True)
+        large = bench_large(work, 1 if args.quick else 3)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -447,6 +566,7 @@ def main(argv=None):
               "| detection (exit 1 on the wider layer) | %d of %d = %.0f%% | ≥ 95%%: %s |"
               % (gate["detected"], gate["pairs"], 100.0 * gate["detected"] / gate["pairs"],
                  met(gate["detected"] >= 0.95 * gate["pairs"])), ""]
+    lines += stage_lines(stages) + large_lines(large)
     text = "\n".join(lines) + "\n"
     with open(args.output, "w") as f:
         f.write(text)

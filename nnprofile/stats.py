@@ -26,6 +26,9 @@ class Stats:
     rounds: int = 1
     # From the spread of the round means, when samples were taken in rounds.
     round_rse: Optional[float] = None
+    # Whether there were enough samples for a relative standard error at all (two or more, in
+    # two or more rounds when taken in rounds): where not, ``rse`` reads 0 and renderers leave it empty.
+    rse_known: bool = True
 
     @property
     def rse(self) -> float:
@@ -55,7 +58,7 @@ def summarize(samples: Sequence[float]) -> Stats:
     mean = sum(values) / n
     var = sum((v - mean) ** 2 for v in values) / (n - 1) if n > 1 else 0.0
     return Stats(n=n, mean=mean, median=percentile(values, 50), std=math.sqrt(var),
-                 min=values[0], max=values[-1], p90=percentile(values, 90))
+                 min=values[0], max=values[-1], p90=percentile(values, 90), rse_known=n >= 2)
 
 
 def round_means(samples: Sequence[float], round_sizes: Sequence[int]) -> List[Optional[float]]:
@@ -95,7 +98,8 @@ def summarize_rounds(samples: Sequence[float], round_sizes: Sequence[int],
         spread = math.sqrt(sum((m - center) ** 2 for m in kept) / (len(kept) - 1))
         rse = spread / math.sqrt(len(kept)) / center
     return Stats(n=base.n, mean=center, median=base.median, std=base.std, min=base.min, max=base.max,
-                 p90=base.p90, rounds=len(kept), round_rse=rse if rse is not None else 0.0)
+                 p90=base.p90, rounds=len(kept), round_rse=rse if rse is not None else 0.0,
+                 rse_known=rse is not None)
 
 
 # The machine's usual speed: a low quantile of the rounds' levels (slow spells only add time).

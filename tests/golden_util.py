@@ -1,7 +1,7 @@
 """Turn a log into its skeleton: section headers and entry labels, times removed."""
 from nnprofile.render.log import ENTRY_LINE
 
-FOOTERS = ("Coverage:", "Missed the", "FLOPs not counted", "Step:", "Half precision:", "Top layers", "Advice:",
+FOOTERS = ("Coverage:", "Sampling:", "Missed the", "Too few samples", "FLOPs not counted", "Step:", "Half precision:", "Top layers", "Advice:",
            "Drift:", "Repeat:", "Incomplete entries", "Memory")
 
 

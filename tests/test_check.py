@@ -77,6 +77,22 @@ def test_comparability_is_said_first():
     assert render.text(c).splitlines()[1].startswith("Comparability: the context differs")
 
 
+def test_a_tiny_layer_that_doubles_does_not_fail_the_build():
+    """A layer counts only when its change moves the step by 0.5% or more (LAYER_MATERIAL)."""
+    base, new = _profile(layers=("conv", "tiny")), _profile(layers=("conv", "tiny"))
+    tiny_base = [e for e in base.sections[0].entries if e.layer == "tiny"][0]
+    tiny_new = [e for e in new.sections[0].entries if e.layer == "tiny"][0]
+    tiny_base.samples_ns = [5_000.0 * (1 + 0.01 * ((i % 3) - 1)) for i in range(9)]  # 5 us
+    tiny_new.samples_ns = [x * 2 for x in tiny_base.samples_ns]  # 10 us: +5 us of a ~7.7 ms step
+    c = check(base, new, layers=True)
+    [tiny] = [v for v in c.verdicts if v.metric == "layer tiny"]
+    assert tiny.ratio == pytest.approx(2.0) and tiny.ci_low > 1.1  # clearly slower, and said so ...
+    assert not tiny.slower and "not counted" in tiny.note  # ... but not a failure
+    assert c.exit_code == 0
+    tiny_new.samples_ns = [x * 20 for x in tiny_base.samples_ns]  # +95 us: 1.2% of the step
+    assert check(base, new, layers=True).exit_code == 1
+
+
 def test_forty_noisy_layers_raise_no_chance_alarm():
     names = tuple("layer%d" % i for i in range(40))
     c = check(_profile(layers=names, noise=0.2), _profile(scale=1.0, layers=names, noise=0.2), layers=True)

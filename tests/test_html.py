@@ -117,6 +117,33 @@ def test_an_incomplete_run_is_marked(tmp_path):
             browser.close()
 
 
+def test_a_long_layer_table_shows_its_first_rows_until_asked(tmp_path):
+    """Thousands of layers open quickly: the first 100 rows in the order chosen, then all on request."""
+    from nnprofile.render import write_all
+    from nnprofile.result import Entry, Profile, Section
+    entries = [Entry(label="forward_function (L%d : Affine)" % i, phase="forward_function",
+                     samples_ns=[1000.0 * (i + 1)], layer="L%d" % i, layer_id=i, layer_type="Affine")
+               for i in range(150)]
+    write_all(Profile(sections=[Section("executor", "E", "N", entries, complete=True)], complete=True), str(tmp_path))
+    sync_playwright = _browser()
+    with sync_playwright() as p:
+        browser, page, seen = _open(p, tmp_path / "report.html")
+        try:
+            rows = page.locator("#layers-0 tbody tr")
+            assert rows.count() == 100
+            assert page.locator("#more-0").text_content() == "Show all 150 layers (100 shown)"
+            page.click("#layers-0 th[data-key='total']")  # the slowest first: L149 down to L50
+            assert page.locator("#layers-0 tbody tr td:first-child").first.text_content() == "L149"
+            page.fill("#filter-0", "L14")  # L14 and L140..L149: all shown, the button gone
+            assert rows.count() == 11 and not page.locator("#more-0").is_visible()
+            page.fill("#filter-0", "")
+            page.click("#more-0")
+            assert rows.count() == 150 and not page.locator("#more-0").is_visible()
+        finally:
+            browser.close()
+    assert seen["errors"] == []
+
+
 def _incomplete(folder):
     from nnprofile.render import write_all
     profile = nnprofile.load(os.path.join(os.path.dirname(__file__), "golden", "result_v2.json"))

@@ -61,6 +61,9 @@ def test_log_text_is_exact(profile):
         "Coverage: the backward_function entries add up to 1.238567 ms, 61.9% of backward_all (2.000000 ms)",
         "Missed the 2% target (time budget spent): load_dataset (50.0%), "
         "forward_function (Affine_2 : Mystery) (50.0%), update (Adam) (7.2%)",
+        "Too few samples for a relative error (one sample, or all in one round): forward_function (Affine : Affine), "
+        "prepare_backward, backward_function (Affine_2 : Mystery), backward_function (Affine : Affine), "
+        "forward_all, backward_all",
         "FLOPs not counted (no formula for): Mystery",
         # step = 2 (input) + 3 (forward_all) + 2 (backward_all) + 8 (update) + 0.0001 (prepare_backward)
         "Step: 15.000 ms = input 2.000 ms (13.3%) + forward 3.000 ms (20.0%) + backward 2.000 ms (13.3%) "
@@ -75,6 +78,8 @@ def test_log_text_is_exact(profile):
         "forward_function (Affine : Affine) 1.000000(ms)",
         "forward_all 5.000000(ms)",
         "Coverage: the forward_function entries add up to 1.000000 ms, 20.0% of forward_all (5.000000 ms)",
+        "Too few samples for a relative error (one sample, or all in one round): load_dataset, "
+        "forward_function (Affine : Affine), forward_all",
         "Profile Completed.",
     ]
 

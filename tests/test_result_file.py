@@ -58,6 +58,31 @@ def test_a_version_2_file_keeps_loading():
     assert train.memory["peak_estimated"] > 0 and len(train.reference_ns) == 2
 
 
+def test_a_version_3_file_keeps_loading():
+    """Compact (one line per entry, whole-nanosecond totals), with what the budget allowed (checked in)."""
+    path = os.path.join(GOLDEN, "result_v3.json")
+    profile = result_file.load(path)
+    train = profile.sections[0]
+    assert train.sampling["lean"] and train.sampling["layer_every"] >= 2 and train.sampling["stopped"]
+    raw = json.loads(open(path).read())["sections"][0]["entries"]
+    assert all("samples_total_ns" in e and "samples_ns" not in e for e in raw)
+    for e, r in zip(train.entries, raw):  # per call: the totals over the calls of each sample, exactly
+        assert e.samples_ns == [t / e.calls_per_sample for t in r["samples_total_ns"]]
+    layer = train.entries_of("forward_function")[5]
+    assert 0 in layer.round_sizes  # its samples in the layer rounds only
+    assert "_RecurrentInput[" in layer.layer
+
+
+def test_samples_that_are_not_whole_totals_are_kept_as_they_are(tmp_path):
+    exact = Entry(label="a", phase="forward_all", samples_ns=[1000 / 3, 2000 / 3], calls_per_sample=3)
+    odd = Entry(label="b", phase="update", samples_ns=[0.1, 0.25])
+    result_file.save(Profile(sections=[Section("optimizer", "O", "N", [exact, odd], complete=True)]), str(tmp_path))
+    raw = json.loads((tmp_path / "result.json").read_text())["sections"][0]["entries"]
+    assert raw[0]["samples_total_ns"] == [1000, 2000] and raw[1]["samples_ns"] == [0.1, 0.25]
+    again = result_file.load(str(tmp_path)).sections[0].entries
+    assert again[0].samples_ns == exact.samples_ns and again[1].samples_ns == odd.samples_ns
+
+
 def test_every_version_has_a_checked_in_file():
     for version in range(1, result_file.VERSION + 1):
         assert os.path.isfile(os.path.join(GOLDEN, "result_v%d.json" % version)), version

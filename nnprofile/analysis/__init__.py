@@ -9,15 +9,16 @@ the machine's speed, and for training sections the step breakdown and advice.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from ..choices import BACKWARD, FORWARD
 from ..result import Entry, Profile, Section
 from ..stats import Drift
 from . import memory
-from .advice import Advice, LayerTime, Summary, layer_times, summarize_section
+from .advice import Advice, LayerTime, Summary, base_layers, layer_times, summarize_section
+from .precision import Precision, precision
 
-__all__ = ["Analysis", "Coverage", "SectionAnalysis", "analyze", "Advice", "LayerTime", "Summary"]
+__all__ = ["Analysis", "charted_layers", "Coverage", "SectionAnalysis", "analyze", "Advice", "LayerTime", "Precision", "Summary"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,8 @@ class SectionAnalysis:
     run_spread: Optional["RunSpread"] = None  # with --repeat: how entry means moved between processes
     memory_rows: List[List[object]] = field(default_factory=list)  # summary.csv rows of the step's memory
     memory_lines: List[str] = field(default_factory=list)
+    base_layers: List[LayerTime] = field(default_factory=list)  # unrolled copies summed into their base layer
+    precision: Optional[Precision] = None  # what the time budget allowed, the errors reached
 
     @property
     def coverage_by_whole_phase(self) -> Dict[str, float]:
@@ -93,6 +96,26 @@ class Analysis:
         return [a.step for a in self.sections if a.step is not None]
 
 
+# A chart of more layers than this shows base layers (unrolled copies summed), then the slowest.
+CHART_LAYERS = 60
+
+
+def charted_layers(a: SectionAnalysis, limit: int = CHART_LAYERS) -> Tuple[List[LayerTime], str]:
+    """The layers a bar chart shows, in forward order, and a note when they are not every layer:
+    every layer up to ``limit``; else their unrolled copies summed into base layers (``Affine_2``
+    for ``Affine_2_RecurrentInput[3]``), and of those the slowest ``limit``."""
+    if len(a.layers) <= limit:
+        return list(a.layers), ""
+    bases = list(a.base_layers)
+    note = "unrolled copies summed into their base layer" if len(bases) < len(a.layers) else ""
+    if len(bases) > limit:
+        order = {id(l): i for i, l in enumerate(bases)}
+        slowest = sorted(bases, key=lambda l: -l.total_ms)[:limit]
+        note = "the %d slowest of %d %slayers" % (limit, len(bases), "base " if note else "")
+        bases = sorted(slowest, key=lambda l: order[id(l)])
+    return bases, note
+
+
 def coverage(section: Section) -> List[Coverage]:
     out = []
     for layer_phase, whole_phase in ((FORWARD, "forward_all"), (BACKWARD, "backward_all")):
@@ -111,6 +134,9 @@ def analyze_section(section: Section, header: Dict[str, object]) -> SectionAnaly
     covered = coverage(section)
     forward_share = [c.share for c in covered if c.whole_phase == "forward_all"]
     layers = layer_times(section)
+    step = summarize_section(section, str(header.get("context", "cpu:float")), layers,
+                             forward_share[0] if forward_share else None)
+    bases = step.base_layers if step is not None else base_layers(layers)
     return SectionAnalysis(
         section=section, coverage=covered,
         missed_target=[e for e in section.entries if target and e.stats.rse > float(target)],  # type: ignore[arg-type]
@@ -119,10 +145,12 @@ def analyze_section(section: Section, header: Dict[str, object]) -> SectionAnaly
         incomplete=[e for e in section.entries if not e.complete],
         layers=layers,
         drift=Drift(tuple(section.speed_levels), float(threshold) if threshold else 0.10),  # type: ignore[arg-type]
-        step=summarize_section(section, str(header.get("context", "cpu:float")), layers,
-                               forward_share[0] if forward_share else None),
+        step=step,
         run_spread=run_spread(section),
-        memory_rows=memory.rows(section, limit), memory_lines=memory.lines(section, limit))
+        memory_rows=memory.rows(section, limit), memory_lines=memory.lines(section, limit),
+        base_layers=bases,
+        precision=precision(section, layers, step.step_ms if step is not None else None, bases)
+        if section.entries else None)
 
 
 def analyze(profile: Profile) -> Analysis:

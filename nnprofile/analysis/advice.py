@@ -8,8 +8,9 @@ that its trigger can be tested on hand-made figures.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable, List, Optional, Tuple
+import re
+from dataclasses import dataclass, field, replace
+from typing import Callable, Dict, List, Optional, Tuple
 
 from ..choices import GPU_BACKENDS, HALF_DTYPES, OPTIMIZER, SCRIPT
 from ..result import Entry, Section
@@ -43,6 +44,7 @@ class LayerTime:
     bytes_moved: int = 0  # read and written, forward + backward
     forward: Optional[Entry] = field(default=None, compare=False)   # the entries behind the figures
     backward: Optional[Entry] = field(default=None, compare=False)
+    copies: int = 1  # a base layer: how many unrolled (or repeated) copies it sums
 
     @property
     def total_ms(self) -> float:
@@ -83,8 +85,17 @@ class Summary:
         return dict(self.parts).get(part, 0.0) / total if total > 0 else 0.0
 
     @property
+    def base_layers(self) -> List[LayerTime]:
+        """The layers with their unrolled copies summed into their base layer (see ``base_layers``),
+        computed once."""
+        cached = self.__dict__.get("_base_layers")
+        if cached is None or cached[0] is not self.layers:
+            cached = self.__dict__["_base_layers"] = (self.layers, base_layers(self.layers))
+        return cached[1]
+
+    @property
     def top_layers(self) -> List[LayerTime]:
-        return sorted(self.layers, key=lambda l: -l.total_ms)[:TOP_LAYERS]
+        return sorted(self.base_layers, key=lambda l: -l.total_ms)[:TOP_LAYERS]
 
 
 def layer_times(section: Section) -> List[LayerTime]:
@@ -106,6 +117,36 @@ def layer_times(section: Section) -> List[LayerTime]:
         out.append(LayerTime(f.layer or "", f.layer_type or "", f.mean_ms, b.mean_ms if b else 0.0, flops, moved,
                              f, b))
     return out
+
+
+# An unrolled copy of a layer: NNabla names it ``<layer>_<repeat id>[<i>]`` (Affine_2_RecurrentInput[3]),
+# a recorded program ``<scope>[<i>]`` (conv1/conv[2], the same parameters applied again).
+_COPY = re.compile(r"(?:_[A-Z][A-Za-z0-9]*)?\[\d+\]$")
+
+
+def base_name(layer: str) -> str:
+    """The layer an unrolled or repeated copy belongs to: ``Affine_2`` for ``Affine_2_RecurrentInput[3]``."""
+    base = layer
+    while True:
+        stripped = _COPY.sub("", base)
+        if stripped == base or not stripped:
+            return base
+        base = stripped
+
+
+def base_layers(layers: List[LayerTime]) -> List[LayerTime]:
+    """Layers with their unrolled copies summed into their base layer, in order of first appearance."""
+    merged: Dict[str, LayerTime] = {}
+    for l in layers:
+        name = base_name(l.layer) if "[" in l.layer else l.layer
+        m = merged.get(name)
+        if m is None:
+            merged[name] = l if name == l.layer else replace(l, layer=name, copies=1)
+            continue
+        flops = m.flops + l.flops if m.flops is not None and l.flops is not None else None
+        merged[name] = replace(m, forward_ms=m.forward_ms + l.forward_ms, backward_ms=m.backward_ms + l.backward_ms,
+                               flops=flops, bytes_moved=m.bytes_moved + l.bytes_moved, copies=m.copies + 1)
+    return list(merged.values())
 
 
 def summarize_section(section: Section, context: str = "cpu:float",
@@ -132,6 +173,11 @@ def summarize_section(section: Section, context: str = "cpu:float",
                       type_config=type_config or "float", advice=[])
     summary.advice = [a for rule in RULES for a in rule(summary)]
     return summary
+
+
+def _named(l: LayerTime) -> str:
+    """A layer's name, with how many unrolled copies it sums."""
+    return l.layer if l.copies == 1 else "%s (%d copies)" % (l.layer, l.copies)
 
 
 def _pct(x: float) -> str:
@@ -164,20 +210,21 @@ def no_half_on_gpu(s: Summary) -> List[Advice]:
 def dominant_layer(s: Summary) -> List[Advice]:
     step = s.step_ms
     out = []
-    for l in s.layers:
+    for l in s.base_layers:
         if step > 0 and l.total_ms / step > DOMINANT_LAYER_SHARE:
             out.append(Advice("dominant_layer",
                               "One layer dominates the step: shrink %s (fewer maps, a smaller kernel, "
                               "a stride) or move it later, after pooling." % l.layer,
                               "%s (%s) takes %.3f ms forward + backward, %s of the %.3f ms step (threshold %s)"
-                              % (l.layer, l.layer_type, l.total_ms, _pct(l.total_ms / step), step,
+                              % (_named(l), l.layer_type, l.total_ms, _pct(l.total_ms / step), step,
                                  _pct(DOMINANT_LAYER_SHARE))))
     return out
 
 
 def slow_layer(s: Summary) -> List[Advice]:
-    rates = {id(l): l.gflops_per_s for l in s.layers}
-    rated = [l for l in s.layers if rates[id(l)] is not None and l.total_ms > 0]
+    layers = s.base_layers
+    rates = {id(l): l.gflops_per_s for l in layers}
+    rated = [l for l in layers if rates[id(l)] is not None and l.total_ms > 0]
     if len(rated) < 2 or s.step_ms <= 0:
         return []
     best = max(rated, key=lambda l: rates[id(l)] or 0.0)
@@ -194,7 +241,7 @@ def slow_layer(s: Summary) -> List[Advice]:
                               "than its arithmetic." % l.layer,
                               "%s (%s) achieves %.3f GFLOP/s over %.3f ms (%s of the step)%s; the best "
                               "layer, %s, achieves %.3f GFLOP/s (threshold: a tenth of it)"
-                              % (l.layer, l.layer_type, rate, l.total_ms, _pct(l.total_ms / s.step_ms),
+                              % (_named(l), l.layer_type, rate, l.total_ms, _pct(l.total_ms / s.step_ms),
                                  _memory(l), best.layer, best_rate)))
     return out
 
@@ -242,7 +289,7 @@ def summary_lines(s: Summary) -> List[str]:
         lines.append("Half precision: %d of %d functions" % (s.half_functions, s.functions))
     if s.layers:
         lines.append("Top layers (forward + backward): %s" % ", ".join(
-            "%s %.3f ms (%s)" % (l.layer, l.total_ms, _pct(l.total_ms / step if step > 0 else 0))
+            "%s %.3f ms (%s)" % (_named(l), l.total_ms, _pct(l.total_ms / step if step > 0 else 0))
             for l in s.top_layers))
     for a in s.advice:
         lines.append("Advice: %s Evidence: %s." % (a.text, a.evidence))
@@ -263,7 +310,8 @@ def summary_rows(s: Summary) -> List[List[object]]:
     for l in s.top_layers:
         rows.append([s.section, "top_layer", l.layer, round(l.total_ms, 6),
                      round(100 * l.total_ms / step, 2) if step > 0 else 0.0,
-                     "forward %.6f ms, backward %.6f ms" % (l.forward_ms, l.backward_ms)])
+                     "forward %.6f ms, backward %.6f ms%s" % (l.forward_ms, l.backward_ms,
+                                                             ", %d unrolled copies summed" % l.copies if l.copies > 1 else "")])
     for a in s.advice:
         rows.append([s.section, "advice", a.rule, "", "", "%s Evidence: %s." % (a.text, a.evidence)])
     return rows

@@ -17,7 +17,9 @@ machine, so the interval of a figure holds three parts:
 The whole step has no samples of its own: it is the sum of its parts' means,
 and its variance the sum of theirs (the parts are measured apart). Per layer
 (``--layers``), many ratios are tested at once: the Holm correction keeps 40
-layers from raising chance alarms.
+layers from raising chance alarms, and a layer's change counts only when it moves
+the step by 0.5% or more (``LAYER_MATERIAL``): a 4 us layer that doubles is shown,
+not failed.
 """
 from __future__ import annotations
 
@@ -32,6 +34,9 @@ from ..result import Entry, Profile, Section
 from ..stats import percentile
 
 RUN_CV = 0.04      # run-to-run coefficient of variation assumed without --repeat (see make bench)
+# A layer's change counts only when it moves its section's step (inference: forward_all) by this
+# share: a 4 us Softmax that doubles is a 0.01% change of a 30 ms step, and no reason to fail a build.
+LAYER_MATERIAL = 0.005
 Z95 = 1.959964     # two-sided 95%
 ALPHA = 0.05       # family-wise error of the per-layer tests (Holm)
 COMPARABLE = (("machine", "machine"), ("context", "context"), ("nnabla", "nnabla version"),
@@ -163,6 +168,18 @@ def _verdict(section: str, metric: str, b: Figure, n: Figure, threshold: float, 
     return Verdict(section, metric, b, n, ratio, low, high, slower, faster, note, p)
 
 
+def _material(v: Verdict, step_ms: Optional[float]) -> Verdict:
+    """A layer's verdict counts only when its change moves the step by LAYER_MATERIAL or more."""
+    if step_ms is None or step_ms <= 0 or not (v.slower or v.faster):
+        return v
+    moved = abs(v.new.mean_ms - v.baseline.mean_ms) / step_ms
+    if moved < LAYER_MATERIAL:
+        v.slower = v.faster = False
+        v.note = (v.note + "; " if v.note else "") + "moves the step by %.2f%%: not counted (under %g%%)" % (
+            100 * moved, 100 * LAYER_MATERIAL)
+    return v
+
+
 def _phi(x: float) -> float:
     return 0.5 * (1 + math.erf(x / math.sqrt(2)))
 
@@ -221,10 +238,13 @@ def check(baseline: Profile, new: Profile, threshold: float = 0.10, layers: bool
                 result.verdicts.append(_verdict(base.title, metric, b, n, threshold, machine, per_sample))
         if layers:
             theirs = _layer_metrics(other)
+            whole = [_figure(entries) for entries in list(_metrics(base).values())[:1]]
+            step_ms = whole[0].mean_ms if whole and whole[0] is not None else None
             for metric, entries in _layer_metrics(base).items():
                 b, n = _figure(entries), _figure(theirs.get(metric, []))
                 if b is not None and n is not None:
-                    layer_tests.append(_verdict(base.title, metric, b, n, threshold, machine, per_sample))
+                    layer_tests.append(_material(_verdict(base.title, metric, b, n, threshold, machine, per_sample),
+                                                 step_ms))
     # Holm: the k-th smallest p-value is tested at ALPHA / (m - k); stop at the first that is not.
     ordered = sorted(layer_tests, key=lambda v: v.p_value if v.p_value is not None else 1.0)
     m = len(ordered)

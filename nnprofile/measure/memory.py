@@ -29,7 +29,7 @@ import numpy as np
 
 
 def nbytes(variable: Any, itemsize: Optional[int] = None) -> int:
-    size = int(np.prod(variable.shape)) if variable.shape else 1
+    size = math.prod(variable.shape) if variable.shape else 1  # math.prod: np.prod costs microseconds a call
     if itemsize is None:
         try:
             itemsize = int(np.dtype(variable.data.dtype).itemsize)

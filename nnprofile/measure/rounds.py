@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, List, Optional, Sequence, Union
+from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 from ..errors import ProfileError
 from ..result import Entry, Section
@@ -32,6 +32,13 @@ MAX_SAMPLES_PER_ROUND = 3
 ROUND_SHARE_NS = 1_000_000
 # Entries shorter than this get an untimed run before each round's samples (see Probe._rewarm).
 REWARM_BELOW_NS = ROUND_SHARE_NS
+# A section too large for its budget samples its layer entries in one round out of a few
+# (at most this many), and each layer entry gets at least this many rounds where the budget allows.
+MAX_LAYER_EVERY = 8
+MIN_LAYER_ROUNDS = 3
+# In lean rounds, the heaviest layer entries keep their normal samples per round while that adds at
+# most this share to a layer round's cost.
+LEAN_EXTRA = 0.10
 
 
 @dataclass
@@ -51,7 +58,14 @@ class Series:
         self.round_sizes[-1] += 1
         self.spent_ns += spent_ns
 
+    def rounds_with_samples(self, dropped: Sequence[int] = ()) -> int:
+        skip = set(dropped)
+        return sum(1 for r, n in enumerate(self.round_sizes) if n and r not in skip)
+
     def rse(self, dropped: Sequence[int] = ()) -> float:
+        """The relative standard error of the reported mean; infinite below two rounds with samples."""
+        if self.rounds_with_samples(dropped) < 2 and self.rounds_with_samples() < 2:
+            return math.inf
         values = [max(0.0, s - self.overhead_ns) for s in self.samples]
         return summarize_rounds(values, self.round_sizes, dropped).rse if values else math.inf
 
@@ -69,40 +83,107 @@ class Probe:
     ``before`` runs untimed before each sample (fresh state: a forward pass
     before a backward) and ``after`` untimed after it (restored parameters);
     samples of calls much shorter than the timing overhead hold several calls.
+    ``layer``: a per-layer entry (setup, forward, backward of one function), or one that
+    is not part of the step and goes with them, which a section too large for its budget
+    may sample in one round out of a few (see ``Plan``).
     """
 
     def __init__(self, make_entry: EntryFactory, work: Callable[[], object],
                  before: Optional[Callable[[], object]] = None,
-                 after: Optional[Callable[[], object]] = None, batchable: bool = True):
+                 after: Optional[Callable[[], object]] = None, batchable: bool = True, layer: bool = False,
+                 before_probe: Optional["Probe"] = None):
         self.work, self.before, self.after = work, before, after
-        self.batchable = batchable and before is None and after is None
+        self.batchable = batchable and before is None and after is None and before_probe is None
+        self.layer = layer
+        # ``before_probe``: the work before each sample is that (earlier) probe's, timed as one of its
+        # samples: the forward pass before a backward_all is a forward_all like any other.
+        self.before_probe = before_probe
+        self.fed = False  # all this probe's samples come as other probes' before (see feeds)
+        if before_probe is not None:
+            before, self.before = before_probe.work, before_probe.work
         self.series = [Series(make_entry)]
-        self.per_round = 0  # samples per round, chosen at warm-up
+        self.per_round = 1   # samples per round, chosen at warm-up
         self.rewarm = False  # an untimed run before each round's samples (short entries)
+        self.estimate = math.inf  # the fastest warm-up call, ns
+        self.warm_ns = 0.0   # what one warm-up cost in all: before, the call, after
+
+    def warm(self, timer: Timer, fixed: bool) -> None:
+        """The untimed warm-up runs; they size the batches and the samples per round (a probe
+        that is fed needs none: the probes it feeds run its work in their own warm-up)."""
+        if self.fed:
+            self.configure(timer, fixed)
+            return
+        now = timer.clock.now_ns
+        t0 = now()
+        self.estimate = timer.warm_up(self.work, self.before)
+        if self.after is not None and timer.sampling.warmup:
+            self.after()
+        self.warm_ns = (now() - t0) / max(1, timer.sampling.warmup)
+        self.configure(timer, fixed)
+
+    def configure(self, timer: Timer, fixed: bool, lean: bool = False) -> None:
+        """Calls per sample and samples per round; lean: one sample a round.
+
+        Lean rounds keep the re-warm and the batches sized for 1% of timing overhead: single
+        cold calls, or batches sized for 3% or 10%, read 10% to 50% off the figures of normal
+        rounds on an unrolled LSTM's layers (measured while choosing this; see the README).
+        """
+        s = self.series[0]
+        s.calls = timer.calls_per_sample(self.estimate, self.batchable)
+        s.overhead_ns = timer.overhead_ns / s.calls
+        sample = self.estimate * s.calls
+        self.per_round = 1 if fixed or lean else _per_round(sample)
+        self.rewarm = sample < REWARM_BELOW_NS
+
+    def round_cost(self, timer: Timer) -> float:
+        """The predicted cost of one round of this probe, ns (before and after included)."""
+        if self.fed:
+            return 0.0
+        if not math.isfinite(self.estimate):
+            return self.warm_ns
+        extra = max(0.0, self.warm_ns - self.estimate)  # before, after and the timing itself
+        calls = self.series[0].calls
+        sample = extra + calls * self.estimate + timer.overhead_ns
+        return self.per_round * sample + (self.estimate + extra if self.rewarm else 0.0)
+
+    def feeds(self) -> None:
+        """Take no samples of its own: the probes that have it as ``before_probe`` give it its samples."""
+        self.fed = True
+
+    def sample_before(self, timer: Timer, fixed: bool) -> None:
+        """This probe's work, run as another probe's ``before``: one more sample of this round (the
+        first only, with a fixed number of runs: one timed run per entry and round)."""
+        s = self.series[0]
+        if s.final or s.calls != 1 or not s.round_sizes or (fixed and s.round_sizes[-1] >= 1):
+            self.work()
+            return
+        spent = timer.sample(self.work, 1)
+        s.add(spent, spent)
 
     def run_round(self, timer: Timer, fixed: bool) -> None:
         s = self.series[0]
         if s.final:
             return
-        if self.per_round == 0:  # warm-up, in the first round only
-            estimate = timer.warm_up(self.work, self.before)
-            if self.after is not None and timer.sampling.warmup:
-                self.after()
-            s.calls = timer.calls_per_sample(estimate, self.batchable)
-            s.overhead_ns = timer.overhead_ns / s.calls
-            self.per_round = 1 if fixed else _per_round(estimate * s.calls)
-            self.rewarm = estimate * s.calls < REWARM_BELOW_NS
-        elif self.rewarm:
-            self._rewarm()
         s.round_sizes.append(0)
+        if self.fed:
+            return
+        if self.rewarm:
+            self._rewarm()
         for _ in range(self.per_round):
-            if self.before is not None:
+            if self.before_probe is not None:
+                self.before_probe.sample_before(timer, fixed)
+            elif self.before is not None:
                 self.before()
             spent = timer.sample(self.work, s.calls)
             if self.after is not None:
                 self.after()
             s.add(spent / s.calls, spent)
 
+    def skip_round(self) -> None:
+        """Another stratum's round: no sample, an empty round (rounds stay aligned across entries)."""
+        s = self.series[0]
+        if not s.final:
+            s.round_sizes.append(0)
 
     def _rewarm(self) -> None:
         """One untimed run before a round's samples: the other entries of the round evicted this
@@ -139,22 +220,29 @@ class PassProbe:
         self.run_pass, self.before = run_pass, before
         self.series = [Series(f) for f in self.order if f is not None]
         self._slots = [i for i, f in enumerate(self.order) if f is not None]
-        self.warmed = False
         self.timeline, self.phase = timeline, phase
         self.names, self.details = list(names), list(details)
         self.rounds = 0
+        self.warm_ns = 0.0
+        self.layer = False
+
+    def warm(self, timer: Timer, fixed: bool) -> None:
+        now = timer.clock.now_ns
+        t0 = now()
+        for _ in range(timer.sampling.warmup):
+            if self.before is not None:
+                self.before()
+            self.run_pass(None, None)
+        self.warm_ns = (now() - t0) / max(1, timer.sampling.warmup)
+        for s in self.series:  # the hooks' cost inside each function's interval
+            s.overhead_ns = timer.hook_inside_ns
+
+    def round_cost(self, timer: Timer) -> float:
+        return self.warm_ns
 
     def run_round(self, timer: Timer, fixed: bool) -> None:
         if all(s.final for s in self.series):
             return
-        if not self.warmed:
-            for _ in range(timer.sampling.warmup):
-                if self.before is not None:
-                    self.before()
-                self.run_pass(None, None)
-            for s in self.series:  # the hooks' cost inside each function's interval
-                s.overhead_ns = timer.hook_inside_ns
-            self.warmed = True
         starts: List[int] = []
         ends: List[int] = []
         pre, post = timing_hooks(timer, starts, ends)
@@ -202,12 +290,36 @@ class Timeline:
 
 
 class Action:
-    """Untimed work between the probes of a round: it runs only while a later probe still samples."""
+    """Untimed work between the probes of a round: it runs only while a later probe still samples.
+
+    ``layer``: work for the layer entries only (fresh buffers before them), skipped in rounds
+    without them.
+    """
 
     series: List[Series] = []
 
-    def __init__(self, work: Callable[[], object]):
+    def __init__(self, work: Callable[[], object], layer: bool = False, lean_only: bool = False,
+                 costs_as: Optional[Probe] = None):
         self.work = work
+        self.layer = layer
+        # Runs only when the plan is lean (see RoundRunner.run), and not in the warm-up pass: its cost
+        # is taken as that of ``costs_as``, a probe of the same work.
+        self.lean_only = lean_only
+        self.costs_as = costs_as
+        self.warm_ns = 0.0
+
+    def warm(self, timer: Timer, fixed: bool) -> None:
+        """In the warm-up pass too (fresh state for the probes that follow), when there is one."""
+        if timer.sampling.warmup and not self.lean_only:
+            now = timer.clock.now_ns
+            t0 = now()
+            self.work()
+            self.warm_ns = float(now() - t0)
+
+    def round_cost(self, timer: Timer) -> float:
+        if self.costs_as is not None:
+            return self.costs_as.warm_ns
+        return self.warm_ns
 
     def run_round(self, timer: Timer, fixed: bool) -> None:
         self.work()
@@ -243,6 +355,62 @@ class Reference:
         return float(self.timer.sample(self.output.forward, 2)) / 2
 
 
+@dataclass
+class Plan:
+    """How a section is sampled within its time budget.
+
+    Normally every entry runs every round, cheap ones several samples per round
+    with an untimed re-warm first. When ``min_rounds`` such rounds do not fit in
+    the budget, the layer entries go ``lean`` (one sample a round instead of up
+    to three) and run in one round out of ``layer_every``, together with the
+    untimed passes that refresh their buffers; the whole-step entries (data,
+    passes, update) run every round. Every layer entry still gets its samples, in rounds spread over the
+    whole budget, and every round's speed counts for all entries in it.
+    """
+
+    lean: bool = False
+    layer_every: int = 1
+    predicted_round_ns: float = 0.0
+    whole_ns: float = 0.0   # predicted: a round of the whole-step entries only
+    layer_ns: float = 0.0   # predicted: what the layer entries add to a round
+
+    def layer_round(self, round_index: int) -> bool:
+        return round_index % self.layer_every == 0
+
+    def describe(self) -> str:
+        if not self.lean:
+            return "every entry every round"
+        if self.layer_every == 1:
+            return "lean rounds: one sample of each layer entry a round"
+        return ("lean rounds: one sample of each layer entry in every %s round; the whole-step entries "
+                "every round" % _ordinal(self.layer_every))
+
+
+def _ordinal(n: int) -> str:
+    return {2: "2nd", 3: "3rd"}.get(n, "%dth" % n)
+
+
+def make_plan(whole_ns: float, layer_normal_ns: float, layer_lean_ns: float, remaining_ns: float,
+              min_rounds: int) -> Plan:
+    """The plan that fits the remaining budget (see ``Plan``).
+
+    ``whole_ns``: a round's cost of the whole-step entries; ``layer_*_ns``: that of the layer
+    entries and the passes that refresh their buffers, sampled normally or lean.
+    """
+    normal = whole_ns + layer_normal_ns
+    if min_rounds * normal <= remaining_ns or layer_normal_ns <= 0:
+        return Plan(predicted_round_ns=normal, whole_ns=whole_ns, layer_ns=layer_normal_ns)
+    # Lean: as many rounds for the whole-step entries as fit beside MIN_LAYER_ROUNDS layer rounds.
+    layer_rounds = MIN_LAYER_ROUNDS
+    if layer_rounds * (whole_ns + layer_lean_ns) > remaining_ns:
+        return Plan(lean=True, layer_every=1, predicted_round_ns=whole_ns + layer_lean_ns,
+                    whole_ns=whole_ns, layer_ns=layer_lean_ns)
+    rounds = int((remaining_ns - layer_rounds * layer_lean_ns) // whole_ns) if whole_ns > 0 else layer_rounds
+    every = max(1, min(MAX_LAYER_EVERY, rounds // layer_rounds))
+    return Plan(lean=True, layer_every=every, predicted_round_ns=whole_ns + layer_lean_ns / every,
+                whole_ns=whole_ns, layer_ns=layer_lean_ns)
+
+
 class RoundRunner:
     """Runs a section's items round after round until the sampling rule holds."""
 
@@ -256,27 +424,44 @@ class RoundRunner:
 
         Entries are appended as they become final, in order. On a failure or
         Ctrl-C, every sample taken so far is kept: the remaining entries are
-        appended with ``complete`` False, and the exception goes on.
+        appended with ``complete`` False, and the exception goes on. The
+        section's ``sampling`` says what the budget allowed.
         """
         sampling = self.timer.sampling
+        fixed = not sampling.adaptive
         all_series = [s for item in items for s in item.series]
         emitted = 0
         rounds = 0
         drift = Drift((), sampling.drift_threshold)
         clock = self.timer.clock
         started = clock.now_ns()
+        round_costs: List[Tuple[bool, float]] = []  # (a layer round, ns) of each round
+        plan = Plan()
+        stopped = ""
+        measured_ns = 0
         try:
+            for item in items:
+                _labelled(item, lambda: item.warm(self.timer, fixed))
+            if not fixed:
+                plan = self._plan(items, clock.now_ns() - started)
+            next_layers = 0  # the next round that holds the layer entries
             while not all(s.final for s in all_series):
+                t0 = clock.now_ns()
+                # Every entry gets its samples: the first round holds the layers, whatever the budget.
+                layer_round = rounds == 0 or rounds >= next_layers and not (
+                    plan.lean and not self._fits(plan, round_costs, True, clock.now_ns() - started)
+                    and self._fits(plan, round_costs, False, clock.now_ns() - started))
+                if layer_round:
+                    next_layers = rounds + plan.layer_every
                 for i, item in enumerate(items):
-                    if isinstance(item, Action) and not _pending(items, i):
-                        continue
-                    try:
-                        item.run_round(self.timer, not sampling.adaptive)
-                    except Exception as e:  # say which entry was being measured
-                        if not hasattr(e, "nnprofile_entry") and item.series:
-                            e.nnprofile_entry = item.series[0].make_entry(  # type: ignore[attr-defined]
-                                Measurement([0.0])).label
-                        raise
+                    if isinstance(item, Action):
+                        if (layer_round or not item.layer) and (plan.lean or not item.lean_only) \
+                                and _pending(items, i, layer_round):
+                            item.run_round(self.timer, fixed)
+                    elif item.layer and not layer_round:
+                        item.skip_round()  # type: ignore[union-attr]
+                    else:
+                        _labelled(item, lambda: item.run_round(self.timer, fixed))
                 rounds += 1
                 if self.reference is not None:
                     section.reference_ns.append(round(self.reference.sample(), 1))
@@ -284,34 +469,92 @@ class RoundRunner:
                     [(s.samples, s.round_sizes) for s in all_series if s.samples], rounds)),
                     sampling.drift_threshold)
                 section.speed_levels = [round(level, 4) for level in drift.levels]
-                self._decide(all_series, rounds, drift, clock.now_ns() - started)
+                measured_ns = clock.now_ns() - started
+                round_costs.append((layer_round, measured_ns + started - t0))
+                stopped = self._decide(all_series, rounds, drift, measured_ns, plan, round_costs)
                 emitted = self._emit(section, all_series, emitted, drift.dropped)
         except BaseException:
+            stopped = "interrupted"
             for s in all_series[emitted:]:
                 if s.samples:
                     section.entries.append(s.entry(drift.dropped, complete=False))
             raise
+        finally:
+            section.sampling = {"rounds": rounds, "seconds": round(measured_ns / 1e9, 3),
+                                "budget_seconds": None if fixed else sampling.max_seconds,
+                                "plan": plan.describe(), "lean": plan.lean, "layer_every": plan.layer_every,
+                                "stopped": stopped}
         return drift
 
-    def _decide(self, all_series: List[Series], rounds: int, drift: Drift, elapsed_ns: float) -> None:
+    def _plan(self, items: Sequence[Item], elapsed_ns: float) -> Plan:
+        """After the warm-up pass: lean rounds when normal rounds do not fit the budget."""
         sampling = self.timer.sampling
+        # The layer entries, and the actions that refresh their buffers.
+        layer_items = [item for item in items if item.layer]
+        whole_ns = sum(item.round_cost(self.timer) for item in items if not item.layer)
+        layer_normal = sum(item.round_cost(self.timer) for item in layer_items)
+        remaining = sampling.max_seconds * 1e9 - elapsed_ns
+        lean_ns = 0.0
+        for item in layer_items:  # the lean cost of each, configured back if normal rounds fit
+            if isinstance(item, Probe):
+                item.configure(self.timer, False, lean=True)
+            lean_ns += item.round_cost(self.timer)
+        plan = make_plan(whole_ns, layer_normal, lean_ns, remaining, sampling.min_rounds)
+        if not plan.lean:
+            for item in layer_items:
+                if isinstance(item, Probe):
+                    item.configure(self.timer, False)
+            return plan
+        # The heaviest layer entries (few, and the ones whose figures matter) keep their normal
+        # samples per round, as long as that adds at most LEAN_EXTRA to a layer round.
+        extra, allowed = 0.0, LEAN_EXTRA * lean_ns
+        heavy = sorted((p for p in layer_items if isinstance(p, Probe) and math.isfinite(p.estimate)),
+                       key=lambda p: -p.estimate * p.series[0].calls)
+        for p in heavy:
+            one = p.round_cost(self.timer)
+            p.configure(self.timer, False)
+            more = p.round_cost(self.timer) - one
+            if p.per_round == 1 or extra + more > allowed:
+                p.configure(self.timer, False, lean=True)
+                if extra + more > allowed:
+                    break
+                continue
+            extra += more
+        return plan
+
+    def _decide(self, all_series: List[Series], rounds: int, drift: Drift, elapsed_ns: float, plan: Plan,
+                round_costs: List[Tuple[bool, float]]) -> str:
+        """Marks every series final when the rule holds; returns why ("" while sampling goes on)."""
+        sampling = self.timer.sampling
+        reason = ""
         if not sampling.adaptive:
             if rounds >= (sampling.runs or 1):
-                for s in all_series:
-                    s.final = True
-            return
-        if rounds < sampling.min_rounds:
-            return
-        # An entry that has had its budget of timed work ends the sampling of all: every round
-        # holds every entry, so that no entry is timed in a context the others left (a cheap
-        # entry run alone, round after round, finds its data in the caches and reads faster).
-        spent = any(s.spent_ns >= sampling.max_seconds_per_entry * 1e9 for s in all_series)
-        kept = rounds - len(drift.dropped)
-        steady = all(s.final or s.rse(drift.dropped) <= sampling.target_rse for s in all_series)
-        if (steady and kept >= sampling.min_rounds and not drift.flagged) or spent \
-                or elapsed_ns >= sampling.max_seconds * 1e9 or rounds >= sampling.max_rounds:
+                reason = "runs"
+        else:
+            # An entry that has had its budget of timed work ends the sampling of all: every round
+            # holds every entry, so that no entry is timed in a context the others left (a cheap
+            # entry run alone, round after round, finds its data in the caches and reads faster).
+            # Lean: a round of the whole-step entries alone is the cheapest that can come next.
+            next_round = _round_cost(plan, round_costs, not plan.lean)
+            kept = rounds - len(drift.dropped)
+            steady = all(s.final or s.rse(drift.dropped) <= sampling.target_rse for s in all_series)
+            if steady and kept >= sampling.min_rounds and not drift.flagged:
+                reason = "target"
+            elif not plan.lean and any(s.spent_ns >= sampling.max_seconds_per_entry * 1e9 for s in all_series):
+                # (A lean plan has shared the section's budget out already: a whole pass may use it.)
+                reason = "entry budget"
+            elif elapsed_ns + next_round > sampling.max_seconds * 1e9:
+                reason = "budget"
+            elif rounds >= sampling.max_rounds:
+                reason = "max rounds"
+        if reason:
             for s in all_series:
                 s.final = True
+        return reason
+
+    def _fits(self, plan: Plan, round_costs: List[Tuple[bool, float]], layer_round: bool, elapsed_ns: float) -> bool:
+        """Whether a round of this kind fits in what is left of the budget."""
+        return elapsed_ns + _round_cost(plan, round_costs, layer_round) <= self.timer.sampling.max_seconds * 1e9
 
     def _emit(self, section: Section, all_series: List[Series], emitted: int, dropped: List[int]) -> int:
         while emitted < len(all_series) and all_series[emitted].final:
@@ -322,7 +565,31 @@ class RoundRunner:
         return emitted
 
 
-def _pending(items: Sequence[Item], index: int) -> bool:
-    """Whether a probe after ``items[index]`` still takes samples."""
-    later = [item for item in items[index + 1:] if not isinstance(item, Action)]
-    return any(not s.final for item in later for s in item.series)
+def _labelled(item: Item, run: Callable[[], object]) -> None:
+    """Run an item's work; an exception says which entry was being measured."""
+    try:
+        run()
+    except Exception as e:
+        if not hasattr(e, "nnprofile_entry") and item.series:
+            e.nnprofile_entry = item.series[0].make_entry(  # type: ignore[attr-defined]
+                Measurement([0.0])).label
+        raise
+
+
+def _round_cost(plan: Plan, round_costs: List[Tuple[bool, float]], layer_round: bool) -> float:
+    """What a round of this kind costs: the last ones of its kind, else the plan's prediction (a
+    layer round: a whole-step round plus the layers)."""
+    same = [ns for kind, ns in round_costs if kind == layer_round][-3:]
+    if same:
+        return sum(same) / len(same)
+    if layer_round:
+        whole = [ns for kind, ns in round_costs if not kind][-3:]
+        return (sum(whole) / len(whole) if whole else plan.whole_ns) + plan.layer_ns
+    layered = [ns for kind, ns in round_costs if kind][-3:]
+    return min(plan.whole_ns, sum(layered) / len(layered)) if layered and plan.whole_ns else plan.whole_ns
+
+
+def _pending(items: Sequence[Item], index: int, layer_round: bool = True) -> bool:
+    """Whether a probe after ``items[index]`` still takes samples in this round."""
+    return any(not s.final for item in items[index + 1:] if not isinstance(item, Action)
+               and (layer_round or not item.layer) for s in item.series)

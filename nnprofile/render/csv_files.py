@@ -78,7 +78,7 @@ def detail_rows(profile: Profile, analysis: Optional[Analysis] = None) -> List[L
                          csv_text(e.layer_type or ""), csv_text(e.impl_class or ""), int(e.in_place),
                          format_ms(e.mean_ms), format_ms(ms(s.median)), format_ms(ms(s.std)),
                          format_ms(ms(s.min)), format_ms(ms(s.max)), format_ms(ms(s.p90)), s.n,
-                         "%.4f" % s.rse, e.calls_per_sample, "%.1f" % e.overhead_ns]
+                         "%.4f" % s.rse if s.rse_known else "", e.calls_per_sample, "%.1f" % e.overhead_ns]
                         + work_cells(e)
                         + ["%.4f" % coverage[e.phase] if e.phase in coverage else "", int(section.complete),
                            "" if e.layer_id is None else e.layer_id, s.rounds, int(e.complete),

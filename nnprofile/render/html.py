@@ -13,8 +13,9 @@ import json
 import os
 from typing import Any, Dict, List, Optional
 
-from ..analysis import Analysis, SectionAnalysis
-from ..result import Profile, Section
+from ..analysis import Analysis, SectionAnalysis, charted_layers
+from ..analysis.precision import sampling_line
+from ..result import Entry, Profile, Section
 from .base import Contents
 
 NAME = "html"
@@ -22,6 +23,11 @@ FILENAME = "report.html"
 HEADER_KEYS = (("project", "project"), ("context", "context"), ("implementation_classes", "implementation classes"),
                ("nnprofile", "nnprofile"), ("nnabla", "nnabla"), ("machine", "machine"), ("date", "date"),
                ("mode", "mode"), ("sampling", "sampling rule"), ("batch_size", "batch size"))
+
+
+def _rse(e: Entry) -> Optional[float]:
+    """An entry's relative standard error; None (an empty cell) where too few samples give none."""
+    return e.stats.rse if e.stats.rse_known else None
 
 
 def _layers(a: SectionAnalysis) -> List[Dict[str, Any]]:
@@ -35,9 +41,9 @@ def _layers(a: SectionAnalysis) -> List[Dict[str, Any]]:
         rows.append({
             "layer": f.layer, "type": f.layer_type, "class": f.impl_class,
             "fwd_mean": f.mean_ms, "fwd_median": f.stats.median / 1e6, "fwd_p90": f.stats.p90 / 1e6,
-            "fwd_rse": f.stats.rse,
+            "fwd_rse": _rse(f),
             "bwd_mean": b.mean_ms if b else None, "bwd_median": b.stats.median / 1e6 if b else None,
-            "bwd_p90": b.stats.p90 / 1e6 if b else None, "bwd_rse": b.stats.rse if b else None,
+            "bwd_p90": b.stats.p90 / 1e6 if b else None, "bwd_rse": _rse(b) if b else None,
             "total": total, "flops": lt.flops, "gflops": lt.gflops_per_s,
             "bytes": lt.bytes_moved, "share": (total / step) if step else None,
             "out_bytes": f.output_bytes, "param_bytes": f.parameter_bytes,
@@ -47,12 +53,16 @@ def _layers(a: SectionAnalysis) -> List[Dict[str, Any]]:
 
 def _section(a: SectionAnalysis, profile: Profile) -> Dict[str, Any]:
     s: Section = a.section
+    charted, chart_note = charted_layers(a)
     data: Dict[str, Any] = {
         "title": s.title, "complete": s.complete, "layers": _layers(a),
-        "entries": [{"label": e.label, "mean": e.mean_ms, "median": e.stats.median / 1e6, "p90": e.stats.p90 / 1e6,
-                     "runs": e.stats.n, "rse": e.stats.rse} for e in s.entries],
+        "chart": [{"layer": l.layer if l.copies == 1 else "%s (%d copies)" % (l.layer, l.copies),
+                   "fwd_mean": l.forward_ms, "bwd_mean": l.backward_ms} for l in charted],
+        "chart_note": chart_note,
         "coverage": [{"what": "%s of %s" % (c.layer_phase, c.whole_phase), "share": c.share} for c in a.coverage],
-        "drift": a.drift.describe(), "notes": list(a.memory_lines),
+        "drift": a.drift.describe(),
+        "notes": ([sampling_line(a.precision)] if a.precision is not None and s.sampling else [])
+        + list(a.memory_lines),
         "incomplete": [e.label for e in a.incomplete],
     }
     if a.step is not None:

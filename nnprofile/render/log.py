@@ -7,6 +7,7 @@ from typing import List, Optional
 
 from ..analysis import SPREAD_FLOOR_MS, Analysis, SectionAnalysis, analyze
 from ..analysis.advice import summary_lines
+from ..analysis.precision import listed, sampling_line
 from ..result import Entry, Profile, Section, format_ms
 from .base import Contents
 
@@ -61,11 +62,19 @@ def section_footer(profile: Profile, a: SectionAnalysis) -> List[str]:
         share = "%.1f%%" % (c.share * 100) if c.share is not None else "n/a"
         lines.append("Coverage: the %s entries add up to %s ms, %s of %s (%s ms)"
                      % (c.layer_phase, format_ms(c.layers_ms), share, c.whole_phase, format_ms(c.whole_ms)))
+    p = a.precision
+    if p is not None and a.section.sampling:
+        lines.append(sampling_line(p))
     target = profile.header.get("target_rse")
-    if a.missed_target and target:
+    thin = {id(e) for e in p.thin} if p is not None else set()
+    missed = [e for e in a.missed_target if id(e) not in thin]
+    if missed and target:
         lines.append("Missed the %g%% target (time budget spent): %s" % (
             float(target) * 100,  # type: ignore[arg-type]
-            ", ".join("%s (%.1f%%)" % (e.label, e.stats.rse * 100) for e in a.missed_target)))
+            listed(missed, lambda e: "%s (%.1f%%)" % (e.label, e.stats.rse * 100), len(a.section.entries))))
+    if p is not None and p.thin:
+        lines.append("Too few samples for a relative error (one sample, or all in one round): %s" % listed(
+            p.thin, lambda e: e.label, len(a.section.entries), worst_first=False))
     if a.drift.describe():
         lines.append("Drift: %s." % a.drift.describe())
     if a.run_spread is not None:

@@ -3,23 +3,22 @@
 One sheet per section with the entries as numbers, a colour scale over the
 forward and backward rows (what the NNC tutorial applies by hand), and a bar
 chart of forward and backward time per layer; an Info sheet says how the
-figures were taken.
+figures were taken. Written with XlsxWriter (twice as fast as openpyxl at
+this, which matters for networks of thousands of entries); every text cell is
+a string, never a formula.
 """
 from __future__ import annotations
 
 import datetime
 import io
-import os
-import zipfile
-from typing import List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
-from ..analysis import Analysis, SectionAnalysis, analyze
+from ..analysis import Analysis, SectionAnalysis, analyze, charted_layers
 from ..analysis.advice import PARTS, summary_rows as advice_rows
 from ..choices import LAYER_PHASES
 from ..result import Profile, Section, ms
 from .base import Contents
 from .csv_files import SUMMARY_COLUMNS, work_cells
-from .safe import xlsx_text
 
 NAME = "xlsx"
 FILENAME = "profile.xlsx"
@@ -59,122 +58,138 @@ def per_layer_times(a: SectionAnalysis) -> List[Tuple[str, float, float]]:
     return [(lt.layer, lt.forward_ms, lt.backward_ms) for lt in a.layers]
 
 
-def _append(ws, values: list) -> None:
-    """A row whose text cells stay text (names from projects are never formulas)."""
-    row = ws.max_row + 1 if ws.max_row > 1 or ws.cell(row=1, column=1).value is not None else 1
-    for col, value in enumerate(values, start=1):
-        xlsx_text(ws.cell(row=row, column=col), value)
+def chart_layers(a: SectionAnalysis) -> Tuple[List[Tuple[str, float, float]], str]:
+    """What the bar chart shows (see ``nnprofile.analysis.charted_layers``), and a note when it is not
+    every layer."""
+    layers, note = charted_layers(a)
+    return [(l.layer, l.forward_ms, l.backward_ms) for l in layers], note
 
 
-def _section_sheet(ws, a: SectionAnalysis) -> None:
-    from openpyxl.chart import BarChart, Reference
-    from openpyxl.formatting.rule import ColorScaleRule
-    from openpyxl.styles import Font
+class _Book:
+    """The workbook being written (XlsxWriter, in memory): its formats, made once."""
 
+    def __init__(self, buffer: io.BytesIO, created: datetime.datetime):
+        import xlsxwriter
+        # Text is text: no formulas, numbers or links are read into strings from projects.
+        self.wb = xlsxwriter.Workbook(buffer, {"in_memory": True, "strings_to_formulas": False,
+                                               "strings_to_numbers": False, "strings_to_urls": False})
+        self.wb.set_properties({"created": created})
+        self.bold = self.wb.add_format({"bold": True})
+        self.wrap = self.wb.add_format({"text_wrap": True, "valign": "top"})
+        self._formats: Dict[str, Any] = {}
+
+    def number(self, number_format: str) -> Any:
+        if number_format not in self._formats:
+            self._formats[number_format] = self.wb.add_format({"num_format": number_format})
+        return self._formats[number_format]
+
+
+def _write_row(book: _Book, ws: Any, row: int, values: list, formats: Dict[int, str], first_col: int = 0) -> None:
+    """One row of values: empty ones left out, text as text, numbers formatted by column (0-based)."""
+    for col, value in enumerate(values):
+        if value is None or value == "":
+            continue
+        if isinstance(value, str):
+            ws.write_string(row, first_col + col, value)
+        elif isinstance(value, bool):
+            ws.write_boolean(row, first_col + col, value)
+        elif col in formats:
+            ws.write_number(row, first_col + col, value, book.number(formats[col]))
+        else:
+            ws.write_number(row, first_col + col, value)
+
+
+# Number formats of the section sheet's columns (0-based): times, relative error, rates.
+SECTION_FORMATS = {**{c: MS_FORMAT for c in range(1, 7)}, 8: "0.00%", 18: "0.000", 19: "0.000"}
+LAYER_FORMATS = {1: MS_FORMAT, 2: MS_FORMAT}
+
+
+def _section_sheet(book: _Book, ws: Any, a: SectionAnalysis, failure: Optional[str]) -> None:
+    """One section: its entries, then (to the right) the per-layer table that feeds the bar chart."""
     section = a.section
-    ws.append(COLUMNS)
-    for cell in ws[1]:
-        cell.font = Font(bold=True)
-    for e in section.entries:
+    layers, chart_note = chart_layers(a)
+    has_backward = any(e.phase == "backward_function" for e in section.entries)
+    c0 = LAYER_TABLE_COL - 1  # 0-based
+    head = ["layer", "forward (ms)"] + (["backward (ms)"] if has_backward else [])
+    ws.freeze_panes(1, 1)  # B2
+    ws.set_column(0, 0, min(80, max([len(COLUMNS[0])] + [len(e.label) for e in section.entries]) + 2))
+    for col, width in zip(range(1, len(COLUMNS)), [13] * 9 + [26, 24, 26, 16, 10, 14, 13, 13, 10, 10, 14, 15, 14, 19]):
+        ws.set_column(col, col, width)
+    if layers:
+        ws.set_column(c0, c0, min(80, max(len(l[0]) for l in layers) + 2))
+        ws.set_column(c0 + 1, c0 + 2, 14)
+
+    ws.write_row(0, 0, COLUMNS, book.bold)
+    for i, e in enumerate(section.entries, start=1):
         s = e.stats
         work = work_cells(e, rate=float)
-        _append(ws, [e.label, e.mean_ms, ms(s.median), ms(s.std), ms(s.min), ms(s.max), ms(s.p90),
-                     s.n, round(s.rse, 4), e.calls_per_sample, e.phase, e.layer or "", e.impl_class or ""]
-                + work + [v if v is not None else "" for v in (e.output_bytes, e.parameter_bytes,
-                                                                e.gradient_bytes, e.input_gradient_bytes)])
-    last = len(section.entries) + 1
-    for col in "BCDEFG":
-        for row in range(2, last + 1):
-            ws["%s%d" % (col, row)].number_format = MS_FORMAT
-    for row in range(2, last + 1):
-        ws["I%d" % row].number_format = "0.00%"
-        ws["S%d" % row].number_format = "0.000"
-        ws["T%d" % row].number_format = "0.000"
-    ws.freeze_panes = "B2"
-    widths = {"A": max([len(COLUMNS[0])] + [len(e.label) for e in section.entries]) + 2}
-    widths.update({c: 13 for c in "BCDEFGHIJ"})
-    widths.update({"K": 26, "L": 24, "M": 26, "N": 16, "O": 10, "P": 14, "Q": 13, "R": 13, "S": 10, "T": 10,
-                   "U": 14, "V": 15, "W": 14, "X": 19})
-    for col, width in widths.items():
-        ws.column_dimensions[col].width = min(width, 80)
+        _write_row(book, ws, i, [e.label, e.mean_ms, ms(s.median), ms(s.std), ms(s.min), ms(s.max), ms(s.p90),
+                                 s.n, round(s.rse, 4) if s.rse_known else None, e.calls_per_sample, e.phase, e.layer or "", e.impl_class or ""]
+                   + work + [v if v is not None else "" for v in (e.output_bytes, e.parameter_bytes,
+                                                                   e.gradient_bytes, e.input_gradient_bytes)],
+                   SECTION_FORMATS)
+    last = len(section.entries)
+    if failure is not None:
+        last += 2
+        ws.write_string(last, 0, "INCOMPLETE: %s" % failure)
+    if chart_note:
+        last += 2
+        ws.write_string(last, 0, "Note: %s." % chart_note)
 
     first, end = colour_scale_rows(section)
     if first:
-        ws.conditional_formatting.add(
-            "%s%d:%s%d" % (TIME_COLUMN, first, TIME_COLUMN, end),
-            ColorScaleRule(start_type="min", start_color=COLOUR_LOW,
-                           mid_type="percentile", mid_value=50, mid_color=COLOUR_MID,
-                           end_type="max", end_color=COLOUR_HIGH))
-
-    layers = per_layer_times(a)
+        ws.conditional_format("%s%d:%s%d" % (TIME_COLUMN, first, TIME_COLUMN, end), {
+            "type": "3_color_scale", "min_color": "#" + COLOUR_LOW, "mid_color": "#" + COLOUR_MID,
+            "max_color": "#" + COLOUR_HIGH, "mid_type": "percentile", "mid_value": 50})
     if not layers:
         return
-    has_backward = any(e.phase == "backward_function" for e in section.entries)
-    c0 = LAYER_TABLE_COL
-    head = ["layer", "forward (ms)"] + (["backward (ms)"] if has_backward else [])
-    for j, text in enumerate(head):
-        ws.cell(row=1, column=c0 + j, value=text).font = Font(bold=True)
-    for i, (layer, f, b) in enumerate(layers, start=2):
-        xlsx_text(ws.cell(row=i, column=c0), layer)
-        ws.cell(row=i, column=c0 + 1, value=f).number_format = MS_FORMAT
-        if has_backward:
-            ws.cell(row=i, column=c0 + 2, value=b).number_format = MS_FORMAT
-    from openpyxl.utils import get_column_letter
-    ws.column_dimensions[get_column_letter(c0)].width = max(len(l[0]) for l in layers) + 2
-    ws.column_dimensions[get_column_letter(c0 + 1)].width = 14
-    ws.column_dimensions[get_column_letter(c0 + 2)].width = 14
-
-    chart = BarChart()
-    chart.type = "bar"
-    chart.style = 10
-    chart.title = "Time per layer (ms)"
-    chart.y_axis.title = "ms"
-    chart.x_axis.title = "layer"
-    chart.x_axis.scaling.orientation = "maxMin"  # first layer at the top, as in the log
+    ws.write_row(0, c0, head, book.bold)
+    for i, layer in enumerate(layers, start=1):
+        _write_row(book, ws, i, [layer[0], layer[1]] + ([layer[2]] if has_backward else []), LAYER_FORMATS, c0)
     n = len(layers)
-    data = Reference(ws, min_col=c0 + 1, max_col=c0 + len(head) - 1, min_row=1, max_row=n + 1)
-    cats = Reference(ws, min_col=c0, min_row=2, max_row=n + 1)
-    chart.add_data(data, titles_from_data=True)
-    chart.set_categories(cats)
-    # openpyxl 3.1 marks axes as deleted unless told otherwise; Excel then hides them.
-    chart.x_axis.delete = False
-    chart.y_axis.delete = False
-    chart.x_axis.tickLblSkip = 1  # a label for every layer
-    chart.y_axis.number_format = "0.0##"
-    chart.y_axis.crosses = "max"  # value axis below the last layer
-    chart.legend.position = "b"
-    chart.height = max(7.5, 0.7 * n + 4)
-    chart.width = 20
-    ws.add_chart(chart, "%s2" % get_column_letter(c0 + len(head) + 1))
+    chart = book.wb.add_chart({"type": "bar"})
+    for j in range(1, len(head)):
+        chart.add_series({"name": [ws.name, 0, c0 + j], "categories": [ws.name, 1, c0, n, c0],
+                          "values": [ws.name, 1, c0 + j, n, c0 + j],
+                          "fill": {"color": "#4C78A8" if j == 1 else "#F58518"}})
+    chart.set_title({"name": "Time per layer (ms)"})
+    chart.set_x_axis({"name": "ms", "num_format": "0.0##"})
+    # The first layer at the top, as in the log; the value axis below the last layer.
+    chart.set_y_axis({"name": "layer", "reverse": True, "crossing": "max", "interval_unit": 1})
+    chart.set_legend({"position": "bottom"})
+    chart.set_style(10)
+    chart.set_size({"width": 760, "height": int(max(7.5, 0.7 * n + 4) * 37.8)})  # cm to pixels
+    ws.insert_chart(0, c0 + len(head) + 1, chart)
 
 
-def _summary_sheet(ws, rows: List[List[object]]) -> None:
-    from openpyxl.chart import PieChart, Reference
-    from openpyxl.styles import Alignment, Font
-    for row in rows:
-        _append(ws, row)
-    for cell in ws[1]:
-        cell.font = Font(bold=True)
-    for row in ws.iter_rows(min_row=2):
-        row[3].number_format = MS_FORMAT
-        row[5].alignment = Alignment(wrap_text=True, vertical="top")
-        row[6].number_format = "#,##0"
+SUMMARY_FORMATS = {3: MS_FORMAT, 6: "#,##0"}
+
+
+def _summary_sheet(book: _Book, ws: Any, rows: List[List[object]]) -> None:
+    for col, width in enumerate((44, 16, 30, 13, 9, 110, 14)):
+        ws.set_column(col, col, width)
+    ws.freeze_panes(1, 0)  # A2
+    ws.write_row(0, 0, rows[0], book.bold)
+    for i, row in enumerate(rows[1:], start=1):
+        values = list(row)
+        detail = values[5] if len(values) > 5 else None
+        if len(values) > 5:
+            values[5] = None
+        _write_row(book, ws, i, values, SUMMARY_FORMATS)
+        if detail not in (None, ""):
+            ws.write_string(i, 5, str(detail), book.wrap)
         # Readers that do not measure wrapped text themselves (LibreOffice) need the height.
-        lines = max(1, -(-len(str(row[5].value or "")) // 105))
+        lines = max(1, -(-len(str(detail or "")) // 105))
         if lines > 1:
-            ws.row_dimensions[row[0].row].height = 15 * lines
-    for col, width in zip("ABCDEFG", (44, 16, 30, 13, 9, 110, 14)):
-        ws.column_dimensions[col].width = width
-    ws.freeze_panes = "A2"
+            ws.set_row(i, 15 * lines)
     parts = [i for i, r in enumerate(rows) if r[1] == "part"]
     if parts:  # the first training section's step, as a pie
-        first, last = parts[0] + 1, parts[0] + len(PARTS)
-        pie = PieChart()
-        pie.title = "One training step"
-        pie.add_data(Reference(ws, min_col=4, min_row=first, max_row=last))
-        pie.set_categories(Reference(ws, min_col=3, min_row=first, max_row=last))
-        pie.height, pie.width = 9, 12
-        ws.add_chart(pie, "I2")
+        first, last = parts[0], parts[0] + len(PARTS) - 1
+        pie = book.wb.add_chart({"type": "pie"})
+        pie.add_series({"categories": [ws.name, first, 2, last, 2], "values": [ws.name, first, 3, last, 3]})
+        pie.set_title({"name": "One training step"})
+        pie.set_size({"width": 454, "height": 340})
+        ws.insert_chart(1, 8, pie)
 
 
 RULE = ("each entry is sampled in rounds over the whole section; the time shown is the mean of its round "
@@ -183,74 +198,22 @@ RULE = ("each entry is sampled in rounds over the whole section; the time shown 
         "samples; the relative standard error comes from the spread of the kept round means")
 
 
-def _info_sheet(ws, profile: Profile, analysis: Analysis) -> None:
-    from openpyxl.styles import Font
-    ws.append(["nnprofile", "value"])
-    for cell in ws[1]:
-        cell.font = Font(bold=True)
+def _info_sheet(book: _Book, ws: Any, profile: Profile, analysis: Analysis) -> None:
+    ws.set_column(0, 0, 20)
+    ws.set_column(1, 1, 100)
+    ws.write_row(0, 0, ["nnprofile", "value"], book.bold)
     status = "complete" if profile.complete else "INCOMPLETE: %s" % (profile.failure or "stopped")
-    _append(ws, ["status", status])
-    _append(ws, ["rule", RULE])
-    for key, value in profile.header.items():
-        _append(ws, [key, "" if value is None else str(value)])
-    for note in profile.notes:
-        _append(ws, ["note", note])
-    for a in analysis.sections:
-        if a.drift.describe():
-            _append(ws, ["drift", "%s: %s" % (a.section.title, a.drift.describe())])
-    ws.column_dimensions["A"].width = 20
-    ws.column_dimensions["B"].width = 100
-
-
-def build(profile: Profile, analysis: Optional[Analysis] = None):
-    from openpyxl import Workbook
-    analysis = analysis or analyze(profile)
-    wb = Workbook()
-    first = wb.active
-    for name, section in zip(sheet_names(profile), profile.sections):
-        ws = wb.create_sheet(title=name)
-        _section_sheet(ws, analysis.of(section))
-        if not section.complete:
-            ws.sheet_properties.tabColor = "F8696B"
-            xlsx_text(ws.cell(row=len(section.entries) + 3, column=1),
-                      "INCOMPLETE: %s" % (profile.failure or "stopped"))
-    n_sheets = len(profile.sections)
-    summary: List[List[object]] = [list(SUMMARY_COLUMNS)]
-    for a in analysis.sections:
-        if a.step is not None:
-            summary += [row + [""] for row in advice_rows(a.step)]
-        summary += a.memory_rows
-    if len(summary) > 1:  # more than the header: a complete training section
-        _summary_sheet(wb.create_sheet(title="Summary"), summary)
-        n_sheets += 1
-    _info_sheet(first, profile, analysis)
-    first.title = "Info"
-    # Sections first: the workbook opens on the training profile.
-    wb.move_sheet(first, offset=n_sheets)
-    wb.active = 0
-    return wb
-
-
-class _StampedZip(zipfile.ZipFile):
-    """A zip whose members all carry one date: the same workbook gives the same bytes."""
-
-    stamp = (1980, 1, 1, 0, 0, 0)
-
-    def writestr(self, zinfo_or_arcname, data, compress_type=None, compresslevel=None):
-        if not isinstance(zinfo_or_arcname, zipfile.ZipInfo):
-            zinfo = zipfile.ZipInfo(zinfo_or_arcname, date_time=self.stamp)
-            zinfo.compress_type = self.compression
-            zinfo.external_attr = 0o600 << 16
-            zinfo_or_arcname = zinfo
-        super().writestr(zinfo_or_arcname, data, compress_type, compresslevel)
-
-    def write(self, filename, arcname=None, compress_type=None, compresslevel=None):
-        with open(filename, "rb") as f:
-            self.writestr(arcname or os.path.basename(filename), f.read(), compress_type, compresslevel)
+    rows: List[List[object]] = [["status", status], ["rule", RULE]]
+    rows += [[key, "" if value is None else str(value)] for key, value in profile.header.items()]
+    rows += [["note", note] for note in profile.notes]
+    rows += [["drift", "%s: %s" % (a.section.title, a.drift.describe())] for a in analysis.sections
+             if a.drift.describe()]
+    for i, row in enumerate(rows, start=1):
+        _write_row(book, ws, i, row, {})
 
 
 def _profile_time(profile: Profile) -> datetime.datetime:
-    """When the profile was taken (UTC, naive, as openpyxl stores it); a fixed date if unknown."""
+    """When the profile was taken (UTC, naive); a fixed date if unknown."""
     try:
         when = datetime.datetime.fromisoformat(str(profile.header.get("date")))
         if when.tzinfo is not None:
@@ -261,13 +224,28 @@ def _profile_time(profile: Profile) -> datetime.datetime:
 
 
 def workbook_bytes(profile: Profile, analysis: Optional[Analysis] = None) -> bytes:
-    """The workbook's bytes; they depend only on the profile (so `report` reproduces them)."""
-    from openpyxl.writer.excel import ExcelWriter
-    wb = build(profile, analysis)
-    wb.properties.created = wb.properties.modified = _profile_time(profile)
+    """The workbook's bytes; they depend only on the profile (so `report` reproduces them).
+
+    Written with XlsxWriter in memory (fixed dates inside the zip, no temporary files), row by
+    row: linear in the entries.
+    """
+    analysis = analysis or analyze(profile)
     buffer = io.BytesIO()
-    with _StampedZip(buffer, "w", zipfile.ZIP_DEFLATED, allowZip64=True) as archive:
-        ExcelWriter(wb, archive).save()
+    book = _Book(buffer, _profile_time(profile))
+    for name, section in zip(sheet_names(profile), profile.sections):
+        ws = book.wb.add_worksheet(name)
+        if not section.complete:
+            ws.set_tab_color("#F8696B")
+        _section_sheet(book, ws, analysis.of(section), None if section.complete else (profile.failure or "stopped"))
+    summary: List[List[object]] = [list(SUMMARY_COLUMNS)]
+    for a in analysis.sections:
+        if a.step is not None:
+            summary += [row + [""] for row in advice_rows(a.step)]
+        summary += a.memory_rows
+    if len(summary) > 1:  # more than the header: a complete training section
+        _summary_sheet(book, book.wb.add_worksheet("Summary"), summary)
+    _info_sheet(book, book.wb.add_worksheet("Info"), profile, analysis)
+    book.wb.close()
     return buffer.getvalue()
 
 

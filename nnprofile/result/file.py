@@ -16,41 +16,107 @@ Versions:
      ``gradient_bytes``, ``input_gradient_bytes``) and sections the step's ``memory`` and ``reference_ns`` (a fixed workload per round); profiles carry a ``timeline`` (recorded programs and
      graph mode: events of the active steps) and sections may be of kind ``script``
      and ``complete`` (False for an entry cut short by a failure or Ctrl-C).
+  3. compact, for networks of thousands of entries: each entry on a line of its own, fields at
+     their default value left out, and its samples as ``samples_total_ns``, whole nanoseconds per
+     sample (each sample times ``calls_per_sample`` calls; the per-call times are these divided by
+     it, exactly as measured), where they are whole (else ``samples_ns`` as before). Sections carry
+     ``sampling``: what their time budget allowed (rounds, seconds, plan, why sampling stopped).
 """
 from __future__ import annotations
 
 import copy
 import json
 import os
-from dataclasses import asdict, fields
-from typing import Any, Callable, Dict
+from dataclasses import MISSING, fields
+from typing import Any, Callable, Dict, List, Optional
 
 from ..errors import ProfileError
 from .model import Entry, Profile, Section
 
 FILENAME = "result.json"
 FORMAT = "nnprofile-result"
-VERSION = 2
+VERSION = 3
 _ENTRY_FIELDS = {f.name for f in fields(Entry)}
+_ENTRY_ORDER = [f.name for f in fields(Entry)]
+# Defaults of the entry's fields: a field at its default is left out of the file.
+_ENTRY_DEFAULTS: Dict[str, Any] = {}
+for _f in fields(Entry):
+    if _f.default is not MISSING:
+        _ENTRY_DEFAULTS[_f.name] = _f.default
+    elif _f.default_factory is not MISSING:
+        _ENTRY_DEFAULTS[_f.name] = _f.default_factory()
+
+
+def _sample_totals(samples: List[float], calls: int) -> Optional[List[int]]:
+    """Each sample's whole-nanosecond total over its calls, when that gives the samples back exactly."""
+    totals = [int(round(x * calls)) for x in samples]
+    if all(t / calls == x for t, x in zip(totals, samples)):
+        return totals
+    return None
+
+
+def entry_dict(e: Entry) -> Dict[str, Any]:
+    """An entry as the file holds it (version 3): compact, and exact."""
+    d: Dict[str, Any] = {}
+    for k in _ENTRY_ORDER:  # getattr, not asdict: asdict deep-copies every list of every entry
+        v = getattr(e, k)
+        if k == "samples_ns":
+            continue
+        if k in _ENTRY_DEFAULTS and v == _ENTRY_DEFAULTS[k] and k not in ("label", "phase"):
+            continue
+        d[k] = v
+    totals = _sample_totals(e.samples_ns, e.calls_per_sample)
+    if totals is not None:
+        d["samples_total_ns"] = totals
+    else:
+        d["samples_ns"] = e.samples_ns
+    st = e.stats
+    d["stats_ns"] = {"n": st.n, "mean": round(st.mean, 3), "median": round(st.median, 3),
+                     "std": round(st.std, 3), "min": round(st.min, 3), "max": round(st.max, 3),
+                     "p90": round(st.p90, 3), "rse": round(st.rse, 6) if st.rse_known else None}
+    return d
+
+
+def _entry_from_dict(e: Dict[str, Any]) -> Entry:
+    fields_ = {k: v for k, v in e.items() if k in _ENTRY_FIELDS}
+    if "samples_total_ns" in e:
+        calls = int(e.get("calls_per_sample", 1))
+        fields_["samples_ns"] = [t / calls for t in e["samples_total_ns"]]
+    fields_.setdefault("samples_ns", [])
+    return Entry(**fields_)
 
 
 def to_dict(profile: Profile) -> Dict[str, Any]:
     sections = []
     for s in profile.sections:
-        entries = []
-        for e in s.entries:
-            d = {k: v for k, v in asdict(e).items() if k in _ENTRY_FIELDS}
-            st = e.stats
-            d["stats_ns"] = {"n": st.n, "mean": st.mean, "median": st.median, "std": st.std,
-                             "min": st.min, "max": st.max, "p90": st.p90, "rse": st.rse}
-            entries.append(d)
         sections.append({"kind": s.kind, "name": s.name, "network": s.network,
                          "complete": s.complete, "speed_levels": s.speed_levels, "memory": s.memory,
-                         "reference_ns": s.reference_ns,
-                         "entries": entries})
+                         "reference_ns": s.reference_ns, "sampling": s.sampling,
+                         "entries": [entry_dict(e) for e in s.entries]})
     return {"format": FORMAT, "version": VERSION, "header": profile.header, "notes": profile.notes,
             "complete": profile.complete, "failure": profile.failure, "sections": sections,
             "timeline": profile.timeline}
+
+
+def dumps(profile: Profile) -> str:
+    """The file's text: readable at the top, one line per entry and per timeline event below."""
+    data = to_dict(profile)
+    out = ["{"]
+    for key in ("format", "version", "header", "notes", "complete", "failure"):
+        out.append(" %s: %s," % (json.dumps(key), json.dumps(data[key], indent=1).replace("\n", "\n ")))
+    out.append(' "sections": [')
+    for i, section in enumerate(data["sections"]):
+        entries = section.pop("entries")
+        head = json.dumps(section, separators=(",", ":"))[:-1]
+        out.append("  %s,\"entries\":[" % head)
+        out.append(",\n".join("   " + json.dumps(e, separators=(",", ":")) for e in entries))
+        out.append("  ]}" + ("," if i + 1 < len(data["sections"]) else ""))
+    out.append(" ],")
+    out.append(' "timeline": [')
+    out.append(",\n".join("  " + json.dumps(e, separators=(",", ":")) for e in data["timeline"]))
+    out.append(" ]")
+    out.append("}")
+    return "\n".join(line for line in out if line) + "\n"
 
 
 def _v1_to_v2(data: Dict[str, Any]) -> Dict[str, Any]:
@@ -70,7 +136,14 @@ def _v1_to_v2(data: Dict[str, Any]) -> Dict[str, Any]:
     return data
 
 
-UPGRADES: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {1: _v1_to_v2}
+def _v2_to_v3(data: Dict[str, Any]) -> Dict[str, Any]:
+    """Version 3 changed how entries are written, not what they hold; sections gained ``sampling``."""
+    for s in data.get("sections", []):
+        s.setdefault("sampling", {})
+    return data
+
+
+UPGRADES: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def upgrade(data: Dict[str, Any]) -> Dict[str, Any]:
@@ -94,11 +167,12 @@ def from_dict(data: Dict[str, Any]) -> Profile:
     data = upgrade(copy.deepcopy(data))
     sections = []
     for s in data.get("sections", []):
-        entries = [Entry(**{k: v for k, v in e.items() if k in _ENTRY_FIELDS}) for e in s.get("entries", [])]
+        entries = [_entry_from_dict(e) for e in s.get("entries", [])]
         sections.append(Section(kind=s["kind"], name=s["name"], network=s["network"],
                                 entries=entries, complete=s.get("complete", False),
                                 speed_levels=list(s.get("speed_levels", [])), memory=dict(s.get("memory", {})),
-                                reference_ns=list(s.get("reference_ns", []))))
+                                reference_ns=list(s.get("reference_ns", [])),
+                                sampling=dict(s.get("sampling", {}))))
     return Profile(header=dict(data.get("header", {})), notes=list(data.get("notes", [])),
                    sections=sections, complete=data.get("complete", False), failure=data.get("failure"),
                    timeline=list(data.get("timeline", [])))
@@ -108,8 +182,7 @@ def save(profile: Profile, outdir: str) -> str:
     path = os.path.join(outdir, FILENAME)
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(to_dict(profile), f, indent=1)
-        f.write("\n")
+        f.write(dumps(profile))
     os.replace(tmp, path)  # never a half-written result
     return path
 

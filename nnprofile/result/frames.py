@@ -34,7 +34,7 @@ def profile_records(profile: "Profile") -> List[Dict[str, Any]]:
                 "layer_id": e.layer_id, "layer_type": e.layer_type, "class": e.impl_class,
                 "in_place": e.in_place, "mean_ms": e.mean_ms, "median_ms": s.median / NS_PER_MS,
                 "std_ms": s.std / NS_PER_MS, "min_ms": s.min / NS_PER_MS, "max_ms": s.max / NS_PER_MS,
-                "p90_ms": s.p90 / NS_PER_MS, "runs": s.n, "rse": s.rse,
+                "p90_ms": s.p90 / NS_PER_MS, "runs": s.n, "rse": s.rse if s.rse_known else None,
                 "calls_per_sample": e.calls_per_sample, "overhead_ns": e.overhead_ns,
                 "output_shape": e.output_shape, "params": e.params, "flops": e.flops,
                 "bytes_read": e.bytes_read, "bytes_written": e.bytes_written,

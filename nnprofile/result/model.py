@@ -66,17 +66,22 @@ class Entry:
         Renderers ask for them many times; they are computed once for the
         samples and overhead at hand.
         """
-        key = (len(self.samples_ns), len(self.round_sizes), tuple(self.dropped_rounds), self.overhead_ns,
-               id(self.samples_ns))
+        # The lists by identity and length: cheap to check (nothing allocated), and any change of
+        # samples, rounds or dropped rounds (always by a new list or by growing one) shows.
         cached = self.__dict__.get("_stats")
-        if cached is None or cached[0] != key:
-            if self.overhead_ns:
-                values = [max(0.0, s - self.overhead_ns) for s in self.samples_ns]
-            else:
-                values = self.samples_ns
-            cached = (key, summarize_rounds(values, self.round_sizes, self.dropped_rounds))
-            self.__dict__["_stats"] = cached
-        return cached[1]
+        if cached is not None and cached[0] is self.samples_ns and cached[1] == len(self.samples_ns) \
+                and cached[2] is self.round_sizes and cached[3] == len(self.round_sizes) \
+                and cached[4] is self.dropped_rounds and cached[5] == len(self.dropped_rounds) \
+                and cached[6] == self.overhead_ns:
+            return cached[7]
+        if self.overhead_ns:
+            values = [max(0.0, s - self.overhead_ns) for s in self.samples_ns]
+        else:
+            values = self.samples_ns
+        stats = summarize_rounds(values, self.round_sizes, self.dropped_rounds)
+        self.__dict__["_stats"] = (self.samples_ns, len(self.samples_ns), self.round_sizes, len(self.round_sizes),
+                                   self.dropped_rounds, len(self.dropped_rounds), self.overhead_ns, stats)
+        return stats
 
     @property
     def run_cv(self) -> Optional[float]:
@@ -145,6 +150,9 @@ class Section:
     # A fixed workload's time in each round (``nnprofile.measure.rounds.Reference``): the
     # machine's speed, comparable between runs.
     reference_ns: List[float] = field(default_factory=list)
+    # What the time budget allowed (``nnprofile.measure.rounds``): rounds, seconds, budget_seconds,
+    # plan (how entries were sampled), lean, strata, stopped (why sampling ended); empty when unknown.
+    sampling: Dict[str, Any] = field(default_factory=dict)
 
     @property
     def title(self) -> str:

@@ -1,0 +1,171 @@
+"""The time budget holds whatever a section's size: the plan, lean rounds, and what the log says of them.
+
+Fake clocks only: every figure here is exact, none depends on the machine's speed.
+"""
+import math
+import sys
+
+import pytest
+
+import nnprofile
+from conftest import FakeClock, ROOT
+from nnprofile.analysis import analyze, charted_layers
+from nnprofile.analysis.advice import LayerTime, base_layers, base_name
+from nnprofile.measure.rounds import MIN_LAYER_ROUNDS, Action, Probe, RoundRunner, make_plan
+from nnprofile.measure.sequence import simple
+from nnprofile.measure.timing import Sampling, Timer
+from nnprofile.render import log
+from nnprofile.result import Entry, Profile, Section
+
+sys.path.insert(0, ROOT + "/tests")
+from nntxt_writer import lstm_autoencoder  # noqa: E402
+
+
+def test_a_section_that_fits_is_sampled_as_always():
+    plan = make_plan(whole_ns=10e6, layer_normal_ns=5e6, layer_lean_ns=2e6, remaining_ns=1e9, min_rounds=5)
+    assert (plan.lean, plan.layer_every, plan.predicted_round_ns) == (False, 1, 15e6)
+
+
+def test_a_section_too_large_gives_its_layers_rounds_of_their_own():
+    # Normal rounds cost 300 ms: five do not fit in 1 s. Lean layer rounds cost 200 ms: three of
+    # them (600 ms) leave 400 ms, ten rounds of the 40 ms whole-step entries.
+    plan = make_plan(whole_ns=40e6, layer_normal_ns=260e6, layer_lean_ns=200e6, remaining_ns=1e9, min_rounds=5)
+    assert plan.lean and plan.layer_every == 10 // MIN_LAYER_ROUNDS
+    assert [r for r in range(10) if plan.layer_round(r)] == [0, 3, 6, 9]
+    # Not even three lean rounds fit: every round holds the layers, as many as fit.
+    plan = make_plan(whole_ns=40e6, layer_normal_ns=2600e6, layer_lean_ns=2000e6, remaining_ns=1e9, min_rounds=5)
+    assert plan.lean and plan.layer_every == 1
+
+
+class Costly:
+    """Work that takes a fixed fake time."""
+
+    def __init__(self, clock, ns):
+        self.clock, self.ns = clock, ns
+
+    def __call__(self):
+        self.clock.advance(self.ns)
+
+
+def _section(layers, layer_ns, whole_ns, max_seconds, min_rounds=5):
+    clock = FakeClock(steps=(0,))
+    timer = Timer(Sampling(warmup=1, max_seconds=max_seconds, min_rounds=min_rounds), clock=clock)
+    refresh = Action(Costly(clock, whole_ns), layer=True)
+    items = [Probe(simple("load_dataset", "load_dataset"), Costly(clock, 1_000_000)), refresh]
+    items += [Probe(simple("forward_function (L%d : Affine)" % i, "forward_function"), Costly(clock, layer_ns),
+                    layer=True) for i in range(layers)]
+    items += [Probe(simple("forward_all", "forward_all"), Costly(clock, whole_ns))]
+    section = Section(kind="optimizer", name="O", network="N")
+    RoundRunner(timer, reference=False).run(section, items)
+    return section
+
+
+def test_the_budget_holds_for_a_large_section_and_every_entry_gets_its_samples():
+    # 2,000 layer entries of 50 us (with a re-warm and 3 samples: 0.4 s a round) and passes of 20 ms,
+    # in a 1.5 s budget: five normal rounds would take 2.1 s; lean layer rounds take 0.22 s.
+    section = _section(layers=2000, layer_ns=50_000, whole_ns=20_000_000, max_seconds=1.5)
+    s = section.sampling
+    assert s["lean"] and s["stopped"] in ("budget", "target")  # constant fake times reach the target
+    assert s["seconds"] <= 1.5  # the fake clock: exact
+    layers = [e for e in section.entries if e.phase == "forward_function"]
+    whole = section.entries_of("forward_all")[0]
+    assert len(layers) == 2000
+    # The plan gives the layer entries MIN_LAYER_ROUNDS rounds; constant fake times meet the target
+    # with two.
+    assert all(sum(1 for n in e.round_sizes if n) >= 2 for e in layers)
+    assert sum(1 for n in whole.round_sizes if n) > sum(1 for n in layers[0].round_sizes if n)
+    # Lean: one sample a round, but for the heaviest entries while that adds at most a tenth.
+    lean = [e for e in layers if all(n <= 1 for n in e.round_sizes)]
+    assert 0.85 * len(layers) <= len(lean) < len(layers)
+
+
+def test_when_a_layer_round_no_longer_fits_the_whole_step_entries_use_the_rest():
+    # The warm-up and one lean layer round (500 x 1.2 ms of layers, 0.6 s) fit in 1.5 s; a second
+    # layer round would not, and the 20 ms whole-step rounds fill what is left.
+    section = _section(layers=500, layer_ns=1_200_000, whole_ns=20_000_000, max_seconds=1.5)
+    whole = section.entries_of("forward_all")[0]
+    layer = [e for e in section.entries if e.phase == "forward_function"][0]
+    assert section.sampling["seconds"] <= 1.5
+    assert sum(1 for n in layer.round_sizes if n) == 1
+    assert sum(1 for n in whole.round_sizes if n) >= 5
+
+
+def test_a_budget_too_small_for_one_round_still_gives_every_entry_a_sample():
+    section = _section(layers=500, layer_ns=5_000_000, whole_ns=20_000_000, max_seconds=0.5)
+    assert section.sampling["rounds"] == 1
+    assert all(e.samples_ns for e in section.entries)
+    a = analyze(Profile(header={"target_rse": 0.02}, sections=[section]))
+    assert len(a.of(section).precision.thin) == len(section.entries)  # no relative error for any
+    lines = log.section_footer(Profile(header={"target_rse": 0.02}), a.of(section))
+    [thin] = [line for line in lines if line.startswith("Too few samples")]
+    assert "502 of 502 entries, the first: load_dataset" in thin
+    assert not [line for line in lines if line.startswith("Missed the")]  # not "missed": unknown
+
+
+def test_an_entry_with_one_round_has_no_relative_error_anywhere(tmp_path):
+    one = Entry(label="forward_all", phase="forward_all", samples_ns=[1000.0, 1100.0], round_sizes=[2, 0, 0])
+    two = Entry(label="update (Adam)", phase="update", samples_ns=[1000.0, 1100.0], round_sizes=[1, 1])
+    assert not one.stats.rse_known and two.stats.rse_known
+    section = Section(kind="executor", name="E", network="N", complete=True, entries=[one, two])
+    profile = Profile(header={"target_rse": 0.02}, sections=[section], complete=True)
+    frame = profile.to_dataframe()
+    assert math.isnan(frame.loc[0, "rse"]) and frame.loc[1, "rse"] == pytest.approx(two.stats.rse)
+    from nnprofile.render import write_all
+    write_all(profile, str(tmp_path))
+    import csv
+    with open(tmp_path / "profile_detail.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert rows[0]["rse"] == "" and rows[1]["rse"] != ""
+    data = nnprofile.load(tmp_path)
+    assert not data.sections[0].entries[0].stats.rse_known
+
+
+def test_unrolled_copies_sum_into_their_base_layer():
+    assert base_name("Affine_2_RecurrentInput[3]") == "Affine_2"
+    assert base_name("Concatenate_RecurrentInput[0]") == "Concatenate"
+    assert base_name("conv1/conv[2]") == "conv1/conv"
+    assert base_name("ReLU_2") == "ReLU_2" and base_name("my_layer") == "my_layer"
+    layers = [LayerTime("Affine_RecurrentInput[%d]" % i, "Affine", 1.0, 2.0, 10) for i in range(4)]
+    layers.append(LayerTime("Softmax", "Softmax", 0.5, 0.5, None))
+    [affine, softmax] = base_layers(layers)
+    assert (affine.layer, affine.copies, affine.forward_ms, affine.backward_ms, affine.flops) == \
+        ("Affine", 4, 4.0, 8.0, 40)
+    assert (softmax.layer, softmax.copies) == ("Softmax", 1)
+
+
+def test_a_chart_of_many_layers_shows_base_layers_then_the_slowest():
+    def entries(names):
+        out = []
+        for i, name in enumerate(names):
+            out.append(Entry(label="forward_function (%s : Affine)" % name, phase="forward_function",
+                             samples_ns=[1000.0 * (i + 1)], layer=name, layer_id=i, layer_type="Affine"))
+        return out
+    unrolled = [name for t in range(31) for name in ("Affine_RecurrentInput[%d]" % t, "Tanh_RecurrentInput[%d]" % t)]
+    a = analyze(Profile(sections=[Section("executor", "E", "N", entries(unrolled), complete=True)])).sections[0]
+    shown, note = charted_layers(a)
+    assert [l.layer for l in shown] == ["Affine", "Tanh"] and "unrolled copies" in note
+    flat = ["L%d" % i for i in range(100)]
+    a = analyze(Profile(sections=[Section("executor", "E", "N", entries(flat), complete=True)])).sections[0]
+    shown, note = charted_layers(a, limit=10)
+    assert [l.layer for l in shown] == ["L%d" % i for i in range(90, 100)]  # the slowest, in forward order
+    assert note == "the 10 slowest of 100 layers"
+
+
+def test_an_unrolled_lstm_profiles_within_its_budget_naming_its_copies():
+    """About 800 functions when unrolled over 53 steps: lean rounds, every entry sampled."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as folder:
+        path = folder + "/lstm.nntxt"
+        with open(path, "w") as f:
+            f.write(lstm_autoencoder(steps=53))
+        profile = nnprofile.profile(path, synthetic=True)
+    train, infer = profile.sections
+    forward = train.entries_of("forward_function")
+    assert 780 <= len(forward) <= 820 and len(train.entries) > 2300
+    assert "forward_function (Affine_2_RecurrentInput[52] : Affine)" in [e.label for e in forward]
+    assert train.sampling["lean"] and all(e.samples_ns for e in train.entries)
+    assert train.sampling["budget_seconds"] == 1.5
+    a = analyze(profile).of(train)
+    assert a.step is not None and all(l.copies in (1, 53) for l in a.step.top_layers)
+    assert any(l.copies == 53 for l in a.step.top_layers)
+    assert len(infer.entries_of("forward_function")) == len(forward) - 1  # no SquaredError
