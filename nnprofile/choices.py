@@ -31,5 +31,6 @@ PHASES: Tuple[str, ...] = (
 LAYER_PHASES: Tuple[str, ...] = ("forward_function", "backward_function")
 FORWARD, BACKWARD = LAYER_PHASES
 
-# Kinds of section: a training optimizer or an inference executor of a project, or a recorded program.
-OPTIMIZER, EXECUTOR, SCRIPT = "optimizer", "executor", "script"
+# Kinds of section: a training optimizer or an inference executor of a project; a recorded program's
+# graphs (what it called forward and backward on), and its step (input, solvers, monitors, the step).
+OPTIMIZER, EXECUTOR, SCRIPT, GRAPH = "optimizer", "executor", "script", "graph"

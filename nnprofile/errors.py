@@ -22,3 +22,9 @@ class Interrupted(ProfileError):
     """The user pressed Ctrl-C; what was measured so far is kept."""
 
     exit_code = 130
+
+
+class ProgramDidNotCompile(ProfileError):
+    """A recorded program with a syntax error: its message is Python's own lines, shown as they are."""
+
+    exit_code = 1

@@ -127,7 +127,30 @@ def test_heavy_update_fires_above_a_fifth():
 
 def test_every_rule_is_registered():
     assert {r.__name__ for r in advice.RULES} == {
-        "input_bound", "no_half_on_gpu", "dominant_layer", "slow_layer", "between_layers", "heavy_update"}
+        "input_bound", "no_half_on_gpu", "dominant_layer", "slow_layer", "between_layers", "heavy_update",
+        "costly_evaluation"}
+
+
+def _program(validation_ms, trained=False):
+    """A recorded program's step: a training graph, and a graph run forward every other step."""
+    graphs = [advice.GraphTime("loss", True, 1, 1, 4.0, 5.0, 4.0),
+              advice.GraphTime("vpred", trained, 0.5, 0, validation_ms, 0.0, 2 * validation_ms)]
+    parts = [("forward (loss)", 4.0), ("backward (loss)", 5.0), ("forward (vpred)", validation_ms), ("other", 1.0)]
+    return advice.Summary(section="script 'p.py'", parts=parts, half_functions=0, functions=0, layers=[],
+                          coverage=None, backend="cpu", type_config="float", advice=[], graphs=graphs)
+
+
+def test_costly_evaluation_fires_for_a_forward_only_graph_over_a_tenth_of_the_step():
+    assert advice.costly_evaluation(_program(0.5)) == []  # 0.5 of 10.5 ms: under a tenth
+    [said] = advice.costly_evaluation(_program(2.0))  # 2 of 12 ms
+    assert said.rule == "costly_evaluation" and "'vpred'" in said.text and "16.7%" in said.text
+    assert "0.50 forward passes of 'vpred' per step, 4.000 ms each" in said.evidence
+    assert advice.costly_evaluation(_program(2.0, trained=True)) == []
+
+
+def test_a_programs_parts_have_kinds():
+    s = _program(2.0)
+    assert s.kind_ms("forward") == 6.0 and s.share("backward") == pytest.approx(5.0 / 12)
 
 
 def test_summary_rows_and_lines_agree():

@@ -7,7 +7,7 @@ import pytest
 import nnprofile
 import trace_check
 from conftest import FakeClock, ROOT, run_cli
-from nnprofile.measure.script import HookCosts
+from nnprofile.measure.hookcost import HookCosts
 
 SCRIPTS = os.path.join(ROOT, "tests", "scripts")
 EXAMPLES = os.path.join(ROOT, "examples")
@@ -35,10 +35,17 @@ def test_the_script_runs_as_itself_and_its_status_comes_back(resnet):
     assert "Note: the program exited with status 3" in log
 
 
+def _graph_and_program(profile):
+    """A recorded program of one graph: its graph's section and the program's step section."""
+    assert [s.kind for s in profile.sections] == ["graph", "script"]
+    return profile.sections
+
+
 def test_every_function_gets_one_forward_entry_named_by_its_parameters(resnet):
     out, _ = resnet
     profile = nnprofile.load(out)
-    section = profile.sections[0]
+    section, program = _graph_and_program(profile)
+    assert section.name == "loss" and section.info["trained_by"] == ["Momentum"]
     forward = section.entries_of("forward_function")
     names = [e.layer for e in forward]
     assert len(names) == len(set(names)) == 21  # 7 convolutions, 7 BN, 5 ReLU... every function NNabla ran
@@ -52,7 +59,7 @@ def test_every_function_gets_one_forward_entry_named_by_its_parameters(resnet):
     # 8 steps: the first skipped, 7 active; one solver call of each kind per step
     for label in ("update (Momentum)", "weight_decay (Momentum)", "clip_grad_by_norm (Momentum)",
                   "zero_grad (Momentum)", "step"):
-        [entry] = [e for e in section.entries if e.label == label]
+        [entry] = [e for e in program.entries if e.label == label]
         assert entry.runs == 7 and entry.round_sizes == [1] * 7, label
     assert all(e.runs == 7 for e in forward)
     assert profile.header["active_steps"] == 7 and profile.header["skipped_steps"] == 1
@@ -71,17 +78,21 @@ def test_the_trace_nests_steps_passes_and_layers(resnet):
     assert {e["cat"] for e in inside} >= {"forward", "backward", "update"}
     layers = [e for e in events if e["cat"] == "forward" and "class" in e.get("args", {})]
     assert layers[0]["args"]["outputs"] and layers[0]["args"]["class"] == "Convolution"
+    assert layers[0]["args"]["source"].endswith("resnet_bn.py:24")  # stem/conv: where the program made it
+    passes = [e for e in inside if e["cat"] in ("forward", "backward") and "graph" in e.get("args", {})]
+    assert [e["name"] for e in passes] == ["forward (loss)", "backward (loss)"]
     # The step's direct children and the gaps between them add up to the step.
     busy = sum(e["dur"] for e in inside)
     assert busy <= step["dur"] + 1e-6
-    recorded_step = [e for e in nnprofile.load(out).sections[0].entries if e.label == "step"][0]
+    recorded_step = [e for e in nnprofile.load(out).sections[-1].entries if e.label == "step"][0]
     assert recorded_step.samples_ns[0] <= step["dur"] * 1000 + 1  # the step minus the hooks' stated cost
 
 
 def test_dynamic_mode_records_forward_and_backward_per_layer(tmp_path):
     proc = run_cli("run", "--skip-first", "1", "-o", str(tmp_path), os.path.join(SCRIPTS, "mlp_dynamic.py"))
     assert proc.returncode == 0, proc.stderr
-    section = nnprofile.load(tmp_path).sections[0]
+    section, _ = _graph_and_program(nnprofile.load(tmp_path))
+    assert section.name == "loss" and section.info["dynamic"]
     forward = [e.layer for e in section.entries_of("forward_function")]
     backward = [e.layer for e in section.entries_of("backward_function")]
     assert forward == ["fc1/affine", "ReLU", "fc2/affine", "SquaredError", "Mean"]
@@ -95,7 +106,10 @@ def test_a_failing_script_shows_its_own_traceback_and_keeps_what_was_recorded(tm
     assert proc.returncode == 1
     assert "Traceback (most recent call last)" in proc.stderr
     assert 'failing.py", line' in proc.stderr and "ValueError: the user's own bug" in proc.stderr
-    assert "nnprofile" not in proc.stderr.split("Traceback")[1].split("ValueError")[0]  # the user's frames only
+    frames = proc.stderr.split("Traceback")[1].split("ValueError")[0]
+    # The user's frames only: none of nnprofile's package, none of runpy's (whatever folder the clone is in).
+    assert os.path.join(ROOT, "nnprofile", "") not in frames and "runpy" not in frames
+    assert frames.count('File "') == 2 and frames.count("failing.py") == 2
     log = (tmp_path / "profile.log").read_text()
     assert log.rstrip().endswith("Profile incomplete: the program raised ValueError: the user's own bug.")
     assert "update (Sgd)" in log
@@ -133,10 +147,10 @@ def test_record_on_a_fake_clock_gives_exact_figures(tmp_path):
             loss.backward()
             solver.update()
     profile = recording.profile
-    section = profile.sections[0]
+    section, program = _graph_and_program(profile)
     assert [e.label for e in section.entries_of("forward_function")] == [
         "forward_function (fc/affine : Affine)", "forward_function (ReLU : ReLU)", "forward_function (Mean : Mean)"]
-    for e in section.entries:
+    for e in section.entries + program.entries:
         assert e.runs == 3, e.label  # steps 2 to 4; recording stopped after step 4
         if e.phase in ("forward_function", "backward_function", "update", "prepare_backward"):
             assert e.samples_ns == [1000, 1000, 1000], e.label  # one clock step between the readings
@@ -152,6 +166,7 @@ def test_the_examples_run_under_nnprofile(tmp_path):
         assert proc.returncode == 0, proc.stderr
         profile = nnprofile.load(out)
         section = profile.sections[0]
+        assert section.kind == "graph" and profile.sections[-1].kind == "script"
         forward = [e.layer for e in section.entries_of("forward_function")]
         assert forward[:4] == ["conv1/conv", "ReLU", "MaxPooling", "conv2/conv"], script
         assert len(forward) == len(set(forward))
@@ -163,7 +178,7 @@ def test_the_examples_run_under_nnprofile(tmp_path):
             assert {e.layer for e in backward} == set(forward)
         trace_check.check(trace_check.load(out / "trace.json.gz"))
         with open(out / "profile_detail.csv", newline="") as f:
-            assert len(list(csv.DictReader(f))) == len(section.entries)
+            assert len(list(csv.DictReader(f))) == sum(len(s.entries) for s in profile.sections)
 
 
 def test_the_recorder_waits_for_a_gpu_device():

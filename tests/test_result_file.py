@@ -73,6 +73,18 @@ def test_a_version_3_file_keeps_loading():
     assert "_RecurrentInput[" in layer.layer
 
 
+def test_a_version_4_file_keeps_loading():
+    """A recorded program (a GAN, checked in): a section per graph, one for its step, layers' sources."""
+    profile = result_file.load(os.path.join(GOLDEN, "result_v4.json"))
+    assert [(s.kind, s.name) for s in profile.sections] == [
+        ("graph", "loss_gen"), ("graph", "loss_dis"), ("script", "gan.py")]
+    gen, dis, program = profile.sections
+    assert gen.info["trained_by"] == ["Adam: gen"] and dis.info["trained_by"] == ["Adam: dis"]
+    assert all(e.source and e.source.split(":")[0].endswith("gan.py") for e in gen.entries_of("forward_function")
+               if e.layer_type not in ("Constant",))
+    assert "update (Adam: dis)" in [e.label for e in program.entries]
+
+
 def test_samples_that_are_not_whole_totals_are_kept_as_they_are(tmp_path):
     exact = Entry(label="a", phase="forward_all", samples_ns=[1000 / 3, 2000 / 3], calls_per_sample=3)
     odd = Entry(label="b", phase="update", samples_ns=[0.1, 0.25])

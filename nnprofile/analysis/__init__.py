@@ -9,13 +9,14 @@ the machine's speed, and for training sections the step breakdown and advice.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..choices import BACKWARD, FORWARD
+from ..choices import BACKWARD, FORWARD, GRAPH, SCRIPT
 from ..result import Entry, Profile, Section
 from ..stats import Drift
 from . import memory
-from .advice import Advice, LayerTime, Summary, base_layers, layer_times, summarize_section
+from .advice import (Advice, LayerTime, Summary, base_layers, layer_times, program_layers, summarize_program,
+                     summarize_section)
 from .precision import Precision, precision
 
 __all__ = ["Analysis", "charted_layers", "Coverage", "SectionAnalysis", "analyze", "Advice", "LayerTime", "Precision", "Summary"]
@@ -50,6 +51,8 @@ class SectionAnalysis:
     memory_lines: List[str] = field(default_factory=list)
     base_layers: List[LayerTime] = field(default_factory=list)  # unrolled copies summed into their base layer
     precision: Optional[Precision] = None  # what the time budget allowed, the errors reached
+    # A recorded program's graph: the program's step (ms), which its layers' shares are of.
+    program_step_ms: Optional[float] = None
 
     @property
     def coverage_by_whole_phase(self) -> Dict[str, float]:
@@ -127,15 +130,24 @@ def coverage(section: Section) -> List[Coverage]:
     return out
 
 
-def analyze_section(section: Section, header: Dict[str, object]) -> SectionAnalysis:
+def analyze_section(section: Section, header: Dict[str, object],
+                    graphs: Sequence[Section] = ()) -> SectionAnalysis:
+    """One section's analysis; ``graphs``: a recorded program's graph sections, which its step
+    section (kind script) breaks its step down over."""
     target = header.get("target_rse")
     limit = int(header["memory_limit"]) if header.get("memory_limit") else None  # type: ignore[call-overload]
     threshold = header.get("drift_threshold")
     covered = coverage(section)
     forward_share = [c.share for c in covered if c.whole_phase == "forward_all"]
     layers = layer_times(section)
-    step = summarize_section(section, str(header.get("context", "cpu:float")), layers,
-                             forward_share[0] if forward_share else None)
+    context = str(header.get("context", "cpu:float"))
+    if section.kind == SCRIPT and graphs:
+        named = {g.name: program_layers(g, len(graphs) > 1) for g in graphs}
+        trained = [g for g in graphs if g.info.get("trained_by")] or list(graphs)
+        main = [c.share for c in coverage(trained[0]) if c.whole_phase == "forward_all"]
+        step = summarize_program(section, graphs, context, named, main[0] if main else None)
+    else:
+        step = summarize_section(section, context, layers, forward_share[0] if forward_share else None)
     bases = step.base_layers if step is not None else base_layers(layers)
     return SectionAnalysis(
         section=section, coverage=covered,
@@ -155,4 +167,11 @@ def analyze_section(section: Section, header: Dict[str, object]) -> SectionAnaly
 
 def analyze(profile: Profile) -> Analysis:
     """Everything the outputs derive from a profile, computed once."""
-    return Analysis(profile, [analyze_section(s, profile.header) for s in profile.sections])
+    graphs = [s for s in profile.sections if s.kind == GRAPH]
+    analyses = [analyze_section(s, profile.header, graphs if s.kind == SCRIPT else ()) for s in profile.sections]
+    program = next((a.step for a in analyses if a.section.kind == SCRIPT and a.step is not None), None)
+    if program is not None and graphs:
+        for a in analyses:
+            if a.section.kind == GRAPH:
+                a.program_step_ms = program.step_ms
+    return Analysis(profile, analyses)

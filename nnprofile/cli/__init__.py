@@ -10,7 +10,7 @@ import sys
 import traceback
 from typing import List, Optional
 
-from ..errors import ProfileError
+from ..errors import ProfileError, ProgramDidNotCompile
 from . import check_cmd, compare_cmd, profile_cmd, report_cmd, run_cmd
 
 EXIT_INTERNAL = 1
@@ -32,6 +32,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     logger.setLevel(logging.INFO if args.debug else logging.CRITICAL + 1)
     try:
         return command.run(args)
+    except ProgramDidNotCompile as e:  # Python's own lines, as python itself shows them
+        _error(str(e))
+        return e.exit_code
     except ProfileError as e:
         if args.debug:
             traceback.print_exc()

@@ -5,6 +5,7 @@ import argparse
 import os
 
 from .. import api
+from ..errors import ProfileError
 from .common import Printer, positive_int
 
 
@@ -15,7 +16,7 @@ def parser() -> argparse.ArgumentParser:
                     "recording every function's forward and backward and every solver call, and write "
                     "profile.log, the CSV files, profile.xlsx, trace.json.gz and result.json.",
         epilog="Example: nnprofile run -o results/train examples/lenet_train.py --iterations 60")
-    p.add_argument("script", metavar="SCRIPT.py", help="the program to run")
+    p.add_argument("script", metavar="SCRIPT.py", nargs="?", help="the program to run")
     p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="its own arguments")
     p.add_argument("-o", "--outdir", help="output folder (default: results/<script name>)")
     p.add_argument("--skip-first", type=int, default=1, metavar="N",
@@ -29,6 +30,8 @@ def parser() -> argparse.ArgumentParser:
 
 def run(args) -> int:
     from ..render import log
+    if not args.script:
+        raise ProfileError("a script to run is missing: nnprofile run [-o OUTDIR] SCRIPT.py [ARGS...]")
     name = os.path.splitext(os.path.basename(args.script))[0]
     outdir = args.outdir or os.path.join("results", name)
     profile, status = api.run(args.script, *args.args, outdir=outdir, skip_first=max(0, args.skip_first),

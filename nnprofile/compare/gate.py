@@ -29,7 +29,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..analysis import analyze
 from ..analysis.advice import PHASE_PART
-from ..choices import EXECUTOR, LAYER_PHASES, OPTIMIZER, SCRIPT
+from ..choices import EXECUTOR, GRAPH, LAYER_PHASES, OPTIMIZER, SCRIPT
 from ..result import Entry, Profile, Section
 from ..stats import percentile
 
@@ -115,6 +115,11 @@ def _step_entries(section: Section) -> List[Entry]:
 
 def _metrics(section: Section) -> Dict[str, List[Entry]]:
     out: Dict[str, List[Entry]] = {}
+    if section.kind == GRAPH:  # a recorded program's graph: its passes (per call)
+        for phase in ("forward_all", "backward_all"):
+            if section.entries_of(phase):
+                out[phase] = section.entries_of(phase)
+        return out
     if section.kind in (OPTIMIZER, SCRIPT):
         out["training step"] = _step_entries(section)
         for phase in ("forward_all", "backward_all"):

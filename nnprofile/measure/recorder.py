@@ -1,78 +1,143 @@
-"""Recording a running NNabla program: every function's forward and backward, every solver call.
+"""Recording a running NNabla program: its raw calls, in order, and nothing interpreted yet.
 
 What NNabla 1.39 offers, and how each piece is used:
 
 - Global function hooks (``nn.set_function_pre_hook``/``post_hook``) see every
-  function of a static graph, forward and backward. They do not say which pass
-  is running: the pass is read from the Python frame that called
-  ``forward``/``backward`` (the hook is called from C++, so that frame is the
-  caller's), once per call site.
-- Under ``nn.auto_forward()`` the global hooks do not fire for forward. There,
-  forward runs when the function is called, inside the function classes of
-  ``nnabla.function`` (``F.Affine(ctx)(x, w, b)``); those are module attributes,
-  wrapped while recording so that each call is timed.
-- ``nnabla.solver.Solver`` cannot be patched, and the solver hooks fire once per
-  parameter (not at all for lazily zeroed gradients). The factories in
-  ``nnabla.solvers`` are wrapped instead: the solver a script creates is a
-  proxy that times each call (``zero_grad``, ``weight_decay``, ``update``,
-  ``clip_grad_by_norm`` ...). A training step ends at each ``update``.
+  function of a static graph, forward and backward, and every backward under
+  ``auto_forward``. Each call keeps its call site: the code and instruction of
+  the Python frame that called ``forward``/``backward`` (the hook is called
+  from C++, so that frame is the program's), from which ``nnabla.measure.passes``
+  reads the pass and the graph's name.
+- Under ``nn.auto_forward()`` the hooks do not fire for forward: the function
+  classes of ``nnabla.function`` are wrapped (they are what ``F.relu`` and
+  ``PF.affine`` call), and each call under auto_forward is timed. The same
+  wrapper notes where each function is created: the first frame outside NNabla
+  and nnprofile, as torch.profiler's ``with_stack`` does.
+- ``nnabla.solver.Solver`` cannot be patched, and its hooks fire once per
+  parameter; the solver factories are wrapped instead, wherever they are bound
+  (``nnabla.solver``, ``nnabla.solvers``, a program's own ``from ... import``),
+  and a solver made while recording is a proxy that times each call.
+- ``DataIterator.next`` and the monitors' ``add`` are Python methods: wrapped on
+  their classes, each call is timed (for an iterator, that is the program's
+  wait for the next batch: NNabla loads batches in a thread by default).
+- Parameter names are read while the program runs (at step ends, and before
+  ``clear_parameters``), so that a program that clears or replaces its
+  parameters keeps the names its layers had.
 
-Steps follow torch.profiler's schedule: the first ``skip_first`` steps are
-recorded but set aside (buffers are built then), the next ``active`` ones are
-kept, after which everything is unhooked and the program runs on at full
-speed. A program with fewer steps keeps what it has: the skip shrinks.
+Recording follows torch.profiler's schedule: ``skip_first`` steps recorded and set
+aside, ``active`` kept, then everything is unhooked and the program runs on at
+full speed. Steps are found afterwards (``nnprofile.measure.steps``); here they are
+only counted, to know when to stop.
 """
 from __future__ import annotations
 
-import dis
+import contextlib
+import os
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
+
+from .callsite import first_outside, receiver_of_caller
+from .patching import Patches
+from .steps import count_steps
 
 HOOK_KEY = "nnprofile"
+_getframe = sys._getframe
 SOLVER_CALLS = ("zero_grad", "weight_decay", "update", "clip_grad_by_norm", "scale_grad",
                 "check_inf_grad", "check_nan_grad", "check_inf_or_nan_grad")
-FORWARD_NAMES = ("forward", "forward_all")
-BACKWARD_NAMES = ("backward",)
+MONITOR_CLASSES = ("MonitorSeries", "MonitorTimeElapsed", "MonitorImage", "MonitorImageTile")
+# Creation sites are noted for functions made in the first step and before (a dynamic graph makes
+# them anew every step; its layers are known by position, and named from the first step they ran in).
+SITE_STEPS = 1
 
 
-@dataclass
 class FunctionCall:
-    """One function's forward or backward, as recorded."""
+    """One function's forward or backward, as recorded (a plain class with slots: one is made for
+    every function NNabla runs, inside its hook, and a dataclass's __init__ costs a microsecond)."""
 
-    phase: str          # "forward" or "backward"
-    function: Any       # NNabla's function (hashes and compares by the function it wraps)
-    start_ns: int
-    end_ns: int
-    site: Any = None    # the call site of the pass (code object, instruction), None for a dynamic call
-    dynamic: bool = False
+    __slots__ = ("function", "start_ns", "end_ns", "site", "dynamic")
+
+    def __init__(self, function: Any, start_ns: int, end_ns: int, site: Any = None, dynamic: bool = False):
+        self.function = function  # NNabla's function (hashes and compares by the function it wraps)
+        self.start_ns = start_ns
+        self.end_ns = end_ns
+        self.site = site          # (code, instruction) of the call of the pass; None for a dynamic call
+        self.dynamic = dynamic
+
+    def __repr__(self) -> str:
+        return "FunctionCall(%s, %d, %d)" % (self.function.info.type_name, self.start_ns, self.end_ns)
 
 
 @dataclass
 class SolverCall:
     method: str
-    solver: str
+    solver: int         # index into Recorder.solvers
     start_ns: int
     end_ns: int
 
 
 @dataclass
-class RawStep:
-    """Everything recorded between two step boundaries."""
+class InputCall:
+    """The program waiting in DataIterator.next()."""
 
-    index: int            # 1-based
+    iterator: int       # index into Recorder.iterators
     start_ns: int
-    end_ns: int = 0
-    calls: List[Any] = field(default_factory=list)  # FunctionCall and SolverCall, in order
+    end_ns: int
+
+
+@dataclass
+class MonitorCall:
+    monitor: str
+    start_ns: int
+    end_ns: int
+
+
+@dataclass
+class StepMark:
+    """``nnprofile.step()``: the program says where a step ends."""
+
+    at_ns: int
+
+
+@dataclass
+class Hooks:
+    """The function hooks switched on or off (at a step's end): a step without them is the
+    program's own speed, against which what the hooks cost is measured in the program itself."""
+
+    on: bool
+    at_ns: int
+
+
+Event = Union[FunctionCall, SolverCall, InputCall, MonitorCall, StepMark, Hooks]
+
+# After the active steps, this many more run without the function hooks, to measure what the hooks
+# cost in the program itself (steps marked by solver updates or nnprofile.step() only: without
+# hooks, passes cannot mark steps).
+PLAIN_STEPS = 5
+
+
+@dataclass
+class SolverInfo:
+    solver: Any             # the real solver
+    type_name: str          # Adam
+    variable: str = ""      # what the program calls it, where the bytecode says
+    parameters: Dict[str, Any] = field(default_factory=dict)  # its parameters when first called
+
+
+@dataclass
+class IteratorInfo:
+    name: str               # what the program calls it, else its data source's class
+    threaded: bool          # NNabla prefetches in a thread: next() is a wait, not the loading
 
 
 class _TimedSolver:
     """A solver whose calls are timed; everything else goes to the real one."""
 
-    def __init__(self, solver: Any, recorder: "Recorder"):
+    def __init__(self, solver: Any, recorder: "Recorder", index: int):
         object.__setattr__(self, "_solver", solver)
         object.__setattr__(self, "_recorder", recorder)
+        object.__setattr__(self, "_index", index)
 
     @property  # type: ignore[misc]
     def __class__(self):  # isinstance(solver, nnabla.solver.Solver) still holds
@@ -81,7 +146,7 @@ class _TimedSolver:
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._solver, name)
         if name in SOLVER_CALLS and self._recorder.recording:
-            return self._recorder.timed_solver_call(self._solver, name, attr)
+            return self._recorder.timed_solver_call(self._index, name, attr)
         return attr
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -92,7 +157,8 @@ class _TimedSolver:
 
 
 class _TimedFunction:
-    """A function object of ``nnabla.function`` whose call (forward, under auto_forward) is timed."""
+    """A function object of ``nnabla.function``: its call (forward, under auto_forward) is timed,
+    and where it was created is noted."""
 
     __slots__ = ("_function", "_recorder")
 
@@ -102,8 +168,13 @@ class _TimedFunction:
 
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
         recorder = self._recorder
-        if not kwargs.get("auto_forward") or not recorder.recording:
+        if not recorder.recording or not recorder.hooks_on:
             return self._function(*inputs, **kwargs)
+        if not kwargs.get("auto_forward"):
+            outputs = self._function(*inputs, **kwargs)
+            if recorder.note_sites:
+                recorder.note_creation(outputs)
+            return outputs
         now = recorder.clock
         start = now()
         outputs = self._function(*inputs, **kwargs)
@@ -111,7 +182,9 @@ class _TimedFunction:
         first = outputs[0] if isinstance(outputs, (tuple, list)) else outputs
         parent = getattr(first, "parent", None)
         if parent is not None:
-            recorder.current.calls.append(FunctionCall("forward", parent, start, end, None, True))
+            recorder.events.append(FunctionCall(parent, start, end, None, True))
+            if recorder.note_sites and recorder.steps_done < SITE_STEPS:
+                recorder.note_creation(outputs)
         return outputs
 
     def __getattr__(self, name: str) -> Any:
@@ -119,25 +192,47 @@ class _TimedFunction:
 
 
 class Recorder:
-    """Hooks into NNabla while started; keeps the raw steps of a program's run."""
+    """Hooks into NNabla while started; keeps the raw events of a program's run.
+
+    ``namespaces``: further namespaces (a notebook's) in which NNabla's factories are replaced,
+    and in which solvers made before recording started are replaced by timed ones.
+    """
 
     def __init__(self, skip_first: int = 1, active: int = 20,
-                 clock: Optional[Callable[[], int]] = None):
+                 clock: Optional[Callable[[], int]] = None, namespaces: Tuple[Any, ...] = (),
+                 plain_steps: int = PLAIN_STEPS):
         self.skip_first = max(0, skip_first)
         self.active = max(1, active)
+        self.plain_steps = max(0, plain_steps)
+        self.hooks_on = True
         self.clock: Callable[[], int] = clock or time.perf_counter_ns
-        self.steps: List[RawStep] = []
+        self.namespaces = namespaces
+        self.events: List[Event] = []
         self.recording = False
         self.finished = False  # the schedule is done: hooks removed
-        self.current = RawStep(1, 0)
-        self._start = 0
-        self._site_phase: Dict[Tuple[Any, int], str] = {}
-        self._patched: List[Tuple[Any, str, Any]] = []
         self.started_ns = 0
-        self.solvers: List[Any] = []  # the solvers the program made (for their state's memory)
+        self.stopped_ns = 0
+        self.solvers: List[SolverInfo] = []
+        self.iterators: List[IteratorInfo] = []
+        self._iterator_index: Dict[int, int] = {}
+        # Markers of steps, as they come: solver updates (by solver), explicit marks, passes (by site).
+        self.updates: List[int] = []
+        self.marks = 0
+        self.pass_sites: List[Any] = []
+        self._pass_site: Any = None
+        self._pass_functions: set = set()
+        self.steps_done = 0
+        # Parameter variable -> its full name, as seen while the program ran; function -> source.
+        self.parameter_names: Dict[Any, str] = {}
+        self.created: Dict[Any, str] = {}
+        self.note_sites = True
+        self.excluded: List[Tuple[int, int]] = []  # nnprofile's own work between the program's calls
+        self._patches = Patches()
+        self._start = 0
+        self._in_monitor = False
+        self._skip = ("nnabla", "nnabla_ext", "nnprofile")  # modules whose frames are not the program's
         # Waits for the device before each reading on an asynchronous backend (CUDA). The
-        # program sets its context once running: it is looked up at the end of each step
-        # (the first step, skipped by default, is then read unsynchronised).
+        # program sets its context once running: it is looked up at each step's end.
         self.sync: Optional[Callable[[], None]] = None
         self._sync_known = False
 
@@ -152,11 +247,25 @@ class Recorder:
         if self.sync is not None:
             self.sync()
         end = self.clock()
-        frame = sys._getframe(1)
-        self.current.calls.append(FunctionCall("", f, self._start, end, (frame.f_code, frame.f_lasti)))
+        frame = _getframe(1)
+        site = (frame.f_code, frame.f_lasti)
+        self.events.append(FunctionCall(f, self._start, end, site))
+        if site != self._pass_site or f in self._pass_functions:  # a new pass starts
+            self._pass_site = site
+            self._pass_functions = {f}
+            self.pass_sites.append(site)
+            if not self.solvers and not self.marks:  # a program without a solver: passes mark its steps
+                self._count_steps()
+        else:
+            self._pass_functions.add(f)
 
-    def timed_solver_call(self, solver: Any, method: str, bound: Callable) -> Callable:
+    def timed_solver_call(self, index: int, method: str, bound: Callable) -> Callable:
         def call(*args: Any, **kwargs: Any) -> Any:
+            info = self.solvers[index]
+            if not info.variable:
+                info.variable = receiver_of_caller(sys._getframe(1), SOLVER_CALLS)
+            if not info.parameters:
+                info.parameters = dict(info.solver.get_parameters())
             if self.sync is not None:
                 self.sync()
             start = self.clock()
@@ -164,42 +273,152 @@ class Recorder:
             if self.sync is not None:
                 self.sync()
             end = self.clock()
-            self.current.calls.append(SolverCall(method, solver.name, start, end))
+            self._break_pass()
+            self.events.append(SolverCall(method, index, start, end))
             if method == "update":
-                self.step(end)
+                self.updates.append(index)
+                self._step_end()
             return result
         return call
+
+    def _timed_next(self, original: Callable) -> Callable:
+        recorder = self
+
+        def next(iterator: Any) -> Any:  # noqa: A001 (DataIterator's own name)
+            if not recorder.recording:
+                return original(iterator)
+            index = recorder._iterator_index.get(id(iterator))
+            if index is None:
+                frame = sys._getframe(1)
+                if frame.f_code.co_name == "__next__" and frame.f_back is not None:
+                    frame = frame.f_back  # for batch in data / next(data): the program's frame
+                name = receiver_of_caller(frame, ("next",)) or type(getattr(iterator, "_data_source", iterator)).__name__
+                index = recorder._iterator_index[id(iterator)] = len(recorder.iterators)
+                recorder.iterators.append(IteratorInfo(name, bool(getattr(iterator, "_use_thread", False))))
+            start = recorder.clock()
+            try:
+                return original(iterator)
+            finally:
+                end = recorder.clock()
+                recorder._break_pass()
+                recorder.events.append(InputCall(index, start, end))
+        return next
+
+    def _timed_add(self, original: Callable) -> Callable:
+        recorder = self
+
+        def add(monitor: Any, *args: Any, **kwargs: Any) -> Any:
+            if not recorder.recording or recorder._in_monitor:  # one monitor's add calling another's
+                return original(monitor, *args, **kwargs)
+            recorder._in_monitor = True
+            start = recorder.clock()
+            try:
+                return original(monitor, *args, **kwargs)
+            finally:
+                end = recorder.clock()
+                recorder._in_monitor = False
+                recorder._break_pass()
+                recorder.events.append(MonitorCall(str(getattr(monitor, "name", type(monitor).__name__)), start, end))
+        return add
+
+    def _break_pass(self) -> None:
+        self._pass_site = None
+
+    def note_creation(self, outputs: Any) -> None:
+        """Where the program created the function behind ``outputs``: its first frame outside NNabla."""
+        first = outputs[0] if isinstance(outputs, (tuple, list)) else outputs
+        parent = getattr(first, "parent", None)
+        if parent is None or parent in self.created:
+            return
+        where = first_outside(sys._getframe(2), self._skip)
+        if where is not None:
+            self.created[parent] = "%s:%d" % where
 
     # -- start, steps, stop ----------------------------------------------------
 
     def start(self) -> "Recorder":
         import nnabla as nn
         import nnabla.function as function_module
-        import nnabla.solvers as solvers
+        import nnabla.parameter as parameter_module
+        import nnabla.solver as solver_module
         self.started_ns = self.clock()
-        self.current = RawStep(1, self.started_ns)
+        self.snapshot_parameters()
         nn.set_function_pre_hook(HOOK_KEY, self._pre)
         nn.set_function_post_hook(HOOK_KEY, self._post)
-        for name in dir(solvers):
-            factory = getattr(solvers, name)
+        replacements: Dict[int, Tuple[Any, Any]] = {}
+        for name in dir(solver_module):
+            factory = getattr(solver_module, name)
             if name[:1].isupper() and callable(factory) and not isinstance(factory, type):
-                self._patch(solvers, name, self._solver_factory(factory))
+                replacements[id(factory)] = (factory, self._solver_factory(factory))
+        for name in ("clear_parameters", "load_parameters"):
+            original = getattr(parameter_module, name, None)
+            if original is not None:
+                replacements[id(original)] = (original, self._snapshot_first(original))
+        self._patches.everywhere(replacements, self.namespaces)
         for name in dir(function_module):
             factory = getattr(function_module, name)
             if name[:1].isupper() and callable(factory) and not isinstance(factory, type):
-                self._patch(function_module, name, self._function_factory(factory))
+                self._patches.attribute(function_module, name, self._function_factory(factory))
+        self._patch_classes()
+        self._wrap_existing_solvers()
         self.recording = True
         return self
 
-    def _patch(self, module: Any, name: str, value: Any) -> None:
-        self._patched.append((module, name, getattr(module, name)))
-        setattr(module, name, value)
+    @contextlib.contextmanager
+    def hooked(self) -> Iterator["Recorder"]:
+        """Only the function hooks and the function classes, for calibrating what they cost: no
+        solvers, iterators or monitors, and no counting of steps."""
+        import nnabla as nn
+        import nnabla.function as function_module
+        patches = Patches()
+        nn.set_function_pre_hook(HOOK_KEY, self._pre)
+        nn.set_function_post_hook(HOOK_KEY, self._post)
+        for name in dir(function_module):
+            factory = getattr(function_module, name)
+            if name[:1].isupper() and callable(factory) and not isinstance(factory, type):
+                patches.attribute(function_module, name, self._function_factory(factory))
+        self.recording, self.marks = True, -1  # marks < 0: passes do not count steps
+        self.note_sites = False
+        try:
+            yield self
+        finally:
+            self.recording, self.marks = False, 0
+            nn.unset_function_pre_hook(HOOK_KEY)
+            nn.unset_function_post_hook(HOOK_KEY)
+            patches.undo()
+
+    def _patch_classes(self) -> None:
+        from nnabla import monitor
+        from nnabla.utils import data_iterator
+        self._patches.attribute(data_iterator.DataIterator, "next",
+                                self._timed_next(data_iterator.DataIterator.next))
+        for name in MONITOR_CLASSES:
+            cls = getattr(monitor, name, None)
+            if cls is not None and "add" in vars(cls):
+                self._patches.attribute(cls, "add", self._timed_add(vars(cls)["add"]))
+
+    def _wrap_existing_solvers(self) -> None:
+        """Solvers the program made before recording started (a notebook's earlier cell), where a
+        namespace given holds them: replaced by timed ones for the recording."""
+        import nnabla.solver as solver_module
+        made: Dict[int, Tuple[Any, Any]] = {}
+        for namespace in self.namespaces:
+            for name, value in list(namespace.items()):
+                if type(value) is not _TimedSolver and isinstance(value, solver_module.Solver):
+                    made.setdefault(id(value), (value, self._track_solver(value)))
+        if made:
+            self._patches.everywhere(made, self.namespaces)
+
+    def _track_solver(self, solver: Any) -> _TimedSolver:
+        self.solvers.append(SolverInfo(solver, str(getattr(solver, "name", type(solver).__name__))))
+        return _TimedSolver(solver, self, len(self.solvers) - 1)
 
     def _solver_factory(self, factory: Callable) -> Callable:
         def make(*args: Any, **kwargs: Any) -> Any:
             solver = factory(*args, **kwargs)
-            self.solvers.append(solver)
-            return _TimedSolver(solver, self)
+            if not self.recording:
+                return solver
+            return self._track_solver(solver)
         make.__name__ = getattr(factory, "__name__", "solver")
         make.__doc__ = getattr(factory, "__doc__", None)
         return make
@@ -209,49 +428,96 @@ class Recorder:
             return _TimedFunction(factory(*args, **kwargs), self)
         return make
 
+    def _snapshot_first(self, original: Callable) -> Callable:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if self.recording:
+                self.snapshot_parameters()
+            return original(*args, **kwargs)
+        return call
+
+    def snapshot_parameters(self) -> None:
+        """Note every parameter's full name as it is now (names outlive clear_parameters)."""
+        t0 = self.clock()
+        for name, variable in all_parameters().items():
+            self.parameter_names.setdefault(variable, name)
+        self.excluded.append((t0, self.clock()))
+
     def step(self, end_ns: Optional[int] = None) -> None:
-        """End the current step (at a solver update, or where the program says so)."""
+        """``nnprofile.step()``: the program marks the end of a step."""
         if not self.recording:
             return
-        end = self.clock() if end_ns is None else end_ns
-        self.current.end_ns = end
-        if not self._sync_known:
-            self.sync, self._sync_known = device_sync(), True
-        self.steps.append(self.current)
-        self.current = RawStep(len(self.steps) + 1, end)
-        if len(self.steps) >= self.skip_first + self.active:
+        self.events.append(StepMark(self.clock() if end_ns is None else end_ns))
+        self.marks += 1
+        self._break_pass()
+        self._step_end()
+
+    def _count_steps(self) -> None:
+        self.steps_done = count_steps(self.updates, self.marks, self.pass_sites)
+        if self.steps_done > self.skip_first + self.active:  # a pass started the step after the last
             self.stop()
 
+    def _step_end(self) -> None:
+        """At a marker: count the steps, note the parameters while they exist, switch the hooks for
+        the next step, stop when done."""
+        before = self.steps_done
+        self.steps_done = count_steps(self.updates, self.marks, self.pass_sites)
+        if self.steps_done != before:
+            if not self._sync_known:
+                self.sync, self._sync_known = device_sync(), True
+            if self.steps_done <= SITE_STEPS + 1:
+                self.snapshot_parameters()  # a dynamic graph makes its parameters in its first steps
+        if self.steps_done >= self.skip_first + self.active + self.plain_steps:
+            self.stop()
+        elif self.steps_done != before:
+            self._switch_hooks(not self.plain(self.steps_done))
+
+    def plain(self, index: int) -> bool:
+        """Whether step ``index`` (0-based) runs without the function hooks: those after the active ones."""
+        return index >= self.skip_first + self.active
+
+    def _switch_hooks(self, on: bool) -> None:
+        if on == self.hooks_on:
+            return
+        import nnabla as nn
+        if on:
+            nn.set_function_pre_hook(HOOK_KEY, self._pre)
+            nn.set_function_post_hook(HOOK_KEY, self._post)
+        else:
+            nn.unset_function_pre_hook(HOOK_KEY)
+            nn.unset_function_post_hook(HOOK_KEY)
+        self.hooks_on = on
+        self.events.append(Hooks(on, self.clock()))
+
     def stop(self) -> None:
-        """Unhook; a step in progress with anything recorded counts as the last one."""
+        """Unhook and put everything back."""
         if not self.recording:
             return
         self.recording = False
-        end = self.clock()
-        if self.current.calls and len(self.steps) < self.skip_first + self.active:
-            self.current.end_ns = end
-            self.steps.append(self.current)
+        self.stopped_ns = self.clock()
         import nnabla as nn
-        nn.unset_function_pre_hook(HOOK_KEY)
-        nn.unset_function_post_hook(HOOK_KEY)
-        for module, name, original in reversed(self._patched):
-            setattr(module, name, original)
-        self._patched.clear()
+        if self.hooks_on:
+            nn.unset_function_pre_hook(HOOK_KEY)
+            nn.unset_function_post_hook(HOOK_KEY)
+        self._patches.undo()
+        self.snapshot_parameters()
         self.finished = True
 
-    # -- after the run ------------------------------------------------------------
 
-    def phase_of(self, site: Any) -> str:
-        """'forward' or 'backward': which method the frame at ``site`` was calling."""
-        phase = self._site_phase.get(site)
-        if phase is None:
-            phase = self._site_phase[site] = _called_method(*site)
-        return phase
+def all_parameters() -> Dict[str, Any]:
+    """Every parameter by its full name, whatever scope the program is in now (NNabla's own
+    get_parameters names them relative to the current scope)."""
+    from nnabla import parameter
+    out: Dict[str, Any] = {}
 
-    def kept_steps(self) -> Tuple[List[RawStep], int]:
-        """The active steps, and the skip actually applied (it shrinks for a short program)."""
-        skip = min(self.skip_first, max(0, len(self.steps) - 1))
-        return self.steps[skip:skip + self.active], skip
+    def walk(scope: Any, path: str) -> None:
+        for key, value in list(scope.items()):
+            name = "%s/%s" % (path, key) if path else key
+            if isinstance(value, dict):
+                walk(value, name)
+            else:
+                out[name] = value
+    walk(parameter.root_scope, "")
+    return out
 
 
 def device_sync(context: Any = None, import_extension: Any = None) -> Optional[Callable[[], None]]:
@@ -271,21 +537,3 @@ def device_sync(context: Any = None, import_extension: Any = None) -> Optional[C
         return None
     device_id = str(getattr(context, "device_id", "0") or "0")
     return lambda: ext.synchronize(device_id=device_id)
-
-
-def _called_method(code: Any, lasti: int) -> str:
-    """The pass a call site runs: the last forward/backward name loaded on that line before the call."""
-    instructions = list(dis.get_instructions(code))
-    line_start = 0
-    name = ""
-    for i, ins in enumerate(instructions):
-        if ins.starts_line is not None:
-            line_start = i
-        if ins.offset >= lasti:
-            for previous in reversed(instructions[line_start:i + 1]):
-                if previous.opname in ("LOAD_METHOD", "LOAD_ATTR", "LOAD_GLOBAL", "LOAD_NAME") and \
-                        previous.argval in FORWARD_NAMES + BACKWARD_NAMES:
-                    name = previous.argval
-                    break
-            break
-    return "backward" if name in BACKWARD_NAMES else "forward" if name else ""

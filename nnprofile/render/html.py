@@ -14,7 +14,9 @@ import os
 from typing import Any, Dict, List, Optional
 
 from ..analysis import Analysis, SectionAnalysis, charted_layers
+from ..analysis.advice import per_step_ms
 from ..analysis.precision import sampling_line
+from .log import section_line
 from ..result import Entry, Profile, Section
 from .base import Contents
 
@@ -32,12 +34,13 @@ def _rse(e: Entry) -> Optional[float]:
 
 def _layers(a: SectionAnalysis) -> List[Dict[str, Any]]:
     """The layer table: each layer's forward and backward as the analysis paired them."""
-    step = a.step.step_ms if a.step is not None and a.step.step_ms > 0 else None
+    step = a.step.step_ms if a.step is not None and a.step.step_ms > 0 else a.program_step_ms
     rows = []
     for lt in a.layers:
         f, b = lt.forward, lt.backward
         assert f is not None  # layer_times builds every layer from its forward entry
         total = lt.total_ms
+        per_step = sum(per_step_ms(e) for e in (f, b) if e is not None) if a.program_step_ms else total
         rows.append({
             "layer": f.layer, "type": f.layer_type, "class": f.impl_class,
             "fwd_mean": f.mean_ms, "fwd_median": f.stats.median / 1e6, "fwd_p90": f.stats.p90 / 1e6,
@@ -45,8 +48,8 @@ def _layers(a: SectionAnalysis) -> List[Dict[str, Any]]:
             "bwd_mean": b.mean_ms if b else None, "bwd_median": b.stats.median / 1e6 if b else None,
             "bwd_p90": b.stats.p90 / 1e6 if b else None, "bwd_rse": _rse(b) if b else None,
             "total": total, "flops": lt.flops, "gflops": lt.gflops_per_s,
-            "bytes": lt.bytes_moved, "share": (total / step) if step else None,
-            "out_bytes": f.output_bytes, "param_bytes": f.parameter_bytes,
+            "bytes": lt.bytes_moved, "share": (per_step / step) if step else None,
+            "out_bytes": f.output_bytes, "param_bytes": f.parameter_bytes, "source": f.source or "",
         })
     return rows
 
@@ -55,7 +58,7 @@ def _section(a: SectionAnalysis, profile: Profile) -> Dict[str, Any]:
     s: Section = a.section
     charted, chart_note = charted_layers(a)
     data: Dict[str, Any] = {
-        "title": s.title, "complete": s.complete, "layers": _layers(a),
+        "title": s.title, "complete": s.complete, "layers": _layers(a), "subtitle": section_line(s)[len("Profiling "):-4],
         "chart": [{"layer": l.layer if l.copies == 1 else "%s (%d copies)" % (l.layer, l.copies),
                    "fwd_mean": l.forward_ms, "bwd_mean": l.backward_ms} for l in charted],
         "chart_note": chart_note,

@@ -27,6 +27,8 @@ def header_lines(profile: Profile) -> List[str]:
            "graph": "each function timed inside whole forward and backward passes",
            "record": "every call of the program's own run, between NNabla's hooks"}.get(str(mode), str(mode))
     lines.append("Timing: %s mode (%s); %s" % (mode, how, h.get("sampling")))
+    if h.get("steps"):
+        lines.append("Steps: %s" % h["steps"])
     if h.get("clock"):
         overhead = float(h.get("timing_overhead_ns") or 0)  # type: ignore[arg-type]
         lines.append("Clock: %s, smallest step %s ns; timing one sample costs %s ns, taken off every figure; "
@@ -35,10 +37,17 @@ def header_lines(profile: Profile) -> List[str]:
     if h.get("hook_overhead_ns") is not None:
         total = max(0.0, float(h["hook_overhead_ns"]))  # type: ignore[arg-type]
         inside = max(0.0, float(h.get("hook_inside_ns") or 0))  # type: ignore[arg-type]
-        lines.append("Hooks: NNabla's function hooks add %s per function to a pass, %s of it inside the "
-                     "function's own time; measured on a chain of 200 tiny functions and taken off every "
-                     "function%s" % (_duration(total), _duration(inside),
-                                     ", pass and step" if mode == "record" else ""))
+        measured = h.get("hooks_in_program")
+        lines.append("Hooks: NNabla's function hooks add %s per function to a pass, %s of it inside the function's "
+                     "own time; measured on a chain of 200 tiny functions and taken off every function%s"
+                     % (_duration(total), _duration(inside), ", pass and step" if mode == "record" else ""))
+        if isinstance(measured, dict):
+            lines.append("Hooks in this program: %d of its steps ran without them (median %.3f ms) against %d "
+                         "with them (%.3f ms): beyond the chain's cost, they slow each function by %.1f%% of its "
+                         "own time (the Python they run evicts the caches), taken off too"
+                         % (measured.get("plain_steps", 0), measured.get("plain_ms", 0),
+                            measured.get("hooked_steps", 0), measured.get("hooked_ms", 0),
+                            100 * float(measured.get("eviction", 0))))
     if h.get("call_overhead_ns") is not None:
         lines.append("Calls: timing a function called under auto_forward adds %s per call, %s of it inside "
                      "its own time; taken off likewise"
@@ -98,7 +107,26 @@ def incomplete_line(a: SectionAnalysis) -> str:
 
 
 def section_line(section: Section) -> str:
-    return "Profiling %s ..." % section.title
+    """A section's header, as NNC prints ``Profiling optimizer ...``; a program's graph says whether a
+    solver trains it and how often it runs per step."""
+    info = section.info
+    if not info:
+        return "Profiling %s ..." % section.title
+    trained = info.get("trained_by") or []
+    what = ("trained by %s" % ", ".join(trained) if trained else
+            "forward and backward, no solver update after its backward" if info.get("backward_per_step")
+            else "forward only")
+    runs = [_per_step(info.get("forward_per_step"), "forward"), _per_step(info.get("backward_per_step"), "backward")]
+    return "Profiling %s (%s; %s per step%s) ..." % (section.title, what, " and ".join(r for r in runs if r),
+                                                     "; auto_forward" if info.get("dynamic") else "")
+
+
+def _per_step(n: object, what: str) -> str:
+    if not n:
+        return ""
+    value = float(n)  # type: ignore[arg-type]
+    figure = "%d" % value if value == int(value) else "%.2f" % value
+    return "%s %s pass%s" % (figure, what, "" if value == 1 else "es")
 
 
 def entry_line(entry: Entry) -> str:

@@ -23,7 +23,8 @@ NAME = "trace"
 FILENAME = "trace.json.gz"
 PID, TID = 1, 1
 # Parents before children when they start together: a longer event first.
-CATEGORY_DEPTH = {"step": 0, "forward": 1, "backward": 1, "update": 1}
+CATEGORY_DEPTH = {"step": 0, "forward": 1, "backward": 1, "update": 1, "input": 1, "monitor": 1,
+                  "communication": 1}
 
 
 def _us(ns: float) -> float:

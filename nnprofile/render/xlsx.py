@@ -14,7 +14,7 @@ import io
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..analysis import Analysis, SectionAnalysis, analyze, charted_layers
-from ..analysis.advice import PARTS, summary_rows as advice_rows
+from ..analysis.advice import summary_rows as advice_rows
 from ..choices import LAYER_PHASES
 from ..result import Profile, Section, ms
 from .base import Contents
@@ -25,7 +25,7 @@ FILENAME = "profile.xlsx"
 COLUMNS = ["entry", "time (ms)", "median (ms)", "std (ms)", "min (ms)", "max (ms)",
            "p90 (ms)", "runs", "rel. std. error", "calls/sample", "phase", "layer", "class",
            "output shape", "params", "FLOPs", "bytes read", "bytes written", "GFLOP/s", "FLOP/byte",
-           "output bytes", "parameter bytes", "gradient bytes", "input gradient bytes"]
+           "output bytes", "parameter bytes", "gradient bytes", "input gradient bytes", "source"]
 TIME_COLUMN = "B"
 MS_FORMAT = "0.000000"
 LAYER_TABLE_COL = len(COLUMNS) + 2  # the per-layer table that feeds the chart, after a gap
@@ -36,7 +36,7 @@ COLOUR_LOW, COLOUR_MID, COLOUR_HIGH = "63BE7B", "FFEB84", "F8696B"
 def sheet_names(profile: Profile) -> List[str]:
     names: List[str] = []
     for s in profile.sections:
-        base = ("%s %s" % (s.name, s.network))[:28]
+        base = " ".join(part for part in (s.name, s.network) if part)[:28]
         for ch in '[]:*?/\\':
             base = base.replace(ch, "_")
         name, n = base, 2
@@ -113,7 +113,7 @@ def _section_sheet(book: _Book, ws: Any, a: SectionAnalysis, failure: Optional[s
     head = ["layer", "forward (ms)"] + (["backward (ms)"] if has_backward else [])
     ws.freeze_panes(1, 1)  # B2
     ws.set_column(0, 0, min(80, max([len(COLUMNS[0])] + [len(e.label) for e in section.entries]) + 2))
-    for col, width in zip(range(1, len(COLUMNS)), [13] * 9 + [26, 24, 26, 16, 10, 14, 13, 13, 10, 10, 14, 15, 14, 19]):
+    for col, width in zip(range(1, len(COLUMNS)), [13] * 9 + [26, 24, 26, 16, 10, 14, 13, 13, 10, 10, 14, 15, 14, 19, 30]):
         ws.set_column(col, col, width)
     if layers:
         ws.set_column(c0, c0, min(80, max(len(l[0]) for l in layers) + 2))
@@ -126,7 +126,8 @@ def _section_sheet(book: _Book, ws: Any, a: SectionAnalysis, failure: Optional[s
         _write_row(book, ws, i, [e.label, e.mean_ms, ms(s.median), ms(s.std), ms(s.min), ms(s.max), ms(s.p90),
                                  s.n, round(s.rse, 4) if s.rse_known else None, e.calls_per_sample, e.phase, e.layer or "", e.impl_class or ""]
                    + work + [v if v is not None else "" for v in (e.output_bytes, e.parameter_bytes,
-                                                                   e.gradient_bytes, e.input_gradient_bytes)],
+                                                                   e.gradient_bytes, e.input_gradient_bytes)]
+                   + [e.source or ""],
                    SECTION_FORMATS)
     last = len(section.entries)
     if failure is not None:
@@ -184,7 +185,10 @@ def _summary_sheet(book: _Book, ws: Any, rows: List[List[object]]) -> None:
             ws.set_row(i, 15 * lines)
     parts = [i for i, r in enumerate(rows) if r[1] == "part"]
     if parts:  # the first training section's step, as a pie
-        first, last = parts[0], parts[0] + len(PARTS) - 1
+        first = parts[0]
+        last = first
+        while last + 1 < len(rows) and rows[last + 1][1] == "part" and rows[last + 1][0] == rows[first][0]:
+            last += 1
         pie = book.wb.add_chart({"type": "pie"})
         pie.add_series({"categories": [ws.name, first, 2, last, 2], "values": [ws.name, first, 3, last, 3]})
         pie.set_title({"name": "One training step"})

@@ -21,6 +21,11 @@ Versions:
      sample (each sample times ``calls_per_sample`` calls; the per-call times are these divided by
      it, exactly as measured), where they are whole (else ``samples_ns`` as before). Sections carry
      ``sampling``: what their time budget allowed (rounds, seconds, plan, why sampling stopped).
+  4. recorded programs as they are written: a section per graph the program ran (kind ``graph``,
+     with ``info``: its name, whether auto_forward made it, the solvers that train it, its forward
+     and backward passes per step) and one for the program's step (kind ``script``); entries may
+     carry ``source``, where the program created the layer ("train.py:42"). Version 3 files of
+     programs (one ``script`` section holding every layer) load as they were.
 """
 from __future__ import annotations
 
@@ -35,7 +40,7 @@ from .model import Entry, Profile, Section
 
 FILENAME = "result.json"
 FORMAT = "nnprofile-result"
-VERSION = 3
+VERSION = 4
 _ENTRY_FIELDS = {f.name for f in fields(Entry)}
 _ENTRY_ORDER = [f.name for f in fields(Entry)]
 # Defaults of the entry's fields: a field at its default is left out of the file.
@@ -91,7 +96,7 @@ def to_dict(profile: Profile) -> Dict[str, Any]:
     for s in profile.sections:
         sections.append({"kind": s.kind, "name": s.name, "network": s.network,
                          "complete": s.complete, "speed_levels": s.speed_levels, "memory": s.memory,
-                         "reference_ns": s.reference_ns, "sampling": s.sampling,
+                         "reference_ns": s.reference_ns, "sampling": s.sampling, "info": s.info,
                          "entries": [entry_dict(e) for e in s.entries]})
     return {"format": FORMAT, "version": VERSION, "header": profile.header, "notes": profile.notes,
             "complete": profile.complete, "failure": profile.failure, "sections": sections,
@@ -143,7 +148,14 @@ def _v2_to_v3(data: Dict[str, Any]) -> Dict[str, Any]:
     return data
 
 
-UPGRADES: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3}
+def _v3_to_v4(data: Dict[str, Any]) -> Dict[str, Any]:
+    """Version 4 added graph sections (a kind, and their ``info``) and layers' ``source``."""
+    for s in data.get("sections", []):
+        s.setdefault("info", {})
+    return data
+
+
+UPGRADES: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
 
 
 def upgrade(data: Dict[str, Any]) -> Dict[str, Any]:
@@ -172,7 +184,7 @@ def from_dict(data: Dict[str, Any]) -> Profile:
                                 entries=entries, complete=s.get("complete", False),
                                 speed_levels=list(s.get("speed_levels", [])), memory=dict(s.get("memory", {})),
                                 reference_ns=list(s.get("reference_ns", [])),
-                                sampling=dict(s.get("sampling", {}))))
+                                sampling=dict(s.get("sampling", {})), info=dict(s.get("info", {}))))
     return Profile(header=dict(data.get("header", {})), notes=list(data.get("notes", [])),
                    sections=sections, complete=data.get("complete", False), failure=data.get("failure"),
                    timeline=list(data.get("timeline", [])))

@@ -18,7 +18,7 @@ COLUMNS = ["section", "label", "phase", "layer", "layer_id", "layer_type", "clas
            "mean_ms", "median_ms", "std_ms", "min_ms", "max_ms", "p90_ms", "runs", "rse",
            "calls_per_sample", "overhead_ns", "output_shape", "params", "flops", "bytes_read",
            "bytes_written", "gflops_per_s", "flop_per_byte", "dtype", "section_kind", "section_complete",
-           "rounds", "run_cv", "entry_complete"]
+           "rounds", "run_cv", "entry_complete", "source"]
 INTEGER_COLUMNS = ["layer_id", "runs", "calls_per_sample", "params", "flops", "bytes_read", "bytes_written",
                    "rounds"]
 
@@ -40,7 +40,7 @@ def profile_records(profile: "Profile") -> List[Dict[str, Any]]:
                 "bytes_read": e.bytes_read, "bytes_written": e.bytes_written,
                 "gflops_per_s": e.gflops_per_s, "flop_per_byte": e.arithmetic_intensity,
                 "dtype": e.dtype, "section_kind": section.kind, "section_complete": section.complete,
-                "rounds": s.rounds, "run_cv": e.run_cv, "entry_complete": e.complete,
+                "rounds": s.rounds, "run_cv": e.run_cv, "entry_complete": e.complete, "source": e.source,
             })
     return records
 

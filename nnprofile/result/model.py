@@ -55,6 +55,8 @@ class Entry:
     complete: bool = True
     # With --repeat: the mean of each fresh process's run, for the run-to-run spread.
     run_means: List[float] = field(default_factory=list)
+    # A recorded program's layer: where the program created it ("train.py:42"), None where not known.
+    source: Optional[str] = None
 
     @property
     def stats(self) -> Stats:
@@ -133,9 +135,10 @@ def format_ms(value_ms: float) -> str:
 
 @dataclass
 class Section:
-    """The profile of one optimizer (training) or one executor (inference)."""
+    """The profile of one optimizer (training) or one executor (inference) of a project, or of one
+    graph of a recorded program, or of that program's step."""
 
-    kind: str  # "optimizer" or "executor"
+    kind: str  # "optimizer", "executor", "graph" or "script"
     name: str
     network: str
     entries: List[Entry] = field(default_factory=list)
@@ -153,6 +156,9 @@ class Section:
     # What the time budget allowed (``nnprofile.measure.rounds``): rounds, seconds, budget_seconds,
     # plan (how entries were sampled), lean, strata, stopped (why sampling ended); empty when unknown.
     sampling: Dict[str, Any] = field(default_factory=dict)
+    # A recorded program's graph: graph (its name), dynamic, trained_by (solver labels),
+    # forward_per_step and backward_per_step (passes per step); empty for other sections.
+    info: Dict[str, Any] = field(default_factory=dict)
 
     @property
     def title(self) -> str:

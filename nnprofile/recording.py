@@ -1,0 +1,243 @@
+"""Recording NNabla programs: ``nnprofile.record()`` around code, ``nnprofile.run(script)``, ``nnprofile.step()``.
+
+    with nnprofile.record(outdir="results/mine") as rec:   # a loop, a notebook cell
+        for batch in data:
+            train_step(batch)
+    rec.profile.to_dataframe()
+
+    profile, status = nnprofile.run("train.py", "--epochs", "1", outdir="results/train")
+
+The recording (``nnprofile.measure.recorder``) ends in the same ``Profile`` as a
+project's profile: one section per graph the program ran, and one for the
+program's step (``nnprofile.measure.program``).
+"""
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import sys
+import traceback
+from typing import Any, Callable, Dict, MutableMapping, Optional, Sequence, Tuple, Union
+
+from . import __version__
+from .errors import ProfileError, ProgramDidNotCompile
+from .result import Profile
+
+PathLike = Union[str, "os.PathLike[str]"]
+MESSAGE_LIMIT = 300  # characters of a program's exception message in the log
+
+_ACTIVE: list = []  # the recordings in progress, innermost last
+
+
+def step() -> None:
+    """Mark the end of a step of the program being recorded (a no-op when nothing records)."""
+    if _ACTIVE:
+        _ACTIVE[-1].step()
+
+
+def shorten(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """A message on one line: whole, or cut at a word with an ellipsis, never in the middle of one."""
+    text = " ".join(str(text).split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 1]
+    if " " in cut and not text[limit - 1].isspace():
+        cut = cut[:cut.rindex(" ")]
+    return cut.rstrip(" ,;:") + "…"
+
+
+def interrupted(error: Optional[BaseException]) -> bool:
+    """Ctrl-C, also when it arrived inside NNabla's C++ (a pass calling a hook): Python then raises
+    SystemError ("returned a result with an exception set") with the KeyboardInterrupt as its cause."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
+
+
+class Recording:
+    """``with nnprofile.record(outdir=...) as rec:`` around a program's own code.
+
+    Every NNabla function's forward and backward, every solver call, every wait for a
+    batch and every monitor inside the block is recorded; steps are the iterations of
+    the program's loop (see ``nnprofile.measure.steps``), or what ``rec.step()`` marks.
+    After the block, ``rec.profile`` is a ``Profile`` (and the files are in ``outdir``,
+    if given). ``namespaces``: where solvers made before the block are (a notebook's
+    namespace): they are timed too.
+    """
+
+    def __init__(self, outdir: Optional[PathLike] = None, skip_first: int = 1, active: int = 20,
+                 name: str = "recording", command: Optional[str] = None,
+                 clock: Optional[Callable[[], int]] = None, hook_costs: Optional[Any] = None,
+                 namespaces: Sequence[MutableMapping[str, Any]] = ()):
+        from .measure.recorder import Recorder
+        self.outdir = os.fspath(outdir) if outdir is not None else None
+        self.name = name
+        self.command = command or name
+        self.skip_first, self.active = skip_first, active
+        self.namespaces = tuple(namespaces)
+        self._new = lambda: Recorder(skip_first=skip_first, active=active, clock=clock, namespaces=self.namespaces)
+        self.hook_costs = hook_costs
+        self.recorder = self._new()
+        self.profile: Optional[Profile] = None
+        self._measure_again = False
+
+    def __enter__(self) -> "Recording":
+        from .api import prepare_outdir
+        from .measure.hookcost import calibrate
+        if self.outdir is not None:
+            prepare_outdir(self.outdir)
+        self._measure_again = self.hook_costs is None
+        if self.hook_costs is None:
+            self.hook_costs = calibrate(self._new)
+        self.recorder.start()
+        _ACTIVE.append(self)
+        return self
+
+    def step(self) -> None:
+        self.recorder.step()
+
+    def __exit__(self, kind: Any, error: Any, tb: Any) -> None:
+        self.recorder.stop()
+        if self in _ACTIVE:
+            _ACTIVE.remove(self)
+        if self._measure_again and self.hook_costs is not None and not interrupted(error):
+            from .measure.hookcost import calibrate, smaller
+            self.hook_costs = smaller(self.hook_costs, calibrate(self._new))
+        failure = None
+        if interrupted(error):
+            failure = "interrupted by Ctrl-C"
+        elif kind is not None and kind is not SystemExit:
+            failure = "the program raised %s: %s" % (kind.__name__, shorten(str(error)))
+        self.profile = self._profile(failure)
+        if kind is SystemExit and error.code not in (None, 0):  # the program's own choice: noted, not a failure
+            self.profile.notes.append("the program exited with status %s" % error.code)
+        if self.outdir is not None:
+            from .render import write_all
+            write_all(self.profile, self.outdir)
+
+    def _profile(self, failure: Optional[str]) -> Profile:
+        import nnabla
+        from .measure.program import assemble
+        assert self.hook_costs is not None  # measured on entry
+        a = assemble(self.recorder, self.hook_costs, self.name)
+        costs = a.costs
+        context = nnabla.get_current_context()
+        header: Dict[str, object] = {
+            "mode": "record", "target_rse": None, "drift_threshold": 0.10, "nnprofile": __version__,
+            "nnabla": nnabla.__version__, "project": self.command, "kind": "script",
+            "context": ",".join(context.backend) if context.backend else "cpu:float",
+            "sampling": "steps %d to %d of %d recorded (skip first %d, active %d)%s; each figure (the time of "
+                        "one call) is the mean over those steps, leaving out steps the machine ran slow in"
+                        % (a.skip + 1, a.skip + a.kept, a.steps, a.skip, self.active,
+                           "; %d more without the hooks, for what they cost" % a.in_program["plain_steps"]
+                           if a.in_program else ""),
+            "steps": a.how,
+            "machine": "%s, %s, Python %s" % (platform.node(), platform.machine(), platform.python_version()),
+            "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+            "hook_overhead_ns": round(costs.static_total, 1),
+            "hook_inside_ns": round(costs.static_inside, 1),
+            "call_overhead_ns": round(costs.dynamic_total, 1),
+            "call_inside_ns": round(costs.dynamic_inside, 1),
+            "active_steps": a.kept, "skipped_steps": a.skip,
+            "chain_hook_overhead_ns": round(self.hook_costs.static_total, 1),
+        }
+        if a.in_program is not None:
+            header["hooks_in_program"] = {k: round(v, 4) for k, v in a.in_program.items()}
+            header["hook_eviction"] = round(costs.eviction, 4)
+        notes = list(a.notes)
+        if a.skip < self.skip_first:
+            notes.append("the program ran %d step%s, fewer than --skip-first %d and one active step: the skip "
+                         "was shrunk to %d" % (a.steps, "" if a.steps == 1 else "s", self.skip_first, a.skip))
+        if a.how.startswith("one step"):
+            notes.append("no steps were found (no solver update seen, no nnprofile.step(), no repeating pass): "
+                         "the whole run is one step; mark the end of each step with nnprofile.step()")
+        if not self.recorder.events:
+            notes.append("nothing was recorded: the program ran no NNabla function")
+        # What ran (ConvolutionCudaCudnn under cuDNN) and at which batch, as a project's header says.
+        header["implementation_classes"] = sorted({e.impl_class for s in a.sections for e in s.entries
+                                                   if e.impl_class})
+        batch = next((s.memory.get("batch_size") for s in a.sections if s.memory.get("batch_size")), None)
+        if batch:
+            header["batch_size"] = batch
+        return Profile(header=header, notes=notes, sections=a.sections, complete=failure is None,
+                       failure=failure, timeline=a.timeline)
+
+
+def record(outdir: Optional[PathLike] = None, skip_first: int = 1, active: int = 20,
+           name: str = "recording", namespaces: Sequence[MutableMapping[str, Any]] = ()) -> Recording:
+    """Record the NNabla work of a block of code: ``with nnprofile.record() as rec: ...; rec.profile``.
+
+    Solvers made before the block are timed too when they are global names of the module that
+    calls ``record`` (a script's, or a notebook's), or in ``namespaces``.
+    """
+    caller = sys._getframe(1).f_globals
+    return Recording(outdir=outdir, skip_first=skip_first, active=active, name=name,
+                     namespaces=tuple(namespaces) + (caller,))
+
+
+def run(script: PathLike, *args: str, outdir: Optional[PathLike] = None, skip_first: int = 1,
+        active: int = 20) -> Tuple[Profile, int]:
+    """Run a Python program unmodified as ``__main__`` (its own ``sys.argv``), recording it.
+
+    Returns the profile and the program's exit status. The program's output passes through; an
+    exception in it prints its own traceback (it is the user's code) and gives status 1 (130 for
+    Ctrl-C); what was recorded is kept, marked incomplete. A program that does not compile raises
+    ``ProgramDidNotCompile`` (Python's own lines, status 1) before anything is written.
+    """
+    import runpy
+    path = os.fspath(script)
+    if not os.path.isfile(path):
+        raise ProfileError("%s: no such file" % path)
+    try:
+        with open(path, "rb") as f:
+            compile(f.read(), path, "exec")
+    except SyntaxError as e:
+        raise ProgramDidNotCompile("".join(traceback.format_exception_only(type(e), e)).rstrip("\n"))
+    except (OSError, ValueError) as e:
+        raise ProfileError("%s: cannot read the program (%s)" % (path, e))
+    command = " ".join([path] + list(args))
+    recording = Recording(outdir=outdir, skip_first=skip_first, active=active,
+                          name=os.path.basename(path), command=command)
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    sys.argv = [path] + list(args)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    status = 0
+    try:
+        with recording:
+            try:
+                runpy.run_path(path, run_name="__main__")
+            except SystemExit as e:
+                status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+                if e.code not in (None, 0) and not isinstance(e.code, int):
+                    print(e.code, file=sys.stderr)
+                raise
+            except BaseException as e:
+                if interrupted(e):
+                    status = 130
+                else:
+                    status = 1
+                    _print_user_traceback(path)
+                raise
+    except BaseException as e:  # the program's own end: its status says it
+        if not isinstance(e, (SystemExit, KeyboardInterrupt, Exception)):
+            raise
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+    assert recording.profile is not None
+    return recording.profile, status
+
+
+def _print_user_traceback(path: str) -> None:
+    """The program's traceback from its own first frame on: nnprofile's frames are not the user's concern."""
+    kind, error, tb = sys.exc_info()
+    frames = traceback.extract_tb(tb)
+    target = os.path.abspath(path)
+    first = next((i for i, f in enumerate(frames) if os.path.abspath(f.filename) == target), 0)
+    lines = ["Traceback (most recent call last):\n"] + traceback.format_list(frames[first:])
+    lines += traceback.format_exception_only(kind, error)
+    sys.stderr.write("".join(lines))
