@@ -477,6 +477,21 @@ def stage_lines(stages):
     return lines
 
 
+# -- 9. merging the ranks of a distributed run ------------------------------------------------
+
+def bench_ranks(repeat):
+    from ranks import SIZES, time_merges
+    return time_merges(SIZES, repeat)
+
+
+def rank_lines(best):
+    from ranks import STEPS, lines
+    return ["## 9. Merging the ranks of a distributed run (`nnprofile merge`)", "",
+            "Synthetic rank results shaped as a recorded LeNet's under mpirun (10 layers, %d steps, its timeline), "
+            "merged as `nnprofile merge` does (load, pool, align, analyse, render, write); the fastest of 3 runs per "
+            "world size, interleaved (`benchmarks/ranks.py`)." % STEPS, ""] + lines(best) + [""]
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer sizes and repetitions")
@@ -485,6 +500,8 @@ def main(argv=None):
                         help="only the regression gate's false-alarm and detection rates (section 6)")
     parser.add_argument("--programs-only", action="store_true",
                         help="only recording programs with several graphs or solvers (section 5b)")
+    parser.add_argument("--ranks-only", action="store_true",
+                        help="only merging 16 and 128 synthetic ranks (section 9)")
     parser.add_argument("--large-only", action="store_true",
                         help="only the stages' scaling and the large network (sections 7 and 8)")
     args = parser.parse_args(argv)
@@ -499,6 +516,9 @@ def main(argv=None):
         finally:
             shutil.rmtree(work, ignore_errors=True)
         print("\n".join(program_lines(programs)))
+        return 0
+    if args.ranks_only:
+        print("\n".join(rank_lines(bench_ranks(3))))
         return 0
     if args.large_only:
         try:
@@ -517,23 +537,25 @@ def main(argv=None):
             gate["false_alarms"], gate["pairs"], gate["detected"], gate["pairs"], gate["slowdown"]))
         return 0
     try:
-        print("1/8 nnprofile against nnabla_cli profile on projects/lenet ...", flush=True)
+        print("1/9 nnprofile against nnabla_cli profile on projects/lenet ...", flush=True)
         cli = bench_against_nnabla_cli(work, repeat, ours_per_cli=1 if args.quick else 2)
-        print("2/8 hook overhead ...", flush=True)
+        print("2/9 hook overhead ...", flush=True)
         hooks = bench_hook_overhead(work)
-        print("3/8 scaling with the number of layers ...", flush=True)
+        print("3/9 scaling with the number of layers ...", flush=True)
         scaling = bench_scaling(work, sizes)
-        print("4/8 isolated against graph mode ...", flush=True)
+        print("4/9 isolated against graph mode ...", flush=True)
         modes = bench_modes(work, repeat)
-        print("5/8 recording the example training script ...", flush=True)
+        print("5/9 recording the example training script ...", flush=True)
         recording = bench_recording(work, repeat)
         programs = bench_programs(work, repeat)
-        print("6/8 the regression gate: A/A pairs and a wider layer ...", flush=True)
+        print("6/9 the regression gate: A/A pairs and a wider layer ...", flush=True)
         gate = bench_gate(work, 5 if args.quick else 20)
-        print("7/8 every stage on synthetic profiles of 100 to 5,000 entries ...", flush=True)
+        print("7/9 every stage on synthetic profiles of 100 to 5,000 entries ...", flush=True)
         stages = bench_stages(5)
-        print("8/8 a large network: an unrolled LSTM of 798 functions against LeNet ...", flush=True)
+        print("8/9 a large network: an unrolled LSTM of 798 functions against LeNet ...", flush=True)
         large = bench_large(work, 1 if args.quick else 3)
+        print("9/9 merging 16 and 128 synthetic ranks ...", flush=True)
+        merged = bench_ranks(3)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -629,7 +651,7 @@ def main(argv=None):
               "| detection (exit 1 on the wider layer) | %d of %d = %.0f%% | ≥ 95%%: %s |"
               % (gate["detected"], gate["pairs"], 100.0 * gate["detected"] / gate["pairs"],
                  met(gate["detected"] >= 0.95 * gate["pairs"])), ""]
-    lines += program_lines(programs) + stage_lines(stages) + large_lines(large)
+    lines += program_lines(programs) + stage_lines(stages) + large_lines(large) + rank_lines(merged)
     text = "\n".join(lines) + "\n"
     with open(args.output, "w") as f:
         f.write(text)

@@ -13,10 +13,13 @@ program's step (``nnprofile.measure.program``).
 """
 from __future__ import annotations
 
+import copy
 import datetime
 import os
 import platform
 import sys
+import threading
+import time
 import traceback
 from typing import Any, Callable, Dict, MutableMapping, Optional, Sequence, Tuple, Union
 
@@ -68,12 +71,21 @@ class Recording:
     After the block, ``rec.profile`` is a ``Profile`` (and the files are in ``outdir``,
     if given). ``namespaces``: where solvers made before the block are (a notebook's
     namespace): they are timed too.
+
+    Under a launcher (``mpirun``, ``srun``; see ``nnprofile.distributed.launcher``), or once the
+    program's communicator says it is one rank of several, each rank writes into
+    ``outdir/rank-K/``, and rank 0 then waits up to ``merge_wait`` seconds for the other ranks'
+    results and writes their merged view into ``outdir`` (``rec.merged``). A rank ended by SIGTERM
+    (``mpirun`` ends them all when one dies) still writes what it recorded.
     """
 
     def __init__(self, outdir: Optional[PathLike] = None, skip_first: int = 1, active: int = 20,
                  name: str = "recording", command: Optional[str] = None,
                  clock: Optional[Callable[[], int]] = None, hook_costs: Optional[Any] = None,
-                 namespaces: Sequence[MutableMapping[str, Any]] = ()):
+                 namespaces: Sequence[MutableMapping[str, Any]] = (), merge_wait: Optional[float] = None,
+                 world: Optional[Any] = None, progress: Callable[[str], None] = lambda line: None):
+        from .distributed import launcher
+        from .distributed.merge import DEFAULT_WAIT
         from .measure.recorder import Recorder
         self.outdir = os.fspath(outdir) if outdir is not None else None
         self.name = name
@@ -85,18 +97,65 @@ class Recording:
         self.recorder = self._new()
         self.profile: Optional[Profile] = None
         self._measure_again = False
+        self.world = world if world is not None else launcher.world()
+        self.merge_wait = DEFAULT_WAIT if merge_wait is None else merge_wait
+        self.merged: Optional[Profile] = None  # rank 0 of several: the ranks' merged view
+        self.written_to: Optional[str] = None  # where this process's own result went
+        self.progress = progress
+        self._guard: Optional[Any] = None
+        self._started_unix = 0.0
 
     def __enter__(self) -> "Recording":
         from .api import prepare_outdir
         from .measure.hookcost import calibrate
         if self.outdir is not None:
             prepare_outdir(self.outdir)
+            if self.world is not None and self.world.several:
+                self._rank_folder(self.world.rank)
         self._measure_again = self.hook_costs is None
         if self.hook_costs is None:
             self.hook_costs = calibrate(self._new)
+        self._started_unix = time.time()
         self.recorder.start()
         _ACTIVE.append(self)
+        if self.outdir is not None and self.world is not None and self.world.several:
+            from .distributed.guard import TerminationGuard
+            self._guard = TerminationGuard(self._terminated).__enter__()
         return self
+
+    def _rank_folder(self, rank: int) -> str:
+        """OUTDIR/rank-K, made, with no result of an earlier run left in it (a merge must not take that)."""
+        from .api import prepare_outdir
+        from .distributed.launcher import rank_dir
+        from .result import file as result_file
+        assert self.outdir is not None
+        folder = rank_dir(self.outdir, rank)
+        prepare_outdir(folder)
+        try:
+            os.remove(os.path.join(folder, result_file.FILENAME))
+        except OSError:
+            pass
+        return folder
+
+    def run_world(self) -> Optional[Any]:
+        """The launcher's world, else the one the program's communicator told when it was initialised."""
+        if self.world is not None:
+            return self.world
+        if self.recorder.comm_rank is not None and self.recorder.comm_rank[1] > 1:
+            from .distributed.launcher import World
+            return World(self.recorder.comm_rank[0], self.recorder.comm_rank[1], "communicator")
+        return None
+
+    def _terminated(self) -> None:
+        """SIGTERM (from the watcher thread; the main thread may be blocked in a collective): write what was
+        recorded so far, result.json first, in the second or so before the launcher's SIGKILL."""
+        snapshot = copy.copy(self.recorder)
+        snapshot.events = list(self.recorder.events)
+        profile = self._profile("ended by SIGTERM (the launcher stopped this rank, as it does when another "
+                                "rank dies)", snapshot)
+        world = self.run_world()
+        if self.outdir is not None and world is not None:
+            self._write(profile, self._rank_folder(world.rank))
 
     def step(self) -> None:
         self.recorder.step()
@@ -105,6 +164,8 @@ class Recording:
         self.recorder.stop()
         if self in _ACTIVE:
             _ACTIVE.remove(self)
+        if self._guard is not None and not self._guard.claim():
+            threading.Event().wait()  # a SIGTERM came first: its thread writes the result and ends the process
         if self._measure_again and self.hook_costs is not None and not interrupted(error):
             from .measure.hookcost import calibrate, smaller
             self.hook_costs = smaller(self.hook_costs, calibrate(self._new))
@@ -116,15 +177,42 @@ class Recording:
         self.profile = self._profile(failure)
         if kind is SystemExit and error.code not in (None, 0):  # the program's own choice: noted, not a failure
             self.profile.notes.append("the program exited with status %s" % error.code)
-        if self.outdir is not None:
-            from .render import write_all
-            write_all(self.profile, self.outdir)
+        try:
+            if self.outdir is not None:
+                self._write_results()
+        finally:
+            if self._guard is not None:
+                self._guard.__exit__(None, None, None)
 
-    def _profile(self, failure: Optional[str]) -> Profile:
+    def _write_results(self) -> None:
+        assert self.outdir is not None and self.profile is not None
+        world = self.run_world()
+        if world is None or not world.several:
+            self._write(self.profile, self.outdir)
+            return
+        self._write(self.profile, self._rank_folder(world.rank))
+        if world.rank == 0:
+            from .distributed.merge import collect, merge
+            found = collect(self.outdir, world.size, 0.0, world.launch, self._started_unix - 60)
+            if found.missing and self.merge_wait > 0:
+                self.progress("nnprofile: waiting up to %g s for the results of rank%s %s"
+                              % (self.merge_wait, "s" if len(found.missing) > 1 else "",
+                                 ", ".join(str(k) for k in found.missing)))
+                found = collect(self.outdir, world.size, self.merge_wait, world.launch, self._started_unix - 60)
+            self.merged = merge(found)
+            self._write(self.merged, self.outdir)
+
+    def _write(self, profile: Profile, folder: str) -> None:
+        from .render import write_all
+        self.written_to = self.written_to or folder
+        write_all(profile, folder)
+
+    def _profile(self, failure: Optional[str], recorder: Optional[Any] = None) -> Profile:
         import nnabla
         from .measure.program import assemble
         assert self.hook_costs is not None  # measured on entry
-        a = assemble(self.recorder, self.hook_costs, self.name)
+        recorder = recorder or self.recorder
+        a = assemble(recorder, self.hook_costs, self.name)
         costs = a.costs
         context = nnabla.get_current_context()
         header: Dict[str, object] = {
@@ -156,7 +244,7 @@ class Recording:
         if a.how.startswith("one step"):
             notes.append("no steps were found (no solver update seen, no nnprofile.step(), no repeating pass): "
                          "the whole run is one step; mark the end of each step with nnprofile.step()")
-        if not self.recorder.events:
+        if not recorder.events:
             notes.append("nothing was recorded: the program ran no NNabla function")
         # What ran (ConvolutionCudaCudnn under cuDNN) and at which batch, as a project's header says.
         header["implementation_classes"] = sorted({e.impl_class for s in a.sections for e in s.entries
@@ -164,31 +252,50 @@ class Recording:
         batch = next((s.memory.get("batch_size") for s in a.sections if s.memory.get("batch_size")), None)
         if batch:
             header["batch_size"] = batch
+        world = self.run_world()
+        if world is not None and world.several:
+            header.update({"rank": world.rank, "world_size": world.size, "launcher": world.launcher,
+                           "launch": world.launch, "host": platform.node(), "clock_origin_ns": a.origin_ns,
+                           "started_unix": round(self._started_unix, 3)})
         return Profile(header=header, notes=notes, sections=a.sections, complete=failure is None,
                        failure=failure, timeline=a.timeline)
 
 
 def record(outdir: Optional[PathLike] = None, skip_first: int = 1, active: int = 20,
-           name: str = "recording", namespaces: Sequence[MutableMapping[str, Any]] = ()) -> Recording:
+           name: str = "recording", namespaces: Sequence[MutableMapping[str, Any]] = (),
+           merge_wait: Optional[float] = None) -> Recording:
     """Record the NNabla work of a block of code: ``with nnprofile.record() as rec: ...; rec.profile``.
 
-    Solvers made before the block are timed too when they are global names of the module that
-    calls ``record`` (a script's, or a notebook's), or in ``namespaces``.
+    Solvers and communicators made before the block are timed too when they are global names of the
+    module that calls ``record`` (a script's, or a notebook's), or in ``namespaces``. Under
+    ``mpirun``, see ``Recording`` (``merge_wait``: how long rank 0 waits for the other ranks).
     """
     caller = sys._getframe(1).f_globals
     return Recording(outdir=outdir, skip_first=skip_first, active=active, name=name,
-                     namespaces=tuple(namespaces) + (caller,))
+                     namespaces=tuple(namespaces) + (caller,), merge_wait=merge_wait)
 
 
 def run(script: PathLike, *args: str, outdir: Optional[PathLike] = None, skip_first: int = 1,
-        active: int = 20) -> Tuple[Profile, int]:
+        active: int = 20, merge_wait: Optional[float] = None) -> Tuple[Profile, int]:
     """Run a Python program unmodified as ``__main__`` (its own ``sys.argv``), recording it.
 
     Returns the profile and the program's exit status. The program's output passes through; an
     exception in it prints its own traceback (it is the user's code) and gives status 1 (130 for
     Ctrl-C); what was recorded is kept, marked incomplete. A program that does not compile raises
-    ``ProgramDidNotCompile`` (Python's own lines, status 1) before anything is written.
+    ``ProgramDidNotCompile`` (Python's own lines, status 1) before anything is written. Under
+    ``mpirun`` each rank returns its own profile (``Recording.merged``, through ``run_recording``,
+    holds rank 0's merged view).
     """
+    recording, status = run_recording(script, *args, outdir=outdir, skip_first=skip_first, active=active,
+                                      merge_wait=merge_wait)
+    assert recording.profile is not None
+    return recording.profile, status
+
+
+def run_recording(script: PathLike, *args: str, outdir: Optional[PathLike] = None, skip_first: int = 1,
+                  active: int = 20, merge_wait: Optional[float] = None,
+                  progress: Callable[[str], None] = lambda line: None) -> Tuple[Recording, int]:
+    """``run``, returning the ``Recording`` itself (its profile, its rank's folder, the merged view)."""
     import runpy
     path = os.fspath(script)
     if not os.path.isfile(path):
@@ -202,7 +309,7 @@ def run(script: PathLike, *args: str, outdir: Optional[PathLike] = None, skip_fi
         raise ProfileError("%s: cannot read the program (%s)" % (path, e))
     command = " ".join([path] + list(args))
     recording = Recording(outdir=outdir, skip_first=skip_first, active=active,
-                          name=os.path.basename(path), command=command)
+                          name=os.path.basename(path), command=command, merge_wait=merge_wait, progress=progress)
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [path] + list(args)
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
@@ -229,7 +336,7 @@ def run(script: PathLike, *args: str, outdir: Optional[PathLike] = None, skip_fi
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
     assert recording.profile is not None
-    return recording.profile, status
+    return recording, status
 
 
 def _print_user_traceback(path: str) -> None:

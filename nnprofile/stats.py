@@ -226,3 +226,13 @@ def ratio_ci(baseline: Sequence[float], other: Sequence[float],
     from scipy.stats import t
     half_width = t.ppf(0.5 + confidence / 2, df) * math.sqrt(va + vb)
     return ratio, ratio * math.exp(-half_width), ratio * math.exp(half_width)
+
+
+def mean_ci(values: Sequence[float], confidence: float = 0.95) -> Tuple[float, Optional[float], Optional[float]]:
+    """The mean of ``values`` with Student's t interval; the bounds are None with fewer than two values."""
+    s = summarize(values)
+    if s.n < 2:
+        return s.mean, None, None
+    from scipy.stats import t
+    half_width = t.ppf(0.5 + confidence / 2, s.n - 1) * s.std / math.sqrt(s.n)
+    return s.mean, s.mean - half_width, s.mean + half_width

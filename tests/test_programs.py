@@ -351,3 +351,28 @@ def test_nnabla_is_as_it_was_after_a_recording():
     with nnprofile.record(skip_first=0, active=2):
         loss.forward()
     assert (solvers.Adam, solver_module.Adam, data_iterator.DataIterator.next, monitor.MonitorSeries.add) == before
+
+
+def test_a_module_first_imported_while_recording_gets_nnablas_own_factories_back(tmp_path):
+    """nnabla.solvers imported inside a recording copies the timed factories from nnabla.solver; after
+    the recording every binding holds NNabla's own again, so that a later recording times its solvers."""
+    program = tmp_path / "twice.py"
+    program.write_text(
+        "import nnabla.solver\n"
+        "original = {'Sgd': nnabla.solver.Sgd}\n"
+        "import nnprofile\n"
+        "with nnprofile.record(active=2):\n"
+        "    import nnabla.solvers\n"
+        "assert nnabla.solvers.Sgd is original['Sgd'] and nnabla.solver.Sgd is original['Sgd']\n"
+        "import nnabla as nn, nnabla.functions as F, nnabla.parametric_functions as PF\n"
+        "x = nn.Variable((2, 3))\n"
+        "loss = F.mean(PF.affine(x, 2))\n"
+        "with nnprofile.record(skip_first=0, active=3) as rec:\n"
+        "    solver = nnabla.solvers.Sgd()\n"
+        "    solver.set_parameters(nn.get_parameters())\n"
+        "    for _ in range(3):\n"
+        "        loss.forward(); solver.zero_grad(); loss.backward(); solver.update()\n"
+        "print(rec.profile.header['steps'])\n")
+    done = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, cwd=str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert "solver updates" in done.stdout

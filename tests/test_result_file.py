@@ -85,6 +85,23 @@ def test_a_version_4_file_keeps_loading():
     assert "update (Adam: dis)" in [e.label for e in program.entries]
 
 
+def test_a_version_5_file_keeps_loading():
+    """A merged view of two ranks under mpirun, rank 1 a straggler (checked in): its ranks, each rank's
+    mean per entry, a timeline with the rank of every event."""
+    from nnprofile.analysis import analyze
+    profile = result_file.load(os.path.join(GOLDEN, "result_v5.json"))
+    assert profile.ranks["size"] == 2 and [r["rank"] for r in profile.ranks["ranks"]] == [0, 1]
+    assert all(len(e.rank_means) == 2 for s in profile.sections for e in s.entries)
+    assert {e["rank"] for e in profile.timeline} == {0, 1}
+    ranks = analyze(profile).ranks
+    assert ranks.straggler.rank == 1 and ranks.straggler.named and ranks.straggler.part == "input"
+
+
+def test_a_result_of_one_process_has_no_ranks():
+    for version in range(1, result_file.VERSION):
+        assert result_file.load(os.path.join(GOLDEN, "result_v%d.json" % version)).ranks == {}
+
+
 def test_samples_that_are_not_whole_totals_are_kept_as_they_are(tmp_path):
     exact = Entry(label="a", phase="forward_all", samples_ns=[1000 / 3, 2000 / 3], calls_per_sample=3)
     odd = Entry(label="b", phase="update", samples_ns=[0.1, 0.25])

@@ -18,8 +18,10 @@ from . import memory
 from .advice import (Advice, LayerTime, Summary, base_layers, layer_times, program_layers, summarize_program,
                      summarize_section)
 from .precision import Precision, precision
+from .ranks import RanksAnalysis, analyze_ranks
 
-__all__ = ["Analysis", "charted_layers", "Coverage", "SectionAnalysis", "analyze", "Advice", "LayerTime", "Precision", "Summary"]
+__all__ = ["Analysis", "charted_layers", "Coverage", "SectionAnalysis", "analyze", "Advice", "LayerTime", "Precision",
+           "RanksAnalysis", "Summary"]
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,7 @@ def run_spread(section: Section) -> Optional[RunSpread]:
 class Analysis:
     profile: Profile
     sections: List[SectionAnalysis] = field(default_factory=list)
+    ranks: Optional[RanksAnalysis] = None  # a merged view of several ranks
 
     def of(self, section: Section) -> SectionAnalysis:
         for a in self.sections:
@@ -174,4 +177,4 @@ def analyze(profile: Profile) -> Analysis:
         for a in analyses:
             if a.section.kind == GRAPH:
                 a.program_step_ms = program.step_ms
-    return Analysis(profile, analyses)
+    return Analysis(profile, analyses, analyze_ranks(profile))

@@ -187,21 +187,24 @@ def part_kind(part: str) -> str:
     return part.split(" ", 1)[0]
 
 
+def round_totals(entry: Entry) -> List[float]:
+    """An entry's time in each round (a recorded program's step): its calls summed, the timing's own
+    cost taken off each, in ns; a round without a call counts as none."""
+    totals: List[float] = []
+    start = 0
+    for n in entry.round_sizes or [len(entry.samples_ns)]:
+        totals.append(sum(max(0.0, x - entry.overhead_ns) for x in entry.samples_ns[start:start + n]))
+        start += n
+    return totals
+
+
 def per_step_ms(entry: Entry) -> float:
     """A recorded program's entry: its time per step, the mean over the kept steps of its calls summed
     (a step without a call counts as none; the steps the machine ran slow in are left out, as the
     step's own figure leaves them out)."""
     dropped = set(entry.dropped_rounds)
-    sums: List[float] = []
-    every: List[float] = []
-    start = 0
-    for r, n in enumerate(entry.round_sizes or [len(entry.samples_ns)]):
-        total = sum(max(0.0, x - entry.overhead_ns) for x in entry.samples_ns[start:start + n])
-        start += n
-        every.append(total)
-        if r not in dropped:
-            sums.append(total)
-    kept = sums or every
+    every = round_totals(entry)
+    kept = [t for r, t in enumerate(every) if r not in dropped] or every
     return sum(kept) / len(kept) / 1e6 if kept else 0.0
 
 

@@ -11,10 +11,10 @@ import traceback
 from typing import List, Optional
 
 from ..errors import ProfileError, ProgramDidNotCompile
-from . import check_cmd, compare_cmd, profile_cmd, report_cmd, run_cmd
+from . import check_cmd, compare_cmd, merge_cmd, profile_cmd, report_cmd, run_cmd
 
 EXIT_INTERNAL = 1
-COMMANDS = {"report": report_cmd, "compare": compare_cmd, "run": run_cmd, "check": check_cmd}
+COMMANDS = {"run": run_cmd, "report": report_cmd, "compare": compare_cmd, "check": check_cmd, "merge": merge_cmd}
 
 
 def main(argv: Optional[List[str]] = None) -> int:

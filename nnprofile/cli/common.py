@@ -30,6 +30,16 @@ def positive_float(text: str) -> float:
     return value
 
 
+def non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("'%s' is not a number" % text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError("must be 0 or more, not %s" % text)
+    return value
+
+
 class Printer:
     """Lines to stdout as they come; quiet with --quiet; silent once stdout goes away.
 

@@ -5,7 +5,10 @@ nnabla.solvers.Adam`` (``solvers.py`` is ``from .solver import *``), and the
 communicators likewise. A program may reach a factory through any of them, or
 through its own ``from nnabla.solvers import Adam``. So a factory is replaced
 in every loaded module (and every namespace given, such as a notebook's) that
-holds that very object, and each replacement is undone afterwards.
+holds that very object, and each replacement is undone afterwards, also where
+the replacement was copied to meanwhile (a module first imported while the
+program was recorded, such as ``nnabla.solvers`` copying ``nnabla.solver``'s
+names, holds the replacements: it gets the originals back too).
 """
 from __future__ import annotations
 
@@ -18,6 +21,8 @@ class Patches:
 
     def __init__(self) -> None:
         self._done: List[Tuple[Any, str, Any, bool]] = []  # (owner, name, original, owner is a mapping)
+        self._originals: Dict[int, Tuple[Any, Any]] = {}  # id(replacement) -> (replacement, original)
+        self._namespaces: List[MutableMapping[str, Any]] = []
 
     def attribute(self, owner: Any, name: str, replacement: Any) -> None:
         """Replace one attribute (a class's method, a module's function)."""
@@ -29,15 +34,10 @@ class Patches:
         """Replace each original (``id(original) -> (original, replacement)``) in every loaded module
         and every namespace given that holds it. Returns how many bindings were replaced."""
         count = 0
-        owners: List[Tuple[Any, MutableMapping[str, Any], bool]] = []
-        for module in list(sys.modules.values()):
-            try:
-                names: MutableMapping[str, Any] = vars(module)
-            except TypeError:
-                continue
-            owners.append((module, names, False))
-        owners += [(ns, ns, True) for ns in namespaces]
-        for owner, names, is_mapping in owners:
+        for original, replacement in replacements.values():
+            self._originals[id(replacement)] = (replacement, original)
+        self._namespaces += [ns for ns in namespaces if all(ns is not n for n in self._namespaces)]
+        for owner, names, is_mapping in _owners(namespaces):
             try:
                 items = list(names.items())
             except Exception:  # a module whose namespace cannot be read while it changes
@@ -59,13 +59,42 @@ class Patches:
         return count
 
     def undo(self) -> None:
-        """Put back every original, the last replacement first."""
+        """Put back every original, the last replacement first; then wherever a replacement was copied."""
         for owner, name, original, is_mapping in reversed(self._done):
-            try:
-                if is_mapping:
-                    owner[name] = original
-                else:
-                    setattr(owner, name, original)
-            except (AttributeError, TypeError):  # an owner that went away meanwhile
-                pass
+            _put(owner, name, original, is_mapping)
         self._done.clear()
+        if self._originals:
+            for owner, names, is_mapping in _owners(self._namespaces):
+                try:
+                    items = list(names.items())
+                except Exception:
+                    continue
+                for name, value in items:
+                    hit = self._originals.get(id(value))
+                    if hit is not None and hit[0] is value:
+                        _put(owner, name, hit[1], is_mapping)
+        self._originals.clear()
+        self._namespaces.clear()
+
+
+def _owners(namespaces: Iterable[MutableMapping[str, Any]]) -> List[Tuple[Any, MutableMapping[str, Any], bool]]:
+    """Every loaded module's namespace, and the namespaces given."""
+    owners: List[Tuple[Any, MutableMapping[str, Any], bool]] = []
+    for module in list(sys.modules.values()):
+        try:
+            names: MutableMapping[str, Any] = vars(module)
+        except TypeError:
+            continue
+        owners.append((module, names, False))
+    owners += [(ns, ns, True) for ns in namespaces]
+    return owners
+
+
+def _put(owner: Any, name: str, value: Any, is_mapping: bool) -> None:
+    try:
+        if is_mapping:
+            owner[name] = value
+        else:
+            setattr(owner, name, value)
+    except (AttributeError, TypeError):  # an owner that went away meanwhile, or that cannot be set
+        pass

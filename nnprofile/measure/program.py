@@ -16,6 +16,7 @@ any step.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -26,7 +27,7 @@ from .graphs import Graph, Namer, layer_keys, solver_labels, split_by_graph, tra
 from .hookcost import HookCosts
 from .layers import Layer
 from .passes import Pass, SiteReader, group_passes
-from .recorder import FunctionCall, Hooks, InputCall, MonitorCall, Recorder, SolverCall, StepMark
+from .recorder import CommCall, FunctionCall, Hooks, InputCall, MonitorCall, Recorder, SolverCall, StepMark
 from .steps import step_bounds, steps_of
 from .timing import Measurement
 
@@ -78,6 +79,7 @@ class Assembly:
     notes: List[str]
     costs: HookCosts        # what the hooks cost, as taken off (measured in the program where it could be)
     in_program: Optional[Dict[str, float]] = None  # plain and hooked steps' medians, how many, cost
+    origin_ns: int = 0      # the recorder's clock at the timeline's zero (the first kept step's start)
 
 
 def _plain_steps(per_step: List[List[Any]]) -> List[bool]:
@@ -105,6 +107,14 @@ def _median(values: Sequence[float]) -> float:
     return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
 
 
+def _median_error(values: Sequence[float]) -> float:
+    """The standard error of a median, from the median absolute deviation (1.2533 sigma / sqrt(n) for
+    normal spread, sigma = 1.4826 MAD)."""
+    m = _median(values)
+    mad = _median([abs(v - m) for v in values])
+    return 1.2533 * 1.4826 * mad / math.sqrt(len(values))
+
+
 def measured_in_program(chain: HookCosts, hooked: Sequence[Tuple[float, int, int, float]],
                         plain: Sequence[float]) -> Optional[Tuple[HookCosts, Dict[str, float]]]:
     """What the hooks cost in the program itself, from its steps with the hooks (duration, static and
@@ -119,7 +129,12 @@ def measured_in_program(chain: HookCosts, hooked: Sequence[Tuple[float, int, int
         return None
     fixed = _median([n_s * chain.static_total + n_d * chain.dynamic_total for _, n_s, n_d, _ in hooked])
     own = _median([calls for _, _, _, calls in hooked])
-    extra = _median([d for d, _, _, _ in hooked]) - _median(plain) - fixed
+    durations = [d for d, _, _, _ in hooked]
+    extra = _median(durations) - _median(plain) - fixed
+    # An extra that the steps' own spread could make is not the hooks' (a program whose step is mostly
+    # waiting, for data or other ranks, has a spread far above its functions' time).
+    if extra < 2 * math.hypot(_median_error(durations), _median_error(plain)):
+        extra = 0.0
     eviction = min(0.9, max(0.0, extra / own)) if own > 0 else 0.0
     costs = HookCosts(chain.static_total, chain.static_inside, chain.dynamic_total, chain.dynamic_inside, eviction)
     n = _median([n_s + n_d for _, n_s, n_d, _ in hooked])
@@ -143,12 +158,17 @@ def assemble(recorder: Recorder, costs: HookCosts, name: str) -> Assembly:
     hooked_after_skip = [i for i in range(skip, len(bounds)) if not plain[i]]
     kept = hooked_after_skip[:recorder.active]
     plain_kept = [i for i in range(skip, len(bounds)) if plain[i]]
+    # A step's own duration: without nnprofile's work and without the time in collectives, which
+    # is the other ranks' (a rank waiting for a straggler would measure the straggler's hooks).
+    def own(i: int) -> float:
+        return _duration(bounds[i], recorder.excluded) - sum(e.end_ns - e.start_ns for e in per_step[i]
+                                                            if isinstance(e, CommCall))
     in_program = measured_in_program(
-        costs, [(_duration(bounds[i], recorder.excluded),
+        costs, [(own(i),
                  sum(1 for e in per_step[i] if isinstance(e, FunctionCall) and not e.dynamic),
                  sum(1 for e in per_step[i] if isinstance(e, FunctionCall) and e.dynamic),
                  sum(e.end_ns - e.start_ns for e in per_step[i] if isinstance(e, FunctionCall))) for i in kept],
-        [_duration(bounds[i], recorder.excluded) for i in plain_kept])
+        [own(i) for i in plain_kept])
     if in_program is not None:
         costs = in_program[0]
     passes = [group_passes(step, reader) for step in per_step]
@@ -169,6 +189,10 @@ def assemble(recorder: Recorder, costs: HookCosts, name: str) -> Assembly:
     notes = []
     if recorder.iterators:
         notes.append(INPUT_NOTE)
+    if recorder.callback_used:
+        notes.append("the program reduces its gradients with all_reduce_callback: NNabla's backward runs that "
+                     "communication itself, where no hook sees it, so it is inside backward_all and the "
+                     "backward_function entries, not separated from them (the call that sets it up is timed)")
     undetermined = [g.name for g in graphs if g.dynamic and g.key == ("forward only",)]
     if undetermined:
         notes.append("under auto_forward, functions that no backward reached are in the graph '%s': the rule "
@@ -176,7 +200,7 @@ def assemble(recorder: Recorder, costs: HookCosts, name: str) -> Assembly:
                      % undetermined[0])
     return Assembly(sections if any(s.entries for s in sections) else [], builder.timeline,
                     len(bounds) - len(plain_kept), skip, len(kept), how, notes, costs,
-                    in_program[1] if in_program is not None else None)
+                    in_program[1] if in_program is not None else None, builder.origin)
 
 
 def _end(e: Any) -> int:
@@ -283,9 +307,10 @@ class _Builder:
     def program_section(self) -> Section:
         r, c = self.recorder, self.costs
         section = Section(kind=SCRIPT, name=self.name, network="", complete=True)
-        inputs, solvers, monitors, step = _Table(), _Table(), _Table(), _Table()
+        inputs, solvers, monitors, comms, step = _Table(), _Table(), _Table(), _Table(), _Table()
+        moved: Dict[str, List[int]] = {}
         for i in self.kept:
-            for table in (inputs, solvers, monitors, step):
+            for table in (inputs, solvers, monitors, comms, step):
                 table.next_round()
             events = self.per_step[i]
             start, end = self.bounds[i]
@@ -304,6 +329,9 @@ class _Builder:
                     solvers.get((e.solver, e.method)).add(float(e.end_ns - e.start_ns))
                 elif isinstance(e, MonitorCall):
                     monitors.get(e.monitor).add(float(e.end_ns - e.start_ns))
+                elif isinstance(e, CommCall):
+                    comms.get(e.method).add(float(e.end_ns - e.start_ns))
+                    moved.setdefault(e.method, []).append(e.bytes)
             ours = sum(max(0, min(b, end) - max(a, start)) for a, b in r.excluded)
             step.get("step").add(max(0.0, end - start - ours - hooked * c.static_total - dynamic * c.dynamic_total
                                      - own))
@@ -316,6 +344,12 @@ class _Builder:
             entries.append(_entry("%s (%s)" % (method, label), SOLVER_PHASES.get(method, "solver"), s))
         for monitor, s in monitors.series.items():
             entries.append(_entry("monitor (%s)" % monitor, "monitor_loss", s))
+        kind = r.communicators[0] if r.communicators else "communicator"
+        for method, s in comms.series.items():
+            e = _entry("%s (%s)" % (method, kind), "communication", s)
+            sizes = moved.get(method, [])
+            e.bytes_read = int(sum(sizes) / len(sizes)) if sizes else None  # bytes per call
+            entries.append(e)
         if "step" in step.series:
             entries.append(_entry("step", "step", step.series["step"]))
         entries.sort(key=lambda e: PHASES.index(e.phase))  # NNC's order; stable within a phase
@@ -341,6 +375,9 @@ class _Builder:
             elif isinstance(e, MonitorCall):
                 self.timeline.append({"name": "monitor (%s)" % e.monitor, "cat": "monitor",
                                       "start": e.start_ns - o, "end": e.end_ns - o, "args": {}})
+            elif isinstance(e, CommCall):
+                self.timeline.append({"name": e.method, "cat": "communication", "start": e.start_ns - o,
+                                      "end": e.end_ns - o, "args": {"bytes": e.bytes}})
 
     # -- memory --------------------------------------------------------------------------
 

@@ -47,6 +47,9 @@ _getframe = sys._getframe
 SOLVER_CALLS = ("zero_grad", "weight_decay", "update", "clip_grad_by_norm", "scale_grad",
                 "check_inf_grad", "check_nan_grad", "check_inf_or_nan_grad")
 MONITOR_CLASSES = ("MonitorSeries", "MonitorTimeElapsed", "MonitorImage", "MonitorImageTile")
+# A communicator's calls that are timed: its collectives, its set-up and its barrier.
+COMM_CALLS = ("init", "all_reduce", "allreduce", "all_reduce_callback", "reduce", "bcast", "all_gather",
+              "reduce_scatter", "barrier")
 # Creation sites are noted for functions made in the first step and before (a dynamic graph makes
 # them anew every step; its layers are known by position, and named from the first step they ran in).
 SITE_STEPS = 1
@@ -94,6 +97,16 @@ class MonitorCall:
 
 
 @dataclass
+class CommCall:
+    """A communicator's call: a collective (all_reduce, bcast, ...), init or barrier."""
+
+    method: str
+    start_ns: int
+    end_ns: int
+    bytes: int = 0          # the data it moved (what the arrays given hold), 0 where unknown
+
+
+@dataclass
 class StepMark:
     """``nnprofile.step()``: the program says where a step ends."""
 
@@ -109,7 +122,7 @@ class Hooks:
     at_ns: int
 
 
-Event = Union[FunctionCall, SolverCall, InputCall, MonitorCall, StepMark, Hooks]
+Event = Union[FunctionCall, SolverCall, InputCall, MonitorCall, CommCall, StepMark, Hooks]
 
 # After the active steps, this many more run without the function hooks, to measure what the hooks
 # cost in the program itself (steps marked by solver updates or nnprofile.step() only: without
@@ -154,6 +167,65 @@ class _TimedSolver:
 
     def __repr__(self) -> str:
         return repr(self._solver)
+
+
+def _itemsize(array: Any) -> int:
+    try:
+        return int(array.dtype.itemsize)
+    except Exception:  # an NdArray not yet written to has no dtype: NNabla's default, float32
+        return 4
+
+
+def array_bytes(data: Any) -> int:
+    """Bytes held by an NdArray, a Variable, or a list of them (the list's arrays of one dtype, as a
+    list of gradients is); 0 where it cannot tell. Cheap: it runs inside the program's collective."""
+    try:
+        if isinstance(data, (list, tuple)):
+            return sum(d.size for d in data) * _itemsize(data[0]) if data else 0
+        return int(data.size) * _itemsize(data)
+    except Exception:
+        return 0
+
+
+class _TimedCommunicator:
+    """A communicator whose collectives are timed (its type cannot be patched); everything else goes
+    to the real one. ``allreduce`` reduces the gradients of the parameters given to
+    ``add_context_and_parameters``: their bytes are counted from there. A collective's timed
+    method is made once and kept on the proxy (the program calls it every step); it times only
+    while the recording lasts."""
+
+    def __init__(self, comm: Any, recorder: "Recorder"):
+        object.__setattr__(self, "_comm", comm)
+        object.__setattr__(self, "_recorder", recorder)
+        object.__setattr__(self, "_parameter_bytes", 0)
+
+    @property  # type: ignore[misc]
+    def __class__(self):
+        return type(self._comm)
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._comm, name)
+        if name == "add_context_and_parameters":
+            def add(ctx_param_dict: Any) -> Any:
+                try:
+                    params = ctx_param_dict[1]
+                    object.__setattr__(self, "_parameter_bytes", self._parameter_bytes + sum(
+                        array_bytes(v) for v in (params.values() if hasattr(params, "values") else params)))
+                except Exception:
+                    pass
+                return attr(ctx_param_dict)
+            return add
+        if name in COMM_CALLS and callable(attr):
+            timed = self._recorder.timed_comm_call(self, name, attr)
+            object.__setattr__(self, name, timed)
+            return timed
+        return attr
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._comm, name, value)
+
+    def __repr__(self) -> str:
+        return repr(self._comm)
 
 
 class _TimedFunction:
@@ -226,6 +298,9 @@ class Recorder:
         self.parameter_names: Dict[Any, str] = {}
         self.created: Dict[Any, str] = {}
         self.note_sites = True
+        self.communicators: List[str] = []  # the type of each communicator made
+        self.comm_rank: Optional[Tuple[int, int]] = None  # (rank, size) once a communicator is initialised
+        self.callback_used = False  # all_reduce_callback: its communication runs inside backward
         self.excluded: List[Tuple[int, int]] = []  # nnprofile's own work between the program's calls
         self._patches = Patches()
         self._start = 0
@@ -278,6 +353,32 @@ class Recorder:
             if method == "update":
                 self.updates.append(index)
                 self._step_end()
+            return result
+        return call
+
+    def timed_comm_call(self, proxy: Any, method: str, bound: Callable) -> Callable:
+        """A collective, timed from the program's call to its return: the bookkeeping is in it, so that the
+        entry is what the program itself would measure around the call (the first Python after a
+        collective runs on cold caches: tens of microseconds where it costs one when warm)."""
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if not self.recording:
+                return bound(*args, **kwargs)
+            if self.sync is not None:
+                self.sync()
+            start = self.clock()
+            data = args[0] if args else kwargs.get("data", kwargs.get("ndarray_list", kwargs.get("ndarray")))
+            moved = proxy._parameter_bytes if method == "allreduce" else array_bytes(data) if data is not None else 0
+            event = CommCall(method, start, start, moved)
+            result = bound(*args, **kwargs)
+            if self.sync is not None:
+                self.sync()
+            self._break_pass()
+            self.events.append(event)
+            if method == "init":
+                self.comm_rank = (int(getattr(proxy._comm, "rank", 0)), int(getattr(proxy._comm, "size", 1)))
+            elif method == "all_reduce_callback":
+                self.callback_used = True
+            event.end_ns = self.clock()
             return result
         return call
 
@@ -354,6 +455,8 @@ class Recorder:
             original = getattr(parameter_module, name, None)
             if original is not None:
                 replacements[id(original)] = (original, self._snapshot_first(original))
+        for factory in communicator_factories():
+            replacements[id(factory)] = (factory, self._communicator_factory(factory))
         self._patches.everywhere(replacements, self.namespaces)
         for name in dir(function_module):
             factory = getattr(function_module, name)
@@ -398,14 +501,20 @@ class Recorder:
                 self._patches.attribute(cls, "add", self._timed_add(vars(cls)["add"]))
 
     def _wrap_existing_solvers(self) -> None:
-        """Solvers the program made before recording started (a notebook's earlier cell), where a
-        namespace given holds them: replaced by timed ones for the recording."""
+        """Solvers and communicators the program made before recording started (a notebook's earlier
+        cell), where a namespace given holds them: replaced by timed ones for the recording."""
         import nnabla.solver as solver_module
         made: Dict[int, Tuple[Any, Any]] = {}
         for namespace in self.namespaces:
             for name, value in list(namespace.items()):
                 if type(value) is not _TimedSolver and isinstance(value, solver_module.Solver):
                     made.setdefault(id(value), (value, self._track_solver(value)))
+                elif _is_communicator(value) and id(value) not in made:
+                    made[id(value)] = (value, self._track_communicator(value))
+                    try:  # initialised already: it knows its rank
+                        self.comm_rank = (int(value.rank), int(value.size))
+                    except Exception:
+                        pass
         if made:
             self._patches.everywhere(made, self.namespaces)
 
@@ -420,6 +529,20 @@ class Recorder:
                 return solver
             return self._track_solver(solver)
         make.__name__ = getattr(factory, "__name__", "solver")
+        make.__doc__ = getattr(factory, "__doc__", None)
+        return make
+
+    def _track_communicator(self, comm: Any) -> "_TimedCommunicator":
+        self.communicators.append(type(comm).__name__)
+        return _TimedCommunicator(comm, self)
+
+    def _communicator_factory(self, factory: Callable) -> Callable:
+        def make(*args: Any, **kwargs: Any) -> Any:
+            comm = factory(*args, **kwargs)
+            if not self.recording:
+                return comm
+            return self._track_communicator(comm)
+        make.__name__ = getattr(factory, "__name__", "communicator")
         make.__doc__ = getattr(factory, "__doc__", None)
         return make
 
@@ -501,6 +624,34 @@ class Recorder:
         self._patches.undo()
         self.snapshot_parameters()
         self.finished = True
+
+
+COMMUNICATOR_FACTORIES = ("MultiProcessDataParallelCommunicator", "MultiProcessCommunicator",
+                          "MultiProcessDataParalellCommunicator", "Comm", "Dist", "DataParallelCommunicator")
+
+
+def _is_communicator(value: Any) -> bool:
+    """An NNabla communicator (made before recording started): its type has the collectives."""
+    kind = type(value)
+    return kind is not _TimedCommunicator and not isinstance(value, type) and all(
+        callable(getattr(kind, m, None)) for m in ("init", "all_reduce", "bcast", "barrier"))
+
+
+def communicator_factories() -> List[Callable]:
+    """NNabla's communicator factories, each once: bound in nnabla.communicator and
+    nnabla.communicators under several names (MultiProcessDataParallelCommunicator, its aliases Comm,
+    Dist, MultiProcessCommunicator and the misspelled MultiProcessDataParalellCommunicator, and
+    DataParallelCommunicator); none when NNabla cannot import its communicators."""
+    try:
+        import nnabla.communicators as communicators
+    except Exception:
+        return []
+    seen: Dict[int, Callable] = {}
+    for name in COMMUNICATOR_FACTORIES:
+        value = getattr(communicators, name, None)
+        if value is not None and callable(value):
+            seen.setdefault(id(value), value)
+    return list(seen.values())
 
 
 def all_parameters() -> Dict[str, Any]:

@@ -46,8 +46,7 @@ def write_files(contents: Contents, outdir: str) -> List[str]:
 
 def write_all(profile: Profile, outdir: str, save_result: bool = True,
               formats: Optional[Sequence[str]] = None) -> List[str]:
-    """Write every output file (and result.json); returns the paths."""
-    written = write_files(render(profile, formats), outdir)
-    if save_result:
-        written.append(result_file.save(profile, outdir))
-    return written
+    """Write result.json (first: the data, should the process be stopped while the rest renders) and
+    every output file; returns the paths."""
+    written = [result_file.save(profile, outdir)] if save_result else []
+    return written + write_files(render(profile, formats), outdir)

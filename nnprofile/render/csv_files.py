@@ -11,6 +11,7 @@ from typing import Callable, List, Optional
 
 from ..analysis import Analysis, analyze
 from ..analysis.advice import summary_rows as advice_rows
+from ..analysis.ranks import RANK_COLUMNS, STEP_COLUMNS, advice_rows as rank_advice_rows, rank_rows, step_rows
 from ..result import Entry, Profile, format_ms, ms
 from .base import Contents
 from .safe import csv_text
@@ -24,7 +25,7 @@ DETAIL_COLUMNS = ["section", "label", "phase", "layer", "layer_type", "class", "
                   "calls_per_sample", "overhead_ns", "output_shape", "params", "flops", "bytes_read",
                   "bytes_written", "gflops_per_s", "flop_per_byte", "coverage", "section_complete", "layer_id", "rounds",
                   "entry_complete", "run_cv", "output_bytes", "parameter_bytes", "gradient_bytes",
-                  "input_gradient_bytes", "source"]
+                  "input_gradient_bytes", "source", "rank_cv"]
 
 
 def profile_rows(profile: Profile) -> List[List[str]]:
@@ -85,7 +86,7 @@ def detail_rows(profile: Profile, analysis: Optional[Analysis] = None) -> List[L
                            "" if e.run_cv is None else "%.4f" % e.run_cv]
                         + ["" if v is None else v for v in (e.output_bytes, e.parameter_bytes, e.gradient_bytes,
                                                             e.input_gradient_bytes)]
-                        + [csv_text(e.source or "")])
+                        + [csv_text(e.source or ""), "" if e.rank_cv is None else "%.4f" % e.rank_cv])
     return rows
 
 
@@ -103,6 +104,8 @@ def summary_rows(profile: Profile, analysis: Optional[Analysis] = None) -> List[
     """The step breakdown, top layers and advice of every complete training section."""
     analysis = analysis or analyze(profile)
     rows: List[List[object]] = [list(SUMMARY_COLUMNS)]
+    if analysis.ranks is not None:
+        rows.extend([csv_text(cell) for cell in row] + [""] for row in rank_advice_rows(analysis.ranks))
     for a in analysis.sections:
         if a.step is not None:
             rows.extend([csv_text(cell) for cell in row] + [""] for row in advice_rows(a.step))
@@ -110,6 +113,28 @@ def summary_rows(profile: Profile, analysis: Optional[Analysis] = None) -> List[
     return rows
 
 
+RANKS = "ranks.csv"
+RANK_STEPS = "rank_steps.csv"
+
+
+def _cell(x: object) -> object:
+    if x is None:
+        return ""
+    if isinstance(x, bool):
+        return int(x)
+    return csv_text(x) if isinstance(x, str) else x
+
+
 def files(profile: Profile, analysis: Analysis) -> Contents:
-    return {PROFILE: _csv(profile_rows(profile)), DETAIL: _csv(detail_rows(profile, analysis)),
-            SUMMARY: _csv(summary_rows(profile, analysis))}
+    out: Contents = {PROFILE: _csv(profile_rows(profile)), DETAIL: _csv(detail_rows(profile, analysis)),
+           SUMMARY: _csv(summary_rows(profile, analysis))}
+    if analysis.ranks is not None:  # a merged view: a row per rank, and per step and rank
+        r = analysis.ranks
+        out[RANKS] = _csv([RANK_COLUMNS] + [[_cell(x) for x in row] for row in rank_rows(r)])
+        head: List[object] = [*STEP_COLUMNS, "rank", "busy_ms", "wait_ms"]
+        steps: List[List[object]] = [head]
+        for s, row in zip(r.steps, step_rows(r)):
+            for rank, busy, wait in zip(r.ranks, s.busy_ms, s.wait_ms):
+                steps.append([_cell(x) for x in row] + [rank.rank, round(busy, 6), round(wait, 6)])
+        out[RANK_STEPS] = _csv(steps)
+    return out

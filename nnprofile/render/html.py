@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional
 from ..analysis import Analysis, SectionAnalysis, charted_layers
 from ..analysis.advice import per_step_ms
 from ..analysis.precision import sampling_line
+from ..analysis.ranks import RanksAnalysis, summary_lines as ranks_lines
 from .log import section_line
 from ..result import Entry, Profile, Section
 from .base import Contents
@@ -24,7 +25,8 @@ NAME = "html"
 FILENAME = "report.html"
 HEADER_KEYS = (("project", "project"), ("context", "context"), ("implementation_classes", "implementation classes"),
                ("nnprofile", "nnprofile"), ("nnabla", "nnabla"), ("machine", "machine"), ("date", "date"),
-               ("mode", "mode"), ("sampling", "sampling rule"), ("batch_size", "batch size"))
+               ("mode", "mode"), ("sampling", "sampling rule"), ("batch_size", "batch size"),
+               ("world_size", "world size"), ("rank", "rank"), ("ranks_merged", "ranks merged"), ("hosts", "hosts"))
 
 
 def _rse(e: Entry) -> Optional[float]:
@@ -78,13 +80,31 @@ def _section(a: SectionAnalysis, profile: Profile) -> Dict[str, Any]:
     return data
 
 
+def _ranks(r: RanksAnalysis) -> Dict[str, Any]:
+    """A merged view's ranks: the analysis's lines (but the per-rank ones, which the chart and table show),
+    each rank's parts (communication split into transfer and waiting), the steps, the advice."""
+    named = r.straggler.rank if r.straggler is not None and r.straggler.named else None
+    ranks = []
+    for x in r.ranks:
+        parts = {p: x.parts[p] for p in ("input", "forward", "backward", "update", "monitor", "other")}
+        parts["transfer"] = max(0.0, x.parts["communication"] - x.wait_ms)
+        parts["waiting"] = x.wait_ms
+        ranks.append({"rank": x.rank, "host": x.host, "step": x.step_ms, "busy": x.busy_ms, "parts": parts,
+                      "communication": x.parts["communication"], "ratio": r.busy_ratio(x), "straggler": x.rank == named})
+    return {"lines": [line for line in ranks_lines(r) if not line.startswith(("Rank ", "Advice: "))],
+            "ranks": ranks, "advice": [{"rule": a.rule, "text": a.text, "evidence": a.evidence} for a in r.advice],
+            "steps": [{"step": s.step, "slowest": s.slowest, "spread": s.busy_spread_ms, "last_in": s.last_in}
+                      for s in r.steps]}
+
+
 def report_data(profile: Profile, analysis: Analysis, trace: Optional[str]) -> Dict[str, Any]:
     def shown(value: object) -> str:
         return ", ".join(str(x) for x in value) if isinstance(value, list) else str(value)
     header = [[label, shown(profile.header[key])] for key, label in HEADER_KEYS
               if profile.header.get(key) not in (None, "", [])]
     return {"header": header, "notes": profile.notes, "complete": profile.complete, "failure": profile.failure,
-            "trace": trace, "sections": [_section(a, profile) for a in analysis.sections]}
+            "trace": trace, "sections": [_section(a, profile) for a in analysis.sections],
+            "ranks": _ranks(analysis.ranks) if analysis.ranks is not None else None}
 
 
 def _json_for_html(data: Dict[str, Any]) -> str:

@@ -8,6 +8,7 @@ from typing import List, Optional
 from ..analysis import SPREAD_FLOOR_MS, Analysis, SectionAnalysis, analyze
 from ..analysis.advice import summary_lines
 from ..analysis.precision import listed, sampling_line
+from ..analysis.ranks import summary_lines as ranks_lines
 from ..result import Entry, Profile, Section, format_ms
 from .base import Contents
 
@@ -142,6 +143,8 @@ def footer_lines(profile: Profile) -> List[str]:
 def render(profile: Profile, analysis: Optional[Analysis] = None) -> str:
     analysis = analysis or analyze(profile)
     lines = header_lines(profile)
+    if analysis.ranks is not None:
+        lines.extend(ranks_lines(analysis.ranks))
     for section in profile.sections:
         lines.append(section_line(section))
         lines.extend(entry_line(e) for e in section.entries)

@@ -1,6 +1,7 @@
 """trace.json.gz: the timeline in the Chrome Trace Event format, for Perfetto UI and chrome://tracing.
 
-Complete events (``"ph": "X"``) on one thread, nested step > pass (forward,
+Complete events (``"ph": "X"``) on one thread (in a merged view of ranks, one
+process per rank, its clock aligned as the merge states), nested step > pass (forward,
 backward) > layer, with the solver calls inside their step; times are whole
 nanoseconds written as microseconds with three decimals, so a child that
 lies inside its parent in nanoseconds still does after any reader's rounding
@@ -32,19 +33,34 @@ def _us(ns: float) -> float:
 
 
 def trace_events(profile: Profile) -> List[Dict[str, Any]]:
+    """The events: one process, or in a merged view one process per rank (its pid the rank + 1), on the
+    clocks the merge aligned."""
     title = str(profile.header.get("project", "nnabla program"))
-    events: List[Dict[str, Any]] = [
-        {"ph": "M", "pid": PID, "tid": TID, "name": "process_name", "args": {"name": "nnprofile: %s" % title}},
-        {"ph": "M", "pid": PID, "tid": TID, "name": "thread_name", "args": {"name": "main thread"}},
-    ]
-    ordered = sorted(profile.timeline, key=lambda e: (int(e["start"]), -int(e["end"]),
+    ranks = sorted({int(e["rank"]) for e in profile.timeline if "rank" in e})
+    if ranks:
+        method = str(profile.ranks.get("clock", {}).get("method", ""))
+        hosts = {int(r.get("rank", -1)): r.get("host", "") for r in profile.ranks.get("ranks", [])}
+        events: List[Dict[str, Any]] = []
+        for rank in ranks:
+            events += [{"ph": "M", "pid": rank + 1, "tid": TID, "name": "process_name",
+                        "args": {"name": "rank %d (%s): %s" % (rank, hosts.get(rank) or "?", title)}},
+                       {"ph": "M", "pid": rank + 1, "tid": TID, "name": "process_sort_index", "args": {"sort_index": rank}},
+                       {"ph": "M", "pid": rank + 1, "tid": TID, "name": "thread_name",
+                        "args": {"name": "main thread (clocks: %s)" % method}}]
+    else:
+        events = [
+            {"ph": "M", "pid": PID, "tid": TID, "name": "process_name", "args": {"name": "nnprofile: %s" % title}},
+            {"ph": "M", "pid": PID, "tid": TID, "name": "thread_name", "args": {"name": "main thread"}},
+        ]
+    ordered = sorted(profile.timeline, key=lambda e: (int(e.get("rank", 0)), int(e["start"]), -int(e["end"]),
                                                        CATEGORY_DEPTH.get(e["cat"], 2)))
-    curves = {s.title: s.memory.get("curve", []) for s in profile.sections if s.memory}
+    curves = {s.title: s.memory.get("curve", []) for s in profile.sections if s.memory} if not ranks else {}
     counters: List[Dict[str, Any]] = []
     current: Dict[str, Any] = {}
     for e in ordered:
         start, end = int(e["start"]), int(e["end"])
-        events.append({"ph": "X", "pid": PID, "tid": TID, "name": e["name"], "cat": e["cat"],
+        pid = int(e["rank"]) + 1 if "rank" in e else PID
+        events.append({"ph": "X", "pid": pid, "tid": TID, "name": e["name"], "cat": e["cat"],
                        "ts": _us(start), "dur": _us(end - start), "args": e.get("args", {})})
         args = e.get("args", {})
         if "section" in args and e["cat"] in ("forward", "backward"):  # a pass: its functions follow

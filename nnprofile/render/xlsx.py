@@ -1,6 +1,7 @@
 """profile.xlsx: the tutorial's spreadsheet, made for the user.
 
-One sheet per section with the entries as numbers, a colour scale over the
+One sheet per section with the entries as numbers (and, first, a Ranks sheet
+in a merged view of a distributed run), a colour scale over the
 forward and backward rows (what the NNC tutorial applies by hand), and a bar
 chart of forward and backward time per layer; an Info sheet says how the
 figures were taken. Written with XlsxWriter (twice as fast as openpyxl at
@@ -15,6 +16,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..analysis import Analysis, SectionAnalysis, analyze, charted_layers
 from ..analysis.advice import summary_rows as advice_rows
+from ..analysis.ranks import RANK_COLUMNS, STEP_COLUMNS, RanksAnalysis, rank_rows, step_rows
+from ..analysis.ranks import summary_lines as ranks_lines
 from ..choices import LAYER_PHASES
 from ..result import Profile, Section, ms
 from .base import Contents
@@ -40,7 +43,7 @@ def sheet_names(profile: Profile) -> List[str]:
         for ch in '[]:*?/\\':
             base = base.replace(ch, "_")
         name, n = base, 2
-        while name in names or name in ("Info", "Summary"):
+        while name in names or name in ("Info", "Summary", "Ranks"):
             name = "%s~%d" % (base[:26], n)
             n += 1
         names.append(name)
@@ -196,6 +199,48 @@ def _summary_sheet(book: _Book, ws: Any, rows: List[List[object]]) -> None:
         ws.insert_chart(1, 8, pie)
 
 
+RANK_FORMATS = {**{c: MS_FORMAT for c in range(3, 14)}, 14: "0.00"}
+# The parts a rank's bar stacks (columns of RANK_COLUMNS): its step, communication (waiting included) last.
+RANK_BAR_PARTS = ("input_ms", "forward_ms", "backward_ms", "update_ms", "monitor_ms", "other_ms", "communication_ms")
+
+
+def _ranks_sheet(book: _Book, ws: Any, r: RanksAnalysis) -> None:
+    """A merged view's ranks: a row per rank (busy time coloured), a bar of each rank's step by part, what
+    the analysis found, and the steps."""
+    for col, width in enumerate([13, 16, 18, 24] + [15] * 10 + [11, 10, 10]):
+        ws.set_column(col, col, width)
+    ws.freeze_panes(1, 1)
+    ws.write_row(0, 0, RANK_COLUMNS, book.bold)
+    rows = rank_rows(r)
+    for i, row in enumerate(rows, start=1):
+        _write_row(book, ws, i, row, RANK_FORMATS)
+    n = len(rows)
+    busy = RANK_COLUMNS.index("busy_ms")
+    ws.conditional_format(1, busy, n, busy, {
+        "type": "3_color_scale", "min_color": "#" + COLOUR_LOW, "mid_color": "#" + COLOUR_MID,
+        "max_color": "#" + COLOUR_HIGH, "mid_type": "percentile", "mid_value": 50})
+    at = n + 2
+    for line in ranks_lines(r):
+        ws.write_string(at, 0, line)
+        at += 1
+    at += 1
+    ws.write_row(at, 0, STEP_COLUMNS, book.bold)
+    for i, row in enumerate(step_rows(r), start=at + 1):
+        _write_row(book, ws, i, row, {2: MS_FORMAT})
+    chart = book.wb.add_chart({"type": "bar", "subtype": "stacked"})
+    colours = ("#54A24B", "#4C78A8", "#F58518", "#B279A2", "#9D755D", "#BAB0AC", "#E45756")
+    for part, colour in zip(RANK_BAR_PARTS, colours):
+        col = RANK_COLUMNS.index(part)
+        chart.add_series({"name": [ws.name, 0, col], "categories": [ws.name, 1, 0, n, 0],
+                          "values": [ws.name, 1, col, n, col], "fill": {"color": colour}})
+    chart.set_title({"name": "Each rank's step (ms)"})
+    chart.set_x_axis({"name": "ms"})
+    chart.set_y_axis({"name": "rank", "reverse": True, "crossing": "max", "interval_unit": 1})
+    chart.set_legend({"position": "bottom"})
+    chart.set_size({"width": 760, "height": int(max(7.5, 0.6 * n + 4) * 37.8)})
+    ws.insert_chart(0, len(RANK_COLUMNS) + 1, chart)
+
+
 RULE = ("each entry is sampled in rounds over the whole section; the time shown is the mean of its round "
         "means, leaving out the rounds in which the machine ran more than the drift threshold slower than "
         "its usual speed (the lower quartile of the rounds); median, std, min, max and p90 are over all "
@@ -236,6 +281,8 @@ def workbook_bytes(profile: Profile, analysis: Optional[Analysis] = None) -> byt
     analysis = analysis or analyze(profile)
     buffer = io.BytesIO()
     book = _Book(buffer, _profile_time(profile))
+    if analysis.ranks is not None:  # a merged view of ranks: who is slow comes first
+        _ranks_sheet(book, book.wb.add_worksheet("Ranks"), analysis.ranks)
     for name, section in zip(sheet_names(profile), profile.sections):
         ws = book.wb.add_worksheet(name)
         if not section.complete:

@@ -26,6 +26,11 @@ Versions:
      and backward passes per step) and one for the program's step (kind ``script``); entries may
      carry ``source``, where the program created the layer ("train.py:42"). Version 3 files of
      programs (one ``script`` section holding every layer) load as they were.
+  5. distributed runs: a merged view of several ranks carries ``ranks`` (the world, each rank's
+     step parts per step, how the clocks were aligned; see ``nnprofile.distributed.merge``), its
+     entries ``rank_means`` (each rank's mean) and its timeline events their ``rank``; a rank's
+     own result states ``rank``, ``world_size``, ``launch``, ``host`` and ``clock_origin_ns`` in
+     its header. Earlier files are of one process: empty ``ranks``.
 """
 from __future__ import annotations
 
@@ -40,7 +45,7 @@ from .model import Entry, Profile, Section
 
 FILENAME = "result.json"
 FORMAT = "nnprofile-result"
-VERSION = 4
+VERSION = 5
 _ENTRY_FIELDS = {f.name for f in fields(Entry)}
 _ENTRY_ORDER = [f.name for f in fields(Entry)]
 # Defaults of the entry's fields: a field at its default is left out of the file.
@@ -99,8 +104,8 @@ def to_dict(profile: Profile) -> Dict[str, Any]:
                          "reference_ns": s.reference_ns, "sampling": s.sampling, "info": s.info,
                          "entries": [entry_dict(e) for e in s.entries]})
     return {"format": FORMAT, "version": VERSION, "header": profile.header, "notes": profile.notes,
-            "complete": profile.complete, "failure": profile.failure, "sections": sections,
-            "timeline": profile.timeline}
+            "complete": profile.complete, "failure": profile.failure, "ranks": profile.ranks,
+            "sections": sections, "timeline": profile.timeline}
 
 
 def dumps(profile: Profile) -> str:
@@ -109,6 +114,7 @@ def dumps(profile: Profile) -> str:
     out = ["{"]
     for key in ("format", "version", "header", "notes", "complete", "failure"):
         out.append(" %s: %s," % (json.dumps(key), json.dumps(data[key], indent=1).replace("\n", "\n ")))
+    out.append(' "ranks": %s,' % _ranks_text(data["ranks"]))
     out.append(' "sections": [')
     for i, section in enumerate(data["sections"]):
         entries = section.pop("entries")
@@ -122,6 +128,16 @@ def dumps(profile: Profile) -> str:
     out.append(" ]")
     out.append("}")
     return "\n".join(line for line in out if line) + "\n"
+
+
+def _ranks_text(ranks: Dict[str, Any]) -> str:
+    """The ranks block: its top readable, one line per rank."""
+    if not ranks:
+        return "{}"
+    head = {k: v for k, v in ranks.items() if k != "ranks"}
+    rows = ",\n   ".join(json.dumps(r, separators=(",", ":")) for r in ranks.get("ranks", []))
+    top = json.dumps(head, separators=(",", ":"))[:-1]
+    return "%s%s\n  \"ranks\":[\n   %s]}" % (top, "," if head else "", rows)
 
 
 def _v1_to_v2(data: Dict[str, Any]) -> Dict[str, Any]:
@@ -155,7 +171,14 @@ def _v3_to_v4(data: Dict[str, Any]) -> Dict[str, Any]:
     return data
 
 
-UPGRADES: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
+def _v4_to_v5(data: Dict[str, Any]) -> Dict[str, Any]:
+    """Version 5 added the merged view of ranks; earlier results are of one process."""
+    data.setdefault("ranks", {})
+    return data
+
+
+UPGRADES: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4,
+                                                                   4: _v4_to_v5}
 
 
 def upgrade(data: Dict[str, Any]) -> Dict[str, Any]:
@@ -187,7 +210,7 @@ def from_dict(data: Dict[str, Any]) -> Profile:
                                 sampling=dict(s.get("sampling", {})), info=dict(s.get("info", {}))))
     return Profile(header=dict(data.get("header", {})), notes=list(data.get("notes", [])),
                    sections=sections, complete=data.get("complete", False), failure=data.get("failure"),
-                   timeline=list(data.get("timeline", [])))
+                   timeline=list(data.get("timeline", [])), ranks=dict(data.get("ranks", {})))
 
 
 def save(profile: Profile, outdir: str) -> str:

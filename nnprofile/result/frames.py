@@ -18,7 +18,7 @@ COLUMNS = ["section", "label", "phase", "layer", "layer_id", "layer_type", "clas
            "mean_ms", "median_ms", "std_ms", "min_ms", "max_ms", "p90_ms", "runs", "rse",
            "calls_per_sample", "overhead_ns", "output_shape", "params", "flops", "bytes_read",
            "bytes_written", "gflops_per_s", "flop_per_byte", "dtype", "section_kind", "section_complete",
-           "rounds", "run_cv", "entry_complete", "source"]
+           "rounds", "run_cv", "entry_complete", "source", "rank_cv"]
 INTEGER_COLUMNS = ["layer_id", "runs", "calls_per_sample", "params", "flops", "bytes_read", "bytes_written",
                    "rounds"]
 
@@ -41,6 +41,7 @@ def profile_records(profile: "Profile") -> List[Dict[str, Any]]:
                 "gflops_per_s": e.gflops_per_s, "flop_per_byte": e.arithmetic_intensity,
                 "dtype": e.dtype, "section_kind": section.kind, "section_complete": section.complete,
                 "rounds": s.rounds, "run_cv": e.run_cv, "entry_complete": e.complete, "source": e.source,
+                "rank_cv": e.rank_cv,
             })
     return records
 
@@ -52,7 +53,7 @@ def profile_frame(profile: "Profile") -> "pandas.DataFrame":
     for column in INTEGER_COLUMNS:
         frame[column] = frame[column].astype("Int64")
     for column in ("mean_ms", "median_ms", "std_ms", "min_ms", "max_ms", "p90_ms", "rse",
-                   "overhead_ns", "gflops_per_s", "flop_per_byte", "run_cv"):
+                   "overhead_ns", "gflops_per_s", "flop_per_byte", "run_cv", "rank_cv"):
         frame[column] = frame[column].astype("float64")
     frame["in_place"] = frame["in_place"].astype(bool)
     frame["section_complete"] = frame["section_complete"].astype(bool)

@@ -57,6 +57,9 @@ class Entry:
     run_means: List[float] = field(default_factory=list)
     # A recorded program's layer: where the program created it ("train.py:42"), None where not known.
     source: Optional[str] = None
+    # A merged view of several ranks: the entry's mean (ms) on each rank, in the order of
+    # ``Profile.ranks["ranks"]``; None for a rank without the entry.
+    rank_means: List[Optional[float]] = field(default_factory=list)
 
     @property
     def stats(self) -> Stats:
@@ -95,6 +98,19 @@ class Entry:
         if mean <= 0:
             return None
         return (sum((m - mean) ** 2 for m in self.run_means) / (n - 1)) ** 0.5 / mean
+
+    @property
+    def rank_cv(self) -> Optional[float]:
+        """Coefficient of variation of the entry's means across ranks (a merged view), None with fewer
+        than two ranks holding it."""
+        means = [m for m in self.rank_means if m is not None]
+        n = len(means)
+        if n < 2:
+            return None
+        mean = sum(means) / n
+        if mean <= 0:
+            return None
+        return (sum((m - mean) ** 2 for m in means) / (n - 1)) ** 0.5 / mean
 
     @property
     def is_layer_work(self) -> bool:
@@ -180,13 +196,22 @@ class Profile:
     complete: bool = False
     failure: Optional[str] = None
     # A recorded program's timeline (the active steps): events with a name, a category
-    # (step, forward, backward, update), start and end in ns from the first active step, args.
+    # (step, forward, backward, update), start and end in ns from the first active step, args;
+    # in a merged view, each event carries the ``rank`` it comes from, on clocks aligned.
     timeline: List[Dict[str, Any]] = field(default_factory=list)
+    # A merged view of the ranks of a distributed run (see ``nnprofile.distributed.merge``): the
+    # world, each rank's step parts per step, how the clocks were aligned; empty otherwise.
+    ranks: Dict[str, Any] = field(default_factory=dict)
 
     def to_dataframe(self) -> "pandas.DataFrame":
         """One row per entry, in log order, every figure as a number (see ``nnprofile.result.frames``)."""
         from .frames import profile_frame
         return profile_frame(self)
+
+    def ranks_dataframe(self) -> "pandas.DataFrame":
+        """A merged view's ranks: one row per rank, its step and parts (ms per step); empty otherwise."""
+        from ..analysis.ranks import analyze_ranks, ranks_frame
+        return ranks_frame(analyze_ranks(self))
 
     def labels(self) -> List[str]:
         """Every entry's label, section after section, in log order."""

@@ -1,0 +1,430 @@
+"""The ranks of a distributed run, side by side: who is slow, why, and who waits for it.
+
+Pure functions over a merged profile's ``ranks`` data (see
+``nnprofile.distributed.merge``): each rank's step parts, per step. In
+data-parallel training every rank leaves each collective together, so their
+steps last alike; what differs is where the time goes. A rank that arrives
+late at a collective makes the others wait inside it. So:
+
+- a rank's *wait* in a step is its time in collectives beyond the least any
+  rank spent in them that step (that least is the transfer itself);
+- its *busy* time is its step without that wait: the work it does itself;
+- the *straggler* is the rank whose busy time is the most above the other
+  ranks' median; it is named when that is more than 10 % with 95 %
+  confidence over the steps (Student's t on the per-step ratios), with the
+  part of its step that is slower as evidence, and, where the clocks are
+  aligned, how often it entered the step's longest collective last (as
+  Holistic Trace Analysis finds stragglers).
+"""
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+
+from ..choices import LAYER_PHASES
+from ..result import Profile
+from ..stats import mean_ci
+from .advice import INPUT_BOUND_SHARE, Advice
+
+if TYPE_CHECKING:
+    import pandas
+
+# The parts of a rank's step, as stored per step; "other" is what they leave of the step.
+STORED_PARTS = ("input", "forward", "backward", "update", "monitor", "communication")
+PARTS = STORED_PARTS + ("other",)
+STRAGGLER_FACTOR = 0.10       # a rank busy more than 10 % above the others' median is a straggler
+COMMUNICATION_SHARE = 0.20    # communication over this share of the step is said
+LAYER_SPREAD_FLOOR_MS = 0.05  # layers shorter than this are left out of the spread across ranks
+LISTED_RANKS = 16             # the log lists every rank up to this many, else the slowest
+
+
+@dataclass(frozen=True)
+class RankTime:
+    """One rank's step, per step on average over the steps every rank recorded (ms)."""
+
+    rank: int
+    host: str
+    steps: int
+    parts: Dict[str, float]  # PARTS -> ms per step
+    wait_ms: float           # of communication: waiting inside collectives for slower ranks
+    complete: bool = True
+    failure: Optional[str] = None
+
+    @property
+    def step_ms(self) -> float:
+        return sum(self.parts.values())
+
+    @property
+    def busy_ms(self) -> float:
+        return self.step_ms - self.wait_ms
+
+    @property
+    def compute_ms(self) -> float:
+        return self.parts["forward"] + self.parts["backward"] + self.parts["update"]
+
+
+@dataclass(frozen=True)
+class StepSpread:
+    """One step across the ranks."""
+
+    step: int
+    slowest: int              # the rank with the most busy time
+    busy_spread_ms: float     # the most busy time minus the least
+    last_in: Optional[int]    # the rank that entered the step's longest collective last (clocks aligned)
+    busy_ms: Tuple[float, ...] = ()   # per rank, in the order of RanksAnalysis.ranks
+    wait_ms: Tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class Straggler:
+    rank: int
+    ratio: float              # its busy time over the other ranks' median, mean over steps
+    low: Optional[float]      # 95 % interval of that mean (None with one step)
+    high: Optional[float]
+    steps: int
+    named: bool               # the interval lies above 1 + STRAGGLER_FACTOR
+    part: Optional[str]       # the part of its step most above the others' (evidence)
+    part_ms: float = 0.0
+    others_part_ms: float = 0.0
+    last_in: int = 0          # steps in which it entered the longest collective last
+    last_in_steps: int = 0    # steps where that could be told
+
+    def interval(self) -> str:
+        if self.low is None or self.high is None:
+            return "one step: no interval"
+        return "95%% interval %.2fx to %.2fx over %d steps" % (self.low, self.high, self.steps)
+
+    def evidence(self) -> str:
+        parts = []
+        if self.part is not None:
+            parts.append("%s %.3f ms a step against %.3f ms (the other ranks' median)"
+                         % (self.part, self.part_ms, self.others_part_ms))
+        if self.last_in_steps:
+            parts.append("entered the step's longest collective last in %d of %d steps"
+                         % (self.last_in, self.last_in_steps))
+        return "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class LayerSpread:
+    """How far the layers' means differ across ranks (coefficient of variation)."""
+
+    layers: int
+    median_cv: float
+    worst_cv: float
+    worst: str
+    worst_section: str
+
+
+@dataclass
+class RanksAnalysis:
+    size: int
+    ranks: List[RankTime]
+    missing: List[int]
+    stale: List[int]
+    launcher: str
+    clock: str                   # how the timelines were aligned
+    steps: List[StepSpread]
+    straggler: Optional[Straggler]
+    layer_spread: Optional[LayerSpread]
+    advice: List[Advice] = field(default_factory=list)
+
+    @property
+    def wait_ms(self) -> float:
+        """All ranks' waiting together, per step."""
+        return sum(r.wait_ms for r in self.ranks)
+
+    def rank(self, k: int) -> RankTime:
+        return next(r for r in self.ranks if r.rank == k)
+
+    def busy_ratio(self, r: RankTime) -> Optional[float]:
+        """A rank's busy time over the other ranks' median (None with one rank)."""
+        return _ratio_to_others(r.busy_ms, sorted(x.busy_ms for x in self.ranks))
+
+    def to_dataframe(self) -> "pandas.DataFrame":
+        return ranks_frame(self)
+
+
+def _median(ordered: Sequence[float]) -> float:
+    n = len(ordered)
+    return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+
+
+def _ratio_to_others(value: float, ordered: List[float]) -> Optional[float]:
+    """``value`` over the median of ``ordered`` (sorted, holding ``value`` once) without it."""
+    if len(ordered) < 2:
+        return None
+    i = bisect.bisect_left(ordered, value)
+    others = ordered[:i] + ordered[i + 1:]
+    median = _median(others)
+    return value / median if median > 0 else None
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def analyze_ranks(profile: Profile) -> Optional[RanksAnalysis]:
+    """The ranks of a merged view; None for a profile of one process."""
+    data = profile.ranks
+    if not data or not data.get("ranks"):
+        return None
+    rows: List[Dict[str, Any]] = data["ranks"]
+    steps: List[int] = list(data.get("steps", []))
+    n_steps = len(steps)
+    # Per step and rank: the parts, the step (the parts and what they leave), communication.
+    parts_at = [[{p: float((r["parts_ns"].get(p) or [0.0] * n_steps)[i]) for p in STORED_PARTS}
+                 for r in rows] for i in range(n_steps)]
+    step_at = [[max(float(r["step_ns"][i]), sum(parts_at[i][k].values())) for k, r in enumerate(rows)]
+               for i in range(n_steps)]
+    wait_at = []
+    for i in range(n_steps):
+        comm = [p["communication"] for p in parts_at[i]]
+        least = min(comm) if comm else 0.0
+        wait_at.append([c - least for c in comm])
+    busy_at = [[step_at[i][k] - wait_at[i][k] for k in range(len(rows))] for i in range(n_steps)]
+
+    ranks = []
+    for k, r in enumerate(rows):
+        parts = {p: _mean([parts_at[i][k][p] for i in range(n_steps)]) / 1e6 for p in STORED_PARTS}
+        parts["other"] = _mean([step_at[i][k] - sum(parts_at[i][k].values()) for i in range(n_steps)]) / 1e6
+        ranks.append(RankTime(int(r["rank"]), str(r.get("host", "")), n_steps, parts,
+                              _mean([wait_at[i][k] for i in range(n_steps)]) / 1e6,
+                              bool(r.get("complete", True)), r.get("failure")))
+
+    aligned = not str(data.get("clock", {}).get("method", "")).startswith("not aligned")
+    enter = [(r.get("collective") or {}).get("enter_ns") or [None] * n_steps for r in rows]
+    spreads = []
+    for i, step in enumerate(steps):
+        busy = busy_at[i]
+        slowest = max(range(len(rows)), key=lambda k: busy[k])
+        times = [(enter[k][i], k) for k in range(len(rows)) if i < len(enter[k]) and enter[k][i] is not None]
+        last_in = rows[max(times)[1]]["rank"] if aligned and len(times) == len(rows) and len(rows) > 1 else None
+        spreads.append(StepSpread(step, int(rows[slowest]["rank"]), (max(busy) - min(busy)) / 1e6,
+                                  last_in, tuple(b / 1e6 for b in busy), tuple(w / 1e6 for w in wait_at[i])))
+
+    analysis = RanksAnalysis(size=int(data.get("size", len(rows))), ranks=ranks,
+                             missing=list(data.get("missing", [])), stale=list(data.get("stale", [])),
+                             launcher=str(data.get("launcher", "")),
+                             clock=str(data.get("clock", {}).get("method", "")), steps=spreads,
+                             straggler=_straggler(ranks, busy_at, parts_at, spreads),
+                             layer_spread=_layer_spread(profile))
+    analysis.advice = [a for rule in RULES for a in rule(analysis)]
+    return analysis
+
+
+def _straggler(ranks: List[RankTime], busy_at: List[List[float]], parts_at: List[List[Dict[str, float]]],
+               spreads: List[StepSpread]) -> Optional[Straggler]:
+    """The rank most busy above the others, with the interval of that over the steps."""
+    if len(ranks) < 2 or not busy_at:
+        return None
+    k = max(range(len(ranks)), key=lambda j: ranks[j].busy_ms)
+    ratios = []
+    for busy in busy_at:
+        others = sorted(b for j, b in enumerate(busy) if j != k)
+        median = _median(others)
+        if median > 0:
+            ratios.append(busy[k] / median)
+    if not ratios:
+        return None
+    ratio, low, high = mean_ci(ratios)
+    # The evidence: the part of its step (communication aside) most above the others' median.
+    excess = []
+    for p in PARTS:
+        if p == "communication":
+            continue
+        mine = ranks[k].parts[p]
+        others = sorted(r.parts[p] for j, r in enumerate(ranks) if j != k)
+        excess.append((mine - _median(others), p, mine, _median(others)))
+    gap, part, mine, theirs = max(excess)
+    rank = ranks[k].rank
+    told = [s for s in spreads if s.last_in is not None]
+    return Straggler(rank, ratio, low, high, len(ratios), low is not None and low > 1 + STRAGGLER_FACTOR,
+                     part if gap > 0 else None, mine, theirs, sum(1 for s in told if s.last_in == rank), len(told))
+
+
+def _layer_spread(profile: Profile) -> Optional[LayerSpread]:
+    cvs = []
+    for s in profile.sections:
+        for e in s.entries:
+            if e.phase in LAYER_PHASES and e.mean_ms > LAYER_SPREAD_FLOOR_MS:
+                cv = e.rank_cv
+                if cv is not None:
+                    cvs.append((cv, e.label, s.title))
+    if not cvs:
+        return None
+    cvs.sort()
+    return LayerSpread(len(cvs), _median([c for c, _, _ in cvs]), cvs[-1][0], cvs[-1][1], cvs[-1][2])
+
+
+# -- advice: each rule takes the analysis and returns what it triggers -------------------
+
+WHY = {
+    "input": "its data comes slower (its storage, its loader, or a data source it alone reads): give it a "
+             "local copy, prefetch (DataIterator's use_thread), or balance the shards",
+    "forward": "it computes slower: a slower or busier device, or more work on it",
+    "backward": "it computes slower: a slower or busier device, or more work on it",
+    "update": "its solver update is slower: a slower or busier device",
+    "monitor": "it monitors more (usually rank 0): monitor less often, or on one rank after the collective",
+    "other": "its own Python between NNabla's calls is slower (logging, saving, checks that other ranks skip)",
+}
+
+
+def straggler_rule(a: RanksAnalysis) -> List[Advice]:
+    s = a.straggler
+    if s is None or not s.named:
+        return []
+    why = WHY.get(s.part or "", "the evidence does not single out a part of its step")
+    return [Advice("straggler",
+                   "Rank %d is the straggler, and every other rank waits for it in the collectives: %s."
+                   % (s.rank, why),
+                   "rank %d is busy %.2fx the other ranks' median (%s; threshold %.2fx)%s; the other ranks wait "
+                   "%.3f ms a step inside collectives" % (s.rank, s.ratio, s.interval(), 1 + STRAGGLER_FACTOR,
+                                                        "; " + s.evidence() if s.evidence() else "",
+                                                        a.wait_ms - a.rank(s.rank).wait_ms))]
+
+
+def input_bound_rank(a: RanksAnalysis) -> List[Advice]:
+    out = []
+    for r in a.ranks:
+        busy = r.busy_ms
+        if busy > 0 and r.parts["input"] / busy > INPUT_BOUND_SHARE:
+            out.append(Advice("input_bound_rank",
+                              "Rank %d waits for its data: prepare its batches ahead (DataIterator's use_thread, "
+                              "a local cache) so that it keeps up with its collectives." % r.rank,
+                              "input takes %.3f ms, %.1f%% of its %.3f ms busy time a step (threshold %.0f%%)"
+                              % (r.parts["input"], 100 * r.parts["input"] / busy, busy, 100 * INPUT_BOUND_SHARE)))
+    return out
+
+
+def communication_rule(a: RanksAnalysis) -> List[Advice]:
+    step = _mean([r.step_ms for r in a.ranks])
+    comm = _mean([r.parts["communication"] for r in a.ranks])
+    wait = _mean([r.wait_ms for r in a.ranks])
+    if step <= 0 or comm / step <= COMMUNICATION_SHARE:
+        return []
+    if wait > comm / 2:
+        text = ("Communication takes %.1f%% of the step, most of it waiting for slower ranks: make the ranks' work "
+                "even (see the straggler) before tuning the collectives." % (100 * comm / step))
+    else:
+        text = ("Communication takes %.1f%% of the step: reduce fewer, larger buffers (pack the gradients), use a "
+                "larger batch per rank, or overlap it with backward (all_reduce_callback on GPUs)."
+                % (100 * comm / step))
+    return [Advice("communication", text,
+                   "communication %.3f ms of the %.3f ms step%s, of it %.3f ms waiting (threshold %.0f%%)"
+                   % (comm, step, " on average over %d ranks" % len(a.ranks) if len(a.ranks) > 1 else "", wait,
+                      100 * COMMUNICATION_SHARE))]
+
+
+RULES = [straggler_rule, input_bound_rank, communication_rule]
+
+
+# -- for the renderers --------------------------------------------------------------------
+
+RANK_COLUMNS = ["rank", "host", "steps", "step_ms", "input_ms", "forward_ms", "backward_ms", "update_ms",
+                "monitor_ms", "communication_ms", "wait_ms", "other_ms", "compute_ms", "busy_ms", "busy_ratio",
+                "straggler", "complete"]
+STEP_COLUMNS = ["step", "slowest_rank", "busy_spread_ms", "last_into_collective"]
+
+
+def rank_rows(a: RanksAnalysis) -> List[List[Any]]:
+    """One row per rank, in RANK_COLUMNS order (None where a figure is unknown)."""
+    named = a.straggler.rank if a.straggler is not None and a.straggler.named else None
+    rows = []
+    for r in a.ranks:
+        rows.append([r.rank, r.host, r.steps, round(r.step_ms, 6)]
+                    + [round(r.parts[p], 6) for p in STORED_PARTS] + [round(r.wait_ms, 6), round(r.parts["other"], 6),
+                                                                     round(r.compute_ms, 6), round(r.busy_ms, 6)]
+                    + [_round(a.busy_ratio(r), 4), r.rank == named, r.complete])
+    return rows
+
+
+def step_rows(a: RanksAnalysis) -> List[List[Any]]:
+    return [[s.step, s.slowest, round(s.busy_spread_ms, 6), s.last_in] for s in a.steps]
+
+
+def _round(x: Optional[float], digits: int) -> Optional[float]:
+    return None if x is None else round(x, digits)
+
+
+def ranks_frame(a: Optional[RanksAnalysis]) -> "pandas.DataFrame":
+    import pandas as pd
+    frame = pd.DataFrame.from_records(rank_rows(a) if a is not None else [], columns=RANK_COLUMNS)
+    for column in ("rank", "steps"):
+        frame[column] = frame[column].astype("Int64")
+    for column in RANK_COLUMNS[3:15]:
+        frame[column] = frame[column].astype("float64")
+    return frame
+
+
+def summary_lines(a: RanksAnalysis) -> List[str]:
+    """The log's Ranks block."""
+    merged = [r.rank for r in a.ranks]
+    lines = ["Ranks: %d of %d merged (%s)%s; clocks: %s"
+             % (len(merged), a.size, a.launcher or "launcher unknown",
+                "; no result from rank%s %s" % ("s" if len(a.missing) > 1 else "", _ranks(a.missing))
+                if a.missing else "", a.clock)]
+    if a.stale:
+        lines.append("Ranks left out: rank-%s hold%s the result of another launch"
+                     % (", rank-".join(str(k) for k in a.stale), "s" if len(a.stale) == 1 else ""))
+    shown = a.ranks
+    if len(shown) > LISTED_RANKS:
+        shown = sorted(shown, key=lambda r: -r.busy_ms)[:LISTED_RANKS]
+        lines.append("Rank lines: the %d busiest of %d (every rank in ranks.csv)" % (LISTED_RANKS, len(a.ranks)))
+    used = [p for p in PARTS if any(r.parts[p] > 0 for r in a.ranks)]  # a part no rank has is left out
+    for r in shown:
+        lines.append("Rank %d (%s): step %.3f ms = %s; busy %.3f ms, waiting %.3f ms%s"
+                     % (r.rank, r.host or "?", r.step_ms,
+                        " + ".join("%s %.3f ms" % (p, r.parts[p]) for p in used), r.busy_ms, r.wait_ms,
+                        "" if r.complete else " (incomplete: %s)" % (r.failure or "stopped")))
+    if a.steps and len(a.ranks) > 1:
+        counts: Dict[int, int] = {}
+        for s in a.steps:
+            counts[s.slowest] = counts.get(s.slowest, 0) + 1
+        most = max(counts.items(), key=lambda kv: (kv[1], -kv[0]))
+        spreads = sorted(s.busy_spread_ms for s in a.steps)
+        worst = max(a.steps, key=lambda s: s.busy_spread_ms)
+        lines.append("Per step (%d steps every rank recorded): the slowest rank is rank %d in %d of them; busy time "
+                     "spread across ranks (most minus least) median %.3f ms, %.3f ms at most (step %d)"
+                     % (len(a.steps), most[0], most[1], _median(spreads), worst.busy_spread_ms, worst.step))
+    g = a.straggler
+    if g is not None:
+        if g.named:
+            lines.append("Straggler: rank %d, busy %.2fx the other ranks' median (%s)%s"
+                         % (g.rank, g.ratio, g.interval(), "; evidence: " + g.evidence() if g.evidence() else ""))
+        else:
+            lines.append("Straggler: none (the busiest, rank %d, is %.2fx the other ranks' median, %s; a straggler "
+                         "is over %.2fx with 95%% confidence)" % (g.rank, g.ratio, g.interval(), 1 + STRAGGLER_FACTOR))
+        waiting = [r for r in a.ranks if r.rank != g.rank]
+        if waiting:
+            lines.append("Waiting inside collectives: %s; %.3f ms a step over all ranks"
+                         % (", ".join("rank %d %.3f ms" % (r.rank, r.wait_ms) for r in
+                                      sorted(waiting, key=lambda r: -r.wait_ms)[:LISTED_RANKS]), a.wait_ms))
+    if a.layer_spread is not None:
+        ls = a.layer_spread
+        lines.append("Layers across ranks: coefficient of variation of the %d layer means over %g ms: %.3f (median), "
+                     "%.3f at most (%s in %s)" % (ls.layers, LAYER_SPREAD_FLOOR_MS, ls.median_cv, ls.worst_cv,
+                                                   ls.worst, ls.worst_section))
+    for x in a.advice:
+        lines.append("Advice: %s Evidence: %s." % (x.text, x.evidence))
+    return lines
+
+
+def _ranks(ranks: Sequence[int]) -> str:
+    return ", ".join(str(k) for k in ranks)
+
+
+def advice_rows(a: RanksAnalysis) -> List[List[object]]:
+    """Rows of summary.csv: section, item, name, ms, percent, detail."""
+    rows: List[List[object]] = []
+    s = a.straggler
+    if s is not None and s.named:
+        rows.append(["ranks", "straggler", "rank %d" % s.rank, round(a.rank(s.rank).busy_ms, 6),
+                     round(100 * (s.ratio - 1), 2), "%s; %s" % (s.interval(), s.evidence())])
+    for r in a.ranks:
+        rows.append(["ranks", "rank_wait", "rank %d" % r.rank, round(r.wait_ms, 6),
+                     round(100 * r.wait_ms / r.step_ms, 2) if r.step_ms > 0 else 0.0, "waiting inside collectives"])
+    for x in a.advice:
+        rows.append(["ranks", "advice", x.rule, "", "", "%s Evidence: %s." % (x.text, x.evidence)])
+    return rows

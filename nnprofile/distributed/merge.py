@@ -1,0 +1,335 @@
+"""The ranks' results (``OUTDIR/rank-K/result.json``) merged into one view.
+
+``collect`` finds the ranks' results, waiting a bounded time for those not
+there yet, and leaves out a result another launch left in the folder.
+``merge`` makes one ``Profile`` of them:
+
+- every section pooled over the ranks: an entry's samples are every rank's
+  calls, its rounds every rank's steps, rank after rank (the figure is the
+  average rank's), and ``rank_means`` keeps each rank's own mean for the
+  spread across ranks;
+- ``ranks``: each rank's step parts per step (input, forward, backward,
+  update, monitor, communication, the step), over the steps every rank
+  recorded, and the step's longest collective (when each rank entered and
+  left it): what ``nnprofile.analysis.ranks`` reads;
+- one timeline with every rank's steps, passes and calls (each rank's layers
+  stay in its own trace), on aligned clocks: on one host the ranks share the
+  monotonic clock, so the recorded clock origins place them; across hosts the
+  end of the first collective of the first common step, which every rank
+  leaves together, is taken as one instant.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from ..analysis.advice import round_totals
+from ..analysis.ranks import STORED_PARTS
+from ..choices import SCRIPT
+from ..errors import ProfileError
+from ..result import Entry, Profile, Section, file as result_file
+from .launcher import RANK_DIR
+
+DEFAULT_WAIT = 60.0   # seconds rank 0 waits at the end for the other ranks' results
+POLL_SECONDS = 0.1
+_RANK_DIR = re.compile(r"^rank-(\d+)$")
+PART_OF_PHASE = {"load_dataset": "input", "let_data": "input", "forward_all": "forward",
+                 "backward_all": "backward", "prepare_backward": "update", "weight_decay": "update",
+                 "update": "update", "solver": "update", "monitor_loss": "monitor",
+                 "communication": "communication"}
+
+
+@dataclass
+class Found:
+    """The ranks' results in a folder."""
+
+    profiles: Dict[int, Profile]
+    size: int
+    missing: List[int] = field(default_factory=list)
+    stale: List[int] = field(default_factory=list)   # a result of another launch: left out
+    launcher: str = ""
+    launch: Optional[str] = None
+
+
+def rank_folders(outdir: str) -> Dict[int, str]:
+    """rank -> OUTDIR/rank-K for every rank folder there."""
+    out = {}
+    try:
+        names = os.listdir(outdir)
+    except OSError:
+        return {}
+    for name in names:
+        m = _RANK_DIR.match(name)
+        if m and os.path.isdir(os.path.join(outdir, name)):
+            out[int(m.group(1))] = os.path.join(outdir, name)
+    return out
+
+
+def collect(outdir: str, size: Optional[int] = None, wait: float = 0.0, launch: Optional[str] = None,
+            not_before: Optional[float] = None, clock: Callable[[], float] = time.monotonic,
+            sleep: Callable[[float], None] = time.sleep) -> Found:
+    """The ranks' results in ``outdir``, waiting up to ``wait`` seconds for the missing ones.
+
+    ``size``: the world's size (else the largest any result states); ``launch``: only results of this
+    launch count (else rank 0's, or the newest); ``not_before``: where no launch is known, only results
+    of a recording started after this time (seconds since the epoch) count.
+    """
+    deadline = clock() + wait
+    loaded: Dict[str, Tuple[float, Profile]] = {}
+    while True:
+        present: Dict[int, Profile] = {}
+        for rank, folder in sorted(rank_folders(outdir).items()):
+            path = os.path.join(folder, result_file.FILENAME)
+            try:
+                stamp = os.stat(path).st_mtime
+            except OSError:
+                continue
+            cached = loaded.get(path)
+            if cached is None or cached[0] != stamp:
+                try:
+                    loaded[path] = (stamp, result_file.load(path))
+                except ProfileError:
+                    continue  # being replaced, or damaged: not there yet
+            present[rank] = loaded[path][1]
+        found = _sort_out(present, size, launch, not_before)
+        if not found.missing or clock() >= deadline:
+            return found
+        sleep(POLL_SECONDS)
+
+
+def _sort_out(present: Dict[int, Profile], size: Optional[int], launch: Optional[str],
+              not_before: Optional[float]) -> Found:
+    if launch is None and present:
+        first = present.get(0) or max(present.values(), key=lambda p: _number(p.header.get("started_unix")))
+        launch = first.header.get("launch")  # type: ignore[assignment]
+    profiles, stale = {}, []
+    for rank, p in present.items():
+        theirs = p.header.get("launch")
+        if launch is not None and theirs is not None and theirs != launch:
+            stale.append(rank)
+        elif launch is None and not_before is not None and _number(p.header.get("started_unix")) < not_before:
+            stale.append(rank)
+        else:
+            profiles[rank] = p
+    n = size or max([int(_number(p.header.get("world_size"))) for p in profiles.values()]
+                    + [max(profiles, default=-1) + 1])
+    launcher = next((str(p.header.get("launcher")) for p in profiles.values() if p.header.get("launcher")), "")
+    return Found(profiles, n, [k for k in range(n) if k not in profiles], sorted(stale), launcher, launch)
+
+
+def _number(value: object) -> float:
+    """A header's figure (None, or absent in an older result: 0)."""
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def merge(found: Found) -> Profile:
+    """One profile of the ranks' results (see the module's text)."""
+    if not found.profiles:
+        raise ProfileError("no rank's result to merge")
+    ranks = sorted(found.profiles)
+    profiles = [found.profiles[k] for k in ranks]
+    base = profiles[0]
+    header = {k: v for k, v in base.header.items() if k not in ("rank", "clock_origin_ns", "started_unix")}
+    hosts = [str(p.header.get("host", "")) for p in profiles]
+    header.update({"world_size": found.size, "ranks_merged": ranks, "hosts": sorted(set(hosts))})
+    header["sampling"] = "%s; pooled over %s, each rank's steps a round" % (base.header.get("sampling"),
+                                                                                 _span(ranks))
+    notes: List[str] = []
+    for p in profiles:
+        notes += [n for n in p.notes if n not in notes]
+    folders = "%s/" % (RANK_DIR % ranks[0]) if len(ranks) == 1 else "%s/ %s %s/" % (
+        RANK_DIR % ranks[0], "and" if len(ranks) == 2 else "to", RANK_DIR % ranks[-1])
+    notes.append("a merged view of %d rank%s: each figure pools every rank's calls (the average rank); each rank's "
+                 "own result is in %s" % (len(ranks), "" if len(ranks) == 1 else "s", folders))
+    failure = None
+    if found.missing:
+        failure = "no result from rank%s %s of %d" % ("s" if len(found.missing) > 1 else "",
+                                                       ", ".join(str(k) for k in found.missing), found.size)
+    else:
+        failure = next(("rank %d: %s" % (k, p.failure) for k, p in zip(ranks, profiles) if p.failure), None)
+    merged = Profile(header=header, notes=notes, sections=_pool_sections(profiles),
+                     complete=not found.missing and all(p.complete for p in profiles), failure=failure)
+    steps = _common_steps(profiles)
+    offsets, method = align_clocks(profiles, hosts, steps)
+    merged.timeline = _timeline(ranks, profiles, offsets)
+    merged.ranks = {
+        "size": found.size, "launcher": found.launcher, "launch": found.launch, "missing": found.missing,
+        "stale": found.stale, "clock": {"method": method, "offsets_ns": offsets}, "steps": steps,
+        "ranks": [_rank_data(k, p, host, steps, offset) for k, p, host, offset in zip(ranks, profiles, hosts, offsets)],
+    }
+    return merged
+
+
+def _span(ranks: Sequence[int]) -> str:
+    if len(ranks) == 1:
+        return "rank %d" % ranks[0]
+    return "ranks %d %s %d" % (ranks[0], "and" if len(ranks) == 2 else "to", ranks[-1])
+
+
+# -- sections --------------------------------------------------------------------------
+
+def _pool_sections(profiles: Sequence[Profile]) -> List[Section]:
+    keys: List[Tuple[str, str]] = []
+    for p in profiles:
+        keys += [(s.kind, s.name) for s in p.sections if (s.kind, s.name) not in keys]
+    out = []
+    for key in keys:
+        same = [next((s for s in p.sections if (s.kind, s.name) == key), None) for p in profiles]
+        out.append(_pool_section([s for s in same if s is not None][0], same))
+    return out
+
+
+def _rounds(section: Optional[Section]) -> int:
+    if section is None:
+        return 0
+    return max((len(e.round_sizes) or 1 for e in section.entries), default=0)
+
+
+def _pool_section(base: Section, same: Sequence[Optional[Section]]) -> Section:
+    """Every rank's entries pooled, rank after rank; ``rank_means`` each rank's mean (None where absent)."""
+    present = [s for s in same if s is not None]
+    labels: List[str] = [e.label for e in base.entries]
+    for s in present:
+        labels += [e.label for e in s.entries if e.label not in labels]
+    by_label = [{e.label: e for e in s.entries} if s is not None else {} for s in same]
+    rounds = [_rounds(s) for s in same]
+    pooled = []
+    for label in labels:
+        first = next(t[label] for t in by_label if label in t)
+        samples: List[float] = []
+        sizes: List[int] = []
+        dropped: List[int] = []
+        means: List[Optional[float]] = []
+        for table, n in zip(by_label, rounds):
+            e = table.get(label)
+            if e is not None:
+                own = e.round_sizes or [len(e.samples_ns)]
+                dropped += [len(sizes) + r for r in e.dropped_rounds]
+                # samples without the entry's own timing overhead, which may differ from rank to rank
+                samples += [max(0.0, x - e.overhead_ns) for x in e.samples_ns] if e.overhead_ns else list(e.samples_ns)
+                sizes += own + [0] * (n - len(own))
+                means.append(e.mean_ms)
+            else:
+                sizes += [0] * n
+                means.append(None)
+        pooled.append(dataclasses.replace(first, samples_ns=samples, round_sizes=sizes, dropped_rounds=dropped,
+                                          overhead_ns=0.0, rank_means=means,
+                                          complete=all(t[label].complete for t in by_label if label in t)))
+    return dataclasses.replace(
+        base, entries=pooled, complete=all(s.complete for s in present) and len(present) == len(same),
+        speed_levels=[x for s in present for x in s.speed_levels],
+        reference_ns=[x for s in present for x in s.reference_ns])
+
+
+# -- the ranks' steps --------------------------------------------------------------------
+
+def rank_steps(profile: Profile) -> List[int]:
+    """The numbers of the steps a rank kept (its active steps, after those it skipped)."""
+    script = next((s for s in profile.sections if s.kind == SCRIPT), None)
+    step = script.entries_of("step") if script is not None else []
+    if not step:
+        return []
+    skip = int(_number(profile.header.get("skipped_steps")))
+    return [skip + 1 + i for i in range(len(round_totals(step[0])))]
+
+
+def _common_steps(profiles: Sequence[Profile]) -> List[int]:
+    common: Optional[set] = None
+    for p in profiles:
+        mine = set(rank_steps(p))
+        common = mine if common is None else common & mine
+    return sorted(common or ())
+
+
+def _rank_data(rank: int, profile: Profile, host: str, steps: List[int], offset: int) -> Dict[str, Any]:
+    mine = rank_steps(profile)
+    index = [mine.index(s) for s in steps]
+    parts: Dict[str, List[float]] = {p: [0.0] * len(steps) for p in STORED_PARTS}
+    step_ns = [0.0] * len(steps)
+    for s in profile.sections:
+        for e in s.entries:
+            part = PART_OF_PHASE.get(e.phase)
+            if part is None and e.phase != "step":
+                continue
+            totals = round_totals(e)
+            for j, i in enumerate(index):
+                value = totals[i] if i < len(totals) else 0.0
+                if part is None:
+                    step_ns[j] = value
+                else:
+                    parts[part][j] += value
+    return {"rank": rank, "host": host, "complete": profile.complete, "failure": profile.failure,
+            "step_ns": [round(x, 1) for x in step_ns],
+            "parts_ns": {p: [round(x, 1) for x in v] for p, v in parts.items()},
+            "collective": _collectives(profile, steps, offset)}
+
+
+def _step_spans(profile: Profile) -> Dict[int, Tuple[int, int]]:
+    return {int(e.get("args", {}).get("step", 0)): (int(e["start"]), int(e["end"]))
+            for e in profile.timeline if e.get("cat") == "step"}
+
+
+def _collectives(profile: Profile, steps: List[int], offset: int) -> Optional[Dict[str, Any]]:
+    """Each step's longest collective: when the rank entered and left it, on the aligned clock."""
+    spans = _step_spans(profile)
+    comm = [e for e in profile.timeline if e.get("cat") == "communication"]
+    if not comm:
+        return None
+    enter: List[Optional[int]] = []
+    leave: List[Optional[int]] = []
+    name = None
+    for step in steps:
+        span = spans.get(step)
+        inside = [e for e in comm if span is not None and span[0] <= int(e["start"]) and int(e["end"]) <= span[1]]
+        if not inside:
+            enter.append(None)
+            leave.append(None)
+            continue
+        longest = max(inside, key=lambda e: int(e["end"]) - int(e["start"]))
+        name = name or longest["name"]
+        enter.append(int(longest["start"]) + offset)
+        leave.append(int(longest["end"]) + offset)
+    return {"name": name, "enter_ns": enter, "exit_ns": leave}
+
+
+# -- clocks and the timeline --------------------------------------------------------------
+
+def align_clocks(profiles: Sequence[Profile], hosts: Sequence[str], steps: Sequence[int]) -> Tuple[List[int], str]:
+    """What to add to each rank's timeline times to put every rank on one clock, and how it was found."""
+    if len(set(hosts)) == 1 and all(p.header.get("clock_origin_ns") is not None for p in profiles):
+        origins = [int(_number(p.header.get("clock_origin_ns"))) for p in profiles]
+        least = min(origins)
+        return ([o - least for o in origins],
+                "the ranks ran on one host (%s) and share its monotonic clock" % (hosts[0] or "unknown"))
+    if steps:
+        ends = []
+        for p in profiles:
+            span = _step_spans(p).get(steps[0])
+            first = sorted((e for e in p.timeline if e.get("cat") == "communication" and span is not None
+                            and span[0] <= int(e["start"]) <= span[1]), key=lambda e: int(e["start"]))
+            ends.append((first[0]["name"], int(first[0]["end"])) if first else None)
+        if all(x is not None for x in ends) and len({x[0] for x in ends if x is not None}) == 1:
+            latest = max(x[1] for x in ends if x is not None)
+            return ([latest - x[1] for x in ends if x is not None],
+                    "aligned at the end of the first %s of step %d, which every rank leaves together (the ranks "
+                    "ran on %d hosts)" % (ends[0][0] if ends[0] else "", steps[0], len(set(hosts))))
+    return [0] * len(profiles), ("not aligned: the ranks ran on %d hosts and share no collective in a common step; "
+                                 "each rank's timeline starts at its first kept step" % len(set(hosts)))
+
+
+def _timeline(ranks: Sequence[int], profiles: Sequence[Profile], offsets: Sequence[int]) -> List[Dict[str, Any]]:
+    """Every rank's steps, passes, solver, input and communication events (not its layers), aligned."""
+    out = []
+    for rank, p, offset in zip(ranks, profiles, offsets):
+        for e in p.timeline:
+            if "class" in e.get("args", {}):  # a function call: in the rank's own trace
+                continue
+            out.append(dict(e, start=int(e["start"]) + offset, end=int(e["end"]) + offset, rank=rank))
+    return out
