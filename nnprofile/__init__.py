@@ -11,17 +11,55 @@
             train_step(batch)                              # a step ends at solver.update()
     rec.profile.to_dataframe()
 
-Importing nnprofile changes nothing in NNabla (its logger included); the
+In Jupyter or IPython: ``%load_ext nnprofile``, then a cell that starts with
+``%%nnprofile``. In tests: ``nnprofile.testing.assert_layer_order``.
+
+Importing nnprofile is light: it loads nothing (NNabla, numpy, pandas) until a
+name of its API is used, so that its pytest plugin costs nothing in a session
+that does not use it. It changes nothing in NNabla (its logger included); the
 command line quiets NNabla's log for its own run only.
 """
+from typing import TYPE_CHECKING, Any, List
+
 __version__ = "0.2.0"
 
-from .analysis import Analysis, analyze  # noqa: E402
-from .api import Recording, load, profile, record, run, step  # noqa: E402
-from .compare import Comparison, compare_results  # noqa: E402
-from .errors import Interrupted, ProfileError  # noqa: E402
-from .result import Entry, Profile, Section  # noqa: E402
+# name -> the module that defines it, imported on first use (PEP 562).
+_API = {
+    "profile": "api", "load": "api", "record": "api", "run": "api", "step": "api", "Recording": "api",
+    "analyze": "analysis", "Analysis": "analysis", "compare_results": "compare", "Comparison": "compare",
+    "Interrupted": "errors", "ProfileError": "errors", "Entry": "result", "Profile": "result", "Section": "result",
+}
 
 __all__ = ["__version__", "profile", "load", "record", "run", "step", "Recording", "compare_results",
            "analyze", "Analysis", "Comparison",
-           "Entry", "Profile", "Section", "ProfileError", "Interrupted"]
+           "Entry", "Profile", "Section", "ProfileError", "Interrupted", "testing"]
+
+if TYPE_CHECKING:  # what the names are, for type checkers and editors
+    from . import testing
+    from .analysis import Analysis, analyze
+    from .api import Recording, load, profile, record, run, step
+    from .compare import Comparison, compare_results
+    from .errors import Interrupted, ProfileError
+    from .result import Entry, Profile, Section
+
+
+def __getattr__(name: str) -> Any:
+    import importlib
+    if name == "testing":
+        return importlib.import_module(".testing", __name__)
+    module = _API.get(name)
+    if module is None:
+        raise AttributeError("module 'nnprofile' has no attribute %r" % name)
+    value = getattr(importlib.import_module("." + module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> List[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext nnprofile``: the ``%%nnprofile`` cell magic (see ``nnprofile.notebook``)."""
+    from .notebook import load_ipython_extension as load_extension
+    load_extension(ipython)

@@ -82,7 +82,9 @@ def profile(project: PathLike, *params: PathLike, outdir: Optional[PathLike] = N
             on_section_end: Optional[SectionEndCallback] = None,
             clock: Optional[Clock] = None, overhead_ns: Optional[float] = None, repeat: int = 1,
             memory_limit: Optional[Union[int, str]] = None,
-            on_progress: Optional[Callable[[str], None]] = None) -> Profile:
+            on_progress: Optional[Callable[[str], None]] = None,
+            on_round: Optional[Callable[[Section, float], None]] = None,
+            on_run: Optional[Callable[[int, int], None]] = None) -> Profile:
     """Profile an NNC project (.nntxt or .nnp, plus parameter files) as NNC's Profile command does.
 
     Every option of the command line is a keyword here. ``runs`` fixes the
@@ -95,7 +97,10 @@ def profile(project: PathLike, *params: PathLike, outdir: Optional[PathLike] = N
 
     The callbacks let a caller show progress: ``on_start(profile)`` once the
     header is known, ``on_section(section)``, ``on_entry(section, entry)`` when
-    an entry is final (in log order), ``on_section_end(section, analysis)``.
+    an entry is final (in log order), ``on_section_end(section, analysis)``,
+    ``on_round(section, done)`` after each round of sampling (``done``: how far
+    it has got, 0 to 1), and with ``repeat``, ``on_run(done, total)`` as each
+    fresh process starts.
 
     ``repeat`` > 1 profiles in that many fresh processes (their files in
     OUTDIR/runs/<n>/) and pools the results: samples and rounds per entry, the
@@ -124,7 +129,7 @@ def profile(project: PathLike, *params: PathLike, outdir: Optional[PathLike] = N
             context=context, type_config=type_config, batch_size=batch_size, mode=mode, layers=layers,
             zero_weights=zero_weights, optimizers=optimizers, executors=executors, training=training,
             inference=inference, memory_limit=memory_limit)
-        return _repeated(files, options, repeat, outdir, drift_threshold, on_progress)
+        return _repeated(files, options, repeat, outdir, drift_threshold, on_progress, on_run)
     sampling = Sampling(runs=runs, warmup=max(0, warmup), target_rse=target_rse, min_rounds=min_rounds,
                         max_seconds=max_seconds, max_seconds_per_entry=max_seconds_per_entry,
                         drift_threshold=drift_threshold)
@@ -169,7 +174,8 @@ def profile(project: PathLike, *params: PathLike, outdir: Optional[PathLike] = N
             on_section_end(section, analyze_section(section, result.header))
     try:
         run_sections(loaded, sections, timer, cache_root=cache, profile=result, on_section=on_section,
-            on_entry=on_entry, synthetic=synthetic, mode=mode, layers=layers, on_section_end=section_end)
+            on_entry=on_entry, synthetic=synthetic, mode=mode, layers=layers, on_section_end=section_end,
+            on_round=on_round)
     except ProfileError as e:
         e.profile = result
         if out is not None and any(s.entries for s in result.sections):
@@ -202,13 +208,15 @@ def _memory_limit(value: Optional[Union[int, str]]) -> Optional[int]:
 
 
 def _repeated(files: Sequence[str], options: Dict[str, object], repeat: int, outdir: Optional[PathLike],
-              threshold: float, on_progress: Optional[Callable[[str], None]]) -> Profile:
+              threshold: float, on_progress: Optional[Callable[[str], None]],
+              on_run: Optional[Callable[[int, int], None]] = None) -> Profile:
     from .measure.repeat import merge, run_processes
     from .render import write_all
     out = os.fspath(outdir) if outdir is not None else tempfile.mkdtemp(prefix="nnprofile-repeat-")
     prepare_outdir(out)
     try:
-        runs = run_processes(files, options, repeat, out, progress=on_progress or (lambda line: None))
+        runs = run_processes(files, options, repeat, out, progress=on_progress or (lambda line: None),
+                             on_run=on_run)
         merged = merge(runs, threshold)
         if outdir is not None:
             write_all(merged, out)

@@ -240,3 +240,15 @@ def test_printed_text_is_the_log_even_after_a_failure(tmp_path):
     proc = run_cli(str(project), "-o", str(tmp_path / "out"), "--runs", "1")
     assert proc.returncode == 2
     assert proc.stdout == (tmp_path / "out" / "profile.log").read_text()
+
+
+def test_the_top_level_help_lists_every_command_on_a_line_of_its_own():
+    from nnprofile.cli import COMMANDS
+    proc = run_cli("--help")
+    assert proc.returncode == 0
+    lines = proc.stdout.splitlines()
+    assert any(line.split()[:1] == ["PROJECT"] for line in lines)
+    for name, module in COMMANDS.items():
+        assert "  %s" % name in "\n".join(lines)
+        assert [line for line in lines if line.strip().startswith(name + " ") and module.SUMMARY in line], name
+    assert "--max-seconds" in proc.stdout  # and the options of the default command, profiling a project

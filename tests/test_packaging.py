@@ -2,13 +2,17 @@
 import ast
 import configparser
 import os
+import re
 import sys
 
 from conftest import ROOT
 
 # Import name -> the distribution that provides it.
-DISTRIBUTIONS = {"yaml": "PyYAML", "google": "protobuf", "PIL": "pillow", "nnabla_ext": "nnabla-ext-cuda120"}
-OPTIONAL = {"nnabla_ext"}  # imported only behind a check, from the 'cuda' extra
+DISTRIBUTIONS = {"yaml": "PyYAML", "google": "protobuf", "PIL": "pillow", "nnabla_ext": "nnabla-ext-cuda120",
+                 "IPython": "ipython"}
+# Imported only where they are already there: nnabla_ext behind a check (the 'cuda' extra), IPython
+# by the cell magic, which only IPython loads (the 'notebook' extra).
+OPTIONAL = {"nnabla_ext", "IPython"}
 
 
 def _imported_modules():
@@ -26,17 +30,54 @@ def _imported_modules():
     return found - set(sys.stdlib_module_names) - {"nnprofile"}
 
 
-def test_every_imported_module_is_declared():
+def _requirements(value):
+    return [line.strip() for line in value.splitlines() if line.strip() and not line.strip().startswith("#")]
+
+
+def _name(requirement):
+    return re.split(r"[<>=!~;\s]", requirement, 1)[0].lower()
+
+
+def test_every_imported_module_is_declared_as_a_range_with_its_exact_version_in_the_constraints():
     config = configparser.ConfigParser()
     config.read(os.path.join(ROOT, "setup.cfg"))
-    required = [line.strip() for line in config["options"]["install_requires"].splitlines() if line.strip()]
-    assert all("==" in r for r in required), "pin every dependency"
-    declared = {r.split("==")[0].lower() for r in required}
-    extras = {line.strip().split("==")[0].lower() for value in config["options.extras_require"].values()
-              for line in value.splitlines() if line.strip()}
+    required = _requirements(config["options"]["install_requires"])
+    # Ranges, so that nnprofile installs beside a user's own packages: a lower bound, never a pin.
+    assert all(">=" in r and "==" not in r for r in required), required
+    declared = {_name(r) for r in required}
+    extras = {_name(line) for value in config["options.extras_require"].values() for line in _requirements(value)}
     modules = _imported_modules()
-    assert modules >= {"nnabla", "numpy", "pandas", "openpyxl"}
+    assert modules >= {"nnabla", "numpy", "pandas", "openpyxl", "tqdm"}
     for module in modules:
         dist = DISTRIBUTIONS.get(module, module).lower()
         assert dist in (extras if module in OPTIONAL else declared), "%s (from %s) is not declared" % (dist, module)
+    assert {"pandas", "matplotlib", "scipy"} <= declared
+    # The lower bounds admit a user's pandas 2.2 and matplotlib 3.8.
+    lowest = {_name(r): r.split(">=")[1].split(",")[0] for r in required}
+    assert tuple(map(int, lowest["pandas"].split(".")[:2])) <= (2, 2)
+    assert tuple(map(int, lowest["matplotlib"].split(".")[:2])) <= (3, 8)
+    # The exact versions of the demo and CI: every dependency and tool, pinned once, inside its range.
+    with open(os.path.join(ROOT, "constraints.txt")) as f:
+        pins = dict(line.strip().split("==") for line in f if line.strip() and not line.startswith("#"))
+    pinned = {name.lower(): version for name, version in pins.items()}
+    for r in required:
+        name = _name(r)
+        assert name in pinned, "%s is not pinned in constraints.txt" % name
+        assert tuple(map(int, pinned[name].split(".")[:2])) >= tuple(map(int, lowest[name].split(".")[:2])), name
+    assert extras <= set(pinned), extras - set(pinned)
     assert config["options"]["python_requires"].strip() == ">=3.10, <3.11"
+
+
+def test_the_makefile_installs_with_the_constraints_and_can_test_the_lowest_versions():
+    with open(os.path.join(ROOT, "Makefile")) as f:
+        makefile = f.read()
+    assert "-c constraints.txt" in makefile and "test-oldest:" in makefile
+
+
+def test_the_pytest_plugin_loads_nothing_heavy():
+    import subprocess
+    code = ("import sys, nnprofile.testing.plugin, nnprofile.testing; "
+            "heavy = [m for m in ('nnabla', 'numpy', 'pandas', 'scipy', 'matplotlib') if m in sys.modules]; "
+            "assert not heavy, heavy")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

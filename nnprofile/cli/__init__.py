@@ -17,8 +17,25 @@ EXIT_INTERNAL = 1
 COMMANDS = {"run": run_cmd, "report": report_cmd, "compare": compare_cmd, "check": check_cmd, "merge": merge_cmd}
 
 
+def overview() -> str:
+    """The top-level help: every command with its one line, then the default command's options."""
+    width = max(len(name) for name in COMMANDS)
+    lines = ["usage: nnprofile PROJECT [PARAMETERS...] [options]   (the default command: profile a project)",
+             "       nnprofile COMMAND [options]", "",
+             "nnprofile: a layer-level profiler for NNabla and Neural Network Console.", "", "commands:",
+             "  %-*s  %s" % (width, "PROJECT", profile_cmd.SUMMARY)]
+    lines += ["  %-*s  %s" % (width, name, module.SUMMARY) for name, module in COMMANDS.items()]
+    lines += ["", "'nnprofile COMMAND --help' gives a command's options. The options of profiling a project follow.",
+              "", ""]
+    return "\n".join(lines)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in ("-h", "--help"):
+        sys.stdout.write(overview())
+        profile_cmd.parser().print_help()
+        return 0
     command = COMMANDS.get(argv[0]) if argv else None
     if command is not None:
         args = command.parser().parse_args(argv[1:])

@@ -21,6 +21,8 @@ def _threshold(text: str) -> float:
     return value
 
 
+SUMMARY = "exit 1 when a result got slower than its baseline: a regression gate for CI"
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="nnprofile check",

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import List
+from typing import Any, List, Optional, TextIO
 
 from ..api import prepare_outdir  # noqa: F401  (re-exported for the commands)
 from ..errors import ProfileError
@@ -49,18 +49,24 @@ class Printer:
     does not complain either.
     """
 
-    def __init__(self, quiet: bool = False):
+    def __init__(self, quiet: bool = False, progress: Optional[Any] = None):
         self.quiet = quiet
         self.closed = False
         self.printed: List[str] = []
+        self.progress = progress  # a progress bar on the terminal, cleared around each line
 
     def __call__(self, line: str) -> None:
         self.printed.append(line)
         if self.quiet or self.closed:
             return
         try:
-            sys.stdout.write(line + "\n")
-            sys.stdout.flush()
+            if self.progress is not None:
+                with self.progress.writing():
+                    sys.stdout.write(line + "\n")
+                    sys.stdout.flush()
+            else:
+                sys.stdout.write(line + "\n")
+                sys.stdout.flush()
         except (BrokenPipeError, ValueError):
             self._close()
 
@@ -84,6 +90,15 @@ class Printer:
             os.close(devnull)
         except (OSError, ValueError):
             pass
+
+
+def terminal_stderr() -> TextIO:
+    """stderr as it is now, kept apart (a dup of its descriptor) for progress bars: NativeStderr may
+    point descriptor 2 elsewhere while NNabla runs."""
+    try:
+        return open(os.dup(sys.stderr.fileno()), "w", buffering=1, encoding="utf-8", errors="replace")
+    except (AttributeError, OSError, ValueError):  # no descriptor (a test's captured stderr)
+        return sys.stderr
 
 
 class NativeStderr:

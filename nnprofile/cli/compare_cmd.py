@@ -8,7 +8,10 @@ from ..choices import MODES
 from ..compare import compare_configurations, compare_results, parse_set
 from ..errors import ProfileError
 from .common import Printer, positive_int, prepare_outdir
+from .progress import Progress
 
+
+SUMMARY = "compare configurations of a project, or saved results, with confidence intervals"
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -74,8 +77,14 @@ def run(args) -> int:
             extra.append("--synthetic")
         if args.no_inference:
             extra.append("--no-inference")
-        comparison = compare_configurations(args.targets, configs, args.repeat, outdir, extra,
-                                            train_epochs=args.train_epochs, progress=out)
+        progress = Progress.for_terminal(args.quiet)
+        out.progress = progress
+        try:
+            comparison = compare_configurations(args.targets, configs, args.repeat, outdir, extra,
+                                                train_epochs=args.train_epochs, progress=out, on_run=progress.run)
+        finally:
+            progress.close()
+            out.progress = None
     comparison.write(outdir)
     with open(os.path.join(outdir, "compare.log")) as f:
         out.write(f.read())

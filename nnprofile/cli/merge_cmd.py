@@ -10,6 +10,8 @@ from ..errors import ProfileError
 from .common import Printer, non_negative_float
 
 
+SUMMARY = "merge the results of a distributed run's ranks (OUTDIR/rank-K/) into one view"
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="nnprofile merge",

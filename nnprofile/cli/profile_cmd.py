@@ -3,12 +3,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 from .. import __version__, api
 from ..choices import BACKENDS, MODES, TYPE_CONFIGS
 from ..errors import ProfileError
-from .common import NativeStderr, Printer, positive_float, positive_int
+from .common import NativeStderr, Printer, positive_float, positive_int, terminal_stderr
+from .progress import Progress
 
+
+SUMMARY = "profile an NNC project (.nntxt, .nnp) layer by layer, as NNC's Profile command does (the default)"
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -16,8 +20,8 @@ def parser() -> argparse.ArgumentParser:
         description="Profile an NNabla / Neural Network Console project layer by layer, "
                     "as NNC's Profile command does, and write profile.log, profile.csv, "
                     "profile_detail.csv, summary.csv, profile.xlsx and result.json.",
-        epilog="Other commands: 'nnprofile report OUTDIR' re-renders a saved run; "
-               "'nnprofile compare ...' compares configurations or saved runs (see --help of each).")
+        epilog="Other commands: run, report, compare, check, merge ('nnprofile --help' lists them; "
+               "'nnprofile COMMAND --help' gives their options).")
     p.add_argument("files", nargs="+", metavar="PROJECT",
                    help="the project (.nntxt, .nnp) and optionally parameter files (.h5, .protobuf)")
     p.add_argument("-o", "--outdir", help="output folder (default: results/<project name>)")
@@ -81,6 +85,8 @@ class LiveLog:
     def section(self, section) -> None:
         from ..render import log
         self.out(log.section_line(section))
+        if self.out.progress is not None:
+            self.out.progress.section(section)
 
     def entry(self, section, entry) -> None:
         from ..render import log
@@ -89,6 +95,8 @@ class LiveLog:
     def section_end(self, section, analysis) -> None:
         from ..render import log
         assert self.profile is not None  # start() came first
+        if self.out.progress is not None:
+            self.out.progress.section_end(section)
         for line in log.section_footer(self.profile, analysis):
             self.out(line)
 
@@ -101,7 +109,9 @@ class LiveLog:
 def run(args) -> int:
     name = os.path.splitext(os.path.basename(args.files[0]))[0]
     outdir = args.outdir or os.path.join("results", name)
-    live = LiveLog(Printer(args.quiet))
+    terminal = terminal_stderr()
+    progress = Progress.for_terminal(args.quiet, terminal)
+    live = LiveLog(Printer(args.quiet, progress))
     native = NativeStderr(enabled=not args.debug)
     try:
         with native:
@@ -115,10 +125,15 @@ def run(args) -> int:
                 training=not args.no_training, inference=not args.no_inference,
                 on_start=live.start, on_section=live.section, on_entry=live.entry,
                 on_section_end=live.section_end, repeat=args.repeat, on_progress=live.out,
-                memory_limit=args.memory_limit)
+                memory_limit=args.memory_limit, on_round=progress.round, on_run=progress.run)
     except ProfileError as e:
+        progress.close()
         if e.profile is not None and e.profile.sections:
             live.finish(e.profile)
         raise
+    finally:
+        progress.close()
+        if terminal is not sys.stderr:
+            terminal.close()
     live.finish(profile)
     return 0

@@ -9,6 +9,8 @@ from ..render import FORMATS
 from .common import Printer, prepare_outdir
 
 
+SUMMARY = "re-render the files of a saved result (any format version), without profiling again"
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="nnprofile report",

@@ -12,6 +12,8 @@ from .common import Printer, non_negative_float, positive_int
 FILES = "profile.log, profile.csv, profile_detail.csv, summary.csv, profile.xlsx, report.html%s, result.json"
 
 
+SUMMARY = "run a Python program unmodified and record its NNabla work (also under mpirun)"
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="nnprofile run",

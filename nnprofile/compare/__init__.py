@@ -42,6 +42,7 @@ class Comparison:
     what: str                        # what each metric's values are (for the box plots)
     entry_rows: List[EntryRow] = field(default_factory=list)
     layer_rows: List[EntryRow] = field(default_factory=list)
+    location: Optional[str] = field(default=None, compare=False, repr=False)  # where write() put the files
 
     def to_dataframe(self) -> "pandas.DataFrame":
         """Saved results: the rows of compare_entries.csv (entries, then layers); configurations:
@@ -68,7 +69,13 @@ class Comparison:
         from ..api import prepare_outdir
         from ..render import comparison
         prepare_outdir(outdir)
+        self.location = outdir
         return comparison.write(outdir, self)
+
+    def _repr_html_(self) -> str:
+        """In Jupyter: the header, each metric's ratio and interval, the findings, a link to compare.html."""
+        from ..render.inline import comparison_html
+        return comparison_html(self)
 
 
 def _load(result: ResultLike) -> Profile:
@@ -98,15 +105,24 @@ def compare_results(*results: ResultLike, names: Optional[Sequence[str]] = None)
 
 def compare_configurations(files: Sequence[str], configs: Sequence[Config], repeat: int, outdir: str,
                            extra: Sequence[str] = (), train_epochs: Optional[int] = None,
-                           progress: Callable[[str], None] = lambda line: None) -> Comparison:
-    """Profile (and optionally train) each configuration ``repeat`` times, alternating, in fresh processes."""
+                           progress: Callable[[str], None] = lambda line: None,
+                           on_run: Optional[Callable[[int, int, str], None]] = None) -> Comparison:
+    """Profile (and optionally train) each configuration ``repeat`` times, alternating, in fresh processes;
+    ``on_run(done, total, what)`` as each process starts."""
     if len({c.name for c in configs}) != len(configs):
         raise ProfileError("the same configuration is given twice")
-    metrics, profiles = run_configurations(files, configs, repeat, outdir, extra, progress=progress)
+    total = len(configs) * repeat * (2 if train_epochs else 1)
+    started = [0]
+
+    def next_run(what: str) -> None:
+        if on_run is not None:
+            on_run(started[0], total, what)
+        started[0] += 1
+    metrics, profiles = run_configurations(files, configs, repeat, outdir, extra, progress=progress, on_run=next_run)
     contexts = {c: str(p.header.get("context", "")) for c, p in profiles.items()}
     names = [c.name for c in configs]
     if train_epochs:
-        metrics += _train(files[0], configs, repeat, train_epochs, outdir, progress)
+        metrics += _train(files[0], configs, repeat, train_epochs, outdir, progress, next_run)
     rows = metric_rows(metrics, names)
     header = ["nnprofile compare: %s, %d configurations x %d runs, each a fresh process, alternating; "
               "ratios to %s" % (" ".join(files), len(configs), repeat, names[0])]
@@ -120,7 +136,7 @@ def compare_configurations(files: Sequence[str], configs: Sequence[Config], repe
 
 
 def _train(main_file: str, configs: Sequence[Config], repeat: int, epochs: int, outdir: str,
-           progress: Callable[[str], None]) -> List[Metric]:
+           progress: Callable[[str], None], on_run: Callable[[str], None] = lambda what: None) -> List[Metric]:
     """Time to train and validation error per configuration and run, as comparison metrics."""
     from .training import train_once
     trained = {m: Metric(m, u) for m, u in (
@@ -128,6 +144,7 @@ def _train(main_file: str, configs: Sequence[Config], repeat: int, epochs: int, 
     for i in range(repeat):
         for c in configs:  # alternating, as the profiles
             progress("training %d epochs, run %d of %d, %s ..." % (epochs, i + 1, repeat, c.name))
+            on_run("train %s" % c.name)
             t = train_once(main_file, c.settings, epochs, os.path.join(outdir, "train", c.slug, str(i + 1)))
             trained["time to train"].values.setdefault(c.name, []).append(t.train_seconds)
             if t.classification_error is not None:

@@ -12,7 +12,7 @@ import re
 import subprocess
 import sys
 from dataclasses import dataclass
-from typing import Dict, List, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..choices import BACKENDS, TYPE_CONFIGS
 from ..errors import ProfileError
@@ -68,13 +68,16 @@ def profile_once(files: Sequence[str], config: Config, outdir: str, extra: Seque
 
 
 def run_configurations(files: Sequence[str], configs: Sequence[Config], repeat: int, outdir: str,
-                       extra: Sequence[str], progress=print) -> Tuple[List[Metric], Dict[str, Profile]]:
+                       extra: Sequence[str], progress=print,
+                       on_run: Optional[Callable[[str], None]] = None) -> Tuple[List[Metric], Dict[str, Profile]]:
     metrics = {name: Metric(name, "ms") for name in STEP_METRICS}
     first_profiles: Dict[str, Profile] = {}
     for i in range(repeat):
         for c in configs:  # alternating: drift of the machine hits every configuration alike
             run_dir = os.path.join(outdir, "runs", c.slug, str(i + 1))
             progress("run %d of %d, %s ..." % (i + 1, repeat, c.name))
+            if on_run is not None:
+                on_run("profile %s" % c.name)
             # The first run of a configuration is a full profile (layer by layer); later
             # runs time only what the comparison reads.
             profile = profile_once(files, c, run_dir, list(extra) + (["--no-layers"] if i else []))

@@ -136,6 +136,7 @@ def train_once(project_file: str, settings: Dict[str, str], epochs: int, run_dir
     """Train one configuration with `nnabla_cli train`; return time and error."""
     if os.path.splitext(project_file)[1].lower() not in (".nntxt", ".prototxt"):
         raise ProfileError("--train-epochs needs an .nntxt project")
+    run_dir = os.path.abspath(run_dir)  # nnabla_cli runs in it: a relative path would be read from there
     os.makedirs(run_dir, exist_ok=True)
     with open(project_file) as f:
         text = f.read()

@@ -36,7 +36,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from .callsite import first_outside, receiver_of_caller
 from .patching import Patches
@@ -505,7 +505,8 @@ class Recorder:
         cell), where a namespace given holds them: replaced by timed ones for the recording."""
         import nnabla.solver as solver_module
         made: Dict[int, Tuple[Any, Any]] = {}
-        for namespace in self.namespaces:
+        places = _one_level_down(self.namespaces)
+        for namespace in places:
             for name, value in list(namespace.items()):
                 if type(value) is not _TimedSolver and isinstance(value, solver_module.Solver):
                     made.setdefault(id(value), (value, self._track_solver(value)))
@@ -516,7 +517,7 @@ class Recorder:
                     except Exception:
                         pass
         if made:
-            self._patches.everywhere(made, self.namespaces)
+            self._patches.everywhere(made, places)
 
     def _track_solver(self, solver: Any) -> _TimedSolver:
         self.solvers.append(SolverInfo(solver, str(getattr(solver, "name", type(solver).__name__))))
@@ -628,6 +629,26 @@ class Recorder:
 
 COMMUNICATOR_FACTORIES = ("MultiProcessDataParallelCommunicator", "MultiProcessCommunicator",
                           "MultiProcessDataParalellCommunicator", "Comm", "Dist", "DataParallelCommunicator")
+
+
+def _one_level_down(namespaces: Sequence[Any]) -> List[Any]:
+    """The namespaces, and one level down in them: the dicts they hold and the attributes of the objects
+    they hold (a notebook's ``trainer.solver``, ``solvers["gen"]``), where an earlier cell's solver may be."""
+    import types
+    places: List[Any] = list(namespaces)
+    seen = {id(ns) for ns in places}
+    for namespace in namespaces:
+        for value in list(namespace.values()):
+            if isinstance(value, (types.ModuleType, type, types.FunctionType, types.MethodType)):
+                continue
+            try:
+                inner = value if isinstance(value, dict) else getattr(value, "__dict__", None)
+            except Exception:  # a proxy that fails on being asked
+                continue
+            if isinstance(inner, dict) and id(inner) not in seen:
+                seen.add(id(inner))
+                places.append(inner)
+    return places
 
 
 def _is_communicator(value: Any) -> bool:

@@ -50,12 +50,16 @@ def command_line(files: Sequence[str], outdir: str, options: Dict[str, object]) 
 
 
 def run_processes(files: Sequence[str], options: Dict[str, object], repeat: int, outdir: str,
-                  progress: Callable[[str], None] = lambda line: None) -> List[Profile]:
-    """Profile ``repeat`` times, each a fresh process writing into OUTDIR/runs/<n>/."""
+                  progress: Callable[[str], None] = lambda line: None,
+                  on_run: Optional[Callable[[int, int], None]] = None) -> List[Profile]:
+    """Profile ``repeat`` times, each a fresh process writing into OUTDIR/runs/<n>/ (``on_run(done, total)``
+    as each starts)."""
     profiles = []
     for i in range(1, repeat + 1):
         run_dir = os.path.join(outdir, "runs", str(i))
         progress("Run %d of %d in a fresh process (%s) ..." % (i, repeat, run_dir))
+        if on_run is not None:
+            on_run(i - 1, repeat)
         proc = subprocess.run(command_line(files, run_dir, options), capture_output=True, text=True)
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or ["exit status %d" % proc.returncode])[-1]

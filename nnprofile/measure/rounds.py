@@ -126,7 +126,7 @@ class Probe:
 
         Lean rounds keep the re-warm and the batches sized for 1% of timing overhead: single
         cold calls, or batches sized for 3% or 10%, read 10% to 50% off the figures of normal
-        rounds on an unrolled LSTM's layers (measured while choosing this; see the README).
+        rounds on an unrolled LSTM's layers (measured while choosing this; see docs/measuring.md).
         """
         s = self.series[0]
         s.calls = timer.calls_per_sample(self.estimate, self.batchable)
@@ -327,6 +327,7 @@ class Action:
 
 Item = Union[Probe, PassProbe, Action]
 EntryCallback = Callable[[Section, Entry], None]
+RoundCallback = Callable[[Section, float], None]  # after each round: how far the section's sampling has got
 
 
 class Reference:
@@ -414,9 +415,11 @@ def make_plan(whole_ns: float, layer_normal_ns: float, layer_lean_ns: float, rem
 class RoundRunner:
     """Runs a section's items round after round until the sampling rule holds."""
 
-    def __init__(self, timer: Timer, on_entry: Optional[EntryCallback] = None, reference: bool = True):
+    def __init__(self, timer: Timer, on_entry: Optional[EntryCallback] = None, reference: bool = True,
+                 on_round: Optional[RoundCallback] = None):
         self.timer = timer
         self.on_entry = on_entry or (lambda section, entry: None)
+        self.on_round = on_round or (lambda section, done: None)
         self.reference = Reference(timer) if reference else None
 
     def run(self, section: Section, items: Sequence[Item]) -> Drift:
@@ -473,6 +476,7 @@ class RoundRunner:
                 round_costs.append((layer_round, measured_ns + started - t0))
                 stopped = self._decide(all_series, rounds, drift, measured_ns, plan, round_costs)
                 emitted = self._emit(section, all_series, emitted, drift.dropped)
+                self.on_round(section, 1.0 if stopped else self._done(rounds, measured_ns))
         except BaseException:
             stopped = "interrupted"
             for s in all_series[emitted:]:
@@ -551,6 +555,14 @@ class RoundRunner:
             for s in all_series:
                 s.final = True
         return reason
+
+    def _done(self, rounds: int, elapsed_ns: float) -> float:
+        """How far sampling has got, for a progress bar: rounds of a fixed number, else the budget spent
+        (sampling may stop sooner, when the target is reached)."""
+        sampling = self.timer.sampling
+        if not sampling.adaptive:
+            return min(1.0, rounds / (sampling.runs or 1))
+        return min(0.99, max(elapsed_ns / (sampling.max_seconds * 1e9), rounds / sampling.max_rounds))
 
     def _fits(self, plan: Plan, round_costs: List[Tuple[bool, float]], layer_round: bool, elapsed_ns: float) -> bool:
         """Whether a round of this kind fits in what is left of the budget."""

@@ -27,7 +27,7 @@ from ..result import Entry, Section
 from ..stats import Drift
 from . import memory
 from .layers import Layer, LayerIndex, is_sink, layer_names, only_layers, parameters, pass_functions
-from .rounds import Action, EntryCallback, Item, PassProbe, Probe, RoundRunner, Timeline
+from .rounds import Action, EntryCallback, Item, PassProbe, Probe, RoundCallback, RoundRunner, Timeline
 from .timing import Measurement, Timer
 
 
@@ -79,13 +79,14 @@ class Profiler:
     """Profiles sections of a project: plans each section's items, then runs them in rounds."""
 
     def __init__(self, timer: Timer, on_entry: Optional[EntryCallback] = None, mode: str = "isolated",
-                 layers: bool = True, backend: Optional[Tuple[str, str]] = None):
+                 layers: bool = True, backend: Optional[Tuple[str, str]] = None,
+                 on_round: Optional[RoundCallback] = None):
         if mode not in MODES:
             raise ProfileError("unknown mode '%s' (choose from %s)" % (mode, ", ".join(MODES)))
         self.timer = timer
         self.mode = mode
         self.layers = layers  # False: only the whole-step entries
-        self.runner = RoundRunner(timer, on_entry)
+        self.runner = RoundRunner(timer, on_entry, on_round=on_round)
         self.backend = backend  # (backend, device id) the project runs on, for the memory measurement
         self.timeline = Timeline()
 

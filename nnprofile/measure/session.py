@@ -17,7 +17,7 @@ from ..project import Project
 from ..project.loader import validation_datasets
 from ..project.data import DatasetPool, SyntheticSource
 from ..result import Profile, Section
-from .rounds import EntryCallback
+from .rounds import EntryCallback, RoundCallback
 from .sequence import Profiler
 from .timing import Timer
 
@@ -124,10 +124,11 @@ def _source(project: Project, section: Section, pool: DatasetPool, synthetic: bo
 def run(project: Project, sections: List[Section], timer: Timer, cache_root: str,
         profile: Profile, on_section: Optional[SectionCallback] = None,
         on_entry: Optional[EntryCallback] = None, synthetic: bool = False, mode: str = "isolated",
-        on_section_end: Optional[SectionCallback] = None, layers: bool = True) -> Profile:
+        on_section_end: Optional[SectionCallback] = None, layers: bool = True,
+        on_round: Optional[RoundCallback] = None) -> Profile:
     """Profile each planned section into ``profile``; never loses measured entries."""
     profiler = Profiler(timer, on_entry=on_entry, mode=mode, layers=layers,
-                        backend=(project.run_context.backend, project.run_context.device_id))
+                        backend=(project.run_context.backend, project.run_context.device_id), on_round=on_round)
     pool = DatasetPool(project.datasets, cache_root)
     try:
         # Open every data source first: a missing dataset stops the run before any timing.

@@ -49,4 +49,6 @@ def write_all(profile: Profile, outdir: str, save_result: bool = True,
     """Write result.json (first: the data, should the process be stopped while the rest renders) and
     every output file; returns the paths."""
     written = [result_file.save(profile, outdir)] if save_result else []
-    return written + write_files(render(profile, formats), outdir)
+    written += write_files(render(profile, formats), outdir)
+    profile.location = outdir
+    return written

@@ -234,7 +234,9 @@ def load(path: str) -> Profile:
     except (OSError, ValueError) as e:
         raise ProfileError("%s: not a readable result file (%s)" % (path, e))
     try:
-        return from_dict(data)
+        profile = from_dict(data)
+        profile.location = os.path.dirname(os.path.abspath(path))
+        return profile
     except ProfileError as e:
         raise ProfileError("%s: %s" % (path, e))
     except (KeyError, TypeError, AttributeError) as e:

@@ -186,7 +186,7 @@ class Section:
         return [e for e in self.entries if e.phase == phase]
 
 
-@dataclass
+@dataclass(repr=False)
 class Profile:
     """A whole run: what was profiled and how (header), and its sections."""
 
@@ -202,6 +202,22 @@ class Profile:
     # A merged view of the ranks of a distributed run (see ``nnprofile.distributed.merge``): the
     # world, each rank's step parts per step, how the clocks were aligned; empty otherwise.
     ranks: Dict[str, Any] = field(default_factory=dict)
+    # The folder its files were written to or loaded from (not saved: it is where the file is).
+    location: Optional[str] = field(default=None, compare=False, repr=False)
+
+    def __repr__(self) -> str:
+        """One line: what was profiled, its sections, how it ended (the figures are in to_dataframe())."""
+        entries = sum(len(s.entries) for s in self.sections)
+        return "<nnprofile Profile of %s: %d section%s (%s), %d entries, %s%s>" % (
+            self.header.get("project", "?"), len(self.sections), "" if len(self.sections) == 1 else "s",
+            ", ".join(s.title for s in self.sections), entries,
+            "complete" if self.complete else "incomplete: %s" % (self.failure or "stopped"),
+            ", in %s" % self.location if self.location else "")
+
+    def _repr_html_(self) -> str:
+        """In Jupyter: the header, each step's breakdown, the top layers, the advice, a link to the report."""
+        from ..render.inline import profile_html
+        return profile_html(self)
 
     def to_dataframe(self) -> "pandas.DataFrame":
         """One row per entry, in log order, every figure as a number (see ``nnprofile.result.frames``)."""

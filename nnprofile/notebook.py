@@ -1,0 +1,72 @@
+"""Jupyter and IPython: ``%load_ext nnprofile``, then a cell that starts with ``%%nnprofile``.
+
+    %%nnprofile --skip-first 1 --active 10 -o results/cell
+    for i in range(20):
+        x.d, t.d = data.next()
+        loss.forward(); solver.zero_grad(); loss.backward(); solver.update()
+
+The cell is recorded as ``nnprofile run`` records a program (``nnprofile.record``),
+and its value is the ``Profile``, which the notebook shows below the cell
+(``Profile._repr_html_``). The solver is usually made in an earlier cell, before
+recording starts: a solver (or communicator) the notebook's namespace holds, by
+name or one level down (in a dict, or an attribute of an object), is timed for
+the cell. Where no step can be found, the output says so and how to mark steps
+(``nnprofile.step()``).
+"""
+from __future__ import annotations
+
+import argparse
+import shlex
+from typing import Any, Optional
+
+from .errors import ProfileError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise ValueError(message)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="%%nnprofile", add_help=False,
+                description="Record the NNabla work of this cell, as nnprofile run records a program.")
+    p.add_argument("--skip-first", type=int, default=1, metavar="N",
+                   help="steps recorded but left out first (default 1)")
+    p.add_argument("--active", type=int, default=20, metavar="N", help="steps kept after them (default 20)")
+    p.add_argument("-o", "--outdir", help="write every file here too (report.html, profile.xlsx, ...)")
+    return p
+
+
+def record_cell(shell: Any, line: str, cell: str) -> Optional[Any]:
+    """Run ``cell`` in ``shell`` while recording it; returns the Profile (None when the magic's line is wrong)."""
+    from IPython.core.error import UsageError
+    from .recording import Recording
+    try:
+        args = parser().parse_args(shlex.split(line))
+    except ValueError as e:
+        raise UsageError("%%%%nnprofile: %s (options: [--skip-first N] [--active N] [-o OUT])" % e)
+    if args.active < 1 or args.skip_first < 0:
+        raise UsageError("%%nnprofile: --active must be 1 or more and --skip-first 0 or more")
+    recording = Recording(outdir=args.outdir, skip_first=args.skip_first, active=args.active, name="cell",
+                          command="%%nnprofile " + line.strip() if line.strip() else "%%nnprofile",
+                          namespaces=(shell.user_ns,))
+    try:
+        recording.__enter__()
+    except ProfileError as e:
+        raise UsageError("%%%%nnprofile: %s" % e)
+    error: Optional[BaseException] = None
+    try:
+        outcome = shell.run_cell(cell, store_history=False)
+        error = outcome.error_before_exec or outcome.error_in_exec
+    finally:
+        recording.__exit__(type(error) if error is not None else None, error, None)
+    return recording.profile
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    from IPython.core.magic import register_cell_magic  # noqa: F401  (IPython present: fail early if not)
+
+    def nnprofile(line: str, cell: str) -> Optional[Any]:
+        return record_cell(ipython, line, cell)
+    nnprofile.__doc__ = parser().format_help()
+    ipython.register_magic_function(nnprofile, magic_kind="cell", magic_name="nnprofile")

@@ -1,0 +1,150 @@
+"""A profile, or a comparison, as an HTML fragment for Jupyter (``_repr_html_``).
+
+What a notebook shows below a cell: the header, each step's breakdown as a
+bar, the top layers, the advice, and a link to the full report when one was
+written. Notebooks may be untrusted, so the fragment holds no script and no
+style element (inline styles only, which a notebook's sanitizer keeps), and
+every name from a project or a program is escaped.
+"""
+from __future__ import annotations
+
+import html
+import os
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence
+
+from ..analysis import Analysis, analyze
+from ..analysis.advice import part_kind
+from ..choices import GRAPH
+
+if TYPE_CHECKING:
+    from ..compare import Comparison
+    from ..result import Profile
+
+COLORS = {"input": "#8e9aaf", "forward": "#4c78a8", "backward": "#f58518", "update": "#54a24b",
+          "monitor": "#b279a2", "communication": "#e45756", "other": "#bab0ac"}
+BOX = "font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; font-size: 13px; line-height: 1.4; color: #1d2330"
+CELL = "padding: 2px 10px 2px 0; text-align: left; vertical-align: top"
+NUMBER = "padding: 2px 10px 2px 0; text-align: right; font-variant-numeric: tabular-nums"
+MUTED = "color: #5a6478"
+HEADER_KEYS = (("project", "project"), ("context", "context"), ("steps", "steps"), ("sampling", "sampling"),
+               ("batch_size", "batch size"), ("world_size", "world size"), ("date", "date"))
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _link(location: Optional[str], name: str) -> str:
+    if not location:
+        return ""
+    path = os.path.join(location, name)
+    if not os.path.isfile(path):
+        return ""
+    try:
+        href = os.path.relpath(path)
+    except ValueError:  # another drive
+        href = path
+    return '<p>Full report: <a href="%s" target="_blank">%s</a></p>' % (_e(href.replace(os.sep, "/")), _e(path))
+
+
+def _bar(parts: Sequence[Any], total: float) -> str:
+    if total <= 0:
+        return ""
+    cells = []
+    for name, ms in parts:
+        if ms <= 0:
+            continue
+        share = ms / total
+        cells.append('<div title="%s: %.3f ms (%.1f%%)" style="width: %.3f%%; background: %s; height: 18px; '
+                     'overflow: hidden; white-space: nowrap; color: #fff; font-size: 11px; padding-left: 2px; '
+                     'box-sizing: border-box">%s</div>'
+                     % (_e(name), ms, 100 * share, 100 * share, COLORS.get(part_kind(name), "#999"),
+                        _e(name) if share > 0.12 else ""))
+    legend = " + ".join("%s %.3f ms (%.1f%%)" % (_e(n), ms, 100 * ms / total) for n, ms in parts)
+    return ('<div style="display: flex; width: 100%%; max-width: 900px; margin: 4px 0">%s</div>'
+            '<div style="%s; font-size: 12px">step %.3f ms = %s</div>' % ("".join(cells), MUTED, total, legend))
+
+
+def profile_html(profile: "Profile", analysis: Optional[Analysis] = None) -> str:
+    analysis = analysis or analyze(profile)
+    h = profile.header
+    out: List[str] = ['<div class="nnprofile" style="%s">' % BOX]
+    status = ('<span style="background: #e9f6ee; color: #1d5c36; padding: 1px 8px; border-radius: 4px">complete</span>'
+              if profile.complete else
+              '<span style="background: #f8696b; color: #fff; padding: 1px 8px; border-radius: 4px">INCOMPLETE: %s'
+              '</span>' % _e(profile.failure or "stopped"))
+    out.append('<div style="font-size: 15px; font-weight: 600; margin: 2px 0 6px">nnprofile %s %s</div>'
+               % (_e(h.get("nnprofile", "")), status))
+    rows = ["<tr><td style=\"%s; %s\">%s</td><td style=\"%s\">%s</td></tr>" % (CELL, MUTED, _e(label), CELL, _e(h[key]))
+            for key, label in HEADER_KEYS if h.get(key) not in (None, "", [])]
+    out.append('<table style="border-collapse: collapse">%s</table>' % "".join(rows))
+    for note in profile.notes:
+        out.append('<p style="%s; margin: 2px 0">Note: %s</p>' % (MUTED, _e(note)))
+    if analysis.ranks is not None:
+        from ..analysis.ranks import summary_lines
+        lines = [line for line in summary_lines(analysis.ranks) if not line.startswith(("Rank ", "Advice: "))]
+        out.append("<div><b>Ranks</b></div>" + "".join('<p style="margin: 2px 0">%s</p>' % _e(x) for x in lines))
+        out += [_advice(a) for a in analysis.ranks.advice]
+    for a in analysis.sections:
+        s = a.section
+        if s.kind != GRAPH:
+            out.append('<div style="margin-top: 10px; font-weight: 600">%s%s</div>'
+                       % (_e(s.title), "" if s.complete else " (incomplete)"))
+        if a.step is not None:
+            out.append(_bar(a.step.parts, a.step.step_ms))
+            top = a.step.top_layers
+            if top:
+                step = a.step.step_ms
+                body = "".join(
+                    "<tr><td style=\"%s\">%s</td><td style=\"%s\">%s</td><td style=\"%s\">%.3f ms</td>"
+                    "<td style=\"%s\">%.1f%%</td></tr>" % (CELL, _e(l.layer if l.copies == 1 else "%s (%d copies)"
+                                                                      % (l.layer, l.copies)),
+                                                          CELL, _e(l.layer_type), NUMBER, l.step_ms, NUMBER,
+                                                          100 * l.step_ms / step if step > 0 else 0)
+                    for l in top)
+                out.append('<table style="border-collapse: collapse; margin: 4px 0"><tr><th style="%s">top layer</th>'
+                           '<th style="%s">type</th><th style="%s">forward + backward</th><th style="%s">of the step'
+                           '</th></tr>%s</table>' % (CELL, CELL, NUMBER, NUMBER, body))
+            out += [_advice(x) for x in a.step.advice]
+        elif s.kind == GRAPH:  # a program's graph: its passes (its layers are in the step's top layers)
+            from ..render.log import section_line
+            passes = ", ".join("%s %.3f ms" % (e.label, e.mean_ms) for e in s.entries
+                               if e.phase in ("forward_all", "backward_all"))
+            out.append('<div style="%s">%s; %d layers%s</div>' % (
+                MUTED, _e(section_line(s)[len("Profiling "):-4]), len(a.layers), "; " + _e(passes) if passes else ""))
+        else:
+            slowest = sorted(s.entries, key=lambda e: -e.mean_ms)[:5]
+            out.append('<table style="border-collapse: collapse; margin: 4px 0">%s</table>' % "".join(
+                "<tr><td style=\"%s\">%s</td><td style=\"%s\">%.6f ms</td></tr>" % (CELL, _e(e.label), NUMBER, e.mean_ms)
+                for e in slowest))
+    out.append(_link(profile.location, "report.html"))
+    out.append("</div>")
+    return "".join(out)
+
+
+def _advice(a: Any) -> str:
+    return ('<div style="border-left: 4px solid #f0ad4e; background: #fff8ec; padding: 4px 8px; margin: 4px 0">'
+            '%s<div style="%s; font-size: 12px">Evidence: %s</div></div>' % (_e(a.text), MUTED, _e(a.evidence)))
+
+
+def comparison_html(c: "Comparison") -> str:
+    out: List[str] = ['<div class="nnprofile-compare" style="%s">' % BOX]
+    out += ['<div style="%s">%s</div>' % ("font-weight: 600" if i == 0 else MUTED, _e(line))
+            for i, line in enumerate(c.header)]
+    head = "".join('<th style="%s">%s</th>' % (NUMBER if i > 1 else CELL, _e(t)) for i, t in enumerate(
+        ("metric", "configuration", "runs", "mean", "median", "ratio", "95% interval")))
+    body = []
+    for r in c.rows:
+        interval = "%.3f to %.3f" % (r.ci_low, r.ci_high) if r.ci_low is not None and r.ci_high is not None else ""
+        body.append("<tr><td style=\"%s\">%s (%s)</td><td style=\"%s\">%s</td><td style=\"%s\">%d</td>"
+                    "<td style=\"%s\">%.4g</td><td style=\"%s\">%.4g</td><td style=\"%s\">%s</td><td style=\"%s\">%s</td>"
+                    "</tr>" % (CELL, _e(r.metric), _e(r.unit), CELL, _e(r.config), NUMBER, r.stats.n, NUMBER,
+                               r.stats.mean, NUMBER, r.stats.median, NUMBER,
+                               "%.3f" % r.ratio if r.ratio is not None else "", NUMBER, interval))
+    if body:
+        out.append('<table style="border-collapse: collapse; margin: 6px 0"><tr>%s</tr>%s</table>' % (head, "".join(body)))
+    out += ['<p style="margin: 2px 0">%s</p>' % _e(f) for f in c.findings]
+    location = getattr(c, "location", None)
+    out.append(_link(location, "compare.html") or _link(location, "compare.log"))
+    out.append("</div>")
+    return "".join(out)

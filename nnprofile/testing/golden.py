@@ -1,0 +1,5 @@
+"""Whether golden files are rewritten rather than compared (``pytest --nnprofile-update``): set by
+the plugin, or by ``NNPROFILE_UPDATE_GOLDEN=1`` outside pytest."""
+import os
+
+UPDATE = os.environ.get("NNPROFILE_UPDATE_GOLDEN", "") not in ("", "0")
