@@ -41,6 +41,14 @@ class FakeClock:
         self.t += ns
 
 
+def interruptible():
+    """Popen's preexec_fn for a child that a test interrupts with SIGINT: a shell without job
+    control starts background commands with SIGINT ignored, and Python keeps that, so a suite run
+    in the background (`make test &`, some CI runners) would see Ctrl-C do nothing."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_cli(*args, cwd=None, timeout=600):
     """python -m nnprofile as a user runs it; returns the CompletedProcess."""
     return subprocess.run([sys.executable, "-m", "nnprofile", *args], cwd=cwd or ROOT,

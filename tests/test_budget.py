@@ -79,15 +79,83 @@ def test_the_budget_holds_for_a_large_section_and_every_entry_gets_its_samples()
     assert 0.85 * len(layers) <= len(lean) < len(layers)
 
 
-def test_when_a_layer_round_no_longer_fits_the_whole_step_entries_use_the_rest():
-    # The warm-up and one lean layer round (500 x 1.2 ms of layers, 0.6 s) fit in 1.5 s; a second
-    # layer round would not, and the 20 ms whole-step rounds fill what is left.
-    section = _section(layers=500, layer_ns=1_200_000, whole_ns=20_000_000, max_seconds=1.5)
+def test_when_a_layer_round_no_longer_fits_the_heaviest_short_layers_take_what_the_whole_step_leaves():
+    # 400 lean layer entries of 1.2 ms, every fifth 2 ms (0.54 s a layer round), and 20 ms whole-step
+    # entries, in 1.5 s: the warm-up and one layer round fit, a second full one does not (a slow
+    # spell has the same effect). The layers short of their rounds take what is left, the heaviest
+    # first.
+    clock = FakeClock(steps=(0,))
+    timer = Timer(Sampling(warmup=1, max_seconds=1.5, min_rounds=5), clock=clock)
+    items = [Probe(simple("load_dataset", "load_dataset"), Costly(clock, 1_000_000)),
+             Action(Costly(clock, 20_000_000), layer=True)]
+    items += [Probe(simple("forward_function (L%d : Affine)" % i, "forward_function"),
+                    Costly(clock, 2_000_000 if i % 5 == 0 else 1_200_000), layer=True) for i in range(400)]
+    items += [Probe(simple("forward_all", "forward_all"), Costly(clock, 20_000_000))]
+    section = Section(kind="optimizer", name="O", network="N")
+    RoundRunner(timer, reference=False).run(section, items)
+    s = section.sampling
+    assert s["seconds"] <= 1.5 and s["stopped"] == "budget"  # the fake clock: exact
+    assert "partial layer round" in s["plan"]  # (one, and a smaller one in the tenth it kept back)
+    layers = [e for e in section.entries if e.phase == "forward_function"]
+    rounds = [sum(1 for n in e.round_sizes if n) for e in layers]
+    heavy = [r for i, r in enumerate(rounds) if i % 5 == 0]
+    light = [r for i, r in enumerate(rounds) if i % 5]
+    assert set(heavy) == {2}  # every heavy layer got its second round
+    assert set(light) == {1, 2} and 0 < light.count(2) < len(light)  # then light ones, as the budget allowed
+    # A layer entry with one round has no error at all: its second round comes before the whole-step
+    # entries' further rounds, and those are in every round, partial ones too.
     whole = section.entries_of("forward_all")[0]
-    layer = [e for e in section.entries if e.phase == "forward_function"][0]
-    assert section.sampling["seconds"] <= 1.5
-    assert sum(1 for n in layer.round_sizes if n) == 1
-    assert sum(1 for n in whole.round_sizes if n) >= 5
+    assert sum(1 for n in whole.round_sizes if n) == s["rounds"] >= 2
+    # The warm-up and the first round took 1.17 s; of the 0.33 s left, the partial round planned to
+    # use at most 90% (its cost is a prediction), and the whole-step rounds took what it left.
+    assert 1.5e9 - s["seconds"] * 1e9 < 0.1 * 0.33e9 + 21e6
+
+
+class Spell(Costly):
+    """Work that takes twice its time once the fake clock passes ``after_ns``: a slow spell."""
+
+    def __init__(self, clock, ns, after_ns):
+        super().__init__(clock, ns)
+        self.after_ns = after_ns
+
+    def __call__(self):
+        self.clock.advance(self.ns * (2 if self.clock.now_ns() > self.after_ns else 1))
+
+
+def test_a_slow_spell_in_a_partial_round_stops_it_at_its_deadline_and_the_budget_holds():
+    # As above, but everything runs twice as slow from 1.18 s on: the partial round's predictions are
+    # short by half, and its deadline, not its plan, ends it.
+    clock = FakeClock(steps=(0,))
+    timer = Timer(Sampling(warmup=1, max_seconds=1.5, min_rounds=5), clock=clock)
+    items = [Action(Spell(clock, 20_000_000, 1_180_000_000), layer=True),
+             Action(Spell(clock, 20_000_000, 1_180_000_000), layer=True, lean_only=True)]
+    items[1:1] = [Probe(simple("forward_function (L%d : Affine)" % i, "forward_function"),
+                        Spell(clock, 1_200_000, 1_180_000_000), layer=True) for i in range(400)]
+    items += [Probe(simple("forward_all", "forward_all"), Spell(clock, 20_000_000, 1_180_000_000))]
+    items[-2].costs_as = items[-1]  # the settling pass costs what a whole pass does (as in sequence.py)
+    section = Section(kind="optimizer", name="O", network="N")
+    RoundRunner(timer, reference=False).run(section, items)
+    s = section.sampling
+    assert "partial layer round" in s["plan"]
+    # The fake clock: exact. Without the round's own speed check, 1.75 s.
+    assert s["seconds"] <= 1.5
+    layers = [e for e in section.entries if e.phase == "forward_function"]
+    assert any(sum(1 for n in e.round_sizes if n) == 2 for e in layers)
+
+
+def test_the_partial_round_is_said_in_the_log():
+    clock = FakeClock(steps=(0,))
+    timer = Timer(Sampling(warmup=1, max_seconds=1.5, min_rounds=5), clock=clock)
+    items = [Action(Costly(clock, 20_000_000), layer=True)]
+    items += [Probe(simple("forward_function (L%d : Affine)" % i, "forward_function"), Costly(clock, 1_200_000),
+                    layer=True) for i in range(400)]
+    items += [Probe(simple("forward_all", "forward_all"), Costly(clock, 20_000_000))]
+    section = Section(kind="optimizer", name="O", network="N")
+    RoundRunner(timer, reference=False).run(section, items)
+    profile = Profile(header={"target_rse": 0.02}, sections=[section])
+    [line] = [line for line in log.section_footer(profile, analyze(profile).of(section))
+              if line.startswith("Sampling:")]
+    assert "partial layer round" in line and "rounds with samples per entry: 1 to 3" in line
 
 
 def test_a_budget_too_small_for_one_round_still_gives_every_entry_a_sample():

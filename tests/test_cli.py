@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from conftest import LENET, ROOT, lenet_with_validation, lenet_with_wrong_size_validation, run_cli
+from conftest import (LENET, ROOT, interruptible, lenet_with_validation, lenet_with_wrong_size_validation,
+                      run_cli)
 
 
 def _one_clean_line(proc):
@@ -143,7 +144,8 @@ def test_failure_midway_keeps_what_was_measured(tmp_path):
 def test_ctrl_c_keeps_what_was_measured(tmp_path):
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "nnprofile", LENET, "-o", str(out), "--runs", "20"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=interruptible)
     seen = []
     for line in proc.stdout:
         seen.append(line)
@@ -252,3 +254,12 @@ def test_the_top_level_help_lists_every_command_on_a_line_of_its_own():
         assert "  %s" % name in "\n".join(lines)
         assert [line for line in lines if line.strip().startswith(name + " ") and module.SUMMARY in line], name
     assert "--max-seconds" in proc.stdout  # and the options of the default command, profiling a project
+
+
+def test_every_commands_help_reads_as_written():
+    """argparse formats help strings, not descriptions: a '%%' written in a description shows as is."""
+    from nnprofile.cli import COMMANDS
+    from nnprofile.cli import profile_cmd
+    for module in [profile_cmd, *COMMANDS.values()]:
+        text = module.parser().format_help()
+        assert "%%" not in text and "%(" not in text, module.__name__

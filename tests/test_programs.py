@@ -13,7 +13,7 @@ import time
 import pytest
 
 import nnprofile
-from conftest import FakeClock, ROOT, run_cli
+from conftest import FakeClock, ROOT, interruptible, run_cli
 from nnprofile.analysis import analyze
 from nnprofile.analysis.advice import per_step_ms
 from nnprofile.measure.hookcost import HookCosts
@@ -239,7 +239,7 @@ def test_ctrl_c_while_nnabla_runs_a_pass_is_an_interruption_and_keeps_what_was_r
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "nnprofile", "run", "--active", "100000", "-o", str(out),
                              os.path.join(SCRIPTS, "forever.py")], cwd=str(tmp_path),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=interruptible)
     assert proc.stdout.readline().strip() == "training"  # recording: the program runs its loop
     time.sleep(3)  # some steps recorded; the program spends nearly all its time in passes
     proc.send_signal(signal.SIGINT)

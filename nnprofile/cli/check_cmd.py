@@ -27,7 +27,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="nnprofile check",
         description="Compare two saved results (folders or result.json) and exit 1 when something got "
-                    "slower: ratio above 1 + threshold and its 95%% confidence interval above 1. Exit 0 when "
+                    "slower: ratio above 1 + threshold and its 95% confidence interval above 1. Exit 0 when "
                     "nothing did, 2 on any error.")
     p.add_argument("baseline", metavar="BASELINE")
     p.add_argument("new", metavar="NEW")

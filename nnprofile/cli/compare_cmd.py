@@ -18,7 +18,7 @@ def parser() -> argparse.ArgumentParser:
         prog="nnprofile compare",
         description="Compare configurations of a project (run each --set, --repeat times, in fresh "
                     "processes) or saved results (folders with result.json), with statistics, ratios "
-                    "with 95%% confidence intervals, compare.csv, compare.xlsx and box plots.",
+                    "with 95% confidence intervals, compare.csv, compare.xlsx and box plots.",
         epilog="Examples: nnprofile compare net.nntxt --set type_config=float --set type_config=half "
                "--repeat 5 -o cmp;  nnprofile compare results/a results/b")
     p.add_argument("targets", nargs="+", metavar="PROJECT_OR_RESULT",

@@ -39,6 +39,8 @@ MIN_LAYER_ROUNDS = 3
 # In lean rounds, the heaviest layer entries keep their normal samples per round while that adds at
 # most this share to a layer round's cost.
 LEAN_EXTRA = 0.10
+# A partial layer round (see RoundRunner._stratum) plans to use at most this share of what is left.
+PARTIAL_SHARE = 0.9
 
 
 @dataclass
@@ -412,6 +414,42 @@ def make_plan(whole_ns: float, layer_normal_ns: float, layer_lean_ns: float, rem
                 whole_ns=whole_ns, layer_ns=layer_lean_ns)
 
 
+@dataclass
+class Stratum:
+    """A partial layer round: the layer probes it holds, and when it stops taking them.
+
+    Its plan is a prediction. A slow spell makes it short, so each probe is taken only while
+    it and what must follow it (``tail_ns``: the untimed passes after the layers, the whole-step
+    entries) still end before ``end_ns``, at the speed the round has shown so far.
+    """
+
+    ids: set
+    end_ns: float
+    tail_ns: float
+    # (clock reading, predicted cost of the probes taken before it), one per probe taken: the speed
+    # over the whole round and over its last RECENT probes (a spell that starts inside the round)
+    marks: List[Tuple[float, float]] = field(default_factory=list)
+    last_cost: float = 0.0  # the predicted cost of the last probe taken
+
+    RECENT = 50
+
+    def takes(self, probe: "Probe", now_ns: float, timer: Timer) -> bool:
+        if id(probe) not in self.ids:
+            return False
+        slower = 1.0
+        if self.marks:
+            predicted = self.marks[-1][1] + self.last_cost
+            for t, p in (self.marks[0], self.marks[max(0, len(self.marks) - self.RECENT)]):
+                if predicted > p:
+                    slower = max(slower, (now_ns - t) / (predicted - p))
+        cost = probe.round_cost(timer)
+        if now_ns + slower * (cost + self.tail_ns) > self.end_ns:
+            return False
+        self.marks.append((now_ns, self.marks[-1][1] + self.last_cost if self.marks else 0.0))
+        self.last_cost = cost
+        return True
+
+
 class RoundRunner:
     """Runs a section's items round after round until the sampling rule holds."""
 
@@ -440,6 +478,7 @@ class RoundRunner:
         started = clock.now_ns()
         round_costs: List[Tuple[bool, float]] = []  # (a layer round, ns) of each round
         plan = Plan()
+        partial_rounds = 0
         stopped = ""
         measured_ns = 0
         try:
@@ -454,6 +493,13 @@ class RoundRunner:
                 layer_round = rounds == 0 or rounds >= next_layers and not (
                     plan.lean and not self._fits(plan, round_costs, True, clock.now_ns() - started)
                     and self._fits(plan, round_costs, False, clock.now_ns() - started))
+                # A full layer round no longer fits, and some layer entries are short of their rounds:
+                # those, the heaviest first, take what is left of the budget.
+                stratum = None
+                if not layer_round and plan.lean and rounds >= next_layers:
+                    stratum = self._stratum(items, plan, round_costs, clock.now_ns() - started, rounds)
+                    layer_round = stratum is not None
+                    partial_rounds += layer_round
                 if layer_round:
                     next_layers = rounds + plan.layer_every
                 for i, item in enumerate(items):
@@ -461,7 +507,8 @@ class RoundRunner:
                         if (layer_round or not item.layer) and (plan.lean or not item.lean_only) \
                                 and _pending(items, i, layer_round):
                             item.run_round(self.timer, fixed)
-                    elif item.layer and not layer_round:
+                    elif item.layer and (not layer_round or stratum is not None and not (
+                            isinstance(item, Probe) and stratum.takes(item, clock.now_ns(), self.timer))):
                         item.skip_round()  # type: ignore[union-attr]
                     else:
                         _labelled(item, lambda: item.run_round(self.timer, fixed))
@@ -473,7 +520,8 @@ class RoundRunner:
                     sampling.drift_threshold)
                 section.speed_levels = [round(level, 4) for level in drift.levels]
                 measured_ns = clock.now_ns() - started
-                round_costs.append((layer_round, measured_ns + started - t0))
+                if stratum is None:  # (a partial round predicts neither kind of round)
+                    round_costs.append((layer_round, measured_ns + started - t0))
                 stopped = self._decide(all_series, rounds, drift, measured_ns, plan, round_costs)
                 emitted = self._emit(section, all_series, emitted, drift.dropped)
                 self.on_round(section, 1.0 if stopped else self._done(rounds, measured_ns))
@@ -484,9 +532,14 @@ class RoundRunner:
                     section.entries.append(s.entry(drift.dropped, complete=False))
             raise
         finally:
+            described = plan.describe()
+            if partial_rounds:
+                described += ("; then %d partial layer round%s: the layer entries short of %d rounds, the "
+                              "heaviest first, as many as the rest of the budget allowed"
+                              % (partial_rounds, "" if partial_rounds == 1 else "s", MIN_LAYER_ROUNDS))
             section.sampling = {"rounds": rounds, "seconds": round(measured_ns / 1e9, 3),
                                 "budget_seconds": None if fixed else sampling.max_seconds,
-                                "plan": plan.describe(), "lean": plan.lean, "layer_every": plan.layer_every,
+                                "plan": described, "lean": plan.lean, "layer_every": plan.layer_every,
                                 "stopped": stopped}
         return drift
 
@@ -525,6 +578,48 @@ class RoundRunner:
                 continue
             extra += more
         return plan
+
+    def _stratum(self, items: Sequence[Item], plan: Plan, round_costs: List[Tuple[bool, float]],
+                 elapsed_ns: float, rounds: int) -> Optional[Stratum]:
+        """A partial layer round (see ``Stratum``), or None.
+
+        When a slow spell makes a full lean layer round too long for what is left of the budget,
+        the layer entries that have had fewer than MIN_LAYER_ROUNDS rounds still take what is
+        left: the fewest rounds first, then the heaviest (those that make up the step), as many as
+        fit beside the layers' untimed passes and the whole-step rounds still owed (this one's, and
+        while every layer entry has two rounds, enough for ``min_rounds`` in all). Their predicted
+        costs are scaled by what layer rounds really cost against the plan.
+        """
+        probes = [item for item in items if isinstance(item, Probe) and item.layer and not item.series[0].final]
+        short = [p for p in probes if p.series[0].rounds_with_samples() < MIN_LAYER_ROUNDS]
+        if not short:
+            return None
+        whole = _round_cost(plan, round_costs, False)
+        layered = [ns for kind, ns in round_costs if kind][-3:]
+        scale = 1.0
+        if layered and plan.layer_ns > 0:
+            scale = max(1.0, (sum(layered) / len(layered) - whole) / plan.layer_ns)
+        actions = sum(item.round_cost(self.timer) for item in items
+                      if isinstance(item, Action) and item.layer and (plan.lean or not item.lean_only))
+        # An entry with one round has no error at all: its second round comes before the whole-step
+        # entries' further rounds. Past that, those are owed their min_rounds first.
+        fewest = min(p.series[0].rounds_with_samples() for p in short)
+        owed = (1 if fewest < 2 else max(1, self.timer.sampling.min_rounds - rounds)) * whole
+        # (a tenth kept back: a partial round's cost is a prediction, and the budget is a bound)
+        rest = self.timer.sampling.max_seconds * 1e9 - elapsed_ns - owed
+        left = PARTIAL_SHARE * rest / scale - actions
+        # What follows the layers: their settling passes, and the whole-step entries.
+        after = sum(item.round_cost(self.timer) for item in items
+                    if isinstance(item, Action) and item.layer and item.lean_only)
+        end = self.timer.clock.now_ns() + self.timer.sampling.max_seconds * 1e9 - elapsed_ns - (owed - whole)
+        chosen = set()
+        for p in sorted(short, key=lambda p: (p.series[0].rounds_with_samples(),
+                                              -p.round_cost(self.timer))):
+            cost = p.round_cost(self.timer)
+            if cost <= left:
+                chosen.add(id(p))
+                left -= cost
+        return Stratum(chosen, end, (after + whole) * scale) if chosen else None
 
     def _decide(self, all_series: List[Series], rounds: int, drift: Drift, elapsed_ns: float, plan: Plan,
                 round_costs: List[Tuple[bool, float]]) -> str:
