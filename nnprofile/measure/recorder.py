@@ -450,13 +450,15 @@ class Recorder:
         for name in dir(solver_module):
             factory = getattr(solver_module, name)
             if name[:1].isupper() and callable(factory) and not isinstance(factory, type):
-                replacements[id(factory)] = (factory, self._solver_factory(factory))
+                replacements[id(factory)] = (factory, self._tracking_factory(factory, self._track_solver,
+                                                                              "solver"))
         for name in ("clear_parameters", "load_parameters"):
             original = getattr(parameter_module, name, None)
             if original is not None:
                 replacements[id(original)] = (original, self._snapshot_first(original))
         for factory in communicator_factories():
-            replacements[id(factory)] = (factory, self._communicator_factory(factory))
+            replacements[id(factory)] = (factory, self._tracking_factory(factory, self._track_communicator,
+                                                                          "communicator"))
         self._patches.everywhere(replacements, self.namespaces)
         for name in dir(function_module):
             factory = getattr(function_module, name)
@@ -523,13 +525,13 @@ class Recorder:
         self.solvers.append(SolverInfo(solver, str(getattr(solver, "name", type(solver).__name__))))
         return _TimedSolver(solver, self, len(self.solvers) - 1)
 
-    def _solver_factory(self, factory: Callable) -> Callable:
+    def _tracking_factory(self, factory: Callable, track: Callable[[Any], Any], kind: str) -> Callable:
+        """``factory`` whose products, made while recording, are timed (``track``: a solver's or a
+        communicator's proxy)."""
         def make(*args: Any, **kwargs: Any) -> Any:
-            solver = factory(*args, **kwargs)
-            if not self.recording:
-                return solver
-            return self._track_solver(solver)
-        make.__name__ = getattr(factory, "__name__", "solver")
+            made = factory(*args, **kwargs)
+            return track(made) if self.recording else made
+        make.__name__ = getattr(factory, "__name__", kind)
         make.__doc__ = getattr(factory, "__doc__", None)
         return make
 
@@ -537,15 +539,6 @@ class Recorder:
         self.communicators.append(type(comm).__name__)
         return _TimedCommunicator(comm, self)
 
-    def _communicator_factory(self, factory: Callable) -> Callable:
-        def make(*args: Any, **kwargs: Any) -> Any:
-            comm = factory(*args, **kwargs)
-            if not self.recording:
-                return comm
-            return self._track_communicator(comm)
-        make.__name__ = getattr(factory, "__name__", "communicator")
-        make.__doc__ = getattr(factory, "__doc__", None)
-        return make
 
     def _function_factory(self, factory: Callable) -> Callable:
         def make(*args: Any, **kwargs: Any) -> Any:
