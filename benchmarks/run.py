@@ -181,7 +181,7 @@ def bench_hook_overhead(work):
     import nnabla as nn
     import nnabla.functions as F
     from nntxt_writer import deep_mlp
-    from nnprofile.measure.graph import hook_costs
+    from nnprofile.measure.graph_mode import hook_costs
     from nnprofile.project import load_project
     from nnprofile.measure.timing import Sampling, Timer
     timer = Timer(Sampling(runs=20, warmup=2))

@@ -21,14 +21,13 @@ command line quiets NNabla's log for its own run only.
 """
 from typing import TYPE_CHECKING, Any, List
 
-__version__ = "0.2.0"
+from ._version import __version__
 
 # name -> the module that defines it, imported on first use (PEP 562).
-_API = {
-    "profile": "api", "load": "api", "record": "api", "run": "api", "step": "api", "Recording": "api",
-    "analyze": "analysis", "Analysis": "analysis", "compare_results": "compare", "Comparison": "compare",
-    "Interrupted": "errors", "ProfileError": "errors", "Entry": "result", "Profile": "result", "Section": "result",
-}
+# (every name through nnprofile.api, which also loads the renderers that show a result in a notebook)
+_API = {name: "api" for name in ("profile", "load", "record", "run", "step", "Recording", "analyze", "Analysis",
+                                 "compare_results", "Comparison", "Interrupted", "ProfileError", "Entry", "Profile",
+                                 "Section")}
 
 __all__ = ["__version__", "profile", "load", "record", "run", "step", "Recording", "compare_results",
            "analyze", "Analysis", "Comparison",
@@ -36,11 +35,8 @@ __all__ = ["__version__", "profile", "load", "record", "run", "step", "Recording
 
 if TYPE_CHECKING:  # what the names are, for type checkers and editors
     from . import testing
-    from .analysis import Analysis, analyze
-    from .api import Recording, load, profile, record, run, step
-    from .compare import Comparison, compare_results
-    from .errors import Interrupted, ProfileError
-    from .result import Entry, Profile, Section
+    from .api import (Analysis, Comparison, Entry, Interrupted, Profile, ProfileError, Recording, Section, analyze,
+                      compare_results, load, profile, record, run, step)
 
 
 def __getattr__(name: str) -> Any:

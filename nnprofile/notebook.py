@@ -19,7 +19,7 @@ import argparse
 import shlex
 from typing import Any, Optional
 
-from .errors import ProfileError
+from .base.errors import ProfileError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -40,7 +40,7 @@ def parser() -> argparse.ArgumentParser:
 def record_cell(shell: Any, line: str, cell: str) -> Optional[Any]:
     """Run ``cell`` in ``shell`` while recording it; returns the Profile (None when the magic's line is wrong)."""
     from IPython.core.error import UsageError
-    from .recording import Recording
+    from .api.programs import Recording
     try:
         args = parser().parse_args(shlex.split(line))
     except ValueError as e:

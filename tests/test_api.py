@@ -10,7 +10,7 @@ import pytest
 
 import nnprofile
 from conftest import FIXTURES, LENET, ROOT, lenet_with_wrong_size_validation
-from nnprofile.render.comparison import ENTRY_COLUMNS
+from nnprofile.compare.saved import ENTRY_COLUMNS
 
 SHARED = os.path.join(FIXTURES, "shared_types.nntxt")
 FRAME_COLUMNS = ["section", "label", "phase", "layer", "layer_type", "class", "mean_ms", "median_ms",

@@ -5,7 +5,7 @@ import pytest
 
 from conftest import LENET, run_cli
 from nnprofile.compare.gate import RUN_CV, check
-from nnprofile.render import gate as render
+from nnprofile.render import verdicts as render
 from nnprofile.result import Entry, Profile, Section
 from nnprofile.result import file as result_file
 

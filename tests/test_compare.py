@@ -11,9 +11,9 @@ from nnprofile.compare.findings import findings
 from nnprofile.compare.saved import compare_saved
 from nnprofile.compare.configs import Config, parse_set
 from nnprofile.compare.metrics import Metric, Row, metric_rows
-from nnprofile.errors import ProfileError
+from nnprofile.base.errors import ProfileError
 from nnprofile.result import Entry, Profile, Section
-from nnprofile.stats import ratio_ci, summarize as describe
+from nnprofile.base.stats import ratio_ci, summarize as describe
 
 
 def test_describe():

@@ -3,7 +3,7 @@ and the CUDA path's device synchronisation, driven by a fake extension module.""
 import pytest
 
 from nnprofile.project import context
-from nnprofile.errors import ProfileError
+from nnprofile.base.errors import ProfileError
 
 
 class Proto:

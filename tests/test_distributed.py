@@ -23,8 +23,8 @@ import trace_check
 from conftest import ROOT, require, run_cli
 from nnprofile.analysis import analyze
 from nnprofile.analysis.ranks import STRAGGLER_FACTOR, analyze_ranks, summary_lines
-from nnprofile.distributed import launcher
-from nnprofile.distributed.merge import Found, align_clocks, collect, merge
+from nnprofile.recording import launcher
+from nnprofile.pooling.ranks import Found, align_clocks, collect, merge
 from nnprofile.result import Entry, Profile, Section, file as result_file
 
 SCRIPTS = os.path.join(ROOT, "tests", "scripts")

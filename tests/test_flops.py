@@ -1,8 +1,8 @@
 """FLOP formulas against hand-computed values, one per supported layer type."""
 import pytest
 
-from nnprofile import flops
-from nnprofile.flops import Shapes, bytes_moved, count
+from nnprofile.base import flops
+from nnprofile.base.flops import Shapes, bytes_moved, count
 
 
 def test_affine():
@@ -99,7 +99,7 @@ def test_bytes_moved():
 def test_lenet_layers_get_their_counts_from_nnabla(tmp_path):
     """The shapes and arguments reach the counters from real NNabla functions."""
     from conftest import LENET
-    from nnprofile.measure.layers import LayerIndex, layer_names, only_layers, parameters, pass_functions
+    from nnprofile.measure.naming import LayerIndex, layer_names, only_layers, parameters, pass_functions
     from nnprofile.project import load_project
     project = load_project([LENET])
     o = project.optimizers["Optimizer"]

@@ -4,7 +4,7 @@ import nnabla.functions as F
 import numpy as np
 
 from nnprofile.analysis.advice import layer_times
-from nnprofile.measure.layers import LayerIndex, only_layers, pass_functions
+from nnprofile.measure.naming import LayerIndex, only_layers, pass_functions
 from nnprofile.result import Entry, Section
 
 

@@ -9,7 +9,8 @@ import pytest
 
 import nnprofile
 from conftest import LENET, ROOT
-from nnprofile.measure import memory
+from nnprofile.base import buffers, sizes
+from nnprofile.measure import peak
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +72,7 @@ def test_solver_state_follows_the_solver():
         loss.forward()
         loss.backward()
         solver.update()
-        sizes[name] = memory.solver_state_bytes(solver)
+        sizes[name] = buffers.solver_state_bytes(solver)
     assert sizes == {"Adam": 2 * 64, "Momentum": 64, "Sgd": 0}
 
 
@@ -82,22 +83,22 @@ def test_the_estimate_follows_the_buffers_by_hand():
     y = F.relu(F.relu(F.relu(x)))
     functions = []
     y.visit(functions.append)
-    est = memory.estimate(functions, ["ReLU", "ReLU_2", "ReLU_3"], frozenset(), 4, training=False)
+    est = buffers.estimate(functions, ["ReLU", "ReLU_2", "ReLU_3"], frozenset(), 4, training=False)
     # input 40 B stays; each output lives until its reader ran; the last is the result
     assert [c[2] for c in est.curve] == [80, 120, 120]
     assert (est.peak, est.peak_layer, est.peak_phase) == (120, "ReLU_2", "forward")
 
 
 def test_sizes_and_what_fits():
-    assert memory.parse_size("8GiB") == 8 * 1024 ** 3
-    assert memory.parse_size("512MB") == 512 * 1000 ** 2
-    assert memory.parse_size("1e6") == 1_000_000
+    assert sizes.parse_size("8GiB") == 8 * 1024 ** 3
+    assert sizes.parse_size("512MB") == 512 * 1000 ** 2
+    assert sizes.parse_size("1e6") == 1_000_000
     for bad in ("lots", "-1GB", "0"):
         with pytest.raises(ValueError):
-            memory.parse_size(bad)
+            sizes.parse_size(bad)
     # 100 MB fixed, 1 MB of activations per sample: 1 GB holds 900 samples
-    assert memory.largest_batch(1_000_000_000, 100_000_000, 64_000_000, 64) == 900
-    assert memory.largest_batch(50_000_000, 100_000_000, 64_000_000, 64) == 0
+    assert sizes.largest_batch(1_000_000_000, 100_000_000, 64_000_000, 64) == 900
+    assert sizes.largest_batch(50_000_000, 100_000_000, 64_000_000, 64) == 0
 
 
 def test_running_out_of_memory_is_one_line_with_a_batch_that_fits(tmp_path):
@@ -128,17 +129,17 @@ def test_the_gpu_path_reads_the_devices_used_memory(monkeypatch):
     monkeypatch.setattr(nvml, "nvmlDeviceGetMemoryInfo", lambda handle: types.SimpleNamespace(used=device["used"]))
     fake = types.SimpleNamespace(clear_memory_cache=lambda: device.update(cleared=device["cleared"] + 1))
     monkeypatch.setattr(nnabla.ext_utils, "import_extension_module", lambda name: fake)
-    used, clear = memory.device_reader("cudnn", "1")
+    used, clear = peak.device_reader("cudnn", "1")
 
     def step(post):  # a step that allocates 3000 bytes, then frees 2000 of them
         for delta in (1000, 2000, -2000):
             device["used"] += delta
             post(None)
-    grown, how = memory.measure_device_step(step, used, clear, lambda: device.update(synced=device["synced"] + 1))
+    grown, how = peak.measure_device_step(step, used, clear, lambda: device.update(synced=device["synced"] + 1))
     assert grown == 3000 and device["cleared"] == 1 and device["synced"] == 5
     assert "NVML" in how
     monkeypatch.setattr(nvml, "nvmlInit", lambda flags=0: (_ for _ in ()).throw(OSError("no NVML")))
-    assert memory.device_reader("cudnn", "0") is None  # no GPU: not measured, never made up
+    assert peak.device_reader("cudnn", "0") is None  # no GPU: not measured, never made up
 
 
 def test_a_bad_memory_limit_is_one_line_before_any_work(tmp_path):

@@ -8,7 +8,7 @@ import nnprofile
 import nnprofile.measure.sequence
 from conftest import FIXTURES, FakeClock, LENET
 from nnprofile.analysis import coverage
-from nnprofile.choices import PHASES
+from nnprofile.base.choices import PHASES
 from nnprofile.project import load_project
 from nnprofile.measure.session import Selection, plan
 
@@ -93,7 +93,7 @@ def test_selection_by_name_and_kind(tmp_path):
     project = load_project([SHARED])
     assert [s.kind for s in plan(project, Selection(training=False))] == ["executor"]
     assert [s.name for s in plan(project, Selection(optimizers=["Optimizer"], inference=False))] == ["Optimizer"]
-    from nnprofile.errors import ProfileError
+    from nnprofile.base.errors import ProfileError
     with pytest.raises(ProfileError, match="no executor named 'Nope'"):
         plan(project, Selection(executors=["Nope"]))
     with pytest.raises(ProfileError, match="nothing to profile"):
@@ -130,6 +130,6 @@ def test_coverage_compares_layer_sums_with_whole_passes(tmp_path):
 
 
 def test_unknown_mode_is_refused():
-    from nnprofile.errors import ProfileError
+    from nnprofile.base.errors import ProfileError
     with pytest.raises(ProfileError, match="unknown mode"):
         nnprofile.profile(SHARED, mode="fast")

@@ -16,9 +16,9 @@ import nnprofile
 from conftest import FakeClock, ROOT, interruptible, run_cli
 from nnprofile.analysis import analyze
 from nnprofile.analysis.advice import per_step_ms
-from nnprofile.measure.hookcost import HookCosts
-from nnprofile.measure.steps import period, step_bounds, update_period
-from nnprofile.recording import interrupted, shorten
+from nnprofile.base.hookcost import HookCosts
+from nnprofile.recording.steps import period, step_bounds, update_period
+from nnprofile.api.programs import interrupted, shorten
 
 SCRIPTS = os.path.join(ROOT, "tests", "scripts")
 

@@ -7,7 +7,7 @@ import pytest
 import nnprofile
 import trace_check
 from conftest import FakeClock, ROOT, run_cli
-from nnprofile.measure.hookcost import HookCosts
+from nnprofile.base.hookcost import HookCosts
 
 SCRIPTS = os.path.join(ROOT, "tests", "scripts")
 EXAMPLES = os.path.join(ROOT, "examples")
@@ -184,7 +184,7 @@ def test_the_examples_run_under_nnprofile(tmp_path):
 def test_the_recorder_waits_for_a_gpu_device():
     """CUDA runs asynchronously: on a GPU context the recorder synchronises before each reading."""
     import types
-    from nnprofile.measure.recorder import device_sync
+    from nnprofile.recording.recorder import device_sync
     calls = []
     ext = types.SimpleNamespace(synchronize=lambda device_id: calls.append(device_id))
     gpu = types.SimpleNamespace(backend=["cudnn:float", "cuda:float", "cpu:float"], device_id="1")

@@ -6,7 +6,7 @@ import pytest
 
 from conftest import GOLDEN, LENET, run_cli
 from nnprofile.result import file as result_file
-from nnprofile.errors import ProfileError
+from nnprofile.base.errors import ProfileError
 from nnprofile.result import Entry, Profile, Section
 
 OUTPUTS = ("profile.log", "profile.csv", "profile_detail.csv", "summary.csv", "profile.xlsx")

@@ -6,7 +6,7 @@ from nnprofile.measure.rounds import Action, Probe, RoundRunner
 from nnprofile.measure.sequence import simple
 from nnprofile.measure.timing import Sampling, Timer
 from nnprofile.result import Section
-from nnprofile.stats import Drift, speed_levels, summarize_rounds
+from nnprofile.base.stats import Drift, speed_levels, summarize_rounds
 
 BASE_NS = {"a": 2_000_000, "b": 5_000_000, "c": 1_200_000}  # long entries: one sample a round
 

@@ -4,7 +4,7 @@ import pytest
 
 from conftest import FakeClock
 from nnprofile.measure.timing import Sampling, Timer
-from nnprofile.stats import percentile, summarize
+from nnprofile.base.stats import percentile, summarize
 
 
 def test_summarize_exact_values():
@@ -93,7 +93,7 @@ def test_adaptive_respects_max_runs():
 
 
 def test_running_stats_match_the_batch_formula():
-    from nnprofile.stats import RunningStats
+    from nnprofile.base.stats import RunningStats
     values = [3.0, 1.5, 8.25, 4.0, 9.0, 2.0, 7.5]
     r = RunningStats()
     for v in values:

@@ -11,14 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..choices import BACKWARD, FORWARD, GRAPH, SCRIPT
-from ..result import Entry, Profile, Section
-from ..stats import Drift
+from ..base.choices import BACKWARD, FORWARD, GRAPH, SCRIPT
+from ..result import Entry, Profile, Section, views
+from ..base.stats import Drift
 from . import memory
 from .advice import (Advice, LayerTime, Summary, base_layers, layer_times, program_layers, summarize_program,
                      summarize_section)
 from .precision import Precision, precision
-from .ranks import RanksAnalysis, analyze_ranks
+from .ranks import RanksAnalysis, analyze_ranks, ranks_frame
 
 __all__ = ["Analysis", "charted_layers", "Coverage", "SectionAnalysis", "analyze", "Advice", "LayerTime", "Precision",
            "RanksAnalysis", "Summary"]
@@ -178,3 +178,6 @@ def analyze(profile: Profile) -> Analysis:
             if a.section.kind == GRAPH:
                 a.program_step_ms = program.step_ms
     return Analysis(profile, analyses, analyze_ranks(profile))
+
+
+views.register("ranks_frame", lambda profile: ranks_frame(analyze_ranks(profile)))

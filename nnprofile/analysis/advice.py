@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..choices import GPU_BACKENDS, HALF_DTYPES, OPTIMIZER, SCRIPT
+from ..base.choices import GPU_BACKENDS, HALF_DTYPES, OPTIMIZER, SCRIPT
 from ..result import Entry, Section
 
 PARTS = ("input", "forward", "backward", "update", "monitor", "other")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from ..measure.memory import human, largest_batch
+from ..base.sizes import human, largest_batch
 from ..result import Section
 
 ROWS = ("parameters", "gradients", "solver_state", "activations_at_peak", "peak_estimated", "peak_measured")

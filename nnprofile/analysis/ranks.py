@@ -22,9 +22,9 @@ import bisect
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
-from ..choices import LAYER_PHASES
+from ..base.choices import LAYER_PHASES
 from ..result import Profile
-from ..stats import mean_ci
+from ..base.stats import mean_ci
 from .advice import INPUT_BOUND_SHARE, Advice
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ import sys
 import traceback
 from typing import List, Optional
 
-from ..errors import ProfileError, ProgramDidNotCompile
+from ..base.errors import ProfileError, ProgramDidNotCompile
 from . import check_cmd, compare_cmd, merge_cmd, profile_cmd, report_cmd, run_cmd
 
 EXIT_INTERNAL = 1

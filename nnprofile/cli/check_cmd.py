@@ -5,7 +5,7 @@ import argparse
 
 from .. import api
 from ..compare.gate import check
-from ..errors import ProfileError
+from ..base.errors import ProfileError
 from .common import Printer
 
 EXIT_ERROR = 2  # any error, internal ones included: never confused with "slower"
@@ -44,7 +44,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    from ..render import gate
+    from ..render import verdicts as gate
     result = check(api.load(args.baseline), api.load(args.new), threshold=args.threshold, layers=args.layers,
                    strict_order=args.strict_order)
     for path, render in ((args.markdown, gate.markdown), (args.junit, gate.junit)):

@@ -6,8 +6,8 @@ import os
 import sys
 from typing import Any, List, Optional, TextIO
 
-from ..api import prepare_outdir  # noqa: F401  (re-exported for the commands)
-from ..errors import ProfileError
+from ..render.files import prepare_outdir  # noqa: F401  (re-exported for the commands)
+from ..base.errors import ProfileError
 
 
 def positive_int(text: str) -> int:

@@ -4,9 +4,10 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..choices import MODES
+from ..base.choices import MODES
 from ..compare import compare_configurations, compare_results, parse_set
-from ..errors import ProfileError
+from ..render.comparison import write as write_comparison
+from ..base.errors import ProfileError
 from .common import Printer, positive_int, prepare_outdir
 from .progress import Progress
 
@@ -85,7 +86,7 @@ def run(args) -> int:
         finally:
             progress.close()
             out.progress = None
-    comparison.write(outdir)
+    write_comparison(outdir, comparison)
     with open(os.path.join(outdir, "compare.log")) as f:
         out.write(f.read())
     out("written to %s (compare.csv, compare.xlsx, box plots)" % outdir)

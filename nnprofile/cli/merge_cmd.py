@@ -5,8 +5,8 @@ import argparse
 import os
 import sys
 
-from ..distributed.merge import collect, merge, rank_folders
-from ..errors import ProfileError
+from ..pooling.ranks import collect, merge, rank_folders
+from ..base.errors import ProfileError
 from .common import Printer, non_negative_float
 
 

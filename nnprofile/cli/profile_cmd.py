@@ -5,9 +5,10 @@ import argparse
 import os
 import sys
 
-from .. import __version__, api
-from ..choices import BACKENDS, MODES, TYPE_CONFIGS
-from ..errors import ProfileError
+from .. import api
+from .._version import __version__
+from ..base.choices import BACKENDS, MODES, TYPE_CONFIGS
+from ..base.errors import ProfileError
 from .common import NativeStderr, Printer, positive_float, positive_int, terminal_stderr
 from .progress import Progress
 

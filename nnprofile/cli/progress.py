@@ -22,7 +22,7 @@ def _is_terminal(stream: Any) -> bool:
 
 
 def _first_rank() -> bool:
-    from ..distributed.launcher import world
+    from ..recording.launcher import world
     w = world()
     return w is None or w.rank == 0
 

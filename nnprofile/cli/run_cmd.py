@@ -5,8 +5,8 @@ import argparse
 import os
 import sys
 
-from ..errors import ProfileError
-from ..recording import run_recording
+from ..base.errors import ProfileError
+from ..api.programs import run_recording
 from .common import Printer, non_negative_float, positive_int
 
 FILES = "profile.log, profile.csv, profile_detail.csv, summary.csv, profile.xlsx, report.html%s, result.json"

@@ -1,4 +1,5 @@
-"""Repeatable comparisons: of configurations of a project, and of saved results.
+"""Repeatable comparisons, of configurations of a project and of saved results, and the regression gate
+(``gate``: ``nnprofile check``); plain data that the renderers read.
 
 A ``Comparison`` is plain data (statistics per metric and configuration,
 ratios with 95% confidence intervals, findings); its renderers write
@@ -15,12 +16,12 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Union
 
-from ..errors import ProfileError
-from ..result import Profile, file as result_file
+from ..base.errors import ProfileError
+from ..result import Profile, file as result_file, views
 from .configs import Config, parse_set, run_configurations
 from .findings import findings
-from .metrics import Metric, Row, metric_rows
-from .saved import EntryRow, compare_saved, unique_names
+from .metrics import ROW_COLUMNS, Metric, Row, metric_rows
+from .saved import ENTRY_COLUMNS, EntryRow, compare_saved, unique_names
 
 if TYPE_CHECKING:
     import pandas
@@ -48,7 +49,6 @@ class Comparison:
         """Saved results: the rows of compare_entries.csv (entries, then layers); configurations:
         the rows of compare.csv. Numbers as numbers, a figure never measured as NaN."""
         import pandas as pd
-        from ..render.comparison import ENTRY_COLUMNS, ROW_COLUMNS
         if self.entry_rows or self.layer_rows:
             records = [[r.section, r.label, r.config, r.n, r.mean_ms, r.median_ms, r.std_ms, r.ratio,
                         r.ci_low, r.ci_high] for r in list(self.entry_rows) + list(self.layer_rows)]
@@ -65,17 +65,15 @@ class Comparison:
         return frame
 
     def write(self, outdir: str) -> List[str]:
-        """Write compare.log, compare.csv, compare_entries.csv, compare.xlsx and box plots; returns the paths."""
-        from ..api import prepare_outdir
-        from ..render import comparison
-        prepare_outdir(outdir)
-        self.location = outdir
-        return comparison.write(outdir, self)
+        """Write compare.log, compare.csv, compare_entries.csv, compare.xlsx and box plots; returns the paths
+        (written by ``nnprofile.render.comparison``, which the API loads)."""
+        return views.make("comparison_write", (self, outdir))
 
-    def _repr_html_(self) -> str:
-        """In Jupyter: the header, each metric's ratio and interval, the findings, a link to compare.html."""
-        from ..render.inline import comparison_html
-        return comparison_html(self)
+    def _repr_html_(self) -> Optional[str]:
+        """In Jupyter: the header, each metric's ratio and interval, the findings, a link to compare.html
+        (made by ``nnprofile.render.inline``; None where the renderers are not loaded)."""
+        maker = views.find("comparison_html")
+        return maker(self) if maker is not None else None
 
 
 def _load(result: ResultLike) -> Profile:

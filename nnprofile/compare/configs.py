@@ -14,8 +14,8 @@ import sys
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..choices import BACKENDS, TYPE_CONFIGS
-from ..errors import ProfileError
+from ..base.choices import BACKENDS, TYPE_CONFIGS
+from ..base.errors import ProfileError
 from ..result import Profile, file as result_file
 from .metrics import STEP_METRICS, Metric, step_metrics, throughput_metrics
 

@@ -29,9 +29,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..analysis import analyze
 from ..analysis.advice import PHASE_PART
-from ..choices import EXECUTOR, GRAPH, LAYER_PHASES, OPTIMIZER, SCRIPT
+from ..base.choices import EXECUTOR, GRAPH, LAYER_PHASES, OPTIMIZER, SCRIPT
 from ..result import Entry, Profile, Section
-from ..stats import percentile
+from ..base.stats import percentile
 
 RUN_CV = 0.04      # run-to-run coefficient of variation assumed without --repeat (see make bench)
 # A layer's change counts only when it moves its section's step (inference: forward_all) by this

@@ -5,10 +5,13 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
 from ..analysis import analyze
-from ..choices import EXECUTOR, OPTIMIZER
+from ..base.choices import EXECUTOR, OPTIMIZER
 from ..result import Profile
-from ..stats import Stats, ratio_ci, summarize
+from ..base.stats import Stats, ratio_ci, summarize
 
+# The columns of compare.csv and of a configurations comparison's DataFrame.
+ROW_COLUMNS = ["metric", "unit", "configuration", "n", "mean", "median", "std", "p90", "min", "max",
+               "ratio", "ci95_low", "ci95_high"]
 STEP_METRICS = ("training step", "forward_all", "backward_all", "update", "inference forward_all")
 
 

@@ -6,10 +6,15 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..analysis.advice import layer_times as analyze_layers
-from ..choices import OPTIMIZER
+from ..base.choices import OPTIMIZER
 from ..result import Profile
-from ..stats import ratio_ci, summarize
+from ..base.stats import ratio_ci, summarize
 from .metrics import Metric
+
+# The columns of compare_entries.csv and of a saved results comparison's DataFrame.
+ENTRY_COLUMNS = ["section", "entry", "configuration", "n", "mean_ms", "median_ms", "std_ms",
+                 "ratio", "ci95_low", "ci95_high"]
+
 
 @dataclass
 class EntryRow:

@@ -23,7 +23,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from ..errors import ProfileError
+from ..base.errors import ProfileError
 from ..project.loader import validation_datasets
 
 EPOCH_LINE = re.compile(r"epoch (\d+) of (\d+) .*time=\(([\d.]+)s /([\d.]+)s\)")

@@ -20,10 +20,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Sequence, Tuple, Union
 
-from ..errors import ProfileError
+from ..base.errors import ProfileError
 from ..result import Entry, Section
-from ..stats import Drift, speed_levels, summarize_rounds
-from .graph import timing_hooks
+from ..base.stats import Drift, speed_levels, summarize_rounds
+from .graph_mode import timing_hooks
 from .timing import Measurement, Timer
 
 EntryFactory = Callable[[Measurement], Entry]

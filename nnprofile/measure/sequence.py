@@ -21,12 +21,14 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..choices import BACKWARD, FORWARD, MODES
-from ..errors import ProfileError
+from ..base.choices import BACKWARD, FORWARD, MODES
+from ..base.errors import ProfileError
 from ..result import Entry, Section
-from ..stats import Drift
-from . import memory
-from .layers import Layer, LayerIndex, is_sink, layer_names, only_layers, parameters, pass_functions
+from ..base.stats import Drift
+from ..base import buffers
+from ..result.layer import Layer
+from . import peak
+from .naming import LayerIndex, is_sink, layer_names, only_layers, parameters, pass_functions
 from .rounds import Action, EntryCallback, Item, PassProbe, Probe, RoundCallback, RoundRunner, Timeline
 from .timing import Measurement, Timer
 
@@ -51,7 +53,7 @@ def simple(label: str, phase: str) -> Callable[[Measurement], Entry]:
 
 
 def layer_entry(layer: Layer, phase: str) -> Callable[[Measurement], Entry]:
-    return lambda m: layer.entry(phase, m)
+    return lambda m: layer.entry(phase, m.samples_ns, m.calls_per_sample, m.overhead_ns)
 
 
 class SolverSnapshot:
@@ -250,19 +252,19 @@ class Profiler:
             params = list({v: None for f in functions for v in f.inputs if v in known})
         itemsize = index.layer(functions[-1]).itemsize if functions else 4
         training = solver is not None
-        section.memory = memory.step_memory(functions, names, params, itemsize, training,
-                                            memory.solver_state_bytes(solver) if training else 0)
+        section.memory = buffers.step_memory(functions, names, params, itemsize, training,
+                                             buffers.solver_state_bytes(solver) if training else 0)
 
     def memory_measure(self, section: Section, run_step) -> None:
         device = None
         if self.backend is not None and self.backend[0] != "cpu":
-            device = memory.device_reader(*self.backend)
+            device = peak.device_reader(*self.backend)
         if device is not None:
-            grown, how = memory.measure_device_step(run_step, device[0], device[1], self.timer.sync)
+            grown, how = peak.measure_device_step(run_step, device[0], device[1], self.timer.sync)
         elif self.backend is not None and self.backend[0] != "cpu":
             grown, how = None, "not measured: the GPU's memory could not be read (NVML)"
         else:
-            grown, how = memory.measure_step(run_step)
+            grown, how = peak.measure_step(run_step)
         section.memory.update(peak_measured=grown, measured=how)
 
     # -- sections ---------------------------------------------------------------

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 from typing import Callable, List, Optional
 
-from ..choices import EXECUTOR, OPTIMIZER
-from ..errors import Interrupted, ProfileError
+from ..base.choices import EXECUTOR, OPTIMIZER
+from ..base.errors import Interrupted, ProfileError
 from ..project import Project
 from ..project.loader import validation_datasets
 from ..project.data import DatasetPool, SyntheticSource
@@ -75,12 +75,13 @@ def out_of_memory(e: BaseException) -> bool:
 
 def explain_out_of_memory(e: BaseException, section: Optional[Section], project: Project) -> str:
     """One line: where it failed, what it asked for, the estimated peak, what is available, what fits."""
-    from .memory import available_memory, human, largest_batch
+    from ..base.sizes import human, largest_batch
+    from .peak import available_memory
     where = "while profiling"
     asked = ""
     function = getattr(e, "nnprofile_function", None)
     if function is not None:
-        from .layers import layer_names
+        from .naming import layer_names
         component = None
         if section is not None:
             component = (project.optimizers if section.kind == OPTIMIZER else project.executors).get(section.name)

@@ -8,29 +8,16 @@ one and assert exact figures.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 from typing import Callable, List, Optional
 
-from ..stats import RunningStats, summarize
+from ..base.clock import Clock
+from ..base.stats import RunningStats, summarize
 
 # Calls so short that the timing overhead would exceed this share of a sample
 # are timed in batches of consecutive calls.
 MAX_OVERHEAD_SHARE = 0.01
 MAX_CALLS_PER_SAMPLE = 1000
-
-
-class Clock:
-    """Monotonic nanosecond clock; tests replace it with a scripted one.
-
-    ``now_ns`` is the builtin itself, not a method around it: a Python frame per reading
-    would add to every sample's overhead.
-    """
-
-    name = "time.perf_counter_ns"
-
-    def __init__(self) -> None:
-        self.now_ns: Callable[[], int] = time.perf_counter_ns
 
 
 @dataclass(frozen=True)

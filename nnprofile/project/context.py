@@ -11,8 +11,8 @@ import logging
 from dataclasses import dataclass
 from typing import Callable, List, Optional
 
-from ..choices import BACKEND_NAMES, BACKENDS, TYPE_CONFIGS
-from ..errors import ProfileError
+from ..base.choices import BACKEND_NAMES, BACKENDS, TYPE_CONFIGS
+from ..base.errors import ProfileError
 
 
 @dataclass

@@ -12,7 +12,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from ..errors import ProfileError
+from ..base.errors import ProfileError
 from .loader import DatasetSpec
 
 

@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 
 from . import context as contexts
-from ..errors import ProfileError
+from ..base.errors import ProfileError
 
 PROJECT_EXTENSIONS = (".nntxt", ".prototxt", ".protobuf", ".nnp")
 PARAMETER_EXTENSIONS = (".h5",)

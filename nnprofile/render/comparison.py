@@ -4,19 +4,15 @@ from __future__ import annotations
 import csv
 import os
 import re
-from typing import TYPE_CHECKING, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
-from ..compare.metrics import Metric, Row
-from ..compare.saved import EntryRow
+from ..compare import Comparison
+from ..compare.metrics import ROW_COLUMNS, Metric, Row
+from ..compare.saved import ENTRY_COLUMNS, EntryRow
+from ..result import views
+from .files import prepare_outdir
 from .safe import csv_text, xlsx_text
 
-if TYPE_CHECKING:
-    from ..compare import Comparison
-
-ROW_COLUMNS = ["metric", "unit", "configuration", "n", "mean", "median", "std", "p90", "min", "max",
-               "ratio", "ci95_low", "ci95_high"]
-ENTRY_COLUMNS = ["section", "entry", "configuration", "n", "mean_ms", "median_ms", "std_ms",
-                 "ratio", "ci95_low", "ci95_high"]
 GREEN, WHITE, RED = "63BE7B", "FFFFFF", "F8696B"
 
 
@@ -133,9 +129,11 @@ def _as_number(v):
     return v
 
 
-def write(outdir: str, c: "Comparison") -> List[str]:
-    """Write every output of a comparison into outdir; returns the paths."""
+def write(outdir: str, c: Comparison) -> List[str]:
+    """Write every output of a comparison into outdir (made if need be); returns the paths."""
     from openpyxl import Workbook
+    prepare_outdir(outdir)
+    c.location = outdir
     header_lines, rows, findings, metrics = c.header, c.rows, c.findings, c.metrics
     configs, what, entry_rows, layer_rows = c.names, c.what, c.entry_rows, c.layer_rows
     from openpyxl.drawing.image import Image
@@ -189,7 +187,7 @@ def write(outdir: str, c: "Comparison") -> List[str]:
     return written
 
 
-def write_html(outdir: str, c: "Comparison", plots: Sequence[str]) -> str:
+def write_html(outdir: str, c: Comparison, plots: Sequence[str]) -> str:
     """compare.html: one file with the findings, the ratios and their intervals, and the box plots inline."""
     import base64
     from html import escape
@@ -224,3 +222,6 @@ td.t,th.t{text-align:left}th{background:#f3f5f9}li{margin:3px 0}img{margin:8px 8
     with open(path, "w", encoding="utf-8") as out:
         out.write(page)
     return path
+
+
+views.register("comparison_write", lambda args: write(args[1], args[0]))

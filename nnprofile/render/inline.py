@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any, List, Optional, Sequence
 
 from ..analysis import Analysis, analyze
 from ..analysis.advice import part_kind
-from ..choices import GRAPH
+from ..base.choices import GRAPH
+from ..compare import Comparison
+from ..result import views
 
 if TYPE_CHECKING:
-    from ..compare import Comparison
     from ..result import Profile
 
 COLORS = {"input": "#8e9aaf", "forward": "#4c78a8", "backward": "#f58518", "update": "#54a24b",
@@ -127,7 +128,7 @@ def _advice(a: Any) -> str:
             '%s<div style="%s; font-size: 12px">Evidence: %s</div></div>' % (_e(a.text), MUTED, _e(a.evidence)))
 
 
-def comparison_html(c: "Comparison") -> str:
+def comparison_html(c: Comparison) -> str:
     out: List[str] = ['<div class="nnprofile-compare" style="%s">' % BOX]
     out += ['<div style="%s">%s</div>' % ("font-weight: 600" if i == 0 else MUTED, _e(line))
             for i, line in enumerate(c.header)]
@@ -148,3 +149,7 @@ def comparison_html(c: "Comparison") -> str:
     out.append(_link(location, "compare.html") or _link(location, "compare.log"))
     out.append("</div>")
     return "".join(out)
+
+
+views.register("profile_html", profile_html)
+views.register("comparison_html", comparison_html)

@@ -18,7 +18,7 @@ from ..analysis import Analysis, SectionAnalysis, analyze, charted_layers
 from ..analysis.advice import summary_rows as advice_rows
 from ..analysis.ranks import RANK_COLUMNS, STEP_COLUMNS, RanksAnalysis, rank_rows, step_rows
 from ..analysis.ranks import summary_lines as ranks_lines
-from ..choices import LAYER_PHASES
+from ..base.choices import LAYER_PHASES
 from ..result import Profile, Section, ms
 from .base import Contents
 from .csv_files import SUMMARY_COLUMNS, work_cells

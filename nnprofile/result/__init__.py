@@ -1,4 +1,8 @@
-"""The result of a profile: entries, sections and profiles as plain data, result.json, DataFrames."""
+"""The result model every room builds on: entries, sections and profiles as plain data, the layers
+that give entries, result.json (versioned, every earlier version loads), and pandas DataFrames.
+
+It imports nothing above it; how a result shows itself is filled in from above (``views``).
+"""
 from .model import Entry, Profile, Section, format_ms, ms
 
 __all__ = ["Entry", "Profile", "Section", "format_ms", "ms"]

@@ -40,7 +40,7 @@ import os
 from dataclasses import MISSING, fields
 from typing import Any, Callable, Dict, List, Optional
 
-from ..errors import ProfileError
+from ..base.errors import ProfileError
 from .model import Entry, Profile, Section
 
 FILENAME = "result.json"

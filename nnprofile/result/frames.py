@@ -7,12 +7,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, List
 
-from ..stats import NS_PER_MS
+from ..base.stats import NS_PER_MS
 
 if TYPE_CHECKING:
     import pandas
-
-    from .model import Profile
 
 COLUMNS = ["section", "label", "phase", "layer", "layer_id", "layer_type", "class", "in_place",
            "mean_ms", "median_ms", "std_ms", "min_ms", "max_ms", "p90_ms", "runs", "rse",
@@ -23,8 +21,9 @@ INTEGER_COLUMNS = ["layer_id", "runs", "calls_per_sample", "params", "flops", "b
                    "rounds"]
 
 
-def profile_records(profile: "Profile") -> List[Dict[str, Any]]:
-    """The rows of ``profile_frame`` as plain dicts (None where a figure is unknown)."""
+def profile_records(profile: Any) -> List[Dict[str, Any]]:
+    """The rows of ``profile_frame`` as plain dicts (None where a figure is unknown); ``profile`` is a
+    ``nnprofile.result.model.Profile`` (which imports this module, hence no import of it here)."""
     records = []
     for section in profile.sections:
         for e in section.entries:
@@ -46,7 +45,7 @@ def profile_records(profile: "Profile") -> List[Dict[str, Any]]:
     return records
 
 
-def profile_frame(profile: "Profile") -> "pandas.DataFrame":
+def profile_frame(profile: Any) -> "pandas.DataFrame":
     import pandas as pd
     frame = pd.DataFrame.from_records(profile_records(profile), columns=COLUMNS)
     # Integers that may be missing: pandas' nullable integer type keeps them whole.

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
-from ..stats import NS_PER_MS, Stats, summarize_rounds
-from ..choices import LAYER_PHASES, PHASES  # noqa: F401  (PHASES: part of this module's vocabulary)
+from ..base.stats import NS_PER_MS, Stats, summarize_rounds
+from ..base.choices import LAYER_PHASES, PHASES  # noqa: F401  (PHASES: part of this module's vocabulary)
 
 if TYPE_CHECKING:  # pandas is imported only when a DataFrame is asked for
     import pandas
@@ -214,10 +214,12 @@ class Profile:
             "complete" if self.complete else "incomplete: %s" % (self.failure or "stopped"),
             ", in %s" % self.location if self.location else "")
 
-    def _repr_html_(self) -> str:
-        """In Jupyter: the header, each step's breakdown, the top layers, the advice, a link to the report."""
-        from ..render.inline import profile_html
-        return profile_html(self)
+    def _repr_html_(self) -> Optional[str]:
+        """In Jupyter: the header, each step's breakdown, the top layers, the advice, a link to the report
+        (made by ``nnprofile.render.inline``; None, the plain repr, where the renderers are not loaded)."""
+        from .views import find
+        maker = find("profile_html")
+        return maker(self) if maker is not None else None
 
     def to_dataframe(self) -> "pandas.DataFrame":
         """One row per entry, in log order, every figure as a number (see ``nnprofile.result.frames``)."""
@@ -226,8 +228,8 @@ class Profile:
 
     def ranks_dataframe(self) -> "pandas.DataFrame":
         """A merged view's ranks: one row per rank, its step and parts (ms per step); empty otherwise."""
-        from ..analysis.ranks import analyze_ranks, ranks_frame
-        return ranks_frame(analyze_ranks(self))
+        from .views import make
+        return make("ranks_frame", self)
 
     def labels(self) -> List[str]:
         """Every entry's label, section after section, in log order."""

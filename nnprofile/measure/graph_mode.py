@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable, Dict, List, Tuple
 
-from ..stats import summarize
+from ..base.stats import summarize
 from .timing import Sampling, Timer
 
 

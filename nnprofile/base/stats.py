@@ -50,6 +50,26 @@ def percentile(sorted_values: Sequence[float], q: float) -> float:
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
+def median(values: Sequence[float]) -> float:
+    """The middle value (the mean of the two middle ones for an even count)."""
+    if not values:
+        raise ValueError("median of no values")
+    return percentile(sorted(values), 50)
+
+
+def mean(values: Sequence[float]) -> float:
+    """The arithmetic mean; 0 for no values (a part that never ran)."""
+    return sum(values) / len(values) if values else 0.0
+
+
+def median_error(values: Sequence[float]) -> float:
+    """The standard error of a median, from the median absolute deviation (1.2533 sigma / sqrt(n) for
+    normal spread, sigma = 1.4826 MAD)."""
+    m = median(values)
+    mad = median([abs(v - m) for v in values])
+    return 1.2533 * 1.4826 * mad / math.sqrt(len(values))
+
+
 def summarize(samples: Sequence[float]) -> Stats:
     if not samples:
         raise ValueError("no samples to summarize")

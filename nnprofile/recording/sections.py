@@ -1,7 +1,7 @@
 """From a recorded program to sections: one per graph, and the program's own step.
 
 The pipeline: the recorder's raw events are cut into steps
-(``nnprofile.measure.steps``), each step's function calls grouped into passes
+(``nnprofile.recording.steps``), each step's function calls grouped into passes
 (``passes``), the passes into graphs (``graphs``), and here each graph becomes
 a section (its layers' forward and backward, its whole passes), and the rest
 of the step (input, solvers, monitors, the whole step) the program's section.
@@ -16,20 +16,19 @@ any step.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..choices import GRAPH, PHASES, SCRIPT
+from ..base.choices import GRAPH, PHASES, SCRIPT
 from ..result import Entry, Section
-from ..stats import Drift, speed_levels
+from ..base.stats import Drift, speed_levels
 from .graphs import Graph, Namer, layer_keys, solver_labels, split_by_graph, trainers
-from .hookcost import HookCosts
-from .layers import Layer
+from ..base.hookcost import HookCosts, measured_in_program
+from ..base.stats import median
+from ..result.layer import Layer
 from .passes import Pass, SiteReader, group_passes
 from .recorder import CommCall, FunctionCall, Hooks, InputCall, MonitorCall, Recorder, SolverCall, StepMark
 from .steps import step_bounds, steps_of
-from .timing import Measurement
 
 SOLVER_PHASES = {"zero_grad": "prepare_backward", "weight_decay": "weight_decay", "update": "update"}
 # Events a trace keeps per step: a bound on its size (times the active steps).
@@ -99,48 +98,6 @@ def _plain_steps(per_step: List[List[Any]]) -> List[bool]:
 def _duration(bounds: Tuple[int, int], excluded: Sequence[Tuple[int, int]]) -> float:
     start, end = bounds
     return end - start - sum(max(0, min(b, end) - max(a, start)) for a, b in excluded)
-
-
-def _median(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    n = len(ordered)
-    return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
-
-
-def _median_error(values: Sequence[float]) -> float:
-    """The standard error of a median, from the median absolute deviation (1.2533 sigma / sqrt(n) for
-    normal spread, sigma = 1.4826 MAD)."""
-    m = _median(values)
-    mad = _median([abs(v - m) for v in values])
-    return 1.2533 * 1.4826 * mad / math.sqrt(len(values))
-
-
-def measured_in_program(chain: HookCosts, hooked: Sequence[Tuple[float, int, int, float]],
-                        plain: Sequence[float]) -> Optional[Tuple[HookCosts, Dict[str, float]]]:
-    """What the hooks cost in the program itself, from its steps with the hooks (duration, static and
-    dynamic calls, the calls' own time) against its steps without them.
-
-    Beyond the chain's fixed dispatch per function, the Python the hooks run between two functions
-    evicts the caches, and the next function reads slower by an amount that grows with its data (a
-    chain of tiny functions measures 8 us a function where a real graph of batch 256 pays 35 us).
-    That part is the ``eviction``: the share of each function's own time that is the hooks'. None
-    with fewer than three steps of either kind."""
-    if len(plain) < 3 or len(hooked) < 3:
-        return None
-    fixed = _median([n_s * chain.static_total + n_d * chain.dynamic_total for _, n_s, n_d, _ in hooked])
-    own = _median([calls for _, _, _, calls in hooked])
-    durations = [d for d, _, _, _ in hooked]
-    extra = _median(durations) - _median(plain) - fixed
-    # An extra that the steps' own spread could make is not the hooks' (a program whose step is mostly
-    # waiting, for data or other ranks, has a spread far above its functions' time).
-    if extra < 2 * math.hypot(_median_error(durations), _median_error(plain)):
-        extra = 0.0
-    eviction = min(0.9, max(0.0, extra / own)) if own > 0 else 0.0
-    costs = HookCosts(chain.static_total, chain.static_inside, chain.dynamic_total, chain.dynamic_inside, eviction)
-    n = _median([n_s + n_d for _, n_s, n_d, _ in hooked])
-    return costs, {"plain_ms": _median(plain) / 1e6, "hooked_ms": _median([d for d, _, _, _ in hooked]) / 1e6,
-                   "plain_steps": len(plain), "hooked_steps": len(hooked), "eviction": eviction,
-                   "per_function_ns": (_median([d for d, _, _, _ in hooked]) - _median(plain)) / n if n else 0.0}
 
 
 def assemble(recorder: Recorder, costs: HookCosts, name: str) -> Assembly:
@@ -257,15 +214,15 @@ class _Builder:
                 (forward if phase == "forward" else backward).get(key).add(float(call.end_ns - call.start_ns))
                 self._layer_event(i, layers[key], phase, call)
             for p in graph.passes[i]:
-                own = sum(c.eviction * max(0.0, x.end_ns - x.start_ns - c.inside(x.dynamic)) for x in p.calls)
-                whole.get(p.phase).add(max(0.0, p.end_ns - p.start_ns - len(p.calls) * c.total(p.dynamic) - own))
+                own = sum(c.eviction * max(0.0, x.end_ns - x.start_ns - c.inside("dynamic" if x.dynamic else "static")) for x in p.calls)
+                whole.get(p.phase).add(max(0.0, p.end_ns - p.start_ns - len(p.calls) * c.total("dynamic" if p.dynamic else "static") - own))
                 self._pass_events(graph, section.title, p, i, layers)
         entries: List[Entry] = []
         for table, phase in ((forward, "forward_function"), (backward, "backward_function")):
             for key, s in table.series.items():
                 dynamic = graph.dynamic and phase == "forward_function"
                 mean = sum(s.samples) / len(s.samples) if s.samples else 0.0
-                e = layers[key].entry(phase, Measurement(s.samples, 1, c.taken_off(mean, dynamic)))
+                e = layers[key].entry(phase, s.samples, 1, c.taken_off(mean, "dynamic" if dynamic else "static"))
                 e.round_sizes, e.source = s.sizes, sources.get(key)
                 entries.append(e)
         for phase in ("forward", "backward"):
@@ -318,7 +275,7 @@ class _Builder:
             own = 0.0
             for e in events:
                 if isinstance(e, FunctionCall):
-                    own += c.eviction * max(0.0, e.end_ns - e.start_ns - c.inside(e.dynamic))
+                    own += c.eviction * max(0.0, e.end_ns - e.start_ns - c.inside("dynamic" if e.dynamic else "static"))
                     if e.dynamic:
                         dynamic += 1
                     else:
@@ -383,7 +340,7 @@ class _Builder:
 
     def memory(self, section: Section) -> Dict[str, Any]:
         """The step memory of a (training) graph, estimated from its functions in the first kept step."""
-        from . import memory
+        from ..base import buffers as memory
         layers = self.layers.get(section.name, {})
         forward = [(layer.function, layer.name) for key, layer in layers.items()]
         if not forward:

@@ -7,9 +7,9 @@
 
     profile, status = nnprofile.run("train.py", "--epochs", "1", outdir="results/train")
 
-The recording (``nnprofile.measure.recorder``) ends in the same ``Profile`` as a
+The recording (``nnprofile.recording``) ends in the same ``Profile`` as a
 project's profile: one section per graph the program ran, and one for the
-program's step (``nnprofile.measure.program``).
+program's step.
 """
 from __future__ import annotations
 
@@ -23,9 +23,10 @@ import time
 import traceback
 from typing import Any, Callable, Dict, MutableMapping, Optional, Sequence, Tuple, Union
 
-from . import __version__
-from .errors import ProfileError, ProgramDidNotCompile
-from .result import Profile
+from .._version import __version__
+from ..base.errors import ProfileError, ProgramDidNotCompile
+from ..render.files import prepare_outdir
+from ..result import Profile
 
 PathLike = Union[str, "os.PathLike[str]"]
 MESSAGE_LIMIT = 300  # characters of a program's exception message in the log
@@ -84,9 +85,9 @@ class Recording:
                  clock: Optional[Callable[[], int]] = None, hook_costs: Optional[Any] = None,
                  namespaces: Sequence[MutableMapping[str, Any]] = (), merge_wait: Optional[float] = None,
                  world: Optional[Any] = None, progress: Callable[[str], None] = lambda line: None):
-        from .distributed import launcher
-        from .distributed.merge import DEFAULT_WAIT
-        from .measure.recorder import Recorder
+        from ..pooling.ranks import DEFAULT_WAIT
+        from ..recording import launcher
+        from ..recording.recorder import Recorder
         self.outdir = os.fspath(outdir) if outdir is not None else None
         self.name = name
         self.command = command or name
@@ -106,8 +107,7 @@ class Recording:
         self._started_unix = 0.0
 
     def __enter__(self) -> "Recording":
-        from .api import prepare_outdir
-        from .measure.hookcost import calibrate
+        from ..recording.calibrate import calibrate
         if self.outdir is not None:
             prepare_outdir(self.outdir)
             if self.world is not None and self.world.several:
@@ -119,15 +119,14 @@ class Recording:
         self.recorder.start()
         _ACTIVE.append(self)
         if self.outdir is not None and self.world is not None and self.world.several:
-            from .distributed.guard import TerminationGuard
+            from .guard import TerminationGuard
             self._guard = TerminationGuard(self._terminated).__enter__()
         return self
 
     def _rank_folder(self, rank: int) -> str:
         """OUTDIR/rank-K, made, with no result of an earlier run left in it (a merge must not take that)."""
-        from .api import prepare_outdir
-        from .distributed.launcher import rank_dir
-        from .result import file as result_file
+        from ..recording.launcher import rank_dir
+        from ..result import file as result_file
         assert self.outdir is not None
         folder = rank_dir(self.outdir, rank)
         prepare_outdir(folder)
@@ -142,7 +141,7 @@ class Recording:
         if self.world is not None:
             return self.world
         if self.recorder.comm_rank is not None and self.recorder.comm_rank[1] > 1:
-            from .distributed.launcher import World
+            from ..recording.launcher import World
             return World(self.recorder.comm_rank[0], self.recorder.comm_rank[1], "communicator")
         return None
 
@@ -167,7 +166,8 @@ class Recording:
         if self._guard is not None and not self._guard.claim():
             threading.Event().wait()  # a SIGTERM came first: its thread writes the result and ends the process
         if self._measure_again and self.hook_costs is not None and not interrupted(error):
-            from .measure.hookcost import calibrate, smaller
+            from ..base.hookcost import smaller
+            from ..recording.calibrate import calibrate
             self.hook_costs = smaller(self.hook_costs, calibrate(self._new))
         failure = None
         if interrupted(error):
@@ -192,7 +192,7 @@ class Recording:
             return
         self._write(self.profile, self._rank_folder(world.rank))
         if world.rank == 0:
-            from .distributed.merge import collect, merge
+            from ..pooling.ranks import collect, merge
             found = collect(self.outdir, world.size, 0.0, world.launch, self._started_unix - 60)
             if found.missing and self.merge_wait > 0:
                 self.progress("nnprofile: waiting up to %g s for the results of rank%s %s"
@@ -203,13 +203,13 @@ class Recording:
             self._write(self.merged, self.outdir)
 
     def _write(self, profile: Profile, folder: str) -> None:
-        from .render import write_all
+        from ..render import write_all
         self.written_to = self.written_to or folder
         write_all(profile, folder)
 
     def _profile(self, failure: Optional[str], recorder: Optional[Any] = None) -> Profile:
         import nnabla
-        from .measure.program import assemble
+        from ..recording.sections import assemble
         assert self.hook_costs is not None  # measured on entry
         recorder = recorder or self.recorder
         a = assemble(recorder, self.hook_costs, self.name)

@@ -18,30 +18,19 @@ import sys
 import tempfile
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
-from . import __version__
-from .analysis import SectionAnalysis, analyze_section
-from .choices import MODES
-from .errors import ProfileError
-from .measure.rounds import EntryCallback
-from .measure.session import Selection, plan, run as run_sections
-from .measure.timing import Clock, Sampling, Timer
-from .result import Profile, Section, file as result_file
+from .._version import __version__
+from ..analysis import SectionAnalysis, analyze_section
+from ..base.choices import MODES
+from ..base.errors import ProfileError
+from ..measure.rounds import EntryCallback
+from ..measure.session import Selection, plan, run as run_sections
+from ..measure.timing import Clock, Sampling, Timer
+from ..render.files import prepare_outdir
+from ..result import Profile, Section, file as result_file
 
 PathLike = Union[str, "os.PathLike[str]"]
 SectionCallback = Callable[[Section], None]
 SectionEndCallback = Callable[[Section, SectionAnalysis], None]
-
-
-def prepare_outdir(outdir: str) -> None:
-    """Create the output folder, or say in one line why it cannot be used."""
-    if os.path.exists(outdir) and not os.path.isdir(outdir):
-        raise ProfileError("output folder %s is a file" % outdir)
-    try:
-        os.makedirs(outdir, exist_ok=True)
-    except OSError as e:
-        raise ProfileError("cannot create output folder %s (%s)" % (outdir, e.strerror or e))
-    if not os.access(outdir, os.W_OK | os.X_OK):
-        raise ProfileError("output folder %s is not writable" % outdir)
 
 
 def _batch_sizes(project: Any) -> Union[int, Dict[str, int]]:
@@ -120,7 +109,7 @@ def profile(project: PathLike, *params: PathLike, outdir: Optional[PathLike] = N
     if mode not in MODES:
         raise ProfileError("unknown mode '%s' (choose from %s)" % (mode, ", ".join(MODES)))
     limit = _memory_limit(memory_limit)  # bad input fails before any work
-    from .project import load_project, zero_weights as zero
+    from ..project import load_project, zero_weights as zero
     files = [os.fspath(project)] + [os.fspath(p) for p in params]
     if repeat > 1:
         options: Dict[str, object] = dict(
@@ -151,7 +140,7 @@ def profile(project: PathLike, *params: PathLike, outdir: Optional[PathLike] = N
     result.header.update(clock=calibration.name, clock_resolution_ns=calibration.resolution_ns,
                          timing_overhead_ns=round(calibration.overhead_ns, 1))
     if mode == "graph":
-        from .measure.graph import calibrate_hooks
+        from ..measure.graph_mode import calibrate_hooks
         total, inside = calibrate_hooks(timer)
         timer.hook_inside_ns = inside if overhead_ns is None else overhead_ns
         result.header.update(hook_overhead_ns=round(total, 1), hook_inside_ns=round(inside, 1))
@@ -190,7 +179,7 @@ def profile(project: PathLike, *params: PathLike, outdir: Optional[PathLike] = N
         raise
     finally:
         if out is not None and any(s.entries for s in result.sections):
-            from .render import write_all
+            from ..render import write_all
             write_all(result, out)
         if out is None:
             shutil.rmtree(cache, ignore_errors=True)
@@ -200,7 +189,7 @@ def profile(project: PathLike, *params: PathLike, outdir: Optional[PathLike] = N
 def _memory_limit(value: Optional[Union[int, str]]) -> Optional[int]:
     if value is None or isinstance(value, int):
         return value
-    from .measure.memory import parse_size
+    from ..base.sizes import parse_size
     try:
         return parse_size(value)
     except ValueError as e:
@@ -210,8 +199,8 @@ def _memory_limit(value: Optional[Union[int, str]]) -> Optional[int]:
 def _repeated(files: Sequence[str], options: Dict[str, object], repeat: int, outdir: Optional[PathLike],
               threshold: float, on_progress: Optional[Callable[[str], None]],
               on_run: Optional[Callable[[int, int], None]] = None) -> Profile:
-    from .measure.repeat import merge, run_processes
-    from .render import write_all
+    from ..pooling.profiles import merge, run_processes
+    from ..render import write_all
     out = os.fspath(outdir) if outdir is not None else tempfile.mkdtemp(prefix="nnprofile-repeat-")
     prepare_outdir(out)
     try:
@@ -230,7 +219,3 @@ def load(outdir_or_result_json: PathLike) -> Profile:
     """A saved profile: OUTDIR (with result.json) or the file itself, of any format version."""
     return result_file.load(os.fspath(outdir_or_result_json))
 
-
-from .recording import Recording, record, run, step  # noqa: E402  (the recording API, re-exported)
-
-__all__ = ["profile", "load", "prepare_outdir", "record", "run", "step", "Recording"]

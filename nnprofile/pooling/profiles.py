@@ -15,9 +15,9 @@ import subprocess
 import sys
 from typing import Callable, Dict, List, Optional, Sequence
 
-from ..errors import ProfileError
+from ..base.errors import ProfileError
 from ..result import Entry, Profile, Section, file as result_file
-from ..stats import Drift, speed_levels
+from ..base.stats import Drift, speed_levels
 
 # Keyword of nnprofile.profile -> its command-line flag (None: a switch).
 FLAGS: Dict[str, str] = {

@@ -29,10 +29,10 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..analysis.advice import round_totals
 from ..analysis.ranks import STORED_PARTS
-from ..choices import SCRIPT
-from ..errors import ProfileError
+from ..base.choices import SCRIPT
+from ..base.errors import ProfileError
 from ..result import Entry, Profile, Section, file as result_file
-from .launcher import RANK_DIR
+from ..recording.launcher import RANK_DIR
 
 DEFAULT_WAIT = 60.0   # seconds rank 0 waits at the end for the other ranks' results
 POLL_SECONDS = 0.1

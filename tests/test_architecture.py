@@ -1,0 +1,168 @@
+"""The house as its imports draw it: layers lowest first, no circles, no arrow running back up.
+
+Every import of ``nnprofile/`` counts, also those inside functions and under ``TYPE_CHECKING``:
+the modules are read with ``ast``, not imported. ARCHITECTURE.md draws the same layers.
+"""
+import ast
+import os
+
+import pytest
+
+from conftest import ROOT
+
+PACKAGE = os.path.join(ROOT, "nnprofile")
+
+# Lowest first; a module may import only from its own layer or a lower one.
+LAYERS = [
+    ("base", ["nnprofile._version", "nnprofile.base"]),
+    ("result", ["nnprofile.result"]),
+    ("project", ["nnprofile.project"]),
+    ("measure and recording", ["nnprofile.measure", "nnprofile.recording"]),
+    ("analysis", ["nnprofile.analysis"]),
+    ("pooling and merge", ["nnprofile.pooling"]),
+    ("compare", ["nnprofile.compare"]),
+    ("render", ["nnprofile.render"]),
+    ("api, notebook, testing and cli", ["nnprofile", "nnprofile.__main__", "nnprofile.api", "nnprofile.notebook",
+                                        "nnprofile.testing", "nnprofile.cli"]),
+]
+# Two pipelines side by side: a project is measured, a program recorded; neither reads the other.
+APART = [("nnprofile.measure", "nnprofile.recording"), ("nnprofile.recording", "nnprofile.measure")]
+API_NAMES = ("record", "run", "step", "profile", "load")
+
+
+def modules():
+    """Module name -> file, for every .py file of the package."""
+    out = {}
+    for folder, _, files in os.walk(PACKAGE):
+        for name in files:
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(folder, name)
+            parts = os.path.relpath(path, ROOT)[:-3].split(os.sep)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join(parts)] = path
+    return out
+
+
+def imports(name, path, known):
+    """The package modules that ``name`` imports, wherever the import statement is."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    package = name if path.endswith("__init__.py") else name.rsplit(".", 1)[0]
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                target = alias.name
+                while target and target not in known:
+                    target = target.rpartition(".")[0]
+                if target:
+                    found.add(target)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - node.level + 1]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            if not source.startswith("nnprofile"):
+                continue
+            for alias in node.names:
+                sub = "%s.%s" % (source, alias.name)
+                if sub in known:  # "from . import x": the module x
+                    found.add(sub)
+                elif source in known:
+                    found.add(source)
+    found.discard(name)
+    return found
+
+
+def layer_of(module):
+    best, index = "", None
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > len(best):
+                best, index = prefix, i
+    return index
+
+
+@pytest.fixture(scope="module")
+def graph():
+    known = modules()
+    return {name: imports(name, path, known) for name, path in known.items()}
+
+
+def test_every_module_has_a_layer(graph):
+    assert [m for m in graph if layer_of(m) is None] == []
+
+
+def test_no_import_runs_back_up(graph):
+    upward = ["%s (%s) imports %s (%s)" % (m, LAYERS[layer_of(m)][0], t, LAYERS[layer_of(t)][0])
+              for m, targets in sorted(graph.items()) for t in sorted(targets) if layer_of(t) > layer_of(m)]
+    assert upward == []
+
+
+def test_a_project_is_measured_and_a_program_recorded_apart(graph):
+    crossing = ["%s imports %s" % (m, t) for m, targets in graph.items() for t in targets
+                for a, b in APART if m.startswith(a) and t.startswith(b)]
+    assert crossing == []
+
+
+def test_no_import_circles(graph):
+    """Tarjan's strongly connected components: any of more than one module is a circle."""
+    index, low, stack, on, circles = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    assert circles == []
+
+
+def _lines(path):
+    with open(path, encoding="utf-8") as f:
+        return sum(1 for _ in f)
+
+
+def test_no_folder_holds_more_than_a_fifth_of_the_package():
+    known = modules()
+    total = sum(_lines(p) for p in known.values())
+    folders = {}
+    for name, path in known.items():
+        parts = name.split(".")
+        if len(parts) > 2 or path.endswith("__init__.py") and len(parts) == 2:
+            folders[parts[1]] = folders.get(parts[1], 0) + _lines(path)
+    big = {f: n for f, n in folders.items() if n > total / 5}
+    assert big == {}, "of %d lines" % total
+
+
+def test_each_room_says_what_it_holds():
+    """Every folder opens with a docstring (what it holds, and where it sits), and no folder takes the
+    name of an API function."""
+    for name, path in modules().items():
+        if not path.endswith("__init__.py"):
+            continue
+        with open(path, encoding="utf-8") as f:
+            doc = ast.get_docstring(ast.parse(f.read()))
+        assert doc and len(doc.split()) >= 8, "%s has no opening docstring" % name
+        assert name.rsplit(".", 1)[-1] not in API_NAMES, name
