@@ -18,7 +18,7 @@ PYTHON310 ?= $(shell \
 
 OLDEST := .venv-oldest
 
-.PHONY: setup demo test test-oldest bench clean
+.PHONY: setup demo test test-fast test-oldest bench clean
 
 setup: $(STAMP)
 
@@ -43,6 +43,10 @@ demo: $(STAMP) $(DIGITS)
 test: $(STAMP) $(DIGITS)
 	$(PY) -m mypy
 	$(PY) -m pytest -q
+
+# The inner loop: every test but those marked slow (subprocesses, mpirun, Chromium, the corpus, the docs).
+test-fast: $(STAMP) $(DIGITS)
+	$(PY) -m pytest -q -m "not slow"
 
 # The lowest version setup.cfg declares of every dependency, in an environment of its own: the user's
 # own pandas, matplotlib and scipy first (as a user's environment holds them), then nnprofile beside

@@ -82,7 +82,7 @@ def rank_profile(rank: int, size: int, rng: random.Random):
         timeline.append({"name": "all_reduce", "cat": "communication", "start": int(t), "end": int(t + comm[s]),
                          "args": {"bytes": 1_725_000}})
         t = start + step[s]
-    header = {"project": "train.py", "mode": "record", "nnprofile": "bench", "context": "cpu:float",
+    header = {"kind": "program", "project": "train.py", "mode": "record", "nnprofile": "bench", "context": "cpu:float",
               "sampling": "steps 2 to 21 of 21 recorded", "skipped_steps": 1, "active_steps": STEPS,
               "rank": rank, "world_size": size, "launcher": "Open MPI", "launch": "bench", "host": "node%d" % (rank // 8),
               "clock_origin_ns": rank * 1000, "started_unix": 1000.0, "drift_threshold": 0.1}

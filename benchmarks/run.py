@@ -276,7 +276,7 @@ def bench_recording(work, repeat):
         with open(os.path.join(out, "result.json")) as f:
             import json
             header = json.load(f)["header"]
-        medians.append(header.get("hook_overhead_ns", 0.0))
+        medians.append(header.get("hook_overhead_ns") or 0.0)  # the saved form of the typed header
     return {"repeat": repeat, "plain_wall_s": median(plain_walls), "run_wall_s": median(run_walls),
             "plain_step_ms": median(plain_steps), "recorded_step_ms": median(recorded_steps),
             "step_ratio": median(recorded_steps) / median(plain_steps), "hook_ns": median(medians)}

@@ -3,11 +3,12 @@ import pytest
 
 from nnprofile.analysis import advice
 from nnprofile.analysis import analyze_section
+from nnprofile.result.header import ProjectHeader
 
 
 def summarize_section(section, context="cpu:float"):
     """The step of one section, as the analysis computes it once for every renderer."""
-    return analyze_section(section, {"context": context}).step
+    return analyze_section(section, ProjectHeader(context=context)).step
 from nnprofile.result import Entry, Section
 
 

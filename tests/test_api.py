@@ -24,6 +24,7 @@ def lenet(tmp_path_factory):
     return out, nnprofile.profile(LENET, runs=3, outdir=out)
 
 
+@pytest.mark.slow
 def test_profile_gives_a_dataframe_with_a_row_per_entry(lenet):
     out, profile = lenet
     frame = profile.to_dataframe()
@@ -53,6 +54,7 @@ def test_load_gives_back_the_same_profile(lenet):
     pd.testing.assert_frame_equal(again.to_dataframe(), profile.to_dataframe())
 
 
+@pytest.mark.slow
 def test_without_an_outdir_nothing_is_written(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     caches_before = {n for n in os.listdir(tempfile.gettempdir()) if n.startswith("nnprofile-cache-")}
@@ -63,6 +65,7 @@ def test_without_an_outdir_nothing_is_written(tmp_path, monkeypatch):
     assert caches_after == caches_before  # NNabla's dataset cache went to a folder since removed
 
 
+@pytest.mark.slow
 def test_a_failure_keeps_the_partial_profile_on_the_exception(tmp_path):
     # The validation data has images of the wrong size: training is measured, inference fails.
     project = lenet_with_wrong_size_validation(tmp_path)
@@ -74,6 +77,7 @@ def test_a_failure_keeps_the_partial_profile_on_the_exception(tmp_path):
     assert not partial.sections[1].complete
 
 
+@pytest.mark.slow
 def test_importing_nnprofile_leaves_nnabla_alone():
     code = ("import logging, nnprofile, nnabla; "
             "print(logging.getLogger('nnabla').level, 'nnabla' in dir(nnprofile))")
@@ -88,6 +92,7 @@ def test_the_api_is_exported():
         assert hasattr(nnprofile, name), name
 
 
+@pytest.mark.slow
 def test_compare_results_gives_a_dataframe_of_compare_entries(tmp_path):
     a = nnprofile.profile(SHARED, runs=3, synthetic=True, inference=False)
     b = nnprofile.profile(SHARED, runs=3, synthetic=True, inference=False)

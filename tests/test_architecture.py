@@ -17,7 +17,7 @@ LAYERS = [
     ("base", ["nnprofile._version", "nnprofile.base"]),
     ("result", ["nnprofile.result"]),
     ("project", ["nnprofile.project"]),
-    ("measure and recording", ["nnprofile.measure", "nnprofile.recording"]),
+    ("measure and recording", ["nnprofile.measure", "nnprofile.recording", "nnprofile.assembly"]),
     ("analysis", ["nnprofile.analysis"]),
     ("pooling and merge", ["nnprofile.pooling"]),
     ("compare", ["nnprofile.compare"]),
@@ -26,7 +26,9 @@ LAYERS = [
                                         "nnprofile.testing", "nnprofile.cli"]),
 ]
 # Two pipelines side by side: a project is measured, a program recorded; neither reads the other.
-APART = [("nnprofile.measure", "nnprofile.recording"), ("nnprofile.recording", "nnprofile.measure")]
+APART = [("nnprofile.measure", "nnprofile.recording"), ("nnprofile.recording", "nnprofile.measure"),
+         ("nnprofile.measure", "nnprofile.assembly"), ("nnprofile.assembly", "nnprofile.measure"),
+         ("nnprofile.assembly", "nnprofile.recording")]  # assembly reads data only: it never records
 API_NAMES = ("record", "run", "step", "profile", "load")
 
 

@@ -219,6 +219,7 @@ def test_a_chart_of_many_layers_shows_base_layers_then_the_slowest():
     assert note == "the 10 slowest of 100 layers"
 
 
+@pytest.mark.slow
 def test_an_unrolled_lstm_profiles_within_its_budget_naming_its_copies():
     """About 800 functions when unrolled over 53 steps: lean rounds, every entry sampled."""
     import tempfile

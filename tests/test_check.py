@@ -71,7 +71,7 @@ def test_structure_changes_are_reported_and_fail_only_when_strict():
 
 def test_comparability_is_said_first():
     other = _profile()
-    other.header["context"] = "cpu:half"
+    other.header.context = "cpu:half"
     c = check(_profile(), other)
     assert c.comparability == ["the context differs: cpu:float against cpu:half"]
     assert render.text(c).splitlines()[1].startswith("Comparability: the context differs")
@@ -117,6 +117,7 @@ def test_markdown_and_junit():
     assert suite.get("failures") == "4" and len(suite.findall("testcase")) == len(c.verdicts) + 1
 
 
+@pytest.mark.slow
 def test_check_on_the_command_line(tmp_path):
     a, a2, slow = tmp_path / "a", tmp_path / "a2", tmp_path / "slow"
     result_file.save(_profile(), str(_mk(a)))
@@ -137,6 +138,7 @@ def _mk(path):
     return path
 
 
+@pytest.mark.slow
 def test_two_profiles_of_lenet_pass_and_half_precision_fails(tmp_path):
     """The judged case: two runs of the same project pass; half precision (emulated on the CPU) fails."""
     common = ["--no-inference", "--no-layers", "-q"]

@@ -19,12 +19,14 @@ def _one_clean_line(proc):
     return lines[0]
 
 
+@pytest.mark.slow
 def test_missing_project_file(tmp_path):
     proc = run_cli(str(tmp_path / "nope.nntxt"), "-o", str(tmp_path / "out"))
     assert proc.returncode == 2
     assert "nope.nntxt: no such file" in _one_clean_line(proc)
 
 
+@pytest.mark.slow
 def test_unreadable_project_file(tmp_path):
     folder = tmp_path / "looks_like.nntxt"
     folder.mkdir()
@@ -33,6 +35,7 @@ def test_unreadable_project_file(tmp_path):
     assert "is a folder" in _one_clean_line(proc)
 
 
+@pytest.mark.slow
 def test_binary_garbage_project(tmp_path):
     bad = tmp_path / "garbage.nntxt"
     bad.write_bytes(b"\xff\xfe\x00\x81 not text")
@@ -41,6 +44,7 @@ def test_binary_garbage_project(tmp_path):
     assert "garbage.nntxt" in _one_clean_line(proc)
 
 
+@pytest.mark.slow
 def test_output_path_that_is_a_file(tmp_path):
     target = tmp_path / "taken"
     target.write_text("x")
@@ -50,6 +54,7 @@ def test_output_path_that_is_a_file(tmp_path):
     assert target.read_text() == "x"
 
 
+@pytest.mark.slow
 def test_unsupported_file_type(tmp_path):
     other = tmp_path / "net.txt"
     other.write_text("")
@@ -58,6 +63,7 @@ def test_unsupported_file_type(tmp_path):
     _one_clean_line(proc)
 
 
+@pytest.mark.slow
 def test_malformed_nntxt_names_file_and_line(tmp_path):
     bad = tmp_path / "bad.nntxt"
     bad.write_text('network {\n  name: "Main"\n  batch_sise: 4\n}\n')
@@ -67,6 +73,7 @@ def test_malformed_nntxt_names_file_and_line(tmp_path):
     assert "bad.nntxt:3:" in line and "batch_sise" in line
 
 
+@pytest.mark.slow
 def test_bad_option_value_is_one_usage_error():
     proc = run_cli(LENET, "--runs", "0")
     assert proc.returncode == 2
@@ -79,6 +86,7 @@ def _without_cuda(monkeypatch):
     monkeypatch.setattr(context, "extension_available", lambda backend: backend == "cpu")
 
 
+@pytest.mark.slow
 def test_cpu_fallback_is_one_header_line(tmp_path, monkeypatch, capsys):
     from nnprofile.cli import main
     _without_cuda(monkeypatch)  # LeNet asks for cuDNN, as NNC projects do
@@ -98,6 +106,7 @@ def test_explicit_cuda_context_without_extension_is_an_error(tmp_path, monkeypat
     assert err.count("\n") == 1 and err.startswith("nnprofile: error: ") and "nnabla-ext-cuda" in err
 
 
+@pytest.mark.slow
 def test_missing_dataset_stops_before_any_timing(tmp_path):
     project = lenet_with_validation(tmp_path, "K:\\\\samples\\\\mnist\\\\test.csv")
     out = tmp_path / "out"
@@ -109,6 +118,7 @@ def test_missing_dataset_stops_before_any_timing(tmp_path):
     assert not (out / "profile.log").exists()
 
 
+@pytest.mark.slow
 def test_failure_midway_keeps_what_was_measured(tmp_path):
     # Validation images of the wrong size: the executor section fails at let_data,
     # after the whole training section was measured.
@@ -141,6 +151,7 @@ def test_failure_midway_keeps_what_was_measured(tmp_path):
     assert (out / "cache").is_dir()
 
 
+@pytest.mark.slow
 def test_ctrl_c_keeps_what_was_measured(tmp_path):
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "nnprofile", LENET, "-o", str(out), "--runs", "20"],
@@ -170,6 +181,7 @@ def _variant(tmp_path, old, new, source=None):
     return path
 
 
+@pytest.mark.slow
 def test_unknown_layer_type(tmp_path):
     project = _variant(tmp_path, 'type: "Tanh"', 'type: "FancyLayer"')
     proc = run_cli(str(project), "--synthetic", "-o", str(tmp_path / "out"))
@@ -177,6 +189,7 @@ def test_unknown_layer_type(tmp_path):
     assert "unknown layer type 'FancyLayer'" in _one_clean_line(proc)
 
 
+@pytest.mark.slow
 def test_shapes_that_do_not_fit_name_the_layer(tmp_path):
     project = _variant(tmp_path, 'name: "Affine_2/affine/W"\n    type: "Parameter"\n    shape: { dim: 100',
                        'name: "Affine_2/affine/W"\n    type: "Parameter"\n    shape: { dim: 99')
@@ -187,6 +200,7 @@ def test_shapes_that_do_not_fit_name_the_layer(tmp_path):
     assert ".cpp" not in line  # NNabla's source paths are no use to the user
 
 
+@pytest.mark.slow
 def test_output_folder_that_cannot_be_created(tmp_path):
     (tmp_path / "file").write_text("")
     proc = run_cli(LENET, "-o", str(tmp_path / "file" / "sub"))
@@ -194,6 +208,7 @@ def test_output_folder_that_cannot_be_created(tmp_path):
     assert "cannot create output folder" in _one_clean_line(proc)
 
 
+@pytest.mark.slow
 def test_data_with_nan_is_refused(tmp_path):
     from nntxt_writer import mlp_project
     (tmp_path / "net.nntxt").write_text(mlp_project(
@@ -209,6 +224,7 @@ def test_data_with_nan_is_refused(tmp_path):
     assert not (tmp_path / "out" / "profile.log").exists()
 
 
+@pytest.mark.slow
 def test_graph_mode_writes_the_same_files(tmp_path):
     from agreement import check_outputs_agree
     proc = run_cli(LENET, "--mode", "graph", "--runs", "2", "-o", str(tmp_path))
@@ -222,6 +238,7 @@ def test_graph_mode_writes_the_same_files(tmp_path):
     assert proc.stdout.count("Coverage: the forward_function entries") == 2
 
 
+@pytest.mark.slow
 def test_a_closed_pipe_loses_nothing(tmp_path):
     """nnprofile PROJECT | head -n 1: profiling goes on quietly and every file is written."""
     out = tmp_path / "out"
@@ -237,6 +254,7 @@ def test_a_closed_pipe_loses_nothing(tmp_path):
     check_outputs_agree(out)
 
 
+@pytest.mark.slow
 def test_printed_text_is_the_log_even_after_a_failure(tmp_path):
     project = lenet_with_wrong_size_validation(tmp_path, images=1)
     proc = run_cli(str(project), "-o", str(tmp_path / "out"), "--runs", "1")
@@ -244,6 +262,7 @@ def test_printed_text_is_the_log_even_after_a_failure(tmp_path):
     assert proc.stdout == (tmp_path / "out" / "profile.log").read_text()
 
 
+@pytest.mark.slow
 def test_the_top_level_help_lists_every_command_on_a_line_of_its_own():
     from nnprofile.cli import COMMANDS
     proc = run_cli("--help")

@@ -116,6 +116,7 @@ def test_compare_saved_per_entry_and_per_layer():
     assert [m.name for m in metrics] == ["forward_all", "backward_all", "update"]
 
 
+@pytest.mark.slow
 def test_compare_saved_results_on_the_command_line(tmp_path):
     for name in ("a", "b"):
         proc = run_cli(LENET, "--runs", "3", "--no-inference", "-o", str(tmp_path / name))
@@ -132,6 +133,7 @@ def test_compare_saved_results_on_the_command_line(tmp_path):
     assert (out / "box_forward_all.png").read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.slow
 def test_compare_configurations_on_the_command_line(tmp_path):
     out = tmp_path / "cmp"
     proc = run_cli("compare", os.path.join(FIXTURES, "shared_types.nntxt"), "--synthetic", "--runs", "2",
@@ -151,6 +153,7 @@ def test_compare_configurations_on_the_command_line(tmp_path):
     assert "training step (ms)" in proc.stdout
 
 
+@pytest.mark.slow
 def test_compare_errors_are_one_line(tmp_path):
     proc = run_cli("compare", LENET, "-o", str(tmp_path / "x"))
     assert proc.returncode == 2 and "--set" in proc.stderr and proc.stderr.count("\n") == 1
@@ -160,6 +163,7 @@ def test_compare_errors_are_one_line(tmp_path):
     assert proc.returncode == 2 and "result.json" in proc.stderr
 
 
+@pytest.mark.slow
 def test_three_epochs_of_lenet_learn_the_digits(tmp_path):
     """NNabla's training loop on the bundled digits: far below chance (0.9) after 3 epochs."""
     from nnprofile.compare.training import train_once

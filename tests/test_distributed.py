@@ -129,7 +129,7 @@ def _rank_profile(rank, size, host="h", origin=0, comm_ms=(1.0, 1.0), input_ms=(
                          "end": start + 8 * MS, "args": {"bytes": 64}})
         timeline.append({"name": "conv", "cat": "forward", "start": start + 1 * MS, "end": start + 2 * MS,
                          "args": {"class": "Convolution"}})
-    header = {"project": "train.py", "rank": rank, "world_size": size, "launcher": "Open MPI", "launch": launch,
+    header = {"kind": "program", "project": "train.py", "rank": rank, "world_size": size, "launcher": "Open MPI", "launch": launch,
               "host": host, "clock_origin_ns": origin, "skipped_steps": 1, "started_unix": 1000.0}
     return Profile(header=header, sections=[graph, script], complete=True, timeline=timeline)
 
@@ -144,8 +144,8 @@ def test_merging_pools_every_ranks_calls_and_keeps_each_ranks_mean():
     assert merged.complete and merged.failure is None
     assert merged.ranks["steps"] == [2, 3] and [r["rank"] for r in merged.ranks["ranks"]] == [0, 1]
     # Layers stay in each rank's own trace; the merged timeline has each rank's steps and calls.
-    assert {e["rank"] for e in merged.timeline} == {0, 1}
-    assert not any("class" in e["args"] for e in merged.timeline)
+    assert {e.rank for e in merged.timeline} == {0, 1}
+    assert not any("class" in e.args for e in merged.timeline)
     # It is a result like any other: saved, loaded, rendered, with a process per rank in the trace.
     again = result_file.from_dict(json.loads(result_file.dumps(merged)))
     assert again.ranks == json.loads(json.dumps(merged.ranks))
@@ -201,13 +201,13 @@ def test_clocks_of_one_host_align_by_their_origins_and_across_hosts_at_a_collect
     offsets, method = align_clocks(apart, ["a", "b"], [2, 3])
     assert offsets[0] - offsets[1] == 3 * MS and "aligned at the end of the first all_reduce of step 2" in method
     lonely = copy.deepcopy(apart)
-    lonely[1].timeline = [e for e in lonely[1].timeline if e["cat"] != "communication"]
+    lonely[1].timeline = [e for e in lonely[1].timeline if e.cat != "communication"]
     offsets, method = align_clocks(lonely, ["a", "b"], [2, 3])
     assert offsets == [0, 0] and method.startswith("not aligned")
     # The merge states the method, and every rank's events land on the aligned clock.
     merged = merge(Found({0: apart[0], 1: apart[1]}, 2))
-    ends = {e["rank"]: e["end"] for e in merged.timeline if e["cat"] == "communication" and e["name"] == "all_reduce"
-            and e["start"] < 10 * MS + 3 * MS}
+    ends = {e.rank: e.end for e in merged.timeline if e.cat == "communication" and e.name == "all_reduce"
+            and e.start < 10 * MS + 3 * MS}
     assert ends[0] == ends[1]
 
 
@@ -233,6 +233,7 @@ def _train(steps=6):
         solver.update()
 
 
+@pytest.mark.slow
 def test_a_rank_writes_into_its_own_folder_and_rank_0_merges_what_is_there(tmp_path, capsys):
     rec = nnprofile.Recording(outdir=tmp_path, skip_first=1, active=3, world=launcher.World(1, 2, "Open MPI", "L"))
     with rec:
@@ -240,7 +241,7 @@ def test_a_rank_writes_into_its_own_folder_and_rank_0_merges_what_is_there(tmp_p
     assert rec.written_to == str(tmp_path / "rank-1") and rec.merged is None
     assert os.path.exists(tmp_path / "rank-1" / "result.json") and not os.path.exists(tmp_path / "result.json")
     header = nnprofile.load(tmp_path / "rank-1").header
-    assert (header["rank"], header["world_size"], header["launch"]) == (1, 2, "L")
+    assert (header.rank, header.world_size, header.launch) == (1, 2, "L")
     zero = nnprofile.Recording(outdir=tmp_path, skip_first=1, active=3, world=launcher.World(0, 2, "Open MPI", "L"),
                                merge_wait=0)
     with zero:
@@ -268,6 +269,7 @@ class _FakeCommunicator:
         pass
 
 
+@pytest.mark.slow
 def test_without_a_launcher_the_programs_communicator_tells_the_rank(tmp_path, monkeypatch):
     import nnabla.communicator as bound
     import nnabla.communicators as communicators
@@ -286,7 +288,7 @@ def test_without_a_launcher_the_programs_communicator_tells_the_rank(tmp_path, m
     assert rec.run_world().launcher == "communicator" and rec.written_to == str(tmp_path / "rank-1")
     script = next(s for s in rec.profile.sections if s.kind == "script")
     assert "barrier (_FakeCommunicator)" not in [e.label for e in script.entries]  # after the last step
-    assert rec.profile.header["world_size"] == 2
+    assert rec.profile.header.world_size == 2
 
 
 # -- for real: mpirun -n 2 ---------------------------------------------------------------------------
@@ -320,16 +322,17 @@ def straggler(tmp_path_factory):
     return out, log, proc
 
 
+@pytest.mark.slow
 def test_under_mpirun_each_rank_writes_its_own_result_and_rank_0_prints_the_merge(straggler):
     out, _, proc = straggler
     assert proc.returncode == 0, proc.stderr[-2000:]
     for rank in (0, 1):
         p = nnprofile.load(out / ("rank-%d" % rank))
-        assert p.header["rank"] == rank and p.header["world_size"] == 2 and p.complete
+        assert p.header.rank == rank and p.header.world_size == 2 and p.complete
     assert proc.stdout.count("Profile Completed.") == 1  # only rank 0 prints: the merged view
     assert "Ranks: 2 of 2 merged (Open MPI)" in proc.stdout
     merged = nnprofile.load(out)
-    assert merged.header["ranks_merged"] == [0, 1] and merged.complete
+    assert merged.header.ranks_merged == [0, 1] and merged.complete
     for name in ("profile.log", "ranks.csv", "rank_steps.csv", "profile.xlsx", "report.html", "trace.json.gz"):
         assert os.path.exists(out / name)
     trace = trace_check.load(str(out / "trace.json.gz"))
@@ -363,7 +366,7 @@ def test_the_communication_entries_are_the_time_the_program_measures_around_its_
         around = json.load(open("%s.%d" % (log, rank)))  # ns around each all_reduce, every iteration
         p = nnprofile.load(out / ("rank-%d" % rank))
         entry = next(e for e in p.sections[-1].entries if e.label.startswith("all_reduce"))
-        skip = p.header["skipped_steps"]
+        skip = p.header.skipped_steps
         kept = around[skip:skip + len(entry.samples_ns)]
         # Call by call. A pause (garbage collection, say) in the program's own code between its clock and the
         # proxy's (4 ms against calls of 1.3 ms, seen once) is in its figure and not in ours, so
@@ -374,6 +377,7 @@ def test_the_communication_entries_are_the_time_the_program_measures_around_its_
         assert entry.bytes_read == 4 * (16 * 9 + 16 + 16 * 8 * 8 * 10 + 10)  # the gradients: conv and fc
 
 
+@pytest.mark.slow
 def test_report_and_check_take_the_merged_view(straggler, tmp_path):
     out, _, _ = straggler
     again = run_cli("report", str(out), "-o", str(tmp_path), "-q")
@@ -384,6 +388,7 @@ def test_report_and_check_take_the_merged_view(straggler, tmp_path):
     assert gate.returncode == 0, gate.stdout + gate.stderr
 
 
+@pytest.mark.slow
 def test_when_a_rank_dies_the_others_results_stay_and_the_merge_names_it(tmp_path):
     out = tmp_path / "out"
     proc = _mpirun(out, "--iterations", "40", "--die-rank", "1", "--die-at", "8")
@@ -399,6 +404,7 @@ def test_when_a_rank_dies_the_others_results_stay_and_the_merge_names_it(tmp_pat
     assert nnprofile.load(out).ranks["missing"] == [1]
 
 
+@pytest.mark.slow
 def test_merge_says_in_one_line_what_is_wrong(tmp_path):
     nothing = run_cli("merge", str(tmp_path))
     assert nothing.returncode == 2 and nothing.stderr.count("\n") == 1 and "rank-K" in nothing.stderr

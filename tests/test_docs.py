@@ -96,6 +96,7 @@ def _runnable(page):
     return [(lang, code, line) for lang, code, line in blocks(page) if lang in ("sh", "python")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", [p for p in PAGES if _runnable(p)])
 def test_the_commands_of_the_page_run(page, tmp_path):
     runnable = _runnable(page)

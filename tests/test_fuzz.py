@@ -1,4 +1,5 @@
 """Mutated and truncated projects end in a profile or one clear line, never a traceback."""
+import pytest
 import os
 import re
 import sys
@@ -87,6 +88,7 @@ def run_isolated(argv):
 
 @settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@pytest.mark.slow
 @given(case=mutated())
 def test_mutated_project_profiles_or_fails_cleanly(case, tmp_path_factory):
     name, text = case

@@ -21,6 +21,7 @@ def lenet_log(tmp_path_factory):
         return f.read()
 
 
+@pytest.mark.slow
 def test_lenet_log_matches_golden(lenet_log):
     assert skeleton(lenet_log) == _golden("lenet_labels.txt")
 
@@ -32,6 +33,7 @@ def test_lenet_training_entries_are_the_tutorials(lenet_log):
     assert ours == _golden("nnc_tutorial_lenet_labels.txt")
 
 
+@pytest.mark.slow
 def test_layers_sharing_a_type_keep_their_own_names(tmp_path):
     proc = run_cli(os.path.join(FIXTURES, "shared_types.nntxt"), "--synthetic", "--runs", "1",
                    "-o", str(tmp_path))

@@ -37,6 +37,7 @@ def reports(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_the_report_is_one_file_under_a_megabyte_that_asks_for_nothing(reports):
     page = (reports / "lenet" / "report.html").read_text()
     assert len(page.encode()) < 1_000_000
@@ -60,6 +61,7 @@ def _open(p, path):
     return browser, page, seen
 
 
+@pytest.mark.slow
 def test_the_layer_table_sorts_and_filters_in_a_browser(reports, tmp_path):
     sync_playwright = _browser()
     profile = nnprofile.load(reports / "lenet")
@@ -88,6 +90,7 @@ def test_the_layer_table_sorts_and_filters_in_a_browser(reports, tmp_path):
     assert seen["errors"] == []
 
 
+@pytest.mark.slow
 def test_a_name_made_of_markup_is_shown_as_text(reports):
     sync_playwright = _browser()
     with sync_playwright() as p:
@@ -103,6 +106,7 @@ def test_a_name_made_of_markup_is_shown_as_text(reports):
     assert all(url.startswith("file://") for url in seen["requests"])
 
 
+@pytest.mark.slow
 def test_an_incomplete_run_is_marked(tmp_path):
     profile = nnprofile.load(_incomplete(tmp_path))
     assert not profile.complete
@@ -117,6 +121,7 @@ def test_an_incomplete_run_is_marked(tmp_path):
             browser.close()
 
 
+@pytest.mark.slow
 def test_a_long_layer_table_shows_its_first_rows_until_asked(tmp_path):
     """Thousands of layers open quickly: the first 100 rows in the order chosen, then all on request."""
     from nnprofile.render import write_all
@@ -152,6 +157,7 @@ def _incomplete(folder):
     return folder
 
 
+@pytest.mark.slow
 def test_compare_writes_a_self_contained_html(reports, tmp_path):
     proc = run_cli("compare", str(reports / "lenet"), str(reports / "lenet"), "-o", str(tmp_path / "cmp"))
     assert proc.returncode == 0, proc.stderr

@@ -1,4 +1,5 @@
 """Names from shared project files are shown as text everywhere: never a formula in a spreadsheet."""
+import pytest
 import csv
 
 import openpyxl
@@ -22,6 +23,7 @@ def _renamed_lenet(tmp_path):
     return path
 
 
+@pytest.mark.slow
 def test_a_layer_named_like_a_formula_stays_text_in_every_output(tmp_path):
     out = tmp_path / "out"
     proc = run_cli(str(_renamed_lenet(tmp_path)), "--runs", "1", "-o", str(out))

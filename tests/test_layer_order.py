@@ -18,6 +18,7 @@ def test_the_order_of_a_project_is_its_logs_and_the_golden_file_holds_it():
     assert_layer_order(os.path.join(FIXTURES, "shared_types.nntxt"), os.path.join(GOLDEN, "shared_types_labels.txt"))
 
 
+@pytest.mark.slow
 def test_a_programs_order_comes_from_its_result(tmp_path, monkeypatch):
     """A GAN recorded by nnprofile run: a section per graph, the layers named by scope (checked in)."""
     monkeypatch.chdir(tmp_path)  # the program writes its monitor's files where it runs
@@ -93,6 +94,7 @@ def _pytest(folder, *args):
                           capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_the_pytest_plugin_writes_the_golden_file_with_nnprofile_update(tmp_path):
     project = tmp_path / "net.nntxt"
     project.write_text(mlp_project([("ReLU", 16), ("Sigmoid", 8)]))

@@ -25,6 +25,7 @@ def _detail(out, label):
         return [r for r in csv.DictReader(f) if r["label"] == label][0]
 
 
+@pytest.mark.slow
 def test_per_layer_bytes_by_hand(lenet):
     out, _ = lenet
     conv = _detail(out, "forward_function (Convolution : Convolution)")
@@ -77,13 +78,12 @@ def test_solver_state_follows_the_solver():
 
 
 def test_the_estimate_follows_the_buffers_by_hand():
-    import nnabla as nn
-    import nnabla.functions as F
-    x = nn.Variable((10,))
-    y = F.relu(F.relu(F.relu(x)))
-    functions = []
-    y.visit(functions.append)
-    est = buffers.estimate(functions, ["ReLU", "ReLU_2", "ReLU_3"], frozenset(), 4, training=False)
+    """Three ReLUs in a chain on 10 floats, described as data: no NNabla needed."""
+    from nnprofile.base.functions import FunctionInfo, Graph, VariableInfo
+    variables = [VariableInfo(i, (10,), "float32") for i in range(4)]
+    functions = [FunctionInfo(i, "ReLU", "ReLU", {}, [i], [i + 1], [i - 1 if i else None], [False]) for i in range(3)]
+    est = buffers.estimate(functions, Graph(functions, variables), ["ReLU", "ReLU_2", "ReLU_3"], frozenset(), 4,
+                           training=False)
     # input 40 B stays; each output lives until its reader ran; the last is the result
     assert [c[2] for c in est.curve] == [80, 120, 120]
     assert (est.peak, est.peak_layer, est.peak_phase) == (120, "ReLU_2", "forward")
@@ -101,6 +101,7 @@ def test_sizes_and_what_fits():
     assert sizes.largest_batch(50_000_000, 100_000_000, 64_000_000, 64) == 0
 
 
+@pytest.mark.slow
 def test_running_out_of_memory_is_one_line_with_a_batch_that_fits(tmp_path):
     def limit():
         resource.setrlimit(resource.RLIMIT_AS, (3 * 1024 ** 3, 3 * 1024 ** 3))
@@ -142,6 +143,7 @@ def test_the_gpu_path_reads_the_devices_used_memory(monkeypatch):
     assert peak.device_reader("cudnn", "0") is None  # no GPU: not measured, never made up
 
 
+@pytest.mark.slow
 def test_a_bad_memory_limit_is_one_line_before_any_work(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "nnprofile", LENET, "--memory-limit", "lots", "-o", str(tmp_path)],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)

@@ -44,6 +44,7 @@ def _value(shell, cell):
     return outcome, shell.user_ns.get("_")
 
 
+@pytest.mark.slow
 def test_a_cell_is_recorded_and_its_value_is_the_profile(shell, tmp_path):
     # The solver is made in an earlier cell, before recording starts, and held by an object.
     assert shell.run_cell("class Trainer: pass\ntrainer = Trainer()\ntrainer.solver = S.Adam(1e-3)\n"
@@ -56,7 +57,7 @@ def test_a_cell_is_recorded_and_its_value_is_the_profile(shell, tmp_path):
     assert outcome.success
     from nnprofile import Profile as P
     assert isinstance(profile, P)
-    assert profile.header["active_steps"] == 3 and "solver updates" in profile.header["steps"]
+    assert profile.header.active_steps == 3 and "solver updates" in profile.header.steps
     program = profile.sections[-1]
     assert "update (Adam)" in [e.label for e in program.entries]  # the earlier cell's solver, timed
     assert [s.name for s in profile.sections[:-1]] == ["loss"]
@@ -66,6 +67,7 @@ def test_a_cell_is_recorded_and_its_value_is_the_profile(shell, tmp_path):
     assert "report.html" in profile._repr_html_()
 
 
+@pytest.mark.slow
 def test_a_solver_made_earlier_in_the_namespace_is_seen_and_a_cell_without_steps_says_how_to_mark_them(shell):
     assert shell.run_cell("solver = S.Sgd(0.1)\nsolver.set_parameters(nn.get_parameters())").success
     _, profile = _value(shell, "%%nnprofile --skip-first 0 --active 2\n"
@@ -77,6 +79,7 @@ def test_a_solver_made_earlier_in_the_namespace_is_seen_and_a_cell_without_steps
     assert "nnprofile.step()" in single._repr_html_()
 
 
+@pytest.mark.slow
 def test_a_failing_cell_shows_its_own_error_and_keeps_what_was_recorded(shell, capsys):
     _, profile = _value(shell, "%%nnprofile --skip-first 0\nloss.forward()\nraise ValueError('bad batch')\n")
     assert "ValueError" in capsys.readouterr().out  # IPython showed the cell's own traceback, once
@@ -114,6 +117,7 @@ def test_the_inline_html_has_no_script_and_escapes_every_name():
     assert "top layer" in page and "step 8.000 ms" in page
 
 
+@pytest.mark.slow
 def test_the_inline_html_renders_in_chromium_without_a_console_error(tmp_path, shell):
     _, profile = _value(shell, "%%%%nnprofile --skip-first 1 --active 3 -o %s\n"
                                "solver = S.Adam(1e-3); solver.set_parameters(nn.get_parameters())\n"

@@ -17,6 +17,7 @@ def run(tmp_path_factory):
     return out, proc.stdout, parse_log(log), log
 
 
+@pytest.mark.slow
 def test_outputs_agree(run):
     check_outputs_agree(run[0])
 

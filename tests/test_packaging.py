@@ -1,4 +1,5 @@
 """Every third-party module nnprofile/ imports is declared, pinned, in setup.cfg."""
+import pytest
 import ast
 import configparser
 import os
@@ -38,6 +39,7 @@ def _name(requirement):
     return re.split(r"[<>=!~;\s]", requirement, 1)[0].lower()
 
 
+@pytest.mark.slow
 def test_every_imported_module_is_declared_as_a_range_with_its_exact_version_in_the_constraints():
     config = configparser.ConfigParser()
     config.read(os.path.join(ROOT, "setup.cfg"))
@@ -74,6 +76,7 @@ def test_the_makefile_installs_with_the_constraints_and_can_test_the_lowest_vers
     assert "-c constraints.txt" in makefile and "test-oldest:" in makefile
 
 
+@pytest.mark.slow
 def test_the_pytest_plugin_loads_nothing_heavy():
     import subprocess
     code = ("import sys, nnprofile.testing.plugin, nnprofile.testing; "

@@ -57,6 +57,7 @@ def test_one_entry_per_layer_and_phase(tmp_path):
         assert e.label == "forward_function (%s : %s)" % (e.layer, e.impl_class)
 
 
+@pytest.mark.slow
 def test_weight_decay_entry_only_with_weight_decay(tmp_path):
     with_wd = _profile(SHARED, tmp_path, runs=1, training=True, inference=False)
     assert [e.label for e in with_wd.sections[0].entries_of("weight_decay")] == ["weight_decay (Adam)"]
@@ -104,6 +105,7 @@ def _profile_mode(path, tmp_path, mode, runs=3):
     return _profile(path, tmp_path, runs=runs, mode=mode)
 
 
+@pytest.mark.slow
 def test_graph_mode_times_each_function_between_its_hooks(tmp_path):
     graph = _profile_mode(SHARED, tmp_path, "graph")
     isolated = _profile_mode(SHARED, tmp_path, "isolated")

@@ -17,7 +17,7 @@ from conftest import FakeClock, ROOT, interruptible, run_cli
 from nnprofile.analysis import analyze
 from nnprofile.analysis.advice import per_step_ms
 from nnprofile.base.hookcost import HookCosts
-from nnprofile.recording.steps import period, step_bounds, update_period
+from nnprofile.assembly.steps import Loop, bounds, describe, period, update_period
 from nnprofile.api.programs import interrupted, shorten
 
 SCRIPTS = os.path.join(ROOT, "tests", "scripts")
@@ -36,20 +36,37 @@ def test_the_step_is_the_shortest_pattern_that_holds_every_solvers_update():
     assert update_period((["critic"] * 5 + ["gen"]) * 2) == 6
 
 
+def _loop(updates=(), marks=(), passes=()):
+    loop = Loop()
+    for graph, solver, end in updates:  # each update after its graph's backward
+        loop.pass_started("backward", graph, graph, end - 5)
+        loop.update(solver, end)
+    for at in marks:
+        loop.mark(at)
+    for key, start in passes:
+        loop.pass_started("forward", key, key, start)
+    return loop
+
+
+def _steps(loop, started_ns, last_ns):
+    rule = loop.rule()
+    return bounds(loop, rule, started_ns, last_ns), describe(rule, len(bounds(loop, rule, started_ns, last_ns)),
+                                                             lambda what: str(what[1]))
+
+
 def test_steps_end_at_the_last_update_of_each_pattern_and_what_follows_is_no_step():
-    updates = [("gen", 10), ("dis", 20), ("gen", 30), ("dis", 40), ("gen", 50)]
-    bounds, how = step_bounds(updates, [], [], started_ns=0, last_ns=99)
-    assert bounds == [(0, 20), (20, 40)] and "2 updates of 2 solvers" in how
-    bounds, how = step_bounds([], [15, 35], [], started_ns=5, last_ns=99)
-    assert bounds == [(5, 15), (15, 35)] and "nnprofile.step()" in how
+    loop = _loop([("g", 0, 10), ("d", 1, 20), ("g", 0, 30), ("d", 1, 40), ("g", 0, 50)])
+    steps, how = _steps(loop, 0, 99)
+    assert steps == [(0, 20), (20, 40)] and "2 updates of 2 solvers" in how
+    steps, how = _steps(_loop(marks=[15, 35]), 5, 99)
+    assert steps == [(5, 15), (15, 35)] and "nnprofile.step()" in how
 
 
 def test_without_a_solver_the_repeating_passes_are_the_steps():
-    passes = [("y", 10), ("y", 20), ("y", 30)]
-    bounds, how = step_bounds([], [], passes, started_ns=0, last_ns=35)
-    assert bounds == [(0, 20), (20, 30), (30, 35)] and "one step per pass" in how
-    bounds, how = step_bounds([], [], [("a", 10), ("b", 20)], started_ns=0, last_ns=30)
-    assert bounds == [(0, 30)] and how.startswith("one step")
+    steps, how = _steps(_loop(passes=[("y", 10), ("y", 20), ("y", 30)]), 0, 35)
+    assert steps == [(0, 20), (20, 30), (30, 35)] and "one step per pass" in how
+    steps, how = _steps(_loop(passes=[("a", 10), ("b", 20)]), 0, 30)
+    assert steps == [(0, 30)] and how.startswith("one step")
 
 
 # -- messages of programs that fail ------------------------------------------------------------
@@ -97,6 +114,7 @@ def _sections(profile):
     return {s.name: s for s in profile.sections}
 
 
+@pytest.mark.slow
 def test_a_training_and_a_validation_graph_are_sections_of_their_own(classifier):
     _, profile = classifier
     assert [(s.kind, s.name) for s in profile.sections] == [
@@ -118,8 +136,8 @@ def test_a_training_and_a_validation_graph_are_sections_of_their_own(classifier)
 
 def test_steps_are_the_iterations_and_what_follows_the_loop_is_not_a_step(classifier):
     _, profile = classifier
-    assert profile.header["skipped_steps"] == 1 and profile.header["active_steps"] == 12  # 13 iterations
-    assert profile.header["steps"] == "solver updates: one step per update"
+    assert profile.header.skipped_steps == 1 and profile.header.active_steps == 12  # 13 iterations
+    assert profile.header.steps == "solver updates: one step per update"
     program = profile.sections[-1]
     [update] = [e for e in program.entries if e.label == "update (Adam)"]  # a solver of nnabla.solver
     assert update.round_sizes == [1] * 12
@@ -164,13 +182,14 @@ def test_each_layer_says_where_the_program_made_it(classifier):
         assert [r["source"] for r in csv.DictReader(f) if r["label"].startswith("forward_function (conv1")][0]
 
 
+@pytest.mark.slow
 def test_two_solvers_are_told_apart_and_each_trains_its_graph(gan):
     _, profile = gan
     sections = _sections(profile)
     assert list(sections) == ["loss_gen", "loss_dis", "gan.py"]
     assert sections["loss_gen"].info["trained_by"] == ["Adam: gen"]
     assert sections["loss_dis"].info["trained_by"] == ["Adam: dis"]
-    assert profile.header["active_steps"] == 9  # 10 iterations: one step each, both updates inside
+    assert profile.header.active_steps == 9  # 10 iterations: one step each, both updates inside
     labels = [e.label for e in sections["gan.py"].entries]
     for solver in ("gen", "dis"):
         for method in ("zero_grad", "weight_decay", "update"):
@@ -182,6 +201,7 @@ def test_two_solvers_are_told_apart_and_each_trains_its_graph(gan):
     assert gen[0] == "gen/fc/affine" and "dis/conv1/conv" in gen and "dis/conv1/conv[2]" not in gen
 
 
+@pytest.mark.slow
 def test_a_scope_applied_twice_in_one_graph_gets_an_index(tmp_path_factory):
     _, profile = _run(tmp_path_factory, "siamese", "--iterations", "6")
     [loss] = [s for s in profile.sections if s.kind == "graph"]
@@ -192,17 +212,22 @@ def test_a_scope_applied_twice_in_one_graph_gets_an_index(tmp_path_factory):
     assert program.entries[0].label == "load_dataset (pairs_data)" and loss.info["trained_by"] == ["Momentum"]
 
 
+@pytest.mark.slow
 def test_names_outlive_clear_parameters_and_dynamic_graphs_are_known_by_their_backward(tmp_path_factory):
     _, profile = _run(tmp_path_factory, "static_then_dynamic", "--iterations", "4")
     sections = _sections(profile)
     assert list(sections) == ["loss", "dyn_loss", "static_then_dynamic.py"]
-    assert profile.header["skipped_steps"] + profile.header["active_steps"] == 8  # every iteration a step
+    assert profile.header.skipped_steps + profile.header.active_steps == 8  # every iteration a step
     static, dynamic = sections["loss"], sections["dyn_loss"]
     assert [e.layer for e in static.entries_of("forward_function")][:2] == ["cnn/conv11/conv", "ReLU"]
     assert not static.info["dynamic"] and dynamic.info["dynamic"]
     assert [e.layer for e in dynamic.entries_of("forward_function")] == [
         "cnn/conv11/conv", "ReLU", "MaxPooling", "cnn/fc/affine", "SoftmaxCrossEntropy", "Mean"]
-    assert static.info["trained_by"] == ["Adam: 1"] and dynamic.info["trained_by"] == ["Adam: 2"]
+    # Two Adams of one scope, both called "solver" by the program: told apart by the line that made each.
+    lines = [i + 1 for i, text in enumerate(open(os.path.join(SCRIPTS, "static_then_dynamic.py")))
+             if "S.Adam(" in text]
+    assert static.info["trained_by"] == ["Adam: line %d" % lines[0]]
+    assert dynamic.info["trained_by"] == ["Adam: line %d" % lines[1]]
 
 
 def test_the_log_workbook_html_and_trace_tell_the_graphs_apart(gan):
@@ -222,6 +247,7 @@ def test_the_log_workbook_html_and_trace_tell_the_graphs_apart(gan):
     assert names == {"forward (loss_gen)", "backward (loss_gen)", "forward (loss_dis)", "backward (loss_dis)"}
 
 
+@pytest.mark.slow
 def test_check_compare_and_report_read_program_results(gan, tmp_path):
     out, _ = gan
     proc = run_cli("check", str(out), str(out), "--layers")
@@ -235,6 +261,7 @@ def test_check_compare_and_report_read_program_results(gan, tmp_path):
         assert (out / name).read_bytes() == (tmp_path / "again" / name).read_bytes(), name
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_nnabla_runs_a_pass_is_an_interruption_and_keeps_what_was_recorded(tmp_path):
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "nnprofile", "run", "--active", "100000", "-o", str(out),
@@ -249,7 +276,7 @@ def test_ctrl_c_while_nnabla_runs_a_pass_is_an_interruption_and_keeps_what_was_r
     log = (out / "profile.log").read_text()
     assert log.rstrip().endswith("Profile incomplete: interrupted by Ctrl-C.")
     profile = nnprofile.load(out)
-    assert not profile.complete and profile.header["active_steps"] >= 1
+    assert not profile.complete and profile.header.active_steps >= 1
 
 
 def _mlp():
@@ -316,10 +343,11 @@ def test_nnprofile_step_overrides_the_rule(tmp_path):
             if i % 2 == 1:
                 nnprofile.step()  # two updates a step (gradient accumulation, say)
     profile = recording.profile
-    assert profile.header["active_steps"] == 3 and "nnprofile.step()" in profile.header["steps"]
+    assert profile.header.active_steps == 3 and "nnprofile.step()" in profile.header.steps
     assert profile.sections[0].info["forward_per_step"] == 2
 
 
+@pytest.mark.slow
 def test_a_solver_made_before_recording_is_seen_in_its_namespace():
     """A notebook makes its solver in one cell and records another: the solver is in its namespace."""
     import nnabla as nn
@@ -338,9 +366,10 @@ def test_a_solver_made_before_recording_is_seen_in_its_namespace():
     assert type(namespace["solver"]).__name__ != "_TimedSolver"  # put back after the recording
     program = rec.profile.sections[-1]
     assert [e.label for e in program.entries if e.phase == "update"] == ["update (Adam)"]
-    assert rec.profile.header["active_steps"] == 3
+    assert rec.profile.header.active_steps == 3
 
 
+@pytest.mark.slow
 def test_nnabla_is_as_it_was_after_a_recording():
     import nnabla.solver as solver_module
     import nnabla.solvers as solvers
@@ -353,6 +382,7 @@ def test_nnabla_is_as_it_was_after_a_recording():
     assert (solvers.Adam, solver_module.Adam, data_iterator.DataIterator.next, monitor.MonitorSeries.add) == before
 
 
+@pytest.mark.slow
 def test_a_module_first_imported_while_recording_gets_nnablas_own_factories_back(tmp_path):
     """nnabla.solvers imported inside a recording copies the timed factories from nnabla.solver; after
     the recording every binding holds NNabla's own again, so that a later recording times its solvers."""
@@ -372,7 +402,7 @@ def test_a_module_first_imported_while_recording_gets_nnablas_own_factories_back
         "    solver.set_parameters(nn.get_parameters())\n"
         "    for _ in range(3):\n"
         "        loss.forward(); solver.zero_grad(); loss.backward(); solver.update()\n"
-        "print(rec.profile.header['steps'])\n")
+        "print(rec.profile.header.steps)\n")
     done = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, cwd=str(tmp_path))
     assert done.returncode == 0, done.stderr
     assert "solver updates" in done.stdout

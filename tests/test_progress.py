@@ -1,5 +1,6 @@
 """Progress bars: on a terminal's stderr only, not with -q, not on a rank other than 0 under MPI, and the
 log on stdout the same either way."""
+import pytest
 import fcntl
 import os
 import pty
@@ -43,6 +44,7 @@ def _run(args, terminal=True, env=None):
     return proc, out.decode(), b"".join(seen).decode(errors="replace")
 
 
+@pytest.mark.slow
 def test_a_terminal_sees_a_bar_per_section_and_the_log_is_unchanged(tmp_path):
     proc, out, err = _run([LENET, "--synthetic", "--runs", "3", "-o", str(tmp_path / "tty")])
     assert proc.returncode == 0, err
@@ -56,6 +58,7 @@ def test_a_terminal_sees_a_bar_per_section_and_the_log_is_unchanged(tmp_path):
     assert strip(out) == strip(out2)
 
 
+@pytest.mark.slow
 def test_quiet_and_ranks_but_the_first_draw_nothing(tmp_path):
     _, _, err = _run([LENET, "--synthetic", "--runs", "2", "-q", "-o", str(tmp_path / "q")])
     assert "%|" not in err and "measuring" not in err
@@ -67,6 +70,7 @@ def test_quiet_and_ranks_but_the_first_draw_nothing(tmp_path):
     assert "%|" not in err and "Profile Completed." in out
 
 
+@pytest.mark.slow
 def test_repeat_shows_its_fresh_processes(tmp_path):
     proc, out, err = _run([LENET, "--synthetic", "--runs", "2", "--repeat", "2", "--no-inference",
                            "-o", str(tmp_path / "rep")])

@@ -60,11 +60,13 @@ def check_one_entry_per_function(project, profile):
         assert len({e.label for e in section.entries}) == len(section.entries)
 
 
+@pytest.mark.slow
 def test_the_corpus_is_here():
     require(os.path.isdir(SAMPLES), "the NNC sample corpus folder %s (set NNPROFILE_CORPUS)" % SAMPLES)
     assert sorted(os.path.basename(p) for p in glob.glob(os.path.join(SAMPLES, "*.nntxt"))) == sorted(CORPUS_NAMES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CORPUS_NAMES)
 def test_corpus_project_profiles_with_synthetic_data(name, tmp_path):
     path = corpus_file(name)
@@ -75,6 +77,7 @@ def test_corpus_project_profiles_with_synthetic_data(name, tmp_path):
     check_outputs_agree(tmp_path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", RECURRENT, ids=os.path.basename)
 def test_recurrent_project_unrolls_into_named_entries(path, tmp_path):
     project, profile = profile_into(path, tmp_path)
@@ -86,6 +89,7 @@ def test_recurrent_project_unrolls_into_named_entries(path, tmp_path):
     assert len(unrolled) >= 6, forward
 
 
+@pytest.mark.slow
 def test_elman_unrolls_in_time_order(tmp_path):
     proc = run_cli(os.path.join(FIXTURES, "elman.nntxt"), "--synthetic", "--runs", "1", "-o", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
@@ -126,6 +130,7 @@ def test_trained_parameters_replace_fresh_ones(tmp_path):
     assert not all(np.all(p.d == 0.25) for p in nn.get_parameters(grad_only=False).values())
 
 
+@pytest.mark.slow
 def test_nnp_and_parameter_files_on_the_command_line(tmp_path):
     h5, nnp = _trained_parameters(tmp_path)
     proc = run_cli(LENET, str(h5), "--runs", "1", "--no-inference", "-o", str(tmp_path / "a"))
@@ -139,6 +144,7 @@ def test_nnp_and_parameter_files_on_the_command_line(tmp_path):
     check_outputs_agree(tmp_path / "c")
 
 
+@pytest.mark.slow
 def test_synthetic_targets_are_binary_for_binary_cross_entropy(tmp_path):
     from nnprofile.project.data import SyntheticSource
     project = load_project([corpus_file("01_logistic_regression.20180720.nntxt")])

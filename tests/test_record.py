@@ -26,6 +26,7 @@ def resnet(tmp_path_factory):
     return out, proc
 
 
+@pytest.mark.slow
 def test_the_script_runs_as_itself_and_its_status_comes_back(resnet):
     out, proc = resnet
     assert proc.returncode == 3, proc.stderr
@@ -62,7 +63,7 @@ def test_every_function_gets_one_forward_entry_named_by_its_parameters(resnet):
         [entry] = [e for e in program.entries if e.label == label]
         assert entry.runs == 7 and entry.round_sizes == [1] * 7, label
     assert all(e.runs == 7 for e in forward)
-    assert profile.header["active_steps"] == 7 and profile.header["skipped_steps"] == 1
+    assert profile.header.active_steps == 7 and profile.header.skipped_steps == 1
 
 
 def test_the_trace_nests_steps_passes_and_layers(resnet):
@@ -88,6 +89,7 @@ def test_the_trace_nests_steps_passes_and_layers(resnet):
     assert recorded_step.samples_ns[0] <= step["dur"] * 1000 + 1  # the step minus the hooks' stated cost
 
 
+@pytest.mark.slow
 def test_dynamic_mode_records_forward_and_backward_per_layer(tmp_path):
     proc = run_cli("run", "--skip-first", "1", "-o", str(tmp_path), os.path.join(SCRIPTS, "mlp_dynamic.py"))
     assert proc.returncode == 0, proc.stderr
@@ -101,6 +103,7 @@ def test_dynamic_mode_records_forward_and_backward_per_layer(tmp_path):
     assert "Calls: timing a function called under auto_forward" in (tmp_path / "profile.log").read_text()
 
 
+@pytest.mark.slow
 def test_a_failing_script_shows_its_own_traceback_and_keeps_what_was_recorded(tmp_path):
     proc = run_cli("run", "-o", str(tmp_path), os.path.join(SCRIPTS, "failing.py"))
     assert proc.returncode == 1
@@ -115,6 +118,7 @@ def test_a_failing_script_shows_its_own_traceback_and_keeps_what_was_recorded(tm
     assert "update (Sgd)" in log
 
 
+@pytest.mark.slow
 def test_a_short_script_shrinks_the_skip_and_says_so(tmp_path):
     proc = run_cli("run", "--skip-first", "5", "-o", str(tmp_path), os.path.join(SCRIPTS, "resnet_bn.py"),
                    "--steps", "2")
@@ -122,7 +126,7 @@ def test_a_short_script_shrinks_the_skip_and_says_so(tmp_path):
     log = (tmp_path / "profile.log").read_text()
     assert "the skip was shrunk to 1" in log
     profile = nnprofile.load(tmp_path)
-    assert profile.header["active_steps"] == 1
+    assert profile.header.active_steps == 1
 
 
 def test_record_on_a_fake_clock_gives_exact_figures(tmp_path):
@@ -157,6 +161,7 @@ def test_record_on_a_fake_clock_gives_exact_figures(tmp_path):
     assert nnprofile.load(tmp_path).labels() == profile.labels()
 
 
+@pytest.mark.slow
 def test_the_examples_run_under_nnprofile(tmp_path):
     for script, args, steps in (("lenet_train.py", ["--iterations", "22"], 20),
                                 ("lenet_dynamic.py", ["--iterations", "6"], 5),
@@ -170,7 +175,7 @@ def test_the_examples_run_under_nnprofile(tmp_path):
         forward = [e.layer for e in section.entries_of("forward_function")]
         assert forward[:4] == ["conv1/conv", "ReLU", "MaxPooling", "conv2/conv"], script
         assert len(forward) == len(set(forward))
-        assert profile.header["active_steps"] == steps, script
+        assert profile.header.active_steps == steps, script
         backward = section.entries_of("backward_function")
         if script == "lenet_infer.py":
             assert not backward and forward[-1] == "Softmax"

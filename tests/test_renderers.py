@@ -85,7 +85,7 @@ def test_log_text_is_exact(profile):
 
 
 def test_graph_mode_header_names_the_hook_cost(profile):
-    profile.header.update(mode="graph", hook_overhead_ns=4850.0)
+    profile.header.mode, profile.header.hook_overhead_ns = "graph", 4850.0
     lines = log.render(profile).splitlines()
     assert lines[3].startswith("Timing: graph mode (each function timed inside whole forward and backward passes)")
     assert lines[5] == ("Hooks: NNabla's function hooks add 4.85 us per function to a pass, 0 us of it inside the "

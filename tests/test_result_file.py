@@ -8,6 +8,7 @@ from conftest import GOLDEN, LENET, run_cli
 from nnprofile.result import file as result_file
 from nnprofile.base.errors import ProfileError
 from nnprofile.result import Entry, Profile, Section
+from nnprofile.result.header import MergedHeader, ProgramHeader, ProjectHeader
 
 OUTPUTS = ("profile.log", "profile.csv", "profile_detail.csv", "summary.csv", "profile.xlsx")
 
@@ -92,14 +93,38 @@ def test_a_version_5_file_keeps_loading():
     profile = result_file.load(os.path.join(GOLDEN, "result_v5.json"))
     assert profile.ranks["size"] == 2 and [r["rank"] for r in profile.ranks["ranks"]] == [0, 1]
     assert all(len(e.rank_means) == 2 for s in profile.sections for e in s.entries)
-    assert {e["rank"] for e in profile.timeline} == {0, 1}
+    assert {e.rank for e in profile.timeline} == {0, 1}
     ranks = analyze(profile).ranks
     assert ranks.straggler.rank == 1 and ranks.straggler.named and ranks.straggler.part == "input"
 
 
 def test_a_result_of_one_process_has_no_ranks():
-    for version in range(1, result_file.VERSION):
+    for version in range(1, 5):
         assert result_file.load(os.path.join(GOLDEN, "result_v%d.json" % version)).ranks == {}
+
+
+def test_a_version_6_file_keeps_loading():
+    """A project's profile with a typed header (checked in): every field by its name, none left over."""
+    path = os.path.join(GOLDEN, "result_v6.json")
+    profile = result_file.load(path)
+    h = profile.header
+    assert isinstance(h, ProjectHeader) and h.kind == "project" and not h.extra
+    assert (h.project, h.data, h.batch_size, h.repeat) == ("tests/projects/shared_types.nntxt", "synthetic", 32, 1)
+    assert h.implementation_classes == ["Affine", "CategoricalCrossEntropy", "ReLU", "Softmax", "Tanh"]
+    raw = json.loads(open(path).read())["header"]
+    assert raw["kind"] == "project" and set(raw) == {name for name, _ in h.items()} | {"kind"}
+    assert profile.sections[0].entries[0].label == "load_dataset"
+
+
+def test_every_earlier_header_is_read_as_the_kind_it_is():
+    """Version 6 typed the header; earlier files are sorted by what they hold: a project's profile, a
+    recorded program (version 4 and 5 said "script"), a merged view of ranks."""
+    kinds = {v: result_file.load(os.path.join(GOLDEN, "result_v%d.json" % v)).header for v in range(1, 6)}
+    assert [type(h) for h in kinds.values()] == [ProjectHeader] * 3 + [ProgramHeader, MergedHeader]
+    assert kinds[1].requested_context == "cudnn:float" and kinds[1].timing_overhead_ns == 481.0
+    assert kinds[4].steps.startswith("solver updates") and kinds[4].active_steps == 3
+    assert kinds[5].ranks_merged == [0, 1] and kinds[5].world_size == 2 and kinds[5].hosts == ["vm"]
+    assert all(not h.extra for h in kinds.values())  # every field an earlier version wrote has its name
 
 
 def test_samples_that_are_not_whole_totals_are_kept_as_they_are(tmp_path):
@@ -122,7 +147,8 @@ def test_missing_fields_take_their_defaults():
         {"kind": "executor", "name": "E", "network": "R",
          "entries": [{"label": "forward_all", "phase": "forward_all", "samples_ns": [1000]}]}]}
     p = result_file.from_dict(data)
-    assert p.sections[0].entries[0].calls_per_sample == 1 and p.header == {}
+    assert p.sections[0].entries[0].calls_per_sample == 1
+    assert p.header == ProjectHeader() and p.header.kind == "project"  # a version 1 file without a header
 
 
 def test_bad_result_files_are_clear_errors(tmp_path):
@@ -139,6 +165,7 @@ def test_bad_result_files_are_clear_errors(tmp_path):
         result_file.load(str(tmp_path))
 
 
+@pytest.mark.slow
 def test_report_reproduces_the_files_of_a_run_exactly(tmp_path):
     run_dir = tmp_path / "run"
     proc = run_cli(LENET, "--runs", "2", "-o", str(run_dir))
@@ -156,6 +183,7 @@ def test_report_reproduces_the_files_of_a_run_exactly(tmp_path):
     assert {n: (run_dir / n).read_bytes() for n in OUTPUTS} == before
 
 
+@pytest.mark.slow
 def test_report_of_a_missing_result_is_one_line(tmp_path):
     proc = run_cli("report", str(tmp_path))
     assert proc.returncode == 2

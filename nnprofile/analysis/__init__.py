@@ -1,4 +1,5 @@
-"""Analysis of a profile, computed once and read by every renderer.
+"""Analysis of a profile, computed once and read by every renderer: coverage, precision, the step breakdown
+and advice (``advice``), memory as said (``memory``), the ranks of a distributed run (``ranks``).
 
 ``analyze(profile)`` turns the measured entries into what the outputs report
 besides the entries themselves: how much of the whole passes the layers cover,
@@ -13,7 +14,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..base.choices import BACKWARD, FORWARD, GRAPH, SCRIPT
 from ..result import Entry, Profile, Section, views
-from ..base.stats import Drift
+from ..result.header import Header, ProjectHeader
+from ..base.stats import Drift, median
 from . import memory
 from .advice import (Advice, LayerTime, Summary, base_layers, layer_times, program_layers, summarize_program,
                      summarize_section)
@@ -79,10 +81,7 @@ def run_spread(section: Section) -> Optional[RunSpread]:
     if not cvs:
         return None
     runs = max(len(e.run_means) for e in section.entries)
-    values = [cv for cv, _ in cvs]
-    middle = len(values) // 2
-    median = values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
-    return RunSpread(runs, median, cvs[-1][0], cvs[-1][1])
+    return RunSpread(runs, median([cv for cv, _ in cvs]), cvs[-1][0], cvs[-1][1])
 
 
 @dataclass
@@ -133,17 +132,17 @@ def coverage(section: Section) -> List[Coverage]:
     return out
 
 
-def analyze_section(section: Section, header: Dict[str, object],
+def analyze_section(section: Section, header: Header,
                     graphs: Sequence[Section] = ()) -> SectionAnalysis:
     """One section's analysis; ``graphs``: a recorded program's graph sections, which its step
     section (kind script) breaks its step down over."""
-    target = header.get("target_rse")
-    limit = int(header["memory_limit"]) if header.get("memory_limit") else None  # type: ignore[call-overload]
-    threshold = header.get("drift_threshold")
+    target = header.target_rse
+    limit = header.memory_limit if isinstance(header, ProjectHeader) else None
+    threshold = header.drift_threshold
     covered = coverage(section)
     forward_share = [c.share for c in covered if c.whole_phase == "forward_all"]
     layers = layer_times(section)
-    context = str(header.get("context", "cpu:float"))
+    context = header.context or "cpu:float"
     if section.kind == SCRIPT and graphs:
         named = {g.name: program_layers(g, len(graphs) > 1) for g in graphs}
         trained = [g for g in graphs if g.info.get("trained_by")] or list(graphs)
@@ -154,12 +153,12 @@ def analyze_section(section: Section, header: Dict[str, object],
     bases = step.base_layers if step is not None else base_layers(layers)
     return SectionAnalysis(
         section=section, coverage=covered,
-        missed_target=[e for e in section.entries if target and e.stats.rse > float(target)],  # type: ignore[arg-type]
+        missed_target=[e for e in section.entries if target and e.stats.rse > target],
         unknown_flops=sorted({e.layer_type for e in section.entries
                               if e.is_layer_work and e.flops is None and e.layer_type}),
         incomplete=[e for e in section.entries if not e.complete],
         layers=layers,
-        drift=Drift(tuple(section.speed_levels), float(threshold) if threshold else 0.10),  # type: ignore[arg-type]
+        drift=Drift(tuple(section.speed_levels), threshold or 0.10),
         step=step,
         run_spread=run_spread(section),
         memory_rows=memory.rows(section, limit), memory_lines=memory.lines(section, limit),

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from ..base.choices import LAYER_PHASES
 from ..result import Profile
-from ..base.stats import mean_ci
+from ..base.stats import mean_ci, median
 from .advice import INPUT_BOUND_SHARE, Advice
 
 if TYPE_CHECKING:
@@ -146,19 +146,14 @@ class RanksAnalysis:
         return ranks_frame(self)
 
 
-def _median(ordered: Sequence[float]) -> float:
-    n = len(ordered)
-    return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
-
-
 def _ratio_to_others(value: float, ordered: List[float]) -> Optional[float]:
     """``value`` over the median of ``ordered`` (sorted, holding ``value`` once) without it."""
     if len(ordered) < 2:
         return None
     i = bisect.bisect_left(ordered, value)
     others = ordered[:i] + ordered[i + 1:]
-    median = _median(others)
-    return value / median if median > 0 else None
+    middle = median(others)
+    return value / middle if middle > 0 else None
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -223,9 +218,9 @@ def _straggler(ranks: List[RankTime], busy_at: List[List[float]], parts_at: List
     ratios = []
     for busy in busy_at:
         others = sorted(b for j, b in enumerate(busy) if j != k)
-        median = _median(others)
-        if median > 0:
-            ratios.append(busy[k] / median)
+        middle = median(others)
+        if middle > 0:
+            ratios.append(busy[k] / middle)
     if not ratios:
         return None
     ratio, low, high = mean_ci(ratios)
@@ -236,7 +231,7 @@ def _straggler(ranks: List[RankTime], busy_at: List[List[float]], parts_at: List
             continue
         mine = ranks[k].parts[p]
         others = sorted(r.parts[p] for j, r in enumerate(ranks) if j != k)
-        excess.append((mine - _median(others), p, mine, _median(others)))
+        excess.append((mine - median(others), p, mine, median(others)))
     gap, part, mine, theirs = max(excess)
     rank = ranks[k].rank
     told = [s for s in spreads if s.last_in is not None]
@@ -255,7 +250,7 @@ def _layer_spread(profile: Profile) -> Optional[LayerSpread]:
     if not cvs:
         return None
     cvs.sort()
-    return LayerSpread(len(cvs), _median([c for c, _, _ in cvs]), cvs[-1][0], cvs[-1][1], cvs[-1][2])
+    return LayerSpread(len(cvs), median([c for c, _, _ in cvs]), cvs[-1][0], cvs[-1][1], cvs[-1][2])
 
 
 # -- advice: each rule takes the analysis and returns what it triggers -------------------
@@ -387,7 +382,7 @@ def summary_lines(a: RanksAnalysis) -> List[str]:
         worst = max(a.steps, key=lambda s: s.busy_spread_ms)
         lines.append("Per step (%d steps every rank recorded): the slowest rank is rank %d in %d of them; busy time "
                      "spread across ranks (most minus least) median %.3f ms, %.3f ms at most (step %d)"
-                     % (len(a.steps), most[0], most[1], _median(spreads), worst.busy_spread_ms, worst.step))
+                     % (len(a.steps), most[0], most[1], median(spreads), worst.busy_spread_ms, worst.step))
     g = a.straggler
     if g is not None:
         if g.named:

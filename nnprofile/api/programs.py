@@ -27,8 +27,10 @@ from .._version import __version__
 from ..base.errors import ProfileError, ProgramDidNotCompile
 from ..render.files import prepare_outdir
 from ..result import Profile
+from ..result.header import ProgramHeader
 
 PathLike = Union[str, "os.PathLike[str]"]
+EVENTS = "events.json.gz"  # the recording as data (--save-events)
 MESSAGE_LIMIT = 300  # characters of a program's exception message in the log
 
 _ACTIVE: list = []  # the recordings in progress, innermost last
@@ -84,7 +86,8 @@ class Recording:
                  name: str = "recording", command: Optional[str] = None,
                  clock: Optional[Callable[[], int]] = None, hook_costs: Optional[Any] = None,
                  namespaces: Sequence[MutableMapping[str, Any]] = (), merge_wait: Optional[float] = None,
-                 world: Optional[Any] = None, progress: Callable[[str], None] = lambda line: None):
+                 world: Optional[Any] = None, progress: Callable[[str], None] = lambda line: None,
+                 save_events: bool = False):
         from ..pooling.ranks import DEFAULT_WAIT
         from ..recording import launcher
         from ..recording.recorder import Recorder
@@ -102,6 +105,8 @@ class Recording:
         self.merge_wait = DEFAULT_WAIT if merge_wait is None else merge_wait
         self.merged: Optional[Profile] = None  # rank 0 of several: the ranks' merged view
         self.written_to: Optional[str] = None  # where this process's own result went
+        self.capture: Optional[Any] = None  # the recording as data (nnprofile.assembly.events.Capture)
+        self.save_events = save_events  # write it too, as events.json.gz
         self.progress = progress
         self._guard: Optional[Any] = None
         self._started_unix = 0.0
@@ -206,37 +211,38 @@ class Recording:
         from ..render import write_all
         self.written_to = self.written_to or folder
         write_all(profile, folder)
+        if self.save_events and self.capture is not None and profile is self.profile:
+            from ..assembly import events
+            events.save(self.capture, os.path.join(folder, EVENTS))
 
     def _profile(self, failure: Optional[str], recorder: Optional[Any] = None) -> Profile:
         import nnabla
-        from ..recording.sections import assemble
+        from ..assembly.assemble import assemble
+        from ..recording.describe import describe
         assert self.hook_costs is not None  # measured on entry
         recorder = recorder or self.recorder
-        a = assemble(recorder, self.hook_costs, self.name)
+        capture = describe(recorder, self.hook_costs)
+        self.capture = capture
+        a = assemble(capture, self.hook_costs, self.name)
         costs = a.costs
         context = nnabla.get_current_context()
-        header: Dict[str, object] = {
-            "mode": "record", "target_rse": None, "drift_threshold": 0.10, "nnprofile": __version__,
-            "nnabla": nnabla.__version__, "project": self.command, "kind": "script",
-            "context": ",".join(context.backend) if context.backend else "cpu:float",
-            "sampling": "steps %d to %d of %d recorded (skip first %d, active %d)%s; each figure (the time of "
-                        "one call) is the mean over those steps, leaving out steps the machine ran slow in"
-                        % (a.skip + 1, a.skip + a.kept, a.steps, a.skip, self.active,
-                           "; %d more without the hooks, for what they cost" % a.in_program["plain_steps"]
-                           if a.in_program else ""),
-            "steps": a.how,
-            "machine": "%s, %s, Python %s" % (platform.node(), platform.machine(), platform.python_version()),
-            "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-            "hook_overhead_ns": round(costs.static_total, 1),
-            "hook_inside_ns": round(costs.static_inside, 1),
-            "call_overhead_ns": round(costs.dynamic_total, 1),
-            "call_inside_ns": round(costs.dynamic_inside, 1),
-            "active_steps": a.kept, "skipped_steps": a.skip,
-            "chain_hook_overhead_ns": round(self.hook_costs.static_total, 1),
-        }
+        header = ProgramHeader(
+            nnprofile=__version__, nnabla=nnabla.__version__, project=self.command,
+            context=",".join(context.backend) if context.backend else "cpu:float",
+            sampling="steps %d to %d of %d recorded (skip first %d, active %d)%s; each figure (the time of "
+                     "one call) is the mean over those steps, leaving out steps the machine ran slow in"
+                     % (a.skip + 1, a.skip + a.kept, a.steps, a.skip, self.active,
+                        "; %d more without the hooks, for what they cost" % a.in_program["plain_steps"]
+                        if a.in_program else ""),
+            steps=a.how,
+            machine="%s, %s, Python %s" % (platform.node(), platform.machine(), platform.python_version()),
+            date=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+            hook_overhead_ns=round(costs.static_total, 1), hook_inside_ns=round(costs.static_inside, 1),
+            call_overhead_ns=round(costs.dynamic_total, 1), call_inside_ns=round(costs.dynamic_inside, 1),
+            active_steps=a.kept, skipped_steps=a.skip, chain_hook_overhead_ns=round(self.hook_costs.static_total, 1))
         if a.in_program is not None:
-            header["hooks_in_program"] = {k: round(v, 4) for k, v in a.in_program.items()}
-            header["hook_eviction"] = round(costs.eviction, 4)
+            header.hooks_in_program = {k: round(v, 4) for k, v in a.in_program.items()}
+            header.hook_eviction = round(costs.eviction, 4)
         notes = list(a.notes)
         if a.skip < self.skip_first:
             notes.append("the program ran %d step%s, fewer than --skip-first %d and one active step: the skip "
@@ -247,21 +253,21 @@ class Recording:
         if not recorder.events:
             notes.append("nothing was recorded: the program ran no NNabla function")
         # What ran (ConvolutionCudaCudnn under cuDNN) and at which batch, as a project's header says.
-        header["implementation_classes"] = sorted({e.impl_class for s in a.sections for e in s.entries
-                                                   if e.impl_class})
+        header.implementation_classes = sorted({e.impl_class for s in a.sections for e in s.entries
+                                                if e.impl_class})
         batch = next((s.memory.get("batch_size") for s in a.sections if s.memory.get("batch_size")), None)
         if batch:
-            header["batch_size"] = batch
+            header.batch_size = batch
         world = self.run_world()
         if world is not None and world.several:
-            header.update({"rank": world.rank, "world_size": world.size, "launcher": world.launcher,
-                           "launch": world.launch, "host": platform.node(), "clock_origin_ns": a.origin_ns,
-                           "started_unix": round(self._started_unix, 3)})
+            header.rank, header.world_size, header.launcher = world.rank, world.size, world.launcher
+            header.launch, header.host, header.clock_origin_ns = world.launch, platform.node(), a.origin_ns
+            header.started_unix = round(self._started_unix, 3)
         return Profile(header=header, notes=notes, sections=a.sections, complete=failure is None,
                        failure=failure, timeline=a.timeline)
 
 
-def record(outdir: Optional[PathLike] = None, skip_first: int = 1, active: int = 20,
+def record(outdir: Optional[PathLike] = None, skip_first: int = 1, active: int = 20, save_events: bool = False,
            name: str = "recording", namespaces: Sequence[MutableMapping[str, Any]] = (),
            merge_wait: Optional[float] = None) -> Recording:
     """Record the NNabla work of a block of code: ``with nnprofile.record() as rec: ...; rec.profile``.
@@ -271,11 +277,11 @@ def record(outdir: Optional[PathLike] = None, skip_first: int = 1, active: int =
     ``mpirun``, see ``Recording`` (``merge_wait``: how long rank 0 waits for the other ranks).
     """
     caller = sys._getframe(1).f_globals
-    return Recording(outdir=outdir, skip_first=skip_first, active=active, name=name,
+    return Recording(outdir=outdir, skip_first=skip_first, active=active, name=name, save_events=save_events,
                      namespaces=tuple(namespaces) + (caller,), merge_wait=merge_wait)
 
 
-def run(script: PathLike, *args: str, outdir: Optional[PathLike] = None, skip_first: int = 1,
+def run(script: PathLike, *args: str, outdir: Optional[PathLike] = None, skip_first: int = 1, save_events: bool = False,
         active: int = 20, merge_wait: Optional[float] = None) -> Tuple[Profile, int]:
     """Run a Python program unmodified as ``__main__`` (its own ``sys.argv``), recording it.
 
@@ -287,12 +293,13 @@ def run(script: PathLike, *args: str, outdir: Optional[PathLike] = None, skip_fi
     holds rank 0's merged view).
     """
     recording, status = run_recording(script, *args, outdir=outdir, skip_first=skip_first, active=active,
-                                      merge_wait=merge_wait)
+                                      merge_wait=merge_wait, save_events=save_events)
     assert recording.profile is not None
     return recording.profile, status
 
 
 def run_recording(script: PathLike, *args: str, outdir: Optional[PathLike] = None, skip_first: int = 1,
+                  save_events: bool = False,
                   active: int = 20, merge_wait: Optional[float] = None,
                   progress: Callable[[str], None] = lambda line: None) -> Tuple[Recording, int]:
     """``run``, returning the ``Recording`` itself (its profile, its rank's folder, the merged view)."""
@@ -308,7 +315,7 @@ def run_recording(script: PathLike, *args: str, outdir: Optional[PathLike] = Non
     except (OSError, ValueError) as e:
         raise ProfileError("%s: cannot read the program (%s)" % (path, e))
     command = " ".join([path] + list(args))
-    recording = Recording(outdir=outdir, skip_first=skip_first, active=active,
+    recording = Recording(outdir=outdir, skip_first=skip_first, active=active, save_events=save_events,
                           name=os.path.basename(path), command=command, merge_wait=merge_wait, progress=progress)
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [path] + list(args)

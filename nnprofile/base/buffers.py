@@ -12,25 +12,26 @@ NNabla's Python API has no call for allocated or peak bytes on the CPU, so:
   the last reader. In-place outputs share their input's buffer. Parameters,
   their gradients and the solver's state stay for the whole step.
 
-What is measured (the process's or the device's memory over a step) is in
-``nnprofile.measure.peak``; how the outputs say it, in ``nnprofile.analysis.memory``.
+Everything here reads functions and variables as data (``nnprofile.base.functions``). What is
+measured (the process's or the device's memory over a step) is in ``nnprofile.measure.peak``;
+how the outputs say it, in ``nnprofile.analysis.memory``.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import AbstractSet, Any, Dict, List, Optional, Sequence, Tuple
 
-import numpy as np
+from .functions import FunctionInfo, Graph, VariableInfo, dtype_name
+
+ITEMSIZE = {"float16": 2, "half": 2, "float32": 4, "float64": 8, "int8": 1, "uint8": 1, "int16": 2, "int32": 4,
+            "int64": 8, "bool": 1}
 
 
-def nbytes(variable: Any, itemsize: Optional[int] = None) -> int:
-    size = math.prod(variable.shape) if variable.shape else 1  # math.prod: np.prod costs microseconds a call
+def nbytes(variable: VariableInfo, itemsize: Optional[int] = None) -> int:
+    size = math.prod(variable.shape) if variable.shape else 1
     if itemsize is None:
-        try:
-            itemsize = int(np.dtype(variable.data.dtype).itemsize)
-        except Exception:  # not allocated yet: NNabla's default float
-            itemsize = 4
+        itemsize = ITEMSIZE.get(variable.dtype or "", 4)  # not allocated yet: NNabla's default float
     return size * itemsize
 
 
@@ -42,14 +43,14 @@ class LayerMemory:
     input_gradient_bytes: int  # the gradients it writes for its other inputs
 
 
-def layer_memory(function: Any, parameters: frozenset, itemsize: int) -> LayerMemory:
-    inputs, outputs = list(function.inputs), list(function.outputs)
-    params = [v for v in inputs if v in parameters]
+def layer_memory(f: FunctionInfo, graph: Graph, itemsize: int) -> LayerMemory:
+    inputs, outputs = graph.inputs(f), graph.outputs(f)
+    params = [v for v in inputs if v.parameter]
     return LayerMemory(
         output_bytes=sum(nbytes(v, itemsize) for v in outputs),
         parameter_bytes=sum(nbytes(v) for v in params),
         gradient_bytes=sum(nbytes(v) for v in params if v.need_grad),
-        input_gradient_bytes=sum(nbytes(v, itemsize) for v in inputs if v not in parameters and v.need_grad))
+        input_gradient_bytes=sum(nbytes(v, itemsize) for v in inputs if not v.parameter and v.need_grad))
 
 
 @dataclass
@@ -63,41 +64,36 @@ class Estimate:
     alive_at_peak: List[Tuple[str, int]] = field(default_factory=list)
 
 
-def _needs_grad(function: Any) -> bool:
-    return any(v.need_grad for v in function.inputs)
+def _needs_grad(f: FunctionInfo, graph: Graph) -> bool:
+    return any(graph.variables[v].need_grad for v in f.inputs)
 
 
-def _data_needed_in_backward(functions: Sequence[Any]) -> set:
+def _data_needed_in_backward(functions: Sequence[FunctionInfo], graph: Graph) -> set:
     """Variables whose data some function's backward reads."""
     needed = set()
     for f in functions:
-        if not _needs_grad(f):
+        if not _needs_grad(f, graph):
             continue
-        inputs, outputs = list(f.inputs), list(f.outputs)
-        for i, v in enumerate(inputs):
-            if not v.need_grad:
-                continue
-            for depends, variables in ((f.grad_depends_input_data, inputs), (f.grad_depends_output_data, outputs)):
-                for j, w in enumerate(variables):
-                    try:
-                        if depends(i, j):
-                            needed.add(w)
-                    except Exception:  # not said: keep it (the estimate errs on the safe side)
-                        needed.add(w)
+        for i, what, j in f.grad_reads:
+            if i < len(f.inputs) and graph.variables[f.inputs[i]].need_grad:
+                side = f.inputs if what == "in" else f.outputs
+                if j < len(side):
+                    needed.add(side[j])
     return needed
 
 
-def estimate(functions: Sequence[Any], names: Sequence[str], parameters: frozenset, itemsize: int,
-             training: bool) -> Estimate:
+def estimate(functions: Sequence[FunctionInfo], graph: Graph, names: Sequence[str], parameters: AbstractSet[int],
+             itemsize: int, training: bool) -> Estimate:
     """Simulate one forward (and, training, one backward) pass; ``functions`` in forward order."""
     est = Estimate()
+    var = graph.variables
     live: Dict[Any, Tuple[str, int]] = {}
-    consumers: Dict[Any, int] = {}
+    consumers: Dict[int, int] = {}
     for i, f in enumerate(functions):
         for v in f.inputs:
             consumers[v] = i
     produced = {v for f in functions for v in f.outputs}
-    needed = _data_needed_in_backward(functions) if training else set()
+    needed = _data_needed_in_backward(functions, graph) if training else set()
     finals = {v for v in produced if v not in consumers}
 
     def record(layer: str, phase: str, buffers: Dict[Any, Tuple[str, int]]) -> None:
@@ -109,35 +105,30 @@ def estimate(functions: Sequence[Any], names: Sequence[str], parameters: frozens
 
     for v in consumers:  # the data fed in: the input batch
         if v not in produced and v not in parameters:
-            live[v] = ("input %s" % "x".join(str(d) for d in v.shape), nbytes(v, itemsize))
+            live[v] = ("input %s" % "x".join(str(d) for d in var[v].shape), nbytes(var[v], itemsize))
     for i, (f, name) in enumerate(zip(functions, names)):
-        outputs = list(f.outputs)
-        for o, v in enumerate(outputs):
-            shared = False
-            try:
-                shared = f.inplace_data(o) != 0
-            except Exception:
-                pass
-            live[v] = ("%s output" % name, 0 if shared else nbytes(v, itemsize))
+        for o, v in enumerate(f.outputs):
+            shared = o < len(f.in_place) and f.in_place[o]
+            live[v] = ("%s output" % name, 0 if shared else nbytes(var[v], itemsize))
         record(name, "forward", live)
-        for v in list(f.inputs):
+        for v in f.inputs:
             if consumers.get(v) == i and v in produced and v not in needed and v not in finals:
                 live.pop(v, None)
     if not training:
         return est
-    grads: Dict[Any, Tuple[str, int]] = {}
-    remaining_need: Dict[Any, int] = {}
-    backward = [(f, n) for f, n in zip(functions, names) if _needs_grad(f)][::-1]
+    grads: Dict[int, Tuple[str, int]] = {}
+    remaining_need: Dict[int, int] = {}
+    backward = [(f, n) for f, n in zip(functions, names) if _needs_grad(f, graph)][::-1]
     for k, (f, _) in enumerate(backward):
         for v in list(f.inputs) + list(f.outputs):
             if v in needed:
                 remaining_need[v] = k
     for v in finals:
-        grads[v] = ("gradient of the loss", nbytes(v, itemsize))
+        grads[v] = ("gradient of the loss", nbytes(var[v], itemsize))
     for k, (f, name) in enumerate(backward):
         for v in f.inputs:
-            if v.need_grad and v not in parameters and v not in grads:
-                grads[v] = ("%s input gradient" % name, nbytes(v, itemsize))
+            if var[v].need_grad and v not in parameters and v not in grads:
+                grads[v] = ("%s input gradient" % name, nbytes(var[v], itemsize))
         both = dict(live)
         both.update({("grad", key): value for key, value in grads.items()})
         record(name, "backward", both)
@@ -149,20 +140,22 @@ def estimate(functions: Sequence[Any], names: Sequence[str], parameters: frozens
     return est
 
 
-def step_memory(functions: Sequence[Any], names: Sequence[str], parameters: Sequence[Any], itemsize: int,
-                training: bool, solver_state: int, measured: str = "") -> Dict[str, Any]:
+def step_memory(functions: Sequence[FunctionInfo], graph: Graph, names: Sequence[str], parameters: Sequence[int],
+                itemsize: int, training: bool, solver_state: int, measured: str = "") -> Dict[str, Any]:
     """A section's ``memory``: what stays for the whole step, and the activations estimated along it.
 
-    ``functions`` run in forward order and are named by ``names``; ``parameters`` are those
-    of the step (their gradients count when ``training``). The batch size is read off the
+    ``functions`` run in forward order and are named by ``names``; ``parameters`` are the ids of
+    those of the step (their gradients count when ``training``). The batch size is read off the
     first input the functions are fed.
     """
     known = frozenset(parameters)
-    est = estimate(functions, names, known, itemsize, training)
-    fixed = {"parameters": sum(nbytes(p) for p in parameters),
-             "gradients": sum(nbytes(p) for p in parameters if p.need_grad) if training else 0,
+    est = estimate(functions, graph, names, known, itemsize, training)
+    params = [graph.variables[p] for p in parameters]
+    fixed = {"parameters": sum(nbytes(p) for p in params),
+             "gradients": sum(nbytes(p) for p in params if p.need_grad) if training else 0,
              "solver_state": solver_state}
-    inputs = [v for f in functions for v in f.inputs if v.parent is None and v not in known and v.shape]
+    inputs = [graph.variables[v] for f in functions for v, parent in zip(f.inputs, f.parents or [None] * len(f.inputs))
+              if parent is None and v not in known and graph.variables[v].shape]
     return dict(fixed, activations_at_peak=est.peak, peak_estimated=est.peak + sum(fixed.values()),
                 peak_layer=est.peak_layer, peak_phase=est.peak_phase,
                 alive_at_peak=[list(x) for x in est.alive_at_peak], curve=[list(x) for x in est.curve],
@@ -170,11 +163,12 @@ def step_memory(functions: Sequence[Any], names: Sequence[str], parameters: Sequ
 
 
 def solver_state_bytes(solver: Any) -> int:
-    """What the solver keeps per parameter (Adam: two states, Momentum: one, SGD: none), from its states."""
+    """What an NNabla solver keeps per parameter (Adam: two states, Momentum: one, SGD: none), from its states."""
     total = 0
     try:
         for state in solver.get_states().values():
-            total += sum(nbytes(v) for v in state.pstate.values())
+            for v in state.pstate.values():
+                total += (math.prod(v.shape) if v.shape else 1) * ITEMSIZE.get(dtype_name(v) or "", 4)
     except Exception:
         return 0
     return total

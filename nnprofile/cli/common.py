@@ -1,4 +1,5 @@
-"""What every command shares: option types, printing that survives a closed pipe, the outdir."""
+"""What every command shares: printing that survives a closed pipe, stderr held back, the outdir; the
+option types (from ``nnprofile.base.options``)."""
 from __future__ import annotations
 
 import argparse
@@ -8,36 +9,7 @@ from typing import Any, List, Optional, TextIO
 
 from ..render.files import prepare_outdir  # noqa: F401  (re-exported for the commands)
 from ..base.errors import ProfileError
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("'%s' is not a whole number" % text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1, not %d" % value)
-    return value
-
-
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("'%s' is not a number" % text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError("must be above 0, not %s" % text)
-    return value
-
-
-def non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("'%s' is not a number" % text)
-    if not value >= 0:
-        raise argparse.ArgumentTypeError("must be 0 or more, not %s" % text)
-    return value
+from ..base.options import non_negative_float, positive_float, positive_int  # noqa: F401  (for the commands)
 
 
 class Printer:

@@ -4,14 +4,16 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..base.choices import MODES
+from ..base.errors import ProfileError
+from ..base.options import ProfileOptions
 from ..compare import compare_configurations, compare_results, parse_set
 from ..render.comparison import write as write_comparison
-from ..base.errors import ProfileError
 from .common import Printer, positive_int, prepare_outdir
 from .progress import Progress
 
 
+# The profiling options a comparison hands on to each of its profiles.
+PASSED = ("runs", "mode", "synthetic", "inference")
 SUMMARY = "compare configurations of a project, or saved results, with confidence intervals"
 
 def parser() -> argparse.ArgumentParser:
@@ -31,10 +33,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--train-epochs", type=positive_int, metavar="N",
                    help="also train each configuration N epochs (NNabla's training loop) and compare "
                         "time to train and validation error")
-    p.add_argument("--runs", type=positive_int, help="passed to each profile: fixed rounds per entry")
-    p.add_argument("--mode", choices=MODES, help="passed to each profile")
-    p.add_argument("--synthetic", action="store_true", help="passed to each profile")
-    p.add_argument("--no-inference", action="store_true", help="passed to each profile")
+    ProfileOptions.add_arguments(p, PASSED, suffix=" (passed to each profile)")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     return p
@@ -69,15 +68,7 @@ def run(args) -> int:
         name = os.path.splitext(os.path.basename(main_file))[0]
         outdir = args.outdir or os.path.join("results", "compare_" + name)
         prepare_outdir(outdir)
-        extra = []
-        if args.runs:
-            extra += ["--runs", str(args.runs)]
-        if args.mode:
-            extra += ["--mode", args.mode]
-        if args.synthetic:
-            extra.append("--synthetic")
-        if args.no_inference:
-            extra.append("--no-inference")
+        extra = ProfileOptions.from_args(args).argv()
         progress = Progress.for_terminal(args.quiet)
         out.progress = progress
         try:

@@ -31,6 +31,9 @@ def parser() -> argparse.ArgumentParser:
                    help="steps recorded but left out first, while buffers are built (default 1)")
     p.add_argument("--active", type=positive_int, default=20, metavar="N",
                    help="steps kept after them; then recording stops and the program runs on (default 20)")
+    p.add_argument("--save-events", action="store_true",
+                   help="also write the recording as data (events.json.gz): every call, as recorded, which "
+                        "nnprofile assembles again without NNabla (for a bug report, or a test)")
     p.add_argument("--merge-wait", type=non_negative_float, default=60.0, metavar="SECONDS",
                    help="under mpirun or srun: how long rank 0 waits at the end for the other ranks' results "
                         "before it merges those there and names the missing (default 60)")
@@ -50,7 +53,8 @@ def run(args) -> int:
         if not args.quiet:
             print(line, file=sys.stderr, flush=True)
     recording, status = run_recording(args.script, *args.args, outdir=outdir, skip_first=max(0, args.skip_first),
-                                      active=args.active, merge_wait=args.merge_wait, progress=progress)
+                                      active=args.active, merge_wait=args.merge_wait, progress=progress,
+                                      save_events=args.save_events)
     profile = recording.profile
     assert profile is not None
     world = recording.run_world()

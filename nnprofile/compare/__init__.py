@@ -93,10 +93,10 @@ def compare_results(*results: ResultLike, names: Optional[Sequence[str]] = None)
     rows = metric_rows(metrics, names)
     header = ["nnprofile compare: %d saved results, each entry's per-call samples; ratios to %s"
               % (len(names), names[0])] + ["  %s: %s (%s, %s)" % (
-                  n, r if not isinstance(r, Profile) else "in memory", profiles[n].header.get("context", "?"),
-                  profiles[n].header.get("date", "?")) for n, r in zip(names, results)]
+                  n, r if not isinstance(r, Profile) else "in memory", profiles[n].header.context or "?",
+                  profiles[n].header.date or "?") for n, r in zip(names, results)]
     found = findings(rows, [Config(n, {}) for n in names],
-                     {n: str(p.header.get("context", "")) for n, p in profiles.items()})
+                     {n: p.header.context for n, p in profiles.items()})
     return Comparison(names, header, rows, found, metrics, "per-call samples of each saved run",
                       entry_rows, layer_rows)
 
@@ -117,7 +117,7 @@ def compare_configurations(files: Sequence[str], configs: Sequence[Config], repe
             on_run(started[0], total, what)
         started[0] += 1
     metrics, profiles = run_configurations(files, configs, repeat, outdir, extra, progress=progress, on_run=next_run)
-    contexts = {c: str(p.header.get("context", "")) for c, p in profiles.items()}
+    contexts = {c: p.header.context for c, p in profiles.items()}
     names = [c.name for c in configs]
     if train_epochs:
         metrics += _train(files[0], configs, repeat, train_epochs, outdir, progress, next_run)

@@ -7,64 +7,56 @@ them alike. Each run is a full profile in OUTDIR/runs/<configuration>/<n>/.
 """
 from __future__ import annotations
 
+import argparse
 import os
 import re
-import subprocess
-import sys
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..base.choices import BACKENDS, TYPE_CONFIGS
 from ..base.errors import ProfileError
-from ..result import Profile, file as result_file
+from ..base.options import configurable
+from ..pooling.fresh import profile_in_fresh_process
+from ..result import Profile
 from .metrics import STEP_METRICS, Metric, step_metrics, throughput_metrics
-
-KEYS = {"type_config": "--type-config", "context": "--context", "batch_size": "--batch-size"}
-VALUES = {"type_config": TYPE_CONFIGS, "context": BACKENDS}
-
 
 @dataclass
 class Config:
     name: str
-    settings: Dict[str, str]
+    settings: Dict[str, str]  # option name (a configurable field of ProfileOptions) -> value as written
 
     @property
     def slug(self) -> str:
         return re.sub(r"[^A-Za-z0-9_.=-]+", "_", self.name.replace(",", "_"))
 
     def arguments(self) -> List[str]:
-        out = []
-        for key, value in self.settings.items():
-            out += [KEYS[key], value]
-        return out
+        """The profile's command-line arguments that set this configuration."""
+        keys = configurable()
+        return [x for key, value in self.settings.items() for x in (keys[key].metadata["flag"], value)]
 
 
 def parse_set(text: str) -> Config:
-    """'type_config=half' or 'type_config=half,batch_size=128' -> Config."""
+    """'type_config=half' or 'type_config=half,batch_size=128' -> Config; the keys are the options that
+    ``ProfileOptions`` marks configurable, checked as the command line checks them."""
+    keys = configurable()
     settings: Dict[str, str] = {}
     for part in text.split(","):
         key, sep, value = part.strip().partition("=")
         key = key.strip().replace("-", "_")
         value = value.strip()
         if not sep or not value:
-            raise ProfileError("--set %s: expected KEY=VALUE (keys: %s)" % (text, ", ".join(KEYS)))
-        if key not in KEYS:
-            raise ProfileError("--set %s: unknown key '%s' (keys: %s)" % (text, key, ", ".join(KEYS)))
-        if key in VALUES and value not in VALUES[key]:
-            raise ProfileError("--set %s: %s must be one of %s" % (text, key, ", ".join(VALUES[key])))
-        if key == "batch_size" and not (value.isdigit() and int(value) > 0):
-            raise ProfileError("--set %s: batch_size must be a positive whole number" % text)
+            raise ProfileError("--set %s: expected KEY=VALUE (keys: %s)" % (text, ", ".join(keys)))
+        if key not in keys:
+            raise ProfileError("--set %s: unknown key '%s' (keys: %s)" % (text, key, ", ".join(keys)))
+        meta = keys[key].metadata
+        if meta["choices"] and value not in meta["choices"]:
+            raise ProfileError("--set %s: %s must be one of %s" % (text, key, ", ".join(meta["choices"])))
+        if meta["type"] is not None:
+            try:
+                meta["type"](value)
+            except (ValueError, argparse.ArgumentTypeError) as e:
+                raise ProfileError("--set %s: %s %s" % (text, key, e))
         settings[key] = value
     return Config(name=",".join("%s=%s" % kv for kv in settings.items()), settings=settings)
-
-
-def profile_once(files: Sequence[str], config: Config, outdir: str, extra: Sequence[str]) -> Profile:
-    cmd = [sys.executable, "-m", "nnprofile", *files, "-o", outdir, "-q", *config.arguments(), *extra]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["exit status %d" % proc.returncode])[-1]
-        raise ProfileError("configuration %s: %s" % (config.name, last.replace("nnprofile: error: ", "")))
-    return result_file.load(outdir)
 
 
 def run_configurations(files: Sequence[str], configs: Sequence[Config], repeat: int, outdir: str,
@@ -80,12 +72,13 @@ def run_configurations(files: Sequence[str], configs: Sequence[Config], repeat: 
                 on_run("profile %s" % c.name)
             # The first run of a configuration is a full profile (layer by layer); later
             # runs time only what the comparison reads.
-            profile = profile_once(files, c, run_dir, list(extra) + (["--no-layers"] if i else []))
+            profile = profile_in_fresh_process(files, run_dir, c.arguments() + list(extra) + (["--no-layers"] if i else []),
+                                               "configuration %s" % c.name)
             first_profiles.setdefault(c.name, profile)
             for name, value in step_metrics(profile).items():
                 metrics[name].values.setdefault(c.name, []).append(value)
     found = [m for m in metrics.values() if m.values]
-    sizes = {name: p.header.get("batch_size") for name, p in first_profiles.items()}
+    sizes = {name: p.header.batch_size for name, p in first_profiles.items()}
     return found + throughput_metrics(found, {k: v for k, v in sizes.items() if isinstance(v, int)}), first_profiles
 
 

@@ -150,8 +150,8 @@ def _batch(profile: Profile, section: Section) -> Optional[int]:
     size = section.memory.get("batch_size") if section.memory else None
     if size:
         return int(size)
-    header = profile.header.get("batch_size")
-    return header if isinstance(header, int) else None
+    size = profile.header.batch_size
+    return size if isinstance(size, int) else None
 
 
 def _verdict(section: str, metric: str, b: Figure, n: Figure, threshold: float, machine: Optional[float],
@@ -219,7 +219,7 @@ def check(baseline: Profile, new: Profile, threshold: float = 0.10, layers: bool
     """Compare two saved results; see the module's description for what counts as slower."""
     result = Check(threshold=threshold, strict_order=strict_order)
     for key, what in COMPARABLE:
-        a, b = baseline.header.get(key), new.header.get(key)
+        a, b = getattr(baseline.header, key, None), getattr(new.header, key, None)
         if a != b:
             result.comparability.append("the %s differs: %s against %s" % (what, a, b))
     analyze(baseline)  # both load and analyse cleanly before anything is compared

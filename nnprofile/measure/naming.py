@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
+from ..base.functions import Describer
 from ..result.layer import Layer
 
 
@@ -37,9 +38,9 @@ class LayerIndex:
     NNabla's Function objects compare and hash by the function they wrap.
     """
 
-    def __init__(self, names: Dict[object, str], parameters=frozenset()):
+    def __init__(self, names: Dict[object, str], parameters: Optional[Dict[object, str]] = None):
         self.names = names
-        self.parameters = parameters
+        self.describer = Describer(parameter_names=parameters or {})
         self._by_function: Dict[object, Layer] = {}
         self._used: Dict[str, int] = {}
 
@@ -56,7 +57,8 @@ class LayerIndex:
             self._used[name] = self._used.get(name, 0) + 1
             if self._used[name] > 1:  # every layer keeps its own line, even if two resolve to one name
                 name = "%s#%d" % (name, self._used[name])
-            layer = Layer(function, name, self.parameters, layer_id=len(self._by_function))
+            info = self.describer.function(function)
+            layer = Layer(info, self.describer.graph(), name, layer_id=len(self._by_function), function=function)
             self._by_function[function] = layer
         return layer
 
@@ -65,9 +67,10 @@ class LayerIndex:
         return [None if is_sink(f) else self.layer(f) for f in functions]
 
 
-def parameters():
+def parameters() -> Dict[object, str]:
+    """Every parameter of NNabla's global scope, variable -> its full name."""
     import nnabla as nn
-    return frozenset(nn.get_parameters(grad_only=False).values())
+    return {v: name for name, v in nn.get_parameters(grad_only=False).items()}
 
 
 def pass_functions(target, forward: bool = True, loss_grad=None) -> list:

@@ -3,7 +3,7 @@
 A machine that slows down for a few seconds then touches every entry alike,
 instead of the few that happened to be measured during the slow spell. The
 per-round totals measure the machine's speed during the run
-(``nnprofile.stats.speed_levels``); rounds that ran slower than the usual
+(``nnprofile.result.drift``); rounds that ran slower than the usual
 speed are left out of every entry's mean (``nnprofile.stats.summarize_rounds``),
 and sampling goes on until enough undisturbed rounds are in, up to the
 section's time budget.
@@ -22,7 +22,10 @@ from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 from ..base.errors import ProfileError
 from ..result import Entry, Section
-from ..base.stats import Drift, speed_levels, summarize_rounds
+from ..base.series import RoundSeries
+from ..result.drift import apply_drift, measure_drift
+from ..result.timeline import TimelineEvent
+from ..base.stats import Drift, summarize_rounds
 from .graph_mode import timing_hooks
 from .timing import Measurement, Timer
 
@@ -43,26 +46,22 @@ LEAN_EXTRA = 0.10
 PARTIAL_SHARE = 0.9
 
 
-@dataclass
-class Series:
-    """One entry's samples as they come in, round by round."""
+class Series(RoundSeries):
+    """One entry's samples (per call, ns, overhead not yet taken off) as they come in, round by round,
+    and how they are taken: consecutive calls per sample, the overhead per call, the timed work
+    charged to the entry, and whether it is final."""
 
-    make_entry: EntryFactory
-    samples: List[float] = field(default_factory=list)  # per call, ns, overhead not yet taken off
-    round_sizes: List[int] = field(default_factory=list)
-    calls: int = 1           # consecutive calls per sample
-    overhead_ns: float = 0.0  # per call
-    spent_ns: float = 0.0     # timed work charged to this entry
-    final: bool = False
+    def __init__(self, make_entry: EntryFactory) -> None:
+        super().__init__()
+        self.make_entry = make_entry
+        self.calls = 1
+        self.overhead_ns = 0.0
+        self.spent_ns = 0.0
+        self.final = False
 
-    def add(self, per_call_ns: float, spent_ns: float) -> None:
-        self.samples.append(per_call_ns)
-        self.round_sizes[-1] += 1
+    def sample(self, per_call_ns: float, spent_ns: float) -> None:
+        self.add(per_call_ns)
         self.spent_ns += spent_ns
-
-    def rounds_with_samples(self, dropped: Sequence[int] = ()) -> int:
-        skip = set(dropped)
-        return sum(1 for r, n in enumerate(self.round_sizes) if n and r not in skip)
 
     def rse(self, dropped: Sequence[int] = ()) -> float:
         """The relative standard error of the reported mean; infinite below two rounds with samples."""
@@ -74,7 +73,7 @@ class Series:
     def entry(self, dropped: Sequence[int] = (), complete: bool = True) -> Entry:
         e = self.make_entry(Measurement(list(self.samples), self.calls, self.overhead_ns))
         e.round_sizes = list(self.round_sizes)
-        e.dropped_rounds = [r for r in dropped if r < len(self.round_sizes)]
+        e.dropped_rounds = [r for r in dropped if r < len(self.round_sizes)]  # (as apply_drift sets them)
         e.complete = complete
         return e
 
@@ -160,7 +159,7 @@ class Probe:
             self.work()
             return
         spent = timer.sample(self.work, 1)
-        s.add(spent, spent)
+        s.sample(spent, spent)
 
     def run_round(self, timer: Timer, fixed: bool) -> None:
         s = self.series[0]
@@ -179,7 +178,7 @@ class Probe:
             spent = timer.sample(self.work, s.calls)
             if self.after is not None:
                 self.after()
-            s.add(spent / s.calls, spent)
+            s.sample(spent / s.calls, spent)
 
     def skip_round(self) -> None:
         """Another stratum's round: no sample, an empty round (rounds stay aligned across entries)."""
@@ -260,7 +259,7 @@ class PassProbe:
         for s, i in zip(self.series, self._slots):
             if not s.final:
                 s.round_sizes.append(0)
-                s.add(ends[i] - starts[i], spent)
+                s.sample(ends[i] - starts[i], spent)
         self.rounds += 1
         if self.timeline is not None:
             self.timeline.add_pass(self.rounds, self.phase, t0, t0 + spent, starts, ends, self.names, self.details)
@@ -271,7 +270,7 @@ class Timeline:
 
     def __init__(self, max_rounds: int = 20):
         self.max_rounds = max_rounds
-        self.events: List[dict] = []
+        self.events: List[TimelineEvent] = []
         self.origin: Optional[int] = None
         self.section = ""  # the title of the section being measured
 
@@ -282,13 +281,11 @@ class Timeline:
         if self.origin is None:
             self.origin = start
         o = self.origin
-        self.events.append({"name": "%s pass, round %d" % (phase, round_number), "cat": phase,
-                            "start": start - o, "end": end - o,
-                            "args": {"round": round_number, "section": self.section}})
+        self.events.append(TimelineEvent("%s pass, round %d" % (phase, round_number), phase, start - o, end - o,
+                                         {"round": round_number, "section": self.section}))
         for name, detail, t0, t1 in zip(names, details, starts, ends):
             if name is not None:
-                self.events.append({"name": name, "cat": phase, "start": t0 - o, "end": t1 - o,
-                                    "args": detail or {"phase": phase}})
+                self.events.append(TimelineEvent(name, phase, t0 - o, t1 - o, detail or {"phase": phase}))
 
 
 class Action:
@@ -515,15 +512,14 @@ class RoundRunner:
                 rounds += 1
                 if self.reference is not None:
                     section.reference_ns.append(round(self.reference.sample(), 1))
-                drift = Drift(tuple(speed_levels(
-                    [(s.samples, s.round_sizes) for s in all_series if s.samples], rounds)),
-                    sampling.drift_threshold)
-                section.speed_levels = [round(level, 4) for level in drift.levels]
+                drift = measure_drift(((s.samples, s.round_sizes) for s in all_series), rounds,
+                                      sampling.drift_threshold)
                 measured_ns = clock.now_ns() - started
                 if stratum is None:  # (a partial round predicts neither kind of round)
                     round_costs.append((layer_round, measured_ns + started - t0))
                 stopped = self._decide(all_series, rounds, drift, measured_ns, plan, round_costs)
                 emitted = self._emit(section, all_series, emitted, drift.dropped)
+                apply_drift([section], drift)  # the levels so far; the entries emitted so far
                 self.on_round(section, 1.0 if stopped else self._done(rounds, measured_ns))
         except BaseException:
             stopped = "interrupted"

@@ -245,14 +245,17 @@ class Profiler:
         functions = [f for f in functions if not is_sink(f)]
         known = parameters()
         index = LayerIndex(layer_names(network), known)
-        names = [index.layer(f).name for f in functions]
+        layers = [index.layer(f) for f in functions]
+        describer = index.describer
         if parameters_by_name is not None:
-            params = list(parameters_by_name.values())
+            params = [describer.variable(v).id for v in parameters_by_name.values()]
         else:  # an executor: the parameters its functions read
-            params = list({v: None for f in functions for v in f.inputs if v in known})
-        itemsize = index.layer(functions[-1]).itemsize if functions else 4
+            params = list({v: None for layer in layers for v in layer.info.inputs
+                           if describer.graph().variables[v].parameter})
+        itemsize = layers[-1].itemsize if layers else 4
         training = solver is not None
-        section.memory = buffers.step_memory(functions, names, params, itemsize, training,
+        section.memory = buffers.step_memory([layer.info for layer in layers], describer.graph(),
+                                             [layer.name for layer in layers], params, itemsize, training,
                                              buffers.solver_state_bytes(solver) if training else 0)
 
     def memory_measure(self, section: Section, run_step) -> None:

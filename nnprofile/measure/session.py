@@ -142,7 +142,6 @@ def run(project: Project, sections: List[Section], timer: Timer, cache_root: str
                 drift = profiler.profile_optimizer(section, project.optimizers[section.name], source)
             else:
                 drift = profiler.profile_executor(section, project.executors[section.name], source)
-            section.speed_levels = [round(level, 4) for level in drift.levels]
             if on_section_end:
                 on_section_end(section)
         profile.complete = True
@@ -163,6 +162,6 @@ def run(project: Project, sections: List[Section], timer: Timer, cache_root: str
         pool.close()
         profile.timeline = profiler.timeline.events
         # Which implementations ran (ConvolutionCudaCudnn under cuDNN): part of what was measured.
-        profile.header["implementation_classes"] = sorted(
+        profile.header.implementation_classes = sorted(
             {e.impl_class for s in profile.sections for e in s.entries if e.impl_class})
     return profile

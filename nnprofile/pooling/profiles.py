@@ -1,124 +1,137 @@
-"""``--repeat N``: the profile taken in N fresh processes, the results pooled (as pyperf spawns workers).
+"""Several profiles of the same program or project made one: the one pooling rule, and ``--repeat``.
 
-A whole run can land on a slow machine; nothing inside that run can tell.
-Across fresh processes it shows: the rounds of every run are pooled, the
-machine's usual speed is taken over all of them, and the rounds (of any run)
-that ran slower than it are left out, as within one run. Each entry keeps
-its per-process means (``run_means``), so that the run-to-run spread is
-reported beside the pooled figure.
+An entry's samples are every source's calls and its rounds every source's rounds, source after
+source, each sample less its own source's timing overhead; the machine's usual speed is then
+taken over all the pooled rounds and the rounds (of any source) that ran slower than it are left
+out, as within one run (``nnprofile.result.drift``). Each entry keeps every source's own mean:
+``run_means`` for fresh processes (``--repeat``), ``rank_means`` for the ranks of a distributed run
+(``nnprofile.pooling.ranks``).
+
+``--repeat N``: a whole run can land on a slow machine, and nothing inside that run can tell;
+across N fresh processes (``nnprofile.pooling.fresh``, as pyperf spawns workers) it shows.
 """
 from __future__ import annotations
 
 import dataclasses
 import os
-import subprocess
-import sys
 from typing import Callable, Dict, List, Optional, Sequence
 
 from ..base.errors import ProfileError
-from ..result import Entry, Profile, Section, file as result_file
-from ..base.stats import Drift, speed_levels
-
-# Keyword of nnprofile.profile -> its command-line flag (None: a switch).
-FLAGS: Dict[str, str] = {
-    "runs": "--runs", "warmup": "--warmup", "target_rse": "--target-rse", "min_rounds": "--min-rounds",
-    "max_seconds": "--max-seconds", "max_seconds_per_entry": "--max-seconds-per-entry",
-    "drift_threshold": "--drift-threshold", "context": "--context", "type_config": "--type-config",
-    "batch_size": "--batch-size", "mode": "--mode", "memory_limit": "--memory-limit",
-}
-SWITCHES: Dict[str, str] = {"synthetic": "--synthetic", "zero_weights": "--zero-weights"}
-NEGATED: Dict[str, str] = {"layers": "--no-layers", "training": "--no-training", "inference": "--no-inference"}
+from ..base.options import ProfileOptions
+from ..result import Entry, Profile, Section
+from ..result.drift import drift_over
+from ..result.header import ProjectHeader
+from .fresh import profile_in_fresh_process
 
 
-def command_line(files: Sequence[str], outdir: str, options: Dict[str, object]) -> List[str]:
-    """The command that profiles once, in a fresh process, with the same options."""
-    cmd = [sys.executable, "-m", "nnprofile", *files, "-o", outdir, "-q"]
-    for key, value in options.items():
-        if value is None:
+def _rounds(section: Optional[Section]) -> int:
+    if section is None:
+        return 0
+    return max((len(e.round_sizes) or 1 for e in section.entries), default=0)
+
+
+def pool_sections(same: Sequence[Optional[Section]], threshold: float, means: str) -> Section:
+    """One section of the same section of several sources (None where a source lacks it); ``means``:
+    which field keeps each source's own mean, "run_means" (present sources only) or "rank_means" (None
+    where absent)."""
+    present = [s for s in same if s is not None]
+    if not present:
+        raise ProfileError("no section to pool")
+    base = present[0]
+    labels: List[str] = [e.label for e in base.entries]
+    for s in present[1:]:
+        labels += [e.label for e in s.entries if e.label not in labels]
+    by_label: List[Dict[str, Entry]] = [{e.label: e for e in s.entries} if s is not None else {} for s in same]
+    rounds = [_rounds(s) for s in same]
+    pooled = []
+    for label in labels:
+        first = next(t[label] for t in by_label if label in t)
+        samples: List[float] = []
+        sizes: List[int] = []
+        own_means: List[Optional[float]] = []
+        for table, n in zip(by_label, rounds):
+            e = table.get(label)
+            if e is None:
+                sizes += [0] * n
+                own_means.append(None)
+                continue
+            own = e.round_sizes or [len(e.samples_ns)]
+            samples += [max(0.0, x - e.overhead_ns) for x in e.samples_ns] if e.overhead_ns else list(e.samples_ns)
+            sizes += own + [0] * (n - len(own))
+            own_means.append(e.mean_ms)
+        kept = {"run_means": [m for m in own_means if m is not None]} if means == "run_means" \
+            else {"rank_means": own_means}
+        pooled.append(dataclasses.replace(first, samples_ns=samples, round_sizes=sizes, dropped_rounds=[],
+                                          overhead_ns=0.0, complete=all(t[label].complete for t in by_label
+                                                                        if label in t), **kept))
+    section = dataclasses.replace(
+        base, entries=pooled, complete=all(s.complete for s in present) and len(present) == len(same),
+        memory=dict(base.memory), reference_ns=[x for s in present for x in s.reference_ns])
+    drift_over([section], sum(rounds), threshold)
+    return section
+
+
+def pool_profiles(profiles: Sequence[Profile], threshold: float, means: str) -> List[Section]:
+    """Every section of the first profile (then those only later ones hold), pooled over the profiles."""
+    keys: List[tuple] = []
+    for p in profiles:
+        keys += [(s.kind, s.name) for s in p.sections if (s.kind, s.name) not in keys]
+    by_key = [{(s.kind, s.name): s for s in p.sections} for p in profiles]
+    return [pool_sections([t.get(k) for t in by_key], threshold, means) for k in keys]
+
+
+def left_out(profiles: Sequence[Profile], pooled: Sequence[Section], names: Sequence[str]) -> List[str]:
+    """The sources (``names``: "run 2", "rank 1") every one of whose rounds the pooled drift left out: they
+    ran slower than the others throughout, and the pooled figures are the others' (said, not hidden)."""
+    out = []
+    for section in pooled:
+        if not section.entries:
             continue
-        if key in FLAGS:
-            cmd += [FLAGS[key], str(value)]
-        elif key in SWITCHES and value:
-            cmd.append(SWITCHES[key])
-        elif key in NEGATED and not value:
-            cmd.append(NEGATED[key])
-        elif key in ("optimizers", "executors") and value:
-            flag = "--optimizer" if key == "optimizers" else "--executor"
-            for name in value:  # type: ignore[attr-defined]
-                cmd += [flag, str(name)]
-    return cmd
+        dropped = set(section.entries[0].dropped_rounds)
+        start = 0
+        slow = []
+        for p, name in zip(profiles, names):
+            same = next((s for s in p.sections if (s.kind, s.name) == (section.kind, section.name)), None)
+            n = _rounds(same)
+            if n and all(r in dropped for r in range(start, start + n)):
+                slow.append(name)
+            start += n
+        if slow:
+            out.append("%s: every round of %s ran more than the drift threshold slower than the others' usual speed "
+                       "and is left out of the pooled figures, as the drift rule leaves out slow rounds; %s own "
+                       "figures are in %s own result" % (section.title, " and ".join(slow),
+                                                         "their" if len(slow) > 1 else "its",
+                                                         "their" if len(slow) > 1 else "its"))
+    return out
 
 
-def run_processes(files: Sequence[str], options: Dict[str, object], repeat: int, outdir: str,
-                  progress: Callable[[str], None] = lambda line: None,
-                  on_run: Optional[Callable[[int, int], None]] = None) -> List[Profile]:
-    """Profile ``repeat`` times, each a fresh process writing into OUTDIR/runs/<n>/ (``on_run(done, total)``
-    as each starts)."""
+def merge_runs(profiles: Sequence[Profile], threshold: float) -> Profile:
+    """One profile from several runs of the same (``--repeat``)."""
+    if not profiles:
+        raise ProfileError("no runs to merge")
+    first = profiles[0]
+    header = dataclasses.replace(first.header, sampling="%s; in %d fresh processes, rounds pooled"
+                                 % (first.header.sampling, len(profiles)))
+    if isinstance(header, ProjectHeader):
+        header.repeat = len(profiles)
+    sections = pool_profiles(profiles, threshold, "run_means")
+    notes = list(first.notes) + left_out(profiles, sections, ["run %d" % (i + 1) for i in range(len(profiles))])
+    return Profile(header=header, notes=notes, sections=sections, timeline=list(first.timeline),
+                   complete=all(p.complete for p in profiles),
+                   failure=next((p.failure for p in profiles if p.failure), None))
+
+
+def repeat_profiles(files: Sequence[str], options: ProfileOptions, outdir: str,
+                    progress: Callable[[str], None] = lambda line: None,
+                    on_run: Optional[Callable[[int, int], None]] = None) -> Profile:
+    """Profile ``options.repeat`` times, each a fresh process writing into OUTDIR/runs/<n>/ (``on_run(done,
+    total)`` as each starts), and pool the runs."""
+    repeat = options.repeat
     profiles = []
     for i in range(1, repeat + 1):
         run_dir = os.path.join(outdir, "runs", str(i))
         progress("Run %d of %d in a fresh process (%s) ..." % (i, repeat, run_dir))
         if on_run is not None:
             on_run(i - 1, repeat)
-        proc = subprocess.run(command_line(files, run_dir, options), capture_output=True, text=True)
-        if proc.returncode != 0:
-            last = (proc.stderr.strip().splitlines() or ["exit status %d" % proc.returncode])[-1]
-            raise ProfileError("run %d of %d: %s" % (i, repeat, last.replace("nnprofile: error: ", "")))
-        profiles.append(result_file.load(run_dir))
-    return profiles
-
-
-def merge(profiles: Sequence[Profile], threshold: float) -> Profile:
-    """One profile from several runs of the same: samples and rounds pooled per entry."""
-    if not profiles:
-        raise ProfileError("no runs to merge")
-    first = profiles[0]
-    merged = Profile(header=dict(first.header), notes=list(first.notes), timeline=list(first.timeline),
-                     complete=all(p.complete for p in profiles),
-                     failure=next((p.failure for p in profiles if p.failure), None))
-    merged.header["repeat"] = len(profiles)
-    merged.header["sampling"] = "%s; in %d fresh processes, rounds pooled" % (first.header.get("sampling"),
-                                                                             len(profiles))
-    for section in first.sections:
-        same = [_section(p, section) for p in profiles]
-        merged.sections.append(_merge_section(section, [s for s in same if s is not None], threshold))
-    return merged
-
-
-def _section(profile: Profile, like: Section) -> Optional[Section]:
-    for s in profile.sections:
-        if (s.kind, s.name) == (like.kind, like.name):
-            return s
-    return None
-
-
-def _merge_section(base: Section, runs: List[Section], threshold: float) -> Section:
-    merged = Section(kind=base.kind, name=base.name, network=base.network, memory=dict(base.memory),
-                     reference_ns=[r for s in runs for r in s.reference_ns],
-                     complete=all(s.complete for s in runs) and len(runs) > 0)
-    by_label = [{e.label: e for e in s.entries} for s in runs]
-    # Pooled rounds: run after run. An entry absent from a run (or one that stopped
-    # early in it) leaves those rounds empty for it.
-    rounds_per_run = [max((len(e.round_sizes) or 1 for e in s.entries), default=0) for s in runs]
-    pooled: List[Entry] = []
-    for entry in base.entries:
-        samples: List[float] = []
-        sizes: List[int] = []
-        means: List[float] = []
-        for run, n_rounds in zip(by_label, rounds_per_run):
-            e = run.get(entry.label)
-            own = (e.round_sizes or [len(e.samples_ns)]) if e is not None else []
-            if e is not None:
-                samples += list(e.samples_ns)
-                means.append(e.mean_ms)
-            sizes += own + [0] * (n_rounds - len(own))
-        pooled.append(dataclasses.replace(
-            entry, samples_ns=samples, round_sizes=sizes, dropped_rounds=[], run_means=means,
-            complete=all(r.get(entry.label) is not None and r[entry.label].complete for r in by_label)))
-    total_rounds = sum(rounds_per_run)
-    drift = Drift(tuple(speed_levels([(e.samples_ns, e.round_sizes) for e in pooled], total_rounds)), threshold)
-    for e in pooled:
-        e.dropped_rounds = drift.dropped
-    merged.entries = pooled
-    merged.speed_levels = [round(level, 4) for level in drift.levels]
-    return merged
+        profiles.append(profile_in_fresh_process(files, run_dir, options.argv(), "run %d of %d" % (i, repeat)))
+    return merge_runs(profiles, options.drift_threshold)

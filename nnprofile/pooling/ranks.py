@@ -4,10 +4,11 @@
 there yet, and leaves out a result another launch left in the folder.
 ``merge`` makes one ``Profile`` of them:
 
-- every section pooled over the ranks: an entry's samples are every rank's
-  calls, its rounds every rank's steps, rank after rank (the figure is the
-  average rank's), and ``rank_means`` keeps each rank's own mean for the
-  spread across ranks;
+- every section pooled over the ranks (``nnprofile.pooling.profiles``, the
+  rule ``--repeat`` pools by): an entry's samples are every rank's calls, its
+  rounds every rank's steps, rank after rank (the figure is the average
+  rank's), the steps any rank ran slow in left out, and ``rank_means`` keeps
+  each rank's own mean for the spread across ranks;
 - ``ranks``: each rank's step parts per step (input, forward, backward,
   update, monitor, communication, the step), over the steps every rank
   recorded, and the step's longest collective (when each rank entered and
@@ -20,7 +21,6 @@ there yet, and leaves out a result another launch left in the folder.
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import time
@@ -31,8 +31,11 @@ from ..analysis.advice import round_totals
 from ..analysis.ranks import STORED_PARTS
 from ..base.choices import SCRIPT
 from ..base.errors import ProfileError
-from ..result import Entry, Profile, Section, file as result_file
 from ..recording.launcher import RANK_DIR
+from ..result import Profile, Section, file as result_file
+from ..result.header import ProgramHeader, as_merged
+from ..result.timeline import TimelineEvent
+from .profiles import left_out, pool_profiles
 
 DEFAULT_WAIT = 60.0   # seconds rank 0 waits at the end for the other ranks' results
 POLL_SECONDS = 0.1
@@ -104,29 +107,25 @@ def collect(outdir: str, size: Optional[int] = None, wait: float = 0.0, launch: 
 def _sort_out(present: Dict[int, Profile], size: Optional[int], launch: Optional[str],
               not_before: Optional[float]) -> Found:
     if launch is None and present:
-        first = present.get(0) or max(present.values(), key=lambda p: _number(p.header.get("started_unix")))
-        launch = first.header.get("launch")  # type: ignore[assignment]
+        first = present.get(0) or max(present.values(), key=lambda p: _rank(p).started_unix or 0.0)
+        launch = _rank(first).launch
     profiles, stale = {}, []
     for rank, p in present.items():
-        theirs = p.header.get("launch")
+        theirs = _rank(p).launch
         if launch is not None and theirs is not None and theirs != launch:
             stale.append(rank)
-        elif launch is None and not_before is not None and _number(p.header.get("started_unix")) < not_before:
+        elif launch is None and not_before is not None and (_rank(p).started_unix or 0.0) < not_before:
             stale.append(rank)
         else:
             profiles[rank] = p
-    n = size or max([int(_number(p.header.get("world_size"))) for p in profiles.values()]
-                    + [max(profiles, default=-1) + 1])
-    launcher = next((str(p.header.get("launcher")) for p in profiles.values() if p.header.get("launcher")), "")
+    n = size or max([_rank(p).world_size or 0 for p in profiles.values()] + [max(profiles, default=-1) + 1])
+    launcher = next((_rank(p).launcher for p in profiles.values() if _rank(p).launcher), "")
     return Found(profiles, n, [k for k in range(n) if k not in profiles], sorted(stale), launcher, launch)
 
 
-def _number(value: object) -> float:
-    """A header's figure (None, or absent in an older result: 0)."""
-    try:
-        return float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return 0.0
+def _rank(profile: Profile) -> ProgramHeader:
+    """A rank's header (a result that is not a recorded program's states no rank: an empty one)."""
+    return profile.header if isinstance(profile.header, ProgramHeader) else ProgramHeader()
 
 
 def merge(found: Found) -> Profile:
@@ -135,12 +134,10 @@ def merge(found: Found) -> Profile:
         raise ProfileError("no rank's result to merge")
     ranks = sorted(found.profiles)
     profiles = [found.profiles[k] for k in ranks]
-    base = profiles[0]
-    header = {k: v for k, v in base.header.items() if k not in ("rank", "clock_origin_ns", "started_unix")}
-    hosts = [str(p.header.get("host", "")) for p in profiles]
-    header.update({"world_size": found.size, "ranks_merged": ranks, "hosts": sorted(set(hosts))})
-    header["sampling"] = "%s; pooled over %s, each rank's steps a round" % (base.header.get("sampling"),
-                                                                                 _span(ranks))
+    base = _rank(profiles[0])
+    hosts = [_rank(p).host for p in profiles]
+    header = as_merged(base, world_size=found.size, ranks_merged=ranks, hosts=sorted(set(hosts)),
+                       sampling="%s; pooled over %s, each rank's steps a round" % (base.sampling, _span(ranks)))
     notes: List[str] = []
     for p in profiles:
         notes += [n for n in p.notes if n not in notes]
@@ -154,7 +151,9 @@ def merge(found: Found) -> Profile:
                                                        ", ".join(str(k) for k in found.missing), found.size)
     else:
         failure = next(("rank %d: %s" % (k, p.failure) for k, p in zip(ranks, profiles) if p.failure), None)
-    merged = Profile(header=header, notes=notes, sections=_pool_sections(profiles),
+    sections = pool_profiles(profiles, base.drift_threshold, "rank_means")
+    notes += left_out(profiles, sections, ["rank %d" % k for k in ranks])
+    merged = Profile(header=header, notes=notes, sections=sections,
                      complete=not found.missing and all(p.complete for p in profiles), failure=failure)
     steps = _common_steps(profiles)
     offsets, method = align_clocks(profiles, hosts, steps)
@@ -175,59 +174,6 @@ def _span(ranks: Sequence[int]) -> str:
 
 # -- sections --------------------------------------------------------------------------
 
-def _pool_sections(profiles: Sequence[Profile]) -> List[Section]:
-    keys: List[Tuple[str, str]] = []
-    for p in profiles:
-        keys += [(s.kind, s.name) for s in p.sections if (s.kind, s.name) not in keys]
-    out = []
-    for key in keys:
-        same = [next((s for s in p.sections if (s.kind, s.name) == key), None) for p in profiles]
-        out.append(_pool_section([s for s in same if s is not None][0], same))
-    return out
-
-
-def _rounds(section: Optional[Section]) -> int:
-    if section is None:
-        return 0
-    return max((len(e.round_sizes) or 1 for e in section.entries), default=0)
-
-
-def _pool_section(base: Section, same: Sequence[Optional[Section]]) -> Section:
-    """Every rank's entries pooled, rank after rank; ``rank_means`` each rank's mean (None where absent)."""
-    present = [s for s in same if s is not None]
-    labels: List[str] = [e.label for e in base.entries]
-    for s in present:
-        labels += [e.label for e in s.entries if e.label not in labels]
-    by_label = [{e.label: e for e in s.entries} if s is not None else {} for s in same]
-    rounds = [_rounds(s) for s in same]
-    pooled = []
-    for label in labels:
-        first = next(t[label] for t in by_label if label in t)
-        samples: List[float] = []
-        sizes: List[int] = []
-        dropped: List[int] = []
-        means: List[Optional[float]] = []
-        for table, n in zip(by_label, rounds):
-            e = table.get(label)
-            if e is not None:
-                own = e.round_sizes or [len(e.samples_ns)]
-                dropped += [len(sizes) + r for r in e.dropped_rounds]
-                # samples without the entry's own timing overhead, which may differ from rank to rank
-                samples += [max(0.0, x - e.overhead_ns) for x in e.samples_ns] if e.overhead_ns else list(e.samples_ns)
-                sizes += own + [0] * (n - len(own))
-                means.append(e.mean_ms)
-            else:
-                sizes += [0] * n
-                means.append(None)
-        pooled.append(dataclasses.replace(first, samples_ns=samples, round_sizes=sizes, dropped_rounds=dropped,
-                                          overhead_ns=0.0, rank_means=means,
-                                          complete=all(t[label].complete for t in by_label if label in t)))
-    return dataclasses.replace(
-        base, entries=pooled, complete=all(s.complete for s in present) and len(present) == len(same),
-        speed_levels=[x for s in present for x in s.speed_levels],
-        reference_ns=[x for s in present for x in s.reference_ns])
-
-
 # -- the ranks' steps --------------------------------------------------------------------
 
 def rank_steps(profile: Profile) -> List[int]:
@@ -236,7 +182,7 @@ def rank_steps(profile: Profile) -> List[int]:
     step = script.entries_of("step") if script is not None else []
     if not step:
         return []
-    skip = int(_number(profile.header.get("skipped_steps")))
+    skip = _rank(profile).skipped_steps
     return [skip + 1 + i for i in range(len(round_totals(step[0])))]
 
 
@@ -272,14 +218,13 @@ def _rank_data(rank: int, profile: Profile, host: str, steps: List[int], offset:
 
 
 def _step_spans(profile: Profile) -> Dict[int, Tuple[int, int]]:
-    return {int(e.get("args", {}).get("step", 0)): (int(e["start"]), int(e["end"]))
-            for e in profile.timeline if e.get("cat") == "step"}
+    return {int(e.args.get("step", 0)): (e.start, e.end) for e in profile.timeline if e.cat == "step"}
 
 
 def _collectives(profile: Profile, steps: List[int], offset: int) -> Optional[Dict[str, Any]]:
     """Each step's longest collective: when the rank entered and left it, on the aligned clock."""
     spans = _step_spans(profile)
-    comm = [e for e in profile.timeline if e.get("cat") == "communication"]
+    comm = [e for e in profile.timeline if e.cat == "communication"]
     if not comm:
         return None
     enter: List[Optional[int]] = []
@@ -287,15 +232,15 @@ def _collectives(profile: Profile, steps: List[int], offset: int) -> Optional[Di
     name = None
     for step in steps:
         span = spans.get(step)
-        inside = [e for e in comm if span is not None and span[0] <= int(e["start"]) and int(e["end"]) <= span[1]]
+        inside = [e for e in comm if span is not None and span[0] <= e.start and e.end <= span[1]]
         if not inside:
             enter.append(None)
             leave.append(None)
             continue
-        longest = max(inside, key=lambda e: int(e["end"]) - int(e["start"]))
-        name = name or longest["name"]
-        enter.append(int(longest["start"]) + offset)
-        leave.append(int(longest["end"]) + offset)
+        longest = max(inside, key=lambda e: e.end - e.start)
+        name = name or longest.name
+        enter.append(longest.start + offset)
+        leave.append(longest.end + offset)
     return {"name": name, "enter_ns": enter, "exit_ns": leave}
 
 
@@ -303,18 +248,19 @@ def _collectives(profile: Profile, steps: List[int], offset: int) -> Optional[Di
 
 def align_clocks(profiles: Sequence[Profile], hosts: Sequence[str], steps: Sequence[int]) -> Tuple[List[int], str]:
     """What to add to each rank's timeline times to put every rank on one clock, and how it was found."""
-    if len(set(hosts)) == 1 and all(p.header.get("clock_origin_ns") is not None for p in profiles):
-        origins = [int(_number(p.header.get("clock_origin_ns"))) for p in profiles]
-        least = min(origins)
-        return ([o - least for o in origins],
+    origins = [_rank(p).clock_origin_ns for p in profiles]
+    if len(set(hosts)) == 1 and all(o is not None for o in origins):
+        known = [int(o or 0) for o in origins]
+        least = min(known)
+        return ([o - least for o in known],
                 "the ranks ran on one host (%s) and share its monotonic clock" % (hosts[0] or "unknown"))
     if steps:
         ends = []
         for p in profiles:
             span = _step_spans(p).get(steps[0])
-            first = sorted((e for e in p.timeline if e.get("cat") == "communication" and span is not None
-                            and span[0] <= int(e["start"]) <= span[1]), key=lambda e: int(e["start"]))
-            ends.append((first[0]["name"], int(first[0]["end"])) if first else None)
+            first = sorted((e for e in p.timeline if e.cat == "communication" and span is not None
+                            and span[0] <= e.start <= span[1]), key=lambda e: e.start)
+            ends.append((first[0].name, first[0].end) if first else None)
         if all(x is not None for x in ends) and len({x[0] for x in ends if x is not None}) == 1:
             latest = max(x[1] for x in ends if x is not None)
             return ([latest - x[1] for x in ends if x is not None],
@@ -324,12 +270,7 @@ def align_clocks(profiles: Sequence[Profile], hosts: Sequence[str], steps: Seque
                                  "each rank's timeline starts at its first kept step" % len(set(hosts)))
 
 
-def _timeline(ranks: Sequence[int], profiles: Sequence[Profile], offsets: Sequence[int]) -> List[Dict[str, Any]]:
+def _timeline(ranks: Sequence[int], profiles: Sequence[Profile], offsets: Sequence[int]) -> List[TimelineEvent]:
     """Every rank's steps, passes, solver, input and communication events (not its layers), aligned."""
-    out = []
-    for rank, p, offset in zip(ranks, profiles, offsets):
-        for e in p.timeline:
-            if "class" in e.get("args", {}):  # a function call: in the rank's own trace
-                continue
-            out.append(dict(e, start=int(e["start"]) + offset, end=int(e["end"]) + offset, rank=rank))
-    return out
+    return [e.shifted(offset, rank) for rank, p, offset in zip(ranks, profiles, offsets)
+            for e in p.timeline if not e.is_call]  # a layer's call: in the rank's own trace

@@ -24,7 +24,7 @@ def calibrate(recorder_factory: Callable[[], Any], n_functions: int = 200, pairs
     import nnabla as nn
     import nnabla.functions as F
     import numpy as np
-    from .recorder import FunctionCall
+    from ..assembly.events import Call
     x = nn.Variable((1,))
     x.d = 1.0
     y = x
@@ -62,7 +62,7 @@ def calibrate(recorder_factory: Callable[[], Any], n_functions: int = 200, pairs
         with recorder.hooked():
             hooked_s.append(timed(static_pass))
             hooked_d.append(timed(dynamic_pass))
-        calls = [c for c in recorder.events if isinstance(c, FunctionCall)]
+        calls = [c for c in recorder.events if isinstance(c, Call)]
         inside_s.append(median([c.end_ns - c.start_ns for c in calls if not c.dynamic] or [0]))
         inside_d.append(median([c.end_ns - c.start_ns for c in calls if c.dynamic] or [0]))
     per_s, per_d = median(plain_s) / n_functions, median(plain_d) / n_functions

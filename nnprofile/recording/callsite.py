@@ -68,12 +68,6 @@ def receiver_of_caller(frame: Any, methods: Sequence[str]) -> str:
     return call_at(frame.f_code, frame.f_lasti, methods)[1]
 
 
-def phase_of(code: Any, lasti: int) -> str:
-    """'forward' or 'backward': the pass a call site runs ("" when the bytecode does not say)."""
-    method, _ = call_at(code, lasti, FORWARD_NAMES + BACKWARD_NAMES)
-    return "backward" if method in BACKWARD_NAMES else "forward" if method else ""
-
-
 FORWARD_NAMES: Tuple[str, ...] = ("forward", "forward_all")
 BACKWARD_NAMES: Tuple[str, ...] = ("backward", "backward_all")
 

@@ -2,128 +2,56 @@
 
 What NNabla 1.39 offers, and how each piece is used:
 
-- Global function hooks (``nn.set_function_pre_hook``/``post_hook``) see every
-  function of a static graph, forward and backward, and every backward under
-  ``auto_forward``. Each call keeps its call site: the code and instruction of
-  the Python frame that called ``forward``/``backward`` (the hook is called
-  from C++, so that frame is the program's), from which ``nnabla.measure.passes``
-  reads the pass and the graph's name.
-- Under ``nn.auto_forward()`` the hooks do not fire for forward: the function
-  classes of ``nnabla.function`` are wrapped (they are what ``F.relu`` and
-  ``PF.affine`` call), and each call under auto_forward is timed. The same
-  wrapper notes where each function is created: the first frame outside NNabla
-  and nnprofile, as torch.profiler's ``with_stack`` does.
-- ``nnabla.solver.Solver`` cannot be patched, and its hooks fire once per
-  parameter; the solver factories are wrapped instead, wherever they are bound
-  (``nnabla.solver``, ``nnabla.solvers``, a program's own ``from ... import``),
-  and a solver made while recording is a proxy that times each call.
-- ``DataIterator.next`` and the monitors' ``add`` are Python methods: wrapped on
-  their classes, each call is timed (for an iterator, that is the program's
-  wait for the next batch: NNabla loads batches in a thread by default).
+- Global function hooks (``nn.set_function_pre_hook``/``post_hook``) see every function of a
+  static graph, forward and backward, and every backward under ``auto_forward``. Each call keeps
+  its call site: the code and instruction of the Python frame that called ``forward``/``backward``
+  (the hook is called from C++, so that frame is the program's), from which the pass and the
+  graph's name are read (``nnprofile.recording.callsite``).
+- Under ``nn.auto_forward()`` the hooks do not fire for forward, and a function called on
+  NdArrays (eager work: ``F.pow_scalar(p.grad)``, ``p.grad ** 2``, ``+=``) runs at once with no
+  hook at all: the function classes of ``nnabla.function`` (what ``F.relu`` and ``PF.affine`` make
+  and call) are wrapped (``proxies.TimedFunction``), and such a call is timed, from the making of
+  its function object to its return. The same wrapper notes where each function is created: the
+  first frame outside NNabla and nnprofile, as torch.profiler's ``with_stack`` does.
+- ``nnabla.solver.Solver`` cannot be patched, and its hooks fire once per parameter; the solver
+  factories are wrapped instead, wherever they are bound (``nnabla.solver``, ``nnabla.solvers``, a
+  program's own ``from ... import``), and a solver made while recording is a proxy that times each
+  call (``proxies.TimedSolver``); communicators likewise.
+- ``DataIterator.next`` and the monitors' ``add`` are Python methods: wrapped on their classes,
+  each call is timed (for an iterator, that is the program's wait for the next batch: NNabla loads
+  batches in a thread by default).
 - Parameter names are read while the program runs (at step ends, and before
-  ``clear_parameters``), so that a program that clears or replaces its
-  parameters keeps the names its layers had.
+  ``clear_parameters``), so that a program that clears or replaces its parameters keeps the names
+  its layers had.
 
-Recording follows torch.profiler's schedule: ``skip_first`` steps recorded and set
-aside, ``active`` kept, then everything is unhooked and the program runs on at
-full speed. Steps are found afterwards (``nnprofile.measure.steps``); here they are
-only counted, to know when to stop.
+Recording follows torch.profiler's schedule: ``skip_first`` steps recorded and set aside,
+``active`` kept, a few more without the function hooks (what they cost in the program), then
+everything is unhooked and the program runs on at full speed. The loop's structure is followed as
+it comes (``nnprofile.assembly.steps.Loop``), only to know when to stop; the steps themselves are
+found afterwards, by the same rule, from the events (``nnprofile.assembly``), once ``describe``
+has turned them into data.
 """
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Hashable, Iterator, List, Optional, Sequence, Tuple
 
-from .callsite import first_outside, receiver_of_caller
+from ..assembly.events import DYNAMIC, EAGER, Call, CommCall, Event, Hooks, InputCall, IteratorInfo, MonitorCall, \
+    SolverCall, StepMark
+from ..assembly.steps import Loop
+from .callsite import BACKWARD_NAMES, FORWARD_NAMES, call_at, first_outside, receiver_of_caller
 from .patching import Patches
-from .steps import count_steps
+from .proxies import SOLVER_CALLS, TimedCommunicator, TimedFunction, TimedSolver
 
 HOOK_KEY = "nnprofile"
 _getframe = sys._getframe
-SOLVER_CALLS = ("zero_grad", "weight_decay", "update", "clip_grad_by_norm", "scale_grad",
-                "check_inf_grad", "check_nan_grad", "check_inf_or_nan_grad")
 MONITOR_CLASSES = ("MonitorSeries", "MonitorTimeElapsed", "MonitorImage", "MonitorImageTile")
-# A communicator's calls that are timed: its collectives, its set-up and its barrier.
-COMM_CALLS = ("init", "all_reduce", "allreduce", "all_reduce_callback", "reduce", "bcast", "all_gather",
-              "reduce_scatter", "barrier")
 # Creation sites are noted for functions made in the first step and before (a dynamic graph makes
 # them anew every step; its layers are known by position, and named from the first step they ran in).
 SITE_STEPS = 1
-
-
-class FunctionCall:
-    """One function's forward or backward, as recorded (a plain class with slots: one is made for
-    every function NNabla runs, inside its hook, and a dataclass's __init__ costs a microsecond)."""
-
-    __slots__ = ("function", "start_ns", "end_ns", "site", "dynamic")
-
-    def __init__(self, function: Any, start_ns: int, end_ns: int, site: Any = None, dynamic: bool = False):
-        self.function = function  # NNabla's function (hashes and compares by the function it wraps)
-        self.start_ns = start_ns
-        self.end_ns = end_ns
-        self.site = site          # (code, instruction) of the call of the pass; None for a dynamic call
-        self.dynamic = dynamic
-
-    def __repr__(self) -> str:
-        return "FunctionCall(%s, %d, %d)" % (self.function.info.type_name, self.start_ns, self.end_ns)
-
-
-@dataclass
-class SolverCall:
-    method: str
-    solver: int         # index into Recorder.solvers
-    start_ns: int
-    end_ns: int
-
-
-@dataclass
-class InputCall:
-    """The program waiting in DataIterator.next()."""
-
-    iterator: int       # index into Recorder.iterators
-    start_ns: int
-    end_ns: int
-
-
-@dataclass
-class MonitorCall:
-    monitor: str
-    start_ns: int
-    end_ns: int
-
-
-@dataclass
-class CommCall:
-    """A communicator's call: a collective (all_reduce, bcast, ...), init or barrier."""
-
-    method: str
-    start_ns: int
-    end_ns: int
-    bytes: int = 0          # the data it moved (what the arrays given hold), 0 where unknown
-
-
-@dataclass
-class StepMark:
-    """``nnprofile.step()``: the program says where a step ends."""
-
-    at_ns: int
-
-
-@dataclass
-class Hooks:
-    """The function hooks switched on or off (at a step's end): a step without them is the
-    program's own speed, against which what the hooks cost is measured in the program itself."""
-
-    on: bool
-    at_ns: int
-
-
-Event = Union[FunctionCall, SolverCall, InputCall, MonitorCall, CommCall, StepMark, Hooks]
-
 # After the active steps, this many more run without the function hooks, to measure what the hooks
 # cost in the program itself (steps marked by solver updates or nnprofile.step() only: without
 # hooks, passes cannot mark steps).
@@ -131,136 +59,38 @@ PLAIN_STEPS = 5
 
 
 @dataclass
-class SolverInfo:
+class RawSolver:
     solver: Any             # the real solver
     type_name: str          # Adam
     variable: str = ""      # what the program calls it, where the bytecode says
     parameters: Dict[str, Any] = field(default_factory=dict)  # its parameters when first called
+    created: Optional[str] = None
 
 
 @dataclass
-class IteratorInfo:
-    name: str               # what the program calls it, else its data source's class
-    threaded: bool          # NNabla prefetches in a thread: next() is a wait, not the loading
+class EagerInfo:
+    """What an eager call ran on: its function's type and arguments, and the arrays' shapes."""
+
+    type_name: str
+    args: Dict[str, Any]
+    inputs: List[Tuple[Tuple[int, ...], Optional[str]]]    # (shape, dtype)
+    outputs: List[Tuple[Tuple[int, ...], Optional[str]]]
+    source: Optional[str]
 
 
-class _TimedSolver:
-    """A solver whose calls are timed; everything else goes to the real one."""
-
-    def __init__(self, solver: Any, recorder: "Recorder", index: int):
-        object.__setattr__(self, "_solver", solver)
-        object.__setattr__(self, "_recorder", recorder)
-        object.__setattr__(self, "_index", index)
-
-    @property  # type: ignore[misc]
-    def __class__(self):  # isinstance(solver, nnabla.solver.Solver) still holds
-        return type(self._solver)
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._solver, name)
-        if name in SOLVER_CALLS and self._recorder.recording:
-            return self._recorder.timed_solver_call(self._index, name, attr)
-        return attr
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        setattr(self._solver, name, value)
-
-    def __repr__(self) -> str:
-        return repr(self._solver)
-
-
-def _itemsize(array: Any) -> int:
-    try:
-        return int(array.dtype.itemsize)
-    except Exception:  # an NdArray not yet written to has no dtype: NNabla's default, float32
-        return 4
-
-
-def array_bytes(data: Any) -> int:
-    """Bytes held by an NdArray, a Variable, or a list of them (the list's arrays of one dtype, as a
-    list of gradients is); 0 where it cannot tell. Cheap: it runs inside the program's collective."""
-    try:
-        if isinstance(data, (list, tuple)):
-            return sum(d.size for d in data) * _itemsize(data[0]) if data else 0
-        return int(data.size) * _itemsize(data)
-    except Exception:
-        return 0
-
-
-class _TimedCommunicator:
-    """A communicator whose collectives are timed (its type cannot be patched); everything else goes
-    to the real one. ``allreduce`` reduces the gradients of the parameters given to
-    ``add_context_and_parameters``: their bytes are counted from there. A collective's timed
-    method is made once and kept on the proxy (the program calls it every step); it times only
-    while the recording lasts."""
-
-    def __init__(self, comm: Any, recorder: "Recorder"):
-        object.__setattr__(self, "_comm", comm)
-        object.__setattr__(self, "_recorder", recorder)
-        object.__setattr__(self, "_parameter_bytes", 0)
-
-    @property  # type: ignore[misc]
-    def __class__(self):
-        return type(self._comm)
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._comm, name)
-        if name == "add_context_and_parameters":
-            def add(ctx_param_dict: Any) -> Any:
-                try:
-                    params = ctx_param_dict[1]
-                    object.__setattr__(self, "_parameter_bytes", self._parameter_bytes + sum(
-                        array_bytes(v) for v in (params.values() if hasattr(params, "values") else params)))
-                except Exception:
-                    pass
-                return attr(ctx_param_dict)
-            return add
-        if name in COMM_CALLS and callable(attr):
-            timed = self._recorder.timed_comm_call(self, name, attr)
-            object.__setattr__(self, name, timed)
-            return timed
-        return attr
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        setattr(self._comm, name, value)
-
-    def __repr__(self) -> str:
-        return repr(self._comm)
-
-
-class _TimedFunction:
-    """A function object of ``nnabla.function``: its call (forward, under auto_forward) is timed,
-    and where it was created is noted."""
-
-    __slots__ = ("_function", "_recorder")
-
-    def __init__(self, function: Any, recorder: "Recorder"):
-        self._function = function
-        self._recorder = recorder
-
-    def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
-        recorder = self._recorder
-        if not recorder.recording or not recorder.hooks_on:
-            return self._function(*inputs, **kwargs)
-        if not kwargs.get("auto_forward"):
-            outputs = self._function(*inputs, **kwargs)
-            if recorder.note_sites:
-                recorder.note_creation(outputs)
-            return outputs
-        now = recorder.clock
-        start = now()
-        outputs = self._function(*inputs, **kwargs)
-        end = now()
-        first = outputs[0] if isinstance(outputs, (tuple, list)) else outputs
-        parent = getattr(first, "parent", None)
-        if parent is not None:
-            recorder.events.append(FunctionCall(parent, start, end, None, True))
-            if recorder.note_sites and recorder.steps_done < SITE_STEPS:
-                recorder.note_creation(outputs)
-        return outputs
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._function, name)
+def _arrays(values: Any) -> List[Tuple[Tuple[int, ...], Optional[str]]]:
+    out = []
+    for v in values if isinstance(values, (list, tuple)) else [values]:
+        try:
+            import numpy as np
+            dtype: Optional[str] = np.dtype(v.dtype).name
+        except Exception:
+            dtype = None
+        try:
+            out.append((tuple(int(d) for d in v.shape), dtype))
+        except Exception:  # a scalar argument, not an array
+            continue
+    return out
 
 
 class Recorder:
@@ -284,16 +114,20 @@ class Recorder:
         self.finished = False  # the schedule is done: hooks removed
         self.started_ns = 0
         self.stopped_ns = 0
-        self.solvers: List[SolverInfo] = []
+        self.solvers: List[RawSolver] = []
         self.iterators: List[IteratorInfo] = []
         self._iterator_index: Dict[int, int] = {}
-        # Markers of steps, as they come: solver updates (by solver), explicit marks, passes (by site).
-        self.updates: List[int] = []
-        self.marks = 0
-        self.pass_sites: List[Any] = []
+        self.eager: Dict[Hashable, EagerInfo] = {}
+        self.loop = Loop()
+        self.steps_done = 0
         self._pass_site: Any = None
         self._pass_functions: set = set()
-        self.steps_done = 0
+        self._pass_first: Any = None
+        self._pass_last: Any = None
+        self._pass_start = 0
+        self._dynamic_pass = False
+        self._recent_dynamic: set = set()  # functions made under auto_forward since the last update
+        self._site_phases: Dict[Any, str] = {}
         # Parameter variable -> its full name, as seen while the program ran; function -> source.
         self.parameter_names: Dict[Any, str] = {}
         self.created: Dict[Any, str] = {}
@@ -306,6 +140,7 @@ class Recorder:
         self._start = 0
         self._in_monitor = False
         self._skip = ("nnabla", "nnabla_ext", "nnprofile")  # modules whose frames are not the program's
+        self.ndarray_type: Any = None
         # Waits for the device before each reading on an asynchronous backend (CUDA). The
         # program sets its context once running: it is looked up at each step's end.
         self.sync: Optional[Callable[[], None]] = None
@@ -324,15 +159,33 @@ class Recorder:
         end = self.clock()
         frame = _getframe(1)
         site = (frame.f_code, frame.f_lasti)
-        self.events.append(FunctionCall(f, self._start, end, site))
+        self.events.append(Call(f, self._start, end, site))
         if site != self._pass_site or f in self._pass_functions:  # a new pass starts
-            self._pass_site = site
-            self._pass_functions = {f}
-            self.pass_sites.append(site)
-            if not self.solvers and not self.marks:  # a program without a solver: passes mark its steps
-                self._count_steps()
+            self._close_pass()
+            self._pass_site, self._pass_functions = site, {f}
+            self._pass_first, self._pass_start = f, self._start
         else:
             self._pass_functions.add(f)
+        self._pass_last = f
+
+    def _phase(self, site: Any) -> str:
+        phase = self._site_phases.get(site)
+        if phase is None:
+            method, _ = call_at(site[0], site[1], FORWARD_NAMES + BACKWARD_NAMES)
+            phase = self._site_phases[site] = "backward" if method in BACKWARD_NAMES else "forward"
+        return phase
+
+    def _close_pass(self) -> None:
+        """The pass that just ended, to the loop's structure (its graph: what it ran on)."""
+        if self._pass_site is not None:
+            phase = self._phase(self._pass_site)
+            root = self._pass_first if phase == "backward" else self._pass_last
+            graph = ("auto_forward", self._pass_site) if root in self._recent_dynamic else ("static", root)
+            self.loop.pass_started(phase, graph, self._pass_site, self._pass_start)
+            self._pass_site = None
+            if not self.solvers and not self.loop.marks:  # a program without a solver: passes mark its steps
+                self._count_steps()
+        self._dynamic_pass = False
 
     def timed_solver_call(self, index: int, method: str, bound: Callable) -> Callable:
         def call(*args: Any, **kwargs: Any) -> Any:
@@ -351,7 +204,8 @@ class Recorder:
             self._break_pass()
             self.events.append(SolverCall(method, index, start, end))
             if method == "update":
-                self.updates.append(index)
+                self.loop.update(index, end)
+                self._recent_dynamic = set()
                 self._step_end()
             return result
         return call
@@ -360,6 +214,8 @@ class Recorder:
         """A collective, timed from the program's call to its return: the bookkeeping is in it, so that the
         entry is what the program itself would measure around the call (the first Python after a
         collective runs on cold caches: tens of microseconds where it costs one when warm)."""
+        from .proxies import array_bytes
+
         def call(*args: Any, **kwargs: Any) -> Any:
             if not self.recording:
                 return bound(*args, **kwargs)
@@ -403,6 +259,7 @@ class Recorder:
                 end = recorder.clock()
                 recorder._break_pass()
                 recorder.events.append(InputCall(index, start, end))
+                recorder.loop.input(index)
         return next
 
     def _timed_add(self, original: Callable) -> Callable:
@@ -423,15 +280,44 @@ class Recorder:
         return add
 
     def _break_pass(self) -> None:
-        self._pass_site = None
+        self._close_pass()
 
-    def note_creation(self, outputs: Any) -> None:
+    def dynamic_call(self, outputs: Any, start: int, end: int) -> None:
+        """A function run under auto_forward (its graph's forward, as it is made)."""
+        first = outputs[0] if isinstance(outputs, (tuple, list)) else outputs
+        parent = getattr(first, "parent", None)
+        if parent is None:
+            return
+        if not self._dynamic_pass:
+            self._close_pass()
+            self._dynamic_pass = True
+            self.loop.pass_started("forward", None, "auto_forward", start)
+            if not self.solvers and not self.loop.marks:
+                self._count_steps()
+        self.events.append(Call(parent, start, end, None, DYNAMIC))
+        self._recent_dynamic.add(parent)
+        if self.note_sites and self.steps_done < SITE_STEPS:
+            self.note_creation(outputs, depth=3)
+
+    def eager_call(self, function: Any, inputs: Sequence[Any], outputs: Any, start: int, end: int) -> None:
+        """A function run on NdArrays: eager work, timed, with the program's line that called it."""
+        where = first_outside(_getframe(2), self._skip)
+        source = "%s:%d" % where if where is not None else None
+        shapes = _arrays(inputs)
+        key = (str(getattr(function, "name", "?")), tuple(shapes), source)
+        if key not in self.eager:
+            self.eager[key] = EagerInfo(key[0], dict(getattr(function, "args", {}) or {}), shapes, _arrays(outputs),
+                                        source)
+        self._break_pass()
+        self.events.append(Call(key, start, end, None, EAGER))
+
+    def note_creation(self, outputs: Any, depth: int = 2) -> None:
         """Where the program created the function behind ``outputs``: its first frame outside NNabla."""
         first = outputs[0] if isinstance(outputs, (tuple, list)) else outputs
         parent = getattr(first, "parent", None)
         if parent is None or parent in self.created:
             return
-        where = first_outside(sys._getframe(2), self._skip)
+        where = first_outside(sys._getframe(depth), self._skip)
         if where is not None:
             self.created[parent] = "%s:%d" % where
 
@@ -442,6 +328,7 @@ class Recorder:
         import nnabla.function as function_module
         import nnabla.parameter as parameter_module
         import nnabla.solver as solver_module
+        self.ndarray_type = nn.NdArray
         self.started_ns = self.clock()
         self.snapshot_parameters()
         nn.set_function_pre_hook(HOOK_KEY, self._pre)
@@ -460,34 +347,36 @@ class Recorder:
             replacements[id(factory)] = (factory, self._tracking_factory(factory, self._track_communicator,
                                                                           "communicator"))
         self._patches.everywhere(replacements, self.namespaces)
-        for name in dir(function_module):
-            factory = getattr(function_module, name)
-            if name[:1].isupper() and callable(factory) and not isinstance(factory, type):
-                self._patches.attribute(function_module, name, self._function_factory(factory))
+        self._patch_functions(self._patches)
         self._patch_classes()
         self._wrap_existing_solvers()
         self.recording = True
         return self
+
+    def _patch_functions(self, patches: Patches) -> None:
+        import nnabla.function as function_module
+        for name in dir(function_module):
+            factory = getattr(function_module, name)
+            if name[:1].isupper() and callable(factory) and not isinstance(factory, type):
+                patches.attribute(function_module, name, self._function_factory(factory))
 
     @contextlib.contextmanager
     def hooked(self) -> Iterator["Recorder"]:
         """Only the function hooks and the function classes, for calibrating what they cost: no
         solvers, iterators or monitors, and no counting of steps."""
         import nnabla as nn
-        import nnabla.function as function_module
         patches = Patches()
+        self.ndarray_type = nn.NdArray
         nn.set_function_pre_hook(HOOK_KEY, self._pre)
         nn.set_function_post_hook(HOOK_KEY, self._post)
-        for name in dir(function_module):
-            factory = getattr(function_module, name)
-            if name[:1].isupper() and callable(factory) and not isinstance(factory, type):
-                patches.attribute(function_module, name, self._function_factory(factory))
-        self.recording, self.marks = True, -1  # marks < 0: passes do not count steps
+        self._patch_functions(patches)
+        self.recording = True
         self.note_sites = False
+        self.loop.mark(0)  # marks: passes do not count steps
         try:
             yield self
         finally:
-            self.recording, self.marks = False, 0
+            self.recording = False
             nn.unset_function_pre_hook(HOOK_KEY)
             nn.unset_function_post_hook(HOOK_KEY)
             patches.undo()
@@ -510,7 +399,7 @@ class Recorder:
         places = _one_level_down(self.namespaces)
         for namespace in places:
             for name, value in list(namespace.items()):
-                if type(value) is not _TimedSolver and isinstance(value, solver_module.Solver):
+                if type(value) is not TimedSolver and isinstance(value, solver_module.Solver):
                     made.setdefault(id(value), (value, self._track_solver(value)))
                 elif _is_communicator(value) and id(value) not in made:
                     made[id(value)] = (value, self._track_communicator(value))
@@ -521,9 +410,11 @@ class Recorder:
         if made:
             self._patches.everywhere(made, places)
 
-    def _track_solver(self, solver: Any) -> _TimedSolver:
-        self.solvers.append(SolverInfo(solver, str(getattr(solver, "name", type(solver).__name__))))
-        return _TimedSolver(solver, self, len(self.solvers) - 1)
+    def _track_solver(self, solver: Any) -> TimedSolver:
+        where = first_outside(sys._getframe(2), self._skip)
+        self.solvers.append(RawSolver(solver, str(getattr(solver, "name", type(solver).__name__)),
+                                      created="%s:%d" % where if where is not None else None))
+        return TimedSolver(solver, self, len(self.solvers) - 1)
 
     def _tracking_factory(self, factory: Callable, track: Callable[[Any], Any], kind: str) -> Callable:
         """``factory`` whose products, made while recording, are timed (``track``: a solver's or a
@@ -535,14 +426,16 @@ class Recorder:
         make.__doc__ = getattr(factory, "__doc__", None)
         return make
 
-    def _track_communicator(self, comm: Any) -> "_TimedCommunicator":
+    def _track_communicator(self, comm: Any) -> TimedCommunicator:
         self.communicators.append(type(comm).__name__)
-        return _TimedCommunicator(comm, self)
-
+        return TimedCommunicator(comm, self)
 
     def _function_factory(self, factory: Callable) -> Callable:
+        clock = self.clock
+
         def make(*args: Any, **kwargs: Any) -> Any:
-            return _TimedFunction(factory(*args, **kwargs), self)
+            made = clock()
+            return TimedFunction(factory(*args, **kwargs), self, made)
         return make
 
     def _snapshot_first(self, original: Callable) -> Callable:
@@ -563,13 +456,14 @@ class Recorder:
         """``nnprofile.step()``: the program marks the end of a step."""
         if not self.recording:
             return
-        self.events.append(StepMark(self.clock() if end_ns is None else end_ns))
-        self.marks += 1
+        at = self.clock() if end_ns is None else end_ns
         self._break_pass()
+        self.events.append(StepMark(at))
+        self.loop.mark(at)
         self._step_end()
 
     def _count_steps(self) -> None:
-        self.steps_done = count_steps(self.updates, self.marks, self.pass_sites)
+        self.steps_done = self.loop.steps()
         if self.steps_done > self.skip_first + self.active:  # a pass started the step after the last
             self.stop()
 
@@ -577,7 +471,7 @@ class Recorder:
         """At a marker: count the steps, note the parameters while they exist, switch the hooks for
         the next step, stop when done."""
         before = self.steps_done
-        self.steps_done = count_steps(self.updates, self.marks, self.pass_sites)
+        self.steps_done = self.loop.steps()
         if self.steps_done != before:
             if not self._sync_known:
                 self.sync, self._sync_known = device_sync(), True
@@ -609,6 +503,7 @@ class Recorder:
         """Unhook and put everything back."""
         if not self.recording:
             return
+        self._break_pass()
         self.recording = False
         self.stopped_ns = self.clock()
         import nnabla as nn
@@ -647,7 +542,7 @@ def _one_level_down(namespaces: Sequence[Any]) -> List[Any]:
 def _is_communicator(value: Any) -> bool:
     """An NNabla communicator (made before recording started): its type has the collectives."""
     kind = type(value)
-    return kind is not _TimedCommunicator and not isinstance(value, type) and all(
+    return kind is not TimedCommunicator and not isinstance(value, type) and all(
         callable(getattr(kind, m, None)) for m in ("init", "all_reduce", "bcast", "barrier"))
 
 

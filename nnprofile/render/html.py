@@ -100,8 +100,8 @@ def _ranks(r: RanksAnalysis) -> Dict[str, Any]:
 def report_data(profile: Profile, analysis: Analysis, trace: Optional[str]) -> Dict[str, Any]:
     def shown(value: object) -> str:
         return ", ".join(str(x) for x in value) if isinstance(value, list) else str(value)
-    header = [[label, shown(profile.header[key])] for key, label in HEADER_KEYS
-              if profile.header.get(key) not in (None, "", [])]
+    values = dict(profile.header.items())
+    header = [[label, shown(values[key])] for key, label in HEADER_KEYS if values.get(key) not in (None, "", [])]
     return {"header": header, "notes": profile.notes, "complete": profile.complete, "failure": profile.failure,
             "trace": trace, "sections": [_section(a, profile) for a in analysis.sections],
             "ranks": _ranks(analysis.ranks) if analysis.ranks is not None else None}

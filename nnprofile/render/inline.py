@@ -75,9 +75,11 @@ def profile_html(profile: "Profile", analysis: Optional[Analysis] = None) -> str
               '<span style="background: #f8696b; color: #fff; padding: 1px 8px; border-radius: 4px">INCOMPLETE: %s'
               '</span>' % _e(profile.failure or "stopped"))
     out.append('<div style="font-size: 15px; font-weight: 600; margin: 2px 0 6px">nnprofile %s %s</div>'
-               % (_e(h.get("nnprofile", "")), status))
-    rows = ["<tr><td style=\"%s; %s\">%s</td><td style=\"%s\">%s</td></tr>" % (CELL, MUTED, _e(label), CELL, _e(h[key]))
-            for key, label in HEADER_KEYS if h.get(key) not in (None, "", [])]
+               % (_e(h.nnprofile), status))
+    values = dict(h.items())
+    rows = ["<tr><td style=\"%s; %s\">%s</td><td style=\"%s\">%s</td></tr>" % (CELL, MUTED, _e(label), CELL,
+                                                                              _e(values[key]))
+            for key, label in HEADER_KEYS if values.get(key) not in (None, "", [])]
     out.append('<table style="border-collapse: collapse">%s</table>' % "".join(rows))
     for note in profile.notes:
         out.append('<p style="%s; margin: 2px 0">Note: %s</p>' % (MUTED, _e(note)))

@@ -10,6 +10,7 @@ from ..analysis.advice import summary_lines
 from ..analysis.precision import listed, sampling_line
 from ..analysis.ranks import summary_lines as ranks_lines
 from ..result import Entry, Profile, Section, format_ms
+from ..result.header import ProgramHeader, ProjectHeader
 from .base import Contents
 
 NAME = "log"
@@ -19,41 +20,40 @@ ENTRY_LINE = re.compile(r"^(?P<label>.*) (?P<ms>-?\d+\.\d{6})\(ms\)$")
 
 def header_lines(profile: Profile) -> List[str]:
     h = profile.header
-    lines = ["nnprofile %s (nnabla %s): %s" % (h.get("nnprofile"), h.get("nnabla"), h.get("project"))]
-    lines.append("Context: %s" % h.get("context"))
+    lines = ["nnprofile %s (nnabla %s): %s" % (h.nnprofile, h.nnabla, h.project)]
+    lines.append("Context: %s" % h.context)
     for note in profile.notes:
         lines.append("Note: %s" % note)
-    mode = h.get("mode", "isolated")
     how = {"isolated": "each function re-run on its own",
            "graph": "each function timed inside whole forward and backward passes",
-           "record": "every call of the program's own run, between NNabla's hooks"}.get(str(mode), str(mode))
-    lines.append("Timing: %s mode (%s); %s" % (mode, how, h.get("sampling")))
-    if h.get("steps"):
-        lines.append("Steps: %s" % h["steps"])
-    if h.get("clock"):
-        overhead = float(h.get("timing_overhead_ns") or 0)  # type: ignore[arg-type]
+           "record": "every call of the program's own run, between NNabla's hooks"}.get(h.mode, h.mode)
+    lines.append("Timing: %s mode (%s); %s" % (h.mode, how, h.sampling))
+    program = h if isinstance(h, ProgramHeader) else None
+    if program is not None and program.steps:
+        lines.append("Steps: %s" % program.steps)
+    if isinstance(h, ProjectHeader) and h.clock:
+        overhead = h.timing_overhead_ns or 0.0
         lines.append("Clock: %s, smallest step %s ns; timing one sample costs %s ns, taken off every figure; "
-                     "calls under %s are timed in batches" % (h["clock"], _num(h.get("clock_resolution_ns")),
+                     "calls under %s are timed in batches" % (h.clock, _num(h.clock_resolution_ns),
                                                             _num(overhead), _duration(overhead * 100)))
-    if h.get("hook_overhead_ns") is not None:
-        total = max(0.0, float(h["hook_overhead_ns"]))  # type: ignore[arg-type]
-        inside = max(0.0, float(h.get("hook_inside_ns") or 0))  # type: ignore[arg-type]
-        measured = h.get("hooks_in_program")
+    if h.hook_overhead_ns is not None:
+        total = max(0.0, h.hook_overhead_ns)
+        inside = max(0.0, h.hook_inside_ns or 0.0)
         lines.append("Hooks: NNabla's function hooks add %s per function to a pass, %s of it inside the function's "
                      "own time; measured on a chain of 200 tiny functions and taken off every function%s"
-                     % (_duration(total), _duration(inside), ", pass and step" if mode == "record" else ""))
-        if isinstance(measured, dict):
+                     % (_duration(total), _duration(inside), ", pass and step" if h.mode == "record" else ""))
+        measured = program.hooks_in_program if program is not None else None
+        if measured:
             lines.append("Hooks in this program: %d of its steps ran without them (median %.3f ms) against %d "
                          "with them (%.3f ms): beyond the chain's cost, they slow each function by %.1f%% of its "
                          "own time (the Python they run evicts the caches), taken off too"
                          % (measured.get("plain_steps", 0), measured.get("plain_ms", 0),
                             measured.get("hooked_steps", 0), measured.get("hooked_ms", 0),
                             100 * float(measured.get("eviction", 0))))
-    if h.get("call_overhead_ns") is not None:
+    if program is not None and program.call_overhead_ns is not None:
         lines.append("Calls: timing a function called under auto_forward adds %s per call, %s of it inside "
                      "its own time; taken off likewise"
-                     % (_duration(max(0.0, float(h["call_overhead_ns"]))),  # type: ignore[arg-type]
-                        _duration(max(0.0, float(h.get("call_inside_ns") or 0)))))  # type: ignore[arg-type]
+                     % (_duration(max(0.0, program.call_overhead_ns)), _duration(max(0.0, program.call_inside_ns or 0.0))))
     return lines
 
 
@@ -75,12 +75,12 @@ def section_footer(profile: Profile, a: SectionAnalysis) -> List[str]:
     p = a.precision
     if p is not None and a.section.sampling:
         lines.append(sampling_line(p))
-    target = profile.header.get("target_rse")
+    target = profile.header.target_rse
     thin = {id(e) for e in p.thin} if p is not None else set()
     missed = [e for e in a.missed_target if id(e) not in thin]
     if missed and target:
         lines.append("Missed the %g%% target (time budget spent): %s" % (
-            float(target) * 100,  # type: ignore[arg-type]
+            target * 100,
             listed(missed, lambda e: "%s (%.1f%%)" % (e.label, e.stats.rse * 100), len(a.section.entries))))
     if p is not None and p.thin:
         lines.append("Too few samples for a relative error (one sample, or all in one round): %s" % listed(

@@ -35,8 +35,8 @@ def _us(ns: float) -> float:
 def trace_events(profile: Profile) -> List[Dict[str, Any]]:
     """The events: one process, or in a merged view one process per rank (its pid the rank + 1), on the
     clocks the merge aligned."""
-    title = str(profile.header.get("project", "nnabla program"))
-    ranks = sorted({int(e["rank"]) for e in profile.timeline if "rank" in e})
+    title = profile.header.project or "nnabla program"
+    ranks = sorted({e.rank for e in profile.timeline if e.rank is not None})
     if ranks:
         method = str(profile.ranks.get("clock", {}).get("method", ""))
         hosts = {int(r.get("rank", -1)): r.get("host", "") for r in profile.ranks.get("ranks", [])}
@@ -52,23 +52,22 @@ def trace_events(profile: Profile) -> List[Dict[str, Any]]:
             {"ph": "M", "pid": PID, "tid": TID, "name": "process_name", "args": {"name": "nnprofile: %s" % title}},
             {"ph": "M", "pid": PID, "tid": TID, "name": "thread_name", "args": {"name": "main thread"}},
         ]
-    ordered = sorted(profile.timeline, key=lambda e: (int(e.get("rank", 0)), int(e["start"]), -int(e["end"]),
-                                                       CATEGORY_DEPTH.get(e["cat"], 2)))
+    ordered = sorted(profile.timeline, key=lambda e: (e.rank or 0, e.start, -e.end, CATEGORY_DEPTH.get(e.cat, 2)))
     curves = {s.title: s.memory.get("curve", []) for s in profile.sections if s.memory} if not ranks else {}
     counters: List[Dict[str, Any]] = []
     current: Dict[str, Any] = {}
     for e in ordered:
-        start, end = int(e["start"]), int(e["end"])
-        pid = int(e["rank"]) + 1 if "rank" in e else PID
-        events.append({"ph": "X", "pid": pid, "tid": TID, "name": e["name"], "cat": e["cat"],
-                       "ts": _us(start), "dur": _us(end - start), "args": e.get("args", {})})
-        args = e.get("args", {})
-        if "section" in args and e["cat"] in ("forward", "backward"):  # a pass: its functions follow
-            steps = [c for c in curves.get(args["section"], []) if c[1] == e["cat"]]
+        start, end = e.start, e.end
+        pid = e.rank + 1 if e.rank is not None else PID
+        events.append({"ph": "X", "pid": pid, "tid": TID, "name": e.name, "cat": e.cat,
+                       "ts": _us(start), "dur": _us(end - start), "args": e.args})
+        args = e.args
+        if "section" in args and e.cat in ("forward", "backward"):  # a pass: its functions follow
+            steps = [c for c in curves.get(args["section"], []) if c[1] == e.cat]
             current = {"curve": steps, "next": 0, "end": end}
             if steps:
-                counters.append(_counter(start, steps[0][2] if e["cat"] == "backward" else 0))
-        elif "class" in args and current and start < current["end"] and current["next"] < len(current["curve"]):
+                counters.append(_counter(start, steps[0][2] if e.cat == "backward" else 0))
+        elif e.is_call and current and start < current["end"] and current["next"] < len(current["curve"]):
             counters.append(_counter(end, current["curve"][current["next"]][2]))
             current["next"] += 1
     return events + counters
@@ -84,9 +83,7 @@ def files(profile: Profile, analysis: Analysis) -> Contents:
     if not profile.timeline:
         return {}
     document = {"traceEvents": trace_events(profile), "displayTimeUnit": "ms",
-                "otherData": {"nnprofile": profile.header.get("nnprofile"),
-                              "nnabla": profile.header.get("nnabla"),
-                              "project": profile.header.get("project"),
-                              "context": profile.header.get("context")}}
+                "otherData": {"nnprofile": profile.header.nnprofile, "nnabla": profile.header.nnabla,
+                              "project": profile.header.project, "context": profile.header.context}}
     raw = json.dumps(document, separators=(",", ":")).encode("utf-8")
     return {FILENAME: gzip.compress(raw, mtime=0)}  # the same profile, the same bytes

@@ -56,11 +56,6 @@ def colour_scale_rows(section: Section) -> Tuple[int, int]:
     return (rows[0], rows[-1]) if rows else (0, 0)
 
 
-def per_layer_times(a: SectionAnalysis) -> List[Tuple[str, float, float]]:
-    """(layer, forward ms, backward ms) in forward order, paired by the layer's identity."""
-    return [(lt.layer, lt.forward_ms, lt.backward_ms) for lt in a.layers]
-
-
 def chart_layers(a: SectionAnalysis) -> Tuple[List[Tuple[str, float, float]], str]:
     """What the bar chart shows (see ``nnprofile.analysis.charted_layers``), and a note when it is not
     every layer."""
@@ -264,7 +259,7 @@ def _info_sheet(book: _Book, ws: Any, profile: Profile, analysis: Analysis) -> N
 def _profile_time(profile: Profile) -> datetime.datetime:
     """When the profile was taken (UTC, naive); a fixed date if unknown."""
     try:
-        when = datetime.datetime.fromisoformat(str(profile.header.get("date")))
+        when = datetime.datetime.fromisoformat(profile.header.date)
         if when.tzinfo is not None:
             when = when.astimezone(datetime.timezone.utc).replace(tzinfo=None)
         return when

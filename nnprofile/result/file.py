@@ -27,10 +27,14 @@ Versions:
      carry ``source``, where the program created the layer ("train.py:42"). Version 3 files of
      programs (one ``script`` section holding every layer) load as they were.
   5. distributed runs: a merged view of several ranks carries ``ranks`` (the world, each rank's
-     step parts per step, how the clocks were aligned; see ``nnprofile.distributed.merge``), its
+     step parts per step, how the clocks were aligned; see ``nnprofile.pooling.ranks``), its
      entries ``rank_means`` (each rank's mean) and its timeline events their ``rank``; a rank's
      own result states ``rank``, ``world_size``, ``launch``, ``host`` and ``clock_origin_ns`` in
      its header. Earlier files are of one process: empty ``ranks``.
+  6. a typed header (``nnprofile.result.header``): its ``kind`` says whose it is, ``project`` (an NNC
+     project's profile), ``program`` (a recorded program; version 5 said ``script``) or ``merged``
+     (the ranks of a distributed run merged), and each kind names its fields; a field it does not
+     name is kept under ``extra``. Earlier headers are sorted by what they hold.
 """
 from __future__ import annotations
 
@@ -41,11 +45,13 @@ from dataclasses import MISSING, fields
 from typing import Any, Callable, Dict, List, Optional
 
 from ..base.errors import ProfileError
+from .header import header_from_dict
 from .model import Entry, Profile, Section
+from .timeline import TimelineEvent
 
 FILENAME = "result.json"
 FORMAT = "nnprofile-result"
-VERSION = 5
+VERSION = 6
 _ENTRY_FIELDS = {f.name for f in fields(Entry)}
 _ENTRY_ORDER = [f.name for f in fields(Entry)]
 # Defaults of the entry's fields: a field at its default is left out of the file.
@@ -103,9 +109,9 @@ def to_dict(profile: Profile) -> Dict[str, Any]:
                          "complete": s.complete, "speed_levels": s.speed_levels, "memory": s.memory,
                          "reference_ns": s.reference_ns, "sampling": s.sampling, "info": s.info,
                          "entries": [entry_dict(e) for e in s.entries]})
-    return {"format": FORMAT, "version": VERSION, "header": profile.header, "notes": profile.notes,
+    return {"format": FORMAT, "version": VERSION, "header": profile.header.to_dict(), "notes": profile.notes,
             "complete": profile.complete, "failure": profile.failure, "ranks": profile.ranks,
-            "sections": sections, "timeline": profile.timeline}
+            "sections": sections, "timeline": [e.to_dict() for e in profile.timeline]}
 
 
 def dumps(profile: Profile) -> str:
@@ -177,8 +183,20 @@ def _v4_to_v5(data: Dict[str, Any]) -> Dict[str, Any]:
     return data
 
 
+def _v5_to_v6(data: Dict[str, Any]) -> Dict[str, Any]:
+    """Version 6 typed the header: its ``kind`` is read from what it holds (a recorded program said
+    ``script``; a merged view names the ranks it merged)."""
+    header = dict(data.get("header") or {})
+    if header.get("kind") == "script" or header.get("mode") == "record":
+        header["kind"] = "merged" if "ranks_merged" in header else "program"
+    else:
+        header["kind"] = "project"
+    data["header"] = header
+    return data
+
+
 UPGRADES: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4,
-                                                                   4: _v4_to_v5}
+                                                                   4: _v4_to_v5, 5: _v5_to_v6}
 
 
 def upgrade(data: Dict[str, Any]) -> Dict[str, Any]:
@@ -208,9 +226,10 @@ def from_dict(data: Dict[str, Any]) -> Profile:
                                 speed_levels=list(s.get("speed_levels", [])), memory=dict(s.get("memory", {})),
                                 reference_ns=list(s.get("reference_ns", [])),
                                 sampling=dict(s.get("sampling", {})), info=dict(s.get("info", {}))))
-    return Profile(header=dict(data.get("header", {})), notes=list(data.get("notes", [])),
+    return Profile(header=header_from_dict(dict(data.get("header", {}))), notes=list(data.get("notes", [])),
                    sections=sections, complete=data.get("complete", False), failure=data.get("failure"),
-                   timeline=list(data.get("timeline", [])), ranks=dict(data.get("ranks", {})))
+                   timeline=[TimelineEvent.from_dict(e) for e in data.get("timeline", [])],
+                   ranks=dict(data.get("ranks", {})))
 
 
 def save(profile: Profile, outdir: str) -> str:

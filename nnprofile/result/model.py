@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from ..base.stats import NS_PER_MS, Stats, summarize_rounds
 from ..base.choices import LAYER_PHASES, PHASES  # noqa: F401  (PHASES: part of this module's vocabulary)
+from .header import Header, ProjectHeader, header_from_dict
+from .timeline import TimelineEvent
 
 if TYPE_CHECKING:  # pandas is imported only when a DataFrame is asked for
     import pandas
@@ -162,7 +164,7 @@ class Section:
     # The machine's speed in each round of measuring, relative to its usual speed
     # (1.2: that round ran 20% slower); see ``nnprofile.stats.Drift``.
     speed_levels: List[float] = field(default_factory=list)
-    # The step's memory (see ``nnprofile.measure.memory``): parameters, gradients, solver_state,
+    # The step's memory (see ``nnprofile.base.buffers``): parameters, gradients, solver_state,
     # activations_at_peak, peak_estimated, peak_layer, peak_phase, alive_at_peak, peak_measured,
     # measured (how), batch_size, curve; empty when not measured.
     memory: Dict[str, Any] = field(default_factory=dict)
@@ -190,26 +192,31 @@ class Section:
 class Profile:
     """A whole run: what was profiled and how (header), and its sections."""
 
-    header: Dict[str, object] = field(default_factory=dict)
+    # What was profiled and how (``nnprofile.result.header``); a dict is read as one (its "kind").
+    header: Header = field(default_factory=ProjectHeader)
     notes: List[str] = field(default_factory=list)
     sections: List[Section] = field(default_factory=list)
     complete: bool = False
     failure: Optional[str] = None
-    # A recorded program's timeline (the active steps): events with a name, a category
-    # (step, forward, backward, update), start and end in ns from the first active step, args;
-    # in a merged view, each event carries the ``rank`` it comes from, on clocks aligned.
-    timeline: List[Dict[str, Any]] = field(default_factory=list)
-    # A merged view of the ranks of a distributed run (see ``nnprofile.distributed.merge``): the
+    # A recorded program's timeline (its kept steps) or graph mode's (its first hooked passes).
+    timeline: List[TimelineEvent] = field(default_factory=list)
+    # A merged view of the ranks of a distributed run (see ``nnprofile.pooling.ranks``): the
     # world, each rank's step parts per step, how the clocks were aligned; empty otherwise.
     ranks: Dict[str, Any] = field(default_factory=dict)
     # The folder its files were written to or loaded from (not saved: it is where the file is).
     location: Optional[str] = field(default=None, compare=False, repr=False)
 
+    def __post_init__(self) -> None:
+        # Made by hand (a test, a notebook): a dict header and dict events are read as typed ones.
+        if isinstance(self.header, dict):
+            self.header = header_from_dict(self.header)
+        self.timeline = [TimelineEvent.from_dict(e) if isinstance(e, dict) else e for e in self.timeline]
+
     def __repr__(self) -> str:
         """One line: what was profiled, its sections, how it ended (the figures are in to_dataframe())."""
         entries = sum(len(s.entries) for s in self.sections)
         return "<nnprofile Profile of %s: %d section%s (%s), %d entries, %s%s>" % (
-            self.header.get("project", "?"), len(self.sections), "" if len(self.sections) == 1 else "s",
+            self.header.project or "?", len(self.sections), "" if len(self.sections) == 1 else "s",
             ", ".join(s.title for s in self.sections), entries,
             "complete" if self.complete else "incomplete: %s" % (self.failure or "stopped"),
             ", in %s" % self.location if self.location else "")

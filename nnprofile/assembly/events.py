@@ -1,0 +1,252 @@
+"""A recorded program's raw events as data: the saved form of a recording, and its events' types.
+
+The recorder (``recorder``) keeps, in order, every call it timed: functions (a static graph's
+forward and backward between NNabla's hooks, an auto_forward function as it is made, an eager
+call on NdArrays), solver calls, waits for a batch, monitors, communicator calls, the program's
+``nnprofile.step()`` marks and where the hooks were switched. ``describe`` turns NNabla's objects
+into data (``Capture``): functions and variables by id (``nnprofile.base.functions``), each call
+site with the pass it runs and the name the program called it on, each solver with its
+parameters. From a ``Capture`` on, everything is pure (``nnprofile.assembly``): it saves to a
+file (``events.json.gz``, ``nnprofile run --save-events``), loads without NNabla, and assembles
+the same profile again. Times are integer nanoseconds of the recorder's clock.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+from ..base.functions import FunctionInfo, Graph, VariableInfo
+from ..base.hookcost import HookCosts
+
+FORMAT = "nnprofile-events"
+VERSION = 1
+STATIC, DYNAMIC, EAGER = "static", "dynamic", "eager"  # how a function ran (and was timed)
+
+
+class Call:
+    """One function's forward or backward as timed. ``function``: the NNabla function while recording,
+    its id in the capture's graph once described; ``site``: the call site of its pass (a static
+    graph's), or None; ``kind``: STATIC, DYNAMIC (auto_forward) or EAGER (on NdArrays)."""
+
+    __slots__ = ("function", "start_ns", "end_ns", "site", "kind")
+
+    def __init__(self, function: Any, start_ns: int, end_ns: int, site: Any = None, kind: str = STATIC):
+        self.function = function
+        self.start_ns = start_ns
+        self.end_ns = end_ns
+        self.site = site
+        self.kind = kind
+
+    @property
+    def dynamic(self) -> bool:
+        return self.kind == DYNAMIC
+
+    def __repr__(self) -> str:
+        return "Call(%r, %d, %d, %s)" % (self.function, self.start_ns, self.end_ns, self.kind)
+
+
+@dataclass
+class SolverCall:
+    method: str
+    solver: int         # index into Capture.solvers
+    start_ns: int
+    end_ns: int
+
+
+@dataclass
+class InputCall:
+    """The program waiting in DataIterator.next()."""
+
+    iterator: int       # index into Capture.iterators
+    start_ns: int
+    end_ns: int
+
+
+@dataclass
+class MonitorCall:
+    monitor: str
+    start_ns: int
+    end_ns: int
+
+
+@dataclass
+class CommCall:
+    """A communicator's call: a collective (all_reduce, bcast, ...), init or barrier."""
+
+    method: str
+    start_ns: int
+    end_ns: int
+    bytes: int = 0      # the data it moved (what the arrays given hold), 0 where unknown
+
+
+@dataclass
+class StepMark:
+    """``nnprofile.step()``: the program says where a step ends."""
+
+    at_ns: int
+
+
+@dataclass
+class Hooks:
+    """The function hooks switched on or off (at a step's end)."""
+
+    on: bool
+    at_ns: int
+
+
+Event = Union[Call, SolverCall, InputCall, MonitorCall, CommCall, StepMark, Hooks]
+
+
+def start_of(e: Event) -> int:
+    return e.at_ns if isinstance(e, (StepMark, Hooks)) else e.start_ns
+
+
+def end_of(e: Event) -> int:
+    return e.at_ns if isinstance(e, (StepMark, Hooks)) else e.end_ns
+
+
+@dataclass
+class SiteInfo:
+    """A call site of a pass: the program's line, and what the bytecode says it called on what."""
+
+    id: int
+    file: str
+    line: int
+    code: str           # the function (or module) the line is in
+    phase: str          # "forward", "backward", or "" where the bytecode does not say
+    receiver: str       # the name it was called on ("loss" in loss.backward()), "" where unknown
+
+    @property
+    def where(self) -> str:
+        return "%s:%d" % (self.file, self.line)
+
+
+@dataclass
+class SolverInfo:
+    type_name: str                      # Adam
+    variable: str = ""                  # what the program calls it, where the bytecode says
+    parameters: List[int] = field(default_factory=list)   # variable ids of the parameters it updates
+    state_bytes: int = 0                # what it keeps per parameter, in all
+    created: Optional[str] = None       # where the program made it ("train.py:40")
+
+
+@dataclass
+class IteratorInfo:
+    name: str               # what the program calls it, else its data source's class
+    threaded: bool          # NNabla prefetches in a thread: next() is a wait, not the loading
+
+
+@dataclass
+class Capture:
+    """A recording as data: its events, and what they refer to."""
+
+    events: List[Event] = field(default_factory=list)
+    graph: Graph = field(default_factory=Graph)
+    sites: Dict[int, SiteInfo] = field(default_factory=dict)
+    solvers: List[SolverInfo] = field(default_factory=list)
+    iterators: List[IteratorInfo] = field(default_factory=list)
+    communicators: List[str] = field(default_factory=list)  # the type of each communicator made
+    started_ns: int = 0
+    stopped_ns: int = 0
+    excluded: List[Tuple[int, int]] = field(default_factory=list)  # nnprofile's own work between calls
+    comm_rank: Optional[Tuple[int, int]] = None
+    callback_used: bool = False         # all_reduce_callback: its communication runs inside backward
+    skip_first: int = 1
+    active: int = 20
+    costs: Optional[HookCosts] = None   # what the hooks cost, as measured (chain, per signature)
+
+
+# -- the file --------------------------------------------------------------------------------------
+
+def _event_list(e: Event) -> list:
+    if isinstance(e, Call):
+        return ["f", e.function, e.start_ns, e.end_ns, e.site, e.kind]
+    if isinstance(e, SolverCall):
+        return ["s", e.method, e.solver, e.start_ns, e.end_ns]
+    if isinstance(e, InputCall):
+        return ["i", e.iterator, e.start_ns, e.end_ns]
+    if isinstance(e, MonitorCall):
+        return ["m", e.monitor, e.start_ns, e.end_ns]
+    if isinstance(e, CommCall):
+        return ["c", e.method, e.start_ns, e.end_ns, e.bytes]
+    if isinstance(e, StepMark):
+        return ["k", e.at_ns]
+    return ["h", e.on, e.at_ns]
+
+
+def _event(x: list) -> Event:
+    kind = x[0]
+    if kind == "f":
+        return Call(int(x[1]), int(x[2]), int(x[3]), x[4], str(x[5]))
+    if kind == "s":
+        return SolverCall(str(x[1]), int(x[2]), int(x[3]), int(x[4]))
+    if kind == "i":
+        return InputCall(int(x[1]), int(x[2]), int(x[3]))
+    if kind == "m":
+        return MonitorCall(str(x[1]), int(x[2]), int(x[3]))
+    if kind == "c":
+        return CommCall(str(x[1]), int(x[2]), int(x[3]), int(x[4]))
+    if kind == "k":
+        return StepMark(int(x[1]))
+    return Hooks(bool(x[1]), int(x[2]))
+
+
+def to_dict(c: Capture) -> Dict[str, Any]:
+    costs = None
+    if c.costs is not None:
+        costs = {k: v for k, v in vars(c.costs).items() if k != "by_signature"}
+        costs["by_signature"] = {k: list(v) for k, v in c.costs.by_signature.items()}
+    return {"format": FORMAT, "version": VERSION, "started_ns": c.started_ns, "stopped_ns": c.stopped_ns,
+            "skip_first": c.skip_first, "active": c.active, "excluded": [list(x) for x in c.excluded],
+            "comm_rank": list(c.comm_rank) if c.comm_rank else None, "callback_used": c.callback_used,
+            "communicators": c.communicators, "costs": costs,
+            "variables": [v.to_list() for v in c.graph.variables.values()],
+            "functions": [f.to_list() for f in c.graph.functions.values()],
+            "sites": [[s.id, s.file, s.line, s.code, s.phase, s.receiver] for s in c.sites.values()],
+            "solvers": [[s.type_name, s.variable, s.parameters, s.state_bytes, s.created] for s in c.solvers],
+            "iterators": [[i.name, i.threaded] for i in c.iterators],
+            "events": [_event_list(e) for e in c.events]}
+
+
+def from_dict(d: Dict[str, Any]) -> Capture:
+    if d.get("format") != FORMAT:
+        raise ValueError("not nnprofile's events (format %r)" % d.get("format"))
+    if int(d.get("version", 0)) > VERSION:
+        raise ValueError("events format version %s is newer than this nnprofile reads (%d)" % (d.get("version"),
+                                                                                              VERSION))
+    costs = None
+    if d.get("costs"):
+        raw = dict(d["costs"])
+        by_signature = {k: (float(v[0]), float(v[1])) for k, v in (raw.pop("by_signature", None) or {}).items()}
+        costs = HookCosts(**raw, by_signature=by_signature)
+    return Capture(
+        events=[_event(x) for x in d["events"]],
+        graph=Graph([FunctionInfo.from_list(x) for x in d["functions"]],
+                    [VariableInfo.from_list(x) for x in d["variables"]]),
+        sites={int(x[0]): SiteInfo(int(x[0]), x[1], int(x[2]), x[3], x[4], x[5]) for x in d["sites"]},
+        solvers=[SolverInfo(x[0], x[1], list(x[2]), int(x[3]), x[4]) for x in d["solvers"]],
+        iterators=[IteratorInfo(x[0], bool(x[1])) for x in d["iterators"]],
+        communicators=list(d.get("communicators", [])), started_ns=int(d["started_ns"]),
+        stopped_ns=int(d["stopped_ns"]), excluded=[(int(a), int(b)) for a, b in d.get("excluded", [])],
+        comm_rank=(int(d["comm_rank"][0]), int(d["comm_rank"][1])) if d.get("comm_rank") else None,
+        callback_used=bool(d.get("callback_used")), skip_first=int(d.get("skip_first", 1)),
+        active=int(d.get("active", 20)), costs=costs)
+
+
+def save(c: Capture, path: str) -> str:
+    """Write the capture, gzipped JSON, whole (a temporary file renamed into place)."""
+    import os
+    raw = json.dumps(to_dict(c), separators=(",", ":")).encode("utf-8")
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(gzip.compress(raw, mtime=0))
+    os.replace(tmp, path)
+    return path
+
+
+def load(path: str) -> Capture:
+    with open(path, "rb") as f:
+        raw = f.read()
+    return from_dict(json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw))

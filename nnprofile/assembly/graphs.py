@@ -1,0 +1,259 @@
+"""A recorded program's passes, grouped into the graphs they ran, and each graph's layers named.
+
+A graph is what the program calls ``forward``/``backward`` on: a training loss, a validation
+prediction, a GAN's two losses. A static graph is known by the function that computes what the
+pass ran on (the last function of a forward pass, the first of a backward pass). Under
+``auto_forward`` the functions are made anew every step: a graph is known by the call site of its
+backward, and a function made as it runs belongs to the graph whose backward reaches it
+(forward-only work to a forward-only graph of its own).
+
+A graph is named as the program names it (``loss`` in ``loss.backward()``); two graphs the
+program gave one name (a variable bound to a new graph) are told apart by the line that made
+each (``loss (line 98)``, ``loss (line 120)``).
+
+Layers are named within their graph, from the parameters as they were while the program ran: a
+function's name is the common scope of its parameters (``conv1/conv`` for ``conv1/conv/W`` and
+``conv1/conv/b``), in every graph that uses those parameters; a scope applied twice in one graph
+(a siamese pair) gets an index, as NNabla's unrolled layers do (``conv1/conv[2]``); a
+parameter-free function its type, numbered per type in execution order (``ReLU``, ``ReLU_2``), as
+NNC names layers.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+
+from ..base.functions import FunctionInfo, Graph as Functions
+from .events import DYNAMIC, Call, Capture, SolverCall
+from .passes import Pass
+
+DYNAMIC_FORWARD = "forward only (auto_forward)"
+UNDETERMINED = ("forward only",)
+
+
+@dataclass
+class Graph:
+    key: Any
+    name: str
+    dynamic: bool = False
+    # Per step (of those given): its passes, split by graph.
+    passes: List[List[Pass]] = field(default_factory=list)
+    trained_by: List[int] = field(default_factory=list)  # solver indexes
+    made: Optional[str] = None      # where the program made what it runs on ("train.py:98"), where known
+
+    def ran_in(self, step: int) -> bool:
+        return bool(self.passes[step])
+
+    @property
+    def has_backward(self) -> bool:
+        return any(p.phase == "backward" for step in self.passes for p in step)
+
+
+def graph_key(p: Pass, dynamic_functions: Set[int]) -> Any:
+    """What a static pass ran: its root function; over a dynamic graph, its backward's call site."""
+    return ("auto_forward", p.site) if p.root in dynamic_functions else ("static", p.root)
+
+
+def split_by_graph(steps: Sequence[List[Any]], passes: Sequence[List[Pass]], capture: Capture) -> List[Graph]:
+    """The graphs of the steps given, in order of first use; each with its passes per step."""
+    graphs: Dict[Any, Graph] = {}
+    functions = capture.graph.functions
+    for s, step_passes in enumerate(passes):
+        dynamic_functions = {c.function for c in steps[s] if isinstance(c, Call) and c.kind == DYNAMIC}
+        owner: Dict[Any, Any] = {}  # a dynamic function -> the graph whose backward reaches it
+        for p in step_passes:
+            if p.dynamic:
+                continue
+            key = graph_key(p, dynamic_functions)
+            if key[0] == "auto_forward":
+                for call in p.calls:
+                    owner.setdefault(call.function, key)
+            graph = graphs.get(key)
+            if graph is None:
+                root = functions.get(p.root)
+                made = root.created if root is not None and key[0] == "static" else None
+                if made is None and p.site is not None and p.site in capture.sites:
+                    made = capture.sites[p.site].where
+                graph = graphs[key] = Graph(key, p.name, key[0] == "auto_forward", passes=[[] for _ in range(s)],
+                                            made=made)
+            elif not graph.name and p.name:
+                graph.name = p.name
+        for graph in graphs.values():
+            graph.passes.append([])
+        for p in step_passes:
+            if not p.dynamic:
+                graphs[graph_key(p, dynamic_functions)].passes[-1].append(p)
+                continue
+            # auto_forward calls: each to the graph whose backward reaches it, in runs per graph.
+            runs: List[Tuple[Any, Pass]] = []
+            for call in p.calls:
+                key = owner.get(call.function, UNDETERMINED)
+                if key not in graphs:
+                    graphs[key] = Graph(key, "", True, passes=[[] for _ in range(s + 1)])
+                if not runs or runs[-1][0] != key:
+                    runs.append((key, Pass("forward")))
+                runs[-1][1].calls.append(call)
+            for key, run in runs:
+                graphs[key].passes[-1].append(run)
+    out = [g for g in graphs.values() if any(g.passes)]
+    out.sort(key=_first_use)
+    unnamed = 0
+    for g in out:
+        if g.key == UNDETERMINED:
+            g.name = DYNAMIC_FORWARD
+        elif not g.name:
+            unnamed += 1
+            g.name = "graph %d" % unnamed
+    tell_apart(out)
+    return out
+
+
+def _first_use(graph: Graph) -> Tuple[int, int]:
+    for s, step_passes in enumerate(graph.passes):
+        if step_passes:
+            return s, min(p.start_ns for p in step_passes)
+    return len(graph.passes), 0
+
+
+def tell_apart(graphs: List[Graph]) -> None:
+    """Graphs the program gave one name get the line that made each: ``loss (line 120)``; the file too
+    where the lines are of different files; a number only where even that is the same."""
+    by_name: Dict[str, List[Graph]] = {}
+    for g in graphs:
+        by_name.setdefault(g.name, []).append(g)
+    for name, same in by_name.items():
+        if len(same) < 2:
+            continue
+        places = [g.made for g in same]
+        files = {p.rsplit(":", 1)[0] for p in places if p}
+        for i, g in enumerate(same):
+            where = places[i]
+            if where is None:
+                g.name = "%s (%d)" % (name, i + 1)
+            elif len(files) > 1:
+                g.name = "%s (%s)" % (name, "%s:%s" % (os.path.basename(where.rsplit(":", 1)[0]), where.rsplit(":", 1)[1]))
+            else:
+                g.name = "%s (line %s)" % (name, where.rsplit(":", 1)[1])
+        if len({g.name for g in same}) < len(same):  # one line made several: numbered, in order of first use
+            for i, g in enumerate(same):
+                g.name = "%s (%d)" % (name, i + 1)
+
+
+def layer_keys(graph: Graph, step: int) -> List[Tuple[Any, Call, str]]:
+    """(layer key, call, phase) of each of a graph's calls in a step, in order. A static graph's
+    layer is its function; an auto_forward graph's is its position in the step's forward calls."""
+    out: List[Tuple[Any, Call, str]] = []
+    if not graph.dynamic:
+        for p in graph.passes[step]:
+            out += [(c.function, c, p.phase) for c in p.calls]
+        return out
+    position: Dict[Any, int] = {}
+    for p in graph.passes[step]:
+        if p.phase == "forward":
+            for c in p.calls:
+                position.setdefault(c.function, len(position))
+    backward_only = 0
+    for p in graph.passes[step]:
+        for c in p.calls:
+            if c.function in position:
+                out.append((("position", position[c.function]), c, p.phase))
+            else:
+                backward_only += 1
+                out.append((("backward only", backward_only), c, p.phase))
+    return out
+
+
+class Namer:
+    """Names one graph's layers, in the order they are first seen, from the parameter names seen
+    while the program ran."""
+
+    def __init__(self, functions: Functions):
+        self.functions = functions
+        self.per_scope: Dict[str, int] = {}
+        self.per_type: Dict[str, int] = {}
+
+    def scope(self, f: FunctionInfo) -> str:
+        """The common scope of a function's parameters ("" for none)."""
+        params = [self.functions.variables[v].parameter for v in f.inputs]
+        names = [p for p in params if p]
+        if not names:
+            return ""
+        scopes = [p.rsplit("/", 1)[0] if "/" in p else p for p in names]
+        if len(set(scopes)) == 1:
+            return scopes[0]
+        common = os.path.commonprefix([x.split("/") for x in scopes])
+        return "/".join(common) or scopes[0]
+
+    def name(self, f: FunctionInfo) -> str:
+        scope = self.scope(f)
+        if scope:
+            self.per_scope[scope] = self.per_scope.get(scope, 0) + 1
+            n = self.per_scope[scope]
+            return scope if n == 1 else "%s[%d]" % (scope, n)
+        self.per_type[f.type] = self.per_type.get(f.type, 0) + 1
+        n = self.per_type[f.type]
+        return f.type if n == 1 else "%s_%d" % (f.type, n)
+
+
+def trainers(graph: Graph, steps: Sequence[List[Any]], capture: Capture) -> List[int]:
+    """The solvers that train a graph: a backward pass of it falls between a solver's zero_grad (or
+    its previous update) and its update, and the solver holds parameters the graph uses."""
+    found: List[int] = []
+    functions = capture.graph.functions
+    uses: Set[int] = set()
+    for step_passes in graph.passes:
+        for p in step_passes:
+            for c in p.calls:
+                f = functions.get(c.function)
+                if f is not None:
+                    uses.update(v for v in f.inputs if capture.graph.variables[v].parameter)
+    for s, events in enumerate(steps):
+        backward_times = [p.start_ns for p in graph.passes[s] if p.phase == "backward"]
+        if not backward_times:
+            continue
+        opened: Dict[int, float] = {}  # solver -> when its current window opened
+        for e in events:
+            if not isinstance(e, SolverCall):
+                continue
+            if e.method == "update":
+                start = opened.get(e.solver, float("-inf"))
+                if any(start <= t < e.start_ns for t in backward_times) and e.solver not in found:
+                    held = capture.solvers[e.solver].parameters if e.solver < len(capture.solvers) else []
+                    if not held or any(v in uses for v in held):
+                        found.append(e.solver)
+                opened[e.solver] = e.end_ns
+            elif e.method == "zero_grad":
+                opened[e.solver] = e.end_ns
+    return sorted(found)
+
+
+def solver_labels(capture: Capture) -> List[str]:
+    """How each solver is called in labels: its type alone when no other solver shares it; else with
+    the common scope of its parameters (Adam: gen), else the program's name for it (Adam:
+    solver_dis), else the line that made it (Adam: line 40), else the order in which it was made."""
+    solvers = capture.solvers
+    types = [s.type_name for s in solvers]
+    labels = list(types)
+    for kind in set(types):
+        same = [i for i, t in enumerate(types) if t == kind]
+        if len(same) < 2:
+            continue
+        for names in (_scopes(capture, same), [solvers[i].variable for i in same],
+                      ["line %s" % str(solvers[i].created).rsplit(":", 1)[1] if solvers[i].created else "" for i in same],
+                      [str(k + 1) for k in range(len(same))]):
+            if all(names) and len(set(names)) == len(names):
+                for i, name in zip(same, names):
+                    labels[i] = "%s: %s" % (kind, name)
+                break
+    return labels
+
+
+def _scopes(capture: Capture, which: Sequence[int]) -> List[str]:
+    out = []
+    variables = capture.graph.variables
+    for i in which:
+        names = [variables[v].parameter or "" for v in capture.solvers[i].parameters]
+        parts = [n.split("/")[:-1] for n in names if n]  # each parameter's scope
+        out.append("/".join(os.path.commonprefix(parts)) if parts else "")
+    return out

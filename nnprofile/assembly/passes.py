@@ -1,0 +1,72 @@
+"""A recorded program's function calls, grouped into passes.
+
+A pass is what one call of ``forward``/``backward`` ran: consecutive function calls from one call
+site in which no function runs twice (a loop calling ``vpred.forward()`` ten times gives ten
+passes), ended early by any other call of the program's (a solver, an iterator, a monitor, an
+eager call). Under ``auto_forward``, consecutive function calls (each runs as it is made) form a
+forward pass of their own. Each pass knows its phase and the name the program gave what it ran
+the pass on (``loss`` in ``loss.backward()``), as its call site says
+(``nnprofile.assembly.events.SiteInfo``). Eager calls are no pass: they belong to no graph.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence
+
+from .events import DYNAMIC, STATIC, Call, SiteInfo
+
+
+@dataclass
+class Pass:
+    phase: str                      # "forward" or "backward"
+    calls: List[Call] = field(default_factory=list)
+    site: Optional[int] = None      # the call site's id; None for auto_forward calls
+    name: str = ""                  # what the program ran it on, where the bytecode says
+
+    @property
+    def dynamic(self) -> bool:
+        return self.site is None
+
+    @property
+    def start_ns(self) -> int:
+        return self.calls[0].start_ns
+
+    @property
+    def end_ns(self) -> int:
+        return self.calls[-1].end_ns
+
+    @property
+    def root(self) -> int:
+        """The function that computes what the pass was run on: the last of a forward pass, the first
+        of a backward pass."""
+        return self.calls[-1].function if self.phase == "forward" else self.calls[0].function
+
+
+def group_passes(events: Sequence[Any], sites: Dict[int, SiteInfo]) -> List[Pass]:
+    """The passes of a sequence of events (one step's, or a whole recording's), in order."""
+    out: List[Pass] = []
+    current: Optional[Pass] = None
+    seen: set = set()
+    for event in events:
+        if not isinstance(event, Call) or event.kind not in (STATIC, DYNAMIC):
+            current = None  # the program did something else: a pass has ended
+            continue
+        if event.kind == DYNAMIC:
+            if current is None or not current.dynamic:
+                current = Pass("forward")
+                seen = set()
+                out.append(current)
+            current.calls.append(event)
+            continue
+        if current is None or current.dynamic or current.site != event.site or event.function in seen:
+            info = sites.get(event.site) if event.site is not None else None
+            phase, name = (info.phase, info.receiver) if info is not None else ("", "")
+            if not phase:  # a call site the bytecode does not tell: a function's second run is its backward
+                phase = "backward" if any(event.function in {c.function for c in p.calls}
+                                          for p in out[-2:] if p.phase == "forward") else "forward"
+            current = Pass(phase, site=event.site, name=name)
+            seen = set()
+            out.append(current)
+        current.calls.append(event)
+        seen.add(event.function)
+    return out

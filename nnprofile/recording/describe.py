@@ -1,0 +1,94 @@
+"""A recorder's raw events turned into data: the ``Capture`` the assembly reads (``nnprofile.assembly``).
+
+NNabla's functions and variables become descriptions with ids (``nnprofile.base.functions``), in
+the order the events first name them; each call site the code line it is and what its bytecode
+says it called on what; each solver its type, its name in the program, its parameters' ids and
+the state it keeps; an eager call's function the arrays it ran on.
+"""
+from __future__ import annotations
+
+import dis
+from functools import lru_cache
+from typing import Any, Dict, Optional, Tuple
+
+from ..assembly.events import EAGER, Call, Capture, SiteInfo, SolverInfo
+from ..base.buffers import solver_state_bytes
+from ..base.functions import Describer, FunctionInfo, VariableInfo
+from ..base.hookcost import HookCosts
+from .callsite import BACKWARD_NAMES, FORWARD_NAMES, call_at
+
+
+@lru_cache(maxsize=4096)
+def _line(code: Any, lasti: int) -> int:
+    line = code.co_firstlineno
+    for ins in dis.get_instructions(code):
+        if ins.starts_line is not None:
+            line = ins.starts_line
+        if ins.offset >= lasti:
+            break
+    return line
+
+
+def site_info(site_id: int, code: Any, lasti: int) -> SiteInfo:
+    method, receiver = call_at(code, lasti, FORWARD_NAMES + BACKWARD_NAMES)
+    phase = "backward" if method in BACKWARD_NAMES else "forward" if method else ""
+    if method in ("forward_all", "backward_all"):  # nn.forward_all([...]): called on a module
+        receiver = ""
+    return SiteInfo(site_id, code.co_filename, _line(code, lasti), code.co_name, phase, receiver)
+
+
+def describe(recorder: Any, costs: Optional[HookCosts] = None) -> Capture:
+    """The recorder's events and what they refer to, as data."""
+    describer = Describer(parameter_names=recorder.parameter_names, created=recorder.created)
+    sites: Dict[Any, SiteInfo] = {}
+    eager: Dict[Any, FunctionInfo] = {}
+    events = []
+    for e in recorder.events:
+        if not isinstance(e, Call):
+            events.append(e)
+            continue
+        if e.kind == EAGER:
+            info = eager.get(e.function)
+            if info is None:
+                info = eager[e.function] = _eager_info(describer, recorder.eager[e.function])
+            events.append(Call(info.id, e.start_ns, e.end_ns, None, EAGER))
+            continue
+        site = None
+        if e.site is not None:
+            known = sites.get(e.site)
+            if known is None:
+                known = sites[e.site] = site_info(len(sites), e.site[0], e.site[1])
+            site = known.id
+        events.append(Call(describer.function(e.function).id, e.start_ns, e.end_ns, site, e.kind))
+    solvers = []
+    for s in recorder.solvers:
+        ids = [describer.variable(v).id for v in s.parameters.values()]
+        solvers.append(SolverInfo(s.type_name, s.variable, ids, solver_state_bytes(s.solver), s.created))
+    return Capture(events=events, graph=describer.graph(), sites={s.id: s for s in sites.values()}, solvers=solvers,
+                   iterators=list(recorder.iterators), communicators=list(recorder.communicators),
+                   started_ns=recorder.started_ns, stopped_ns=recorder.stopped_ns or recorder.started_ns,
+                   excluded=list(recorder.excluded), comm_rank=recorder.comm_rank,
+                   callback_used=recorder.callback_used, skip_first=recorder.skip_first, active=recorder.active,
+                   costs=costs)
+
+
+def _eager_info(describer: Describer, raw: Any) -> FunctionInfo:
+    """An eager call's function: no graph holds it, its arrays are its own."""
+    def variables(arrays: Any) -> list:
+        out = []
+        for shape, dtype in arrays:
+            v = VariableInfo(len(describer.variables), tuple(shape), dtype, False, None)
+            describer.variables[("eager", v.id)] = v
+            out.append(v.id)
+        return out
+    ins, outs = variables(raw.inputs), variables(raw.outputs)
+    info = FunctionInfo(len(describer.functions), raw.type_name, raw.type_name, dict(raw.args), ins, outs,
+                        [None] * len(ins), [False] * len(outs), [], raw.source)
+    describer.functions[("eager", info.id)] = info
+    return info
+
+
+def solver_parameters(capture: Capture) -> Dict[int, Tuple[str, ...]]:
+    """Solver index -> the names of the parameters it updates (for naming it)."""
+    params = capture.graph.variables
+    return {i: tuple(params[v].parameter or "" for v in s.parameters) for i, s in enumerate(capture.solvers)}

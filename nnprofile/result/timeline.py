@@ -1,0 +1,44 @@
+"""A timeline's event: a step, a pass, a layer's call, a solver, input, monitor or communication call.
+
+Times are whole nanoseconds from the timeline's origin (a program's first kept step, graph
+mode's first hooked pass); in a merged view of ranks each event names its ``rank``, on clocks the
+merge aligned. result.json saves each event as a small object (``to_dict``); the Perfetto trace
+is rendered from them (``nnprofile.render.trace``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional
+
+CATEGORIES = ("step", "window", "forward", "backward", "update", "input", "monitor", "communication", "eager")
+
+
+@dataclass(slots=True)
+class TimelineEvent:
+    name: str
+    cat: str                      # one of CATEGORIES
+    start: int                    # ns from the origin
+    end: int
+    args: Dict[str, Any] = field(default_factory=dict)
+    rank: Optional[int] = None
+
+    @property
+    def is_call(self) -> bool:
+        """A layer's call (its class in args): what a rank's own trace keeps and a merged view leaves out."""
+        return "class" in self.args
+
+    def shifted(self, offset: int, rank: Optional[int] = None) -> "TimelineEvent":
+        return TimelineEvent(self.name, self.cat, self.start + offset, self.end + offset, self.args,
+                             self.rank if rank is None else rank)
+
+    def to_dict(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {"name": self.name, "cat": self.cat, "start": self.start, "end": self.end,
+                               "args": self.args}
+        if self.rank is not None:
+            out["rank"] = self.rank
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "TimelineEvent":
+        return cls(str(data["name"]), str(data["cat"]), int(data["start"]), int(data["end"]),
+                   dict(data.get("args") or {}), int(data["rank"]) if data.get("rank") is not None else None)

@@ -1,0 +1,125 @@
+"""The assembly of a recording, stage by stage, on stored events (tests/events/, made by make.py there) and on
+events made by hand: no NNabla runs here, as Holistic Trace Analysis tests its analyses on stored traces.
+
+What a stored file holds was recorded from a program of tests/scripts/; what is asserted is what the
+program's structure fixes (its steps, graphs, names, passes per step) and figures computed from the
+file's own times.
+"""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+from nnprofile.assembly import events
+from nnprofile.assembly.assemble import assemble, replay
+from nnprofile.assembly.graphs import split_by_graph
+from nnprofile.assembly.passes import group_passes
+from nnprofile.assembly.steps import bounds, split
+
+EVENTS = os.path.join(ROOT, "tests", "events")
+
+
+def load(name):
+    return events.load(os.path.join(EVENTS, "%s.json.gz" % name))
+
+
+def test_a_capture_round_trips_through_its_file(tmp_path):
+    capture = load("gan")
+    path = events.save(capture, str(tmp_path / "again.json.gz"))
+    again = events.load(path)
+    assert events.to_dict(again) == events.to_dict(capture)
+    first, second = assemble(capture, capture.costs, "gan.py"), assemble(again, again.costs, "gan.py")
+    assert [[(e.label, e.samples_ns) for e in s.entries] for s in first.sections] == \
+        [[(e.label, e.samples_ns) for e in s.entries] for s in second.sections]
+
+
+@pytest.mark.slow
+def test_assembling_a_stored_recording_needs_no_nnabla():
+    code = ("import sys; from nnprofile.assembly import events; from nnprofile.assembly.assemble import assemble; "
+            "c = events.load(%r); a = assemble(c, c.costs, 'x'); "
+            "print(len(a.sections), 'nnabla' in sys.modules, 'numpy' in sys.modules)"
+            % os.path.join(EVENTS, "train_validate.json.gz"))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["3", "False", "False"]
+
+
+def test_calls_become_passes_and_passes_graphs():
+    capture = load("train_validate")
+    passes = group_passes(capture.events, capture.sites)
+    names = {p.name for p in passes}
+    assert names == {"loss", "vpred"}  # what the program called forward and backward on
+    # 13 iterations, 1 forward and 1 backward of 'loss' each; validation at 4, 8, 12 (2 batches) and once after
+    assert sum(1 for p in passes if p.name == "loss" and p.phase == "forward") == 13
+    assert sum(1 for p in passes if p.name == "loss" and p.phase == "backward") == 13
+    assert sum(1 for p in passes if p.name == "vpred") == 3 * 2 + 1
+    loop = replay(capture, passes)
+    rule = loop.rule()
+    steps = bounds(loop, rule, capture.started_ns, capture.stopped_ns)
+    assert (rule.kind, rule.period, rule.by) == ("updates", 1, "structure") and len(steps) == 13
+    per_step = split(capture.events, steps, events.start_of)
+    graphs = split_by_graph(per_step, [group_passes(s, capture.sites) for s in per_step], capture)
+    assert [g.name for g in graphs] == ["loss", "vpred"]
+    assert [sum(1 for p in g.passes[i] if p.phase == "forward") for g in graphs[1:] for i in range(13)] == \
+        [0, 0, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0, 2]
+
+
+def test_the_stored_classifier_assembles_as_it_ran():
+    capture = load("train_validate")
+    a = assemble(capture, capture.costs, "train_validate.py")
+    assert (a.steps, a.skip, a.kept) == (13, 1, 12)
+    loss, vpred, program = a.sections
+    assert (loss.name, vpred.name) == ("loss", "vpred") and loss.info["trained_by"] == ["Adam"]
+    assert vpred.info["forward_per_step"] == 0.5 and vpred.info["backward_per_step"] == 0
+    assert [e.layer for e in loss.entries_of("forward_function")][:3] == ["conv1/conv", "ReLU", "MaxPooling"]
+    assert [e.label for e in program.entries][:2] == ["load_dataset (data)", "load_dataset (vdata)"]
+    # the final evaluation after the loop is in no step, and said
+    assert any(n.startswith("after the last step") and "graph 'vpred' 1 forward pass" in n for n in a.notes)
+
+
+def test_two_solvers_and_their_graphs_are_one_step():
+    capture = load("gan")
+    a = assemble(capture, capture.costs, "gan.py")
+    assert (a.steps, a.kept) == (6, 5)
+    assert a.how.startswith("solver updates: one step per 2 updates of 2 solvers")
+    assert "Adam: gen after the backward of 'loss_gen'" in a.how
+    assert [(s.name, s.info.get("trained_by")) for s in a.sections[:2]] == [
+        ("loss_gen", ["Adam: gen"]), ("loss_dis", ["Adam: dis"])]
+
+
+def test_a_static_then_a_dynamic_graph_and_their_solvers():
+    capture = load("static_then_dynamic")
+    a = assemble(capture, capture.costs, "static_then_dynamic.py")
+    static, dynamic = a.sections[:2]
+    assert (static.name, dynamic.name) == ("loss", "dyn_loss") and dynamic.info["dynamic"]
+    assert a.how == "solver updates: one step per update"  # solvers used one after the other
+    assert static.info["trained_by"][0].startswith("Adam: line ")
+    assert static.info["trained_by"] != dynamic.info["trained_by"]
+    assert [e.layer for e in dynamic.entries_of("forward_function")][:2] == ["cnn/conv11/conv", "ReLU"]
+
+
+def test_the_step_parts_come_from_the_stored_times():
+    """The program section's figures are the file's own times, less the stated hook costs, exactly."""
+    capture = load("mlp_dynamic")
+    a = assemble(capture, capture.costs, "mlp_dynamic.py")
+    program = a.sections[-1]
+    [step] = program.entries_of("step")
+    kept = [s for s in bounds(*(lambda loop: (loop, loop.rule()))(replay(capture, group_passes(
+        capture.events, capture.sites))), capture.started_ns, capture.stopped_ns)][a.skip:a.skip + a.kept]
+    assert len(step.samples_ns) == len(kept) == a.kept
+    for (start, end), sample in zip(kept, step.samples_ns):
+        assert sample <= end - start  # the hooks' cost and nnprofile's own work only ever taken off
+
+
+@pytest.mark.parametrize("name", ["train_validate", "gan", "static_then_dynamic", "mlp_dynamic"])
+def test_every_stored_recording_renders(name, tmp_path):
+    """Through the whole house: a profile of a stored recording renders every output."""
+    from nnprofile.render import write_all
+    from nnprofile.result import Profile
+    capture = load(name)
+    a = assemble(capture, capture.costs, name + ".py")
+    written = write_all(Profile(header={"kind": "program", "steps": a.how}, notes=a.notes, sections=a.sections,
+                                complete=True, timeline=a.timeline), str(tmp_path))
+    assert {os.path.basename(p) for p in written} >= {"profile.log", "result.json", "report.html", "trace.json.gz"}
