@@ -23,7 +23,7 @@ from typing import Callable, List, Optional, Sequence, Tuple, Union
 from ..base.errors import ProfileError
 from ..result import Entry, Section
 from ..base.series import RoundSeries
-from ..result.drift import apply_drift, measure_drift
+from ..result.drift import apply_drift, drop, measure_drift
 from ..result.timeline import TimelineEvent
 from ..base.stats import Drift, summarize_rounds
 from .graph_mode import timing_hooks
@@ -70,10 +70,10 @@ class Series(RoundSeries):
         values = [max(0.0, s - self.overhead_ns) for s in self.samples]
         return summarize_rounds(values, self.round_sizes, dropped).rse if values else math.inf
 
-    def entry(self, dropped: Sequence[int] = (), complete: bool = True) -> Entry:
+    def entry(self, drift: Drift, complete: bool = True) -> Entry:
         e = self.make_entry(Measurement(list(self.samples), self.calls, self.overhead_ns))
         e.round_sizes = list(self.round_sizes)
-        e.dropped_rounds = [r for r in dropped if r < len(self.round_sizes)]  # (as apply_drift sets them)
+        drop(e, drift)
         e.complete = complete
         return e
 
@@ -518,14 +518,14 @@ class RoundRunner:
                 if stratum is None:  # (a partial round predicts neither kind of round)
                     round_costs.append((layer_round, measured_ns + started - t0))
                 stopped = self._decide(all_series, rounds, drift, measured_ns, plan, round_costs)
-                emitted = self._emit(section, all_series, emitted, drift.dropped)
+                emitted = self._emit(section, all_series, emitted, drift)
                 apply_drift([section], drift)  # the levels so far; the entries emitted so far
                 self.on_round(section, 1.0 if stopped else self._done(rounds, measured_ns))
         except BaseException:
             stopped = "interrupted"
             for s in all_series[emitted:]:
                 if s.samples:
-                    section.entries.append(s.entry(drift.dropped, complete=False))
+                    section.entries.append(s.entry(drift, complete=False))
             raise
         finally:
             described = plan.describe()
@@ -659,9 +659,9 @@ class RoundRunner:
         """Whether a round of this kind fits in what is left of the budget."""
         return elapsed_ns + _round_cost(plan, round_costs, layer_round) <= self.timer.sampling.max_seconds * 1e9
 
-    def _emit(self, section: Section, all_series: List[Series], emitted: int, dropped: List[int]) -> int:
+    def _emit(self, section: Section, all_series: List[Series], emitted: int, drift: Drift) -> int:
         while emitted < len(all_series) and all_series[emitted].final:
-            entry = all_series[emitted].entry(dropped)
+            entry = all_series[emitted].entry(drift)
             section.entries.append(entry)
             self.on_entry(section, entry)
             emitted += 1

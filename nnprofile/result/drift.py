@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Iterable, Sequence, Tuple
 
 from ..base.stats import Drift, speed_levels
-from .model import Section
+from .model import Entry, Section
 
 Pair = Tuple[Sequence[float], Sequence[int]]  # an entry's samples and round sizes
 
@@ -20,14 +20,18 @@ def measure_drift(pairs: Iterable[Pair], rounds: int, threshold: float) -> Drift
     return Drift(tuple(speed_levels([p for p in pairs if p[0]], rounds)), threshold)
 
 
+def drop(entry: Entry, drift: Drift) -> None:
+    """The rounds an entry leaves out of its mean: the slow ones it has."""
+    entry.dropped_rounds = [r for r in drift.dropped if not entry.round_sizes or r < len(entry.round_sizes)]
+
+
 def apply_drift(sections: Iterable[Section], drift: Drift) -> None:
     """Each section's levels, and every entry's rounds left out."""
     levels = [round(level, 4) for level in drift.levels]
-    dropped = drift.dropped
     for s in sections:
         s.speed_levels = list(levels)
         for e in s.entries:
-            e.dropped_rounds = [r for r in dropped if not e.round_sizes or r < len(e.round_sizes)]
+            drop(e, drift)
 
 
 def drift_over(sections: Sequence[Section], rounds: int, threshold: float) -> Drift:
