@@ -1,7 +1,7 @@
 """The step breakdown's arithmetic and each recommendation's trigger, on hand-made figures."""
 import pytest
 
-from nnprofile.analysis import advice
+from nnprofile.analysis import advice, breakdown
 from nnprofile.analysis import analyze_section
 from nnprofile.result.header import ProjectHeader
 
@@ -44,7 +44,7 @@ def test_breakdown_arithmetic():
                        ("monitor", 0.5), ("other", 0.5)]
     assert s.step_ms == 23.5  # backward_all(wo param zero_grad) is an alternative, not a part
     assert s.share("forward") == pytest.approx(8 / 23.5)
-    assert sum(s.share(p) for p in advice.PARTS) == pytest.approx(1.0)
+    assert sum(s.share(p) for p in breakdown.PARTS) == pytest.approx(1.0)
     assert [l.layer for l in s.top_layers] == ["Conv", "ReLU"]
     assert s.top_layers[0].total_ms == 16.0
     assert (s.half_functions, s.functions) == (0, 2)
@@ -97,6 +97,31 @@ def test_dominant_layer_threshold_both_sides():
     assert "dominant_layer" not in [a.rule for a in small.advice]
 
 
+CONV_WORDS = ("maps", "kernel", "stride", "pooling")
+
+
+@pytest.mark.parametrize("ltype, kind, says", [
+    ("Convolution", "convolution", "kernel"), ("DepthwiseDeconvolution", "convolution", "kernel"),
+    ("Mul2", "element-wise", "element-wise"), ("AddScalar", "element-wise", "element-wise"),
+    ("ReLU", "element-wise", "element-wise"), ("Sum", "reduction", "reduces"),
+    ("Embed", "embedding", "table"), ("LSTM", "recurrent", "time step"), ("Affine", "affine", "units"),
+    ("BinaryConnectAffine", "affine", "units"), ("BatchNormalization", "normalization", "fuse"),
+    ("SoftmaxCrossEntropy", "loss", "classes"), ("Transpose", "data movement", "copy"),
+    ("SomethingNew", "other", "layer table"),
+])
+def test_the_dominant_layers_advice_fits_what_the_layer_does(ltype, kind, says):
+    from nnprofile.base.kinds import layer_kind
+    assert layer_kind(ltype) == kind
+    section = _section(conv_f=6.0, conv_b=10.0)
+    for e in section.entries:
+        if e.layer == "Conv":
+            e.layer_type, e.layer = ltype, "heavy"
+    [a] = [a for a in summarize_section(section).advice if a.rule == "dominant_layer"]
+    assert says in a.text and "heavy" in a.text and ltype in a.evidence
+    # maps, kernels, strides and pooling are for convolutions only
+    assert any(w in a.text for w in CONV_WORDS) == (kind == "convolution"), a.text
+
+
 def test_slow_layer_compares_with_the_networks_best():
     # Conv: 180 MFLOP in 16 ms = 11.25 GFLOP/s. ReLU: 0.2 MFLOP in 3 ms = 0.067 GFLOP/s,
     # 12.8% of the step: far below a tenth of the best.
@@ -134,10 +159,10 @@ def test_every_rule_is_registered():
 
 def _program(validation_ms, trained=False):
     """A recorded program's step: a training graph, and a graph run forward every other step."""
-    graphs = [advice.GraphTime("loss", True, 1, 1, 4.0, 5.0, 4.0),
-              advice.GraphTime("vpred", trained, 0.5, 0, validation_ms, 0.0, 2 * validation_ms)]
+    graphs = [breakdown.GraphTime("loss", True, 1, 1, 4.0, 5.0, 4.0),
+              breakdown.GraphTime("vpred", trained, 0.5, 0, validation_ms, 0.0, 2 * validation_ms)]
     parts = [("forward (loss)", 4.0), ("backward (loss)", 5.0), ("forward (vpred)", validation_ms), ("other", 1.0)]
-    return advice.Summary(section="script 'p.py'", parts=parts, half_functions=0, functions=0, layers=[],
+    return breakdown.Summary(section="script 'p.py'", parts=parts, half_functions=0, functions=0, layers=[],
                           coverage=None, backend="cpu", type_config="float", advice=[], graphs=graphs)
 
 
@@ -156,9 +181,9 @@ def test_a_programs_parts_have_kinds():
 
 def test_summary_rows_and_lines_agree():
     s = summarize_section(_section())
-    rows = advice.summary_rows(s)
+    rows = breakdown.summary_rows(s)
     assert rows[0][1:4] == ["step", "training step", 23.5]
-    assert [r[2] for r in rows if r[1] == "part"] == list(advice.PARTS)
-    lines = advice.summary_lines(s)
+    assert [r[2] for r in rows if r[1] == "part"] == list(breakdown.PARTS)
+    lines = breakdown.summary_lines(s)
     assert lines[0].startswith("Step: 23.500 ms = input 2.000 ms (8.5%)")
     assert sum(1 for l in lines if l.startswith("Advice:")) == len(s.advice)

@@ -94,7 +94,7 @@ def test_a_static_then_a_dynamic_graph_and_their_solvers():
     a = assemble(capture, capture.costs, "static_then_dynamic.py")
     static, dynamic = a.sections[:2]
     assert (static.name, dynamic.name) == ("loss", "dyn_loss") and dynamic.info["dynamic"]
-    assert a.how == "solver updates: one step per update"  # solvers used one after the other
+    assert a.how == "solver updates: one step per update (the updates form no repeating pattern)"  # one, then the other
     assert static.info["trained_by"][0].startswith("Adam: line ")
     assert static.info["trained_by"] != dynamic.info["trained_by"]
     assert [e.layer for e in dynamic.entries_of("forward_function")][:2] == ["cnn/conv11/conv", "ReLU"]
@@ -123,3 +123,62 @@ def test_every_stored_recording_renders(name, tmp_path):
     written = write_all(Profile(header={"kind": "program", "steps": a.how}, notes=a.notes, sections=a.sections,
                                 complete=True, timeline=a.timeline), str(tmp_path))
     assert {os.path.basename(p) for p in written} >= {"profile.log", "result.json", "report.html", "trace.json.gz"}
+
+
+def _slowed(capture, steps, factor):
+    """The capture with every function call of the given steps (indexes) taking ``factor`` times as long, as
+    a slow spell of the machine over those steps would make them."""
+    import copy
+    capture = copy.deepcopy(capture)
+    rule_loop = replay(capture, group_passes(capture.events, capture.sites))
+    spans = bounds(rule_loop, rule_loop.rule(), capture.started_ns, capture.stopped_ns)
+    for e in capture.events:
+        if isinstance(e, events.Call) and any(spans[i][0] <= e.start_ns < spans[i][1] for i in steps):
+            e.end_ns = e.start_ns + int(factor * (e.end_ns - e.start_ns))
+    return capture, spans
+
+
+def test_a_graph_that_ran_only_in_slow_steps_keeps_its_part():
+    """Rule 3: the validation's steps ran slow (1.6x); leaving them out would leave the validation no part.
+    They are kept, and said to be; every part counts the same steps, and the parts add up to the step."""
+    from nnprofile.analysis import analyze_section
+    from nnprofile.result.header import ProgramHeader
+    capture = load("train_validate")
+    passes = group_passes(capture.events, capture.sites)
+    loop = replay(capture, passes)
+    spans = bounds(loop, loop.rule(), capture.started_ns, capture.stopped_ns)
+    validation = sorted({i for p in passes if p.name == "vpred" for i, (a, b) in enumerate(spans)
+                         if a <= p.start_ns < b})
+    assert validation  # the validations at iterations 4, 8 and 12 fall in steps
+    slow, _ = _slowed(capture, validation, 1.6)
+    a = assemble(slow, slow.costs, "train_validate.py")
+    graphs, program = a.sections[:-1], a.sections[-1]
+    vpred = next(s for s in graphs if s.name == "vpred")
+    header = ProgramHeader(drift_threshold=0.25)
+    step = analyze_section(program, header, graphs).step
+    parts = dict(step.parts)
+    forward_all = vpred.entries_of("forward_all")[0]
+    assert parts["forward (vpred)"] > 0
+    assert parts["forward (vpred)"] == pytest.approx(forward_all.per_round_ns() / 1e6, abs=1e-6)
+    assert sum(ms for _, ms in step.parts) == pytest.approx(step.step_ms, abs=1e-6)
+    kept_rounds = [a.kept_steps.index(i + 1) for i in validation if i + 1 in a.kept_steps]
+    assert kept_rounds and set(kept_rounds) <= set(vpred.info.get("drift_exempt", []))
+    # every entry leaves out the same rounds
+    dropped = {tuple(e.dropped_rounds) for s in a.sections for e in s.entries if e.round_sizes}
+    assert len(dropped) == 1 and not set(next(iter(dropped))) & set(kept_rounds)
+
+
+def test_a_slow_spell_over_ordinary_steps_leaves_them_out_of_every_part_alike():
+    capture = load("train_validate")
+    passes = group_passes(capture.events, capture.sites)
+    loop = replay(capture, passes)
+    spans = bounds(loop, loop.rule(), capture.started_ns, capture.stopped_ns)
+    validation = {i for p in passes if p.name == "vpred" for i, (a, b) in enumerate(spans) if a <= p.start_ns < b}
+    ordinary = [i for i in range(2, len(spans)) if i not in validation][:2]
+    slow, _ = _slowed(capture, ordinary, 2.0)
+    a = assemble(slow, slow.costs, "train_validate.py")
+    rounds = [a.kept_steps.index(i + 1) for i in ordinary]
+    for s in a.sections:
+        for e in s.entries:
+            if e.round_sizes and e.phase != "step":
+                assert set(rounds) <= set(e.dropped_rounds), e.label

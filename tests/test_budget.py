@@ -10,7 +10,7 @@ import pytest
 import nnprofile
 from conftest import FakeClock, ROOT
 from nnprofile.analysis import analyze, charted_layers
-from nnprofile.analysis.advice import LayerTime, base_layers, base_name
+from nnprofile.analysis.breakdown import LayerTime, base_layers, base_name
 from nnprofile.measure.rounds import MIN_LAYER_ROUNDS, Action, Probe, RoundRunner, make_plan
 from nnprofile.measure.sequence import simple
 from nnprofile.measure.timing import Sampling, Timer

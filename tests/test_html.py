@@ -81,7 +81,7 @@ def test_the_layer_table_sorts_and_filters_in_a_browser(reports, tmp_path):
             page.fill("#filter-0", "conv")
             assert names() == ["Convolution", "Convolution_2"]
             assert page.locator("#section-1 h2").text_content().startswith("executor 'Executor'")
-            assert page.locator("#section-0 .advice").count() >= 1
+            assert page.locator("#lead-0 .advice").count() >= 1
             page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
         finally:
             browser.close()
@@ -135,7 +135,8 @@ def test_a_long_layer_table_shows_its_first_rows_until_asked(tmp_path):
         browser, page, seen = _open(p, tmp_path / "report.html")
         try:
             rows = page.locator("#layers-0 tbody tr")
-            assert rows.count() == 100
+            assert rows.count() == 100 and not page.locator("#layers-0").is_visible()  # a long table is folded
+            page.click("#layers-fold-0 summary")
             assert page.locator("#more-0").text_content() == "Show all 150 layers (100 shown)"
             page.click("#layers-0 th[data-key='total']")  # the slowest first: L149 down to L50
             assert page.locator("#layers-0 tbody tr td:first-child").first.text_content() == "L149"
@@ -144,6 +145,41 @@ def test_a_long_layer_table_shows_its_first_rows_until_asked(tmp_path):
             page.fill("#filter-0", "")
             page.click("#more-0")
             assert rows.count() == 150 and not page.locator("#more-0").is_visible()
+        finally:
+            browser.close()
+    assert seen["errors"] == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", [1400, 1000])
+def test_a_programs_report_opens_with_its_step_and_nothing_is_wider_than_the_window(tmp_path, width):
+    """The step across the graphs, what each graph is for, the advice and the top layers fill the first
+    screen; the layer tables come after, and no table, chart or line makes the page scroll sideways."""
+    from nnprofile.assembly.assemble import assemble
+    from nnprofile.assembly.events import load
+    from nnprofile.render import write_all
+    from nnprofile.result import Profile
+    capture = load(os.path.join(os.path.dirname(__file__), "events", "train_validate.json.gz"))
+    a = assemble(capture, capture.costs, "train_validate.py")
+    write_all(Profile(header={"kind": "program", "steps": a.how, "project": "/a/long/path/" * 20 + "train.py"},
+                      notes=a.notes, sections=a.sections, complete=True, timeline=a.timeline), str(tmp_path))
+    sync_playwright = _browser()
+    with sync_playwright() as p:
+        browser, page, seen = _open(p, tmp_path / "report.html")
+        try:
+            page.set_viewport_size({"width": width, "height": 900})
+            lead = page.locator("#lead-0")
+            assert lead.locator("h2").text_content() == "Where the step goes: script 'train_validate.py'"
+            assert lead.locator(".step-chart").bounding_box()["y"] < 900  # in the first screen
+            graphs = lead.locator("table.graphs tr td:first-child").all_text_contents()
+            assert graphs == ["loss", "vpred"]
+            assert "an evaluation" in lead.locator("table.graphs").text_content()
+            assert lead.locator("table.top tr").count() > 1
+            # the lead comes before every section's layer table
+            assert lead.bounding_box()["y"] < page.locator("#section-0").bounding_box()["y"]
+            assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+            page.click("#columns-0")  # every column: the table scrolls inside its box, the page does not
+            assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
         finally:
             browser.close()
     assert seen["errors"] == []

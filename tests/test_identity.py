@@ -3,7 +3,7 @@ import nnabla as nn
 import nnabla.functions as F
 import numpy as np
 
-from nnprofile.analysis.advice import layer_times
+from nnprofile.analysis.breakdown import layer_times
 from nnprofile.measure.naming import LayerIndex, only_layers, pass_functions
 from nnprofile.result import Entry, Section
 

@@ -15,7 +15,7 @@ import pytest
 import nnprofile
 from conftest import FakeClock, ROOT, interruptible, run_cli
 from nnprofile.analysis import analyze
-from nnprofile.analysis.advice import per_step_ms
+from nnprofile.analysis.breakdown import per_step_ms
 from nnprofile.base.hookcost import HookCosts
 from nnprofile.assembly.steps import Loop, bounds, describe, period, update_period
 from nnprofile.api.programs import interrupted, shorten
@@ -136,8 +136,11 @@ def test_a_training_and_a_validation_graph_are_sections_of_their_own(classifier)
 
 def test_steps_are_the_iterations_and_what_follows_the_loop_is_not_a_step(classifier):
     _, profile = classifier
-    assert profile.header.skipped_steps == 1 and profile.header.active_steps == 12  # 13 iterations
-    assert profile.header.steps == "solver updates: one step per update"
+    h = profile.header
+    # 13 iterations: the first set aside, the other 12 kept (fewer than the 20 active: no step is left to
+    # measure the hooks without them)
+    assert h.skipped_steps == 1 and h.kept_steps == list(range(2, 14)) and h.plain_steps == []
+    assert h.active_steps == 12 and h.steps == "solver updates: one step per update"
     program = profile.sections[-1]
     [update] = [e for e in program.entries if e.label == "update (Adam)"]  # a solver of nnabla.solver
     assert update.round_sizes == [1] * 12
@@ -189,7 +192,8 @@ def test_two_solvers_are_told_apart_and_each_trains_its_graph(gan):
     assert list(sections) == ["loss_gen", "loss_dis", "gan.py"]
     assert sections["loss_gen"].info["trained_by"] == ["Adam: gen"]
     assert sections["loss_dis"].info["trained_by"] == ["Adam: dis"]
-    assert profile.header.active_steps == 9  # 10 iterations: one step each, both updates inside
+    h = profile.header  # 10 iterations: one step each, both updates inside (every third without the hooks)
+    assert h.skipped_steps == 1 and h.kept_steps == list(range(2, 11)) and h.plain_steps == []
     labels = [e.label for e in sections["gan.py"].entries]
     for solver in ("gen", "dis"):
         for method in ("zero_grad", "weight_decay", "update"):
@@ -217,7 +221,8 @@ def test_names_outlive_clear_parameters_and_dynamic_graphs_are_known_by_their_ba
     _, profile = _run(tmp_path_factory, "static_then_dynamic", "--iterations", "4")
     sections = _sections(profile)
     assert list(sections) == ["loss", "dyn_loss", "static_then_dynamic.py"]
-    assert profile.header.skipped_steps + profile.header.active_steps == 8  # every iteration a step
+    h = profile.header  # every iteration a step
+    assert h.skipped_steps + h.active_steps == 8 and h.skipped_steps == 1
     static, dynamic = sections["loss"], sections["dyn_loss"]
     assert [e.layer for e in static.entries_of("forward_function")][:2] == ["cnn/conv11/conv", "ReLU"]
     assert not static.info["dynamic"] and dynamic.info["dynamic"]

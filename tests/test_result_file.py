@@ -188,3 +188,21 @@ def test_report_of_a_missing_result_is_one_line(tmp_path):
     proc = run_cli("report", str(tmp_path))
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "no such result" in proc.stderr
+
+
+def test_a_version_7_file_keeps_loading(tmp_path):
+    """A recorded program's profile (checked in: lstm_lm.py, 24 steps): the steps run without the hooks, the
+    hooks' cost fitted to the program, what each graph is for, the eager work; and it renders every output."""
+    from nnprofile.render import write_all
+    profile = result_file.load(os.path.join(GOLDEN, "result_v7.json"))
+    h = profile.header
+    assert isinstance(h, ProgramHeader) and h.kind == "program" and not h.extra
+    assert h.kept_steps == list(range(2, 22)) and h.plain_steps == [22, 23] and h.drift_threshold == 0.25
+    assert {"signatures", "forward_scale", "backward_scale"} <= set(h.hooks_in_program)
+    assert [(s.name, s.info.get("role")) for s in profile.sections[:-1]] == [("loss", "trained"),
+                                                                             ("vloss", "evaluation")]
+    eager = [e.label for e in profile.sections[-1].entries_of("eager")]
+    assert eager[:2] == ["eager (PowScalar at lstm_lm.py:75)", "eager (Sum at lstm_lm.py:75)"]
+    written = write_all(profile, str(tmp_path))
+    assert {os.path.basename(p) for p in written} >= {"profile.log", "report.html", "profile.xlsx", "result.json"}
+    assert "Hooks in this program: the gaps between the functions" in (tmp_path / "profile.log").read_text()

@@ -17,8 +17,9 @@ from ..result import Entry, Profile, Section, views
 from ..result.header import Header, ProjectHeader
 from ..base.stats import Drift, median
 from . import memory
-from .advice import (Advice, LayerTime, Summary, base_layers, layer_times, program_layers, summarize_program,
-                     summarize_section)
+from .advice import advise
+from .breakdown import (Advice, LayerTime, Summary, base_layers, layer_times, program_layers, summarize_program,
+                        summarize_section)
 from .precision import Precision, precision
 from .ranks import RanksAnalysis, analyze_ranks, ranks_frame
 
@@ -150,6 +151,8 @@ def analyze_section(section: Section, header: Header,
         step = summarize_program(section, graphs, context, named, main[0] if main else None)
     else:
         step = summarize_section(section, context, layers, forward_share[0] if forward_share else None)
+    if step is not None:
+        step.advice = advise(step)
     bases = step.base_layers if step is not None else base_layers(layers)
     return SectionAnalysis(
         section=section, coverage=covered,
@@ -158,7 +161,8 @@ def analyze_section(section: Section, header: Header,
                               if e.is_layer_work and e.flops is None and e.layer_type}),
         incomplete=[e for e in section.entries if not e.complete],
         layers=layers,
-        drift=Drift(tuple(section.speed_levels), threshold or 0.10),
+        drift=Drift(tuple(section.speed_levels), threshold or 0.10,
+                    tuple(section.info.get("drift_exempt", ())) if section.info else ()),
         step=step,
         run_spread=run_spread(section),
         memory_rows=memory.rows(section, limit), memory_lines=memory.lines(section, limit),

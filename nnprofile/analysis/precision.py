@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
 
 from ..result import Entry, Section
-from .advice import PHASE_PART, LayerTime, base_layers, base_name
+from .breakdown import PHASE_PART, LayerTime, base_layers, base_name
 
 # The layers whose error is reported: those that make up this share of the step, slowest first.
 MAIN_LAYERS_SHARE = 0.80

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 from ..base.choices import LAYER_PHASES
 from ..result import Profile
 from ..base.stats import mean_ci, median
-from .advice import INPUT_BOUND_SHARE, Advice
+from .advice import INPUT_BOUND_SHARE
+from .breakdown import Advice
 
 if TYPE_CHECKING:
     import pandas

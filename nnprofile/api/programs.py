@@ -14,6 +14,7 @@ program's step.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import datetime
 import os
 import platform
@@ -96,7 +97,9 @@ class Recording:
         self.command = command or name
         self.skip_first, self.active = skip_first, active
         self.namespaces = tuple(namespaces)
-        self._new = lambda: Recorder(skip_first=skip_first, active=active, clock=clock, namespaces=self.namespaces)
+        # Where the hooks' cost is measured (not given), a few steps after the kept ones run without the hooks.
+        self._new = lambda: Recorder(skip_first=skip_first, active=active, clock=clock, namespaces=self.namespaces,
+                                     calibrate=hook_costs is None)
         self.hook_costs = hook_costs
         self.recorder = self._new()
         self.profile: Optional[Profile] = None
@@ -106,6 +109,7 @@ class Recording:
         self.merged: Optional[Profile] = None  # rank 0 of several: the ranks' merged view
         self.written_to: Optional[str] = None  # where this process's own result went
         self.capture: Optional[Any] = None  # the recording as data (nnprofile.assembly.events.Capture)
+        self._signatures: Dict[str, Tuple[float, float]] = {}  # the hooks' cost per function signature
         self.save_events = save_events  # write it too, as events.json.gz
         self.progress = progress
         self._guard: Optional[Any] = None
@@ -156,7 +160,7 @@ class Recording:
         snapshot = copy.copy(self.recorder)
         snapshot.events = list(self.recorder.events)
         profile = self._profile("ended by SIGTERM (the launcher stopped this rank, as it does when another "
-                                "rank dies)", snapshot)
+                                "rank dies)", snapshot, measure_signatures=False)
         world = self.run_world()
         if self.outdir is not None and world is not None:
             self._write(profile, self._rank_folder(world.rank))
@@ -215,31 +219,39 @@ class Recording:
             from ..assembly import events
             events.save(self.capture, os.path.join(folder, EVENTS))
 
-    def _profile(self, failure: Optional[str], recorder: Optional[Any] = None) -> Profile:
+    def _profile(self, failure: Optional[str], recorder: Optional[Any] = None,
+                 measure_signatures: bool = True) -> Profile:
         import nnabla
-        from ..assembly.assemble import assemble
+        from ..assembly.assemble import DRIFT, assemble
         from ..recording.describe import describe
         assert self.hook_costs is not None  # measured on entry
         recorder = recorder or self.recorder
-        capture = describe(recorder, self.hook_costs)
+        costs = self.hook_costs
+        capture = describe(recorder, costs)
+        if measure_signatures and self._measure_again:
+            from ..recording.calibrate import signature_costs
+            self._signatures.update(signature_costs(capture, self._new, self._signatures))
+            costs = dataclasses.replace(costs, by_signature=dict(self._signatures))
+            capture.costs = costs
         self.capture = capture
-        a = assemble(capture, self.hook_costs, self.name)
+        a = assemble(capture, costs, self.name)
         costs = a.costs
         context = nnabla.get_current_context()
         header = ProgramHeader(
             nnprofile=__version__, nnabla=nnabla.__version__, project=self.command,
             context=",".join(context.backend) if context.backend else "cpu:float",
-            sampling="steps %d to %d of %d recorded (skip first %d, active %d)%s; each figure (the time of "
-                     "one call) is the mean over those steps, leaving out steps the machine ran slow in"
-                     % (a.skip + 1, a.skip + a.kept, a.steps, a.skip, self.active,
-                        "; %d more without the hooks, for what they cost" % a.in_program["plain_steps"]
-                        if a.in_program else ""),
+            sampling="%s of %d recorded (skip first %d, active %d)%s; each figure (the time of one call) is "
+                     "the mean over those steps, leaving out steps the machine ran slow in"
+                     % (_span(a.kept_steps), a.steps, a.skip, self.active,
+                        "; steps %s ran without the hooks, for what they cost" % _numbers(a.plain_steps)
+                        if a.plain_steps else ""),
             steps=a.how,
             machine="%s, %s, Python %s" % (platform.node(), platform.machine(), platform.python_version()),
             date=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
             hook_overhead_ns=round(costs.static_total, 1), hook_inside_ns=round(costs.static_inside, 1),
             call_overhead_ns=round(costs.dynamic_total, 1), call_inside_ns=round(costs.dynamic_inside, 1),
-            active_steps=a.kept, skipped_steps=a.skip, chain_hook_overhead_ns=round(self.hook_costs.static_total, 1))
+            active_steps=a.kept, skipped_steps=a.skip, chain_hook_overhead_ns=round(self.hook_costs.static_total, 1),
+            kept_steps=list(a.kept_steps), plain_steps=list(a.plain_steps), drift_threshold=DRIFT)
         if a.in_program is not None:
             header.hooks_in_program = {k: round(v, 4) for k, v in a.in_program.items()}
             header.hook_eviction = round(costs.eviction, 4)
@@ -265,6 +277,17 @@ class Recording:
             header.started_unix = round(self._started_unix, 3)
         return Profile(header=header, notes=notes, sections=a.sections, complete=failure is None,
                        failure=failure, timeline=a.timeline)
+
+
+def _span(steps: Sequence[int]) -> str:
+    if not steps:
+        return "no steps"
+    return "step %d" % steps[0] if len(steps) == 1 else "steps %d to %d" % (steps[0], steps[-1])
+
+
+def _numbers(steps: Sequence[int]) -> str:
+    shown = ", ".join(str(s) for s in steps[:6])
+    return shown + (", ..." if len(steps) > 6 else "")
 
 
 def record(outdir: Optional[PathLike] = None, skip_first: int = 1, active: int = 20, save_events: bool = False,

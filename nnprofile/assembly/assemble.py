@@ -9,22 +9,30 @@ and its time.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..base.hookcost import HookCosts, measured_in_program
+from ..base.hookcost import BACKWARD, HookCosts, measured_in_program, scaled
+from ..base.stats import Drift
 from ..result import Section
-from ..result.drift import drift_over
+from ..result.drift import drift_over, emptied
 from ..result.timeline import TimelineEvent
-from . import steps as step_rule
-from .events import DYNAMIC, EAGER, Call, Capture, CommCall, Hooks, InputCall, SolverCall, StepMark, end_of, start_of
-from .graphs import UNDETERMINED, Graph, solver_labels, split_by_graph, trainers
+from . import hookfit, steps as step_rule
+from .events import DYNAMIC, EAGER, Call, Capture, Hooks, InputCall, SolverCall, StepMark, end_of, start_of
+from .graphs import UNDETERMINED, Graph, roles, solver_labels, split_by_graph, trainers
 from .passes import Pass, group_passes
-from .sections import Builder, overlap
+from .sections import Builder, merged
 
 INPUT_NOTE = ("input (load_dataset) is the time the program waited in DataIterator.next(); NNabla's "
               "iterators load the next batch in a thread while the step runs (use_thread, the default), so "
               "it is the wait, not the loading")
+
+
+# A kept step slower than the usual speed by more than this is left out of the means: the machine's slow
+# spells (1.2-1.7x), not the program's own variation from step to step (a step after a validation reads
+# its data from colder caches), which is its time as much as any other.
+DRIFT = 0.25
 
 
 @dataclass
@@ -37,9 +45,13 @@ class Assembly:
     how: str                # how the steps were found
     notes: List[str]
     costs: HookCosts        # what the hooks cost, as taken off (measured in the program where it could be)
-    in_program: Optional[Dict[str, float]] = None  # plain and hooked steps' medians, how many, cost
+    # How the hooks' cost was fitted to the program: signatures measured on replicas; the steps without
+    # the hooks against those with (pairs, medians, scale); the bound the gaps between functions set.
+    in_program: Optional[Dict[str, float]] = None
     origin_ns: int = 0      # the recorder's clock at the timeline's zero (the first kept step's start)
     graphs: List[Graph] = field(default_factory=list)
+    kept_steps: List[int] = field(default_factory=list)   # the kept steps' numbers, from 1
+    plain_steps: List[int] = field(default_factory=list)  # the steps run without the hooks, among them
 
 
 def replay(capture: Capture, passes: Sequence[Pass]) -> step_rule.Loop:
@@ -65,20 +77,28 @@ def replay(capture: Capture, passes: Sequence[Pass]) -> step_rule.Loop:
             recent = set()
         elif isinstance(e, StepMark):
             loop.mark(e.at_ns)
+        elif isinstance(e, Hooks):
+            loop.hooks(e.on)
     return loop
 
 
-def _plain_steps(per_step: List[List[Any]]) -> List[bool]:
-    """Which steps ran without the function hooks (they are switched at a step's start)."""
+HOOKED, PLAIN, MIXED = "hooked", "plain", "mixed"
+
+
+def hook_states(per_step: List[List[Any]]) -> List[str]:
+    """Whether each step ran with the function hooks, without them, or switched within it (the recorder
+    switches them at a step's end as it counts steps; where its count and the steps found at the end
+    differ, a step can hold a switch: it is neither kept nor a step without the hooks)."""
     out = []
     on = True
     for events in per_step:
-        for e in events:
+        state = None
+        for n, e in enumerate(events):
             if isinstance(e, Hooks):
+                if any(not isinstance(x, Hooks) for x in events[:n]):
+                    state = MIXED
                 on = e.on
-            else:
-                break
-        out.append(not on)
+        out.append(state or (HOOKED if on else PLAIN))
     return out
 
 
@@ -93,24 +113,15 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
     per_step = step_rule.split(events, bounds, start_of)
     before, after = step_rule.outside(events, bounds, start_of)
     skip = min(capture.skip_first, max(0, len(bounds) - 1))
-    plain = _plain_steps(per_step)
-    hooked_after_skip = [i for i in range(skip, len(bounds)) if not plain[i]]
-    kept = hooked_after_skip[:capture.active]
-    plain_kept = [i for i in range(skip, len(bounds)) if plain[i]]
+    states = hook_states(per_step)
+    # The kept steps: one run of the loop after those set aside; after them, the calibration's steps with
+    # the hooks and without (``nnprofile.recording.recorder.CALIBRATION``).
+    kept = [i for i in range(skip, min(len(bounds), skip + capture.active)) if states[i] == HOOKED]
+    plain_kept = [i for i in range(skip, len(bounds)) if states[i] == PLAIN]
+    hooked = [i for i in range(skip, len(bounds)) if states[i] == HOOKED]
 
-    # A step's own duration: without nnprofile's work and without the time in collectives, which
-    # is the other ranks' (a rank waiting for a straggler would measure the straggler's hooks).
-    def own(i: int) -> float:
-        start, end = bounds[i]
-        return end - start - overlap(start, end, capture.excluded) - sum(
-            e.end_ns - e.start_ns for e in per_step[i] if isinstance(e, CommCall))
-    calls = [[e for e in per_step[i] if isinstance(e, Call)] for i in range(len(per_step))]
-    in_program = measured_in_program(
-        costs, [(own(i), sum(1 for c in calls[i] if c.kind != DYNAMIC), sum(1 for c in calls[i] if c.kind == DYNAMIC),
-                 sum(c.end_ns - c.start_ns for c in calls[i])) for i in kept],
-        [own(i) for i in plain_kept])
-    if in_program is not None:
-        costs = in_program[0]
+    excluded = merged(capture.excluded)  # nnprofile's own work between the program's calls
+    costs, hooks = fit_costs(capture, costs, per_step, bounds, kept, hooked, plain_kept, excluded)
     # The graphs of every step, and of what ran before the first step and after the last (pseudo-steps
     # at both ends: they name every graph the same way, wherever it ran).
     spans = [before] + per_step + [after]
@@ -121,13 +132,20 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
         g.trained_by = trainers(g, spans, capture)
     for g in graphs:  # back to the steps' own indexes
         g.passes = g.passes[1:-1] + [g.passes[0], g.passes[-1]]
-    builder = Builder(capture, costs, name, labels, kept, per_step, bounds)
+    graph_roles = roles(graphs, kept, capture)
+    builder = Builder(capture, costs, name, labels, kept, per_step, bounds, set(plain_kept))
     shown = sorted((g for g in graphs if any(g.passes[i] for i in kept)),
                    key=lambda g: next((n, min(p.start_ns for p in g.passes[i])) for n, i in enumerate(kept)
                                       if g.passes[i]))  # in order of first use in the kept steps
     sections = [builder.graph_section(g) for g in shown]
+    for g, section in zip(shown, sections):
+        role, fed = graph_roles[g.key]
+        section.info["role"] = role
+        if fed:
+            section.info["feeds"] = fed
     sections.append(builder.program_section())
-    drift_over(sections, len(kept), 0.10)
+    raised = hold_parts(sections)
+    drift = drift_over(sections, len(kept), DRIFT, keep_rare=True)
     trained = [s for s, g in zip(sections, shown) if g.trained_by] or sections[:-1]
     if trained and kept:
         trained[0].memory = builder.memory(trained[0])
@@ -144,11 +162,77 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
         notes.append("under auto_forward, functions that no backward reached are in the graph '%s': the rule "
                      "(a function belongs to the graph whose backward reaches it) cannot tell their graph"
                      % undetermined[0])
+    if math.isinf(drift.threshold):
+        slow = Drift(drift.levels, DRIFT, drift.exempt)
+        for s in sections:  # no round is left out: no section says one is
+            s.speed_levels = []
+        notes.append("every kept step counts, also those the machine ran slow in (steps %s): leaving them out "
+                     "would leave out every call of %s" % (", ".join(str(kept[r] + 1) for r in slow.dropped),
+                                                           "; ".join(emptied(sections, slow))))
+    if raised:
+        notes.append("in %d of the %d kept steps the hooks' cost as estimated left less than the step's timed parts; "
+                     "there the step is the sum of its parts (the program's own time reads 0)" % (raised, len(kept)))
     notes += unstepped(graphs, labels, spans, kept, skip, len(per_step), capture)
-    found = len(bounds) - len(plain_kept)
-    return Assembly(sections if any(s.entries for s in sections) else [], builder.timeline, found, skip,
-                    len(kept), step_rule.describe(rule, found, names), notes, costs,
-                    in_program[1] if in_program is not None else None, builder.origin, graphs)
+    hooks_at_end = [e.on for e in events if isinstance(e, Hooks)]
+    if hooks_at_end and not hooks_at_end[-1]:
+        notes.append("the program ended while steps ran without the hooks (those that measure what the hooks "
+                     "cost, after the kept steps): what it did after its last step (a final evaluation, saving) "
+                     "was not seen")
+    return Assembly(sections if any(s.entries for s in sections) else [], builder.timeline, len(bounds), skip,
+                    len(kept), step_rule.describe(rule, len(bounds), names), notes, costs,
+                    hooks, builder.origin, graphs,
+                    [i + 1 for i in kept], [i + 1 for i in plain_kept])
+
+
+def fit_costs(capture: Capture, costs: HookCosts, per_step: List[List[Any]], bounds: List[Tuple[int, int]],
+              kept: List[int], hooked: List[int], plain: List[int],
+              excluded: List[Tuple[int, int]]) -> Tuple[HookCosts, Dict[str, float]]:
+    """The hooks' costs as measured (on a chain, on replicas of the program's functions), fitted to the program:
+    scaled per phase to the gaps between the functions of its passes (``hookfit.gap_ratio``), and what
+    else a step takes longer with the hooks, from its steps without them (``hookfit.pairs``). Returns the
+    costs and what the header says of them."""
+    graph = capture.graph
+    phases = {i: group_passes(per_step[i], capture.sites) for i in set(kept) | set(hooked)}
+    key = {id(c): costs.key(graph.signature(graph.functions[c.function]), p.phase)
+           for ps in phases.values() for p in ps for c in p.calls}
+    ratios = {}
+    for phase in ("forward", "backward"):
+        ratios[phase] = hookfit.gap_ratio([p for i in kept for p in phases[i] if p.phase == phase],
+                                          lambda c, p: costs.total(c.kind, key[id(c)]) - costs.inside(c.kind, key[id(c)]))
+    costs = scaled(costs, ratios["forward"], ratios["backward"])
+    info: Dict[str, float] = {"signatures": float(len(costs.by_signature)), "forward_scale": round(costs.scale, 4),
+                              "backward_scale": round(costs._scale(BACKWARD), 4)}
+
+    def hooks_of(i: int) -> float:  # what the hooks cost a kept step's calls and passes, as fitted
+        passes = phases[i]
+        phase_of = {id(x): p.phase for p in passes for x in p.calls}
+        return sum(costs.total(e.kind, costs.key(graph.signature(graph.functions[e.function]), phase_of.get(id(e), "forward")))
+                   for e in per_step[i] if isinstance(e, Call)) + sum(1 for p in passes if not p.dynamic) * costs.per_pass()
+    pairs, carried = hookfit.pairs(per_step, bounds, hooked, plain, excluded, hooks_of)
+    in_program = measured_in_program(costs, pairs, carried)
+    if in_program is not None:
+        costs = in_program[0]
+        info.update(in_program[1])
+    return costs, info
+
+
+def hold_parts(sections: Sequence[Section]) -> int:
+    """Each kept step at least as long as its timed parts (each graph's passes, each call of the program's),
+    the hooks' cost taken off each: where the hooks' cost as estimated for the whole step is more than the
+    step leaves, the step is the sum of its parts. Returns in how many steps."""
+    program = sections[-1]
+    steps = program.entries_of("step")
+    if not steps:
+        return 0
+    step = steps[0]
+    parts = [e for e in program.entries if e.phase != "step"] + [
+        e for s in sections[:-1] for e in s.entries if e.phase in ("forward_all", "backward_all")]
+    totals = [e.round_totals() for e in parts]
+    held = [sum(t[r] for t in totals if r < len(t)) for r in range(len(step.samples_ns))]
+    raised = sum(1 for x, h in zip(step.samples_ns, held) if h > x)
+    if raised:
+        step.samples_ns = [max(x, h) for x, h in zip(step.samples_ns, held)]
+    return raised
 
 
 def _namer(graphs: Sequence[Graph], capture: Capture, labels: Sequence[str]) -> Any:

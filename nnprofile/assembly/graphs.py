@@ -257,3 +257,45 @@ def _scopes(capture: Capture, which: Sequence[int]) -> List[str]:
         parts = [n.split("/")[:-1] for n in names if n]  # each parameter's scope
         out.append("/".join(os.path.commonprefix(parts)) if parts else "")
     return out
+
+
+# What a graph is for, as its section says it (``Section.info["role"]``).
+TRAINED, BACKWARD, FEEDS, EVALUATION = "trained", "backward", "feeds", "evaluation"
+
+
+def roles(graphs: Sequence[Graph], kept: Sequence[int], capture: Capture) -> Dict[Any, Tuple[str, List[str]]]:
+    """Graph key -> (role, the graphs it feeds). A graph a solver updates is trained; one run forward and
+    backward without an update after it (a power iteration) computes gradients; a forward-only graph whose
+    outputs a graph run backward reads in the same step, without computing them itself (through a variable
+    unlinked from it, which shares its buffer), feeds that graph and is part of training; a forward-only
+    graph whose outputs no such graph reads is an evaluation."""
+    functions = capture.graph.functions
+    backward = {g.key for g in graphs if any(p.phase == "backward" for i in kept for p in g.passes[i])}
+    out: Dict[Any, Tuple[str, List[str]]] = {}
+    for g in graphs:
+        if g.trained_by:
+            out[g.key] = (TRAINED, [])
+            continue
+        if g.key in backward:
+            out[g.key] = (BACKWARD, [])
+            continue
+        fed: List[str] = []
+        for i in kept:
+            made = {v for p in g.passes[i] if p.phase == "forward" and p.root in functions
+                    for v in functions[p.root].outputs}
+            if not made:
+                continue
+            for t in graphs:
+                if t.key not in backward or t.name in fed or not t.passes[i]:
+                    continue
+                reads, computes = set(), set()
+                for p in t.passes[i]:
+                    for c in p.calls:
+                        f = functions.get(c.function)
+                        if f is not None:
+                            reads.update(f.inputs)
+                            computes.update(f.outputs)
+                if made & (reads - computes):
+                    fed.append(t.name)
+        out[g.key] = (FEEDS, fed) if fed else (EVALUATION, [])
+    return out

@@ -22,15 +22,26 @@ from ..result.layer import Layer
 from ..result.timeline import TimelineEvent
 from .events import EAGER, Call, Capture, CommCall, InputCall, MonitorCall, SolverCall
 from .graphs import Graph, Namer, layer_keys
-from .passes import Pass
+from .passes import Pass, group_passes
 
 SOLVER_PHASES = {"zero_grad": "prepare_backward", "weight_decay": "weight_decay", "update": "update"}
 # Events a trace keeps per step: a bound on its size (times the active steps).
 MAX_EVENTS_PER_STEP = 20_000
 
 
+def merged(intervals: Sequence[Tuple[int, int]]) -> List[Tuple[int, int]]:
+    """Intervals joined where they overlap (nnprofile's own work can hold more of its own), in order."""
+    out: List[Tuple[int, int]] = []
+    for a, b in sorted(intervals):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
 def overlap(start: int, end: int, excluded: Sequence[Tuple[int, int]]) -> int:
-    """How much of [start, end) nnprofile's own work took."""
+    """How much of [start, end) nnprofile's own work took (``excluded``: merged intervals)."""
     return sum(max(0, min(b, end) - max(a, start)) for a, b in excluded)
 
 
@@ -38,28 +49,41 @@ class Builder:
     """Makes the sections of a recording's kept steps (``kept``: their indexes among ``per_step``)."""
 
     def __init__(self, capture: Capture, costs: HookCosts, name: str, labels: List[str], kept: List[int],
-                 per_step: List[List[Any]], bounds: List[Tuple[int, int]]):
+                 per_step: List[List[Any]], bounds: List[Tuple[int, int]], plain: Optional[set] = None):
         self.capture, self.costs, self.name, self.labels = capture, costs, name, labels
         self.functions = capture.graph.functions
+        self.excluded = merged(capture.excluded)
         self.kept, self.per_step, self.bounds = kept, per_step, bounds
+        self.plain = plain or set()  # the steps run without the hooks
         self.timeline: List[TimelineEvent] = []
         self.origin = bounds[kept[0]][0] if kept else 0
         self.layers: Dict[str, Dict[Any, Layer]] = {}  # graph name -> layer key -> layer
         self._events_per_step: Dict[int, int] = {}
 
-    def signature(self, call: Call) -> Optional[str]:
+    def signature(self, call: Call, phase: str = "forward") -> Optional[str]:
+        """The call's key among the hooks' costs measured per signature (its backward's for a backward call)."""
         f = self.functions.get(call.function)
-        return f.signature if f is not None else None
+        return self.costs.key(self.capture.graph.signature(f) if f is not None else None, phase)
 
-    def own_cost(self, call: Call) -> float:
-        """What the hooks' eviction adds to a call's own time (the part beyond their fixed cost)."""
-        c = self.costs
-        return c.eviction * max(0.0, call.end_ns - call.start_ns - c.inside(call.kind, self.signature(call)))
+    def own_cost(self, call: Call, phase: str = "forward") -> float:
+        """What the hooks' eviction adds to a call's own time (the part beyond their fixed cost; none for a
+        function measured on replicas, which held their own)."""
+        c, key = self.costs, self.signature(call, phase)
+        if call.kind == "static" and c.measured(key):
+            return 0.0
+        return c.eviction * max(0.0, call.end_ns - call.start_ns - c.inside(call.kind, key))
 
-    def hook_total(self, calls: Sequence[Call]) -> float:
+    def hook_total(self, calls: Sequence[Call], phase: str = "forward") -> float:
         """What the hooks added to a stretch of these calls: each call's whole cost and its eviction."""
         c = self.costs
-        return sum(c.total(x.kind, self.signature(x)) + self.own_cost(x) for x in calls)
+        return sum(c.total(x.kind, self.signature(x, phase)) + self.own_cost(x, phase) for x in calls)
+
+    def pass_hooks(self, p: Pass) -> float:
+        """What the hooks added inside a pass (from its first function's start to its last one's end): each
+        call's cost, but the part of the last one's that falls after its end, outside the pass."""
+        c, last = self.costs, p.calls[-1]
+        key = self.signature(last, p.phase)
+        return self.hook_total(p.calls, p.phase) - (c.total(last.kind, key) - c.inside(last.kind, key))
 
     # -- a graph ---------------------------------------------------------------------
 
@@ -86,7 +110,7 @@ class Builder:
                 (forward if phase == "forward" else backward).get(key).add(float(call.end_ns - call.start_ns))
                 self._layer_event(i, known, phase, call)
             for p in graph.passes[i]:
-                whole.get(p.phase).add(max(0.0, p.end_ns - p.start_ns - self.hook_total(p.calls)))
+                whole.get(p.phase).add(max(0.0, p.end_ns - p.start_ns - self.pass_hooks(p)))
                 self._pass_event(graph, section.title, p)
         entries: List[Entry] = []
         for table, phase in ((forward, "forward_function"), (backward, "backward_function")):
@@ -94,7 +118,9 @@ class Builder:
                 known = layers[key]
                 kind = "dynamic" if graph.dynamic and phase == "forward_function" else "static"
                 mean = sum(s.samples) / len(s.samples) if s.samples else 0.0
-                e = known.entry(phase, s.samples, 1, self.costs.taken_off(mean, kind, known.info.signature))
+                key = self.costs.key(self.capture.graph.signature(known.info),
+                                     "backward" if phase == "backward_function" else "forward")
+                e = known.entry(phase, s.samples, 1, self.costs.taken_off(mean, kind, key))
                 e.round_sizes = s.round_sizes
                 entries.append(e)
         for phase in ("forward", "backward"):
@@ -138,12 +164,16 @@ class Builder:
                 table.next_round()
             events = self.per_step[i]
             start, end = self.bounds[i]
+            step_passes = group_passes(events, capture.sites)
+            phase_of = {id(x): p.phase for p in step_passes for x in p.calls}
             hooks = 0.0
             for e in events:
                 if isinstance(e, Call):
-                    hooks += c.total(e.kind, self.signature(e)) + self.own_cost(e)
-                    if e.kind == EAGER:
-                        eager.get(e.function).add(float(e.end_ns - e.start_ns))
+                    phase = phase_of.get(id(e), "forward")
+                    hooks += c.total(e.kind, self.signature(e, phase)) + self.own_cost(e, phase)
+                    if e.kind == EAGER:  # by function type and the program's line (any shapes)
+                        f = self.functions[e.function]
+                        eager.get((f.type, f.created)).add(float(e.end_ns - e.start_ns))
                 elif isinstance(e, InputCall):
                     inputs.get(e.iterator).add(float(e.end_ns - e.start_ns))
                 elif isinstance(e, SolverCall):
@@ -153,7 +183,10 @@ class Builder:
                 elif isinstance(e, CommCall):
                     comms.get(e.method).add(float(e.end_ns - e.start_ns))
                     moved.setdefault(e.method, []).append(e.bytes)
-            step.get("step").add(max(0.0, end - start - overlap(start, end, capture.excluded) - hooks))
+            passes = sum(1 for p in step_passes if not p.dynamic)
+            carried = c.carry if i - 1 not in self.plain else 0.0  # the step before had the hooks
+            step.get("step").add(max(0.0, end - start - overlap(start, end, self.excluded) - hooks
+                                     - passes * c.per_pass() - c.outside - carried))
             self._step_events(i, events)
         entries: List[Entry] = []
         for key, s in inputs.series.items():
@@ -161,11 +194,10 @@ class Builder:
         for (solver, method), s in solvers.series.items():
             label = self.labels[solver] if solver < len(self.labels) else "solver %d" % (solver + 1)
             entries.append(_entry("%s (%s)" % (method, label), SOLVER_PHASES.get(method, "solver"), s))
-        for function, s in eager.series.items():
-            f = self.functions[function]
-            e = _entry("eager (%s at %s)" % (f.type, _short(f.created)), "eager", s)
+        for (kind, created), s in eager.series.items():
+            e = _entry("eager (%s at %s)" % (kind, _short(created)), "eager", s)
             mean = sum(s.samples) / len(s.samples) if s.samples else 0.0
-            e.overhead_ns, e.layer_type, e.source = c.taken_off(mean, "eager"), f.type, f.created
+            e.overhead_ns, e.layer_type, e.source = c.taken_off(mean, "eager"), kind, created
             entries.append(e)
         for monitor, s in monitors.series.items():
             entries.append(_entry("monitor (%s)" % monitor, "monitor_loss", s))

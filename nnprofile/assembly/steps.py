@@ -33,17 +33,72 @@ from dataclasses import dataclass, field
 from typing import Any, Hashable, List, Optional, Sequence, Tuple
 
 
-def period(keys: Sequence[Hashable]) -> int:
-    """The shortest p such that the sequence repeats every p keys and its first p keys hold every
-    key there is; the whole length when nothing shorter does (0 for no keys)."""
-    n = len(keys)
-    distinct = set(keys)
-    for p in range(1, n + 1):
-        if len(set(keys[:p])) < len(distinct):
+def _classes(keys: Sequence[Hashable], start: int, p: int) -> Optional[List[Hashable]]:
+    """The pattern of ``keys[start:]`` repeating every ``p`` keys: each place's key (None where only
+    keys the hooks did not see fell), or None where two keys at one place differ."""
+    reps: List[Hashable] = [None] * p
+    for i in range(start, len(keys)):
+        k = keys[i]
+        if k is None:
             continue
-        if all(keys[i] == keys[i - p] for i in range(p, n)):
+        r = (i - start) % p
+        if reps[r] is None:
+            reps[r] = k
+        elif reps[r] != k:
+            return None
+    return reps
+
+
+def _tail_period(keys: Sequence[Hashable], start: int) -> int:
+    """The shortest p at which ``keys[start:]`` repeats at least in part (an unfinished last pattern does not
+    matter); 1 where it holds one key; 0 where it does not repeat."""
+    n = len(keys) - start
+    for p in range(1, n):
+        if _classes(keys, start, p) is not None:
             return p
-    return n
+    return 1 if n > 0 and len({k for k in keys[start:] if k is not None}) <= 1 else 0
+
+
+def period(keys: Sequence[Hashable]) -> int:
+    """The shortest p such that the sequence repeats every p keys (its first p keys hold every key);
+    the whole length when nothing shorter does (0 for no keys). None stands for a key not seen."""
+    return _tail_period(keys, 0) or len(keys)
+
+
+# Where the pattern is sought: at most the last WINDOW keys (a long run's recomputation stays bounded).
+WINDOW = 512
+
+
+def pattern(keys: Sequence[Hashable]) -> Optional[Tuple[int, int, List[Hashable]]]:
+    """The loop's repeating pattern: (offset, period, the keys of one step). What repeats up to the end
+    is sought over the whole sequence and after a first few keys (1, 2, 4, ... up to half: the updates
+    before the loop began, a solver made and used once); each is followed back as far as it holds, and
+    the shortest prefix and pattern together wins. A prefix is accepted where it is short beside the
+    pattern (at most a quarter of the steps after it, or one key). None where nothing repeats."""
+    n = len(keys)
+    base = max(0, n - WINDOW)
+    starts = [base] + [base + (1 << k) for k in range(20) if (1 << k) <= (n - base) // 2]
+    best: Optional[Tuple[int, int, List[Hashable]]] = None
+    for start in starts:
+        p = _tail_period(keys, start)
+        if not p:
+            continue
+        reps = _classes(keys, start, p)
+        assert reps is not None
+        o = start
+        while o > 0:
+            k, r = keys[o - 1], (o - 1 - start) % p
+            if k is not None and reps[r] is not None and k != reps[r]:
+                break
+            if reps[r] is None:
+                reps[r] = k
+            o -= 1
+        if o and o > max(1, (n - o) // (4 * p)):
+            continue
+        shift = (o - start) % p
+        if best is None or o + p < best[0] + best[1]:
+            best = (o, p, reps[shift:] + reps[:shift])
+    return best
 
 
 def update_period(keys: Sequence[Hashable]) -> int:
@@ -61,6 +116,7 @@ class Segment:
     end_ns: int
     trained: frozenset            # graphs whose backward ran in it
     fed: frozenset                # iterators that fed a trained graph in it
+    seen: bool = True             # recorded with the function hooks on (else its graphs are unknown)
 
     @property
     def by_graphs(self) -> Tuple[int, frozenset]:
@@ -79,6 +135,8 @@ class Rule:
     period: int = 1               # updates (or passes) a step
     pattern: List[Any] = field(default_factory=list)  # one step's segments (updates), or its pass keys
     by: str = ""                  # for updates: "structure", "graphs" or "solvers"
+    offset: int = 0               # updates (or passes) before the pattern began: no step's
+    found: bool = True            # False: no pattern (each update is a step)
 
 
 class Loop:
@@ -92,9 +150,14 @@ class Loop:
         self._pending: List[Hashable] = []             # iterators read since the last pass
         self._fed: List[Tuple[Hashable, Hashable]] = []  # (iterator, the graph of the pass after it)
         self._steps = 0
+        self._hooks = True
+        self._blind = False                            # the hooks were off during the current segment
+        self._empty = True                             # nothing seen yet in the current segment
+        self._cached: Optional[Tuple[Rule, Tuple[int, int, int]]] = None
 
     def input(self, iterator: Hashable) -> None:
         self._pending.append(iterator)
+        self._empty = False
 
     def pass_started(self, phase: str, graph: Hashable, key: Hashable, start_ns: int) -> None:
         """A pass: its phase, its graph, and what identifies it among passes (for loops without a solver)."""
@@ -104,32 +167,88 @@ class Loop:
         if phase == "backward":
             self._trained.add(graph)
         self.passes.append((key, start_ns))
+        self._empty = False
+
+    def hooks(self, on: bool) -> None:
+        """The function hooks switched: a segment without them shows no passes, and its graphs are unknown."""
+        self._hooks = on
+        if not on:
+            self._blind = True
+        elif self._empty:  # switched on before anything of the segment ran: it is seen whole
+            self._blind = False
 
     def update(self, solver: int, end_ns: int) -> None:
         fed = frozenset(it for it, g in self._fed if g in self._trained)
-        self.segments.append(Segment(solver, end_ns, frozenset(self._trained), fed))
+        self.segments.append(Segment(solver, end_ns, frozenset(self._trained), fed, not self._blind))
         self._trained, self._fed, self._pending = set(), [], []
+        self._blind, self._empty = not self._hooks, True
 
     def mark(self, at_ns: int) -> None:
         self.marks.append(at_ns)
 
+    @staticmethod
+    def _key(s: Segment, by: str) -> Hashable:
+        """A segment's key under a rule (None where the hooks did not see its graphs)."""
+        if by == "solvers":
+            return (s.solver,)
+        if not s.seen:
+            return None
+        return s.by_structure if by == "structure" else s.by_graphs
+
     def rule(self) -> Rule:
+        """The rule the events so far follow. The recorder asks at every update, inside the program's step:
+        a rule is kept while the new events follow it, and sought again only where they break it (or, for
+        a loop without a pattern yet, each time the events have doubled)."""
+        size = (len(self.segments), len(self.marks), len(self.passes))
+        if self._cached is not None:
+            rule, known = self._cached
+            if known == size:
+                return rule
+            if known[1] == size[1] and self._continues(rule, known, size):
+                self._cached = (rule, size)
+                return rule
+        rule = self._rule()
+        self._cached = (rule, size)
+        return rule
+
+    def _continues(self, rule: Rule, known: Tuple[int, int, int], size: Tuple[int, int, int]) -> bool:
+        """Whether the events after those ``known`` follow the rule (segments the hooks did not see do)."""
+        if rule.kind == "updates" and rule.found:
+            p = rule.period
+            for i in range(known[0], size[0]):
+                k = self._key(self.segments[i], rule.by)
+                r = (i - rule.offset) % p
+                if k is not None and rule.pattern[r] is not None and k != rule.pattern[r]:
+                    return False
+            return True
+        if rule.kind == "passes" and not size[0]:
+            p = rule.period
+            return all(self.passes[i][0] == rule.pattern[(i - rule.offset) % p] for i in range(known[2], size[2]))
+        if rule.kind in ("updates", "one", "none") and (rule.kind != "none" or not size[0]):
+            grown = size[0] if rule.kind == "updates" else size[2]
+            before = known[0] if rule.kind == "updates" else known[2]
+            return grown.bit_length() == before.bit_length() and (rule.kind == "updates") == bool(size[0])
+        return False
+
+    def _rule(self) -> Rule:
         if self.marks:
             return Rule("marks")
         if self.segments:
-            candidates: List[Tuple[str, List[Hashable]]] = [
-                ("structure", [s.by_structure for s in self.segments]), ("graphs", [s.by_graphs for s in self.segments])]
-            for by, keys in candidates:
-                p = period(keys)
-                if p < len(keys) or len(set(keys)) == 1:
-                    return Rule("updates", p, list(keys[:p]), by)
-            solvers = [s.solver for s in self.segments]
-            p = update_period(solvers)
-            return Rule("updates", p, [(s,) for s in solvers[:p]], "solvers")
+            # The pattern is read off the segments the hooks saw; those without them (the steps run
+            # without the hooks, for what they cost) fit any place in it.
+            for by in ("structure", "graphs", "solvers"):
+                found = pattern([self._key(s, by) for s in self.segments])
+                if found is not None:
+                    offset, p, keys = found
+                    return Rule("updates", p, keys, by, offset)
+            return Rule("updates", 1, [None], "solvers", 0, found=False)
         if self.passes:
             keys = [k for k, _ in self.passes]
-            p = period(keys)
-            return Rule("passes", p, list(keys[:p])) if p < len(keys) else Rule("one")
+            found = pattern(keys)
+            if found is not None and len(keys) - found[0] > found[1]:  # repeated at least once
+                offset, p, pass_keys = found
+                return Rule("passes", p, pass_keys, offset=offset)
+            return Rule("one")
         return Rule("none")
 
     def steps(self) -> int:
@@ -138,9 +257,9 @@ class Loop:
         if rule.kind == "marks":
             n = len(self.marks)
         elif rule.kind == "updates":
-            n = len(self.segments) // rule.period
+            n = max(0, len(self.segments) - rule.offset) // rule.period
         elif rule.kind == "passes":
-            n = len(self.passes) // rule.period
+            n = max(0, len(self.passes) - rule.offset) // rule.period
         elif rule.kind == "one":
             n = 1
         else:
@@ -151,18 +270,21 @@ class Loop:
 
 def bounds(loop: Loop, rule: Rule, started_ns: int, last_ns: int) -> List[Tuple[int, int]]:
     """The steps as (start, end) in ns. A step ends at the end of its pattern's last update (or at a
-    mark); without a solver it runs from its first pass to the next step's first pass."""
+    mark); without a solver it runs from its first pass to the next step's first pass. Updates (or
+    passes) before the pattern began are before the first step."""
+    o = rule.offset
     if rule.kind == "marks":
         return _consecutive(started_ns, loop.marks)
     if rule.kind == "updates":
-        ends = [s.end_ns for i, s in enumerate(loop.segments) if (i + 1) % rule.period == 0]
-        return _consecutive(started_ns, ends)
+        segments = loop.segments
+        ends = [s.end_ns for i, s in enumerate(segments) if i >= o and (i - o + 1) % rule.period == 0]
+        return _consecutive(segments[o - 1].end_ns if o else started_ns, ends)
     if rule.kind == "passes":
         p = rule.period
-        starts = [start for i, (_, start) in enumerate(loop.passes) if i % p == 0]
-        complete = len(loop.passes) // p
-        ends = starts[1:complete] + ([last_ns] if complete * p == len(loop.passes) else [starts[complete]])
-        return [(started_ns if i == 0 else starts[i], end) for i, end in enumerate(ends[:complete])]
+        starts = [start for i, (_, start) in enumerate(loop.passes) if i >= o and (i - o) % p == 0]
+        complete = (len(loop.passes) - o) // p
+        ends = starts[1:complete] + ([last_ns] if complete * p == len(loop.passes) - o else [starts[complete]])
+        return [(started_ns if i == 0 and not o else starts[i], end) for i, end in enumerate(ends[:complete])]
     if rule.kind == "one":
         return [(started_ns, last_ns)]
     return []
@@ -209,26 +331,39 @@ def describe(rule: Rule, steps: int, name: Any = str) -> str:
         return "one step: no solver update, no nnprofile.step(), no repeating pass"
     if rule.kind == "none":
         return "nothing recorded"
+    before = ""
+    if rule.offset:
+        before = " (the first %d %s, before the pattern began, %s before the first step)" % (
+            rule.offset, ("update" if rule.kind == "updates" else "pass") + ("" if rule.offset == 1 else
+                                                                             "s" if rule.kind == "updates" else "es"),
+            "is" if rule.offset == 1 else "are")
     if rule.kind == "passes":
         return ("passes without a solver: one step per pass" if rule.period == 1 else
-                "passes without a solver: one step per %d passes" % rule.period)
-    if rule.by == "solvers":
-        return ("solver updates: one step per update%s" % (
-            " (the solvers' updates form no repeating pattern)" if len({k[0] for k in rule.pattern}) > 1 else ""))
+                "passes without a solver: one step per %d passes" % rule.period) + before
+    if not rule.found:
+        return "solver updates: one step per update (the updates form no repeating pattern)"
     parts = []
+    known = [k for k in rule.pattern if k is not None]
     for key in rule.pattern:
-        solver, trained = key[0], key[1]
+        if key is None:
+            parts.append("an update the hooks did not see")
+            continue
+        solver = key[0]
+        if rule.by == "solvers":
+            parts.append(name(("solver", solver)))
+            continue
+        trained = key[1]
         fed = key[2] if len(key) > 2 else frozenset()
         text = "%s after the backward of %s" % (name(("solver", solver)), _listed(name(("graph", g)) for g in trained)) \
             if trained else "%s with no backward before it" % name(("solver", solver))
-        if fed and rule.by == "structure" and len({k[2] for k in rule.pattern}) > 1:
+        if fed and rule.by == "structure" and len({k[2] for k in known}) > 1:
             text += " fed by %s" % _listed(name(("iterator", i)) for i in fed)
         parts.append(text)
     if rule.period == 1:
-        return "solver updates: one step per update"
-    solvers = len({k[0] for k in rule.pattern})
-    return "solver updates: one step per %d updates%s (the loop's repeating pattern: %s)" % (
-        rule.period, " of %d solvers" % solvers if solvers > 1 else " of one solver", "; ".join(parts))
+        return "solver updates: one step per update" + before
+    solvers = len({k[0] for k in known})
+    return "solver updates: one step per %d updates%s (the loop's repeating pattern: %s)%s" % (
+        rule.period, " of %d solvers" % solvers if solvers > 1 else " of one solver", "; ".join(parts), before)
 
 
 def _listed(names: Any) -> str:

@@ -50,7 +50,7 @@ class FunctionInfo:
 
     @property
     def signature(self) -> str:
-        """Its type, arguments and shapes: functions of one signature cost the same to call and to hook."""
+        """Its type and arguments (``Graph.signature`` adds the shapes of what it reads)."""
         return "%s%s" % (self.type, json.dumps(self.args, sort_keys=True, default=str))
 
     def to_list(self) -> list:
@@ -78,6 +78,12 @@ class Graph:
 
     def parameters(self) -> Dict[int, str]:
         return {v.id: v.parameter for v in self.variables.values() if v.parameter}
+
+    def signature(self, f: FunctionInfo) -> str:
+        """A function's type, arguments and input shapes: calls of one signature cost the same to run and
+        to hook (what ``nnprofile.recording.calibrate`` measures once per signature)."""
+        shapes = ",".join("x".join(str(d) for d in self.variables[v].shape) for v in f.inputs)
+        return "%s(%s)" % (f.signature, shapes)
 
 
 def dtype_name(variable: Any) -> Optional[str]:

@@ -13,11 +13,13 @@ measurements themselves need NNabla and live with their pipeline
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from typing import Dict, Optional, Sequence, Tuple
 
 from .stats import median, median_error
+
+
+BACKWARD = "|backward"  # the key of a signature's backward calls in ``HookCosts.by_signature``
 
 
 @dataclass(frozen=True)
@@ -39,24 +41,55 @@ class HookCosts:
     eager_total: float = 0.0
     eager_inside: float = 0.0
     by_signature: Dict[str, Tuple[float, float]] = field(default_factory=dict, compare=False)
+    # What the hooks add once per static pass (NNabla wraps them as the pass starts), outside its functions.
+    pass_total: float = 0.0
+    # Measured in the program itself: how much slower the hooks' own code runs there than where it was
+    # measured (its caches are the program's); every figure above is scaled by it. And what a step of the
+    # program's own Python takes longer for what the hooks left in the caches (ns a step).
+    scale: float = 1.0
+    outside: float = 0.0
+    # The scale of backward calls, where it differs (the gaps of the backward passes bound it lower).
+    backward_scale: Optional[float] = None
+    # What a step after a step with the hooks takes longer besides (ns): their code's leavings.
+    carry: float = 0.0
+
+    def _scale(self, key: Optional[str]) -> float:
+        if self.backward_scale is not None and key is not None and key.endswith(BACKWARD):
+            return self.backward_scale
+        return self.scale
 
     def inside(self, kind: str, signature: Optional[str] = None) -> float:
         if kind == "static" and signature is not None and signature in self.by_signature:
-            return self.by_signature[signature][0]
-        return {"static": self.static_inside, "dynamic": self.dynamic_inside, "eager": self.eager_inside}[kind]
+            return self._scale(signature) * self.by_signature[signature][0]
+        return self._scale(signature) * {"static": self.static_inside, "dynamic": self.dynamic_inside,
+                                         "eager": self.eager_inside}[kind]
 
     def total(self, kind: str, signature: Optional[str] = None) -> float:
         if kind == "static" and signature is not None and signature in self.by_signature:
-            return self.by_signature[signature][1]
-        return {"static": self.static_total, "dynamic": self.dynamic_total, "eager": self.eager_total}[kind]
+            return self._scale(signature) * self.by_signature[signature][1]
+        return self._scale(signature) * {"static": self.static_total, "dynamic": self.dynamic_total,
+                                         "eager": self.eager_total}[kind]
+
+    def per_pass(self) -> float:
+        return self.scale * self.pass_total
+
+    def key(self, signature: Optional[str], phase: str) -> Optional[str]:
+        """A call's key in ``by_signature``: its signature, and for a backward call its backward's (where that
+        was not measured, the chain's figures stand for it, at the backward scale)."""
+        if signature is not None and phase == "backward":
+            return signature + BACKWARD
+        return signature
+
+    def measured(self, signature: Optional[str]) -> bool:
+        """Whether the program's own function of this key was measured on replicas."""
+        return signature is not None and signature in self.by_signature
 
     def taken_off(self, interval_ns: float, kind: str, signature: Optional[str] = None) -> float:
-        """What of one function's interval is the hooks': their cost inside it and the eviction's share."""
+        """What of one function's interval is the hooks': their cost inside it and, for a function no
+        replica measured, the eviction's share."""
         inside = self.inside(kind, signature)
-        return inside + self.eviction * max(0.0, interval_ns - inside)
-
-    def with_eviction(self, eviction: float) -> "HookCosts":
-        return replace(self, eviction=eviction)
+        evicted = 0.0 if kind == "static" and self.measured(signature) else self.eviction
+        return inside + evicted * max(0.0, interval_ns - inside)
 
 
 def paired_cost(plain: Sequence[float], hooked: Sequence[float], n: int) -> float:
@@ -69,32 +102,50 @@ def smaller(a: HookCosts, b: HookCosts) -> HookCosts:
     return HookCosts(min(a.static_total, b.static_total), min(a.static_inside, b.static_inside),
                      min(a.dynamic_total, b.dynamic_total), min(a.dynamic_inside, b.dynamic_inside),
                      min(a.eviction, b.eviction), min(a.eager_total, b.eager_total),
-                     min(a.eager_inside, b.eager_inside), dict(a.by_signature, **b.by_signature))
+                     min(a.eager_inside, b.eager_inside), dict(a.by_signature, **b.by_signature),
+                     min(a.pass_total, b.pass_total), a.scale, a.outside, a.backward_scale, a.carry)
 
 
-def measured_in_program(chain: HookCosts, hooked: Sequence[Tuple[float, int, int, float]],
-                        plain: Sequence[float]) -> Optional[Tuple[HookCosts, Dict[str, float]]]:
-    """What the hooks cost in the program itself, from its steps with the hooks (duration, static and
-    dynamic calls, the calls' own time) against its steps without them.
+# The hooks' own code runs slower (or faster) in a program than where it was measured (the program's work
+# leaves it cold caches): the scale read off the program's passes is kept within these factors.
+MIN_SCALE, MAX_SCALE = 0.5, 3.0
 
-    Beyond the fixed dispatch per function, the Python the hooks run between two functions evicts
-    the caches, and the next function reads slower by an amount that grows with its data (a chain
-    of tiny functions measures 8 us a function where a real graph of batch 256 pays 35 us). That
-    part is the ``eviction``: the share of each function's own time that is the hooks'. None with
-    fewer than three steps of either kind."""
-    if len(plain) < 3 or len(hooked) < 3:
+
+def scaled(measured: HookCosts, forward: Optional[float], backward: Optional[float]) -> HookCosts:
+    """The costs scaled to the program, per phase (``nnprofile.assembly.hookfit.gap_ratio``): each within
+    ``MIN_SCALE`` and ``MAX_SCALE``; a phase without a figure takes the other's, or none."""
+    forward = forward if forward is not None else backward
+    backward = backward if backward is not None else forward
+    if forward is None or backward is None:
+        return measured
+    return replace(measured, scale=max(MIN_SCALE, min(MAX_SCALE, forward)),
+                   backward_scale=max(MIN_SCALE, min(MAX_SCALE, backward)))
+
+
+def _significant(values: Sequence[float]) -> float:
+    """The median, where it is more than twice its own standard error from zero (the pairs' own spread
+    could not make it); else zero."""
+    m = median(values)
+    return m if abs(m) >= 2 * median_error(values) else 0.0
+
+
+def measured_in_program(costs: HookCosts, pairs: Sequence[Tuple[float, float, float]], carried: Sequence[float] = (),
+                        min_pairs: int = 3) -> Optional[Tuple[HookCosts, Dict[str, float]]]:
+    """What else the hooks cost a step: ``pairs`` of steps without the hooks each against the step with them
+    after it (``nnprofile.assembly.hookfit.pairs``): (the hooked step, the plain step, what the hooks cost
+    the hooked step's functions and passes as the costs say), in ns. None with fewer than ``min_pairs``.
+
+    What the hooked step takes longer beyond that cost is the program's own code slowed by what the hooks
+    left in the caches (or, below zero, what the costs took off too much): ``outside``, the pairs' median where
+    their own spread could not make it, taken off each step too. A step after one with the hooks carries what
+    their code left besides: ``carry``, the median of ``carried`` (a hooked step after a hooked one against
+    the hooked one before it, each beyond its cost), likewise, taken off such steps."""
+    if len(pairs) < min_pairs:
         return None
-    fixed = median([n_s * chain.static_total + n_d * chain.dynamic_total for _, n_s, n_d, _ in hooked])
-    own = median([calls for _, _, _, calls in hooked])
-    durations = [d for d, _, _, _ in hooked]
-    extra = median(durations) - median(plain) - fixed
-    # An extra that the steps' own spread could make is not the hooks' (a program whose step is mostly
-    # waiting, for data or other ranks, has a spread far above its functions' time).
-    if extra < 2 * math.hypot(median_error(durations), median_error(plain)):
-        extra = 0.0
-    eviction = min(0.9, max(0.0, extra / own)) if own > 0 else 0.0
-    n = median([n_s + n_d for _, n_s, n_d, _ in hooked])
-    return chain.with_eviction(eviction), {
-        "plain_ms": median(plain) / 1e6, "hooked_ms": median(durations) / 1e6, "plain_steps": len(plain),
-        "hooked_steps": len(hooked), "eviction": eviction,
-        "per_function_ns": (median(durations) - median(plain)) / n if n else 0.0}
+    rest = [h - p - c for h, p, c in pairs]
+    outside = _significant(rest)
+    carry = _significant(carried) if len(carried) >= min_pairs else 0.0
+    return replace(costs, outside=outside, carry=carry), {"carry_ms": carry / 1e6,
+        "pairs": len(pairs), "plain_ms": median([p for _, p, _ in pairs]) / 1e6,
+        "hooked_ms": median([h for h, _, _ in pairs]) / 1e6, "hooks_ms": median([c for _, _, c in pairs]) / 1e6,
+        "outside_ms": outside / 1e6}

@@ -141,10 +141,13 @@ class Drift:
 
     levels: Tuple[float, ...]
     threshold: float
+    # Rounds never left out: a recorded program's steps that hold work most steps do not (a validation);
+    # leaving them out because that work made them slower would leave out its share.
+    exempt: Tuple[int, ...] = ()
 
     @property
     def dropped(self) -> List[int]:
-        return [r for r, level in enumerate(self.levels) if level > 1 + self.threshold]
+        return [r for r, level in enumerate(self.levels) if level > 1 + self.threshold and r not in self.exempt]
 
     @property
     def faster(self) -> List[int]:
@@ -166,11 +169,14 @@ class Drift:
         what = ("%d of %d rounds ran more than %g%% slower than the machine's usual speed in this "
                 "section (up to %+.0f%%)" % (len(self.dropped), len(self.levels), self.threshold * 100,
                                               (self.high - 1) * 100))
+        slow_kept = [r for r in self.exempt if r < len(self.levels) and self.levels[r] > 1 + self.threshold]
+        kept = ("; %d more ran as slow but are kept: they hold work most rounds do not (a validation), whose "
+                "share leaving them out would take away" % len(slow_kept)) if slow_kept else ""
         if self.flagged:
             spread = max(self.high - 1, 1 - min(self.levels))
-            return ("the machine's speed drifted: %s; its usual speed is in doubt, so every figure of "
-                    "this section may be off by up to %.0f%%" % (what, spread * 100))
-        return "%s; those rounds are left out of every figure" % what
+            return ("the machine's speed drifted: %s%s; its usual speed is in doubt, so every figure of "
+                    "this section may be off by up to %.0f%%" % (what, kept, spread * 100))
+        return "%s; those rounds are left out of every figure%s" % (what, kept)
 
 
 def speed_levels(series: Sequence[Tuple[Sequence[float], Sequence[int]]], rounds: int) -> List[float]:

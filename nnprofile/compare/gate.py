@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..analysis import analyze
-from ..analysis.advice import PHASE_PART
+from ..analysis.breakdown import PHASE_PART
 from ..base.choices import EXECUTOR, GRAPH, LAYER_PHASES, OPTIMIZER, SCRIPT
 from ..result import Entry, Profile, Section
 from ..base.stats import percentile

@@ -5,7 +5,7 @@ import os
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..analysis.advice import layer_times as analyze_layers
+from ..analysis.breakdown import layer_times as analyze_layers
 from ..base.choices import OPTIMIZER
 from ..result import Profile
 from ..base.stats import ratio_ci, summarize

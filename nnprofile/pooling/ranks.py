@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..analysis.advice import round_totals
+from ..analysis.breakdown import round_totals
 from ..analysis.ranks import STORED_PARTS
 from ..base.choices import SCRIPT
 from ..base.errors import ProfileError
@@ -182,8 +182,10 @@ def rank_steps(profile: Profile) -> List[int]:
     step = script.entries_of("step") if script is not None else []
     if not step:
         return []
-    skip = _rank(profile).skipped_steps
-    return [skip + 1 + i for i in range(len(round_totals(step[0])))]
+    header = _rank(profile)
+    if header.kept_steps:
+        return list(header.kept_steps)
+    return [header.skipped_steps + 1 + i for i in range(len(round_totals(step[0])))]  # (results before version 7)
 
 
 def _common_steps(profiles: Sequence[Profile]) -> List[int]:

@@ -13,28 +13,36 @@ there (``nnprofile.base.hookcost.measured_in_program``).
 """
 from __future__ import annotations
 
-from typing import Any, Callable, List
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ..base.hookcost import HookCosts, paired_cost
+from ..base.hookcost import BACKWARD, HookCosts, paired_cost
 from ..base.stats import median
 
 
-def calibrate(recorder_factory: Callable[[], Any], n_functions: int = 200, pairs: int = 11) -> HookCosts:
-    """Measure what recording costs per function, static hooks and auto_forward calls, on tiny functions."""
+REPEAT_SHORT = 10
+
+
+def calibrate(recorder_factory: Callable[[], Any], n_functions: int = 200, short: int = 20,
+              pairs: int = 11) -> HookCosts:
+    """Measure what recording costs per function (static hooks, auto_forward calls, eager calls on
+    NdArrays) on chains of tiny functions, and per static pass: a chain of ``n_functions`` and one of
+    ``short`` differ only by their functions, so what is left of the hooks' cost is the pass's own."""
     import nnabla as nn
     import nnabla.functions as F
     import numpy as np
-    from ..assembly.events import Call
+    from ..assembly.events import EAGER, STATIC, Call
     x = nn.Variable((1,))
     x.d = 1.0
-    y = x
-    for _ in range(n_functions):
-        y = F.relu(y)
+    long_chain, short_chain = x, x
+    for i in range(n_functions):
+        long_chain = F.relu(long_chain)
+        if i < short:
+            short_chain = F.relu(short_chain)
     recorder = recorder_factory()
     clock = recorder.clock
 
-    def static_pass() -> None:
-        y.forward(clear_no_need_grad=True)
+    def static_pass(root: Any = long_chain) -> None:
+        root.forward(clear_no_need_grad=True)
 
     def dynamic_pass() -> None:
         with nn.auto_forward(True):
@@ -42,34 +50,170 @@ def calibrate(recorder_factory: Callable[[], Any], n_functions: int = 200, pairs
             for _ in range(n_functions):
                 z = F.relu(z)
 
+    def eager_pass() -> None:
+        z = nn.NdArray.from_numpy_array(np.ones((1,), dtype=np.float32))
+        for _ in range(n_functions):
+            z = F.relu(z)
+
     def timed(work: Any) -> float:
         start = clock()
         work()
         return float(clock() - start)
 
-    plain_s: List[float] = []
-    plain_d: List[float] = []
-    hooked_s: List[float] = []
-    hooked_d: List[float] = []
-    inside_s: List[float] = []
-    inside_d: List[float] = []
-    static_pass()
-    dynamic_pass()
+    def short_passes() -> None:  # (several: a short chain's difference is small against the clock's noise)
+        for _ in range(REPEAT_SHORT):
+            static_pass(short_chain)
+
+    works = {"static": static_pass, "short": short_passes, "dynamic": dynamic_pass, "eager": eager_pass}
+    plain: Dict[str, List[float]] = {k: [] for k in works}
+    hooked: Dict[str, List[float]] = {k: [] for k in works}
+    inside: Dict[str, List[float]] = {k: [] for k in ("static", "dynamic", "eager")}
+    for work in works.values():
+        work()
     for _ in range(pairs):
-        plain_s.append(timed(static_pass))
-        plain_d.append(timed(dynamic_pass))
+        for k, work in works.items():
+            plain[k].append(timed(work))
         recorder = recorder_factory()
         with recorder.hooked():
-            hooked_s.append(timed(static_pass))
-            hooked_d.append(timed(dynamic_pass))
+            for k, work in works.items():
+                hooked[k].append(timed(work))
         calls = [c for c in recorder.events if isinstance(c, Call)]
-        inside_s.append(median([c.end_ns - c.start_ns for c in calls if not c.dynamic] or [0]))
-        inside_d.append(median([c.end_ns - c.start_ns for c in calls if c.dynamic] or [0]))
-    per_s, per_d = median(plain_s) / n_functions, median(plain_d) / n_functions
-    static_total = paired_cost(plain_s, hooked_s, n_functions)
-    dynamic_total = paired_cost(plain_d, hooked_d, n_functions)
+        for kind in inside:
+            inside[kind].append(median([c.end_ns - c.start_ns for c in calls if c.kind == kind] or [0]))
+    totals = {k: paired_cost(plain[k], hooked[k], n_functions) for k in ("static", "dynamic", "eager")}
     # Inside a function's interval: a call's interval less a plain call; never more than the whole cost.
-    return HookCosts(static_total=static_total,
-                     static_inside=min(static_total, max(0.0, median(inside_s) - per_s)),
-                     dynamic_total=dynamic_total,
-                     dynamic_inside=min(dynamic_total, max(0.0, median(inside_d) - per_d)))
+    within = {k: min(totals[k], max(0.0, median(inside[k]) - median(plain[k]) / n_functions)) for k in totals}
+    per_pass = paired_cost(plain["short"], hooked["short"], REPEAT_SHORT)
+    return HookCosts(static_total=totals["static"], static_inside=within["static"],
+                     dynamic_total=totals["dynamic"], dynamic_inside=within["dynamic"],
+                     eager_total=totals["eager"], eager_inside=within["eager"],
+                     pass_total=max(0.0, per_pass - short * totals["static"]))
+
+
+# Functions that draw random numbers (a ``seed`` argument, or these types) are not run again: a replica
+# would move NNabla's random state, which the program's own results depend on.
+RANDOM_TYPES = ("Dropout", "Rand", "Randint", "Randn", "RandomChoice", "RandomCrop", "RandomFlip", "RandomShift",
+                "RandomErase", "ImageAugmentation", "RandBinomial", "RandBeta", "RandGamma")
+REPLICA_BYTES = 64 * 1024 * 1024   # what the replicas of one signature may hold, at most
+COPIES = (4, 12)                   # replicas per pass: the difference of the two is what one costs
+
+
+def signature_costs(capture: Any, recorder_factory: Callable[[], Any], known: Dict[str, Tuple[float, float]],
+                    below_ns: float = 200_000, budget_s: float = 2.0, pairs: int = 9) -> Dict[str, Tuple[float, float]]:
+    """What the hooks cost a program's own functions, per signature (type, arguments, input shapes) and
+    phase: (inside a call's interval, in all), measured on replicas made from the functions' descriptions,
+    each with inputs of its own, never on the program's own graph. Keys: the signature for forward calls,
+    ``signature + BACKWARD`` for backward calls.
+
+    Only the functions short enough for the hooks' cost to matter (a median call under ``below_ns``) are
+    measured, the most called first, within ``budget_s``; ``known`` holds those measured before (an
+    earlier window), which are not measured again. A pass of ``k`` replicas costs a fixed amount plus
+    ``k`` times a replica's share of it; two pass sizes (``COPIES``) give that share without the hooks
+    and with them, so that what a call's interval holds beyond its share is the hooks' inside it."""
+    import time
+
+    from ..assembly.events import STATIC, Call
+    from ..assembly.passes import group_passes
+    graph = capture.graph
+    calls: Dict[str, List[float]] = {}
+    first: Dict[str, Any] = {}
+    backward: Dict[str, bool] = {}
+    for p in group_passes(capture.events, capture.sites):
+        for e in p.calls:
+            if e.kind == STATIC and e.function in graph.functions:
+                f = graph.functions[e.function]
+                key = graph.signature(f)
+                calls.setdefault(key, []).append(float(e.end_ns - e.start_ns))
+                first.setdefault(key, f)
+                backward[key] = backward.get(key, False) or p.phase == "backward"
+    out: Dict[str, Tuple[float, float]] = {}
+    deadline = time.monotonic() + budget_s
+    for key in sorted(calls, key=lambda k: -len(calls[k])):
+        if key in known:
+            out[key] = known[key]
+            if key + BACKWARD in known:
+                out[key + BACKWARD] = known[key + BACKWARD]
+            continue
+        if time.monotonic() > deadline or median(calls[key]) > below_ns:
+            continue
+        measured = _replica_costs(first[key], graph, recorder_factory, pairs, backward[key])
+        for phase, costs in measured.items():
+            out[key + (BACKWARD if phase == "backward" else "")] = costs
+    return out
+
+
+def _replica_costs(f: Any, graph: Any, recorder_factory: Callable[[], Any], pairs: int,
+                   backward: bool) -> Dict[str, Tuple[float, float]]:
+    """Phase -> (inside, total) of one signature; empty where it cannot be replicated safely."""
+    import math
+
+    import nnabla as nn
+    import nnabla.function as function_module
+    import nnabla.functions as F
+    from nnabla.context import get_current_context
+
+    from ..assembly.events import STATIC, Call
+    if "seed" in f.args or f.type in RANDOM_TYPES or f.type == "Sink" or not hasattr(function_module, f.type):
+        return {}
+    outputs = [graph.variables[v] for v in f.outputs]
+    if COPIES[1] * sum(math.prod(v.shape) * 4 for v in outputs) > REPLICA_BYTES:
+        return {}
+    grads = [graph.variables[v].need_grad for v in f.inputs] if backward else []
+    try:
+        inputs = []
+        for v in f.inputs:
+            x = nn.Variable(graph.variables[v].shape, need_grad=False)
+            x.d = 0.5  # a harmless value: an index 0, a positive divisor, a finite log
+            inputs.append(x)
+        passes = {}
+        for k in COPIES:
+            made = []
+            for _ in range(k):
+                out = getattr(function_module, f.type)(get_current_context(), **f.args)(
+                    *inputs, n_outputs=len(outputs), auto_forward=False)
+                made.append(out[0] if isinstance(out, (list, tuple)) else out)
+            passes[k] = F.sink(*made)
+            passes[k].forward()
+    except Exception:  # a function NNabla cannot make from its description alone
+        return {}
+    out = {"forward": _timed_replicas(passes, recorder_factory, pairs, lambda root: root.forward())}
+    if any(grads):
+        try:
+            for x, grad in zip(inputs, grads):
+                x.need_grad = grad
+            for root in passes.values():
+                root.forward(clear_no_need_grad=False)
+                root.backward(clear_buffer=False)
+        except Exception:
+            return out
+        out["backward"] = _timed_replicas(passes, recorder_factory, pairs,
+                                          lambda root: root.backward(clear_buffer=False))
+    return out
+
+
+def _timed_replicas(passes: Dict[int, Any], recorder_factory: Callable[[], Any], pairs: int,
+                    run: Callable[[Any], None]) -> Tuple[float, float]:
+    """(inside, total) of the replicas' calls in passes of two sizes, without the hooks and with them."""
+    from ..assembly.events import STATIC, Call
+    recorder = recorder_factory()
+    clock = recorder.clock
+    plain: Dict[int, List[float]] = {k: [] for k in COPIES}
+    hooked: Dict[int, List[float]] = {k: [] for k in COPIES}
+    inside: List[float] = []
+    for _ in range(pairs):
+        for k, root in passes.items():
+            t0 = clock()
+            run(root)
+            plain[k].append(float(clock() - t0))
+            recorder = recorder_factory()
+            with recorder.hooked():
+                t0 = clock()
+                run(root)
+                hooked[k].append(float(clock() - t0))
+            if k == COPIES[1]:
+                inside += [c.end_ns - c.start_ns for c in recorder.events
+                           if isinstance(c, Call) and c.kind == STATIC and c.function.info.type_name != "Sink"]
+    a, b = COPIES
+    share = (median(plain[b]) - median(plain[a])) / (b - a)
+    total = max(0.0, ((median(hooked[b]) - median(plain[b])) - (median(hooked[a]) - median(plain[a]))) / (b - a))
+    return min(total, max(0.0, median(inside) - share)), total

@@ -23,7 +23,9 @@ COMM_CALLS = ("init", "all_reduce", "allreduce", "all_reduce_callback", "reduce"
 
 
 class TimedSolver:
-    """A solver whose calls are timed; everything else goes to the real one."""
+    """A solver whose calls are timed; everything else goes to the real one. A timed method is made once
+    and kept on the proxy (the program calls it every step, and the lookup is no part of its step); it
+    times only while the recording lasts."""
 
     def __init__(self, solver: Any, recorder: Recorder, index: int):
         object.__setattr__(self, "_solver", solver)
@@ -36,8 +38,10 @@ class TimedSolver:
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._solver, name)
-        if name in SOLVER_CALLS and self._recorder.recording:
-            return self._recorder.timed_solver_call(self._index, name, attr)
+        if name in SOLVER_CALLS and callable(attr):
+            timed = self._recorder.timed_solver_call(self._index, name)
+            object.__setattr__(self, name, timed)
+            return timed
         return attr
 
     def __setattr__(self, name: str, value: Any) -> None:

@@ -52,10 +52,20 @@ MONITOR_CLASSES = ("MonitorSeries", "MonitorTimeElapsed", "MonitorImage", "Monit
 # Creation sites are noted for functions made in the first step and before (a dynamic graph makes
 # them anew every step; its layers are known by position, and named from the first step they ran in).
 SITE_STEPS = 1
-# After the active steps, this many more run without the function hooks, to measure what the hooks
-# cost in the program itself (steps marked by solver updates or nnprofile.step() only: without
-# hooks, passes cannot mark steps).
-PLAIN_STEPS = 5
+# After the kept steps, a few more measure what the hooks cost in the program itself: CALIBRATION, steps
+# without the function hooks (False) and with them (True). The second step without the hooks is the
+# program as it runs unrecorded (the first carries what the hooks before it left in the caches, and their
+# switching off); the step with the hooks after it, what they add; the next, what a step with the hooks
+# carries into the one after (``nnprofile.assembly.hookfit``). The kept steps stay one run of the loop:
+# no step of theirs is left without the hooks (a validation every few steps would fall into those).
+# Only for steps marked by solver updates or nnprofile.step(): without hooks, passes cannot mark steps.
+CALIBRATION = (False, False, True, True) * 5
+MIN_PAIRS = 3  # pairs the estimate needs (``nnprofile.base.hookcost.measured_in_program``)
+
+
+def window_steps(active: int, calibrate: bool) -> int:
+    """How many steps after those set aside the recording holds: the kept ones, and the calibration's."""
+    return active + (len(CALIBRATION) if calibrate else 0)
 
 
 @dataclass
@@ -102,10 +112,11 @@ class Recorder:
 
     def __init__(self, skip_first: int = 1, active: int = 20,
                  clock: Optional[Callable[[], int]] = None, namespaces: Tuple[Any, ...] = (),
-                 plain_steps: int = PLAIN_STEPS):
+                 calibrate: bool = True):
         self.skip_first = max(0, skip_first)
         self.active = max(1, active)
-        self.plain_steps = max(0, plain_steps)
+        self.calibrate = calibrate
+        self._window = window_steps(self.active, calibrate)
         self.hooks_on = True
         self.clock: Callable[[], int] = clock or time.perf_counter_ns
         self.namespaces = namespaces
@@ -187,26 +198,32 @@ class Recorder:
                 self._count_steps()
         self._dynamic_pass = False
 
-    def timed_solver_call(self, index: int, method: str, bound: Callable) -> Callable:
+    def timed_solver_call(self, index: int, method: str) -> Callable:
         def call(*args: Any, **kwargs: Any) -> Any:
             info = self.solvers[index]
+            bound = getattr(info.solver, method)
+            if not self.recording:
+                return bound(*args, **kwargs)
+            t0 = self.clock()
             if not info.variable:
                 info.variable = receiver_of_caller(sys._getframe(1), SOLVER_CALLS)
             if not info.parameters:
                 info.parameters = dict(info.solver.get_parameters())
+            self._break_pass()
             if self.sync is not None:
                 self.sync()
             start = self.clock()
+            self.excluded.append((t0, start))
             result = bound(*args, **kwargs)
             if self.sync is not None:
                 self.sync()
             end = self.clock()
-            self._break_pass()
             self.events.append(SolverCall(method, index, start, end))
             if method == "update":
                 self.loop.update(index, end)
                 self._recent_dynamic = set()
-                self._step_end()
+                self._count_at_end()
+            self.excluded.append((end, self.clock()))  # nnprofile's own work, no part of the step
             return result
         return call
 
@@ -252,14 +269,15 @@ class Recorder:
                 name = receiver_of_caller(frame, ("next",)) or type(getattr(iterator, "_data_source", iterator)).__name__
                 index = recorder._iterator_index[id(iterator)] = len(recorder.iterators)
                 recorder.iterators.append(IteratorInfo(name, bool(getattr(iterator, "_use_thread", False))))
+            recorder._break_pass()
             start = recorder.clock()
             try:
                 return original(iterator)
             finally:
                 end = recorder.clock()
-                recorder._break_pass()
                 recorder.events.append(InputCall(index, start, end))
                 recorder.loop.input(index)
+                recorder.excluded.append((end, recorder.clock()))
         return next
 
     def _timed_add(self, original: Callable) -> Callable:
@@ -300,14 +318,13 @@ class Recorder:
             self.note_creation(outputs, depth=3)
 
     def eager_call(self, function: Any, inputs: Sequence[Any], outputs: Any, start: int, end: int) -> None:
-        """A function run on NdArrays: eager work, timed, with the program's line that called it."""
+        """A function run on NdArrays: eager work, timed, with the program's line that called it (described
+        in full the first time a line calls it on arrays of these shapes)."""
         where = first_outside(_getframe(2), self._skip)
-        source = "%s:%d" % where if where is not None else None
-        shapes = _arrays(inputs)
-        key = (str(getattr(function, "name", "?")), tuple(shapes), source)
+        key = (function.name, where, tuple([getattr(v, "shape", None) for v in inputs]))
         if key not in self.eager:
-            self.eager[key] = EagerInfo(key[0], dict(getattr(function, "args", {}) or {}), shapes, _arrays(outputs),
-                                        source)
+            self.eager[key] = EagerInfo(str(function.name), dict(getattr(function, "args", {}) or {}), _arrays(inputs),
+                                        _arrays(outputs), "%s:%d" % where if where is not None else None)
         self._break_pass()
         self.events.append(Call(key, start, end, None, EAGER))
 
@@ -460,16 +477,17 @@ class Recorder:
         self._break_pass()
         self.events.append(StepMark(at))
         self.loop.mark(at)
-        self._step_end()
+        self._count_at_end()
+        self.excluded.append((at, self.clock()))
 
     def _count_steps(self) -> None:
         self.steps_done = self.loop.steps()
         if self.steps_done > self.skip_first + self.active:  # a pass started the step after the last
             self.stop()
 
-    def _step_end(self) -> None:
+    def _count_at_end(self) -> None:
         """At a marker: count the steps, note the parameters while they exist, switch the hooks for
-        the next step, stop when done."""
+        the next step, stop when done (the callers leave this work out of every step)."""
         before = self.steps_done
         self.steps_done = self.loop.steps()
         if self.steps_done != before:
@@ -477,14 +495,18 @@ class Recorder:
                 self.sync, self._sync_known = device_sync(), True
             if self.steps_done <= SITE_STEPS + 1:
                 self.snapshot_parameters()  # a dynamic graph makes its parameters in its first steps
-        if self.steps_done >= self.skip_first + self.active + self.plain_steps:
+        if self.steps_done >= self.skip_first + self._window:
             self.stop()
         elif self.steps_done != before:
             self._switch_hooks(not self.plain(self.steps_done))
 
     def plain(self, index: int) -> bool:
-        """Whether step ``index`` (0-based) runs without the function hooks: those after the active ones."""
-        return index >= self.skip_first + self.active
+        """Whether step ``index`` (0-based) runs without the function hooks: in the calibration after the kept
+        steps only (never where passes mark the steps: without the hooks none would be seen)."""
+        k = index - self.skip_first - self.active
+        if not self.calibrate or not 0 <= k < len(CALIBRATION) or self.loop.rule().kind == "passes":
+            return False
+        return not CALIBRATION[k]
 
     def _switch_hooks(self, on: bool) -> None:
         if on == self.hooks_on:
@@ -498,6 +520,7 @@ class Recorder:
             nn.unset_function_post_hook(HOOK_KEY)
         self.hooks_on = on
         self.events.append(Hooks(on, self.clock()))
+        self.loop.hooks(on)
 
     def stop(self) -> None:
         """Unhook and put everything back."""

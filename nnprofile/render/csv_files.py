@@ -10,7 +10,7 @@ import io
 from typing import Callable, List, Optional
 
 from ..analysis import Analysis, analyze
-from ..analysis.advice import summary_rows as advice_rows
+from ..analysis.breakdown import summary_rows as advice_rows
 from ..analysis.ranks import RANK_COLUMNS, STEP_COLUMNS, advice_rows as rank_advice_rows, rank_rows, step_rows
 from ..result import Entry, Profile, format_ms, ms
 from .base import Contents

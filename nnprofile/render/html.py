@@ -1,5 +1,9 @@
 """report.html: one self-contained page for a reader with a browser.
 
+It opens with where the step goes (the parts of the step, for a program each graph with what it is
+for, the advice, the top layers), then one part per section with its layers (a long table folded,
+every table scrolled inside its box: nothing is wider than the window).
+
 Everything is inside the file: the data as JSON in a ``<script
 type="application/json">`` element, the stylesheet, and a small script that
 builds the page with DOM calls (``textContent``, ``createElementNS`` for the
@@ -14,7 +18,8 @@ import os
 from typing import Any, Dict, List, Optional
 
 from ..analysis import Analysis, SectionAnalysis, charted_layers
-from ..analysis.advice import per_step_ms
+from ..analysis.breakdown import named, per_step_ms, purpose
+from ..base.choices import GRAPH
 from ..analysis.precision import sampling_line
 from ..analysis.ranks import RanksAnalysis, summary_lines as ranks_lines
 from .log import section_line
@@ -70,14 +75,30 @@ def _section(a: SectionAnalysis, profile: Profile) -> Dict[str, Any]:
         + list(a.memory_lines),
         "incomplete": [e.label for e in a.incomplete],
     }
-    if a.step is not None:
-        data["step"] = {"ms": a.step.step_ms, "parts": [[p, ms] for p, ms in a.step.parts]}
-        data["advice"] = [{"rule": x.rule, "text": x.text, "evidence": x.evidence} for x in a.step.advice]
     if s.memory.get("curve"):
         data["memory"] = {"curve": s.memory["curve"], "peak": s.memory.get("peak_estimated"),
                           "fixed": s.memory.get("parameters", 0) + s.memory.get("gradients", 0)
                           + s.memory.get("solver_state", 0)}
     return data
+
+
+def _lead(index: int, a: SectionAnalysis, purposes: Dict[str, str]) -> Dict[str, Any]:
+    """What the page opens with, for a section with a step: where the step goes (its parts, and for a program
+    each graph with what it is for), the advice, the top layers."""
+    s = a.step
+    assert s is not None
+    step = s.step_ms
+    share = (lambda ms: ms / step) if step > 0 else (lambda ms: None)
+    return {
+        "title": a.section.title, "section": index, "ms": step, "parts": [[p, ms] for p, ms in s.parts],
+        "advice": [{"rule": x.rule, "text": x.text, "evidence": x.evidence} for x in s.advice],
+        "top": [{"layer": named(l), "type": l.layer_type, "ms": l.step_ms, "share": share(l.step_ms)}
+                for l in s.top_layers],
+        "graphs": [{"name": g.name, "purpose": purposes.get(g.name, ""), "fwd": g.forward_per_step,
+                    "bwd": g.backward_per_step, "ms": g.forward_ms + g.backward_ms,
+                    "share": share(g.forward_ms + g.backward_ms)} for g in s.graphs],
+        "notes": list(s.notes),
+    }
 
 
 def _ranks(r: RanksAnalysis) -> Dict[str, Any]:
@@ -102,8 +123,10 @@ def report_data(profile: Profile, analysis: Analysis, trace: Optional[str]) -> D
         return ", ".join(str(x) for x in value) if isinstance(value, list) else str(value)
     values = dict(profile.header.items())
     header = [[label, shown(values[key])] for key, label in HEADER_KEYS if values.get(key) not in (None, "", [])]
+    purposes = {a.section.name: purpose(a.section.info) for a in analysis.sections if a.section.kind == GRAPH}
     return {"header": header, "notes": profile.notes, "complete": profile.complete, "failure": profile.failure,
             "trace": trace, "sections": [_section(a, profile) for a in analysis.sections],
+            "lead": [_lead(i, a, purposes) for i, a in enumerate(analysis.sections) if a.step is not None],
             "ranks": _ranks(analysis.ranks) if analysis.ranks is not None else None}
 
 

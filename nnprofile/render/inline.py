@@ -1,8 +1,9 @@
 """A profile, or a comparison, as an HTML fragment for Jupyter (``_repr_html_``).
 
-What a notebook shows below a cell: the header, each step's breakdown as a
-bar, the top layers, the advice, and a link to the full report when one was
-written. Notebooks may be untrusted, so the fragment holds no script and no
+What a notebook shows below a cell, in report.html's order: each step's
+breakdown as a bar (a program's across its graphs, with what each is for), the
+advice, the top layers; then the notes, the header, the other sections, and a
+link to the full report when one was written. Notebooks may be untrusted, so the fragment holds no script and no
 style element (inline styles only, which a notebook's sanitizer keeps), and
 every name from a project or a program is escaped.
 """
@@ -10,19 +11,20 @@ from __future__ import annotations
 
 import html
 import os
-from typing import TYPE_CHECKING, Any, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
 from ..analysis import Analysis, analyze
-from ..analysis.advice import part_kind
+from ..analysis.breakdown import named, part_kind, purpose
 from ..base.choices import GRAPH
 from ..compare import Comparison
 from ..result import views
+from .log import section_line
 
 if TYPE_CHECKING:
     from ..result import Profile
 
 COLORS = {"input": "#8e9aaf", "forward": "#4c78a8", "backward": "#f58518", "update": "#54a24b",
-          "monitor": "#b279a2", "communication": "#e45756", "other": "#bab0ac"}
+          "monitor": "#b279a2", "communication": "#e45756", "eager": "#72b7b2", "other": "#bab0ac"}
 BOX = "font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; font-size: 13px; line-height: 1.4; color: #1d2330"
 CELL = "padding: 2px 10px 2px 0; text-align: left; vertical-align: top"
 NUMBER = "padding: 2px 10px 2px 0; text-align: right; font-variant-numeric: tabular-nums"
@@ -66,7 +68,40 @@ def _bar(parts: Sequence[Any], total: float) -> str:
             '<div style="%s; font-size: 12px">step %.3f ms = %s</div>' % ("".join(cells), MUTED, total, legend))
 
 
+def _lead(a: Any, purposes: Dict[str, str]) -> List[str]:
+    """Where a section's step goes: its bar, for a program its graphs, the advice, the top layers."""
+    step = a.step
+    out = ['<div style="margin-top: 8px; font-weight: 600">Where the step goes: %s%s</div>'
+           % (_e(a.section.title), "" if a.section.complete else " (incomplete)"), _bar(step.parts, step.step_ms)]
+    total = step.step_ms
+    if step.graphs:
+        body = "".join(
+            "<tr><td style=\"%s\">%s</td><td style=\"%s\">%s</td><td style=\"%s\">%.2f</td><td style=\"%s\">%.2f</td>"
+            "<td style=\"%s\">%.3f ms</td><td style=\"%s\">%.1f%%</td></tr>"
+            % (CELL, _e(g.name), CELL, _e(purposes.get(g.name, "")), NUMBER, g.forward_per_step, NUMBER,
+               g.backward_per_step, NUMBER, g.forward_ms + g.backward_ms, NUMBER,
+               100 * (g.forward_ms + g.backward_ms) / total if total > 0 else 0) for g in step.graphs)
+        out.append('<table style="border-collapse: collapse; margin: 4px 0"><tr><th style="%s">graph</th><th style="%s">'
+                   'what it is for</th><th style="%s">forward passes per step</th><th style="%s">backward passes per '
+                   'step</th><th style="%s">per step</th><th style="%s">of the step</th></tr>%s</table>'
+                   % (CELL, CELL, NUMBER, NUMBER, NUMBER, NUMBER, body))
+    out += [_advice(x) for x in step.advice]
+    top = step.top_layers
+    if top:
+        body = "".join(
+            "<tr><td style=\"%s\">%s</td><td style=\"%s\">%s</td><td style=\"%s\">%.3f ms</td>"
+            "<td style=\"%s\">%.1f%%</td></tr>" % (CELL, _e(named(l)), CELL, _e(l.layer_type), NUMBER, l.step_ms,
+                                                  NUMBER, 100 * l.step_ms / total if total > 0 else 0)
+            for l in top)
+        out.append('<table style="border-collapse: collapse; margin: 4px 0"><tr><th style="%s">top layer</th>'
+                   '<th style="%s">type</th><th style="%s">forward + backward</th><th style="%s">of the step'
+                   '</th></tr>%s</table>' % (CELL, CELL, NUMBER, NUMBER, body))
+    out += ['<p style="%s; margin: 2px 0">Note: %s</p>' % (MUTED, _e(n)) for n in step.notes]
+    return out
+
+
 def profile_html(profile: "Profile", analysis: Optional[Analysis] = None) -> str:
+    """The step first (as report.html opens), then the notes, the run's header, the other sections."""
     analysis = analysis or analyze(profile)
     h = profile.header
     out: List[str] = ['<div class="nnprofile" style="%s">' % BOX]
@@ -76,13 +111,17 @@ def profile_html(profile: "Profile", analysis: Optional[Analysis] = None) -> str
               '</span>' % _e(profile.failure or "stopped"))
     out.append('<div style="font-size: 15px; font-weight: 600; margin: 2px 0 6px">nnprofile %s %s</div>'
                % (_e(h.nnprofile), status))
+    purposes = {a.section.name: purpose(a.section.info) for a in analysis.sections if a.section.kind == GRAPH}
+    for a in analysis.sections:
+        if a.step is not None:
+            out += _lead(a, purposes)
+    for note in profile.notes:
+        out.append('<p style="%s; margin: 2px 0">Note: %s</p>' % (MUTED, _e(note)))
     values = dict(h.items())
     rows = ["<tr><td style=\"%s; %s\">%s</td><td style=\"%s\">%s</td></tr>" % (CELL, MUTED, _e(label), CELL,
                                                                               _e(values[key]))
             for key, label in HEADER_KEYS if values.get(key) not in (None, "", [])]
-    out.append('<table style="border-collapse: collapse">%s</table>' % "".join(rows))
-    for note in profile.notes:
-        out.append('<p style="%s; margin: 2px 0">Note: %s</p>' % (MUTED, _e(note)))
+    out.append('<table style="border-collapse: collapse; margin-top: 6px">%s</table>' % "".join(rows))
     if analysis.ranks is not None:
         from ..analysis.ranks import summary_lines
         lines = [line for line in summary_lines(analysis.ranks) if not line.startswith(("Rank ", "Advice: "))]
@@ -90,32 +129,16 @@ def profile_html(profile: "Profile", analysis: Optional[Analysis] = None) -> str
         out += [_advice(a) for a in analysis.ranks.advice]
     for a in analysis.sections:
         s = a.section
-        if s.kind != GRAPH:
-            out.append('<div style="margin-top: 10px; font-weight: 600">%s%s</div>'
-                       % (_e(s.title), "" if s.complete else " (incomplete)"))
         if a.step is not None:
-            out.append(_bar(a.step.parts, a.step.step_ms))
-            top = a.step.top_layers
-            if top:
-                step = a.step.step_ms
-                body = "".join(
-                    "<tr><td style=\"%s\">%s</td><td style=\"%s\">%s</td><td style=\"%s\">%.3f ms</td>"
-                    "<td style=\"%s\">%.1f%%</td></tr>" % (CELL, _e(l.layer if l.copies == 1 else "%s (%d copies)"
-                                                                      % (l.layer, l.copies)),
-                                                          CELL, _e(l.layer_type), NUMBER, l.step_ms, NUMBER,
-                                                          100 * l.step_ms / step if step > 0 else 0)
-                    for l in top)
-                out.append('<table style="border-collapse: collapse; margin: 4px 0"><tr><th style="%s">top layer</th>'
-                           '<th style="%s">type</th><th style="%s">forward + backward</th><th style="%s">of the step'
-                           '</th></tr>%s</table>' % (CELL, CELL, NUMBER, NUMBER, body))
-            out += [_advice(x) for x in a.step.advice]
-        elif s.kind == GRAPH:  # a program's graph: its passes (its layers are in the step's top layers)
-            from ..render.log import section_line
+            continue
+        if s.kind == GRAPH:  # a program's graph: its passes (its layers are in the step's top layers)
             passes = ", ".join("%s %.3f ms" % (e.label, e.mean_ms) for e in s.entries
                                if e.phase in ("forward_all", "backward_all"))
             out.append('<div style="%s">%s; %d layers%s</div>' % (
                 MUTED, _e(section_line(s)[len("Profiling "):-4]), len(a.layers), "; " + _e(passes) if passes else ""))
         else:
+            out.append('<div style="margin-top: 10px; font-weight: 600">%s%s</div>'
+                       % (_e(s.title), "" if s.complete else " (incomplete)"))
             slowest = sorted(s.entries, key=lambda e: -e.mean_ms)[:5]
             out.append('<table style="border-collapse: collapse; margin: 4px 0">%s</table>' % "".join(
                 "<tr><td style=\"%s\">%s</td><td style=\"%s\">%.6f ms</td></tr>" % (CELL, _e(e.label), NUMBER, e.mean_ms)

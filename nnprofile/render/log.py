@@ -1,15 +1,15 @@
 """The text log, line for line in NNC's Profile format."""
 from __future__ import annotations
 
-import os
 import re
 from typing import List, Optional
 
 from ..analysis import SPREAD_FLOOR_MS, Analysis, SectionAnalysis, analyze
-from ..analysis.advice import summary_lines
+from ..analysis.breakdown import purpose, summary_lines
 from ..analysis.precision import listed, sampling_line
 from ..analysis.ranks import summary_lines as ranks_lines
 from ..result import Entry, Profile, Section, format_ms
+from ..base.choices import GRAPH
 from ..result.header import ProgramHeader, ProjectHeader
 from .base import Contents
 
@@ -39,11 +39,29 @@ def header_lines(profile: Profile) -> List[str]:
     if h.hook_overhead_ns is not None:
         total = max(0.0, h.hook_overhead_ns)
         inside = max(0.0, h.hook_inside_ns or 0.0)
-        lines.append("Hooks: NNabla's function hooks add %s per function to a pass, %s of it inside the function's "
-                     "own time; measured on a chain of 200 tiny functions and taken off every function%s"
-                     % (_duration(total), _duration(inside), ", pass and step" if h.mode == "record" else ""))
         measured = program.hooks_in_program if program is not None else None
-        if measured:
+        replicas = int((measured or {}).get("signatures", 0))
+        lines.append("Hooks: NNabla's function hooks add %s per function to a pass, %s of it inside the function's "
+                     "own time; measured on a chain of 200 tiny functions%s and taken off every function%s"
+                     % (_duration(total), _duration(inside),
+                        " (and, for the program's own functions, on replicas of each: %d kinds by type, shapes and "
+                        "arguments, forward and backward)" % replicas if replicas else "",
+                        ", pass and step" if h.mode == "record" else ""))
+        if measured and "forward_scale" in measured:
+            text = ("Hooks in this program: the gaps between the functions of its passes hold %.2fx (forward) and "
+                    "%.2fx (backward) the hooks' cost measured there, so their code runs that much longer here "
+                    "(the program's work leaves its caches cold); every cost is scaled so"
+                    % (float(measured["forward_scale"]), float(measured["backward_scale"])))
+            if "pairs" in measured:
+                text += ("; %d of its steps ran without the hooks, each against the step with them after it (median "
+                         "%.3f ms against %.3f ms, of which the hooks' cost %.3f ms): the rest, %+.3f ms a step, and "
+                         "%+.3f ms more in a step after one with the hooks (the program's own code slowed by what "
+                         "the hooks leave in the caches; zero where the pairs' spread could make it), is taken off "
+                         "each step too" % (measured["pairs"], measured.get("plain_ms", 0), measured.get("hooked_ms", 0),
+                                            measured.get("hooks_ms", 0), measured.get("outside_ms", 0),
+                                            measured.get("carry_ms", 0)))
+            lines.append(text)
+        elif measured and "plain_steps" in measured:  # a result of version 6 or earlier
             lines.append("Hooks in this program: %d of its steps ran without them (median %.3f ms) against %d "
                          "with them (%.3f ms): beyond the chain's cost, they slow each function by %.1f%% of its "
                          "own time (the Python they run evicts the caches), taken off too"
@@ -111,13 +129,14 @@ def section_line(section: Section) -> str:
     """A section's header, as NNC prints ``Profiling optimizer ...``; a program's graph says whether a
     solver trains it and how often it runs per step."""
     info = section.info
-    if not info:
+    if section.kind != GRAPH or not info:
         return "Profiling %s ..." % section.title
-    trained = info.get("trained_by") or []
-    what = ("trained by %s" % ", ".join(trained) if trained else
-            "forward and backward, no solver update after its backward" if info.get("backward_per_step")
-            else "forward only")
-    runs = [_per_step(info.get("forward_per_step"), "forward"), _per_step(info.get("backward_per_step"), "backward")]
+    what = purpose(info)
+
+    def rate(phase: str) -> object:  # passes per step over the steps every part counts (as the breakdown)
+        whole = section.entries_of("%s_all" % phase)
+        return whole[0].calls_per_round() if whole else info.get("%s_per_step" % phase)
+    runs = [_per_step(rate("forward"), "forward"), _per_step(rate("backward"), "backward")]
     return "Profiling %s (%s; %s per step%s) ..." % (section.title, what, " and ".join(r for r in runs if r),
                                                      "; auto_forward" if info.get("dynamic") else "")
 

@@ -15,7 +15,7 @@ import io
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..analysis import Analysis, SectionAnalysis, analyze, charted_layers
-from ..analysis.advice import summary_rows as advice_rows
+from ..analysis.breakdown import summary_rows as advice_rows
 from ..analysis.ranks import RANK_COLUMNS, STEP_COLUMNS, RanksAnalysis, rank_rows, step_rows
 from ..analysis.ranks import summary_lines as ranks_lines
 from ..base.choices import LAYER_PHASES

@@ -8,7 +8,8 @@ come through here.
 """
 from __future__ import annotations
 
-from typing import Iterable, Sequence, Tuple
+import math
+from typing import Iterable, List, Sequence, Tuple
 
 from ..base.stats import Drift, speed_levels
 from .model import Entry, Section
@@ -34,10 +35,46 @@ def apply_drift(sections: Iterable[Section], drift: Drift) -> None:
             drop(e, drift)
 
 
-def drift_over(sections: Sequence[Section], rounds: int, threshold: float) -> Drift:
+def emptied(sections: Sequence[Section], drift: Drift) -> List[str]:
+    """The entries that would lose every call to the rounds left out (a validation that ran only in steps
+    the machine ran slow in): their titles."""
+    dropped = set(drift.dropped)
+    out = []
+    for s in sections:
+        for e in s.entries:
+            sizes = e.round_sizes or []
+            if sizes and sum(sizes) and not any(n for r, n in enumerate(sizes) if r not in dropped):
+                out.append(e.label if s.kind != "graph" else "%s (%s)" % (e.label, s.name))
+    return out
+
+
+def rare_rounds(sections: Sequence[Section]) -> Tuple[int, ...]:
+    """The rounds holding a call of an entry that has calls in fewer than half the rounds (a validation
+    every few steps)."""
+    out = set()
+    for s in sections:
+        for e in s.entries:
+            sizes = e.round_sizes or []
+            held = [r for r, n in enumerate(sizes) if n]
+            if held and 2 * len(held) < len(sizes):
+                out.update(held)
+    return tuple(sorted(out))
+
+
+def drift_over(sections: Sequence[Section], rounds: int, threshold: float, keep_rare: bool = False) -> Drift:
     """Measured over every entry of the sections (a program's whole step aside: it holds the others)
-    and applied to all of them alike."""
+    and applied to all of them alike. With ``keep_rare`` (a recorded program's steps) the rounds that hold
+    rare work are never left out (``rare_rounds``; each section's info says which). Where leaving the slow
+    rounds out would leave an entry without a call (``emptied``), no round is left out: every part of a
+    step keeps its share, from the same rounds (the caller says so)."""
     drift = measure_drift(((e.samples_ns, e.round_sizes) for s in sections for e in s.entries if e.phase != "step"),
                           rounds, threshold)
+    if keep_rare:
+        drift = Drift(drift.levels, threshold, rare_rounds(sections))
+        for s in sections:
+            if drift.exempt:
+                s.info["drift_exempt"] = list(drift.exempt)
+    if drift.dropped and emptied(sections, drift):
+        drift = Drift(drift.levels, math.inf, drift.exempt)
     apply_drift(sections, drift)
     return drift

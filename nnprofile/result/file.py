@@ -35,6 +35,13 @@ Versions:
      project's profile), ``program`` (a recorded program; version 5 said ``script``) or ``merged``
      (the ranks of a distributed run merged), and each kind names its fields; a field it does not
      name is kept under ``extra``. Earlier headers are sorted by what they hold.
+  7. a recorded program's loop as it ran: its header names the steps run without the hooks
+     (``plain_steps``, after the kept ones, for what the hooks cost) and the hooks' cost as fitted to
+     the program (``hooks_in_program``: the scale per phase read off the gaps of its passes, the
+     pairs of steps without and with the hooks); its graphs' sections say what each is for
+     (``info["role"]``: trained, backward, feeds, evaluation; ``info["feeds"]``) and which rounds
+     are never left out (``info["drift_exempt"]``: steps holding rare work); its step holds the eager
+     work (entries of phase ``eager``, functions called on NdArrays, by the program's line).
 """
 from __future__ import annotations
 
@@ -51,7 +58,7 @@ from .timeline import TimelineEvent
 
 FILENAME = "result.json"
 FORMAT = "nnprofile-result"
-VERSION = 6
+VERSION = 7
 _ENTRY_FIELDS = {f.name for f in fields(Entry)}
 _ENTRY_ORDER = [f.name for f in fields(Entry)]
 # Defaults of the entry's fields: a field at its default is left out of the file.
@@ -195,8 +202,21 @@ def _v5_to_v6(data: Dict[str, Any]) -> Dict[str, Any]:
     return data
 
 
+def _v6_to_v7(data: Dict[str, Any]) -> Dict[str, Any]:
+    """Version 7 gave a recorded program's header the steps run without the hooks (``plain_steps``) and the
+    hooks' cost as fitted to the program (``hooks_in_program``: ``forward_scale``, ``backward_scale``, the
+    pairs' figures), its graphs' sections what each is for (``info["role"]``, ``info["feeds"]``) and the
+    rounds never left out (``info["drift_exempt"]``), and its step the eager work (phase ``eager``). An
+    earlier program ran every kept step with the hooks, one after the other: nothing to add."""
+    header = dict(data.get("header") or {})
+    if header.get("kind") in ("program", "merged"):
+        header.setdefault("plain_steps", [])
+    data["header"] = header
+    return data
+
+
 UPGRADES: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4,
-                                                                   4: _v4_to_v5, 5: _v5_to_v6}
+                                                                   4: _v4_to_v5, 5: _v5_to_v6, 6: _v6_to_v7}
 
 
 def upgrade(data: Dict[str, Any]) -> Dict[str, Any]:

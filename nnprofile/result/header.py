@@ -77,6 +77,8 @@ class ProgramHeader(Header):
     steps: str = ""               # how the steps were found (the rule taken)
     active_steps: int = 0
     skipped_steps: int = 0
+    kept_steps: List[int] = field(default_factory=list)   # the kept steps' numbers (from 1); older: consecutive
+    plain_steps: List[int] = field(default_factory=list)  # the steps run without the hooks (for their cost)
     call_overhead_ns: Optional[float] = None   # an auto_forward call's timing cost, in all
     call_inside_ns: Optional[float] = None     # and inside its own interval
     chain_hook_overhead_ns: Optional[float] = None

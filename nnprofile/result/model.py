@@ -90,6 +90,31 @@ class Entry:
                                    self.dropped_rounds, len(self.dropped_rounds), self.overhead_ns, stats)
         return stats
 
+    def round_totals(self) -> List[float]:
+        """The entry's time in each round (a recorded program's step), in ns: its calls summed, the timing's
+        own cost taken off each; a round without a call counts as none."""
+        totals: List[float] = []
+        start = 0
+        for n in self.round_sizes or [len(self.samples_ns)]:
+            totals.append(sum(max(0.0, x - self.overhead_ns) for x in self.samples_ns[start:start + n]))
+            start += n
+        return totals
+
+    def calls_per_round(self) -> float:
+        """Its calls per round over the rounds kept (those ``per_round_ns`` counts)."""
+        dropped = set(self.dropped_rounds)
+        sizes = self.round_sizes or [len(self.samples_ns)]
+        kept = [n for r, n in enumerate(sizes) if r not in dropped] or sizes
+        return sum(kept) / len(kept) if kept else 0.0
+
+    def per_round_ns(self) -> float:
+        """Its time per round over the rounds kept (the slow ones left out): a recorded program's time per
+        step. Every entry of a program counts the same rounds, so that parts add up to the step."""
+        dropped = set(self.dropped_rounds)
+        totals = self.round_totals()
+        kept = [t for r, t in enumerate(totals) if r not in dropped] or totals
+        return sum(kept) / len(kept) if kept else 0.0
+
     @property
     def run_cv(self) -> Optional[float]:
         """Coefficient of variation of the per-process means (--repeat), None with fewer than two."""

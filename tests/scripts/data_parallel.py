@@ -55,7 +55,7 @@ def main():
     comm.init()
     nn.set_default_context(ctx)
     delay = args.slow_ms / 1e3 if comm.rank == args.slow_rank else 0.0
-    data = data_iterator(Images(256, comm.rank, delay, args.batch_size), args.batch_size, use_thread=False)
+    data = data_iterator(Images(1024, comm.rank, delay, args.batch_size), args.batch_size, use_thread=False)
 
     x = nn.Variable((args.batch_size, 1, 16, 16))
     t = nn.Variable((args.batch_size, 1))

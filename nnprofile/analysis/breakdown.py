@@ -1,0 +1,370 @@
+"""Where a training step's time goes: the step's parts, its layers, its graphs.
+
+Pure functions over measured sections: a step breakdown (as TensorBoard's profiler gives) of a
+project's training section (input, forward, backward, update, monitor, other) or of a recorded
+program's step (each iterator's wait, each graph's passes, each solver's calls, the eager work,
+monitors, communication, the program's own time), the share of functions that ran in half
+precision, each layer's forward and backward paired by identity, the top layers. What to try
+first is decided from a ``Summary`` by ``nnprofile.analysis.advice``.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..base.choices import HALF_DTYPES, OPTIMIZER, SCRIPT
+from ..result import Entry, Section
+
+PARTS = ("input", "forward", "backward", "update", "monitor", "other")
+PHASE_PART = {
+    "load_dataset": "input", "let_data": "input", "generate_data": "input",
+    "forward_all": "forward", "backward_all": "backward",
+    "update": "update", "weight_decay": "update", "solver": "update",
+    "monitor_loss": "monitor", "prepare_backward": "other",
+}
+TOP_LAYERS = 5
+
+
+@dataclass(frozen=True)
+class LayerTime:
+    """One layer's forward and backward, paired by the layer's identity (not its name)."""
+
+    layer: str
+    layer_type: str
+    forward_ms: float
+    backward_ms: float
+    flops: Optional[int]  # forward + backward, None when unknown
+    bytes_moved: int = 0  # read and written, forward + backward
+    forward: Optional[Entry] = field(default=None, compare=False)   # the entries behind the figures
+    backward: Optional[Entry] = field(default=None, compare=False)
+    copies: int = 1  # a base layer: how many unrolled (or repeated) copies it sums
+    # A recorded program's layer: its time per step (its calls in a step, summed), which differs
+    # from a call's where its graph runs more or less than once a step; None: one call a step.
+    per_step: Optional[float] = None
+
+    @property
+    def total_ms(self) -> float:
+        """Forward and backward, per call."""
+        return self.forward_ms + self.backward_ms
+
+    @property
+    def step_ms(self) -> float:
+        """Its time in a step: what its share of the step is made of."""
+        return self.total_ms if self.per_step is None else self.per_step
+
+    @property
+    def gflops_per_s(self) -> Optional[float]:
+        if self.flops is None or self.total_ms <= 0:
+            return None
+        return self.flops / (self.total_ms * 1e6)
+
+
+@dataclass(frozen=True)
+class Advice:
+    rule: str
+    text: str
+    evidence: str
+
+
+def _quoted(names: Sequence[str]) -> str:
+    items = ["'%s'" % n for n in names]
+    return items[0] if len(items) == 1 else "%s and %s" % (", ".join(items[:-1]), items[-1])
+
+
+def purpose(info: Dict[str, object]) -> str:
+    """What a recorded program's graph is for, from its section's ``info`` (older results: what it ran)."""
+    trained = list(info.get("trained_by") or [])  # type: ignore[call-overload]
+    role = info.get("role")
+    if trained:
+        return "trained by %s" % ", ".join(trained)
+    if role == "backward" or (role is None and info.get("backward_per_step")):
+        return "forward and backward, no solver update after its backward"
+    if role == "feeds":
+        return "forward only, part of training: feeds %s" % _quoted(list(info.get("feeds") or []))  # type: ignore[call-overload]
+    if role == "evaluation":
+        return "forward only: an evaluation, no graph run backward reads its outputs"
+    return "forward only"
+
+
+@dataclass(frozen=True)
+class GraphTime:
+    """A recorded program's graph in its step: passes per step and time per step."""
+
+    name: str
+    trained: bool
+    forward_per_step: float
+    backward_per_step: float
+    forward_ms: float       # per step
+    backward_ms: float      # per step
+    forward_pass_ms: float  # one pass
+    role: str = ""          # trained, backward, feeds, evaluation ("" in older results: what it ran says)
+    feeds: Tuple[str, ...] = ()
+
+    @property
+    def evaluation(self) -> bool:
+        """A forward-only graph that nothing trained reads (older results: any forward-only graph)."""
+        if self.role:
+            return self.role == "evaluation"
+        return not self.trained and not self.backward_per_step
+
+
+@dataclass
+class Summary:
+    section: str
+    # (part, ms per step): a project's in PARTS order; a program's named by what they are
+    # ("input (data)", "forward (loss)", "update (Adam: gen)", "monitor", "other"), the first
+    # word of the name its kind (part_kind).
+    parts: List[Tuple[str, float]]
+    half_functions: int
+    functions: int
+    layers: List[LayerTime]         # forward order
+    coverage: Optional[float]       # sum of forward layers / forward_all
+    backend: str
+    type_config: str
+    advice: List[Advice]
+    graphs: List[GraphTime] = field(default_factory=list)  # a recorded program's graphs
+    notes: List[str] = field(default_factory=list)  # how a part was reckoned, where it is not the plain rule
+
+    @property
+    def step_ms(self) -> float:
+        return sum(ms for _, ms in self.parts)
+
+    def kind_ms(self, kind: str) -> float:
+        """The parts of a kind together (input, forward, backward, update, monitor, other)."""
+        return sum(ms for part, ms in self.parts if part_kind(part) == kind)
+
+    def share(self, kind: str) -> float:
+        total = self.step_ms
+        return self.kind_ms(kind) / total if total > 0 else 0.0
+
+    @property
+    def base_layers(self) -> List[LayerTime]:
+        """The layers with their unrolled copies summed into their base layer (see ``base_layers``),
+        computed once."""
+        cached = self.__dict__.get("_base_layers")
+        if cached is None or cached[0] is not self.layers:
+            cached = self.__dict__["_base_layers"] = (self.layers, base_layers(self.layers))
+        return cached[1]
+
+    @property
+    def top_layers(self) -> List[LayerTime]:
+        return sorted(self.base_layers, key=lambda l: -l.step_ms)[:TOP_LAYERS]
+
+
+def layer_times(section: Section) -> List[LayerTime]:
+    """Forward and backward of each layer, in forward order, paired by ``layer_id``.
+
+    Results of version 1 carry no ids; there, the layer name (then unique per
+    section) stands for the identity.
+    """
+    def key(e):
+        return e.layer_id if e.layer_id is not None else e.layer
+    backward = {key(e): e for e in section.entries_of("backward_function")}
+    out = []
+    for f in section.entries_of("forward_function"):
+        b = backward.get(key(f))
+        flops: Optional[int] = None
+        if f.flops is not None and (b is None or b.flops is not None):
+            flops = f.flops + (b.flops or 0 if b is not None else 0)
+        moved = sum((e.bytes_read or 0) + (e.bytes_written or 0) for e in (f, b) if e is not None)
+        out.append(LayerTime(f.layer or "", f.layer_type or "", f.mean_ms, b.mean_ms if b else 0.0, flops, moved,
+                             f, b))
+    return out
+
+
+# An unrolled copy of a layer: NNabla names it ``<layer>_<repeat id>[<i>]`` (Affine_2_RecurrentInput[3]),
+# a recorded program ``<scope>[<i>]`` (conv1/conv[2], the same parameters applied again).
+_COPY = re.compile(r"(?:_[A-Z][A-Za-z0-9]*)?\[\d+\]$")
+
+
+def base_name(layer: str) -> str:
+    """The layer an unrolled or repeated copy belongs to: ``Affine_2`` for ``Affine_2_RecurrentInput[3]``."""
+    base = layer
+    while True:
+        stripped = _COPY.sub("", base)
+        if stripped == base or not stripped:
+            return base
+        base = stripped
+
+
+def base_layers(layers: List[LayerTime]) -> List[LayerTime]:
+    """Layers with their unrolled copies summed into their base layer, in order of first appearance."""
+    merged: Dict[str, LayerTime] = {}
+    for l in layers:
+        name = base_name(l.layer) if "[" in l.layer else l.layer
+        m = merged.get(name)
+        if m is None:
+            merged[name] = l if name == l.layer else replace(l, layer=name, copies=1)
+            continue
+        flops = m.flops + l.flops if m.flops is not None and l.flops is not None else None
+        per_step = m.step_ms + l.step_ms if m.per_step is not None or l.per_step is not None else None
+        merged[name] = replace(m, forward_ms=m.forward_ms + l.forward_ms, backward_ms=m.backward_ms + l.backward_ms,
+                               flops=flops, bytes_moved=m.bytes_moved + l.bytes_moved, copies=m.copies + 1,
+                               per_step=per_step)
+    return list(merged.values())
+
+
+def part_kind(part: str) -> str:
+    """What a part of the step is: the first word of its name."""
+    return part.split(" ", 1)[0]
+
+
+def round_totals(entry: Entry) -> List[float]:
+    """An entry's time in each round (``Entry.round_totals``)."""
+    return entry.round_totals()
+
+
+def per_step_ms(entry: Entry) -> float:
+    """A recorded program's entry: its time per step, over the kept steps (``Entry.per_round_ns``). Every
+    part counts the same steps: where leaving the slow ones out would leave a graph that ran in few steps
+    without a call, none is left out (``nnprofile.result.drift.drift_over``), so that no part reads zero."""
+    return entry.per_round_ns() / 1e6
+
+
+def _inside(label: str) -> str:
+    """What a label's parentheses hold: "Adam: gen" in "update (Adam: gen)"."""
+    return label[label.index("(") + 1:label.rindex(")")] if "(" in label and label.endswith(")") else label
+
+
+def summarize_program(script: Section, graphs: Sequence[Section], context: str = "cpu:float",
+                      layers: Optional[Dict[str, List[LayerTime]]] = None,
+                      forward_coverage: Optional[float] = None) -> Optional[Summary]:
+    """A recorded program's step: its parts (each iterator's wait, each graph's forward and backward,
+    each solver's calls, the eager work, monitors, communication, and the program's own time), per step.
+
+    Each part is its calls per step times its time per call (``per_step_ms``): a graph that ran in the
+    recorded steps always has its part, also when it ran in few of them. The program's own time
+    (``other``) is what the step leaves beyond its parts, so that they add up to the step; where the
+    parts alone come to more than the step (a part's calls all in steps the machine ran slow in, which
+    the step leaves out), the note says so."""
+    if not script.complete or not script.entries_of("step"):
+        return None
+    parts: List[Tuple[str, float]] = []
+    notes: List[str] = []
+
+    def add(name: str, entries: Sequence[Entry]) -> None:
+        parts.append((name, sum(per_step_ms(e) for e in entries)))
+    for e in script.entries_of("load_dataset"):
+        add("input (%s)" % _inside(e.label), [e])
+    graph_times: List[GraphTime] = []
+    for g in graphs:
+        f, b = g.entries_of("forward_all"), g.entries_of("backward_all")
+        info = g.info or {}
+        if f:
+            add("forward (%s)" % g.name, f[:1])
+        if b:
+            add("backward (%s)" % g.name, b[:1])
+        # Passes per step and time per pass over the steps the parts count: their product is the part.
+        forward_passes = f[0].calls_per_round() if f else 0.0
+        forward_ms = per_step_ms(f[0]) if f else 0.0
+        graph_times.append(GraphTime(g.name, bool(info.get("trained_by")), forward_passes,
+                                     b[0].calls_per_round() if b else 0.0, forward_ms,
+                                     per_step_ms(b[0]) if b else 0.0, forward_ms / forward_passes if forward_passes else 0.0,
+                                     str(info.get("role") or ""), tuple(info.get("feeds") or ())))
+    eager = script.entries_of("eager")
+    if eager:
+        add("eager", eager)
+    solvers: Dict[str, List[Entry]] = {}
+    for e in script.entries:
+        if e.phase in ("prepare_backward", "weight_decay", "update", "solver"):
+            solvers.setdefault(_inside(e.label), []).append(e)
+    for key, entries in solvers.items():
+        add("update (%s)" % key, entries)
+    for kind, phase in (("monitor", "monitor_loss"), ("communication", "communication")):
+        entries = script.entries_of(phase)
+        if entries:
+            add(kind, entries)
+    step = per_step_ms(script.entries_of("step")[0])
+    held = sum(ms for _, ms in parts)
+    if held > step * 1.001:
+        notes.append("the parts come to %.3f ms, more than the step's %.3f ms: the program's own time reads 0" % (held,
+                                                                                                           step))
+    parts.append(("other", max(0.0, step - held)))
+    named = layers or {}
+    every = [l for g in graphs for l in named.get(g.name, [])]
+    forward = [e for g in graphs for e in g.entries_of("forward_function")]
+    backend, _, type_config = context.partition(":")
+    return Summary(section=script.title, parts=[(p, round(ms, 6)) for p, ms in parts],
+                   half_functions=sum(1 for e in forward if (e.dtype or "") in HALF_DTYPES),
+                   functions=len(forward), layers=every, coverage=forward_coverage, backend=backend,
+                   type_config=type_config or "float", advice=[], graphs=graph_times, notes=notes)
+
+
+def program_layers(graph: Section, several: bool) -> List[LayerTime]:
+    """A graph's layers with their time per step (and, among several graphs, named with their graph)."""
+    out = []
+    for l in layer_times(graph):
+        per_step = sum(per_step_ms(e) for e in (l.forward, l.backward) if e is not None)
+        name = "%s: %s" % (graph.name, l.layer) if several else l.layer
+        out.append(replace(l, layer=name, per_step=per_step))
+    return out
+
+
+def summarize_section(section: Section, context: str = "cpu:float",
+                      layers: Optional[List[LayerTime]] = None,
+                      forward_coverage: Optional[float] = None) -> Optional[Summary]:
+    """The breakdown of one complete training section (None for others)."""
+    if section.kind not in (OPTIMIZER, SCRIPT) or not section.complete:
+        return None
+    totals = {part: 0.0 for part in PARTS}
+    for e in section.entries:
+        part = PHASE_PART.get(e.phase)
+        if part:
+            totals[part] += e.mean_ms
+    measured_step = section.entries_of("step")
+    if measured_step:  # a program's step is measured: what its parts leave is the program's own time
+        totals["other"] += max(0.0, measured_step[0].mean_ms - sum(totals.values()))
+    forward = section.entries_of("forward_function")
+    half = sum(1 for e in forward if (e.dtype or "") in HALF_DTYPES)
+    backend, _, type_config = context.partition(":")
+    return Summary(section=section.title, parts=[(p, round(totals[p], 6)) for p in PARTS],
+                   half_functions=half, functions=len(forward), layers=layer_times(section) if layers is None else layers,
+                   coverage=forward_coverage, backend=backend, type_config=type_config or "float", advice=[])
+
+
+def named(l: LayerTime) -> str:
+    """A layer's name, with how many unrolled copies it sums."""
+    return l.layer if l.copies == 1 else "%s (%d copies)" % (l.layer, l.copies)
+
+
+def pct(x: float) -> str:
+    return "%.1f%%" % (100 * x)
+
+
+def summary_lines(s: Summary) -> List[str]:
+    """The log footer of a training section."""
+    step = s.step_ms
+    lines = ["Step: %.3f ms = %s" % (step, " + ".join(
+        "%s %.3f ms (%s)" % (p, ms, pct(ms / step if step > 0 else 0)) for p, ms in s.parts))]
+    if s.functions:
+        lines.append("Half precision: %d of %d functions" % (s.half_functions, s.functions))
+    if s.layers:
+        lines.append("Top layers (forward + backward): %s" % ", ".join(
+            "%s %.3f ms (%s)" % (named(l), l.step_ms, pct(l.step_ms / step if step > 0 else 0))
+            for l in s.top_layers))
+    lines += ["Note: %s" % n for n in s.notes]
+    for a in s.advice:
+        lines.append("Advice: %s Evidence: %s." % (a.text, a.evidence))
+    if not s.advice:
+        lines.append("Advice: none of nnprofile's rules fired for this step.")
+    return lines
+
+
+def summary_rows(s: Summary) -> List[List[object]]:
+    """Rows of summary.csv and the Summary sheet: section, item, name, ms, percent, detail."""
+    step = s.step_ms
+    rows: List[List[object]] = [[s.section, "step", "training step", round(step, 6), 100.0, ""]]
+    for p, ms in s.parts:
+        rows.append([s.section, "part", p, ms, round(100 * ms / step, 2) if step > 0 else 0.0, ""])
+    if s.functions:
+        rows.append([s.section, "half_precision", "functions in half precision", s.half_functions,
+                     round(100.0 * s.half_functions / s.functions, 2), "%d of %d" % (s.half_functions, s.functions)])
+    for l in s.top_layers:
+        rows.append([s.section, "top_layer", l.layer, round(l.step_ms, 6),
+                     round(100 * l.step_ms / step, 2) if step > 0 else 0.0,
+                     "forward %.6f ms, backward %.6f ms%s" % (l.forward_ms, l.backward_ms,
+                                                             ", %d unrolled copies summed" % l.copies if l.copies > 1 else "")])
+    for a in s.advice:
+        rows.append([s.section, "advice", a.rule, "", "", "%s Evidence: %s." % (a.text, a.evidence)])
+    return rows

@@ -1,0 +1,93 @@
+"""What the hooks cost in the program itself: its steps without the hooks against the steps with them beside them.
+
+Some steps run without the function hooks, two in a row (``nnprofile.recording.recorder``); the
+program's own timed calls (solver, input, monitor, communicator calls, ``nnprofile.step()``) still
+mark them, so a step without hooks and one with them are cut at the same places. The first of the
+two carries what the hooks of the step before left in the caches (and their switching off); the
+second is the program as it runs unrecorded, and it is compared with the step after it, which has
+the hooks again. Each stretch between two of the program's calls lasts longer with the hooks: in a
+stretch that holds passes, by the hooks' cost there (which the program's cold caches can make larger
+than where it was measured); in one that holds only the program's own Python, by what the hooks'
+leavings cost that code. Stretch by stretch, the slow spells of the machine cancel, and the noise of
+the program's own Python stays out of the passes' figure.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, List, Optional, Sequence, Tuple
+
+from ..base.stats import median
+
+from .events import CommCall, InputCall, MonitorCall, SolverCall, StepMark
+from .sections import overlap
+
+Marker = Any  # a timed call of the program's own: solver, input, monitor, communicator, step mark
+MARKERS = (SolverCall, InputCall, MonitorCall, CommCall, StepMark)
+
+
+def _shape(events: Sequence[Any]) -> Tuple[Any, ...]:
+    out: List[Tuple[Any, ...]] = []
+    for e in events:
+        if isinstance(e, SolverCall):
+            out.append(("s", e.solver, e.method))
+        elif isinstance(e, InputCall):
+            out.append(("i", e.iterator))
+        elif isinstance(e, MonitorCall):
+            out.append(("m", e.monitor))
+        elif isinstance(e, CommCall):
+            out.append(("c", e.method))
+        elif isinstance(e, StepMark):
+            out.append(("k",))
+    return tuple(out)
+
+
+def stretches(events: Sequence[Any], bounds: Tuple[int, int], excluded: Sequence[Tuple[int, int]]) -> List[Tuple[int, int]]:
+    """The stretches of a step between its markers: (start, end), nnprofile's own work left out later."""
+    start, end = bounds
+    cuts = [start]
+    for e in events:
+        if isinstance(e, MARKERS) and not isinstance(e, StepMark):
+            cuts += [e.start_ns, e.end_ns]
+    cuts.append(end)
+    return [(cuts[k], cuts[k + 1]) for k in range(0, len(cuts) - 1, 2)]
+
+
+def pairs(per_step: Sequence[List[Any]], bounds: Sequence[Tuple[int, int]], hooked: Sequence[int],
+          plain: Sequence[int], excluded: Sequence[Tuple[int, int]],
+          hooks_of: Callable[[int], float]) -> Tuple[List[Tuple[float, float, float]], List[float]]:
+    """For each step without the hooks after one without them, and the hooked step after it, of the same
+    shape: (the hooked step, the plain step, what the hooks cost the hooked step as the costs say:
+    ``hooks_of(step)``), in ns; and for that hooked step and the hooked one after it, what the second takes
+    longer beyond its own cost: what a step with the hooks carries into the next (their code's leavings).
+    A step's time is that of its stretches between the program's own calls (which vary on their own: a
+    wait for a batch, a collective), nnprofile's own work left out."""
+    out, carried = [], []
+    kept_set, plain_set = set(hooked), set(plain)
+
+    def length(i: int) -> float:
+        return float(sum((b - a) - overlap(a, b, excluded) for a, b in stretches(per_step[i], bounds[i], excluded)))
+    for p in plain:
+        h = p + 1
+        if p - 1 not in plain_set or h not in kept_set or _shape(per_step[h]) != _shape(per_step[p]):
+            continue
+        out.append((length(h), length(p), hooks_of(h)))
+        if h + 1 in kept_set and _shape(per_step[h + 1]) == _shape(per_step[h]):
+            carried.append(length(h + 1) - hooks_of(h + 1) - (length(h) - hooks_of(h)))
+    return out, carried
+
+
+def gap_ratio(passes: Sequence[Any], outside_of: Callable[[Any, Any], float]) -> Optional[float]:
+    """How much longer than measured the hooks' cost between a pass's functions is in the program: the
+    gaps between the functions of each pass against what the hooks cost there as measured (each
+    function's cost outside its own interval, ``outside_of(call, pass)``); the median over the passes
+    of two functions or more (None without one). NNabla's own work between functions is small beside
+    the hooks' and counts with them, so that at this scale the functions and the hooks' cost fill the
+    passes: what the replicas showed (a replica's share of a pass is its function and NNabla's work for it)."""
+    ratios = []
+    for p in passes:
+        if p.dynamic or len(p.calls) < 2:
+            continue
+        gaps = (p.end_ns - p.start_ns) - sum(c.end_ns - c.start_ns for c in p.calls)
+        costs = sum(outside_of(c, p) for c in p.calls[:-1])
+        if costs > 0:
+            ratios.append(max(0.0, gaps) / costs)
+    return median(ratios) if ratios else None

@@ -1,0 +1,182 @@
+"""Programs as people write them, each a pattern NNabla's examples and tutorials use, recorded unmodified
+(``nnprofile run``): what the profile says of their steps, graphs, parts and notes, exactly.
+
+- vat.py: one solver updated twice per iteration on two graphs, a forward-only graph feeding both losses;
+- lstm_lm.py: a validation after each epoch, gradient clipping by functions on NdArrays, a test after the loop;
+- tiny_mlp.py: functions of a few microseconds, a name bound to a second graph, a solver used once before;
+- word2vec.py: an element-wise product as the heaviest layer, a similarity graph after the loop.
+
+Nothing here asserts a time: what the programs' structure fixes, and that figures agree with each other.
+"""
+import os
+import re
+
+import pytest
+
+import nnprofile
+from conftest import ROOT, run_cli
+from nnprofile.analysis import analyze
+
+SCRIPTS = os.path.join(ROOT, "tests", "scripts")
+CONV_WORDS = ("maps", "kernel", "stride", "pooling")
+
+
+def _run(tmp_path_factory, name, *args):
+    out = tmp_path_factory.mktemp(name) / "result"
+    proc = run_cli("run", "-q", "-o", str(out), os.path.join(SCRIPTS, name + ".py"), *args, cwd=str(out.parent))
+    assert proc.returncode == 0, proc.stderr
+    profile = nnprofile.load(out)
+    return profile, analyze(profile), (out / "profile.log").read_text()
+
+
+def _line(script, text, start=0):
+    """The line number of the first line of a test script holding ``text``."""
+    lines = open(os.path.join(SCRIPTS, script)).read().splitlines()
+    return next(i + 1 for i, line in enumerate(lines) if i >= start and text in line)
+
+
+def _step(analysis):
+    return analysis.sections[-1].step
+
+
+def _parts_hold_together(step):
+    """Parts add up to the step; none is negative; every share within the whole."""
+    assert sum(ms for _, ms in step.parts) == pytest.approx(step.step_ms, abs=1e-6)
+    assert all(ms >= 0 for _, ms in step.parts)
+
+
+@pytest.fixture(scope="module")
+def vat(tmp_path_factory):
+    return _run(tmp_path_factory, "vat", "--iterations", "12", "--val-interval", "4")
+
+
+@pytest.mark.slow
+def test_one_solver_updated_twice_an_iteration_is_one_step(vat):
+    profile, analysis, log = vat
+    h = profile.header
+    # 12 iterations of two updates each: 12 steps, the first set aside, 11 kept
+    assert h.skipped_steps == 1 and h.kept_steps == list(range(2, 13))
+    assert h.steps.startswith("solver updates: one step per 2 updates of one solver")
+    assert "Adam after the backward of 'loss_l' fed by 'di_l'" in h.steps
+    assert "Adam after the backward of 'loss_k' and 'loss_u'" in h.steps
+    names = [s.name for s in profile.sections]
+    assert names == ["loss_l", "yu", "loss_k", "loss_u", "err", "vat.py"]
+    info = {s.name: s.info for s in profile.sections[:-1]}
+    assert info["loss_l"]["forward_per_step"] == info["loss_u"]["forward_per_step"] == 1  # once an iteration
+    assert info["yu"]["role"] == "feeds" and info["yu"]["feeds"] == ["loss_k", "loss_u"]
+    assert info["loss_k"]["role"] == "backward" and info["err"]["role"] == "evaluation"
+    assert "forward only, part of training: feeds 'loss_k' and 'loss_u'" in log
+
+
+@pytest.mark.slow
+def test_a_graph_that_feeds_training_is_never_advised_as_an_evaluation(vat):
+    profile, analysis, log = vat
+    step = _step(analysis)
+    _parts_hold_together(step)
+    parts = dict(step.parts)
+    for graph in ("loss_l", "yu", "loss_k", "loss_u", "err"):  # every graph that ran has its part
+        assert parts["forward (%s)" % graph] > 0, graph
+    evaluations = [a.text for a in step.advice if a.rule == "costly_evaluation"]
+    assert not any("'yu'" in text for text in evaluations)
+    assert {g.name: g.evaluation for g in step.graphs} == {
+        "loss_l": False, "yu": False, "loss_k": False, "loss_u": False, "err": True}
+
+
+@pytest.fixture(scope="module")
+def lstm(tmp_path_factory):
+    return _run(tmp_path_factory, "lstm_lm", "--epochs", "3", "--iters-per-epoch", "8")
+
+
+@pytest.mark.slow
+def test_a_validation_after_each_epoch_has_its_part_and_the_test_after_the_loop_is_said(lstm):
+    profile, analysis, log = lstm
+    h = profile.header
+    assert h.steps == "solver updates: one step per update" and h.kept_steps == list(range(2, 22))
+    loss, vloss, program = profile.sections
+    assert (loss.name, vloss.name) == ("loss", "vloss") and vloss.info["role"] == "evaluation"
+    # validations after epochs 1 and 2 (3 batches each) fall in steps 9 and 17; the third after the last step
+    assert sum(e for e in vloss.entries_of("forward_all")[0].round_sizes) == 6
+    step = _step(analysis)
+    _parts_hold_together(step)
+    parts = dict(step.parts)
+    assert parts["forward (vloss)"] > 0 and parts["input (valid)"] > 0
+    [after] = [n for n in profile.notes if n.startswith("after the last step")]
+    assert "graph 'vloss' 3 forward passes" in after and "graph 'tloss' 4 forward passes" in after
+
+
+@pytest.mark.slow
+def test_gradient_clipping_on_ndarrays_is_eager_work_at_the_programs_lines(lstm):
+    profile, analysis, log = lstm
+    program = profile.sections[-1]
+    square = _line("lstm_lm.py", "F.sum(F.pow_scalar(p.grad")
+    add = _line("lstm_lm.py", "total = squared if total is None")
+    labels = [e.label for e in program.entries_of("eager")]
+    assert labels == ["eager (PowScalar at lstm_lm.py:%d)" % square, "eager (Sum at lstm_lm.py:%d)" % square,
+                      "eager (Add2 at lstm_lm.py:%d)" % add]
+    # 5 parameters (embed W; the gates' W and b; the output's W and b): each gradient squared and summed once a
+    # step, the 5 sums added by 4 NdArray additions
+    powers, sums, adds = program.entries_of("eager")
+    steps = len(profile.header.kept_steps)
+    assert (powers.round_sizes, sums.round_sizes, adds.round_sizes) == ([5] * steps, [5] * steps, [4] * steps)
+    assert dict(_step(analysis).parts)["eager"] > 0
+    assert profile.timeline and any(e.cat == "eager" for e in profile.timeline)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return _run(tmp_path_factory, "tiny_mlp", "--iterations", "28")  # ends with the hooks on
+
+
+@pytest.mark.slow
+def test_a_name_bound_to_a_second_graph_and_a_solver_used_before_the_loop(tiny):
+    profile, analysis, log = tiny
+    first, second = _line("tiny_mlp.py", "loss = F.reduce_mean"), _line("tiny_mlp.py", "loss = F.reduce_mean", 50)
+    assert [s.name for s in profile.sections] == ["loss (line %d)" % second, "tiny_mlp.py"]
+    assert profile.header.steps == ("solver updates: one step per update (the first 1 update, before the "
+                                    "pattern began, is before the first step)")
+    [before] = [n for n in profile.notes if n.startswith("ran only before the first")]
+    assert "graph 'loss (line %d)' 2 forward passes and 2 backward passes" % first in before
+    assert "solver Sgd 2 calls (1 update)" in before
+    [after] = [n for n in profile.notes if n.startswith("after the last step")]
+    assert re.search(r"eager work \d+ calls \(at .*tiny_mlp.py", after)
+
+
+@pytest.mark.slow
+def test_tiny_functions_are_timed_against_the_hooks_cost_fitted_to_the_program(tiny):
+    profile, analysis, log = tiny
+    hooks = profile.header.hooks_in_program
+    graph = profile.sections[0]
+    kinds = {(e.layer_type, e.phase) for e in graph.entries if e.phase.endswith("_function")}
+    assert hooks["signatures"] >= len(kinds)  # every function of the program measured on a replica
+    assert hooks["forward_scale"] > 0 and hooks["backward_scale"] > 0
+    assert "Hooks in this program: the gaps between the functions of its passes hold" in log
+    # what is taken off a function is its signature's cost, the same for every call of it
+    for e in graph.entries_of("forward_function"):
+        assert 0 <= e.overhead_ns < max(e.samples_ns)
+
+
+@pytest.fixture(scope="module")
+def word2vec(tmp_path_factory):
+    return _run(tmp_path_factory, "word2vec", "--iterations", "24")  # ends with the hooks on
+
+
+@pytest.mark.slow
+def test_an_element_wise_layer_gets_advice_that_fits_it(word2vec):
+    profile, analysis, log = word2vec
+    step = _step(analysis)
+    _parts_hold_together(step)
+    assert step.top_layers[0].layer == "Mul2"
+    for a in step.advice:
+        if a.rule == "dominant_layer":
+            assert "element-wise" in a.text and not any(w in a.text for w in CONV_WORDS), a.text
+    [after] = [n for n in profile.notes if n.startswith("after the last step")]
+    assert "1 forward pass" in after
+
+
+@pytest.mark.slow
+def test_work_after_the_loop_while_the_hooks_were_off_is_said_unseen(tmp_path_factory):
+    """25 iterations: the program ends in the steps that run without the hooks (after the 20 kept ones), so
+    its similarity graph after the loop is not seen, and the notes say so."""
+    profile, analysis, log = _run(tmp_path_factory, "word2vec", "--iterations", "25")
+    assert not [n for n in profile.notes if n.startswith("after the last step")]
+    assert any(n.startswith("the program ended while steps ran without the hooks") for n in profile.notes)
