@@ -489,6 +489,78 @@ def stage_lines(stages):
 
 # -- 9. merging the ranks of a distributed run ------------------------------------------------
 
+# -- 10. long trainings: the steps between windows, memory over 100 windows ------------------------------
+
+LONG = os.path.join(ROOT, "tests", "scripts", "long_train.py")
+LONG_ARGS = ["--units", "256", "--batch-size", "64"]
+TARGET_BETWEEN = 0.01     # the steps outside the windows within 1% of the unprofiled run's
+WINDOW_SCHEDULE = ["--wait", "90", "--warmup", "1", "--active", "9", "--repeat", "10"]
+
+
+def _steps_outside(view, steps_ns):
+    """The program's own step times (from 1) but those of the windows and the step after each (its files are
+    written as it closes, inside the program's step)."""
+    inside = set()
+    for w in view["windows"]:
+        calibration = 20 if w["window"] == 1 else 0
+        inside.update(range(w["first_step"] - 1, w["last_step"] + calibration + 2))
+    return [d for step, d in enumerate(steps_ns, start=1) if step not in inside]
+
+
+def bench_windows(work, repeat):
+    """10 windows across a run of 1,200 steps against the same run unprofiled (alternating): the median step
+    outside the windows, as the program times it. Then 100 windows: the memory, and the files per window."""
+    import json
+    plain, between = [], []
+    for i in range(max(repeat, 3)):
+        report = os.path.join(work, "plain%d.json" % i)
+        run([sys.executable, LONG, "--iterations", "1200", *LONG_ARGS, "--report", report], cwd=work)
+        with open(report) as f:
+            plain.append(median(json.load(f)["steps_ns"][1:]))
+        out, report = os.path.join(work, "windows%d" % i), os.path.join(work, "windows%d.json" % i)
+        run(nnprofile_cmd("run", "-q", "-o", out, *WINDOW_SCHEDULE, LONG, "--iterations", "1200", *LONG_ARGS,
+                          "--report", report), cwd=work)
+        with open(report) as f:
+            steps = json.load(f)["steps_ns"]
+        with open(os.path.join(out, "result.json")) as f:
+            view = json.load(f)
+        between.append(median(_steps_outside(view, steps)[1:]))
+    out, report = os.path.join(work, "hundred"), os.path.join(work, "hundred.json")
+    wall = run(nnprofile_cmd("run", "-q", "-o", out, "--wait", "5", "--warmup", "0", "--active", "5", "--repeat", "0",
+                             LONG, "--iterations", "1100", *LONG_ARGS, "--report", report), cwd=work)[0]
+    with open(report) as f:
+        rss = json.load(f)["rss_kib"]
+    with open(os.path.join(out, "result.json")) as f:
+        windows = len(json.load(f)["windows"])
+    sizes = []
+    for entry in os.listdir(out):
+        if entry.startswith("window-"):
+            folder = os.path.join(out, entry)
+            sizes.append(sum(os.path.getsize(os.path.join(folder, n)) for n in os.listdir(folder)))
+    return {"plain_ms": median(plain) / 1e6, "between_ms": median(between) / 1e6,
+            "ratio": median(between) / median(plain), "ratios": [b / p for b, p in zip(between, plain)],
+            "windows": windows, "rss_first_kib": rss[1] if len(rss) > 1 else rss[0], "rss_last_kib": rss[-1],
+            "folder_kib": median(sizes) / 1024 if sizes else 0.0, "hundred_wall_s": wall}
+
+
+def window_lines(w):
+    met = lambda ok: "met" if ok else "NOT met"  # noqa: E731
+    return ["## 10. Long trainings: the steps between windows, memory over 100 windows", "",
+            "`tests/scripts/long_train.py --iterations 1200 --units 256 --batch-size 64`, alternating runs, the "
+            "program timing its own steps: unprofiled, and under `nnprofile run %s` (10 windows; the steps of "
+            "each window and the one after it, which writes its files, left out)." % " ".join(WINDOW_SCHEDULE), "",
+            "| | median step |", "|---|---|",
+            "| unprofiled | %.4f ms |" % w["plain_ms"],
+            "| between the windows | %.4f ms |" % w["between_ms"], "",
+            "Between windows / unprofiled: **%.4f** (each pair: %s; target within %d%%: %s)." % (
+                w["ratio"], ", ".join("%.3f" % r for r in w["ratios"]), 100 * TARGET_BETWEEN,
+                met(abs(w["ratio"] - 1) <= TARGET_BETWEEN)), "",
+            "100 windows (`--wait 5 --warmup 0 --active 5 --repeat 0`, %d windows written in %.1f s): resident "
+            "memory %.1f MiB after 200 steps, %.1f MiB at the end; each window's folder %.0f KiB." % (
+                w["windows"], w["hundred_wall_s"], w["rss_first_kib"] / 1024, w["rss_last_kib"] / 1024,
+                w["folder_kib"]), ""]
+
+
 def bench_ranks(repeat):
     from ranks import SIZES, time_merges
     return time_merges(SIZES, repeat)
@@ -510,6 +582,8 @@ def main(argv=None):
                         help="only the regression gate's false-alarm and detection rates (section 6)")
     parser.add_argument("--programs-only", action="store_true",
                         help="only recording programs with several graphs or solvers (section 5b)")
+    parser.add_argument("--windows-only", action="store_true",
+                        help="only long trainings: the steps between windows, 100 windows (section 10)")
     parser.add_argument("--ranks-only", action="store_true",
                         help="only merging 16 and 128 synthetic ranks (section 9)")
     parser.add_argument("--large-only", action="store_true",
@@ -520,13 +594,15 @@ def main(argv=None):
     sizes = (10, 50, 100) if args.quick else (10, 25, 50, 100, 150, 200)
     repeat = 1 if args.quick else 3
     work = tempfile.mkdtemp(prefix="nnprofile-bench-")
-    if args.programs_only:
-        try:
-            programs = bench_programs(work, 1 if args.quick else 3)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-        print("\n".join(program_lines(programs)))
-        return 0
+    for only, measure, lines in ((args.programs_only, bench_programs, program_lines),
+                                 (args.windows_only, bench_windows, window_lines)):
+        if only:
+            try:
+                figures = measure(work, 1 if args.quick else 3)
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+            print("\n".join(lines(figures)))
+            return 0
     if args.ranks_only:
         print("\n".join(rank_lines(bench_ranks(3))))
         return 0
@@ -566,6 +642,8 @@ def main(argv=None):
         large = bench_large(work, 1 if args.quick else 3)
         print("9/9 merging 16 and 128 synthetic ranks ...", flush=True)
         merged = bench_ranks(3)
+        print("10/10 long trainings: 10 windows against the unprofiled run, 100 windows ...", flush=True)
+        windows = bench_windows(work, repeat)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -661,7 +739,8 @@ def main(argv=None):
               "| detection (exit 1 on the wider layer) | %d of %d = %.0f%% | ≥ 95%%: %s |"
               % (gate["detected"], gate["pairs"], 100.0 * gate["detected"] / gate["pairs"],
                  met(gate["detected"] >= 0.95 * gate["pairs"])), ""]
-    lines += program_lines(programs) + stage_lines(stages) + large_lines(large) + rank_lines(merged)
+    lines += program_lines(programs) + stage_lines(stages) + large_lines(large) + rank_lines(merged) + \
+        window_lines(windows)
     text = "\n".join(lines) + "\n"
     with open(args.output, "w") as f:
         f.write(text)

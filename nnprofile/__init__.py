@@ -25,18 +25,19 @@ from ._version import __version__
 
 # name -> the module that defines it, imported on first use (PEP 562).
 # (every name through nnprofile.api, which also loads the renderers that show a result in a notebook)
-_API = {name: "api" for name in ("profile", "load", "record", "run", "step", "Recording", "analyze", "Analysis",
+_API = {name: "api" for name in ("profile", "load", "record", "run", "step", "Recording", "capture", "analyze",
+                                 "Analysis",
                                  "compare_results", "Comparison", "Interrupted", "ProfileError", "Entry", "Profile",
                                  "Section")}
 
-__all__ = ["__version__", "profile", "load", "record", "run", "step", "Recording", "compare_results",
+__all__ = ["__version__", "profile", "load", "record", "run", "step", "Recording", "capture", "compare_results",
            "analyze", "Analysis", "Comparison",
            "Entry", "Profile", "Section", "ProfileError", "Interrupted", "testing"]
 
 if TYPE_CHECKING:  # what the names are, for type checkers and editors
     from . import testing
     from .api import (Analysis, Comparison, Entry, Interrupted, Profile, ProfileError, Recording, Section, analyze,
-                      compare_results, load, profile, record, run, step)
+                      capture, compare_results, load, profile, record, run, step)
 
 
 def __getattr__(name: str) -> Any:

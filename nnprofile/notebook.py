@@ -1,6 +1,6 @@
 """Jupyter and IPython: ``%load_ext nnprofile``, then a cell that starts with ``%%nnprofile``.
 
-    %%nnprofile --skip-first 1 --active 10 -o results/cell
+    %%nnprofile --warmup 1 --active 10 -o results/cell
     for i in range(20):
         x.d, t.d = data.next()
         loss.forward(); solver.zero_grad(); loss.backward(); solver.update()
@@ -20,6 +20,7 @@ import shlex
 from typing import Any, Optional
 
 from .base.errors import ProfileError
+from .base.options import add_schedule
 
 
 class _Parser(argparse.ArgumentParser):
@@ -30,24 +31,25 @@ class _Parser(argparse.ArgumentParser):
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="%%nnprofile", add_help=False,
                 description="Record the NNabla work of this cell, as nnprofile run records a program.")
-    p.add_argument("--skip-first", type=int, default=1, metavar="N",
-                   help="steps recorded but left out first (default 1)")
-    p.add_argument("--active", type=int, default=20, metavar="N", help="steps kept after them (default 20)")
     p.add_argument("-o", "--outdir", help="write every file here too (report.html, profile.xlsx, ...)")
+    add_schedule(p, on_demand=False)
     return p
 
 
 def record_cell(shell: Any, line: str, cell: str) -> Optional[Any]:
     """Run ``cell`` in ``shell`` while recording it; returns the Profile (None when the magic's line is wrong)."""
     from IPython.core.error import UsageError
-    from .api.programs import Recording
+    from .api.programs import Recording, make_schedule
     try:
         args = parser().parse_args(shlex.split(line))
     except ValueError as e:
-        raise UsageError("%%%%nnprofile: %s (options: [--skip-first N] [--active N] [-o OUT])" % e)
-    if args.active < 1 or args.skip_first < 0:
-        raise UsageError("%%nnprofile: --active must be 1 or more and --skip-first 0 or more")
-    recording = Recording(outdir=args.outdir, skip_first=args.skip_first, active=args.active, name="cell",
+        raise UsageError("%%%%nnprofile: %s (options: [--wait N] [--warmup N] [--active N] [--repeat N] "
+                         "[--max-windows N] [-o OUT])" % e)
+    try:
+        schedule = make_schedule(args.wait, args.warmup, None, args.active, args.repeat, args.max_windows)
+    except ProfileError as e:
+        raise UsageError("%%%%nnprofile: %s" % e)
+    recording = Recording(outdir=args.outdir, name="cell", schedule=schedule,
                           command="%%nnprofile " + line.strip() if line.strip() else "%%nnprofile",
                           namespaces=(shell.user_ns,))
     try:

@@ -410,3 +410,36 @@ def test_merge_says_in_one_line_what_is_wrong(tmp_path):
     assert nothing.returncode == 2 and nothing.stderr.count("\n") == 1 and "rank-K" in nothing.stderr
     missing = run_cli("merge", str(tmp_path / "absent"))
     assert missing.returncode == 2 and "no such folder" in missing.stderr
+
+
+@pytest.mark.slow
+def test_on_demand_under_mpirun_every_rank_or_one_named_rank(tmp_path):
+    """nnprofile capture of mpirun's PID: mpirun passes the signal on, every rank records a window; with
+    --rank 1, rank 1 alone records its next."""
+    require(_mpirun_available(), "mpirun (Debian's openmpi-bin) with mpi4py")
+    out = tmp_path / "out"
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1", PYTHONPATH=MPI_COMM)
+    proc = subprocess.Popen(["mpirun", "-n", "2", sys.executable, "-m", "nnprofile", "run", "-q", "--on-demand",
+                             "--active", "5", "-o", str(out), os.path.join(SCRIPTS, "data_parallel.py"),
+                             "--iterations", "6000"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        def wait_for(*paths):
+            deadline = time.time() + 120
+            while not all(os.path.exists(p) for p in paths):
+                assert proc.poll() is None, proc.communicate()
+                assert time.time() < deadline, paths
+                time.sleep(0.05)
+        wait_for(out / "rank-0" / "on-demand.json", out / "rank-1" / "on-demand.json")
+        asked = run_cli("capture", str(proc.pid))
+        assert asked.returncode == 0 and "(every rank)" in asked.stdout, asked.stderr
+        wait_for(out / "rank-0" / "window-1" / "result.json", out / "rank-1" / "window-1" / "result.json")
+        asked = run_cli("capture", str(proc.pid), "--rank", "1")
+        assert asked.returncode == 0 and "rank-1/window-2" in asked.stdout, asked.stderr
+        wait_for(out / "rank-1" / "window-2" / "result.json")
+        assert not (out / "rank-0" / "window-2").exists()
+    finally:
+        stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr[-2000:]
+    assert stderr.count("written to") == 3

@@ -206,3 +206,19 @@ def test_a_version_7_file_keeps_loading(tmp_path):
     written = write_all(profile, str(tmp_path))
     assert {os.path.basename(p) for p in written} >= {"profile.log", "report.html", "profile.xlsx", "result.json"}
     assert "Hooks in this program: the gaps between the functions" in (tmp_path / "profile.log").read_text()
+
+
+def test_a_version_8_file_keeps_loading(tmp_path):
+    """A long training's view (checked in: long_train.py, two windows): each window in a few figures, the
+    schedule, the last window's sections; it renders every output, windows.csv among them."""
+    from nnprofile.render import write_all
+    profile = result_file.load(os.path.join(GOLDEN, "result_v8.json"))
+    h = profile.header
+    assert isinstance(h, ProgramHeader) and not h.extra and h.window == 0
+    assert h.schedule == "wait 2, warmup 1, active 3, repeat 2 (2 windows)"
+    assert [(w.window, w.first_step, w.last_step, w.folder) for w in profile.windows] == [
+        (1, 4, 6, "window-1"), (2, 30, 32, "window-2")]
+    assert [p for p, _ in profile.windows[0].parts][:2] == ["input (data)", "forward (loss)"]
+    written = write_all(profile, str(tmp_path))
+    assert "windows.csv" in {os.path.basename(p) for p in written}
+    assert "Windows: 2 recorded" in (tmp_path / "profile.log").read_text()

@@ -22,6 +22,7 @@ from .breakdown import (Advice, LayerTime, Summary, base_layers, layer_times, pr
                         summarize_section)
 from .precision import Precision, precision
 from .ranks import RanksAnalysis, analyze_ranks, ranks_frame
+from .windows import WindowsAnalysis, analyze_windows
 
 __all__ = ["Analysis", "charted_layers", "Coverage", "SectionAnalysis", "analyze", "Advice", "LayerTime", "Precision",
            "RanksAnalysis", "Summary"]
@@ -90,6 +91,7 @@ class Analysis:
     profile: Profile
     sections: List[SectionAnalysis] = field(default_factory=list)
     ranks: Optional[RanksAnalysis] = None  # a merged view of several ranks
+    windows: Optional[WindowsAnalysis] = None  # a long training recorded in windows
 
     def of(self, section: Section) -> SectionAnalysis:
         for a in self.sections:
@@ -180,7 +182,7 @@ def analyze(profile: Profile) -> Analysis:
         for a in analyses:
             if a.section.kind == GRAPH:
                 a.program_step_ms = program.step_ms
-    return Analysis(profile, analyses, analyze_ranks(profile))
+    return Analysis(profile, analyses, analyze_ranks(profile), analyze_windows(profile.windows))
 
 
 views.register("ranks_frame", lambda profile: ranks_frame(analyze_ranks(profile)))

@@ -22,13 +22,15 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any, Callable, Dict, MutableMapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, MutableMapping, Optional, Sequence, Tuple, Union
 
 from .._version import __version__
 from ..base.errors import ProfileError, ProgramDidNotCompile
 from ..render.files import prepare_outdir
+from ..recording.schedule import Schedule
 from ..result import Profile
 from ..result.header import ProgramHeader
+from .windows import WindowWriter
 
 PathLike = Union[str, "os.PathLike[str]"]
 EVENTS = "events.json.gz"  # the recording as data (--save-events)
@@ -88,20 +90,27 @@ class Recording:
                  clock: Optional[Callable[[], int]] = None, hook_costs: Optional[Any] = None,
                  namespaces: Sequence[MutableMapping[str, Any]] = (), merge_wait: Optional[float] = None,
                  world: Optional[Any] = None, progress: Callable[[str], None] = lambda line: None,
-                 save_events: bool = False):
+                 save_events: bool = False, schedule: Optional[Schedule] = None,
+                 on_window: Optional[Callable[[Profile], None]] = None):
         from ..pooling.ranks import DEFAULT_WAIT
         from ..recording import launcher
         from ..recording.recorder import Recorder
         self.outdir = os.fspath(outdir) if outdir is not None else None
         self.name = name
         self.command = command or name
-        self.skip_first, self.active = skip_first, active
+        self.schedule = schedule or Schedule(warmup=max(0, skip_first), active=max(1, active))
+        self.skip_first, self.active = self.schedule.warmup, self.schedule.active
         self.namespaces = tuple(namespaces)
-        # Where the hooks' cost is measured (not given), a few steps after the kept ones run without the hooks.
-        self._new = lambda: Recorder(skip_first=skip_first, active=active, clock=clock, namespaces=self.namespaces,
-                                     calibrate=hook_costs is None)
+        self.on_window = on_window  # called with each window's profile as it closes
+        # Where the hooks' cost is measured (not given), a few steps after the first window run without them.
+        self._new = lambda: Recorder(clock=clock, namespaces=self.namespaces, calibrate=hook_costs is None,
+                                     schedule=self.schedule, on_window=self._window_closed)
         self.hook_costs = hook_costs
         self.recorder = self._new()
+        self.writer: Optional[WindowWriter] = None
+        self.listener: Optional[Any] = None  # on demand: the signal's handler
+        self._run_start_ns = 0
+        self._origin_ns = 0  # the recorder's clock at the last window's first kept step
         self.profile: Optional[Profile] = None
         self._measure_again = False
         self.world = world if world is not None else launcher.world()
@@ -125,24 +134,37 @@ class Recording:
         if self.hook_costs is None:
             self.hook_costs = calibrate(self._new)
         self._started_unix = time.time()
+        folder = self.outdir
+        if folder is not None and self.world is not None and self.world.several:
+            from ..recording.launcher import rank_dir
+            folder = rank_dir(folder, self.world.rank)
+        self.writer = WindowWriter(folder, self.schedule, self.progress)
+        if self.schedule.on_demand:
+            from .ondemand import Listener
+            self.listener = Listener(self.recorder.request_window, self.schedule.signal, folder, self.progress)
+            self.listener.install()
+            self.recorder.watch = self.listener.check
         self.recorder.start()
+        self._run_start_ns = self.recorder.started_ns
         _ACTIVE.append(self)
         if self.outdir is not None and self.world is not None and self.world.several:
             from .guard import TerminationGuard
             self._guard = TerminationGuard(self._terminated).__enter__()
         return self
 
-    def _rank_folder(self, rank: int) -> str:
-        """OUTDIR/rank-K, made, with no result of an earlier run left in it (a merge must not take that)."""
+    def _rank_folder(self, rank: int, clean: bool = True) -> str:
+        """OUTDIR/rank-K, made, with no result of an earlier run left in it (``clean``: a merge must not take
+        that)."""
         from ..recording.launcher import rank_dir
         from ..result import file as result_file
         assert self.outdir is not None
         folder = rank_dir(self.outdir, rank)
         prepare_outdir(folder)
-        try:
-            os.remove(os.path.join(folder, result_file.FILENAME))
-        except OSError:
-            pass
+        if clean:
+            try:
+                os.remove(os.path.join(folder, result_file.FILENAME))
+            except OSError:
+                pass
         return folder
 
     def run_world(self) -> Optional[Any]:
@@ -170,36 +192,104 @@ class Recording:
 
     def __exit__(self, kind: Any, error: Any, tb: Any) -> None:
         self.recorder.stop()
+        if self.listener is not None:
+            self.listener.uninstall()
         if self in _ACTIVE:
             _ACTIVE.remove(self)
         if self._guard is not None and not self._guard.claim():
             threading.Event().wait()  # a SIGTERM came first: its thread writes the result and ends the process
-        if self._measure_again and self.hook_costs is not None and not interrupted(error):
-            from ..base.hookcost import smaller
-            from ..recording.calibrate import calibrate
-            self.hook_costs = smaller(self.hook_costs, calibrate(self._new))
         failure = None
         if interrupted(error):
             failure = "interrupted by Ctrl-C"
         elif kind is not None and kind is not SystemExit:
             failure = "the program raised %s: %s" % (kind.__name__, shorten(str(error)))
-        self.profile = self._profile(failure)
-        if kind is SystemExit and error.code not in (None, 0):  # the program's own choice: noted, not a failure
-            self.profile.notes.append("the program exited with status %s" % error.code)
+        ended = failure or ("it exited with status %s" % error.code if kind is SystemExit and error.code not in (None, 0)
+                            else "it ended normally")
+        r = self.recorder
+        last = self.writer.last if self.writer is not None else None
+        if r.capturing or last is None:  # a window under way (what it holds is written), or none recorded yet
+            if self._measure_again and self.hook_costs is not None and not interrupted(error) and r.events:
+                from ..base.hookcost import smaller
+                from ..recording.calibrate import calibrate
+                self.hook_costs = smaller(self.hook_costs, calibrate(self._new))
+            self.profile = self._profile(failure)
+            if r.capturing and r.window and (self.schedule.windowed or self.schedule.wait):
+                self.profile.notes.append("the program ended before window %d filled: it holds %s"
+                                          % (r.window, _span(getattr(self.profile.header, "kept_steps", []))))
+            if not r.window:
+                self.profile.notes.append("no window was recorded: the program ended first (%d steps%s)"
+                                          % (r.steps_done, ", waiting for a signal" if self.schedule.on_demand else ""))
+            if kind is SystemExit and error.code not in (None, 0):  # the program's own choice: not a failure
+                self.profile.notes.append("the program exited with status %s" % error.code)
+            if r.capturing and self.schedule.windowed:
+                self._add_window(self.profile, r, complete=False)
+            end_notes: List[str] = []
+        else:  # every window closed: the program ran on untouched after the last; say what happened then
+            self.profile = last
+            end_notes = [self._after_windows(ended)]
+            if not r.countable and (self.schedule.repeat != 1 or self.schedule.on_demand):
+                end_notes.append("the program's steps show only as passes (no solver update, no nnprofile.step()), "
+                                 "which only the hooks see: after the first window its steps could not be counted, "
+                                 "so no other window was recorded; call nnprofile.step() at each step's end")
+            if failure:  # the run did not end as it should: the windows closed are whole, the view says so
+                self.profile.complete, self.profile.failure = False, failure
         try:
             if self.outdir is not None:
-                self._write_results()
+                self._write_results(end_notes)
         finally:
             if self._guard is not None:
                 self._guard.__exit__(None, None, None)
 
-    def _write_results(self) -> None:
+    def _after_windows(self, ended: str) -> str:
+        """The note at the program's end: the steps it ran after the last window, the time after its last step,
+        how it ended."""
+        r = self.recorder
+        assert self.profile is not None
+        recorded = r.window_end
+        after = max(0, r.steps_done - recorded)
+        tail = max(0.0, (r.ended_ns - r.last_step_ns) / 1e9) if r.last_step_ns else 0.0
+        return ("after window %d (its last step %d) the program ran %d more step%s unrecorded, then %.3f s after its "
+                "last step (work after the loop: a final evaluation, saving), and %s"
+                % (max(1, r.window), recorded, after, "" if after == 1 else "s", tail, ended))
+
+    def _window_closed(self, recorder: Any) -> None:
+        """A window's steps are done (the recorder calls this with the hooks off, from the program's thread,
+        between its calls): its profile, written at once; then the program runs on untouched."""
+        profile = self._profile(None, recorder)
+        self._add_window(profile, recorder, complete=True)
+        if self.on_window is not None:
+            self.on_window(profile)
+
+    def _add_window(self, profile: Profile, recorder: Any, complete: bool) -> None:
+        self.profile = profile
+        if self.writer is None:
+            return
+        h = profile.header
+        kept = list(getattr(h, "kept_steps", []))
+        origin = self._origin_ns - self._run_start_ns
+        self.writer.add(profile, recorder.window, kept[0] if kept else recorder.window_start + 1, origin / 1e9,
+                        max(0, recorder.stopped_ns - self._run_start_ns) / 1e9, origin, complete)
+        folder = self.writer.window_folder(recorder.window)
+        if self.listener is not None:
+            self.listener.window_written()
+        if self.save_events and self.capture is not None and folder is not None:
+            from ..assembly import events
+            events.save(self.capture, os.path.join(folder, EVENTS))
+
+    def _write_results(self, end_notes: Sequence[str] = ()) -> None:
         assert self.outdir is not None and self.profile is not None
         world = self.run_world()
+        folder = self.outdir if world is None or not world.several else self._rank_folder(world.rank, clean=False)
+        if self.schedule.windowed and self.writer is not None and self.writer.last is not None:
+            view = self.writer.write_view(list(end_notes))
+            assert view is not None
+            self.profile = view
+            self.written_to = self.written_to or folder
+        else:
+            self.profile.notes += list(end_notes)
+            self._write(self.profile, folder)
         if world is None or not world.several:
-            self._write(self.profile, self.outdir)
             return
-        self._write(self.profile, self._rank_folder(world.rank))
         if world.rank == 0:
             from ..pooling.ranks import collect, merge
             found = collect(self.outdir, world.size, 0.0, world.launch, self._started_unix - 60)
@@ -236,22 +326,28 @@ class Recording:
         self.capture = capture
         a = assemble(capture, costs, self.name)
         costs = a.costs
+        self._origin_ns = a.origin_ns or recorder.started_ns
+        # The window's steps, numbered over the whole run (the steps before the window began counted).
+        offset = recorder.window_start
+        kept, plain = [s + offset for s in a.kept_steps], [s + offset for s in a.plain_steps]
         context = nnabla.get_current_context()
+        windowed = self.schedule.windowed or self.schedule.wait
         header = ProgramHeader(
             nnprofile=__version__, nnabla=nnabla.__version__, project=self.command,
             context=",".join(context.backend) if context.backend else "cpu:float",
-            sampling="%s of %d recorded (skip first %d, active %d)%s; each figure (the time of one call) is "
+            sampling="%s%s of %d recorded (%s %d, active %d)%s; each figure (the time of one call) is "
                      "the mean over those steps, leaving out steps the machine ran slow in"
-                     % (_span(a.kept_steps), a.steps, a.skip, self.active,
-                        "; steps %s ran without the hooks, for what they cost" % _numbers(a.plain_steps)
-                        if a.plain_steps else ""),
+                     % ("window %d: " % recorder.window if windowed else "", _span(kept),
+                        offset + a.steps, "warmup" if windowed else "skip first", a.skip, self.active,
+                        "; steps %s ran without the hooks, for what they cost" % _numbers(plain) if plain else ""),
+            schedule=self.schedule.describe(), window=recorder.window if self.schedule.windowed else 0,
             steps=a.how,
             machine="%s, %s, Python %s" % (platform.node(), platform.machine(), platform.python_version()),
             date=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
             hook_overhead_ns=round(costs.static_total, 1), hook_inside_ns=round(costs.static_inside, 1),
             call_overhead_ns=round(costs.dynamic_total, 1), call_inside_ns=round(costs.dynamic_inside, 1),
             active_steps=a.kept, skipped_steps=a.skip, chain_hook_overhead_ns=round(self.hook_costs.static_total, 1),
-            kept_steps=list(a.kept_steps), plain_steps=list(a.plain_steps), drift_threshold=DRIFT)
+            kept_steps=kept, plain_steps=plain, drift_threshold=DRIFT)
         if a.in_program is not None:
             header.hooks_in_program = {k: round(v, 4) for k, v in a.in_program.items()}
             header.hook_eviction = round(costs.eviction, 4)
@@ -290,91 +386,37 @@ def _numbers(steps: Sequence[int]) -> str:
     return shown + (", ..." if len(steps) > 6 else "")
 
 
-def record(outdir: Optional[PathLike] = None, skip_first: int = 1, active: int = 20, save_events: bool = False,
-           name: str = "recording", namespaces: Sequence[MutableMapping[str, Any]] = (),
-           merge_wait: Optional[float] = None) -> Recording:
+def record(outdir: Optional[PathLike] = None, skip_first: Optional[int] = None, active: int = 20,
+           save_events: bool = False, name: str = "recording", namespaces: Sequence[MutableMapping[str, Any]] = (),
+           merge_wait: Optional[float] = None, wait: int = 0, warmup: Optional[int] = None, repeat: int = 1,
+           max_windows: int = 0, on_window: Optional[Callable[[Profile], None]] = None,
+           on_demand: bool = False, signal: str = "USR1") -> Recording:
     """Record the NNabla work of a block of code: ``with nnprofile.record() as rec: ...; rec.profile``.
+
+    The schedule is torch.profiler's: ``wait`` steps untouched, ``warmup`` (``skip_first``) recorded and
+    set aside, ``active`` kept; ``repeat`` such windows (0: until the block ends), each written as it
+    closes (to ``outdir/window-K`` where there are several) and handed to ``on_window(profile)``;
+    ``on_demand``: a window each time the process gets ``signal`` (``nnprofile capture PID``).
 
     Solvers and communicators made before the block are timed too when they are global names of the
     module that calls ``record`` (a script's, or a notebook's), or in ``namespaces``. Under
     ``mpirun``, see ``Recording`` (``merge_wait``: how long rank 0 waits for the other ranks).
     """
     caller = sys._getframe(1).f_globals
-    return Recording(outdir=outdir, skip_first=skip_first, active=active, name=name, save_events=save_events,
-                     namespaces=tuple(namespaces) + (caller,), merge_wait=merge_wait)
+    return Recording(outdir=outdir, name=name, save_events=save_events, namespaces=tuple(namespaces) + (caller,),
+                     merge_wait=merge_wait, on_window=on_window,
+                     schedule=make_schedule(wait, warmup, skip_first, active, repeat, max_windows, on_demand, signal))
 
 
-def run(script: PathLike, *args: str, outdir: Optional[PathLike] = None, skip_first: int = 1, save_events: bool = False,
-        active: int = 20, merge_wait: Optional[float] = None) -> Tuple[Profile, int]:
-    """Run a Python program unmodified as ``__main__`` (its own ``sys.argv``), recording it.
-
-    Returns the profile and the program's exit status. The program's output passes through; an
-    exception in it prints its own traceback (it is the user's code) and gives status 1 (130 for
-    Ctrl-C); what was recorded is kept, marked incomplete. A program that does not compile raises
-    ``ProgramDidNotCompile`` (Python's own lines, status 1) before anything is written. Under
-    ``mpirun`` each rank returns its own profile (``Recording.merged``, through ``run_recording``,
-    holds rank 0's merged view).
-    """
-    recording, status = run_recording(script, *args, outdir=outdir, skip_first=skip_first, active=active,
-                                      merge_wait=merge_wait, save_events=save_events)
-    assert recording.profile is not None
-    return recording.profile, status
-
-
-def run_recording(script: PathLike, *args: str, outdir: Optional[PathLike] = None, skip_first: int = 1,
-                  save_events: bool = False,
-                  active: int = 20, merge_wait: Optional[float] = None,
-                  progress: Callable[[str], None] = lambda line: None) -> Tuple[Recording, int]:
-    """``run``, returning the ``Recording`` itself (its profile, its rank's folder, the merged view)."""
-    import runpy
-    path = os.fspath(script)
-    if not os.path.isfile(path):
-        raise ProfileError("%s: no such file" % path)
+def make_schedule(wait: int = 0, warmup: Optional[int] = None, skip_first: Optional[int] = None, active: int = 20,
+                  repeat: int = 1, max_windows: int = 0, on_demand: bool = False, signal: str = "USR1") -> Schedule:
+    """A schedule from the options as users give them (``skip_first`` is ``warmup``'s older name); a bad value is
+    one clear error."""
+    if warmup is not None and skip_first is not None and warmup != skip_first:
+        raise ProfileError("warmup and skip_first are one option (skip_first is its older name): give one")
+    chosen = warmup if warmup is not None else (skip_first if skip_first is not None else 1)
     try:
-        with open(path, "rb") as f:
-            compile(f.read(), path, "exec")
-    except SyntaxError as e:
-        raise ProgramDidNotCompile("".join(traceback.format_exception_only(type(e), e)).rstrip("\n"))
-    except (OSError, ValueError) as e:
-        raise ProfileError("%s: cannot read the program (%s)" % (path, e))
-    command = " ".join([path] + list(args))
-    recording = Recording(outdir=outdir, skip_first=skip_first, active=active, save_events=save_events,
-                          name=os.path.basename(path), command=command, merge_wait=merge_wait, progress=progress)
-    saved_argv, saved_path = sys.argv[:], sys.path[:]
-    sys.argv = [path] + list(args)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
-    status = 0
-    try:
-        with recording:
-            try:
-                runpy.run_path(path, run_name="__main__")
-            except SystemExit as e:
-                status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-                if e.code not in (None, 0) and not isinstance(e.code, int):
-                    print(e.code, file=sys.stderr)
-                raise
-            except BaseException as e:
-                if interrupted(e):
-                    status = 130
-                else:
-                    status = 1
-                    _print_user_traceback(path)
-                raise
-    except BaseException as e:  # the program's own end: its status says it
-        if not isinstance(e, (SystemExit, KeyboardInterrupt, Exception)):
-            raise
-    finally:
-        sys.argv, sys.path[:] = saved_argv, saved_path
-    assert recording.profile is not None
-    return recording, status
-
-
-def _print_user_traceback(path: str) -> None:
-    """The program's traceback from its own first frame on: nnprofile's frames are not the user's concern."""
-    kind, error, tb = sys.exc_info()
-    frames = traceback.extract_tb(tb)
-    target = os.path.abspath(path)
-    first = next((i for i, f in enumerate(frames) if os.path.abspath(f.filename) == target), 0)
-    lines = ["Traceback (most recent call last):\n"] + traceback.format_list(frames[first:])
-    lines += traceback.format_exception_only(kind, error)
-    sys.stderr.write("".join(lines))
+        return Schedule(wait=wait, warmup=chosen, active=active, repeat=repeat, max_windows=max_windows,
+                        on_demand=on_demand, signal=signal.upper().replace("SIG", ""))
+    except ValueError as e:
+        raise ProfileError(str(e))

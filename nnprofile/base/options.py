@@ -175,3 +175,39 @@ class ProfileOptions:
 def configurable() -> Dict[str, "Field[Any]"]:
     """The keys of ``compare --set`` and their fields."""
     return {f.name: f for f in fields(ProfileOptions) if f.metadata["configurable"]}
+
+
+# -- a recorded program's schedule: torch.profiler's, one block for `nnprofile run` and %%nnprofile ------
+
+SCHEDULE_EXAMPLE = ("a long training: a window of 20 steps every 500 or so, until the program ends, the last 10 windows "
+                    "kept:  nnprofile run --wait 480 --warmup 0 --active 20 --repeat 0 --max-windows 10 train.py; "
+                    "or when asked:  nnprofile run --on-demand train.py  then  nnprofile capture PID")
+
+
+def add_schedule(parser: Any, on_demand: bool = True) -> None:
+    """The schedule's options (``nnprofile.recording.schedule.Schedule``) as one group of a parser."""
+    group = parser.add_argument_group(
+        "schedule (as torch.profiler's: wait, warmup, active, repeat)",
+        "Each window: --wait steps untouched (no hook), --warmup recorded and set aside, --active kept; "
+        "--repeat windows. One window: its files in OUTDIR. Several (or on demand): window K in OUTDIR/window-K "
+        "as soon as it closes, and in OUTDIR the view over all of them. Example, " + SCHEDULE_EXAMPLE)
+    group.add_argument("--wait", type=non_negative_int, default=0, metavar="N",
+                       help="steps the program runs untouched before each window (default 0)")
+    group.add_argument("--warmup", "--skip-first", dest="warmup", type=non_negative_int, default=1, metavar="N",
+                       help="steps recorded and set aside first in each window, while buffers are built "
+                            "(default 1; --skip-first is its older name)")
+    group.add_argument("--active", type=positive_int, default=20, metavar="N",
+                       help="steps kept in each window (default 20)")
+    group.add_argument("--repeat", type=non_negative_int, default=1, metavar="N",
+                       help="windows, 0: one after the other until the program ends (default 1). Not the "
+                            "project profile's --repeat, which runs fresh processes")
+    group.add_argument("--max-windows", type=non_negative_int, default=0, metavar="N",
+                       help="keep the files of the last N windows only (default 0: all); the view keeps every "
+                            "window's figures")
+    if on_demand:
+        group.add_argument("--on-demand", action="store_true",
+                           help="no window until asked: run untouched, then record a window each time the process "
+                                "gets the signal (nnprofile capture PID), as many times as asked")
+        group.add_argument("--signal", default="USR1", metavar="NAME",
+                           help="the signal that asks for a window on demand (default USR1; USR2 where the program "
+                                "handles USR1 itself)")

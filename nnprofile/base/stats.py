@@ -164,12 +164,17 @@ class Drift:
 
     def describe(self) -> str:
         """One line for the log's footer, the Info sheet and the notes (empty when steady)."""
+        slow_kept = [r for r in self.exempt if r < len(self.levels) and self.levels[r] > 1 + self.threshold]
+        if self.levels and len(self.exempt) == len(self.levels):  # a recorded program: every step kept
+            return ("%d of %d steps ran more than %g%% slower than the usual step (up to %+.0f%%); every step is "
+                    "kept: a program's steps vary on their own (an input that falls behind, a validation), and "
+                    "the figures are what it ran" % (len(slow_kept), len(self.levels), self.threshold * 100,
+                                                     (self.high - 1) * 100)) if slow_kept else ""
         if not self.dropped and not self.flagged:
             return ""
         what = ("%d of %d rounds ran more than %g%% slower than the machine's usual speed in this "
                 "section (up to %+.0f%%)" % (len(self.dropped), len(self.levels), self.threshold * 100,
                                               (self.high - 1) * 100))
-        slow_kept = [r for r in self.exempt if r < len(self.levels) and self.levels[r] > 1 + self.threshold]
         kept = ("; %d more ran as slow but are kept: they hold work most rounds do not (a validation), whose "
                 "share leaving them out would take away" % len(slow_kept)) if slow_kept else ""
         if self.flagged:
@@ -179,15 +184,21 @@ class Drift:
         return "%s; those rounds are left out of every figure%s" % (what, kept)
 
 
-def speed_levels(series: Sequence[Tuple[Sequence[float], Sequence[int]]], rounds: int) -> List[float]:
+def speed_levels(series: Sequence[Tuple[Sequence[float], Sequence[int]]], rounds: int,
+                 robust: bool = False) -> List[float]:
     """Per round: its samples' time against their entries' typical round means, relative to the usual speed.
 
     ``series`` holds each entry's (samples, round_sizes); an entry missing
     from a round (final early) simply does not count in it. Entries weigh by
-    their time, so the rounds' levels follow the work that matters.
+    their time, so the rounds' levels follow the work that matters. ``robust``
+    (a recorded program's steps): a round's level is the weighted median of its
+    entries' ratios, so that one part slower in some steps (an input that falls
+    behind) is the program's own time, and only a slowdown of most of the work
+    (the machine's) reads as one.
     """
     totals = [0.0] * rounds
     expected = [0.0] * rounds
+    ratios: List[List[Tuple[float, float]]] = [[] for _ in range(rounds)]
     for samples, sizes in series:
         means = round_means(samples, sizes)
         present = sorted(m for m in means if m is not None)
@@ -198,12 +209,27 @@ def speed_levels(series: Sequence[Tuple[Sequence[float], Sequence[int]]], rounds
             if m is not None:
                 totals[r] += m
                 expected[r] += typical
+                if typical > 0:
+                    ratios[r].append((m / typical, typical))
     raw = [t / e if e > 0 else 1.0 for t, e in zip(totals, expected)]
+    if robust:
+        raw = [_weighted_median(pairs) if pairs else level for pairs, level in zip(ratios, raw)]
     if not raw:
         return []
     # A round's own level, not an interpolation between a fast and a slow round.
     usual = sorted(raw)[(len(raw) - 1) * REFERENCE_QUANTILE // 100]
     return [level / usual for level in raw] if usual > 0 else raw
+
+
+def _weighted_median(pairs: Sequence[Tuple[float, float]]) -> float:
+    """The value at half of the total weight of (value, weight) pairs."""
+    ordered = sorted(pairs)
+    half, seen = sum(w for _, w in ordered) / 2, 0.0
+    for value, weight in ordered:
+        seen += weight
+        if seen >= half:
+            return value
+    return ordered[-1][0]
 
 
 class RunningStats:

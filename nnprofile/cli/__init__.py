@@ -11,10 +11,11 @@ import traceback
 from typing import List, Optional
 
 from ..base.errors import ProfileError, ProgramDidNotCompile
-from . import check_cmd, compare_cmd, merge_cmd, profile_cmd, report_cmd, run_cmd
+from . import capture_cmd, check_cmd, compare_cmd, merge_cmd, profile_cmd, report_cmd, run_cmd
 
 EXIT_INTERNAL = 1
-COMMANDS = {"run": run_cmd, "report": report_cmd, "compare": compare_cmd, "check": check_cmd, "merge": merge_cmd}
+COMMANDS = {"run": run_cmd, "capture": capture_cmd, "report": report_cmd, "compare": compare_cmd, "check": check_cmd,
+            "merge": merge_cmd}
 
 
 def overview() -> str:
@@ -38,7 +39,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0
     command = COMMANDS.get(argv[0]) if argv else None
     if command is not None:
-        args = command.parser().parse_args(argv[1:])
+        args = command.parse(argv[1:]) if hasattr(command, "parse") else command.parser().parse_args(argv[1:])
     else:
         command = profile_cmd
         args = command.parser().parse_args(argv)

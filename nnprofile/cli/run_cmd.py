@@ -4,10 +4,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import List
 
 from ..base.errors import ProfileError
-from ..api.programs import run_recording
-from .common import Printer, non_negative_float, positive_int
+from ..api.launch import run_recording
+from ..base.options import add_schedule
+from .common import Printer, non_negative_float
 
 FILES = "profile.log, profile.csv, profile_detail.csv, summary.csv, profile.xlsx, report.html%s, result.json"
 
@@ -17,20 +19,21 @@ SUMMARY = "run a Python program unmodified and record its NNabla work (also unde
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="nnprofile run",
-        description="Run an NNabla Python program unmodified (as __main__, with its own arguments), "
-                    "recording every function's forward and backward, every solver, input, monitor and "
-                    "communicator call, and write profile.log, the CSV files, profile.xlsx, report.html, "
-                    "trace.json.gz and result.json. Under mpirun (or srun) each rank writes into "
+        usage="nnprofile run [options] SCRIPT.py [ARGS...]\n       nnprofile run [options] -m MODULE [ARGS...]",
+        description="Run an NNabla Python program unmodified (as __main__, with its own arguments; a module as "
+                    "python -m runs it), recording every function's forward and backward, every solver, input, "
+                    "monitor and communicator call, and write profile.log, the CSV files, profile.xlsx, "
+                    "report.html, trace.json.gz and result.json. Under mpirun (or srun) each rank writes into "
                     "OUTDIR/rank-K/ and rank 0 merges them into OUTDIR.",
         epilog="Examples: nnprofile run -o results/train examples/lenet_train.py --iterations 60; "
-               "mpirun -n 2 nnprofile run -o results/dp train.py")
+               "nnprofile run -m mypackage.train --epochs 3; mpirun -n 2 nnprofile run -o results/dp train.py")
     p.add_argument("script", metavar="SCRIPT.py", nargs="?", help="the program to run")
     p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="its own arguments")
-    p.add_argument("-o", "--outdir", help="output folder (default: results/<script name>)")
-    p.add_argument("--skip-first", type=int, default=1, metavar="N",
-                   help="steps recorded but left out first, while buffers are built (default 1)")
-    p.add_argument("--active", type=positive_int, default=20, metavar="N",
-                   help="steps kept after them; then recording stops and the program runs on (default 20)")
+    p.add_argument("-m", dest="module", metavar="MODULE",
+                   help="run a module as python -m does (sys.argv and sys.path as Python sets them); what follows "
+                        "it is its own arguments")
+    p.add_argument("-o", "--outdir", help="output folder (default: results/<script or module name>)")
+    add_schedule(p)
     p.add_argument("--save-events", action="store_true",
                    help="also write the recording as data (events.json.gz): every call, as recorded, which "
                         "nnprofile assembles again without NNabla (for a bug report, or a test)")
@@ -42,19 +45,52 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def parse(argv: List[str]) -> argparse.Namespace:
+    """The options, then the program: a script and its arguments, or -m MODULE and its arguments (whatever
+    follows the module is its own, as for python -m)."""
+    p = parser()
+    valued = {s for a in p._actions if a.option_strings and a.nargs != 0 for s in a.option_strings} - {"-m"}
+    i = 0
+    while i < len(argv) and argv[i] != "-m":  # nnprofile's options, up to the program
+        if argv[i] in valued:
+            i += 2
+        elif argv[i].startswith("-"):
+            i += 1
+        else:
+            return p.parse_args(argv)  # a script: what follows it is its own
+    if i < len(argv):
+        before, module, rest = argv[:i], argv[i + 1:i + 2], argv[i + 2:]
+        if not module:
+            p.error("argument -m: expected a module name")
+        args = p.parse_args(before)
+        if args.script is not None:
+            p.error("give a script or -m MODULE, not both")
+        args.module, args.args = module[0], rest
+        return args
+    return p.parse_args(argv)
+
+
 def run(args) -> int:
     from ..render import log
-    if not args.script:
-        raise ProfileError("a script to run is missing: nnprofile run [-o OUTDIR] SCRIPT.py [ARGS...]")
-    name = os.path.splitext(os.path.basename(args.script))[0]
+    from ..api.programs import make_schedule
+    target = args.module or args.script
+    if not target:
+        raise ProfileError("a program to run is missing: nnprofile run [-o OUTDIR] SCRIPT.py [ARGS...] "
+                           "(or -m MODULE [ARGS...])")
+    name = args.module.rsplit(".", 1)[-1] if args.module else os.path.splitext(os.path.basename(args.script))[0]
     outdir = args.outdir or os.path.join("results", name)
+    schedule = make_schedule(args.wait, args.warmup, None, args.active, args.repeat, args.max_windows,
+                             args.on_demand, args.signal)
+    if schedule.on_demand:
+        from ..api.ondemand import signal_number
+        signal_number(schedule.signal)  # a bad name: one line now, not later
 
     def progress(line: str) -> None:
-        if not args.quiet:
+        if not args.quiet or line.startswith("nnprofile: window") or "waiting for SIG" in line:
             print(line, file=sys.stderr, flush=True)
-    recording, status = run_recording(args.script, *args.args, outdir=outdir, skip_first=max(0, args.skip_first),
-                                      active=args.active, merge_wait=args.merge_wait, progress=progress,
-                                      save_events=args.save_events)
+    recording, status = run_recording(target, *args.args, outdir=outdir, merge_wait=args.merge_wait,
+                                      progress=progress, save_events=args.save_events, module=bool(args.module),
+                                      schedule=schedule)
     profile = recording.profile
     assert profile is not None
     world = recording.run_world()

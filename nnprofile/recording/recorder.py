@@ -45,6 +45,7 @@ from ..assembly.steps import Loop
 from .callsite import BACKWARD_NAMES, FORWARD_NAMES, call_at, first_outside, receiver_of_caller
 from .patching import Patches
 from .proxies import SOLVER_CALLS, TimedCommunicator, TimedFunction, TimedSolver
+from .schedule import OFF, Schedule, Windows
 
 HOOK_KEY = "nnprofile"
 _getframe = sys._getframe
@@ -60,12 +61,12 @@ SITE_STEPS = 1
 # no step of theirs is left without the hooks (a validation every few steps would fall into those).
 # Only for steps marked by solver updates or nnprofile.step(): without hooks, passes cannot mark steps.
 CALIBRATION = (False, False, True, True) * 5
-MIN_PAIRS = 3  # pairs the estimate needs (``nnprofile.base.hookcost.measured_in_program``)
-
-
-def window_steps(active: int, calibrate: bool) -> int:
-    """How many steps after those set aside the recording holds: the kept ones, and the calibration's."""
-    return active + (len(CALIBRATION) if calibrate else 0)
+MIN_PAIRS = 3
+# Without a window open, steps are counted by the loop as it comes until it has shown this many updates
+# (or marks); then by the pattern it showed, so that what is kept stays small over a run of any length.
+FREEZE_AT = 64
+WATCH_EVERY = 16
+MAX_CREATED = 20_000  # functions whose source is remembered across windows  # pairs the estimate needs (``nnprofile.base.hookcost.measured_in_program``)
 
 
 @dataclass
@@ -112,12 +113,26 @@ class Recorder:
 
     def __init__(self, skip_first: int = 1, active: int = 20,
                  clock: Optional[Callable[[], int]] = None, namespaces: Tuple[Any, ...] = (),
-                 calibrate: bool = True):
-        self.skip_first = max(0, skip_first)
-        self.active = max(1, active)
+                 calibrate: bool = True, schedule: Optional[Schedule] = None,
+                 on_window: Optional[Callable[["Recorder"], None]] = None):
+        self.schedule = schedule or Schedule(warmup=max(0, skip_first), active=max(1, active))
+        self.skip_first, self.active = self.schedule.warmup, self.schedule.active
         self.calibrate = calibrate
-        self._window = window_steps(self.active, calibrate)
-        self.hooks_on = True
+        self.windows = Windows(self.schedule, CALIBRATION if calibrate else ())
+        self.on_window = on_window   # called as each window closes, with its events still here
+        self.capturing = False       # a window is open: its events are kept
+        self.window = 0              # the window open, or the last closed
+        self.window_start = 0        # the steps of the run before the open window began
+        self.countable = True        # False: steps show only as passes, which only the hooks see
+        self._base = 0               # steps counted before the loop now followed began
+        self._per_step: Optional[Tuple[str, int]] = None  # counting without the hooks: (updates|marks, per step)
+        self._light = 0              # updates (or marks) since then
+        self._asked = False          # a window on demand was asked for (a signal)
+        self.last_step_ns = 0        # when the last step ended
+        self.window_end = 0          # the steps of the run when the last window closed
+        self.watch: Optional[Callable[[], None]] = None  # called every WATCH_EVERY steps between windows
+        self.ended_ns = 0            # when the recording ended (the program's end)
+        self.hooks_on = False
         self.clock: Callable[[], int] = clock or time.perf_counter_ns
         self.namespaces = namespaces
         self.events: List[Event] = []
@@ -202,8 +217,12 @@ class Recorder:
         def call(*args: Any, **kwargs: Any) -> Any:
             info = self.solvers[index]
             bound = getattr(info.solver, method)
-            if not self.recording:
-                return bound(*args, **kwargs)
+            if not self.capturing:
+                if not self.recording or method != "update":
+                    return bound(*args, **kwargs)
+                result = bound(*args, **kwargs)
+                self._light_step("updates", index)
+                return result
             t0 = self.clock()
             if not info.variable:
                 info.variable = receiver_of_caller(sys._getframe(1), SOLVER_CALLS)
@@ -234,7 +253,7 @@ class Recorder:
         from .proxies import array_bytes
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            if not self.recording:
+            if not self.capturing:
                 return bound(*args, **kwargs)
             if self.sync is not None:
                 self.sync()
@@ -259,7 +278,7 @@ class Recorder:
         recorder = self
 
         def next(iterator: Any) -> Any:  # noqa: A001 (DataIterator's own name)
-            if not recorder.recording:
+            if not recorder.capturing:
                 return original(iterator)
             index = recorder._iterator_index.get(id(iterator))
             if index is None:
@@ -284,7 +303,7 @@ class Recorder:
         recorder = self
 
         def add(monitor: Any, *args: Any, **kwargs: Any) -> Any:
-            if not recorder.recording or recorder._in_monitor:  # one monitor's add calling another's
+            if not recorder.capturing or recorder._in_monitor:  # one monitor's add calling another's
                 return original(monitor, *args, **kwargs)
             recorder._in_monitor = True
             start = recorder.clock()
@@ -348,8 +367,6 @@ class Recorder:
         self.ndarray_type = nn.NdArray
         self.started_ns = self.clock()
         self.snapshot_parameters()
-        nn.set_function_pre_hook(HOOK_KEY, self._pre)
-        nn.set_function_post_hook(HOOK_KEY, self._post)
         replacements: Dict[int, Tuple[Any, Any]] = {}
         for name in dir(solver_module):
             factory = getattr(solver_module, name)
@@ -368,6 +385,10 @@ class Recorder:
         self._patch_classes()
         self._wrap_existing_solvers()
         self.recording = True
+        phase, window = self.windows.begin(0)
+        if phase != OFF:  # the first window from the first step (else the program runs untouched until it)
+            self._open_window(window)
+            self._switch_hooks(True)
         return self
 
     def _patch_functions(self, patches: Patches) -> None:
@@ -387,13 +408,13 @@ class Recorder:
         nn.set_function_pre_hook(HOOK_KEY, self._pre)
         nn.set_function_post_hook(HOOK_KEY, self._post)
         self._patch_functions(patches)
-        self.recording = True
+        self.recording = self.capturing = self.hooks_on = True
         self.note_sites = False
         self.loop.mark(0)  # marks: passes do not count steps
         try:
             yield self
         finally:
-            self.recording = False
+            self.recording = self.capturing = self.hooks_on = False
             nn.unset_function_pre_hook(HOOK_KEY)
             nn.unset_function_post_hook(HOOK_KEY)
             patches.undo()
@@ -451,6 +472,8 @@ class Recorder:
         clock = self.clock
 
         def make(*args: Any, **kwargs: Any) -> Any:
+            if not self.capturing:
+                return factory(*args, **kwargs)
             made = clock()
             return TimedFunction(factory(*args, **kwargs), self, made)
         return make
@@ -471,7 +494,9 @@ class Recorder:
 
     def step(self, end_ns: Optional[int] = None) -> None:
         """``nnprofile.step()``: the program marks the end of a step."""
-        if not self.recording:
+        if not self.capturing:
+            if self.recording:
+                self._light_step("marks", 0)
             return
         at = self.clock() if end_ns is None else end_ns
         self._break_pass()
@@ -481,32 +506,106 @@ class Recorder:
         self.excluded.append((at, self.clock()))
 
     def _count_steps(self) -> None:
-        self.steps_done = self.loop.steps()
-        if self.steps_done > self.skip_first + self.active:  # a pass started the step after the last
-            self.stop()
+        """A program whose passes are its steps: counted as each pass starts."""
+        before = self.steps_done
+        self.steps_done = self._base + self.loop.steps()
+        if self.steps_done != before:
+            self._step_ended()
 
     def _count_at_end(self) -> None:
-        """At a marker: count the steps, note the parameters while they exist, switch the hooks for
-        the next step, stop when done (the callers leave this work out of every step)."""
+        """At a marker: count the steps, note the parameters while they exist, and at a step's end follow
+        the schedule (the callers leave this work out of every step)."""
         before = self.steps_done
-        self.steps_done = self.loop.steps()
+        self.steps_done = self._base + self.loop.steps()
         if self.steps_done != before:
             if not self._sync_known:
                 self.sync, self._sync_known = device_sync(), True
-            if self.steps_done <= SITE_STEPS + 1:
+            if self.steps_done - self.window_start <= SITE_STEPS + 1:
                 self.snapshot_parameters()  # a dynamic graph makes its parameters in its first steps
-        if self.steps_done >= self.skip_first + self._window:
-            self.stop()
-        elif self.steps_done != before:
-            self._switch_hooks(not self.plain(self.steps_done))
+            self._step_ended()
 
-    def plain(self, index: int) -> bool:
-        """Whether step ``index`` (0-based) runs without the function hooks: in the calibration after the kept
-        steps only (never where passes mark the steps: without the hooks none would be seen)."""
-        k = index - self.skip_first - self.active
-        if not self.calibrate or not 0 <= k < len(CALIBRATION) or self.loop.rule().kind == "passes":
-            return False
-        return not CALIBRATION[k]
+    def _light_step(self, kind: str, solver: int) -> None:
+        """An update (or a step mark) with no window open: counted, the light way, to know where the steps are."""
+        before = self.steps_done
+        if self._per_step is None:  # no window has shown the loop yet: the solvers' updates as they come
+            if kind == "updates":
+                self.loop.hooks(False)
+                self.loop.update(solver, 0)
+            else:
+                self.loop.mark(0)
+            self.steps_done = self._base + self.loop.steps()
+            if len(self.loop.segments) + len(self.loop.marks) >= FREEZE_AT:
+                self._freeze()
+        elif kind == self._per_step[0]:
+            self._light += 1
+            self.steps_done = self._base + self._light // self._per_step[1]
+        if self.steps_done != before:
+            self._step_ended()
+
+    def _freeze(self) -> None:
+        """Count from here on by the pattern the loop showed: updates (or marks) per step, and how many of
+        the step under way are done; a loop whose steps only passes show cannot be counted so."""
+        rule = self.loop.rule()
+        counted = self.loop.steps()
+        if rule.kind == "updates":
+            done = max(0, len(self.loop.segments) - rule.offset) - counted * rule.period
+            self._per_step, self._light = ("updates", rule.period), max(0, done)
+        elif rule.kind == "marks":
+            self._per_step, self._light = ("marks", 1), 0
+        else:
+            self.countable = False
+        self._base += counted
+        self.loop = Loop()
+
+    def request_window(self) -> None:
+        """A window on demand (a signal): from the next step on. Only a flag: safe in a signal handler."""
+        self._asked = True
+
+    def _step_ended(self) -> None:
+        """A step has ended (``steps_done`` counts it): close the window whose steps are done, open the next
+        where the schedule says, set the hooks for the step to come."""
+        self.last_step_ns = self.clock()
+        if self.watch is not None and not self.capturing and self.steps_done % WATCH_EVERY == 0:
+            self.watch()
+        if self.capturing and self.windows.window_done(self.steps_done):
+            self._close_window()
+        if self._asked:
+            self._asked = False
+            self.windows.ask(self.steps_done)
+        if not self.capturing and self.countable:
+            phase, window = self.windows.begin(self.steps_done)
+            if phase != OFF:
+                self._open_window(window)
+        if self.capturing:
+            self._switch_hooks(self.windows.hooked(self.steps_done) or self.loop.rule().kind == "passes")
+
+    def _open_window(self, window: int) -> None:
+        """A window begins: its events from here, a loop of its own (the steps counted go on)."""
+        if self._per_step is None and self.loop.segments:
+            self._freeze()
+        self.window, self.window_start = window, self.steps_done
+        self.events, self.excluded = [], []
+        if len(self.created) > MAX_CREATED:  # bounded over any number of windows (sources noted anew)
+            self.created = {}
+        self.loop = Loop()
+        self._base = self.steps_done
+        self.started_ns = self.clock()
+        self.capturing = True
+        self.note_sites = True
+
+    def _close_window(self) -> None:
+        """The window's steps are done: the hooks off, the program runs on untouched; the window is handed
+        over (``on_window``), and its events then forgotten."""
+        self._break_pass()
+        self.capturing = False
+        self._switch_hooks(False)
+        self.window_end = self.steps_done
+        self.stopped_ns = self.clock()
+        self.snapshot_parameters()
+        self._freeze()
+        if self.on_window is not None:
+            self.on_window(self)
+        self.events, self.excluded = [], []
 
     def _switch_hooks(self, on: bool) -> None:
         if on == self.hooks_on:
@@ -519,22 +618,27 @@ class Recorder:
             nn.unset_function_pre_hook(HOOK_KEY)
             nn.unset_function_post_hook(HOOK_KEY)
         self.hooks_on = on
-        self.events.append(Hooks(on, self.clock()))
-        self.loop.hooks(on)
+        if self.capturing:
+            self.events.append(Hooks(on, self.clock()))
+            self.loop.hooks(on)
 
     def stop(self) -> None:
-        """Unhook and put everything back."""
+        """Unhook and put everything back (the program's end); a window still open keeps its events."""
         if not self.recording:
             return
         self._break_pass()
         self.recording = False
-        self.stopped_ns = self.clock()
+        self.ended_ns = self.clock()
+        if self.capturing:
+            self.stopped_ns = self.ended_ns
         import nnabla as nn
         if self.hooks_on:
             nn.unset_function_pre_hook(HOOK_KEY)
             nn.unset_function_post_hook(HOOK_KEY)
+            self.hooks_on = False
         self._patches.undo()
-        self.snapshot_parameters()
+        if self.capturing:
+            self.snapshot_parameters()
         self.finished = True
 
 

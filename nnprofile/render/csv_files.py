@@ -12,6 +12,7 @@ from typing import Callable, List, Optional
 from ..analysis import Analysis, analyze
 from ..analysis.breakdown import summary_rows as advice_rows
 from ..analysis.ranks import RANK_COLUMNS, STEP_COLUMNS, advice_rows as rank_advice_rows, rank_rows, step_rows
+from ..analysis.windows import window_columns, window_rows
 from ..result import Entry, Profile, format_ms, ms
 from .base import Contents
 from .safe import csv_text
@@ -115,6 +116,7 @@ def summary_rows(profile: Profile, analysis: Optional[Analysis] = None) -> List[
 
 RANKS = "ranks.csv"
 RANK_STEPS = "rank_steps.csv"
+WINDOWS = "windows.csv"
 
 
 def _cell(x: object) -> object:
@@ -137,4 +139,7 @@ def files(profile: Profile, analysis: Analysis) -> Contents:
             for rank, busy, wait in zip(r.ranks, s.busy_ms, s.wait_ms):
                 steps.append([_cell(x) for x in row] + [rank.rank, round(busy, 6), round(wait, 6)])
         out[RANK_STEPS] = _csv(steps)
+    if analysis.windows is not None:  # a long training's windows: a row each
+        w = analysis.windows
+        out[WINDOWS] = _csv([window_columns(w)] + [[_cell(x) for x in row] for row in window_rows(w)])
     return out

@@ -22,6 +22,7 @@ from ..analysis.breakdown import named, per_step_ms, purpose
 from ..base.choices import GRAPH
 from ..analysis.precision import sampling_line
 from ..analysis.ranks import RanksAnalysis, summary_lines as ranks_lines
+from ..analysis.windows import WindowsAnalysis
 from .log import section_line
 from ..result import Entry, Profile, Section
 from .base import Contents
@@ -101,6 +102,16 @@ def _lead(index: int, a: SectionAnalysis, purposes: Dict[str, str]) -> Dict[str,
     }
 
 
+def _windows(w: WindowsAnalysis) -> Dict[str, Any]:
+    """A long training's windows: each window's step by part, against its steps and the wall clock; what the
+    view found; the layers that moved most."""
+    return {"windows": [{"window": x.window, "span": x.span, "started_s": x.started_s, "ended_s": x.ended_s,
+                         "ms": x.step_ms, "parts": [[p, ms] for p, ms in x.parts], "complete": x.complete,
+                         "folder": x.folder} for x in w.windows],
+            "finding": w.slowdown.text() if w.slowdown is not None else None,
+            "moved": [[name, a, b] for name, a, b in w.moved]}
+
+
 def _ranks(r: RanksAnalysis) -> Dict[str, Any]:
     """A merged view's ranks: the analysis's lines (but the per-rank ones, which the chart and table show),
     each rank's parts (communication split into transfer and waiting), the steps, the advice."""
@@ -127,6 +138,7 @@ def report_data(profile: Profile, analysis: Analysis, trace: Optional[str]) -> D
     return {"header": header, "notes": profile.notes, "complete": profile.complete, "failure": profile.failure,
             "trace": trace, "sections": [_section(a, profile) for a in analysis.sections],
             "lead": [_lead(i, a, purposes) for i, a in enumerate(analysis.sections) if a.step is not None],
+            "windows": _windows(analysis.windows) if analysis.windows is not None else None,
             "ranks": _ranks(analysis.ranks) if analysis.ranks is not None else None}
 
 

@@ -29,6 +29,10 @@ def header_lines(profile: Profile) -> List[str]:
            "record": "every call of the program's own run, between NNabla's hooks"}.get(h.mode, h.mode)
     lines.append("Timing: %s mode (%s); %s" % (h.mode, how, h.sampling))
     program = h if isinstance(h, ProgramHeader) else None
+    one_window = program is not None and program.schedule.startswith("wait 0,") and \
+        program.schedule.endswith("repeat 1 (1 window)")  # the default: as the Timing line says
+    if program is not None and program.schedule and not one_window:
+        lines.append("Schedule: %s" % program.schedule)
     if program is not None and program.steps:
         lines.append("Steps: %s" % program.steps)
     if isinstance(h, ProjectHeader) and h.clock:
@@ -162,6 +166,8 @@ def footer_lines(profile: Profile) -> List[str]:
 def render(profile: Profile, analysis: Optional[Analysis] = None) -> str:
     analysis = analysis or analyze(profile)
     lines = header_lines(profile)
+    if analysis.windows is not None:
+        lines.extend(analysis.windows.lines())
     if analysis.ranks is not None:
         lines.extend(ranks_lines(analysis.ranks))
     for section in profile.sections:

@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from ..analysis import Analysis, SectionAnalysis, analyze, charted_layers
 from ..analysis.breakdown import summary_rows as advice_rows
 from ..analysis.ranks import RANK_COLUMNS, STEP_COLUMNS, RanksAnalysis, rank_rows, step_rows
+from ..analysis.windows import WindowsAnalysis, window_columns, window_rows
 from ..analysis.ranks import summary_lines as ranks_lines
 from ..base.choices import LAYER_PHASES
 from ..result import Profile, Section, ms
@@ -43,7 +44,7 @@ def sheet_names(profile: Profile) -> List[str]:
         for ch in '[]:*?/\\':
             base = base.replace(ch, "_")
         name, n = base, 2
-        while name in names or name in ("Info", "Summary", "Ranks"):
+        while name in names or name in ("Info", "Summary", "Ranks", "Windows"):
             name = "%s~%d" % (base[:26], n)
             n += 1
         names.append(name)
@@ -204,20 +205,9 @@ def _ranks_sheet(book: _Book, ws: Any, r: RanksAnalysis) -> None:
     the analysis found, and the steps."""
     for col, width in enumerate([13, 16, 18, 24] + [15] * 10 + [11, 10, 10]):
         ws.set_column(col, col, width)
-    ws.freeze_panes(1, 1)
-    ws.write_row(0, 0, RANK_COLUMNS, book.bold)
     rows = rank_rows(r)
-    for i, row in enumerate(rows, start=1):
-        _write_row(book, ws, i, row, RANK_FORMATS)
     n = len(rows)
-    busy = RANK_COLUMNS.index("busy_ms")
-    ws.conditional_format(1, busy, n, busy, {
-        "type": "3_color_scale", "min_color": "#" + COLOUR_LOW, "mid_color": "#" + COLOUR_MID,
-        "max_color": "#" + COLOUR_HIGH, "mid_type": "percentile", "mid_value": 50})
-    at = n + 2
-    for line in ranks_lines(r):
-        ws.write_string(at, 0, line)
-        at += 1
+    at = _coloured_table(book, ws, RANK_COLUMNS, rows, RANK_FORMATS, RANK_COLUMNS.index("busy_ms"), ranks_lines(r))
     at += 1
     ws.write_row(at, 0, STEP_COLUMNS, book.bold)
     for i, row in enumerate(step_rows(r), start=at + 1):
@@ -234,6 +224,48 @@ def _ranks_sheet(book: _Book, ws: Any, r: RanksAnalysis) -> None:
     chart.set_legend({"position": "bottom"})
     chart.set_size({"width": 760, "height": int(max(7.5, 0.6 * n + 4) * 37.8)})
     ws.insert_chart(0, len(RANK_COLUMNS) + 1, chart)
+
+
+def _coloured_table(book: _Book, ws: Any, columns: List[str], rows: List[List[object]], formats: Dict[int, str],
+                    coloured: int, lines: List[str]) -> int:
+    """A header row and the rows (the column ``coloured`` from green, lowest, to red), then the lines below;
+    returns the next free row."""
+    ws.freeze_panes(1, 1)
+    ws.write_row(0, 0, columns, book.bold)
+    for i, row in enumerate(rows, start=1):
+        _write_row(book, ws, i, row, formats)
+    n = len(rows)
+    ws.conditional_format(1, coloured, n, coloured, {
+        "type": "3_color_scale", "min_color": "#" + COLOUR_LOW, "mid_color": "#" + COLOUR_MID,
+        "max_color": "#" + COLOUR_HIGH, "mid_type": "percentile", "mid_value": 50})
+    at = n + 2
+    for line in lines:
+        ws.write_string(at, 0, line)
+        at += 1
+    return at
+
+
+def _windows_sheet(book: _Book, ws: Any, w: WindowsAnalysis) -> None:
+    """A long training's windows: a row each (the step coloured from fastest to slowest), what the view
+    found, and a column per window of its step by part."""
+    columns = window_columns(w)
+    for col in range(len(columns)):
+        ws.set_column(col, col, 14)
+    rows = window_rows(w)
+    n = len(rows)
+    step = columns.index("step_ms")
+    at = _coloured_table(book, ws, columns, rows, {c: MS_FORMAT for c, name in enumerate(columns) if name.endswith("_ms")},
+                         step, w.lines()[1 + n:])
+    chart = book.wb.add_chart({"type": "column", "subtype": "stacked"})
+    for col, name in enumerate(columns):
+        if col > step + 1 and name.endswith("_ms"):
+            chart.add_series({"name": [ws.name, 0, col], "categories": [ws.name, 1, 0, n, 0],
+                              "values": [ws.name, 1, col, n, col]})
+    chart.set_title({"name": "The step by part, window by window (ms)"})
+    chart.set_x_axis({"name": "window"})
+    chart.set_y_axis({"name": "ms per step"})
+    chart.set_legend({"position": "bottom"})
+    ws.insert_chart(at + 1, 0, chart)
 
 
 RULE = ("each entry is sampled in rounds over the whole section; the time shown is the mean of its round "
@@ -276,6 +308,8 @@ def workbook_bytes(profile: Profile, analysis: Optional[Analysis] = None) -> byt
     analysis = analysis or analyze(profile)
     buffer = io.BytesIO()
     book = _Book(buffer, _profile_time(profile))
+    if analysis.windows is not None:  # a long training's windows: how the step moved over the run, first
+        _windows_sheet(book, book.wb.add_worksheet("Windows"), analysis.windows)
     if analysis.ranks is not None:  # a merged view of ranks: who is slow comes first
         _ranks_sheet(book, book.wb.add_worksheet("Ranks"), analysis.ranks)
     for name, section in zip(sheet_names(profile), profile.sections):

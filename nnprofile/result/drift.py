@@ -17,8 +17,8 @@ from .model import Entry, Section
 Pair = Tuple[Sequence[float], Sequence[int]]  # an entry's samples and round sizes
 
 
-def measure_drift(pairs: Iterable[Pair], rounds: int, threshold: float) -> Drift:
-    return Drift(tuple(speed_levels([p for p in pairs if p[0]], rounds)), threshold)
+def measure_drift(pairs: Iterable[Pair], rounds: int, threshold: float, robust: bool = False) -> Drift:
+    return Drift(tuple(speed_levels([p for p in pairs if p[0]], rounds, robust)), threshold)
 
 
 def drop(entry: Entry, drift: Drift) -> None:
@@ -63,14 +63,18 @@ def rare_rounds(sections: Sequence[Section]) -> Tuple[int, ...]:
 
 def drift_over(sections: Sequence[Section], rounds: int, threshold: float, keep_rare: bool = False) -> Drift:
     """Measured over every entry of the sections (a program's whole step aside: it holds the others)
-    and applied to all of them alike. With ``keep_rare`` (a recorded program's steps) the rounds that hold
-    rare work are never left out (``rare_rounds``; each section's info says which). Where leaving the slow
+    and applied to all of them alike. With ``keep_rare`` (a recorded program's steps) no round is left out
+    (each section's info says so): a program's steps vary on their own (an input that falls behind now and
+    then, a validation every epoch, what runs after them on cold caches), which no level can tell from the
+    machine's slow spells, and leaving slow steps out would hide the very slowdowns a user looks for; a
+    round's level is that of most of its work (``speed_levels``' robust level), and the drift line says
+    which steps ran slow. Where leaving the slow
     rounds out would leave an entry without a call (``emptied``), no round is left out: every part of a
     step keeps its share, from the same rounds (the caller says so)."""
     drift = measure_drift(((e.samples_ns, e.round_sizes) for s in sections for e in s.entries if e.phase != "step"),
-                          rounds, threshold)
-    if keep_rare:
-        drift = Drift(drift.levels, threshold, rare_rounds(sections))
+                          rounds, threshold, robust=keep_rare)
+    if keep_rare:  # a recording keeps every step it ran: none is left out, what ran slow is said
+        drift = Drift(drift.levels, threshold, tuple(range(len(drift.levels))))
         for s in sections:
             if drift.exempt:
                 s.info["drift_exempt"] = list(drift.exempt)

@@ -42,6 +42,10 @@ Versions:
      (``info["role"]``: trained, backward, feeds, evaluation; ``info["feeds"]``) and which rounds
      are never left out (``info["drift_exempt"]``: steps holding rare work); its step holds the eager
      work (entries of phase ``eager``, functions called on NdArrays, by the program's line).
+  8. long trainings in windows: ``windows`` holds each window in a few figures (its steps over the
+     whole run, when it ran, its step and parts, its heaviest layers, its folder:
+     ``nnprofile.result.windows``); a program's header says the ``schedule`` and which ``window``
+     its sections are (0: the only one). Earlier results are one window.
 """
 from __future__ import annotations
 
@@ -55,10 +59,11 @@ from ..base.errors import ProfileError
 from .header import header_from_dict
 from .model import Entry, Profile, Section
 from .timeline import TimelineEvent
+from .windows import WindowSummary
 
 FILENAME = "result.json"
 FORMAT = "nnprofile-result"
-VERSION = 7
+VERSION = 8
 _ENTRY_FIELDS = {f.name for f in fields(Entry)}
 _ENTRY_ORDER = [f.name for f in fields(Entry)]
 # Defaults of the entry's fields: a field at its default is left out of the file.
@@ -118,6 +123,7 @@ def to_dict(profile: Profile) -> Dict[str, Any]:
                          "entries": [entry_dict(e) for e in s.entries]})
     return {"format": FORMAT, "version": VERSION, "header": profile.header.to_dict(), "notes": profile.notes,
             "complete": profile.complete, "failure": profile.failure, "ranks": profile.ranks,
+            "windows": [w.to_dict() for w in profile.windows],
             "sections": sections, "timeline": [e.to_dict() for e in profile.timeline]}
 
 
@@ -128,6 +134,8 @@ def dumps(profile: Profile) -> str:
     for key in ("format", "version", "header", "notes", "complete", "failure"):
         out.append(" %s: %s," % (json.dumps(key), json.dumps(data[key], indent=1).replace("\n", "\n ")))
     out.append(' "ranks": %s,' % _ranks_text(data["ranks"]))
+    out.append(' "windows": [%s],' % ",\n".join(("\n  " if i == 0 else "  ") + json.dumps(w, separators=(",", ":"))
+                                                for i, w in enumerate(data["windows"])))
     out.append(' "sections": [')
     for i, section in enumerate(data["sections"]):
         entries = section.pop("entries")
@@ -215,8 +223,16 @@ def _v6_to_v7(data: Dict[str, Any]) -> Dict[str, Any]:
     return data
 
 
+def _v7_to_v8(data: Dict[str, Any]) -> Dict[str, Any]:
+    """Version 8 added the windows of a long training (``windows``) and a program header's schedule and
+    window; earlier results are one window, its files the folder's own."""
+    data.setdefault("windows", [])
+    return data
+
+
 UPGRADES: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4,
-                                                                   4: _v4_to_v5, 5: _v5_to_v6, 6: _v6_to_v7}
+                                                                   4: _v4_to_v5, 5: _v5_to_v6, 6: _v6_to_v7,
+                                                                   7: _v7_to_v8}
 
 
 def upgrade(data: Dict[str, Any]) -> Dict[str, Any]:
@@ -249,7 +265,8 @@ def from_dict(data: Dict[str, Any]) -> Profile:
     return Profile(header=header_from_dict(dict(data.get("header", {}))), notes=list(data.get("notes", [])),
                    sections=sections, complete=data.get("complete", False), failure=data.get("failure"),
                    timeline=[TimelineEvent.from_dict(e) for e in data.get("timeline", [])],
-                   ranks=dict(data.get("ranks", {})))
+                   ranks=dict(data.get("ranks", {})),
+                   windows=[WindowSummary.from_dict(w) for w in data.get("windows", [])])
 
 
 def save(profile: Profile, outdir: str) -> str:

@@ -79,6 +79,8 @@ class ProgramHeader(Header):
     skipped_steps: int = 0
     kept_steps: List[int] = field(default_factory=list)   # the kept steps' numbers (from 1); older: consecutive
     plain_steps: List[int] = field(default_factory=list)  # the steps run without the hooks (for their cost)
+    schedule: str = ""            # when windows were recorded (wait, warmup, active, repeat; on demand)
+    window: int = 0               # which window its sections are (from 1; 0: the only one)
     call_overhead_ns: Optional[float] = None   # an auto_forward call's timing cost, in all
     call_inside_ns: Optional[float] = None     # and inside its own interval
     chain_hook_overhead_ns: Optional[float] = None

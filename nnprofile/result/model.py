@@ -14,6 +14,7 @@ from ..base.stats import NS_PER_MS, Stats, summarize_rounds
 from ..base.choices import LAYER_PHASES, PHASES  # noqa: F401  (PHASES: part of this module's vocabulary)
 from .header import Header, ProjectHeader, header_from_dict
 from .timeline import TimelineEvent
+from .windows import WindowSummary
 
 if TYPE_CHECKING:  # pandas is imported only when a DataFrame is asked for
     import pandas
@@ -228,6 +229,9 @@ class Profile:
     # A merged view of the ranks of a distributed run (see ``nnprofile.pooling.ranks``): the
     # world, each rank's step parts per step, how the clocks were aligned; empty otherwise.
     ranks: Dict[str, Any] = field(default_factory=dict)
+    # A long training recorded in windows (``nnprofile.result.windows``): each window in a few figures,
+    # the view over the run; its sections are then the last window's. Empty for one window.
+    windows: List[WindowSummary] = field(default_factory=list)
     # The folder its files were written to or loaded from (not saved: it is where the file is).
     location: Optional[str] = field(default=None, compare=False, repr=False)
 
@@ -236,6 +240,7 @@ class Profile:
         if isinstance(self.header, dict):
             self.header = header_from_dict(self.header)
         self.timeline = [TimelineEvent.from_dict(e) if isinstance(e, dict) else e for e in self.timeline]
+        self.windows = [WindowSummary.from_dict(w) if isinstance(w, dict) else w for w in self.windows]
 
     def __repr__(self) -> str:
         """One line: what was profiled, its sections, how it ended (the figures are in to_dataframe())."""

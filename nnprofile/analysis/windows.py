@@ -1,0 +1,152 @@
+"""The view over a long training's windows: how the step and its parts moved over the run.
+
+``summarize_window`` turns a window's profile into a few figures (``nnprofile.result.windows``);
+``analyze_windows`` reads the series: each window's step and parts against its steps and the wall
+clock, the layers whose time moved most between the first window and the last, and a finding where
+the step slowed by more than the noise between windows allows, with the part that grew.
+
+The rule of the finding: the step of a window against the first window's is slower when the
+difference is more than ``NOISE_FLOOR`` of the first window's step and more than twice the two
+means' combined standard error (each window's kept steps give its own); the finding names the
+first window from which every later window is slower so (a slowdown that lasts, not a slow spell),
+and the part whose time per step grew most between the first window and the last.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import List, Optional, Sequence, Tuple
+
+from ..result import Entry
+from ..result.windows import WindowSummary
+from .breakdown import Summary
+
+NOISE_FLOOR = 0.05   # a slowdown under 5% of the step is not said, whatever the windows' spread
+MOVED_LAYERS = 5
+
+
+@dataclass(frozen=True)
+class Slowdown:
+    window: int                 # from this window on, every window is slower
+    first_step: int
+    started_s: float
+    step_ms: float              # the last window's step
+    base_ms: float              # the first window's
+    threshold_ms: float         # what the noise allows
+    part: str                   # the part that grew most
+    part_ms: float              # its time per step in the last window
+    part_base_ms: float         # ... and in the first
+
+    @property
+    def ratio(self) -> float:
+        return self.step_ms / self.base_ms if self.base_ms > 0 else float("inf")
+
+    def text(self) -> str:
+        return ("the step slowed from window %d on (steps from %d, %.0f s into the run): %.3f ms in the last window "
+                "against %.3f ms in the first (%+.1f%%, more than the %.3f ms the windows' own spread allows); "
+                "the part that grew most: %s, %.3f ms against %.3f ms (%+.3f ms)"
+                % (self.window, self.first_step, self.started_s, self.step_ms, self.base_ms,
+                   100 * (self.ratio - 1), self.threshold_ms, self.part, self.part_ms, self.part_base_ms,
+                   self.part_ms - self.part_base_ms))
+
+
+@dataclass
+class WindowsAnalysis:
+    windows: List[WindowSummary]
+    slowdown: Optional[Slowdown] = None
+    moved: List[Tuple[str, float, float]] = field(default_factory=list)  # layer, first window's ms, last's
+
+    def lines(self) -> List[str]:
+        """The log's block over the windows."""
+        out = ["Windows: %d recorded" % len(self.windows)]
+        for w in self.windows:
+            out.append("Window %d: %s, %.1f s to %.1f s into the run%s: step %.3f ms = %s" % (
+                w.window, w.span, w.started_s, w.ended_s, "" if w.complete else " (not filled)", w.step_ms,
+                " + ".join("%s %.3f ms" % (p, ms) for p, ms in w.parts)))
+        if self.slowdown is not None:
+            out.append("Finding: %s" % self.slowdown.text())
+        elif len(self.windows) > 1:
+            out.append("Finding: the step did not slow over the run by more than the windows' own spread")
+        if self.moved:
+            out.append("Layers that moved most from window %d to window %d (ms per step): %s" % (
+                self.windows[0].window, self.windows[-1].window,
+                ", ".join("%s %.3f to %.3f" % (name, a, b) for name, a, b in self.moved)))
+        return out
+
+
+def _threshold(a: WindowSummary, b: WindowSummary) -> float:
+    se = math.sqrt((a.step_error_ms or 0.0) ** 2 + (b.step_error_ms or 0.0) ** 2)
+    return max(NOISE_FLOOR * a.step_ms, 2 * se)
+
+
+def slowdown(windows: Sequence[WindowSummary]) -> Optional[Slowdown]:
+    """The module's rule (above): None where the step did not slow so."""
+    if len(windows) < 2:
+        return None
+    first, last = windows[0], windows[-1]
+    slow = [w.step_ms - first.step_ms > _threshold(first, w) for w in windows[1:]]
+    if not slow[-1]:
+        return None
+    k = len(slow) - 1
+    while k > 0 and slow[k - 1]:
+        k -= 1
+    since = windows[1 + k]
+    before, after = dict(first.parts), dict(last.parts)
+    grown = sorted((after.get(p, 0.0) - before.get(p, 0.0), p) for p in set(before) | set(after) if p != "other")
+    if "other" in before or "other" in after:
+        grown.append((after.get("other", 0.0) - before.get("other", 0.0), "other"))
+    delta, part = max(grown) if grown else (0.0, "other")
+    return Slowdown(since.window, since.first_step, since.started_s, last.step_ms, first.step_ms,
+                    _threshold(first, last), part, after.get(part, 0.0), before.get(part, 0.0))
+
+
+def moved_layers(windows: Sequence[WindowSummary], top: int = MOVED_LAYERS) -> List[Tuple[str, float, float]]:
+    """The layers whose time per step changed most between the first window and the last."""
+    if len(windows) < 2:
+        return []
+    a, b = windows[0].layers, windows[-1].layers
+    moved = sorted(set(a) | set(b), key=lambda n: -abs(b.get(n, 0.0) - a.get(n, 0.0)))
+    return [(n, a.get(n, 0.0), b.get(n, 0.0)) for n in moved[:top] if b.get(n, 0.0) != a.get(n, 0.0)]
+
+
+def analyze_windows(windows: Sequence[WindowSummary]) -> Optional[WindowsAnalysis]:
+    if not windows:
+        return None
+    return WindowsAnalysis(list(windows), slowdown(windows), moved_layers(windows))
+
+
+def summarize_window(step: Summary, entry: Entry, window: int, first_step: int, started_s: float, ended_s: float,
+                     complete: bool, folder: str, layers: int = 50) -> WindowSummary:
+    """A window in a few figures: its program step's breakdown (``step``, and its ``step`` entry), its
+    heaviest ``layers`` layers by time per step; ``first_step``: its first kept step over the whole run."""
+    totals = [t for r, t in enumerate(entry.round_totals()) if r not in set(entry.dropped_rounds)]
+    error = None
+    if len(totals) > 1:
+        mean = sum(totals) / len(totals)
+        error = math.sqrt(sum((t - mean) ** 2 for t in totals) / (len(totals) - 1) / len(totals)) / 1e6
+    heavy = sorted(step.base_layers, key=lambda l: -l.step_ms)[:layers]
+    steps = len(entry.round_sizes or entry.samples_ns)
+    return WindowSummary(window, first_step, first_step + steps - 1, steps, round(started_s, 3), round(ended_s, 3),
+                         round(step.step_ms, 6), round(error, 6) if error is not None else None,
+                         [(p, round(ms, 6)) for p, ms in step.parts],
+                         {l.layer: round(l.step_ms, 6) for l in heavy}, complete, folder)
+
+
+def window_columns(a: WindowsAnalysis) -> List[str]:
+    """windows.csv's columns: each window's steps and times, its step, and each part (ms per step)."""
+    parts: List[str] = []
+    for w in a.windows:
+        parts += [p for p, _ in w.parts if p not in parts]
+    return ["window", "first_step", "last_step", "steps", "started_s", "ended_s", "step_ms", "step_error_ms",
+            *["%s_ms" % p for p in parts], "complete", "folder"]
+
+
+def window_rows(a: WindowsAnalysis) -> List[List[object]]:
+    columns = window_columns(a)
+    parts = [c[:-3] for c in columns[8:-2]]
+    rows: List[List[object]] = []
+    for w in a.windows:
+        held = dict(w.parts)
+        rows.append([w.window, w.first_step, w.last_step, w.steps, w.started_s, w.ended_s, w.step_ms,
+                     w.step_error_ms, *[held.get(p) for p in parts], w.complete, w.folder])
+    return rows

@@ -1,0 +1,133 @@
+"""Running a program as its user runs it, recorded: a script (``python train.py``) or a module
+(``python -m package.train``), as ``__main__``, with ``sys.argv`` and ``sys.path`` as Python sets them.
+
+For a script, ``sys.argv[0]`` is its path and its folder is first on ``sys.path``; for a module,
+``sys.argv[0]`` is the module's file and the working folder is first on ``sys.path`` (a package's
+``__main__`` runs for ``-m package``). The program's output passes through; its exit status is
+returned; its own exception prints its own traceback.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from typing import Callable, Optional, Tuple
+
+from ..base.errors import ProfileError, ProgramDidNotCompile
+from ..recording.schedule import Schedule
+from ..result import Profile
+from .programs import PathLike, Recording, interrupted, make_schedule
+
+
+def run(script: PathLike, *args: str, outdir: Optional[PathLike] = None, skip_first: Optional[int] = None,
+        save_events: bool = False, active: int = 20, merge_wait: Optional[float] = None, module: bool = False,
+        wait: int = 0, warmup: Optional[int] = None, repeat: int = 1, max_windows: int = 0,
+        on_window: Optional[Callable[[Profile], None]] = None) -> Tuple[Profile, int]:
+    """Run a Python program unmodified as ``__main__`` (its own ``sys.argv``), recording it; ``module``:
+    ``script`` names a module to run as ``python -m`` does. The schedule's options are ``record``'s.
+
+    Returns the profile (with several windows, the view over them) and the program's exit status. The
+    program's output passes through; an exception in it prints its own traceback (it is the user's
+    code) and gives status 1 (130 for Ctrl-C); what was recorded is kept, marked incomplete. A program
+    that does not compile raises ``ProgramDidNotCompile`` (Python's own lines, status 1) before
+    anything is written. Under ``mpirun`` each rank returns its own profile (``Recording.merged``,
+    through ``run_recording``, holds rank 0's merged view).
+    """
+    schedule = make_schedule(wait, warmup, skip_first, active, repeat, max_windows)
+    recording, status = run_recording(script, *args, outdir=outdir, schedule=schedule, merge_wait=merge_wait,
+                                      save_events=save_events, module=module, on_window=on_window)
+    assert recording.profile is not None
+    return recording.profile, status
+
+
+def _module_path(name: str) -> str:
+    """The file ``python -m name`` runs (a package's ``__main__``); one clear error where there is none."""
+    import importlib.util
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError) as e:
+        raise ProfileError("no module named %s (%s)" % (name, e))
+    if spec is None:
+        raise ProfileError("no module named %s" % name)
+    if spec.submodule_search_locations is not None:  # a package: its __main__
+        main = importlib.util.find_spec(name + ".__main__")
+        if main is None or not main.origin:
+            raise ProfileError("%s is a package and cannot be run: it has no __main__ module" % name)
+        return main.origin
+    if not spec.origin or not os.path.isfile(spec.origin):
+        raise ProfileError("%s is not a module Python can run (it has no source file)" % name)
+    return spec.origin
+
+
+def run_recording(script: PathLike, *args: str, outdir: Optional[PathLike] = None, skip_first: Optional[int] = None,
+                  save_events: bool = False, active: int = 20, merge_wait: Optional[float] = None,
+                  progress: Callable[[str], None] = lambda line: None, module: bool = False,
+                  schedule: Optional[Schedule] = None,
+                  on_window: Optional[Callable[[Profile], None]] = None) -> Tuple[Recording, int]:
+    """``run``, returning the ``Recording`` itself (its profile, its rank's folder, the merged view)."""
+    import runpy
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    target = os.fspath(script)
+    if module:
+        sys.path.insert(0, os.getcwd())  # as python -m: the working folder first, before the module is found
+        try:
+            path = _module_path(target)
+        except BaseException:
+            sys.path[:] = saved_path
+            raise
+        name, shown = target, "-m %s" % target
+    else:
+        path = target
+        if not os.path.isfile(path):
+            raise ProfileError("%s: no such file" % path)
+        try:
+            with open(path, "rb") as f:
+                compile(f.read(), path, "exec")
+        except SyntaxError as e:
+            raise ProgramDidNotCompile("".join(traceback.format_exception_only(type(e), e)).rstrip("\n"))
+        except (OSError, ValueError) as e:
+            raise ProfileError("%s: cannot read the program (%s)" % (path, e))
+        name, shown = os.path.basename(path), path
+        sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    schedule = schedule or make_schedule(skip_first=skip_first, active=active)
+    recording = Recording(outdir=outdir, save_events=save_events, name=name, command=" ".join([shown] + list(args)),
+                          merge_wait=merge_wait, progress=progress, schedule=schedule, on_window=on_window)
+    sys.argv = [path] + list(args)
+    status = 0
+    try:
+        with recording:
+            try:
+                if module:
+                    runpy.run_module(target, run_name="__main__", alter_sys=True)
+                else:
+                    runpy.run_path(path, run_name="__main__")
+            except SystemExit as e:
+                status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+                if e.code not in (None, 0) and not isinstance(e.code, int):
+                    print(e.code, file=sys.stderr)
+                raise
+            except BaseException as e:
+                if interrupted(e):
+                    status = 130
+                else:
+                    status = 1
+                    _print_user_traceback(path)
+                raise
+    except BaseException as e:  # the program's own end: its status says it
+        if not isinstance(e, (SystemExit, KeyboardInterrupt, Exception)):
+            raise
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+    assert recording.profile is not None
+    return recording, status
+
+
+def _print_user_traceback(path: str) -> None:
+    """The program's traceback from its own first frame on: nnprofile's frames are not the user's concern."""
+    kind, error, tb = sys.exc_info()
+    frames = traceback.extract_tb(tb)
+    target = os.path.abspath(path)
+    first = next((i for i, f in enumerate(frames) if os.path.abspath(f.filename) == target), 0)
+    lines = ["Traceback (most recent call last):\n"] + traceback.format_list(frames[first:])
+    lines += traceback.format_exception_only(kind, error)
+    sys.stderr.write("".join(lines))

@@ -1,0 +1,212 @@
+"""Capture on demand: a window of a running training, asked for from another shell.
+
+``nnprofile run --on-demand`` runs the program untouched (only the light wrappers that count its
+steps) and listens for a signal (SIGUSR1, or ``--signal``): each time it comes, the next steps are
+recorded as a window and written (``OUTDIR/window-K``), as many times as asked. The process keeps a
+small status file in its output folder (``on-demand.json``: its pid, its signal, its windows so far,
+whether the program has put a handler of its own in place of nnprofile's), which ``capture`` reads:
+
+    nnprofile capture PID            # the signal, to a process started with nnprofile run --on-demand
+    nnprofile capture PID --rank 1   # under mpirun (PID: mpirun's), one rank; else every rank
+
+``mpirun`` passes SIGUSR1 and SIGUSR2 on to every rank of its job; one rank is found among its
+descendants by the rank its launcher gave it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal as signals
+import sys
+import time
+from typing import Any, Callable, Dict, List, Optional
+
+from ..base.errors import ProfileError
+
+STATUS = "on-demand.json"
+LAUNCHERS = ("mpirun", "mpiexec", "orterun", "prterun", "srun")
+RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID")
+
+
+def signal_number(name: str) -> int:
+    name = name.upper()
+    name = name if name.startswith("SIG") else "SIG" + name
+    number = getattr(signals, name, None)
+    if not isinstance(number, int) or name in ("SIGKILL", "SIGSTOP"):
+        raise ProfileError("unknown signal %s (use USR1 or USR2)" % name[3:])
+    return int(number)
+
+
+class Listener:
+    """The signal handler of an on-demand run: it only asks the recorder for a window (safe in a handler)."""
+
+    def __init__(self, ask: Callable[[], None], signal_name: str, folder: Optional[str],
+                 progress: Callable[[str], None] = lambda line: None):
+        self.ask, self.name, self.folder, self.progress = ask, signal_name.upper(), folder, progress
+        self.number = signal_number(signal_name)
+        self.previous: Any = None
+        self.windows = 0
+        self.replaced = False
+
+    def install(self) -> None:
+        self.previous = signals.signal(self.number, self._handle)
+        self.write()
+        self.progress("nnprofile: waiting for SIG%s (nnprofile capture %d) to record a window" % (self.name, os.getpid()))
+
+    def _handle(self, number: int, frame: Any) -> None:
+        self.ask()
+
+    def check(self) -> None:
+        """Whether the program put a handler of its own in place of this one: said once, and in the status."""
+        if self.replaced or signals.getsignal(self.number) == self._handle:
+            return
+        self.replaced = True
+        print("nnprofile: warning: the program installed its own SIG%s handler: nnprofile capture cannot reach it "
+              "(start it with --signal USR2, or another signal it leaves alone)" % self.name, file=sys.stderr)
+        self.write()
+
+    def window_written(self) -> None:
+        self.windows += 1
+        self.write()
+
+    def write(self) -> None:
+        if self.folder is None:
+            return
+        path = os.path.join(self.folder, STATUS)
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump({"pid": os.getpid(), "signal": self.name, "windows": self.windows,
+                       "handler": "replaced by the program" if self.replaced else "nnprofile"}, f)
+        os.replace(tmp, path)
+
+    def uninstall(self) -> None:
+        if not self.replaced and self.previous is not None:
+            signals.signal(self.number, self.previous)
+
+
+# -- the other side: nnprofile capture PID -------------------------------------------------------
+
+def _proc(pid: int, name: str) -> bytes:
+    with open("/proc/%d/%s" % (pid, name), "rb") as f:
+        return f.read()
+
+
+def _cmdline(pid: int) -> List[str]:
+    try:
+        return [a.decode(errors="replace") for a in _proc(pid, "cmdline").split(b"\0") if a]
+    except FileNotFoundError:
+        raise ProfileError("no process %d" % pid)
+    except PermissionError:
+        raise ProfileError("process %d cannot be read (another user's)" % pid)
+
+
+def _outdir(argv: List[str], cwd: str) -> Optional[str]:
+    """The output folder an ``nnprofile run`` command line writes to (its -o, else results/<name>)."""
+    if "run" not in argv:
+        return None
+    rest = argv[argv.index("run") + 1:]
+    for i, arg in enumerate(rest):
+        if arg in ("-o", "--outdir") and i + 1 < len(rest):
+            return os.path.join(cwd, rest[i + 1])
+        if arg.startswith("--outdir="):
+            return os.path.join(cwd, arg.split("=", 1)[1])
+        if arg == "-m" and i + 1 < len(rest):
+            return os.path.join(cwd, "results", rest[i + 1].rsplit(".", 1)[-1])
+        if arg.endswith(".py"):
+            return os.path.join(cwd, "results", os.path.splitext(os.path.basename(arg))[0])
+    return None
+
+
+def _children() -> Dict[int, List[int]]:
+    out: Dict[int, List[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = _proc(int(entry), "stat").decode(errors="replace")
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        out.setdefault(parent, []).append(int(entry))
+    return out
+
+
+def _rank_process(launcher: int, rank: int) -> int:
+    """The process of rank ``rank`` among the launcher's descendants (by the rank its launcher gave it)."""
+    children, todo = _children(), [launcher]
+    while todo:
+        pid = todo.pop()
+        todo += children.get(pid, [])
+        if pid == launcher:
+            continue
+        try:
+            env = dict(v.split(b"=", 1) for v in _proc(pid, "environ").split(b"\0") if b"=" in v)
+        except OSError:
+            continue
+        for variable in RANK_VARIABLES:
+            if env.get(variable.encode()) == str(rank).encode() and "--on-demand" in _cmdline(pid):
+                return pid
+    raise ProfileError("no rank %d found under process %d" % (rank, launcher))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except OSError:
+        return False
+
+
+def _status(folder: Optional[str], pid: int, launched: bool, wait_s: float) -> Dict[str, Any]:
+    """The process's status file, once it listens (it writes the file as its handler is set: a signal
+    before that would end it); one from an earlier run (another pid, gone) is not it."""
+    if folder is None:
+        return {}
+    path = os.path.join(folder, STATUS)
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            with open(path, encoding="utf-8") as f:
+                status = json.load(f)
+            if status.get("pid") == pid or (launched and _alive(int(status.get("pid", 0)))):
+                return status
+        except (OSError, ValueError):
+            pass
+        if time.monotonic() > deadline or not _alive(pid):
+            raise ProfileError("process %d does not listen for a capture yet (no %s from it): nnprofile run "
+                               "--on-demand writes it as it starts" % (pid, path))
+        time.sleep(0.05)
+
+
+def capture(pid: int, signal_name: Optional[str] = None, rank: Optional[int] = None, wait_s: float = 60.0) -> str:
+    """Ask a process started with ``nnprofile run --on-demand`` for a window: sends it its signal (to one
+    rank, or through ``mpirun`` to all); returns where the window will go. Refuses a process that was not
+    started so, and one whose program replaced nnprofile's handler; waits up to ``wait_s`` for a process
+    just started to listen."""
+    argv = _cmdline(pid)
+    if "--on-demand" not in argv:
+        raise ProfileError("process %d was not started with nnprofile run --on-demand: nothing in it listens "
+                           "for a capture (%s)" % (pid, " ".join(argv)[:120]))
+    try:
+        cwd = os.readlink("/proc/%d/cwd" % pid)
+    except OSError:
+        cwd = "."
+    outdir = _outdir(argv, cwd)
+    launched = os.path.basename(argv[0]) in LAUNCHERS
+    folder = outdir
+    if outdir is not None and launched:
+        folder = os.path.join(outdir, "rank-%d" % (rank if rank is not None else 0))
+    status = _status(folder, pid, launched, wait_s)
+    name = signal_name or status.get("signal") or next(
+        (argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--signal"), "USR1")
+    if status.get("handler", "nnprofile") != "nnprofile":
+        raise ProfileError("the program in process %d installed its own SIG%s handler: a capture would reach the "
+                           "program, not nnprofile (start it with --signal USR2)" % (pid, name.upper()))
+    target = _rank_process(pid, rank) if launched and rank is not None else pid
+    if rank is not None and not launched:
+        raise ProfileError("process %d is not a launcher (mpirun, srun): --rank names one of a launcher's ranks" % pid)
+    os.kill(target, signal_number(name))
+    where = "%s/window-%d" % (folder, int(status.get("windows", 0)) + 1) if folder else "its output folder"
+    if launched and rank is None:
+        where = "%s/rank-K/window-%d (every rank)" % (outdir, int(status.get("windows", 0)) + 1)
+    return where

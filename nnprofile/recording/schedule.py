@@ -1,0 +1,117 @@
+"""When a long training is recorded: windows across the run, as torch.profiler's ``schedule``.
+
+A window is ``warmup`` steps recorded and set aside (buffers are built, caches fill) and ``active``
+steps kept, after ``wait`` steps the program runs untouched; ``repeat`` windows (0: until the program
+ends), or, on demand, one window each time one is asked for (a signal). The first window is followed by
+the steps that measure what the hooks cost in the program itself (``CALIBRATION``). Between windows
+no hook is set: the program runs at full speed, and only the light wrappers that count its steps see it.
+
+``Windows`` is the schedule's state as the steps come: pure, so that where each step falls is tested
+without NNabla.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence, Tuple
+
+OFF, WARMUP, ACTIVE, CALIBRATE = "off", "warmup", "active", "calibrate"
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """How many steps each phase of a window holds, and how many windows."""
+
+    wait: int = 0
+    warmup: int = 1
+    active: int = 20
+    repeat: int = 1          # windows; 0: one after the other until the program ends
+    max_windows: int = 0     # the files of the last N windows are kept (0: all)
+    on_demand: bool = False  # a window only when asked (a signal), as many times as asked
+    signal: str = "USR1"
+
+    def __post_init__(self) -> None:
+        for name in ("wait", "warmup", "repeat", "max_windows"):
+            if getattr(self, name) < 0:
+                raise ValueError("%s must be 0 or more" % name)
+        if self.active < 1:
+            raise ValueError("active must be 1 or more")
+
+    @property
+    def windowed(self) -> bool:
+        """Whether each window gets a folder of its own (OUTDIR/window-K): several windows, or on demand."""
+        return self.on_demand or self.repeat != 1
+
+    def describe(self) -> str:
+        """The log's line: the schedule in torch.profiler's words."""
+        if self.on_demand:
+            return ("on demand (SIG%s or nnprofile capture PID): each time, warmup %d and active %d steps"
+                    % (self.signal, self.warmup, self.active))
+        windows = "until the program ends" if self.repeat == 0 else \
+            "%d window%s" % (self.repeat, "" if self.repeat == 1 else "s")
+        return "wait %d, warmup %d, active %d, repeat %d (%s)" % (self.wait, self.warmup, self.active, self.repeat,
+                                                                 windows)
+
+
+class Windows:
+    """Where each step of the run falls: ``begin(step)`` as step ``step`` (from 0, over the whole run)
+    begins says its phase and its window (from 1); ``window_done`` says when a window's last step has
+    ended. ``ask()``: a window on demand, from the next step on."""
+
+    def __init__(self, schedule: Schedule, calibration: Sequence[bool] = ()):
+        self.schedule = schedule
+        self.calibration = tuple(calibration)  # after the first window: True with the hooks, False without
+        self.window = 0                          # windows begun
+        self.start: Optional[int] = None         # the step the current window began at
+        self.next_start: Optional[int] = None if schedule.on_demand else schedule.wait
+        self.closed = 0                          # windows closed
+
+    def length(self, window: int) -> int:
+        """Steps a window holds: warmup, active, and after the first the calibration's."""
+        s = self.schedule
+        return s.warmup + s.active + (len(self.calibration) if window == 1 else 0)
+
+    def ask(self, step: int) -> bool:
+        """A window on demand, from step ``step`` on; False where one is already under way."""
+        if self.start is not None or self.next_start is not None:
+            return False
+        self.next_start = step
+        return True
+
+    def more(self) -> bool:
+        """Whether another window may come."""
+        s = self.schedule
+        return s.on_demand or s.repeat == 0 or self.window < s.repeat
+
+    def begin(self, step: int) -> Tuple[str, int]:
+        """The phase of step ``step`` and its window (0 outside any), as it begins."""
+        if self.start is None and self.next_start is not None and step >= self.next_start and self.more():
+            self.start, self.next_start = step, None
+            self.window += 1
+        if self.start is None:
+            return OFF, 0
+        k = step - self.start
+        s = self.schedule
+        if k < s.warmup:
+            return WARMUP, self.window
+        if k < s.warmup + s.active:
+            return ACTIVE, self.window
+        return CALIBRATE, self.window
+
+    def hooked(self, step: int) -> bool:
+        """Whether step ``step`` of the current window runs with the function hooks (a calibration step
+        may not)."""
+        if self.start is None:
+            return False
+        k = step - self.start - self.schedule.warmup - self.schedule.active
+        return k < 0 or k >= len(self.calibration) or self.window != 1 or self.calibration[k]
+
+    def window_done(self, steps_done: int) -> bool:
+        """After ``steps_done`` steps: whether the current window has all its steps (it is then closed, and
+        the next one, if any, begins after ``wait`` steps)."""
+        if self.start is None or steps_done < self.start + self.length(self.window):
+            return False
+        self.start = None
+        self.closed += 1
+        if not self.schedule.on_demand and self.more():
+            self.next_start = steps_done + self.schedule.wait
+        return True

@@ -1,0 +1,339 @@
+"""Long trainings: windows across the run, files as soon as a window closes, the view over the windows,
+capture on demand, ``-m``. The schedule and the finding are tested on their own (no NNabla, the fake
+clock); the rest on a training script of tests/scripts/ run as users run it.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import nnprofile
+from conftest import FakeClock, ROOT, run_cli
+from nnprofile.analysis.windows import NOISE_FLOOR, analyze_windows, slowdown
+from nnprofile.base.hookcost import HookCosts
+from nnprofile.recording.schedule import ACTIVE, CALIBRATE, OFF, WARMUP, Schedule, Windows
+from nnprofile.result.windows import WindowSummary
+
+SCRIPTS = os.path.join(ROOT, "tests", "scripts")
+LONG = os.path.join(SCRIPTS, "long_train.py")
+
+
+# -- the schedule, step by step -------------------------------------------------------------------
+
+def _phases(windows, steps):
+    out = []
+    for step in range(steps):
+        out.append(windows.begin(step))
+        windows.window_done(step + 1)
+    return out
+
+
+def test_windows_fall_where_torch_profilers_schedule_puts_them():
+    w = Windows(Schedule(wait=2, warmup=1, active=3, repeat=2))
+    phases = _phases(w, 16)
+    assert phases == [(OFF, 0), (OFF, 0), (WARMUP, 1), (ACTIVE, 1), (ACTIVE, 1), (ACTIVE, 1),
+                      (OFF, 0), (OFF, 0), (WARMUP, 2), (ACTIVE, 2), (ACTIVE, 2), (ACTIVE, 2),
+                      (OFF, 0), (OFF, 0), (OFF, 0), (OFF, 0)]  # two windows, then no more
+    assert w.closed == 2
+
+
+def test_the_first_window_is_followed_by_the_calibration_and_repeat_0_goes_on():
+    w = Windows(Schedule(wait=0, warmup=1, active=2, repeat=0), calibration=(False, True))
+    phases = _phases(w, 12)
+    assert phases[:5] == [(WARMUP, 1), (ACTIVE, 1), (ACTIVE, 1), (CALIBRATE, 1), (CALIBRATE, 1)]
+    assert phases[5:8] == [(WARMUP, 2), (ACTIVE, 2), (ACTIVE, 2)]  # no calibration after the first
+    assert phases[8:11] == [(WARMUP, 3), (ACTIVE, 3), (ACTIVE, 3)]  # until the program ends
+
+
+def test_a_window_on_demand_begins_at_the_next_step_each_time_it_is_asked():
+    w = Windows(Schedule(warmup=0, active=2, on_demand=True))
+    assert _phases(w, 3) == [(OFF, 0)] * 3
+    assert w.ask(3) and not w.ask(3)  # asked twice before it began: one window
+    assert _phases_from(w, 3, 6) == [(ACTIVE, 1), (ACTIVE, 1), (OFF, 0)]
+    assert w.ask(7)
+    assert _phases_from(w, 7, 9) == [(ACTIVE, 2), (ACTIVE, 2)]
+
+
+def _phases_from(windows, start, end):
+    out = []
+    for step in range(start, end):
+        out.append(windows.begin(step))
+        windows.window_done(step + 1)
+    return out
+
+
+def test_a_schedule_says_itself_and_refuses_what_cannot_be():
+    assert Schedule().describe() == "wait 0, warmup 1, active 20, repeat 1 (1 window)"
+    assert not Schedule().windowed and Schedule(repeat=0).windowed and Schedule(on_demand=True).windowed
+    with pytest.raises(ValueError):
+        Schedule(active=0)
+    with pytest.raises(ValueError):
+        Schedule(wait=-1)
+
+
+# -- the finding, on figures made by hand ------------------------------------------------------
+
+def _window(k, step, parts, error=0.01, layers=None):
+    return WindowSummary(k, 100 * k + 1, 100 * k + 20, 20, 10.0 * k, 10.0 * k + 1, step, error,
+                         list(parts.items()), layers or {}, True, "window-%d" % k)
+
+
+def test_a_lasting_slowdown_is_found_with_the_part_that_grew():
+    base = {"input (data)": 1.0, "forward (loss)": 3.0, "backward (loss)": 4.0, "other": 2.0}
+    slow = dict(base, **{"input (data)": 6.0})
+    windows = [_window(1, 10.0, base), _window(2, 10.1, base), _window(3, 15.0, slow), _window(4, 15.1, slow)]
+    s = slowdown(windows)
+    assert s is not None and s.window == 3 and s.first_step == 301
+    assert s.part == "input (data)" and (s.part_base_ms, s.part_ms) == (1.0, 6.0)
+    assert s.step_ms == 15.1 and s.base_ms == 10.0
+    assert "the part that grew most: input (data)" in s.text()
+
+
+def test_a_difference_within_the_noise_or_a_passing_spell_is_no_slowdown():
+    base = {"forward (loss)": 5.0, "other": 5.0}
+    # 4% slower: under the floor
+    assert slowdown([_window(1, 10.0, base), _window(2, 10.4, base)]) is None
+    # 15% slower, but the spread (a standard error of 0.6 ms each) allows 1.7 ms
+    assert slowdown([_window(1, 10.0, base, 0.6), _window(2, 11.5, base, 0.6)]) is None
+    # 8% slower, but the windows' own spread (a standard error of 0.5 ms each) allows 1.4 ms
+    assert slowdown([_window(1, 10.0, base, 0.5), _window(2, 10.8, base, 0.5)]) is None
+    # a slow spell in the middle window that passed
+    assert slowdown([_window(1, 10.0, base), _window(2, 14.0, base), _window(3, 10.1, base)]) is None
+    # just past the floor, with no spread
+    assert slowdown([_window(1, 10.0, base, 0.0), _window(2, 10.0 * (1 + NOISE_FLOOR) + 0.01, base, 0.0)]) is not None
+
+
+def test_the_layers_that_moved_most_between_the_first_and_the_last_window():
+    a = analyze_windows([_window(1, 10.0, {}, layers={"conv1": 2.0, "conv2": 3.0, "fc": 1.0}),
+                         _window(2, 12.0, {}, layers={"conv1": 2.1, "conv2": 5.0, "fc": 0.5})])
+    assert [name for name, _, _ in a.moved] == ["conv2", "fc", "conv1"]
+    assert a.moved[0] == ("conv2", 3.0, 5.0)
+
+
+# -- windows of a program on the fake clock ------------------------------------------------------
+
+def test_a_program_whose_input_slows_down_is_found_slow_in_its_input_on_the_fake_clock(tmp_path):
+    """The input of steps 13 on takes 5 ms longer (exactly: the fake clock); windows of 4 kept steps
+    after 1 set aside, every 6 steps: the view finds it, from the window that began after, naming the input."""
+    import nnabla as nn
+    import nnabla.functions as F
+    import nnabla.parametric_functions as PF
+    import nnabla.solvers as S
+    from nnabla.utils.data_iterator import data_iterator_simple
+    nn.clear_parameters()
+    clock = FakeClock(steps=(1000,))
+    state = {"step": 0}
+
+    def load(i):
+        if state["step"] >= 12 and i % 4 == 0:
+            clock.advance(5_000_000)
+        return [1.0, 2.0, 3.0], [1.0]
+    data = data_iterator_simple(load, 64, 4, shuffle=False, with_memory_cache=False, with_file_cache=False)
+    data._use_thread = False
+    x, t = nn.Variable((4, 3)), nn.Variable((4, 1))
+    with nn.parameter_scope("fc"):
+        loss = F.mean(F.squared_error(PF.affine(x, 1), t))
+    seen = []
+    recording = nnprofile.Recording(outdir=tmp_path, clock=clock.now_ns, hook_costs=HookCosts(),
+                                    schedule=Schedule(wait=1, warmup=1, active=4, repeat=0),
+                                    on_window=lambda p: seen.append(p.header.kept_steps))
+    with recording:
+        solver = S.Sgd()
+        solver.set_parameters(nn.get_parameters())
+        for i in range(24):
+            state["step"] = i
+            x.d, t.d = data.next()
+            loss.forward()
+            solver.zero_grad()
+            loss.backward()
+            solver.update()
+    assert seen == [[3, 4, 5, 6], [9, 10, 11, 12], [15, 16, 17, 18], [21, 22, 23, 24]]
+    view = nnprofile.load(tmp_path)
+    assert [w.folder for w in view.windows] == ["window-1", "window-2", "window-3", "window-4"]
+    found = nnprofile.analyze(view).windows.slowdown
+    assert found is not None and found.window == 3 and found.part == "input (data)"
+    assert found.part_ms - found.part_base_ms == pytest.approx(5.0, abs=0.01)
+    assert os.path.isfile(tmp_path / "window-3" / "result.json") and os.path.isfile(tmp_path / "windows.csv")
+
+
+# -- programs run as users run them --------------------------------------------------------------
+
+def _start(tmp_path, *options, script_args=(), module=None, cwd=None):
+    out = tmp_path / "out"
+    target = ["-m", module] if module else [LONG]
+    proc = subprocess.Popen([sys.executable, "-m", "nnprofile", "run", "-q", "-o", str(out), *options, *target,
+                             *script_args], cwd=str(cwd or tmp_path), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    return out, proc
+
+
+def _wait_for(path, proc, timeout=120):
+    deadline = time.time() + timeout
+    while not os.path.exists(path):
+        assert proc.poll() is None, proc.communicate()
+        assert time.time() < deadline, "%s never appeared" % path
+        time.sleep(0.05)
+
+
+@pytest.mark.slow
+def test_each_windows_files_are_complete_while_the_program_still_runs(tmp_path):
+    """Two windows of 5 kept steps, 10 steps apart; the program pauses at iteration 60 until the test has
+    read the first window's files and the view: both loadable, complete, saying what they hold."""
+    go = tmp_path / "go"
+    out, proc = _start(tmp_path, "--wait", "10", "--warmup", "1", "--active", "5", "--repeat", "2",
+                       script_args=["--iterations", "80", "--pause-at", "60", "--pause-file", str(go)])
+    _wait_for(out / "window-2" / "result.json", proc)
+    assert proc.poll() is None  # still running: paused at iteration 60
+    first = nnprofile.load(out / "window-1")
+    assert first.complete and first.header.window == 1 and first.header.kept_steps == [12, 13, 14, 15, 16]
+    view = nnprofile.load(out)
+    assert [(w.window, w.first_step, w.last_step) for w in view.windows] == [(1, 12, 16), (2, 48, 52)]
+    assert (out / "window-1" / "report.html").exists() and (out / "windows.csv").exists()
+    go.write_text("")
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    view = nnprofile.load(out)
+    [end] = [n for n in view.notes if n.startswith("after window 2")]
+    assert "the program ran 28 more steps unrecorded" in end and "ended normally" in end
+    log = (out / "profile.log").read_text()
+    assert "Windows: 2 recorded" in log and "Window 2: steps 48 to 52" in log
+
+
+@pytest.mark.slow
+def test_a_sigkill_after_a_window_leaves_its_files_complete(tmp_path):
+    out, proc = _start(tmp_path, "--active", "10", script_args=["--iterations", "200", "--kill-at", "60"])
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == -signal.SIGKILL
+    profile = nnprofile.load(out)  # the window closed at step 31 (1 + 10 + 20): written then
+    assert profile.complete and profile.header.kept_steps == list(range(2, 12))
+    for name in ("profile.log", "profile.xlsx", "report.html", "trace.json.gz", "profile.csv"):
+        assert (out / name).stat().st_size > 0
+    assert not [p for p in os.listdir(out) if p.endswith(".tmp")]
+
+
+@pytest.mark.slow
+def test_a_module_runs_as_python_m_runs_it_with_its_package_and_arguments(tmp_path):
+    package = tmp_path / "trainer"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "settings.py").write_text("ITERATIONS = 30\n")
+    source = open(LONG).read().replace('parser.add_argument("--iterations", type=int, default=100',
+                                       'from trainer.settings import ITERATIONS\n    '
+                                       'parser.add_argument("--iterations", type=int, default=ITERATIONS')
+    (package / "train.py").write_text(source)
+    out, proc = _start(tmp_path, module="trainer.train", script_args=["--print-argv", "--units", "16"])
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    argv = eval(stdout.split("argv ", 1)[1].splitlines()[0])
+    assert argv == [str(package / "train.py"), "--print-argv", "--units", "16"]  # as python -m sets it
+    assert "ran 30 iterations" in stdout  # its package imported from the working folder
+    profile = nnprofile.load(out)
+    assert profile.header.project == "-m trainer.train --print-argv --units 16"
+    assert profile.header.kept_steps == list(range(2, 22))
+    proc = run_cli("run", "-q", "-o", str(tmp_path / "bad"), "-m", "no_such_module", cwd=str(tmp_path))
+    assert proc.returncode != 0 and proc.stderr.strip().splitlines()[-1] == "nnprofile: error: no module named no_such_module"
+
+
+@pytest.mark.slow
+def test_on_demand_records_a_window_each_time_it_is_asked(tmp_path):
+    stop = tmp_path / "stop"
+    out, proc = _start(tmp_path, "--on-demand", "--warmup", "1", "--active", "5",
+                       script_args=["--iterations", "0", "--stop-file", str(stop), "--seconds-per-step", "0.002"])
+    _wait_for(out / "on-demand.json", proc)
+    status = json.loads((out / "on-demand.json").read_text())
+    assert status["pid"] == proc.pid and status["signal"] == "USR1" and status["windows"] == 0
+    time.sleep(0.5)
+    assert not (out / "window-1").exists()  # untouched until asked
+    for k in (1, 2):
+        asked = run_cli("capture", str(proc.pid))
+        assert asked.returncode == 0, asked.stderr
+        assert "window-%d" % k in asked.stdout
+        _wait_for(out / ("window-%d" % k) / "result.json", proc)
+    stop.write_text("")
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    assert stderr.count("written to") == 2
+    view = nnprofile.load(out)
+    assert [w.window for w in view.windows] == [1, 2] and all(w.steps == 5 for w in view.windows)
+    assert view.windows[1].first_step > view.windows[0].last_step
+
+
+@pytest.mark.slow
+def test_capture_refuses_a_process_not_started_on_demand_or_whose_program_took_the_signal(tmp_path):
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        proc = run_cli("capture", str(sleeper.pid))
+        assert proc.returncode != 0 and "was not started with nnprofile run --on-demand" in proc.stderr
+        assert "Traceback" not in proc.stderr
+    finally:
+        sleeper.kill()
+    stop = tmp_path / "stop"
+    code = ("import signal, runpy, sys; signal.signal(signal.SIGUSR1, lambda *a: None); "
+            "sys.argv = [%r] + sys.argv[1:]; runpy.run_path(%r, run_name='__main__')" % (LONG, LONG))
+    script = tmp_path / "own_handler.py"
+    script.write_text(code)
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "nnprofile", "run", "-q", "--on-demand", "-o", str(out),
+                             str(script), "--iterations", "0", "--stop-file", str(stop)],
+                            cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 120
+        while "replaced" not in (out / "on-demand.json").read_text() if (out / "on-demand.json").exists() else True:
+            assert time.time() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        asked = run_cli("capture", str(proc.pid))
+        assert asked.returncode != 0 and "installed its own SIGUSR1 handler" in asked.stderr
+    finally:
+        stop.write_text("")
+        stdout, stderr = proc.communicate(timeout=120)
+    assert "the program installed its own SIGUSR1 handler" in stderr
+
+
+@pytest.mark.slow
+def test_max_windows_keeps_the_last_folders_and_every_windows_figures(tmp_path):
+    out, proc = _start(tmp_path, "--wait", "2", "--warmup", "0", "--active", "3", "--repeat", "0",
+                       "--max-windows", "2", script_args=["--iterations", "90"])
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    view = nnprofile.load(out)
+    kept = sorted(p for p in os.listdir(out) if p.startswith("window-"))
+    assert len(view.windows) > 3 and kept == sorted("window-%d" % w.window for w in view.windows[-2:])
+    assert all(w.folder == "" for w in view.windows[:-2]) and view.windows[-1].folder == kept[-1]
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_a_window_writes_it_and_every_window_before(tmp_path):
+    from conftest import interruptible
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "nnprofile", "run", "-q", "-o", str(out), "--warmup", "0",
+                             "--active", "5", "--wait", "2", "--repeat", "0", LONG, "--iterations", "0",
+                             "--seconds-per-step", "0.01"], cwd=str(tmp_path), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=interruptible)
+    _wait_for(out / "window-2" / "result.json", proc)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    view = nnprofile.load(out)
+    assert len(view.windows) >= 2 and all(w.complete for w in view.windows[:2])
+    assert not view.complete and view.failure == "interrupted by Ctrl-C"
+    log = (out / "profile.log").read_text()
+    assert log.startswith("nnprofile") and "Schedule: wait 2, warmup 0, active 5, repeat 0" in log
+
+
+@pytest.mark.slow
+def test_a_training_whose_input_falls_behind_is_found_slow_in_its_input(tmp_path):
+    """A real run: from iteration 1000 the loader sleeps 5 ms a batch; windows every 220 steps or so: the view
+    finds the slowdown from the first window after it, and names the input."""
+    out, proc = _start(tmp_path, "--wait", "200", "--active", "20", "--repeat", "0",
+                       script_args=["--iterations", "2000", "--slow-input-after", "1000", "--slow-ms", "5"])
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr
+    view = nnprofile.load(out)
+    found = nnprofile.analyze(view).windows.slowdown
+    first_slow = next(w for w in view.windows if w.first_step > 1001)
+    assert found is not None and found.window == first_slow.window and found.part == "input (data)"
+    assert "Finding: the step slowed from window %d on" % first_slow.window in (out / "profile.log").read_text()
