@@ -13,8 +13,8 @@ import time
 
 T0 = time.perf_counter()
 
-from nnprofile import analysis, api  # noqa: E402
 from nnprofile import render  # noqa: E402
+from nnprofile.api import projects as api_projects  # noqa: E402
 from nnprofile.cli import main  # noqa: E402
 from nnprofile.result import file as result_file  # noqa: E402
 
@@ -37,12 +37,11 @@ def run(argv):
     import nnprofile.project as project
     STAGES["start (imports)"] = time.perf_counter() - T0
     _timed(project, "load_project", "load")
-    _timed(api, "run_sections", "measure")
+    _timed(api_projects, "run_sections", "measure")
     _timed(render, "analyze", "analysis")
     for name, renderer in render.RENDERERS.items():
         _timed(renderer, "files", name)
     _timed(result_file, "save", "result.json")
-    t = time.perf_counter()
     status = main(argv)
     wall = time.perf_counter() - T0
     STAGES["other"] = wall - sum(STAGES.values())

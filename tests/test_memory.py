@@ -1,6 +1,5 @@
 """Memory: per layer, per step, what fits, and running out of it explained."""
 import csv
-import os
 import resource
 import subprocess
 import sys

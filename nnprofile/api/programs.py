@@ -21,11 +21,10 @@ import platform
 import sys
 import threading
 import time
-import traceback
 from typing import Any, Callable, Dict, List, MutableMapping, Optional, Sequence, Tuple, Union
 
 from .._version import __version__
-from ..base.errors import ProfileError, ProgramDidNotCompile
+from ..base.errors import ProfileError
 from ..render.files import prepare_outdir
 from ..recording.schedule import Schedule
 from ..result import Profile
@@ -275,6 +274,8 @@ class Recording:
         if self.save_events and self.capture is not None and folder is not None:
             from ..assembly import events
             events.save(self.capture, os.path.join(folder, EVENTS))
+        if not self.save_events:
+            self.capture = None  # the window's raw calls: not kept past it (the program runs on, and on)
 
     def _write_results(self, end_notes: Sequence[str] = ()) -> None:
         assert self.outdir is not None and self.profile is not None

@@ -14,9 +14,8 @@ import datetime
 import os
 import platform
 import shutil
-import sys
 import tempfile
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Optional, Sequence, Union
 
 from .._version import __version__
 from ..analysis import SectionAnalysis, analyze_section

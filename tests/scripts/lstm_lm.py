@@ -9,7 +9,6 @@ test set, its perplexity printed. Data from ``data_iterator_simple``, losses to 
     python lstm_lm.py --epochs 3 --iters-per-epoch 8
 """
 import argparse
-import os
 import tempfile
 import time
 
