@@ -93,6 +93,25 @@ def test_a_lasting_slowdown_is_found_with_the_part_that_grew():
     assert "the part that grew most: input (data)" in s.text()
 
 
+def test_a_slow_spell_just_before_a_lasting_slowdown_is_not_its_start():
+    """The machine ran 1.3x slow through window 3; the input fell behind from window 4 on: the finding
+    names window 4. A slowdown that grows step by step is found where the series moves most."""
+    base = {"input (data)": 0.1, "other": 0.3}
+    slow = {"input (data)": 5.0, "other": 0.4}
+    steps = [0.42, 0.40, 0.55, 5.4, 5.9, 5.3, 5.6]
+    windows = [_window(k + 1, ms, slow if ms > 1 else base, 0.005) for k, ms in enumerate(steps)]
+    s = slowdown(windows)
+    assert s is not None and s.window == 4 and s.first_step == 401 and s.part == "input (data)"
+    # no spell: the same step from window 3 on is found from window 3
+    steps = [0.42, 0.40, 5.5, 5.4, 5.9]
+    assert slowdown([_window(k + 1, ms, base, 0.005) for k, ms in enumerate(steps)]).window == 3
+    # the last window only
+    assert slowdown([_window(k + 1, ms, base, 0.005) for k, ms in enumerate([1.0, 1.0, 1.0, 2.0])]).window == 4
+    # a steady climb: where the two levels split best
+    climb = [1.0, 1.0, 1.0, 1.5, 2.0, 2.0, 2.0]
+    assert slowdown([_window(k + 1, ms, base, 0.005) for k, ms in enumerate(climb)]).window in (4, 5)
+
+
 def test_a_difference_within_the_noise_or_a_passing_spell_is_no_slowdown():
     base = {"forward (loss)": 5.0, "other": 5.0}
     # 4% slower: under the floor
@@ -187,6 +206,10 @@ def test_each_windows_files_are_complete_while_the_program_still_runs(tmp_path):
     out, proc = _start(tmp_path, "--wait", "10", "--warmup", "1", "--active", "5", "--repeat", "2",
                        script_args=["--iterations", "80", "--pause-at", "60", "--pause-file", str(go)])
     _wait_for(out / "window-2" / "result.json", proc)
+    deadline = time.time() + 60
+    while len(nnprofile.load(out).windows) < 2:  # the view is rewritten just after the window's own files
+        assert time.time() < deadline
+        time.sleep(0.05)
     assert proc.poll() is None  # still running: paused at iteration 60
     first = nnprofile.load(out / "window-1")
     assert first.complete and first.header.window == 1 and first.header.kept_steps == [12, 13, 14, 15, 16]
@@ -335,5 +358,6 @@ def test_a_training_whose_input_falls_behind_is_found_slow_in_its_input(tmp_path
     view = nnprofile.load(out)
     found = nnprofile.analyze(view).windows.slowdown
     first_slow = next(w for w in view.windows if w.first_step > 1001)
-    assert found is not None and found.window == first_slow.window and found.part == "input (data)"
+    seen = [(w.window, w.first_step, w.step_ms, w.step_error_ms, dict(w.parts)) for w in view.windows]
+    assert found is not None and found.window == first_slow.window and found.part == "input (data)", seen
     assert "Finding: the step slowed from window %d on" % first_slow.window in (out / "profile.log").read_text()

@@ -7,13 +7,17 @@ the step slowed by more than the noise between windows allows, with the part tha
 
 The rule of the finding: the step of a window against the first window's is slower when the
 difference is more than ``NOISE_FLOOR`` of the first window's step and more than twice the two
-means' combined standard error (each window's kept steps give its own); the finding names the
-first window from which every later window is slower so (a slowdown that lasts, not a slow spell),
-and the part whose time per step grew most between the first window and the last.
+means' combined standard error (each window's kept steps give its own). A slowdown lasts: the last
+window is slower so, and so is every window from the one the finding names. Which one: where the
+series steps from its earlier level to its later one (the split into two runs of windows, each near
+its own median on a log scale, that fits best), among the windows of that lasting run; a slow spell
+of the machine in the window just before the change is then not taken for its start. The finding
+also names the part whose time per step grew most between the first window and the last.
 """
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
@@ -90,7 +94,7 @@ def slowdown(windows: Sequence[WindowSummary]) -> Optional[Slowdown]:
     k = len(slow) - 1
     while k > 0 and slow[k - 1]:
         k -= 1
-    since = windows[1 + k]
+    since = windows[change_point(windows, 1 + k)]
     before, after = dict(first.parts), dict(last.parts)
     grown = sorted((after.get(p, 0.0) - before.get(p, 0.0), p) for p in set(before) | set(after) if p != "other")
     if "other" in before or "other" in after:
@@ -98,6 +102,19 @@ def slowdown(windows: Sequence[WindowSummary]) -> Optional[Slowdown]:
     delta, part = max(grown) if grown else (0.0, "other")
     return Slowdown(since.window, since.first_step, since.started_s, last.step_ms, first.step_ms,
                     _threshold(first, last), part, after.get(part, 0.0), before.get(part, 0.0))
+
+
+def change_point(windows: Sequence[WindowSummary], earliest: int) -> int:
+    """The index (from ``earliest`` on) where the step moves from its earlier level to its later one: the
+    split whose two runs lie nearest their own medians (absolute log deviations); the earliest at a tie."""
+    logs = [math.log(max(w.step_ms, 1e-9)) for w in windows]
+
+    def spread(values: Sequence[float]) -> float:
+        m = statistics.median(values)
+        return sum(abs(v - m) for v in values)
+
+    costs = [(spread(logs[:k]) + spread(logs[k:]), k) for k in range(max(1, earliest), len(windows))]
+    return min(costs)[1] if costs else earliest
 
 
 def moved_layers(windows: Sequence[WindowSummary], top: int = MOVED_LAYERS) -> List[Tuple[str, float, float]]:

@@ -12,10 +12,13 @@ files. What is kept in memory is the figures and the coarse timeline, never a wi
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import shutil
-from typing import Callable, List, Optional
+import signal
+import threading
+from typing import Callable, Iterator, List, Optional
 
 from ..analysis import analyze
 from ..analysis.windows import summarize_window
@@ -29,6 +32,26 @@ from ..result.windows import WindowSummary
 
 WINDOW_DIR = "window-%d"
 TRACE_WINDOWS = 200  # the view's trace holds the steps and passes of this many windows, the latest
+
+
+@contextlib.contextmanager
+def deferred_interrupt() -> Iterator[None]:
+    """Ctrl-C held back while the block runs (files written together), then raised."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got: List[int] = []
+    try:
+        previous = signal.signal(signal.SIGINT, lambda number, frame: got.append(number))
+    except ValueError:  # not in the main interpreter
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if got:
+            raise KeyboardInterrupt
 
 
 class WindowWriter:
@@ -53,7 +76,13 @@ class WindowWriter:
 
     def add(self, profile: Profile, window: int, first_step: int, started_s: float, ended_s: float,
             origin_ns: int, complete: bool) -> None:
-        """A window closed (or the program ended in it): its files, its figures, the view, the old folders."""
+        """A window closed (or the program ended in it): its files, its figures, the view, the old folders;
+        a Ctrl-C meanwhile waits until they are written (then it interrupts the program, as it would have)."""
+        with deferred_interrupt():
+            self._add(profile, window, first_step, started_s, ended_s, origin_ns, complete)
+
+    def _add(self, profile: Profile, window: int, first_step: int, started_s: float, ended_s: float,
+             origin_ns: int, complete: bool) -> None:
         folder = self.window_folder(window)
         if folder is not None:
             write_all(profile, folder)
