@@ -10,7 +10,6 @@ import gzip
 import json
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys

@@ -139,9 +139,9 @@ def run(project: Project, sections: List[Section], timer: Timer, cache_root: str
             if on_section:
                 on_section(section)
             if section.kind == OPTIMIZER:
-                drift = profiler.profile_optimizer(section, project.optimizers[section.name], source)
+                profiler.profile_optimizer(section, project.optimizers[section.name], source)
             else:
-                drift = profiler.profile_executor(section, project.executors[section.name], source)
+                profiler.profile_executor(section, project.executors[section.name], source)
             if on_section_end:
                 on_section_end(section)
         profile.complete = True

@@ -32,7 +32,7 @@ from ..analysis.ranks import STORED_PARTS
 from ..base.choices import SCRIPT
 from ..base.errors import ProfileError
 from ..recording.launcher import RANK_DIR
-from ..result import Profile, Section, file as result_file
+from ..result import Profile, file as result_file
 from ..result.header import ProgramHeader, as_merged
 from ..result.timeline import TimelineEvent
 from .profiles import left_out, pool_profiles

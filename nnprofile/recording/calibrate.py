@@ -13,7 +13,7 @@ there (``nnprofile.base.hookcost.measured_in_program``).
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 from ..base.hookcost import BACKWARD, HookCosts, paired_cost
 from ..base.stats import median
@@ -30,7 +30,7 @@ def calibrate(recorder_factory: Callable[[], Any], n_functions: int = 200, short
     import nnabla as nn
     import nnabla.functions as F
     import numpy as np
-    from ..assembly.events import EAGER, STATIC, Call
+    from ..assembly.events import Call
     x = nn.Variable((1,))
     x.d = 1.0
     long_chain, short_chain = x, x
@@ -112,7 +112,7 @@ def signature_costs(capture: Any, recorder_factory: Callable[[], Any], known: Di
     and with them, so that what a call's interval holds beyond its share is the hooks' inside it."""
     import time
 
-    from ..assembly.events import STATIC, Call
+    from ..assembly.events import STATIC
     from ..assembly.passes import group_passes
     graph = capture.graph
     calls: Dict[str, List[float]] = {}
@@ -151,8 +151,6 @@ def _replica_costs(f: Any, graph: Any, recorder_factory: Callable[[], Any], pair
     import nnabla.function as function_module
     import nnabla.functions as F
     from nnabla.context import get_current_context
-
-    from ..assembly.events import STATIC, Call
     if "seed" in f.args or f.type in RANDOM_TYPES or f.type == "Sink" or not hasattr(function_module, f.type):
         return {}
     outputs = [graph.variables[v] for v in f.outputs]

@@ -361,7 +361,6 @@ class Recorder:
 
     def start(self) -> "Recorder":
         import nnabla as nn
-        import nnabla.function as function_module
         import nnabla.parameter as parameter_module
         import nnabla.solver as solver_module
         self.ndarray_type = nn.NdArray

@@ -5,7 +5,7 @@ import difflib
 import os
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, List, Optional, Tuple, Union
 
 from . import golden
 
