@@ -187,3 +187,23 @@ def test_steps_that_ran_slow_are_kept_in_every_part_and_said():
     forward = a.sections[0].entries_of("forward_function")[0]
     rounds = [a.kept_steps.index(i + 1) for i in ordinary]
     assert all(forward.round_totals()[r] > 0 for r in rounds)  # their calls count, slow as they were
+
+
+def test_the_hooks_cost_is_fitted_to_the_gaps_of_the_passes_together():
+    """Three passes of three 10 us functions; the hooks' cost outside a function is measured at 4 us. The
+    gaps hold 6, 6 and 9 us per function (a slow spell in the third): the ratio is that of the sums, 7/4,
+    so that the passes' functions and the hooks' cost fill them; a pass with a 1 ms stall is left out."""
+    from types import SimpleNamespace as NS
+    from nnprofile.assembly.hookfit import gap_ratio
+
+    def a_pass(gap_us, stall_us=0.0):
+        calls, t = [], 0.0
+        for k in range(3):
+            calls.append(NS(start_ns=t, end_ns=t + 10e3))
+            t += 10e3 + (gap_us * 1e3 if k < 2 else 0) + (stall_us * 1e3 if k == 0 else 0)
+        return NS(dynamic=False, calls=calls, start_ns=0.0, end_ns=calls[-1].end_ns)
+    cost = lambda call, p: 4e3
+    passes = [a_pass(6), a_pass(6), a_pass(9)]
+    assert gap_ratio(passes, cost) == pytest.approx(7 / 4)
+    assert gap_ratio(passes + [a_pass(6, stall_us=1000)], cost) == pytest.approx(7 / 4)
+    assert gap_ratio([NS(dynamic=False, calls=passes[0].calls[:1], start_ns=0, end_ns=10e3)], cost) is None

@@ -75,19 +75,31 @@ def pairs(per_step: Sequence[List[Any]], bounds: Sequence[Tuple[int, int]], hook
     return out, carried
 
 
+# A pass whose gaps hold more than this many times the median pass's share held something else (the machine
+# took the core away between two functions): it is left out of the ratio.
+OUTLIER = 3.0
+
+
 def gap_ratio(passes: Sequence[Any], outside_of: Callable[[Any, Any], float]) -> Optional[float]:
     """How much longer than measured the hooks' cost between a pass's functions is in the program: the
-    gaps between the functions of each pass against what the hooks cost there as measured (each
-    function's cost outside its own interval, ``outside_of(call, pass)``); the median over the passes
-    of two functions or more (None without one). NNabla's own work between functions is small beside
-    the hooks' and counts with them, so that at this scale the functions and the hooks' cost fill the
-    passes: what the replicas showed (a replica's share of a pass is its function and NNabla's work for it)."""
-    ratios = []
+    gaps between the functions of its passes against what the hooks cost there as measured (each
+    function's cost outside its own interval, ``outside_of(call, pass)``), over the passes of two
+    functions or more together (None without one), a pass whose gaps hold more than ``OUTLIER`` times
+    the median pass's ratio left out. NNabla's own work between functions is small beside the hooks'
+    and counts with them, so that at this scale the functions and the hooks' cost fill the passes:
+    what the replicas showed (a replica's share of a pass is its function and NNabla's work for it).
+    Taken over the passes together, the kept passes' functions and the hooks' cost fill those passes
+    exactly; a median of each pass's ratio would leave the passes' mean off by their skew (a slow spell)."""
+    measured: List[Tuple[float, float]] = []
     for p in passes:
         if p.dynamic or len(p.calls) < 2:
             continue
         gaps = (p.end_ns - p.start_ns) - sum(c.end_ns - c.start_ns for c in p.calls)
         costs = sum(outside_of(c, p) for c in p.calls[:-1])
         if costs > 0:
-            ratios.append(max(0.0, gaps) / costs)
-    return median(ratios) if ratios else None
+            measured.append((max(0.0, gaps), costs))
+    if not measured:
+        return None
+    typical = median([g / c for g, c in measured])
+    kept = [(g, c) for g, c in measured if g <= OUTLIER * typical * c] or measured
+    return sum(g for g, _ in kept) / sum(c for _, c in kept)

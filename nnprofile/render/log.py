@@ -54,7 +54,8 @@ def header_lines(profile: Profile) -> List[str]:
         if measured and "forward_scale" in measured:
             text = ("Hooks in this program: the gaps between the functions of its passes hold %.2fx (forward) and "
                     "%.2fx (backward) the hooks' cost measured there, so their code runs that much longer here "
-                    "(the program's work leaves its caches cold); every cost is scaled so"
+                    "(the program's work leaves its caches cold); every cost is scaled so, over its passes together "
+                    "(a graph whose passes alone set the scale then reads a coverage of 100%% by this fit)"
                     % (float(measured["forward_scale"]), float(measured["backward_scale"])))
             if "pairs" in measured:
                 text += ("; %d of its steps ran without the hooks, each against the step with them after it (median "
