@@ -207,3 +207,23 @@ def test_the_hooks_cost_is_fitted_to_the_gaps_of_the_passes_together():
     assert gap_ratio(passes, cost) == pytest.approx(7 / 4)
     assert gap_ratio(passes + [a_pass(6, stall_us=1000)], cost) == pytest.approx(7 / 4)
     assert gap_ratio([NS(dynamic=False, calls=passes[0].calls[:1], start_ns=0, end_ns=10e3)], cost) is None
+
+
+def test_a_loop_of_passes_says_how_many_reads_a_step_holds():
+    """Two reads before each forward pass; the first step's reads came before the loop was followed (a
+    window opens after them); a step under way has read once. A step holding another number: none."""
+    from nnprofile.assembly.steps import Loop
+    loop = Loop()
+    for k in range(5):
+        if k:
+            loop.input(0)
+            loop.input(1)
+        loop.pass_started("forward", ("static", "y"), "y", k)
+    loop.input(0)
+    rule = loop.rule()
+    assert (rule.kind, rule.period) == ("passes", 1)
+    assert loop.reads_per_step(rule) == 2 and loop.reads_after(rule) == 1
+    loop.input(1)
+    loop.input(1)
+    loop.pass_started("forward", ("static", "y"), "y", 5)
+    assert loop.reads_per_step(loop.rule()) == 0

@@ -179,6 +179,48 @@ def test_a_program_whose_input_slows_down_is_found_slow_in_its_input_on_the_fake
     assert os.path.isfile(tmp_path / "window-3" / "result.json") and os.path.isfile(tmp_path / "windows.csv")
 
 
+def test_an_evaluation_loop_without_a_solver_is_counted_by_its_reads_between_windows(tmp_path):
+    """No solver, no nnprofile.step(): a loop that reads a batch of images and one of references each step
+    and runs the network forward (the passes show its steps only with the hooks). Between windows its steps
+    are counted by the iterators' reads (two a step, as the first window showed; before it, the reads'
+    own pattern): the windows fall where a training loop's fall, and the input slowed from step 13 on is
+    found from the window after, on the fake clock."""
+    import nnabla as nn
+    import nnabla.functions as F
+    import nnabla.parametric_functions as PF
+    from nnabla.utils.data_iterator import data_iterator_simple
+    nn.clear_parameters()
+    clock = FakeClock(steps=(1000,))
+    state = {"step": 0}
+
+    def load(i):
+        if state["step"] >= 12 and i % 4 == 0:
+            clock.advance(5_000_000)
+        return [1.0, 2.0, 3.0], [1.0]
+    images = data_iterator_simple(load, 64, 4, shuffle=False, with_memory_cache=False, with_file_cache=False)
+    references = data_iterator_simple(lambda i: ([0.0, 1.0, 2.0], [0.0]), 64, 4, shuffle=False,
+                                      with_memory_cache=False, with_file_cache=False)
+    images._use_thread = references._use_thread = False
+    x, r = nn.Variable((4, 3)), nn.Variable((4, 3))
+    with nn.parameter_scope("fc"):
+        distance = F.sum(F.squared_error(PF.affine(x, 2), PF.affine(r, 2)))
+    seen = []
+    recording = nnprofile.Recording(outdir=tmp_path, clock=clock.now_ns, hook_costs=HookCosts(),
+                                    schedule=Schedule(wait=1, warmup=1, active=4, repeat=0),
+                                    on_window=lambda p: seen.append(p.header.kept_steps))
+    with recording:
+        for i in range(24):
+            state["step"] = i
+            x.d, _ = images.next()
+            r.d, _ = references.next()
+            distance.forward()
+    assert seen == [[3, 4, 5, 6], [9, 10, 11, 12], [15, 16, 17, 18], [21, 22, 23, 24]]
+    view = nnprofile.load(tmp_path)
+    assert not any("could not be counted" in n for n in view.notes)
+    found = nnprofile.analyze(view).windows.slowdown
+    assert found is not None and found.window == 3 and found.part == "input (images)"
+
+
 # -- programs run as users run them --------------------------------------------------------------
 
 def _start(tmp_path, *options, script_args=(), module=None, cwd=None):
@@ -224,6 +266,19 @@ def test_each_windows_files_are_complete_while_the_program_still_runs(tmp_path):
     assert "the program ran 28 more steps unrecorded" in end and "ended normally" in end
     log = (out / "profile.log").read_text()
     assert "Windows: 2 recorded" in log and "Window 2: steps 48 to 52" in log
+
+
+@pytest.mark.slow
+def test_an_evaluation_loop_run_as_a_script_gets_windows_across_its_run(tmp_path):
+    out, proc = _start(tmp_path, "--wait", "10", "--warmup", "1", "--active", "5", "--repeat", "0",
+                       script_args=["--inference", "--iterations", "120"])
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    view = nnprofile.load(out)
+    # the first window, its 20 calibration steps, then a window every 16 steps (10 + 1 + 5)
+    assert [w.first_step for w in view.windows] == [12, 48, 64, 80, 96, 112]
+    assert any("after window 6 (its last step 116) the program ran 4 more steps unrecorded" in n for n in view.notes)
+    assert [s.name for s in view.sections][0] == "y" and "accuracy" in stdout
 
 
 @pytest.mark.slow

@@ -148,6 +148,7 @@ class Loop:
         self.passes: List[Tuple[Hashable, int]] = []   # (key, start) of each pass
         self._trained: set = set()
         self._pending: List[Hashable] = []             # iterators read since the last pass
+        self.read_at: List[int] = []                   # each read: how many passes had begun before it
         self._fed: List[Tuple[Hashable, Hashable]] = []  # (iterator, the graph of the pass after it)
         self._steps = 0
         self._hooks = True
@@ -157,7 +158,28 @@ class Loop:
 
     def input(self, iterator: Hashable) -> None:
         self._pending.append(iterator)
+        self.read_at.append(len(self.passes))
         self._empty = False
+
+    def reads_per_step(self, rule: Rule) -> int:
+        """In a loop whose steps are its passes: how many reads each complete step holds (the reads before
+        its first pass and between its passes), where every step holds as many (but the first, whose reads
+        may have come before the loop was followed: a window opens after its first step's read); else 0."""
+        if rule.kind != "passes" or not rule.found:
+            return 0
+        steps = max(0, len(self.passes) - rule.offset) // rule.period
+        counts = [0] * steps
+        for at in self.read_at:
+            k = (at - rule.offset) // rule.period
+            if at >= rule.offset and k < steps:
+                counts[k] += 1
+        counts = counts[1:] or counts
+        return counts[0] if counts and counts[0] > 0 and len(set(counts)) == 1 else 0
+
+    def reads_after(self, rule: Rule) -> int:
+        """The reads after the last complete step (of the step under way) in a loop whose steps are its passes."""
+        complete = rule.offset + (max(0, len(self.passes) - rule.offset) // rule.period) * rule.period
+        return sum(1 for at in self.read_at if at >= complete)
 
     def pass_started(self, phase: str, graph: Hashable, key: Hashable, start_ns: int) -> None:
         """A pass: its phase, its graph, and what identifies it among passes (for loops without a solver)."""

@@ -41,7 +41,7 @@ from typing import Any, Callable, Dict, Hashable, Iterator, List, Optional, Sequ
 
 from ..assembly.events import DYNAMIC, EAGER, Call, CommCall, Event, Hooks, InputCall, IteratorInfo, MonitorCall, \
     SolverCall, StepMark
-from ..assembly.steps import Loop
+from ..assembly.steps import WINDOW, Loop, pattern
 from .callsite import BACKWARD_NAMES, FORWARD_NAMES, call_at, first_outside, receiver_of_caller
 from .patching import Patches
 from .proxies import SOLVER_CALLS, TimedCommunicator, TimedFunction, TimedSolver
@@ -65,6 +65,7 @@ MIN_PAIRS = 3
 # Without a window open, steps are counted by the loop as it comes until it has shown this many updates
 # (or marks); then by the pattern it showed, so that what is kept stays small over a run of any length.
 FREEZE_AT = 64
+MIN_READS = 2  # a loop without a solver counts its steps by its reads from its second read on
 WATCH_EVERY = 16
 MAX_CREATED = 20_000  # functions whose source is remembered across windows  # pairs the estimate needs (``nnprofile.base.hookcost.measured_in_program``)
 
@@ -125,8 +126,9 @@ class Recorder:
         self.window_start = 0        # the steps of the run before the open window began
         self.countable = True        # False: steps show only as passes, which only the hooks see
         self._base = 0               # steps counted before the loop now followed began
-        self._per_step: Optional[Tuple[str, int]] = None  # counting without the hooks: (updates|marks, per step)
-        self._light = 0              # updates (or marks) since then
+        self._per_step: Optional[Tuple[str, int]] = None  # counting without the hooks: (updates|marks|reads, per step)
+        self._light = 0              # updates (or marks, or reads) since then
+        self._reads: List[int] = []  # before any window, in a program without a solver: the iterators read
         self._asked = False          # a window on demand was asked for (a signal)
         self.last_step_ns = 0        # when the last step ended
         self.window_end = 0          # the steps of the run when the last window closed
@@ -279,16 +281,17 @@ class Recorder:
 
         def next(iterator: Any) -> Any:  # noqa: A001 (DataIterator's own name)
             if not recorder.capturing:
-                return original(iterator)
-            index = recorder._iterator_index.get(id(iterator))
-            if index is None:
-                frame = sys._getframe(1)
-                if frame.f_code.co_name == "__next__" and frame.f_back is not None:
-                    frame = frame.f_back  # for batch in data / next(data): the program's frame
-                name = receiver_of_caller(frame, ("next",)) or type(getattr(iterator, "_data_source", iterator)).__name__
-                index = recorder._iterator_index[id(iterator)] = len(recorder.iterators)
-                recorder.iterators.append(IteratorInfo(name, bool(getattr(iterator, "_use_thread", False))))
+                result = original(iterator)
+                if recorder.recording and recorder.counts_reads():
+                    recorder._light_read(recorder._iterator_of(iterator, sys._getframe(1)))
+                return result
+            index = recorder._iterator_of(iterator, sys._getframe(1))
             recorder._break_pass()
+            if not recorder.capturing:  # the pass it ended closed the window: this read is the next step's
+                result = original(iterator)
+                if recorder.counts_reads():
+                    recorder._light_read(index)
+                return result
             start = recorder.clock()
             try:
                 return original(iterator)
@@ -298,6 +301,17 @@ class Recorder:
                 recorder.loop.input(index)
                 recorder.excluded.append((end, recorder.clock()))
         return next
+
+    def _iterator_of(self, iterator: Any, frame: Any) -> int:
+        """The iterator's index (named, the first time, by what the program calls it)."""
+        index = self._iterator_index.get(id(iterator))
+        if index is None:
+            if frame.f_code.co_name == "__next__" and frame.f_back is not None:
+                frame = frame.f_back  # for batch in data / next(data): the program's frame
+            name = receiver_of_caller(frame, ("next",)) or type(getattr(iterator, "_data_source", iterator)).__name__
+            index = self._iterator_index[id(iterator)] = len(self.iterators)
+            self.iterators.append(IteratorInfo(name, bool(getattr(iterator, "_use_thread", False))))
+        return index
 
     def _timed_add(self, original: Callable) -> Callable:
         recorder = self
@@ -541,6 +555,35 @@ class Recorder:
         if self.steps_done != before:
             self._step_ended()
 
+    def counts_reads(self) -> bool:
+        """Whether the steps are counted by the iterators' reads now (no window open): in a loop without a
+        solver or a step mark, before any window, or after windows that showed a fixed number a step."""
+        if self._per_step is None:
+            return not self.solvers and not self.loop.segments and not self.loop.marks
+        return self._per_step[0] == "reads"
+
+    def _light_read(self, iterator: int) -> None:
+        """An iterator's read with no window open, in a loop whose steps only passes show: a step ends where
+        the next one's first read begins. Before any window, the steps are the repeating pattern of the
+        iterators read (one read of one iterator a step, or two iterators read in turn, ...)."""
+        before = self.steps_done
+        if self._per_step is None:
+            self._reads.append(iterator)
+            found = pattern(self._reads[-WINDOW:]) if len(self._reads) >= MIN_READS else None
+            if found is not None:
+                offset, period, _ = found
+                offset += max(0, len(self._reads) - WINDOW)
+                self.steps_done = max(self.steps_done, self._base + max(0, len(self._reads) - offset - 1) // period)
+                if len(self._reads) >= FREEZE_AT:
+                    counted = self.steps_done - self._base
+                    self._per_step, self._light = ("reads", period), len(self._reads) - offset - counted * period
+                    self._base, self._reads = self.steps_done, []
+        else:
+            self._light += 1
+            self.steps_done = self._base + max(0, self._light - 1) // self._per_step[1]
+        if self.steps_done != before:
+            self._step_ended()
+
     def _freeze(self) -> None:
         """Count from here on by the pattern the loop showed: updates (or marks) per step, and how many of
         the step under way are done; a loop whose steps only passes show cannot be counted so."""
@@ -551,6 +594,9 @@ class Recorder:
             self._per_step, self._light = ("updates", rule.period), max(0, done)
         elif rule.kind == "marks":
             self._per_step, self._light = ("marks", 1), 0
+        elif rule.kind == "passes" and self.loop.reads_per_step(rule):
+            self._per_step = ("reads", self.loop.reads_per_step(rule))
+            self._light = self.loop.reads_after(rule)
         else:
             self.countable = False
         self._base += counted
@@ -583,6 +629,7 @@ class Recorder:
         if self._per_step is None and self.loop.segments:
             self._freeze()
         self.window, self.window_start = window, self.steps_done
+        self._reads = []
         self.events, self.excluded = [], []
         if len(self.created) > MAX_CREATED:  # bounded over any number of windows (sources noted anew)
             self.created = {}
@@ -628,6 +675,8 @@ class Recorder:
         self._break_pass()
         self.recording = False
         self.ended_ns = self.clock()
+        if not self.capturing and self._per_step is not None and self._per_step[0] == "reads":
+            self.steps_done = max(self.steps_done, self._base + self._light // self._per_step[1])  # the last step ran
         if self.capturing:
             self.stopped_ns = self.ended_ns
         import nnabla as nn

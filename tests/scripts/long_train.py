@@ -2,6 +2,8 @@
 data from ``data_iterator_simple``, Adam, a loss monitor. It can run until a file appears, slow its input
 down from some step on (a loader falling behind), pause at an iteration until a file appears (so that a
 test reads the files of a window while the program still runs), or kill itself (an out-of-memory kill).
+With ``--inference`` it evaluates instead: no solver, the network's forward on each batch, an accuracy
+summed as an evaluation loop sums it (its steps show only as passes and reads).
 
     python long_train.py --iterations 200 --slow-input-after 100 --slow-ms 5
 """
@@ -33,6 +35,7 @@ def main():
     parser.add_argument("--pause-at", type=int, default=-1, help="at this iteration, wait until --pause-file exists")
     parser.add_argument("--pause-file")
     parser.add_argument("--kill-at", type=int, default=-1, help="SIGKILL this process at this iteration")
+    parser.add_argument("--inference", action="store_true", help="forward only, no solver: an evaluation loop")
     parser.add_argument("--print-argv", action="store_true")
     parser.add_argument("--seconds-per-step", type=float, default=0.0, help="sleep this long in each step's own code")
     parser.add_argument("--report", help="write each step's duration (ns) and the resident memory (every 100 steps, "
@@ -61,8 +64,12 @@ def main():
     with nn.parameter_scope("fc2"):
         y = PF.affine(h, 10)
     loss = F.mean(F.softmax_cross_entropy(y, t))
-    solver = S.Adam(1e-3)
-    solver.set_parameters(nn.get_parameters())
+    if args.inference:
+        y.persistent = True
+        solver, correct = None, 0
+    else:
+        solver = S.Adam(1e-3)
+        solver.set_parameters(nn.get_parameters())
     monitor = MonitorSeries("Training loss", Monitor(tempfile.mkdtemp(prefix="long_train_")), interval=50)
     i = 0
     ends, memory = [time.perf_counter_ns()], []
@@ -76,11 +83,15 @@ def main():
                 time.sleep(0.02)
         state["iteration"] = i
         x.d, t.d = data.next()
-        loss.forward(clear_no_need_grad=True)
-        solver.zero_grad()
-        loss.backward(clear_buffer=True)
-        solver.update()
-        monitor.add(i, float(loss.d))
+        if solver is None:
+            y.forward(clear_buffer=True)
+            correct += int((y.d.argmax(axis=1) == t.d[:, 0]).sum())
+        else:
+            loss.forward(clear_no_need_grad=True)
+            solver.zero_grad()
+            loss.backward(clear_buffer=True)
+            solver.update()
+            monitor.add(i, float(loss.d))
         if args.seconds_per_step:
             time.sleep(args.seconds_per_step)
         i += 1
@@ -89,7 +100,10 @@ def main():
             if i % 100 == 0:
                 with open("/proc/self/statm") as f:
                     memory.append(int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024)
-    print("ran %d iterations, loss %.4f" % (i, float(loss.d)))
+    if solver is None:
+        print("ran %d iterations, accuracy %.3f" % (i, correct / max(1, i * args.batch_size)))
+    else:
+        print("ran %d iterations, loss %.4f" % (i, float(loss.d)))
     if args.report:
         import json
         with open(args.report, "w") as f:
