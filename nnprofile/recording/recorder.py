@@ -41,7 +41,7 @@ from typing import Any, Callable, Dict, Hashable, Iterator, List, Optional, Sequ
 
 from ..assembly.events import DYNAMIC, EAGER, Call, CommCall, Event, Hooks, InputCall, IteratorInfo, MonitorCall, \
     SolverCall, StepMark
-from ..assembly.steps import WINDOW, Loop, pattern
+from ..assembly.steps import Loop, pattern
 from .callsite import BACKWARD_NAMES, FORWARD_NAMES, call_at, first_outside, receiver_of_caller
 from .patching import Patches
 from .proxies import SOLVER_CALLS, TimedCommunicator, TimedFunction, TimedSolver
@@ -280,18 +280,14 @@ class Recorder:
         recorder = self
 
         def next(iterator: Any) -> Any:  # noqa: A001 (DataIterator's own name)
+            if recorder.capturing:  # the pass this read ends may close the window: the read is then the next step's
+                recorder._break_pass()
             if not recorder.capturing:
                 result = original(iterator)
                 if recorder.recording and recorder.counts_reads():
                     recorder._light_read(recorder._iterator_of(iterator, sys._getframe(1)))
                 return result
             index = recorder._iterator_of(iterator, sys._getframe(1))
-            recorder._break_pass()
-            if not recorder.capturing:  # the pass it ended closed the window: this read is the next step's
-                result = original(iterator)
-                if recorder.counts_reads():
-                    recorder._light_read(index)
-                return result
             start = recorder.clock()
             try:
                 return original(iterator)
@@ -557,9 +553,10 @@ class Recorder:
 
     def counts_reads(self) -> bool:
         """Whether the steps are counted by the iterators' reads now (no window open): in a loop without a
-        solver or a step mark, before any window, or after windows that showed a fixed number a step."""
+        solver or a step mark, before any window (while its first FREEZE_AT reads may still show a
+        pattern), or after windows that showed a fixed number a step."""
         if self._per_step is None:
-            return not self.solvers and not self.loop.segments and not self.loop.marks
+            return not self.solvers and not self.loop.segments and not self.loop.marks and len(self._reads) < FREEZE_AT
         return self._per_step[0] == "reads"
 
     def _light_read(self, iterator: int) -> None:
@@ -569,10 +566,9 @@ class Recorder:
         before = self.steps_done
         if self._per_step is None:
             self._reads.append(iterator)
-            found = pattern(self._reads[-WINDOW:]) if len(self._reads) >= MIN_READS else None
+            found = pattern(self._reads) if len(self._reads) >= MIN_READS else None
             if found is not None:
                 offset, period, _ = found
-                offset += max(0, len(self._reads) - WINDOW)
                 self.steps_done = max(self.steps_done, self._base + max(0, len(self._reads) - offset - 1) // period)
                 if len(self._reads) >= FREEZE_AT:
                     counted = self.steps_done - self._base
@@ -594,9 +590,8 @@ class Recorder:
             self._per_step, self._light = ("updates", rule.period), max(0, done)
         elif rule.kind == "marks":
             self._per_step, self._light = ("marks", 1), 0
-        elif rule.kind == "passes" and self.loop.reads_per_step(rule):
-            self._per_step = ("reads", self.loop.reads_per_step(rule))
-            self._light = self.loop.reads_after(rule)
+        elif rule.kind == "passes" and (reads := self.loop.reads_per_step(rule)):
+            self._per_step, self._light = ("reads", reads), self.loop.reads_after(rule)
         else:
             self.countable = False
         self._base += counted
