@@ -135,6 +135,30 @@ def test_the_layers_that_moved_most_between_the_first_and_the_last_window():
 
 # -- windows of a program on the fake clock ------------------------------------------------------
 
+def _batches(load):
+    """An NNabla iterator of 4 samples a batch, read in the program's thread (its wait is the loading)."""
+    from nnabla.utils.data_iterator import data_iterator_simple
+    data = data_iterator_simple(load, 64, 4, shuffle=False, with_memory_cache=False, with_file_cache=False)
+    data._use_thread = False
+    return data
+
+
+def _slowing_input(clock, state):
+    """A sample loader whose batches take exactly 5 ms longer (on the fake clock) from step 13 on."""
+    def load(i):
+        if state["step"] >= 12 and i % 4 == 0:
+            clock.advance(5_000_000)
+        return [1.0, 2.0, 3.0], [1.0]
+    return load
+
+
+def _windows_every_6_steps(tmp_path, clock, seen):
+    """Windows of 4 kept steps after 1 set aside, 1 step apart, as long as the program runs."""
+    return nnprofile.Recording(outdir=tmp_path, clock=clock.now_ns, hook_costs=HookCosts(),
+                               schedule=Schedule(wait=1, warmup=1, active=4, repeat=0),
+                               on_window=lambda p: seen.append(p.header.kept_steps))
+
+
 def test_a_program_whose_input_slows_down_is_found_slow_in_its_input_on_the_fake_clock(tmp_path):
     """The input of steps 13 on takes 5 ms longer (exactly: the fake clock); windows of 4 kept steps
     after 1 set aside, every 6 steps: the view finds it, from the window that began after, naming the input."""
@@ -142,25 +166,15 @@ def test_a_program_whose_input_slows_down_is_found_slow_in_its_input_on_the_fake
     import nnabla.functions as F
     import nnabla.parametric_functions as PF
     import nnabla.solvers as S
-    from nnabla.utils.data_iterator import data_iterator_simple
     nn.clear_parameters()
     clock = FakeClock(steps=(1000,))
     state = {"step": 0}
-
-    def load(i):
-        if state["step"] >= 12 and i % 4 == 0:
-            clock.advance(5_000_000)
-        return [1.0, 2.0, 3.0], [1.0]
-    data = data_iterator_simple(load, 64, 4, shuffle=False, with_memory_cache=False, with_file_cache=False)
-    data._use_thread = False
+    data = _batches(_slowing_input(clock, state))
     x, t = nn.Variable((4, 3)), nn.Variable((4, 1))
     with nn.parameter_scope("fc"):
         loss = F.mean(F.squared_error(PF.affine(x, 1), t))
     seen = []
-    recording = nnprofile.Recording(outdir=tmp_path, clock=clock.now_ns, hook_costs=HookCosts(),
-                                    schedule=Schedule(wait=1, warmup=1, active=4, repeat=0),
-                                    on_window=lambda p: seen.append(p.header.kept_steps))
-    with recording:
+    with _windows_every_6_steps(tmp_path, clock, seen):
         solver = S.Sgd()
         solver.set_parameters(nn.get_parameters())
         for i in range(24):
@@ -188,27 +202,15 @@ def test_an_evaluation_loop_without_a_solver_is_counted_by_its_reads_between_win
     import nnabla as nn
     import nnabla.functions as F
     import nnabla.parametric_functions as PF
-    from nnabla.utils.data_iterator import data_iterator_simple
     nn.clear_parameters()
     clock = FakeClock(steps=(1000,))
     state = {"step": 0}
-
-    def load(i):
-        if state["step"] >= 12 and i % 4 == 0:
-            clock.advance(5_000_000)
-        return [1.0, 2.0, 3.0], [1.0]
-    images = data_iterator_simple(load, 64, 4, shuffle=False, with_memory_cache=False, with_file_cache=False)
-    references = data_iterator_simple(lambda i: ([0.0, 1.0, 2.0], [0.0]), 64, 4, shuffle=False,
-                                      with_memory_cache=False, with_file_cache=False)
-    images._use_thread = references._use_thread = False
+    images, references = _batches(_slowing_input(clock, state)), _batches(lambda i: ([0.0, 1.0, 2.0], [0.0]))
     x, r = nn.Variable((4, 3)), nn.Variable((4, 3))
     with nn.parameter_scope("fc"):
         distance = F.sum(F.squared_error(PF.affine(x, 2), PF.affine(r, 2)))
     seen = []
-    recording = nnprofile.Recording(outdir=tmp_path, clock=clock.now_ns, hook_costs=HookCosts(),
-                                    schedule=Schedule(wait=1, warmup=1, active=4, repeat=0),
-                                    on_window=lambda p: seen.append(p.header.kept_steps))
-    with recording:
+    with _windows_every_6_steps(tmp_path, clock, seen):
         for i in range(24):
             state["step"] = i
             x.d, _ = images.next()
@@ -416,3 +418,18 @@ def test_a_training_whose_input_falls_behind_is_found_slow_in_its_input(tmp_path
     seen = [(w.window, w.first_step, w.step_ms, w.step_error_ms, dict(w.parts)) for w in view.windows]
     assert found is not None and found.window == first_slow.window and found.part == "input (data)", seen
     assert "Finding: the step slowed from window %d on" % first_slow.window in (out / "profile.log").read_text()
+
+
+def test_reads_in_no_pattern_are_counted_no_longer_than_their_first_64():
+    """Before any window, a loop without a solver is counted by the pattern its reads form; reads that form
+    none are kept only so long (what is sought stays bounded), then the reads count nothing."""
+    from nnprofile.recording.recorder import FREEZE_AT, Recorder
+    recorder = Recorder(schedule=Schedule(wait=10 ** 6), calibrate=False)
+    for k in range(3 * FREEZE_AT):  # a new iterator each read: no pattern
+        if recorder.counts_reads():
+            recorder._light_read(k)
+    assert not recorder.counts_reads() and len(recorder._reads) == FREEZE_AT and recorder.steps_done == 0
+    steady = Recorder(schedule=Schedule(wait=10 ** 6), calibrate=False)
+    for _ in range(3 * FREEZE_AT):
+        steady._light_read(0)
+    assert steady.counts_reads() and steady.steps_done == 3 * FREEZE_AT - 1  # the last step ends at the next read

@@ -17,10 +17,10 @@ also names the part whose time per step grew most between the first window and t
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
+from ..base.stats import median, summarize
 from ..result import Entry
 from ..result.windows import WindowSummary
 from .breakdown import Summary
@@ -110,7 +110,7 @@ def change_point(windows: Sequence[WindowSummary], earliest: int) -> int:
     logs = [math.log(max(w.step_ms, 1e-9)) for w in windows]
 
     def spread(values: Sequence[float]) -> float:
-        m = statistics.median(values)
+        m = median(values)
         return sum(abs(v - m) for v in values)
 
     costs = [(spread(logs[:k]) + spread(logs[k:]), k) for k in range(max(1, earliest), len(windows))]
@@ -137,10 +137,7 @@ def summarize_window(step: Summary, entry: Entry, window: int, first_step: int, 
     """A window in a few figures: its program step's breakdown (``step``, and its ``step`` entry), its
     heaviest ``layers`` layers by time per step; ``first_step``: its first kept step over the whole run."""
     totals = [t for r, t in enumerate(entry.round_totals()) if r not in set(entry.dropped_rounds)]
-    error = None
-    if len(totals) > 1:
-        mean = sum(totals) / len(totals)
-        error = math.sqrt(sum((t - mean) ** 2 for t in totals) / (len(totals) - 1) / len(totals)) / 1e6
+    error = summarize(totals).std / math.sqrt(len(totals)) / 1e6 if len(totals) > 1 else None
     heavy = sorted(step.base_layers, key=lambda l: -l.step_ms)[:layers]
     steps = len(entry.round_sizes or entry.samples_ns)
     return WindowSummary(window, first_step, first_step + steps - 1, steps, round(started_s, 3), round(ended_s, 3),
