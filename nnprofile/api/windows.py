@@ -84,10 +84,10 @@ class WindowWriter:
     def _add(self, profile: Profile, window: int, first_step: int, started_s: float, ended_s: float,
              origin_ns: int, complete: bool) -> None:
         folder = self.window_folder(window)
-        if folder is not None:
-            write_all(profile, folder)
-        self.last = profile
         analysis = analyze(profile)
+        if folder is not None:
+            write_all(profile, folder, analysis=analysis)
+        self.last = profile
         program = analysis.sections[-1] if analysis.sections else None
         if program is not None and program.step is not None:
             entry = program.section.entries_of("step")[0]

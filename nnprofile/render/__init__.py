@@ -30,6 +30,7 @@ def render(profile: Profile, formats: Optional[Sequence[str]] = None,
 
 
 def write_all(profile: Profile, outdir: str, save_result: bool = True,
-              formats: Optional[Sequence[str]] = None) -> List[str]:
-    """Write result.json (first) and every output file into ``outdir``; returns the paths."""
-    return files.write_all(profile, outdir, lambda p, f: render(p, f), save_result, formats)
+              formats: Optional[Sequence[str]] = None, analysis: Optional[Analysis] = None) -> List[str]:
+    """Write result.json (first) and every output file into ``outdir``; returns the paths. ``analysis``:
+    the profile's, where the caller has it already."""
+    return files.write_all(profile, outdir, lambda p, f: render(p, f, analysis), save_result, formats)
