@@ -6,9 +6,9 @@ from nnprofile.analysis import analyze_section
 from nnprofile.result.header import ProjectHeader
 
 
-def summarize_section(section, context="cpu:float"):
+def summarize_section(section, context="cpu:float", rates=None):
     """The step of one section, as the analysis computes it once for every renderer."""
-    return analyze_section(section, ProjectHeader(context=context)).step
+    return analyze_section(section, ProjectHeader(context=context, machine_rates=rates or {})).step
 from nnprofile.result import Entry, Section
 
 
@@ -122,23 +122,41 @@ def test_the_dominant_layers_advice_fits_what_the_layer_does(ltype, kind, says):
     assert any(w in a.text for w in CONV_WORDS) == (kind == "convolution"), a.text
 
 
-def test_slow_layer_compares_with_the_networks_best():
-    # Conv: 180 MFLOP in 16 ms = 11.25 GFLOP/s. ReLU: 0.2 MFLOP in 3 ms = 0.067 GFLOP/s,
-    # 12.8% of the step: far below a tenth of the best.
-    s = summarize_section(_section())
-    slow = [a for a in s.advice if a.rule == "slow_layer"]
-    assert len(slow) == 1 and slow[0].evidence.startswith("ReLU (ReLU) achieves 0.067 GFLOP/s")
-    assert "Conv, achieves 11.250 GFLOP/s" in slow[0].evidence
-    # a slow layer that is a small part of the step is left alone (0.5 ms of 20 ms < 5%)
-    assert "slow_layer" not in _rules(_section(relu_f=0.3, relu_b=0.2))
+def _slow(section, rates=None):
+    return [a for a in summarize_section(section, rates=rates).advice if a.rule == "slow_layer"]
 
 
-def test_slow_layer_needs_two_rated_layers():
+def test_a_convolution_is_judged_by_flops_against_the_machines_matrix_product():
+    # Conv: 180 MFLOP in 16 ms = 11.25 GFLOP/s: within a tenth of a 100 GFLOP/s machine, below a tenth of 200.
+    assert not _slow(_section(), {"gflops": 100.0, "gbytes_per_s": 20.0})
+    [slow] = _slow(_section(), {"gflops": 200.0, "gbytes_per_s": 20.0})
+    assert slow.evidence.startswith("Conv (Convolution) achieves 11.250 GFLOP/s over 16.000 ms")
+    assert "this machine reaches 200.0 GFLOP/s (measured)" in slow.evidence and "computes far below" in slow.text
+
+
+def test_an_elementwise_layer_is_judged_by_the_bytes_it_moves_never_by_flops():
+    # ReLU: 0.067 GFLOP/s (far below the Conv) is no reason; 6 MB in 3 ms = 2 GB/s is judged against bandwidth.
     section = _section()
     for e in section.entries:
         if e.layer == "ReLU":
-            e.flops = None
-    assert "slow_layer" not in _rules(section)
+            e.bytes_read = 3_000_000
+    assert not _slow(section, {"gflops": 10.0, "gbytes_per_s": 15.0})  # 2 GB/s: above a tenth of 15
+    [slow] = _slow(section, {"gflops": 10.0, "gbytes_per_s": 40.0})    # below a tenth of 40
+    assert slow.evidence.startswith("ReLU (ReLU) achieves 2.000 GB/s") and "memory" in slow.text
+    assert "GFLOP/s" not in slow.evidence
+
+
+def test_without_the_machines_figures_a_layer_is_judged_against_its_own_kind():
+    # An older result: no machine rates; the ReLU has no peer of its kind, the Conv no other convolution.
+    assert not _slow(_section())
+
+
+def test_a_rate_above_what_the_machine_reaches_is_flagged_and_no_reference():
+    # A 0.001 ms convolution "at" 180 TFLOP/s: its time is too short to rate; it is said, and never advised on.
+    s = summarize_section(_section(conv_f=0.0005, conv_b=0.0005), rates={"gflops": 100.0, "gbytes_per_s": 20.0})
+    [note] = [n for n in s.notes if "above what this machine reaches" in n]
+    assert note.startswith("Conv (Convolution) reads") and "too short to rate" in note
+    assert not [a for a in s.advice if a.rule == "slow_layer"]
 
 
 def test_between_layers_fires_when_layers_cover_little_of_forward_all():

@@ -55,7 +55,7 @@ def test_calls_become_passes_and_passes_graphs():
     assert sum(1 for p in passes if p.name == "loss" and p.phase == "forward") == 13
     assert sum(1 for p in passes if p.name == "loss" and p.phase == "backward") == 13
     assert sum(1 for p in passes if p.name == "vpred") == 3 * 2 + 1
-    loop = replay(capture, passes)
+    loop = replay(capture.events, passes)
     rule = loop.rule()
     steps = bounds(loop, rule, capture.started_ns, capture.stopped_ns)
     assert (rule.kind, rule.period, rule.by) == ("updates", 1, "structure") and len(steps) == 13
@@ -106,7 +106,7 @@ def test_the_step_parts_come_from_the_stored_times():
     a = assemble(capture, capture.costs, "mlp_dynamic.py")
     program = a.sections[-1]
     [step] = program.entries_of("step")
-    kept = [s for s in bounds(*(lambda loop: (loop, loop.rule()))(replay(capture, group_passes(
+    kept = [s for s in bounds(*(lambda loop: (loop, loop.rule()))(replay(capture.events, group_passes(
         capture.events, capture.sites))), capture.started_ns, capture.stopped_ns)][a.skip:a.skip + a.kept]
     assert len(step.samples_ns) == len(kept) == a.kept
     for (start, end), sample in zip(kept, step.samples_ns):
@@ -130,7 +130,7 @@ def _slowed(capture, steps, factor):
     a slow spell of the machine over those steps would make them."""
     import copy
     capture = copy.deepcopy(capture)
-    rule_loop = replay(capture, group_passes(capture.events, capture.sites))
+    rule_loop = replay(capture.events, group_passes(capture.events, capture.sites))
     spans = bounds(rule_loop, rule_loop.rule(), capture.started_ns, capture.stopped_ns)
     for e in capture.events:
         if isinstance(e, events.Call) and any(spans[i][0] <= e.start_ns < spans[i][1] for i in steps):
@@ -145,7 +145,7 @@ def test_a_graph_that_ran_only_in_slow_steps_keeps_its_part():
     from nnprofile.result.header import ProgramHeader
     capture = load("train_validate")
     passes = group_passes(capture.events, capture.sites)
-    loop = replay(capture, passes)
+    loop = replay(capture.events, passes)
     spans = bounds(loop, loop.rule(), capture.started_ns, capture.stopped_ns)
     validation = sorted({i for p in passes if p.name == "vpred" for i, (a, b) in enumerate(spans)
                          if a <= p.start_ns < b})
@@ -175,7 +175,7 @@ def test_steps_that_ran_slow_are_kept_in_every_part_and_said():
     from nnprofile.result.header import ProgramHeader
     capture = load("train_validate")
     passes = group_passes(capture.events, capture.sites)
-    loop = replay(capture, passes)
+    loop = replay(capture.events, passes)
     spans = bounds(loop, loop.rule(), capture.started_ns, capture.stopped_ns)
     validation = {i for p in passes if p.name == "vpred" for i, (a, b) in enumerate(spans) if a <= p.start_ns < b}
     ordinary = [i for i in range(2, len(spans)) if i not in validation][:2]

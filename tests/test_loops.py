@@ -56,9 +56,8 @@ def test_one_solver_updated_twice_an_iteration_is_one_step(vat):
     h = profile.header
     # 12 iterations of two updates each: 12 steps, the first set aside, 11 kept
     assert h.skipped_steps == 1 and h.kept_steps == list(range(2, 13))
-    assert h.steps.startswith("solver updates: one step per 2 updates of one solver")
-    assert "Adam after the backward of 'loss_l' fed by 'di_l'" in h.steps
-    assert "Adam after the backward of 'loss_k' and 'loss_u'" in h.steps
+    assert h.steps == "one step per iteration of the program's loop at vat.py:%d (updates a step: Adam 2)" % _line(
+        "vat.py", "for i in range(args.iterations)")
     names = [s.name for s in profile.sections]
     assert names == ["loss_l", "yu", "loss_k", "loss_u", "err", "vat.py"]
     info = {s.name: s.info for s in profile.sections[:-1]}
@@ -91,7 +90,8 @@ def lstm(tmp_path_factory):
 def test_a_validation_after_each_epoch_has_its_part_and_the_test_after_the_loop_is_said(lstm):
     profile, analysis, log = lstm
     h = profile.header
-    assert h.steps == "solver updates: one step per update" and h.kept_steps == list(range(2, 22))
+    assert h.steps == "one step per iteration of the program's loop at lstm_lm.py:%d (updates a step: Sgd 1)" % _line(
+        "lstm_lm.py", "for i in range(args.iters_per_epoch)") and h.kept_steps == list(range(2, 22))
     loss, vloss, program = profile.sections
     assert (loss.name, vloss.name) == ("loss", "vloss") and vloss.info["role"] == "evaluation"
     # validations after epochs 1 and 2 (3 batches each) fall in steps 9 and 17; the third after the last step
@@ -132,8 +132,8 @@ def test_a_name_bound_to_a_second_graph_and_a_solver_used_before_the_loop(tiny):
     profile, analysis, log = tiny
     first, second = _line("tiny_mlp.py", "loss = F.reduce_mean"), _line("tiny_mlp.py", "loss = F.reduce_mean", 50)
     assert [s.name for s in profile.sections] == ["loss (line %d)" % second, "tiny_mlp.py"]
-    assert profile.header.steps == ("solver updates: one step per update (the first 1 update, before the "
-                                    "pattern began, is before the first step)")
+    assert profile.header.steps == ("one step per iteration of the program's loop at tiny_mlp.py:%d (updates a step: "
+                                    "Adam 1)" % _line("tiny_mlp.py", "for i in range(args.iterations)"))
     [before] = [n for n in profile.notes if n.startswith("ran only before the first")]
     assert "graph 'loss (line %d)' 2 forward passes and 2 backward passes" % first in before
     assert "solver Sgd 2 calls (1 update)" in before
@@ -175,8 +175,8 @@ def test_an_element_wise_layer_gets_advice_that_fits_it(word2vec):
 
 @pytest.mark.slow
 def test_work_after_the_loop_while_the_hooks_were_off_is_said_unseen(tmp_path_factory):
-    """25 iterations: the program ends in the steps that run without the hooks (after the 20 kept ones), so
-    its similarity graph after the loop is not seen, and the notes say so."""
-    profile, analysis, log = _run(tmp_path_factory, "word2vec", "--iterations", "25")
+    """23 iterations: the program ends in the steps that run without the hooks (after the 20 kept ones and the
+    one set aside, steps 22 and 23), so its similarity graph after the loop is not seen, and the notes say so."""
+    profile, analysis, log = _run(tmp_path_factory, "word2vec", "--iterations", "23")
     assert not [n for n in profile.notes if n.startswith("after the last step")]
     assert any(n.startswith("the program ended while steps ran without the hooks") for n in profile.notes)

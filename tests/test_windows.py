@@ -423,7 +423,8 @@ def test_a_training_whose_input_falls_behind_is_found_slow_in_its_input(tmp_path
 def test_reads_in_no_pattern_are_counted_no_longer_than_their_first_64():
     """Before any window, a loop without a solver is counted by the pattern its reads form; reads that form
     none are kept only so long (what is sought stays bounded), then the reads count nothing."""
-    from nnprofile.recording.recorder import FREEZE_AT, Recorder
+    from nnprofile.recording.counting import FREEZE_AT
+    from nnprofile.recording.recorder import Recorder
     recorder = Recorder(schedule=Schedule(wait=10 ** 6), calibrate=False)
     for k in range(3 * FREEZE_AT):  # a new iterator each read: no pattern
         if recorder.counts_reads():

@@ -17,7 +17,7 @@ from ..result import Entry, Profile, Section, views
 from ..result.header import Header, ProjectHeader
 from ..base.stats import Drift, median
 from . import memory
-from .advice import advise
+from .advice import implausible, advise
 from .breakdown import (Advice, LayerTime, Summary, base_layers, layer_times, program_layers, summarize_program,
                         summarize_section)
 from .precision import Precision, precision
@@ -36,10 +36,16 @@ class Coverage:
     whole_phase: str
     layers_ms: float
     whole_ms: float
+    engine_ms: float = 0.0     # a recorded program's: the graph engine's time between the functions
 
     @property
     def share(self) -> Optional[float]:
         return self.layers_ms / self.whole_ms if self.whole_ms > 0 else None
+
+    @property
+    def named_share(self) -> Optional[float]:
+        """The functions and the engine between them together."""
+        return (self.layers_ms + self.engine_ms) / self.whole_ms if self.whole_ms > 0 else None
 
 
 @dataclass
@@ -130,8 +136,10 @@ def coverage(section: Section) -> List[Coverage]:
         layers = section.entries_of(layer_phase)
         whole = section.entries_of(whole_phase)
         if layers and whole:
+            direction = whole_phase.split("_")[0]
+            engine = [e for e in section.entries_of("engine") if e.label.startswith("engine (%s:" % direction)]
             out.append(Coverage(layer_phase, whole_phase, round(sum(e.mean_ms for e in layers), 6),
-                                whole[0].mean_ms))
+                                whole[0].mean_ms, round(sum(e.mean_ms for e in engine), 6)))
     return out
 
 
@@ -154,6 +162,8 @@ def analyze_section(section: Section, header: Header,
     else:
         step = summarize_section(section, context, layers, forward_share[0] if forward_share else None)
     if step is not None:
+        step.machine_rates = dict(header.machine_rates or {})
+        step.notes += implausible(step)
         step.advice = advise(step)
     bases = step.base_layers if step is not None else base_layers(layers)
     return SectionAnalysis(

@@ -7,9 +7,9 @@ for convolutions only.
 """
 from __future__ import annotations
 
-from typing import Callable, List
+from typing import Callable, List, Optional, Tuple
 
-from ..base import kinds
+from ..base import kinds, machine
 from ..base.choices import GPU_BACKENDS
 from .breakdown import Advice, LayerTime, Summary, named, pct
 
@@ -84,28 +84,74 @@ def dominant_layer(s: Summary) -> List[Advice]:
     return out
 
 
-def slow_layer(s: Summary) -> List[Advice]:
-    layers = s.base_layers
-    rates = {id(l): l.gflops_per_s for l in layers}
-    rated = [l for l in layers if rates[id(l)] is not None and l.total_ms > 0]
-    if len(rated) < 2 or s.step_ms <= 0:
-        return []
-    best = max(rated, key=lambda l: rates[id(l)] or 0.0)
-    best_rate = rates[id(best)] or 0.0
+# How a layer's rate is judged, by what it does: arithmetic against the machine's matrix product (FLOP/s),
+# or moving its operands against the machine's memory bandwidth (bytes/s); other kinds are not judged.
+COMPUTE_KINDS = (kinds.CONVOLUTION, kinds.AFFINE, kinds.RECURRENT)
+MEMORY_KINDS = (kinds.ELEMENTWISE, kinds.NORMALIZATION, kinds.POOLING, kinds.REDUCTION, kinds.DATA)
+
+
+def _rate(l: LayerTime) -> Optional[Tuple[float, str, str]]:
+    """(the layer's rate, the machine's reach it is judged by, its unit), by what the layer does."""
+    kind = kinds.layer_kind(l.layer_type)
+    if kind in COMPUTE_KINDS and l.gflops_per_s is not None:
+        return l.gflops_per_s, "gflops", "GFLOP/s"
+    if kind in MEMORY_KINDS and l.gbytes_per_s is not None:
+        return l.gbytes_per_s, "gbytes_per_s", "GB/s"
+    return None
+
+
+def implausible(s: Summary) -> List[str]:
+    """Notes for layers whose rate is above what this machine reaches: their time is too short to rate."""
     out = []
-    for l in rated:
-        rate = rates[id(l)] or 0.0
-        if l is best or l.step_ms / s.step_ms < SLOW_LAYER_MIN_SHARE:
+    for l in s.base_layers:
+        for rate, key, unit in [(l.gflops_per_s, "gflops", "GFLOP/s"), (l.gbytes_per_s, "gbytes_per_s", "GB/s")]:
+            reach = s.machine_rates.get(key)
+            if rate is not None and reach and not machine.plausible(rate, reach):
+                out.append("%s (%s) reads %.1f %s, above what this machine reaches (%.1f %s measured): its time "
+                           "(%.6f ms) is too short to rate, and it is no reference for other layers"
+                           % (named(l), l.layer_type, rate, unit, reach, unit, l.total_ms))
+                break
+    return out
+
+
+def slow_layer(s: Summary) -> List[Advice]:
+    """A layer that matters and runs far below what this machine reaches for its kind of work: a matrix
+    product or convolution by FLOP/s against the machine's BLAS, an element-wise or normalisation layer by
+    bytes per second against its memory bandwidth. Without the machine's figures (older results), against the
+    best plausible layer of the same kind of work in the network."""
+    if s.step_ms <= 0:
+        return []
+    rated = []
+    for l in s.base_layers:
+        found = _rate(l)
+        if found is None or l.total_ms <= 0:
             continue
-        if rate < SLOW_LAYER_FACTOR * best_rate:
-            out.append(Advice("slow_layer",
-                              "%s computes far below what this machine reaches in this network: its "
-                              "implementation or its shape (memory-bound, small or odd sizes) costs more "
-                              "than its arithmetic." % l.layer,
-                              "%s (%s) achieves %.3f GFLOP/s over %.3f ms (%s of the step)%s; the best "
-                              "layer, %s, achieves %.3f GFLOP/s (threshold: a tenth of it)"
-                              % (named(l), l.layer_type, rate, l.step_ms, pct(l.step_ms / s.step_ms),
-                                 _memory(l), best.layer, best_rate)))
+        rate, key, unit = found
+        if machine.plausible(rate, s.machine_rates.get(key)):
+            rated.append((l, rate, key, unit))
+    out = []
+    for l, rate, key, unit in rated:
+        if l.step_ms / s.step_ms < SLOW_LAYER_MIN_SHARE:
+            continue
+        reach = s.machine_rates.get(key)
+        if reach:
+            reference, against = reach, "this machine reaches %.1f %s (measured)" % (reach, unit)
+        else:
+            peers = [(x, r) for x, r, k, _ in rated if k == key and x is not l]
+            if not peers:
+                continue
+            best, reference = max(peers, key=lambda p: p[1])
+            against = "the best layer of its kind, %s, achieves %.3f %s" % (best.layer, reference, unit)
+        if rate >= SLOW_LAYER_FACTOR * reference:
+            continue
+        what = ("computes far below what this machine reaches: its implementation or its shape (small or odd "
+                "sizes) costs more than its arithmetic" if key == "gflops" else
+                "moves its operands far slower than this machine's memory allows: many small calls, or a layout "
+                "it must convert, cost more than the data it moves")
+        out.append(Advice("slow_layer", "%s %s." % (l.layer, what),
+                          "%s (%s) achieves %.3f %s over %.3f ms (%s of the step)%s; %s (threshold: a tenth of it)"
+                          % (named(l), l.layer_type, rate, unit, l.step_ms, pct(l.step_ms / s.step_ms),
+                             _memory(l) if key == "gflops" else "", against)))
     return out
 
 

@@ -59,6 +59,12 @@ class LayerTime:
             return None
         return self.flops / (self.total_ms * 1e6)
 
+    @property
+    def gbytes_per_s(self) -> Optional[float]:
+        if not self.bytes_moved or self.total_ms <= 0:
+            return None
+        return self.bytes_moved / (self.total_ms * 1e6)
+
 
 @dataclass(frozen=True)
 class Advice:
@@ -82,6 +88,9 @@ def purpose(info: Dict[str, object]) -> str:
         return "forward and backward, no solver update after its backward"
     if role == "feeds":
         return "forward only, part of training: feeds %s" % _quoted(list(info.get("feeds") or []))  # type: ignore[call-overload]
+    if role == "updates":
+        return "forward only, part of training: updates parameters of %s (F.assign)" % _quoted(
+            list(info.get("writes") or []))  # type: ignore[call-overload]
     if role == "evaluation":
         return "forward only: an evaluation, no graph run backward reads its outputs"
     return "forward only"
@@ -125,6 +134,7 @@ class Summary:
     advice: List[Advice]
     graphs: List[GraphTime] = field(default_factory=list)  # a recorded program's graphs
     notes: List[str] = field(default_factory=list)  # how a part was reckoned, where it is not the plain rule
+    machine_rates: Dict[str, float] = field(default_factory=dict)  # what this machine reaches, as measured
 
     @property
     def step_ms(self) -> float:

@@ -18,12 +18,14 @@ import dataclasses
 import datetime
 import os
 import platform
+import re
 import sys
 import threading
 import time
 from typing import Any, Callable, Dict, List, MutableMapping, Optional, Sequence, Tuple, Union
 
 from .._version import __version__
+from ..base import machine
 from ..base.errors import ProfileError
 from ..render.files import prepare_outdir
 from ..recording.schedule import Schedule
@@ -143,6 +145,7 @@ class Recording:
             self.listener = Listener(self.recorder.request_window, self.schedule.signal, folder, self.progress)
             self.listener.install()
             self.recorder.watch = self.listener.check
+        machine.measure()  # what this machine reaches, once, before the program runs (not inside it)
         self.recorder.start()
         self._run_start_ns = self.recorder.started_ns
         _ACTIVE.append(self)
@@ -232,6 +235,9 @@ class Recording:
                                  "so no other window was recorded; call nnprofile.step() at each step's end")
             if failure:  # the run did not end as it should: the windows closed are whole, the view says so
                 self.profile.complete, self.profile.failure = False, failure
+        counted = max(r.steps_done, offset_steps(self.profile))
+        if self.profile is not None and isinstance(self.profile.header, ProgramHeader) and counted:
+            whole_run(self.profile.header, counted)
         try:
             if self.outdir is not None:
                 self._write_results(end_notes)
@@ -348,7 +354,7 @@ class Recording:
             hook_overhead_ns=round(costs.static_total, 1), hook_inside_ns=round(costs.static_inside, 1),
             call_overhead_ns=round(costs.dynamic_total, 1), call_inside_ns=round(costs.dynamic_inside, 1),
             active_steps=a.kept, skipped_steps=a.skip, chain_hook_overhead_ns=round(self.hook_costs.static_total, 1),
-            kept_steps=kept, plain_steps=plain, drift_threshold=DRIFT)
+            kept_steps=kept, plain_steps=plain, drift_threshold=DRIFT, machine_rates=machine.measure())
         if a.in_program is not None:
             header.hooks_in_program = {k: round(v, 4) for k, v in a.in_program.items()}
             header.hook_eviction = round(costs.eviction, 4)
@@ -356,7 +362,7 @@ class Recording:
         if a.skip < self.skip_first:
             notes.append("the program ran %d step%s, fewer than --skip-first %d and one active step: the skip "
                          "was shrunk to %d" % (a.steps, "" if a.steps == 1 else "s", self.skip_first, a.skip))
-        if a.how.startswith("one step"):
+        if a.how.startswith("one step:"):
             notes.append("no steps were found (no solver update seen, no nnprofile.step(), no repeating pass): "
                          "the whole run is one step; mark the end of each step with nnprofile.step()")
         if not recorder.events:
@@ -374,6 +380,19 @@ class Recording:
             header.started_unix = round(self._started_unix, 3)
         return Profile(header=header, notes=notes, sections=a.sections, complete=failure is None,
                        failure=failure, timeline=a.timeline)
+
+
+def offset_steps(profile: Optional[Profile]) -> int:
+    """The last step a profile's header names."""
+    h = getattr(profile, "header", None)
+    kept = list(getattr(h, "kept_steps", []) or []) + list(getattr(h, "plain_steps", []) or [])
+    return max(kept) if kept else 0
+
+
+def whole_run(header: ProgramHeader, steps: int) -> None:
+    """The final files' header: the steps the whole run went through (a window's own files keep theirs)."""
+    header.run_steps = steps
+    header.sampling = re.sub(r" of \d+ recorded", " of %d (the whole run) recorded" % steps, header.sampling, count=1)
 
 
 def _span(steps: Sequence[int]) -> str:

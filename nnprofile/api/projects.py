@@ -21,6 +21,7 @@ from .._version import __version__
 from ..analysis import SectionAnalysis, analyze_section
 from ..base.choices import MODES
 from ..base.options import ProfileOptions
+from ..base import machine
 from ..base.errors import ProfileError
 from ..measure.rounds import EntryCallback
 from ..measure.session import Selection, plan, run as run_sections
@@ -52,7 +53,7 @@ def _header(project: Any, sampling: Sampling, options: ProfileOptions) -> Projec
         sampling=sampling.describe(),
         machine="%s, %s, Python %s" % (platform.node(), platform.machine(), platform.python_version()),
         date=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        data="synthetic" if options.synthetic else "datasets")
+        data="synthetic" if options.synthetic else "datasets", machine_rates=machine.measure())
 
 
 def profile(project: PathLike, *params: PathLike, outdir: Optional[PathLike] = None,

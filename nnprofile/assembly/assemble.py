@@ -19,8 +19,10 @@ from ..result import Section
 from ..result.drift import drift_over, emptied
 from ..result.timeline import TimelineEvent
 from . import hookfit, steps as step_rule
-from .events import DYNAMIC, EAGER, Call, Capture, Hooks, InputCall, SolverCall, StepMark, end_of, start_of
-from .graphs import UNDETERMINED, Graph, roles, solver_labels, split_by_graph, trainers
+from .events import DYNAMIC, EAGER, Call, Capture, Hooks, InputCall, SolverCall, StepMark, end_of, stack_of, start_of
+from .iterations import loop_where, starts, step_loop
+from .tree import children, descendants, top_level
+from .graphs import UNDETERMINED, UPDATES, Graph, roles, solver_labels, split_by_graph, trainers
 from .passes import Pass, group_passes
 from .sections import Builder, merged
 
@@ -54,12 +56,12 @@ class Assembly:
     plain_steps: List[int] = field(default_factory=list)  # the steps run without the hooks, among them
 
 
-def replay(capture: Capture, passes: Sequence[Pass]) -> step_rule.Loop:
-    """The loop's structure, as the recorder followed it while the program ran."""
+def replay(events: Sequence[Any], passes: Sequence[Pass]) -> step_rule.Loop:
+    """The loop's structure (its pattern of updates, marks and passes), from the program's own calls."""
     loop = step_rule.Loop()
     starting = {id(p.calls[0]): p for p in passes}
     recent: set = set()  # functions made under auto_forward since the last update
-    for e in capture.events:
+    for e in events:
         if isinstance(e, Call):
             p = starting.get(id(e))
             if p is not None:
@@ -93,25 +95,91 @@ def hook_states(per_step: List[List[Any]]) -> List[str]:
     on = True
     for events in per_step:
         state = None
-        for n, e in enumerate(events):
+        began = on  # the hooks as the step's first call ran
+        seen = False
+        for e in events:
             if isinstance(e, Hooks):
-                if any(not isinstance(x, Hooks) for x in events[:n]):
-                    state = MIXED
+                if not seen:
+                    began = e.on
                 on = e.on
-        out.append(state or (HOOKED if on else PLAIN))
+            elif seen or not isinstance(e, Hooks):
+                if seen and on != began:
+                    state = MIXED
+                seen = True
+        # A switch after the step's last call (where the next step was seen to begin) is the next step's.
+        out.append(state or (HOOKED if began else PLAIN))
+    return out
+
+
+def iteration_bounds(top: Sequence[Any], capture: Capture) -> Optional[Tuple[List[Tuple[int, int]], str]]:
+    """The steps as the iterations of the program's loop (``nnprofile.assembly.iterations``): each from its
+    first call to the next one's, the last to the end of its last call; and the loop's line. None where
+    the calls carry no stacks or no loop holds them."""
+    if not capture.codes:
+        return None
+    stacked = [(i, stack_of(e)) for i, e in enumerate(top) if stack_of(e)]
+    if not stacked:
+        return None
+    updates = [st for i, st in stacked if isinstance(top[i], SolverCall) and top[i].method == "update"]
+    keys = updates or [st for i, st in stacked if isinstance(top[i], (Call, InputCall))]
+    loop = step_loop([k for k in keys if k is not None], capture.codes)
+    if loop is None:
+        return None
+    flags = dict(zip([i for i, _ in stacked], starts([st for _, st in stacked], loop, capture.codes)))
+    bounds: List[Tuple[int, int]] = []
+    current: Optional[int] = None
+    inside, last_end = False, 0
+    for i, e in enumerate(top):
+        if isinstance(e, Hooks):
+            continue
+        if i in flags:
+            flag = flags[i]
+            inside = flag is not None
+            if flag is True:
+                if current is not None:  # work between two iterations outside the loop (a validation
+                    bounds.append((current, start_of(e)))  # after each epoch) is the earlier one's
+                current = start_of(e)
+        if inside and current is not None:
+            last_end = max(last_end, end_of(e))
+    if current is not None:  # the last iteration: to its last call inside the loop
+        bounds.append((current, last_end))
+    return bounds, loop_where(loop, capture.codes)
+
+
+def find_steps(capture: Capture, top: Sequence[Any], passes: Sequence[Pass],
+               last_ns: int) -> Tuple[List[Tuple[int, int]], step_rule.Rule, step_rule.Loop]:
+    """Where the steps are: marks where the program gives them; else the iterations of its loop; else the
+    repeating pattern of its updates or passes (``nnprofile.assembly.steps``)."""
+    loop = replay(top, passes)
+    if not loop.marks:
+        found = iteration_bounds(top, capture)
+        if found is not None:
+            return found[0], step_rule.Rule("iterations", where=found[1]), loop
+    rule = loop.rule()
+    return step_rule.bounds(loop, rule, capture.started_ns, last_ns), rule, loop
+
+
+def with_children(span: Sequence[Any], kids: Dict[int, List[Any]]) -> List[Any]:
+    """A span of the program's own calls with the calls inside each, before it (as they ended)."""
+    if not kids:
+        return list(span)
+    out: List[Any] = []
+    for e in span:
+        out += descendants(e, kids)
+        out.append(e)
     return out
 
 
 def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
     """The sections of a recorded program, its timeline, and what its steps were."""
     events = capture.events
-    last_ns = max([end_of(e) for e in events] + [capture.started_ns])
-    all_passes = group_passes(events, capture.sites)
-    loop = replay(capture, all_passes)
-    rule = loop.rule()
-    bounds = step_rule.bounds(loop, rule, capture.started_ns, last_ns)
-    per_step = step_rule.split(events, bounds, start_of)
-    before, after = step_rule.outside(events, bounds, start_of)
+    top = top_level(events)
+    kids = children(events)
+    last_ns = max([end_of(e) for e in top] + [capture.started_ns])
+    all_passes = group_passes(top, capture.sites)
+    bounds, rule, _ = find_steps(capture, top, all_passes, last_ns)
+    per_step = [with_children(span, kids) for span in step_rule.split(top, bounds, start_of)]
+    before, after = (with_children(span, kids) for span in step_rule.outside(top, bounds, start_of))
     skip = min(capture.skip_first, max(0, len(bounds) - 1))
     states = hook_states(per_step)
     # The kept steps: one run of the loop after those set aside; after them, the calibration's steps with
@@ -126,14 +194,16 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
     # at both ends: they name every graph the same way, wherever it ran).
     spans = [before] + per_step + [after]
     passes = [group_passes(span, capture.sites) for span in spans]
-    graphs = split_by_graph(spans, passes, capture)
+    # The graphs of the steps the profile shows or notes: kept, set aside, before the first, after the last.
+    noted = {0, len(spans) - 1} | {1 + i for i in kept} | {1 + i for i in range(skip)}
+    graphs = split_by_graph(spans, passes, capture, noted)
     labels = solver_labels(capture)
     for g in graphs:
         g.trained_by = trainers(g, spans, capture)
     for g in graphs:  # back to the steps' own indexes
         g.passes = g.passes[1:-1] + [g.passes[0], g.passes[-1]]
     graph_roles = roles(graphs, kept, capture)
-    builder = Builder(capture, costs, name, labels, kept, per_step, bounds, set(plain_kept))
+    builder = Builder(capture, costs, name, labels, kept, per_step, bounds, set(plain_kept), kids)
     shown = sorted((g for g in graphs if any(g.passes[i] for i in kept)),
                    key=lambda g: next((n, min(p.start_ns for p in g.passes[i])) for n, i in enumerate(kept)
                                       if g.passes[i]))  # in order of first use in the kept steps
@@ -142,7 +212,7 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
         role, fed = graph_roles[g.key]
         section.info["role"] = role
         if fed:
-            section.info["feeds"] = fed
+            section.info["writes" if role == UPDATES else "feeds"] = fed
     sections.append(builder.program_section())
     raised = hold_parts(sections)
     drift = drift_over(sections, len(kept), DRIFT, keep_rare=True)
@@ -150,7 +220,7 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
     if trained and kept:
         trained[0].memory = builder.memory(trained[0])
     names = _namer(graphs, capture, labels)
-    notes = []
+    notes = ["%s" % fault for fault in capture.faults]
     if capture.iterators:
         notes.append(INPUT_NOTE)
     if capture.callback_used:
@@ -179,9 +249,25 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
                      "cost, after the kept steps): what it did after its last step (a final evaluation, saving) "
                      "was not seen")
     return Assembly(sections if any(s.entries for s in sections) else [], builder.timeline, len(bounds), skip,
-                    len(kept), step_rule.describe(rule, len(bounds), names), notes, costs,
+                    len(kept), step_rule.describe(rule, len(bounds), names) + (
+                        updates_per_step(per_step, kept, labels) if rule.kind == "iterations" else ""),
+                    notes, costs,
                     hooks, builder.origin, graphs,
                     [i + 1 for i in kept], [i + 1 for i in plain_kept])
+
+
+def updates_per_step(per_step: List[List[Any]], kept: Sequence[int], labels: Sequence[str]) -> str:
+    """`` (updates a step: Adam: critic 1, Adam: actor 0.5)`` over the kept steps; "" without an update."""
+    counts: Dict[int, int] = {}
+    for i in kept:
+        for e in per_step[i]:
+            if isinstance(e, SolverCall) and e.method == "update" and not e.depth:
+                counts[e.solver] = counts.get(e.solver, 0) + 1
+    if not counts or not kept:
+        return ""
+    return " (updates a step: %s)" % ", ".join(
+        "%s %s" % (labels[s] if s < len(labels) else "solver %d" % (s + 1), ("%.2f" % (n / len(kept))).rstrip("0").rstrip("."))
+        for s, n in sorted(counts.items()))
 
 
 def fit_costs(capture: Capture, costs: HookCosts, per_step: List[List[Any]], bounds: List[Tuple[int, int]],
@@ -198,7 +284,8 @@ def fit_costs(capture: Capture, costs: HookCosts, per_step: List[List[Any]], bou
     ratios = {}
     for phase in ("forward", "backward"):
         ratios[phase] = hookfit.gap_ratio([p for i in kept for p in phases[i] if p.phase == phase],
-                                          lambda c, p: costs.total(c.kind, key[id(c)]) - costs.inside(c.kind, key[id(c)]))
+                                          lambda c, p: costs.total(c.kind, key[id(c)]) - costs.inside(c.kind, key[id(c)]),
+                                          excluded)
     costs = scaled(costs, ratios["forward"], ratios["backward"])
     info: Dict[str, float] = {"signatures": float(len(costs.by_signature)), "forward_scale": round(costs.scale, 4),
                               "backward_scale": round(costs._scale(BACKWARD), 4)}

@@ -9,6 +9,13 @@ site with the pass it runs and the name the program called it on, each solver wi
 parameters. From a ``Capture`` on, everything is pure (``nnprofile.assembly``): it saves to a
 file (``events.json.gz``, ``nnprofile run --save-events``), loads without NNabla, and assembles
 the same profile again. Times are integer nanoseconds of the recorder's clock.
+
+NNabla runs functions inside functions (a custom layer's ``forward_impl`` calls NNabla functions on
+NdArrays, a backward builds and runs new functions, a solver of the program's own computes on
+NdArrays): a program's calls are a tree. Each event keeps its ``depth``, the calls open around it when
+it ran; events are kept in the order they ended, so a call's children are the events just before it one
+level deeper (``nnprofile.assembly.tree``). Each call that can begin a step keeps its ``stack``, the
+program's frames it was called from (``nnprofile.assembly.iterations``).
 """
 from __future__ import annotations
 
@@ -19,9 +26,10 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ..base.functions import FunctionInfo, Graph, VariableInfo
 from ..base.hookcost import HookCosts
+from .iterations import CodeInfo, Stack
 
 FORMAT = "nnprofile-events"
-VERSION = 1
+VERSION = 2   # 2: each event's depth and stack, the program's code objects
 STATIC, DYNAMIC, EAGER = "static", "dynamic", "eager"  # how a function ran (and was timed)
 
 
@@ -30,14 +38,17 @@ class Call:
     its id in the capture's graph once described; ``site``: the call site of its pass (a static
     graph's), or None; ``kind``: STATIC, DYNAMIC (auto_forward) or EAGER (on NdArrays)."""
 
-    __slots__ = ("function", "start_ns", "end_ns", "site", "kind")
+    __slots__ = ("function", "start_ns", "end_ns", "site", "kind", "depth", "stack")
 
-    def __init__(self, function: Any, start_ns: int, end_ns: int, site: Any = None, kind: str = STATIC):
+    def __init__(self, function: Any, start_ns: int, end_ns: int, site: Any = None, kind: str = STATIC,
+                 depth: int = 0, stack: Optional[Stack] = None):
         self.function = function
         self.start_ns = start_ns
         self.end_ns = end_ns
         self.site = site
         self.kind = kind
+        self.depth = depth      # calls open around it (0: the program's own call)
+        self.stack = stack      # the program's frames, for the first call of a pass
 
     @property
     def dynamic(self) -> bool:
@@ -53,6 +64,8 @@ class SolverCall:
     solver: int         # index into Capture.solvers
     start_ns: int
     end_ns: int
+    depth: int = 0
+    stack: Optional[Stack] = None
 
 
 @dataclass
@@ -62,6 +75,8 @@ class InputCall:
     iterator: int       # index into Capture.iterators
     start_ns: int
     end_ns: int
+    depth: int = 0
+    stack: Optional[Stack] = None
 
 
 @dataclass
@@ -69,6 +84,8 @@ class MonitorCall:
     monitor: str
     start_ns: int
     end_ns: int
+    depth: int = 0
+    stack: Optional[Stack] = None
 
 
 @dataclass
@@ -79,6 +96,8 @@ class CommCall:
     start_ns: int
     end_ns: int
     bytes: int = 0      # the data it moved (what the arrays given hold), 0 where unknown
+    depth: int = 0
+    stack: Optional[Stack] = None
 
 
 @dataclass
@@ -86,6 +105,7 @@ class StepMark:
     """``nnprofile.step()``: the program says where a step ends."""
 
     at_ns: int
+    stack: Optional[Stack] = None
 
 
 @dataclass
@@ -107,6 +127,14 @@ def end_of(e: Event) -> int:
     return e.at_ns if isinstance(e, (StepMark, Hooks)) else e.end_ns
 
 
+def depth_of(e: Event) -> int:
+    return getattr(e, "depth", 0)
+
+
+def stack_of(e: Event) -> Optional[Stack]:
+    return getattr(e, "stack", None)
+
+
 @dataclass
 class SiteInfo:
     """A call site of a pass: the program's line, and what the bytecode says it called on what."""
@@ -117,6 +145,7 @@ class SiteInfo:
     code: str           # the function (or module) the line is in
     phase: str          # "forward", "backward", or "" where the bytecode does not say
     receiver: str       # the name it was called on ("loss" in loss.backward()), "" where unknown
+    clears: str = ""    # the buffers the call asks to clear: "clear_buffer", "clear_no_need_grad" or ""
 
     @property
     def where(self) -> str:
@@ -156,40 +185,56 @@ class Capture:
     skip_first: int = 1
     active: int = 20
     costs: Optional[HookCosts] = None   # what the hooks cost, as measured (chain, per signature)
+    codes: List[CodeInfo] = field(default_factory=list)  # the program's code objects the stacks name
+    faults: List[str] = field(default_factory=list)      # what could not be recorded, and why
 
 
 # -- the file --------------------------------------------------------------------------------------
 
+def _stack_out(stack: Optional[Stack]) -> Optional[list]:
+    return [list(f) for f in stack] if stack else None
+
+
+def _stack_in(x: Any) -> Optional[Stack]:
+    return tuple((int(a), int(b), int(c)) for a, b, c in x) if x else None
+
+
 def _event_list(e: Event) -> list:
     if isinstance(e, Call):
-        return ["f", e.function, e.start_ns, e.end_ns, e.site, e.kind]
+        return ["f", e.function, e.start_ns, e.end_ns, e.site, e.kind, e.depth, _stack_out(e.stack)]
     if isinstance(e, SolverCall):
-        return ["s", e.method, e.solver, e.start_ns, e.end_ns]
+        return ["s", e.method, e.solver, e.start_ns, e.end_ns, e.depth, _stack_out(e.stack)]
     if isinstance(e, InputCall):
-        return ["i", e.iterator, e.start_ns, e.end_ns]
+        return ["i", e.iterator, e.start_ns, e.end_ns, e.depth, _stack_out(e.stack)]
     if isinstance(e, MonitorCall):
-        return ["m", e.monitor, e.start_ns, e.end_ns]
+        return ["m", e.monitor, e.start_ns, e.end_ns, e.depth, _stack_out(e.stack)]
     if isinstance(e, CommCall):
-        return ["c", e.method, e.start_ns, e.end_ns, e.bytes]
+        return ["c", e.method, e.start_ns, e.end_ns, e.bytes, e.depth, _stack_out(e.stack)]
     if isinstance(e, StepMark):
-        return ["k", e.at_ns]
+        return ["k", e.at_ns, _stack_out(e.stack)]
     return ["h", e.on, e.at_ns]
+
+
+def _tail(x: list, at: int) -> Tuple[int, Optional[Stack]]:
+    """(depth, stack) from an event's list (version 1 had neither: 0 and None)."""
+    return (int(x[at]) if len(x) > at else 0), (_stack_in(x[at + 1]) if len(x) > at + 1 else None)
 
 
 def _event(x: list) -> Event:
     kind = x[0]
     if kind == "f":
-        return Call(int(x[1]), int(x[2]), int(x[3]), x[4], str(x[5]))
+        depth, stack = _tail(x, 6)
+        return Call(int(x[1]), int(x[2]), int(x[3]), x[4], str(x[5]), depth, stack)
     if kind == "s":
-        return SolverCall(str(x[1]), int(x[2]), int(x[3]), int(x[4]))
+        return SolverCall(str(x[1]), int(x[2]), int(x[3]), int(x[4]), *_tail(x, 5))
     if kind == "i":
-        return InputCall(int(x[1]), int(x[2]), int(x[3]))
+        return InputCall(int(x[1]), int(x[2]), int(x[3]), *_tail(x, 4))
     if kind == "m":
-        return MonitorCall(str(x[1]), int(x[2]), int(x[3]))
+        return MonitorCall(str(x[1]), int(x[2]), int(x[3]), *_tail(x, 4))
     if kind == "c":
-        return CommCall(str(x[1]), int(x[2]), int(x[3]), int(x[4]))
+        return CommCall(str(x[1]), int(x[2]), int(x[3]), int(x[4]), *_tail(x, 5))
     if kind == "k":
-        return StepMark(int(x[1]))
+        return StepMark(int(x[1]), _stack_in(x[2]) if len(x) > 2 else None)
     return Hooks(bool(x[1]), int(x[2]))
 
 
@@ -204,9 +249,10 @@ def to_dict(c: Capture) -> Dict[str, Any]:
             "communicators": c.communicators, "costs": costs,
             "variables": [v.to_list() for v in c.graph.variables.values()],
             "functions": [f.to_list() for f in c.graph.functions.values()],
-            "sites": [[s.id, s.file, s.line, s.code, s.phase, s.receiver] for s in c.sites.values()],
+            "sites": [[s.id, s.file, s.line, s.code, s.phase, s.receiver, s.clears] for s in c.sites.values()],
             "solvers": [[s.type_name, s.variable, s.parameters, s.state_bytes, s.created] for s in c.solvers],
             "iterators": [[i.name, i.threaded] for i in c.iterators],
+            "codes": [x.to_list() for x in c.codes], "faults": list(c.faults),
             "events": [_event_list(e) for e in c.events]}
 
 
@@ -225,14 +271,16 @@ def from_dict(d: Dict[str, Any]) -> Capture:
         events=[_event(x) for x in d["events"]],
         graph=Graph([FunctionInfo.from_list(x) for x in d["functions"]],
                     [VariableInfo.from_list(x) for x in d["variables"]]),
-        sites={int(x[0]): SiteInfo(int(x[0]), x[1], int(x[2]), x[3], x[4], x[5]) for x in d["sites"]},
+        sites={int(x[0]): SiteInfo(int(x[0]), x[1], int(x[2]), x[3], x[4], x[5], x[6] if len(x) > 6 else "")
+               for x in d["sites"]},
         solvers=[SolverInfo(x[0], x[1], list(x[2]), int(x[3]), x[4]) for x in d["solvers"]],
         iterators=[IteratorInfo(x[0], bool(x[1])) for x in d["iterators"]],
         communicators=list(d.get("communicators", [])), started_ns=int(d["started_ns"]),
         stopped_ns=int(d["stopped_ns"]), excluded=[(int(a), int(b)) for a, b in d.get("excluded", [])],
         comm_rank=(int(d["comm_rank"][0]), int(d["comm_rank"][1])) if d.get("comm_rank") else None,
         callback_used=bool(d.get("callback_used")), skip_first=int(d.get("skip_first", 1)),
-        active=int(d.get("active", 20)), costs=costs)
+        active=int(d.get("active", 20)), costs=costs,
+        codes=[CodeInfo.from_list(x) for x in d.get("codes", [])], faults=[str(x) for x in d.get("faults", [])])
 
 
 def save(c: Capture, path: str) -> str:

@@ -7,6 +7,10 @@ pass ran on (the last function of a forward pass, the first of a backward pass).
 backward, and a function made as it runs belongs to the graph whose backward reaches it
 (forward-only work to a forward-only graph of its own).
 
+A graph rebuilt by the same lines again and again (a new graph per task in meta-learning, per batch
+of another length) is one graph: its builds run the same functions, on the same shapes, from the same
+call sites (``merge_rebuilt``); its layers are known by position, as an auto_forward graph's are.
+
 A graph is named as the program names it (``loss`` in ``loss.backward()``); two graphs the
 program gave one name (a variable bound to a new graph) are told apart by the line that made
 each (``loss (line 98)``, ``loss (line 120)``).
@@ -16,10 +20,15 @@ function's name is the common scope of its parameters (``conv1/conv`` for ``conv
 ``conv1/conv/b``), in every graph that uses those parameters; a scope applied twice in one graph
 (a siamese pair) gets an index, as NNabla's unrolled layers do (``conv1/conv[2]``); a
 parameter-free function its type, numbered per type in execution order (``ReLU``, ``ReLU_2``), as
-NNC names layers.
+NNC names layers. A parameter used outside its layer (a weight decay or L2 term, a weight norm, a tied
+embedding read again, a target network's soft update) is no copy of that layer: the function is named by
+what it does and the parameter it reads (``PowScalar (gcn_layer_0/affine/W)``). A scope's layer is the
+function of a parametric type (what ``nnabla.parametric_functions`` makes) that reads most of its
+parameters anywhere in the program (``owners``).
 """
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
@@ -41,6 +50,7 @@ class Graph:
     passes: List[List[Pass]] = field(default_factory=list)
     trained_by: List[int] = field(default_factory=list)  # solver indexes
     made: Optional[str] = None      # where the program made what it runs on ("train.py:98"), where known
+    rebuilt: bool = False           # built anew by the same lines (its builds merged): layers by position
 
     def ran_in(self, step: int) -> bool:
         return bool(self.passes[step])
@@ -55,8 +65,11 @@ def graph_key(p: Pass, dynamic_functions: Set[int]) -> Any:
     return ("auto_forward", p.site) if p.root in dynamic_functions else ("static", p.root)
 
 
-def split_by_graph(steps: Sequence[List[Any]], passes: Sequence[List[Pass]], capture: Capture) -> List[Graph]:
-    """The graphs of the steps given, in order of first use; each with its passes per step."""
+def split_by_graph(steps: Sequence[List[Any]], passes: Sequence[List[Pass]], capture: Capture,
+                   shown: Optional[Set[int]] = None) -> List[Graph]:
+    """The graphs of the steps given, in order of first use; each with its passes per step. ``shown``: the
+    steps whose graphs matter (a graph seen only elsewhere, in part, as the hooks were switched for the steps
+    that measure their cost, is left out)."""
     graphs: Dict[Any, Graph] = {}
     functions = capture.graph.functions
     for s, step_passes in enumerate(passes):
@@ -96,7 +109,8 @@ def split_by_graph(steps: Sequence[List[Any]], passes: Sequence[List[Pass]], cap
                 runs[-1][1].calls.append(call)
             for key, run in runs:
                 graphs[key].passes[-1].append(run)
-    out = [g for g in graphs.values() if any(g.passes)]
+    out = merge_rebuilt([g for g in graphs.values() if any(g.passes[i] for i in range(len(g.passes))
+                                                         if shown is None or i in shown)], capture)
     out.sort(key=_first_use)
     unnamed = 0
     for g in out:
@@ -106,6 +120,44 @@ def split_by_graph(steps: Sequence[List[Any]], passes: Sequence[List[Pass]], cap
             unnamed += 1
             g.name = "graph %d" % unnamed
     tell_apart(out)
+    return out
+
+
+def fingerprint(graph: Graph, capture: Capture) -> Optional[str]:
+    """What a static graph's build runs: its first forward pass's and first backward pass's call site and
+    functions (type, arguments, shapes). None for an auto_forward graph."""
+    if graph.dynamic:
+        return None
+    functions = capture.graph.functions
+    parts: List[str] = []
+    for phase in ("forward", "backward"):
+        first = next((p for step in graph.passes for p in step if p.phase == phase), None)
+        if first is None:
+            continue
+        site = capture.sites.get(first.site) if first.site is not None else None
+        names = [capture.graph.signature(functions[c.function]) if c.function in functions else "?" for c in first.calls]
+        parts.append("%s@%s:%s|%s" % (phase, site.file if site else "", site.line if site else "", ";".join(names)))
+    return hashlib.sha1("\n".join(parts).encode("utf-8")).hexdigest() if parts else None
+
+
+def merge_rebuilt(graphs: List[Graph], capture: Capture) -> List[Graph]:
+    """Graphs that are builds of one graph (same fingerprint) made one, their passes together per step."""
+    by_print: Dict[str, Graph] = {}
+    out: List[Graph] = []
+    for g in graphs:
+        key = fingerprint(g, capture)
+        first = by_print.get(key) if key is not None else None
+        if first is None:
+            if key is not None:
+                by_print[key] = g
+            out.append(g)
+            continue
+        first.rebuilt = True
+        for i, step in enumerate(g.passes):
+            if step:
+                first.passes[i] = sorted(first.passes[i] + step, key=lambda p: p.start_ns)
+        if not first.name and g.name:
+            first.name = g.name
     return out
 
 
@@ -144,9 +196,24 @@ def layer_keys(graph: Graph, step: int) -> List[Tuple[Any, Call, str]]:
     """(layer key, call, phase) of each of a graph's calls in a step, in order. A static graph's
     layer is its function; an auto_forward graph's is its position in the step's forward calls."""
     out: List[Tuple[Any, Call, str]] = []
-    if not graph.dynamic:
+    if not graph.dynamic and not graph.rebuilt:
         for p in graph.passes[step]:
             out += [(c.function, c, p.phase) for c in p.calls]
+        return out
+    if graph.rebuilt:  # each build's functions by their position in its own forward pass
+        at: Dict[Any, int] = {}
+        for p in graph.passes[step]:
+            if p.phase == "forward":
+                for i, c in enumerate(p.calls):
+                    at[c.function] = i
+        loose = 0
+        for p in graph.passes[step]:
+            for c in p.calls:
+                if c.function in at:
+                    out.append((("position", at[c.function]), c, p.phase))
+                else:
+                    loose += 1
+                    out.append((("backward only", loose), c, p.phase))
         return out
     position: Dict[Any, int] = {}
     for p in graph.passes[step]:
@@ -164,12 +231,42 @@ def layer_keys(graph: Graph, step: int) -> List[Tuple[Any, Call, str]]:
     return out
 
 
+# The types ``nnabla.parametric_functions`` makes around parameters of their own: a scope's layer.
+PARAMETRIC = frozenset((
+    "Affine", "Convolution", "DepthwiseConvolution", "Deconvolution", "DepthwiseDeconvolution",
+    "DeformableConvolution", "BatchNormalization", "FusedBatchNormalization", "SyncBatchNormalization",
+    "LayerNormalization", "InstanceNormalization", "GroupNormalization", "TensorNormalization",
+    "WeightStandardization", "SpectralNorm", "WeightNormalization", "Embed", "RNN", "LSTM", "GRU", "PReLU",
+    "MeanSubtraction", "BinaryConnectAffine", "BinaryConnectConvolution", "BinaryWeightAffine",
+    "BinaryWeightConvolution", "INQAffine", "INQConvolution", "FixedPointQuantize", "MinMaxQuantize",
+))
+
+
+def _scope_of(name: str) -> str:
+    return name.rsplit("/", 1)[0] if "/" in name else name
+
+
+def owners(functions: Functions) -> Dict[str, str]:
+    """Scope -> the type of its layer: among the functions reading its parameters anywhere in the program,
+    those of a parametric type first, then the type reading most of them (the first seen on a tie)."""
+    votes: Dict[str, Dict[str, Tuple[int, int, int]]] = {}
+    for order, f in enumerate(functions.functions.values()):
+        params = {functions.variables[v].parameter for v in f.inputs if functions.variables[v].parameter}
+        for scope in {_scope_of(p) for p in params if p}:
+            n = sum(1 for p in params if p and _scope_of(p) == scope)
+            known = votes.setdefault(scope, {}).get(f.type)
+            votes[scope][f.type] = (int(f.type in PARAMETRIC), max(n, known[1] if known else 0),
+                                    -(known[2] if known else -order))
+    return {scope: max(types.items(), key=lambda kv: kv[1])[0] for scope, types in votes.items()}
+
+
 class Namer:
     """Names one graph's layers, in the order they are first seen, from the parameter names seen
-    while the program ran."""
+    while the program ran (``owner``: scope -> the type of its layer, ``owners``)."""
 
-    def __init__(self, functions: Functions):
+    def __init__(self, functions: Functions, owner: Optional[Dict[str, str]] = None):
         self.functions = functions
+        self.owner = owner if owner is not None else owners(functions)
         self.per_scope: Dict[str, int] = {}
         self.per_type: Dict[str, int] = {}
 
@@ -187,6 +284,9 @@ class Namer:
 
     def name(self, f: FunctionInfo) -> str:
         scope = self.scope(f)
+        if scope and self.owner.get(scope, f.type) != f.type:  # a parameter used outside its layer
+            params = [self.functions.variables[v].parameter for v in f.inputs]
+            scope = "%s (%s)" % (f.type, next(p for p in params if p))
         if scope:
             self.per_scope[scope] = self.per_scope.get(scope, 0) + 1
             n = self.per_scope[scope]
@@ -260,7 +360,26 @@ def _scopes(capture: Capture, which: Sequence[int]) -> List[str]:
 
 
 # What a graph is for, as its section says it (``Section.info["role"]``).
-TRAINED, BACKWARD, FEEDS, EVALUATION = "trained", "backward", "feeds", "evaluation"
+TRAINED, BACKWARD, FEEDS, EVALUATION, UPDATES = "trained", "backward", "feeds", "evaluation", "updates"
+WRITERS = ("Assign",)  # functions that write their first input: into a parameter, training's work
+
+
+def writes(graph: Graph, capture: Capture) -> List[str]:
+    """The scopes of the parameters a graph writes (``F.assign`` into a parameter: a target network's copy, a
+    moving average), in order."""
+    functions, variables = capture.graph.functions, capture.graph.variables
+    out: List[str] = []
+    for step in graph.passes:
+        for p in step:
+            for c in p.calls:
+                f = functions.get(c.function)
+                if f is None or f.type not in WRITERS or not f.inputs:
+                    continue
+                name = variables[f.inputs[0]].parameter
+                scope = name.rsplit("/", 2)[0] if name and name.count("/") >= 2 else _scope_of(name or "")
+                if name and scope not in out:
+                    out.append(scope)
+    return out
 
 
 def roles(graphs: Sequence[Graph], kept: Sequence[int], capture: Capture) -> Dict[Any, Tuple[str, List[str]]]:
@@ -275,6 +394,10 @@ def roles(graphs: Sequence[Graph], kept: Sequence[int], capture: Capture) -> Dic
     for g in graphs:
         if g.trained_by:
             out[g.key] = (TRAINED, [])
+            continue
+        written = writes(g, capture)
+        if written:
+            out[g.key] = (UPDATES, written)
             continue
         if g.key in backward:
             out[g.key] = (BACKWARD, [])

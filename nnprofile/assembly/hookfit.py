@@ -80,7 +80,8 @@ def pairs(per_step: Sequence[List[Any]], bounds: Sequence[Tuple[int, int]], hook
 OUTLIER = 3.0
 
 
-def gap_ratio(passes: Sequence[Any], outside_of: Callable[[Any, Any], float]) -> Optional[float]:
+def gap_ratio(passes: Sequence[Any], outside_of: Callable[[Any, Any], float],
+              excluded: Sequence[Tuple[int, int]] = (), inside_of: Optional[Callable[[Any], float]] = None) -> Optional[float]:
     """How much longer than measured the hooks' cost between a pass's functions is in the program: the
     gaps between the functions of its passes against what the hooks cost there as measured (each
     function's cost outside its own interval, ``outside_of(call, pass)``), over the passes of two
@@ -89,12 +90,15 @@ def gap_ratio(passes: Sequence[Any], outside_of: Callable[[Any, Any], float]) ->
     and counts with them, so that at this scale the functions and the hooks' cost fill the passes:
     what the replicas showed (a replica's share of a pass is its function and NNabla's work for it).
     Taken over the passes together, the kept passes' functions and the hooks' cost fill those passes
-    exactly; a median of each pass's ratio would leave the passes' mean off by their skew (a slow spell)."""
+    exactly; a median of each pass's ratio would leave the passes' mean off by their skew (a slow spell).
+    ``excluded``: nnprofile's own work, left out of the gaps."""
     measured: List[Tuple[float, float]] = []
     for p in passes:
         if p.dynamic or len(p.calls) < 2:
             continue
-        gaps = (p.end_ns - p.start_ns) - sum(c.end_ns - c.start_ns for c in p.calls)
+        # nnprofile's own work inside the pass (a step that ended at its first function) is no gap
+        gaps = (p.end_ns - p.start_ns) - sum(c.end_ns - c.start_ns for c in p.calls) - overlap(p.start_ns, p.end_ns,
+                                                                                                excluded)
         costs = sum(outside_of(c, p) for c in p.calls[:-1])
         if costs > 0:
             measured.append((max(0.0, gaps), costs))

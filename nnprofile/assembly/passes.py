@@ -6,14 +6,16 @@ passes), ended early by any other call of the program's (a solver, an iterator, 
 eager call). Under ``auto_forward``, consecutive function calls (each runs as it is made) form a
 forward pass of their own. Each pass knows its phase and the name the program gave what it ran
 the pass on (``loss`` in ``loss.backward()``), as its call site says
-(``nnprofile.assembly.events.SiteInfo``). Eager calls are no pass: they belong to no graph.
+(``nnprofile.assembly.events.SiteInfo``). Eager calls are no pass: they belong to no graph. Only the
+program's own calls make passes: a call inside another (a custom layer's functions on NdArrays, the
+functions a double backward builds and runs) is its parent's child (``nnprofile.assembly.tree``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
-from .events import DYNAMIC, STATIC, Call, SiteInfo
+from .events import DYNAMIC, STATIC, Call, SiteInfo, depth_of
 
 
 @dataclass
@@ -48,6 +50,8 @@ def group_passes(events: Sequence[Any], sites: Dict[int, SiteInfo]) -> List[Pass
     current: Optional[Pass] = None
     seen: set = set()
     for event in events:
+        if depth_of(event):
+            continue  # a call inside another call (its child): no pass of its own, no end of one
         if not isinstance(event, Call) or event.kind not in (STATIC, DYNAMIC):
             current = None  # the program did something else: a pass has ended
             continue

@@ -8,6 +8,11 @@ communicator call, the eager work (functions called on NdArrays, by the line tha
 and the whole step. What the hooks cost, as measured, is taken off every function's time and off
 the passes and steps they sit in; nnprofile's own work between the program's calls (reading
 parameter names) is not part of any step. The timeline holds the kept steps' events.
+
+A call that ran others inside it (``nnprofile.assembly.tree``) keeps its whole time, their timing's
+cost taken off; its entry lists its children, and the timeline nests them inside it. Where a graph's
+functions cover less than COVERED of its passes, the rest is an entry of its own (``engine``): the
+graph engine's work between functions (allocating, and clearing buffers where the call asks for it).
 """
 from __future__ import annotations
 
@@ -20,13 +25,15 @@ from ..base.series import RoundSeries, SeriesTable
 from ..result import Entry, Section
 from ..result.layer import Layer
 from ..result.timeline import TimelineEvent
-from .events import EAGER, Call, Capture, CommCall, InputCall, MonitorCall, SolverCall
+from .events import EAGER, Call, Capture, CommCall, InputCall, MonitorCall, SolverCall, depth_of
+from .tree import descendants
 from .graphs import Graph, Namer, layer_keys
 from .passes import Pass, group_passes
 
 SOLVER_PHASES = {"zero_grad": "prepare_backward", "weight_decay": "weight_decay", "update": "update"}
 # Events a trace keeps per step: a bound on its size (times the active steps).
 MAX_EVENTS_PER_STEP = 20_000
+COVERED = 0.9   # a graph's functions covering less of its passes: the rest is an engine entry
 
 
 def merged(intervals: Sequence[Tuple[int, int]]) -> List[Tuple[int, int]]:
@@ -49,12 +56,14 @@ class Builder:
     """Makes the sections of a recording's kept steps (``kept``: their indexes among ``per_step``)."""
 
     def __init__(self, capture: Capture, costs: HookCosts, name: str, labels: List[str], kept: List[int],
-                 per_step: List[List[Any]], bounds: List[Tuple[int, int]], plain: Optional[set] = None):
+                 per_step: List[List[Any]], bounds: List[Tuple[int, int]], plain: Optional[set] = None,
+                 kids: Optional[Dict[int, List[Any]]] = None):
         self.capture, self.costs, self.name, self.labels = capture, costs, name, labels
         self.functions = capture.graph.functions
         self.excluded = merged(capture.excluded)
         self.kept, self.per_step, self.bounds = kept, per_step, bounds
         self.plain = plain or set()  # the steps run without the hooks
+        self.kids = kids or {}       # id(call) -> the calls that ran inside it
         self.timeline: List[TimelineEvent] = []
         self.origin = bounds[kept[0]][0] if kept else 0
         self.layers: Dict[str, Dict[Any, Layer]] = {}  # graph name -> layer key -> layer
@@ -77,6 +86,54 @@ class Builder:
         """What the hooks added to a stretch of these calls: each call's whole cost and its eviction."""
         c = self.costs
         return sum(c.total(x.kind, self.signature(x, phase)) + self.own_cost(x, phase) for x in calls)
+
+    def inner(self, call: Any) -> Tuple[List[Any], float]:
+        """The calls inside ``call`` and what timing them added to its time."""
+        inside = descendants(call, self.kids)
+        if not inside:
+            return inside, 0.0
+        return inside, sum(self.costs.total(x.kind, self.signature(x)) + self.own_cost(x)
+                           if isinstance(x, Call) else 0.0 for x in inside)
+
+    def children(self, calls: Sequence[Tuple[Any, float]]) -> List[Dict[str, Any]]:
+        """Each kind of child of these calls (``(call, hooks inside it)``): its calls per parent call and mean."""
+        kinds: Dict[str, List[float]] = {}
+        order: List[str] = []
+        types: Dict[str, str] = {}
+        for call, _ in calls:
+            for child in self.kids.get(id(call), []):
+                label, kind = self._child_label(child)
+                if label not in kinds:
+                    kinds[label] = []
+                    order.append(label)
+                    types[label] = kind
+                kinds[label].append(float(child.end_ns - child.start_ns))
+        n = max(1, len(calls))
+        return [{"label": label, "type": types[label], "calls": round(len(kinds[label]) / n, 4),
+                 "mean_ms": round(sum(kinds[label]) / len(kinds[label]) / 1e6, 6)} for label in order]
+
+    def _child_label(self, child: Any) -> Tuple[str, str]:
+        if isinstance(child, Call):
+            f = self.functions.get(child.function)
+            kind = f.type if f is not None else "function"
+            how = {"eager": "on NdArrays", "dynamic": "auto_forward"}.get(child.kind, "graph")
+            return "%s (%s)" % (kind, how), kind
+        if isinstance(child, SolverCall):
+            label = self.labels[child.solver] if child.solver < len(self.labels) else "solver"
+            return "%s (%s)" % (child.method, label), "solver"
+        if isinstance(child, InputCall):
+            return "load_dataset (%s)" % self.capture.iterators[child.iterator].name, "input"
+        if isinstance(child, MonitorCall):
+            return "monitor (%s)" % child.monitor, "monitor"
+        return "%s (communicator)" % getattr(child, "method", "call"), "communication"
+
+    def _nested_events(self, call: Any) -> None:
+        """The calls inside ``call``, nested inside it on the timeline."""
+        o = self.origin
+        for child in descendants(call, self.kids):
+            label, _ = self._child_label(child)
+            self.timeline.append(TimelineEvent(label, "inside", child.start_ns - o, child.end_ns - o,
+                                               {"depth": getattr(child, "depth", 1)}))
 
     def pass_hooks(self, p: Pass) -> float:
         """What the hooks added inside a pass (from its first function's start to its last one's end): each
@@ -101,16 +158,30 @@ class Builder:
         first = next(i for i, p in enumerate(graph.passes) if p)
         for key, call, _ in layer_keys(graph, first):  # names follow first sight, in execution order
             layer(key, call)
-        forward, backward, whole = SeriesTable(), SeriesTable(), SeriesTable()
+        forward, backward, whole, engine = SeriesTable(), SeriesTable(), SeriesTable(), SeriesTable()
+        parents: Dict[Tuple[str, Any], List[Tuple[Any, float]]] = {}
+        clears: Dict[str, str] = {}
         for i in self.kept:
-            for table in (forward, backward, whole):
+            for table in (forward, backward, whole, engine):
                 table.next_round()
             for key, call, phase in layer_keys(graph, i):
                 known = layer(key, call)
-                (forward if phase == "forward" else backward).get(key).add(float(call.end_ns - call.start_ns))
+                inside, cost = self.inner(call)
+                (forward if phase == "forward" else backward).get(key).add(max(0.0, float(call.end_ns - call.start_ns) - cost))
+                if inside:
+                    parents.setdefault((phase, key), []).append((call, cost))
+                    self._nested_events(call)
                 self._layer_event(i, known, phase, call)
             for p in graph.passes[i]:
-                whole.get(p.phase).add(max(0.0, p.end_ns - p.start_ns - self.pass_hooks(p)))
+                inner = [self.inner(c)[1] for c in p.calls]  # the timing of calls inside its functions
+                passed = max(0.0, p.end_ns - p.start_ns - self.pass_hooks(p) - sum(inner)
+                             - overlap(p.start_ns, p.end_ns, self.excluded))
+                whole.get(p.phase).add(passed)
+                functions = sum(max(0.0, c.end_ns - c.start_ns - x) for c, x in zip(p.calls, inner))
+                engine.get(p.phase).add(max(0.0, passed - functions))
+                site = self.capture.sites.get(p.site) if p.site is not None else None
+                if site is not None and site.clears:
+                    clears[p.phase] = site.clears
                 self._pass_event(graph, section.title, p)
         entries: List[Entry] = []
         for table, phase in ((forward, "forward_function"), (backward, "backward_function")):
@@ -118,14 +189,25 @@ class Builder:
                 known = layers[key]
                 kind = "dynamic" if graph.dynamic and phase == "forward_function" else "static"
                 mean = sum(s.samples) / len(s.samples) if s.samples else 0.0
-                key = self.costs.key(self.capture.graph.signature(known.info),
-                                     "backward" if phase == "backward_function" else "forward")
-                e = known.entry(phase, s.samples, 1, self.costs.taken_off(mean, kind, key))
+                cost_key = self.costs.key(self.capture.graph.signature(known.info),
+                                          "backward" if phase == "backward_function" else "forward")
+                e = known.entry(phase, s.samples, 1, self.costs.taken_off(mean, kind, cost_key))
                 e.round_sizes = s.round_sizes
+                calls = parents.get(("forward" if phase == "forward_function" else "backward", key), [])
+                if calls:
+                    e.children = self.children(calls)
                 entries.append(e)
         for phase in ("forward", "backward"):
             if phase in whole.series:
                 entries.append(_entry("%s_all" % phase, "%s_all" % phase, whole.series[phase]))
+        for phase in ("forward", "backward"):  # the rest of a pass its functions leave, where it is large
+            gaps, passes = engine.series.get(phase), whole.series.get(phase)
+            if gaps is None or passes is None or not passes.samples:
+                continue
+            if sum(gaps.samples) > (1 - COVERED) * sum(passes.samples):
+                how = "clearing buffers (%s=True)" % clears[phase] if phase in clears else "allocating"
+                e = _entry("engine (%s: between functions, %s)" % (phase, how), "engine", gaps)
+                entries.append(e)
         section.entries = entries
         rounds = max(1, len(self.kept))
         section.info = {
@@ -159,6 +241,7 @@ class Builder:
         section = Section(kind=SCRIPT, name=self.name, network="", complete=True)
         inputs, solvers, monitors, comms, eager, step = (SeriesTable() for _ in range(6))
         moved: Dict[str, List[int]] = {}
+        parents: Dict[Any, List[Tuple[Any, float]]] = {}
         for i in self.kept:
             for table in (inputs, solvers, monitors, comms, eager, step):
                 table.next_round()
@@ -171,42 +254,60 @@ class Builder:
                 if isinstance(e, Call):
                     phase = phase_of.get(id(e), "forward")
                     hooks += c.total(e.kind, self.signature(e, phase)) + self.own_cost(e, phase)
+                if depth_of(e):
+                    continue  # inside another call: in its parent's time, and listed as its child
+                inside, cost = self.inner(e)
+                took = max(0.0, float(getattr(e, "end_ns", 0) - getattr(e, "start_ns", 0)) - cost)
+                key: Any = None
+                if isinstance(e, Call):
                     if e.kind == EAGER:  # by function type and the program's line (any shapes)
                         f = self.functions[e.function]
-                        eager.get((f.type, f.created)).add(float(e.end_ns - e.start_ns))
+                        key = ("eager", f.type, f.created)
+                        eager.get(key[1:]).add(took)
                 elif isinstance(e, InputCall):
-                    inputs.get(e.iterator).add(float(e.end_ns - e.start_ns))
+                    key = ("input", e.iterator)
+                    inputs.get(e.iterator).add(took)
                 elif isinstance(e, SolverCall):
-                    solvers.get((e.solver, e.method)).add(float(e.end_ns - e.start_ns))
+                    key = ("solver", e.solver, e.method)
+                    solvers.get((e.solver, e.method)).add(took)
                 elif isinstance(e, MonitorCall):
-                    monitors.get(e.monitor).add(float(e.end_ns - e.start_ns))
+                    key = ("monitor", e.monitor)
+                    monitors.get(e.monitor).add(took)
                 elif isinstance(e, CommCall):
-                    comms.get(e.method).add(float(e.end_ns - e.start_ns))
+                    key = ("comm", e.method)
+                    comms.get(e.method).add(took)
                     moved.setdefault(e.method, []).append(e.bytes)
+                if inside and key is not None:
+                    parents.setdefault(key, []).append((e, cost))
+                    self._nested_events(e)
             passes = sum(1 for p in step_passes if not p.dynamic)
             carried = c.carry if i - 1 not in self.plain else 0.0  # the step before had the hooks
             step.get("step").add(max(0.0, end - start - overlap(start, end, self.excluded) - hooks
                                      - passes * c.per_pass() - c.outside - carried))
             self._step_events(i, events)
         entries: List[Entry] = []
-        for key, s in inputs.series.items():
-            entries.append(_entry("load_dataset (%s)" % capture.iterators[key].name, "load_dataset", s))
+        def add(e: Entry, key: Any) -> None:
+            if key in parents:
+                e.children = self.children(parents[key])
+            entries.append(e)
+        for it, s in inputs.series.items():
+            add(_entry("load_dataset (%s)" % capture.iterators[it].name, "load_dataset", s), ("input", it))
         for (solver, method), s in solvers.series.items():
             label = self.labels[solver] if solver < len(self.labels) else "solver %d" % (solver + 1)
-            entries.append(_entry("%s (%s)" % (method, label), SOLVER_PHASES.get(method, "solver"), s))
+            add(_entry("%s (%s)" % (method, label), SOLVER_PHASES.get(method, "solver"), s), ("solver", solver, method))
         for (kind, created), s in eager.series.items():
             e = _entry("eager (%s at %s)" % (kind, _short(created)), "eager", s)
             mean = sum(s.samples) / len(s.samples) if s.samples else 0.0
             e.overhead_ns, e.layer_type, e.source = c.taken_off(mean, "eager"), kind, created
-            entries.append(e)
+            add(e, ("eager", kind, created))
         for monitor, s in monitors.series.items():
-            entries.append(_entry("monitor (%s)" % monitor, "monitor_loss", s))
+            add(_entry("monitor (%s)" % monitor, "monitor_loss", s), ("monitor", monitor))
         kind = capture.communicators[0] if capture.communicators else "communicator"
         for method, s in comms.series.items():
             e = _entry("%s (%s)" % (method, kind), "communication", s)
             sizes = moved.get(method, [])
             e.bytes_read = int(sum(sizes) / len(sizes)) if sizes else None  # bytes per call
-            entries.append(e)
+            add(e, ("comm", method))
         if "step" in step.series:
             entries.append(_entry("step", "step", step.series["step"]))
         entries.sort(key=lambda e: PHASES.index(e.phase))  # NNC's order; stable within a phase
@@ -219,6 +320,8 @@ class Builder:
         start, end = self.bounds[i]
         self.timeline.append(TimelineEvent("step %d" % number, "step", start - o, end - o, {"step": number}))
         for e in events:
+            if depth_of(e):
+                continue  # nested inside its parent by ``_nested_events``
             if isinstance(e, Call):
                 if e.kind == EAGER:
                     f = self.functions[e.function]

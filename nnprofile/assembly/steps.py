@@ -131,12 +131,13 @@ class Segment:
 class Rule:
     """How the steps were found: what the log's ``Steps:`` line says."""
 
-    kind: str                     # "marks", "updates", "passes", "one", "none"
+    kind: str                     # "marks", "iterations", "updates", "passes", "one", "none"
     period: int = 1               # updates (or passes) a step
     pattern: List[Any] = field(default_factory=list)  # one step's segments (updates), or its pass keys
     by: str = ""                  # for updates: "structure", "graphs" or "solvers"
     offset: int = 0               # updates (or passes) before the pattern began: no step's
     found: bool = True            # False: no pattern (each update is a step)
+    where: str = ""               # for iterations: the loop's line ("train.py:57")
 
 
 class Loop:
@@ -349,6 +350,8 @@ def describe(rule: Rule, steps: int, name: Any = str) -> str:
     iterator or solver: ``name(("graph", key))``, ``name(("iterator", i))``, ``name(("solver", i))``)."""
     if rule.kind == "marks":
         return "marked by nnprofile.step(): %d" % steps
+    if rule.kind == "iterations":
+        return "one step per iteration of the program's loop at %s" % rule.where
     if rule.kind == "one":
         return "one step: no solver update, no nnprofile.step(), no repeating pass"
     if rule.kind == "none":

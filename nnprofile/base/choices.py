@@ -23,12 +23,13 @@ MODES: Tuple[str, ...] = ("isolated", "graph")
 PHASES: Tuple[str, ...] = (
     "load_dataset", "let_data", "generate_data", "setup_function",
     "forward_function", "prepare_backward", "backward_function",
-    "forward_all", "backward_all", "backward_all_wo_zero_grad", "communication", "eager",
+    "forward_all", "backward_all", "backward_all_wo_zero_grad", "engine", "communication", "eager",
     "weight_decay", "solver", "update", "monitor_loss", "step",
 )
 # "solver": other solver calls of a script (clip_grad_by_norm, scale_grad, ...); "communication": a
 # script's communicator calls (all_reduce, bcast, ...); "eager": functions a script called on NdArrays
-# (F.pow_scalar(p.grad), p.grad ** 2, +=), by the line that called them; "step": a script's whole step.
+# (F.pow_scalar(p.grad), p.grad ** 2, +=), by the line that called them; "engine": a graph's passes' time
+# between their functions (NNabla's graph engine: allocating, clearing buffers); "step": a script's whole step.
 LAYER_PHASES: Tuple[str, ...] = ("forward_function", "backward_function")
 FORWARD, BACKWARD = LAYER_PHASES
 

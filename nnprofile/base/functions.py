@@ -152,7 +152,10 @@ class Describer:
                 in_place.append(f.inplace_data(i) != 0)
             except Exception:
                 in_place.append(False)
-        info = FunctionInfo(len(self.functions), f.info.type_name, str(f.name), args, [v.id for v in ins],
+        type_name, impl = f.info.type_name, str(f.name)
+        if impl == "Callback":  # a custom PythonFunction: its own class names it, and is what ran
+            impl = type_name
+        info = FunctionInfo(len(self.functions), type_name, impl, args, [v.id for v in ins],
                             [v.id for v in outs], parents, in_place, self._reads(f, args, len(inputs), len(outputs)),
                             self.created.get(f))
         self.functions[f] = info

@@ -61,6 +61,39 @@ def _receiver(instructions: Sequence[dis.Instruction], index: int, line_start: i
     return ""
 
 
+def receiver_path(frame: Any, methods: Sequence[str]) -> str:
+    """The dotted name a calling frame called one of ``methods`` on: ``self.itr0`` for
+    ``self.itr0.next()``, ``di`` for ``di.next()``; "" when unreadable."""
+    if frame is None:
+        return ""
+    return _path_at(frame.f_code, frame.f_lasti, tuple(methods))
+
+
+@lru_cache(maxsize=4096)
+def _path_at(code: Any, lasti: int, methods: Tuple[str, ...]) -> str:
+    instructions = _instructions(code)
+    line_start = 0
+    for i, ins in enumerate(instructions):
+        if ins.starts_line is not None:
+            line_start = i
+        if ins.offset >= lasti:
+            for j in range(i, line_start - 1, -1):
+                previous = instructions[j]
+                if previous.opname in ("LOAD_METHOD", "LOAD_ATTR") and previous.argval in methods:
+                    parts = []
+                    k = j - 1
+                    while k >= line_start and instructions[k].opname == "LOAD_ATTR":
+                        parts.append(str(instructions[k].argval))
+                        k -= 1
+                    if k >= line_start and instructions[k].opname in _NAME_LOADS:
+                        parts.append(str(instructions[k].argval))
+                    else:
+                        parts = parts[:1]
+                    return ".".join(reversed(parts))
+            break
+    return ""
+
+
 def receiver_of_caller(frame: Any, methods: Sequence[str]) -> str:
     """The name a calling frame called one of ``methods`` on ("" when unreadable)."""
     if frame is None:

@@ -34,7 +34,23 @@ def site_info(site_id: int, code: Any, lasti: int) -> SiteInfo:
     phase = "backward" if method in BACKWARD_NAMES else "forward" if method else ""
     if method in ("forward_all", "backward_all"):  # nn.forward_all([...]): called on a module
         receiver = ""
-    return SiteInfo(site_id, code.co_filename, _line(code, lasti), code.co_name, phase, receiver)
+    return SiteInfo(site_id, code.co_filename, _line(code, lasti), code.co_name, phase, receiver,
+                    _clears(code, _line(code, lasti)))
+
+
+@lru_cache(maxsize=4096)
+def _clears(code: Any, line: int) -> str:
+    """Which clearing the call on this line asks for (its keyword arguments' names, read off the bytecode)."""
+    current, names = code.co_firstlineno, set()  # type: int, set
+    for ins in dis.get_instructions(code):
+        if ins.starts_line is not None:
+            current = ins.starts_line
+        if current == line and ins.opname == "LOAD_CONST" and isinstance(ins.argval, tuple):
+            names.update(str(x) for x in ins.argval)
+    for name in ("clear_buffer", "clear_no_need_grad"):
+        if name in names:
+            return name
+    return ""
 
 
 def describe(recorder: Any, costs: Optional[HookCosts] = None) -> Capture:
@@ -51,7 +67,7 @@ def describe(recorder: Any, costs: Optional[HookCosts] = None) -> Capture:
             info = eager.get(e.function)
             if info is None:
                 info = eager[e.function] = _eager_info(describer, recorder.eager[e.function])
-            events.append(Call(info.id, e.start_ns, e.end_ns, None, EAGER))
+            events.append(Call(info.id, e.start_ns, e.end_ns, None, EAGER, e.depth, e.stack))
             continue
         site = None
         if e.site is not None:
@@ -59,17 +75,18 @@ def describe(recorder: Any, costs: Optional[HookCosts] = None) -> Capture:
             if known is None:
                 known = sites[e.site] = site_info(len(sites), e.site[0], e.site[1])
             site = known.id
-        events.append(Call(describer.function(e.function).id, e.start_ns, e.end_ns, site, e.kind))
+        events.append(Call(describer.function(e.function).id, e.start_ns, e.end_ns, site, e.kind, e.depth, e.stack))
     solvers = []
     for s in recorder.solvers:
         ids = [describer.variable(v).id for v in s.parameters.values()]
-        solvers.append(SolverInfo(s.type_name, s.variable, ids, solver_state_bytes(s.solver), s.created))
+        state = 0 if s.own else solver_state_bytes(s.solver)  # a solver of the program's own: its state unknown
+        solvers.append(SolverInfo(s.type_name, s.variable, ids, state, s.created))
     return Capture(events=events, graph=describer.graph(), sites={s.id: s for s in sites.values()}, solvers=solvers,
                    iterators=list(recorder.iterators), communicators=list(recorder.communicators),
                    started_ns=recorder.started_ns, stopped_ns=recorder.stopped_ns or recorder.started_ns,
                    excluded=list(recorder.excluded), comm_rank=recorder.comm_rank,
                    callback_used=recorder.callback_used, skip_first=recorder.skip_first, active=recorder.active,
-                   costs=costs)
+                   costs=costs, codes=list(recorder.stacks.codes), faults=recorder.fault_notes())
 
 
 def _eager_info(describer: Describer, raw: Any) -> FunctionInfo:

@@ -26,7 +26,8 @@ class Patches:
 
     def attribute(self, owner: Any, name: str, replacement: Any) -> None:
         """Replace one attribute (a class's method, a module's function)."""
-        self._done.append((owner, name, getattr(owner, name), False))
+        inherited = isinstance(owner, type) and name not in vars(owner)
+        self._done.append((owner, name, _INHERITED if inherited else getattr(owner, name), False))
         setattr(owner, name, replacement)
 
     def everywhere(self, replacements: Dict[int, Tuple[Any, Any]],
@@ -90,9 +91,14 @@ def _owners(namespaces: Iterable[MutableMapping[str, Any]]) -> List[Tuple[Any, M
     return owners
 
 
+_INHERITED = object()  # a class's attribute it inherited: put back by deleting the replacement
+
+
 def _put(owner: Any, name: str, value: Any, is_mapping: bool) -> None:
     try:
-        if is_mapping:
+        if value is _INHERITED:
+            delattr(owner, name)
+        elif is_mapping:
             owner[name] = value
         else:
             setattr(owner, name, value)

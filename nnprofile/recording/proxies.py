@@ -123,20 +123,15 @@ class TimedFunction:
 
     def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
         recorder = self._recorder
-        if not recorder.recording or not recorder.hooks_on:
-            return self._function(*inputs, **kwargs)
-        if inputs and type(inputs[0]) is recorder.ndarray_type:  # eager: runs now, on NdArrays
-            outputs = self._function(*inputs, **kwargs)
-            recorder.eager_call(self._function, inputs, outputs, self._made_ns, recorder.clock())
-            return outputs
-        if not kwargs.get("auto_forward"):  # a static graph's function: made now, run in its passes
-            outputs = self._function(*inputs, **kwargs)
-            if recorder.note_sites:
-                recorder.note_creation(outputs)
-            return outputs
-        outputs = self._function(*inputs, **kwargs)
-        recorder.dynamic_call(outputs, self._made_ns, recorder.clock())
-        return outputs
+        try:
+            mode = recorder.function_mode(inputs, kwargs)
+        except Exception as e:  # nnprofile's own failure: the call goes on, unrecorded
+            recorder.fault("a function proxy", e)
+            mode = 0
+        function = self._function
+        if not mode:
+            return function(*inputs, **kwargs)
+        return recorder.run_function(lambda: function(*inputs, **kwargs), function, self._made_ns, mode, inputs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._function, name)

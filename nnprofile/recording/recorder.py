@@ -27,28 +27,40 @@ What NNabla 1.39 offers, and how each piece is used:
 Recording follows torch.profiler's schedule: ``skip_first`` steps recorded and set aside,
 ``active`` kept, a few more without the function hooks (what they cost in the program), then
 everything is unhooked and the program runs on at full speed. The loop's structure is followed as
-it comes (``nnprofile.assembly.steps.Loop``), only to know when to stop; the steps themselves are
-found afterwards, by the same rule, from the events (``nnprofile.assembly``), once ``describe``
-has turned them into data.
+it comes (``counting``: the iterations of its loop, read off its code), only to know when to stop;
+the steps themselves are found afterwards, by the same rule, from the events (``nnprofile.assembly``),
+once ``describe`` has turned them into data.
+
+Calls nest (a custom layer's ``forward_impl`` runs NNabla functions, a backward builds and runs
+functions, a solver of the program's own computes on NdArrays): every timed call is open on ``_open``
+while it runs, and a call that runs while another is open is recorded as its child (its ``depth``).
+Only the thread that started the recording is recorded (a loader's thread runs untouched). Every hook
+and wrapper is a guest: a failure of nnprofile's own is noted, never raised into the program
+(``wrappers``).
 """
 from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Hashable, Iterator, List, Optional, Sequence, Tuple
 
-from ..assembly.events import DYNAMIC, EAGER, Call, CommCall, Event, Hooks, InputCall, IteratorInfo, MonitorCall, \
-    SolverCall, StepMark
-from ..assembly.steps import Loop, pattern
-from .callsite import BACKWARD_NAMES, FORWARD_NAMES, call_at, first_outside, receiver_of_caller
+from ..assembly.events import STATIC, Call, Event, Hooks, IteratorInfo, StepMark
+from ..assembly.iterations import Counter
+from ..assembly.steps import Loop
+from .callsite import BACKWARD_NAMES, FORWARD_NAMES, call_at, first_outside
+from .counting import Counting
 from .patching import Patches
-from .proxies import SOLVER_CALLS, TimedCommunicator, TimedFunction, TimedSolver
+from .proxies import TimedCommunicator, TimedFunction, TimedSolver
 from .schedule import OFF, Schedule, Windows
+from .stack import Stacks
+from .raw import EagerInfo, RawSolver, device_sync  # noqa: F401 (the recorder's vocabulary)
+from .wrappers import Wrappers
 
 HOOK_KEY = "nnprofile"
 _getframe = sys._getframe
+_ident = threading.get_ident
 MONITOR_CLASSES = ("MonitorSeries", "MonitorTimeElapsed", "MonitorImage", "MonitorImageTile")
 # Creation sites are noted for functions made in the first step and before (a dynamic graph makes
 # them anew every step; its layers are known by position, and named from the first step they ran in).
@@ -59,58 +71,22 @@ SITE_STEPS = 1
 # switching off); the step with the hooks after it, what they add; the next, what a step with the hooks
 # carries into the one after (``nnprofile.assembly.hookfit``). The kept steps stay one run of the loop:
 # no step of theirs is left without the hooks (a validation every few steps would fall into those).
-# Only for steps marked by solver updates or nnprofile.step(): without hooks, passes cannot mark steps.
+# Only for steps that calls other than passes show (updates, reads, marks): without hooks, passes are unseen.
 CALIBRATION = (False, False, True, True) * 5
-MIN_PAIRS = 3
-# Without a window open, steps are counted by the loop as it comes until it has shown this many updates
-# (or marks); then by the pattern it showed, so that what is kept stays small over a run of any length.
-FREEZE_AT = 64
-MIN_READS = 2  # a loop without a solver counts its steps by its reads from its second read on
+MIN_PAIRS = 3  # pairs the estimate needs (``nnprofile.base.hookcost.measured_in_program``)
 WATCH_EVERY = 16
-MAX_CREATED = 20_000  # functions whose source is remembered across windows  # pairs the estimate needs (``nnprofile.base.hookcost.measured_in_program``)
+MAX_CREATED = 20_000  # functions whose source is remembered across windows
+_nn: Any = None       # nnabla, once recording started (no import in a hook)
 
 
-@dataclass
-class RawSolver:
-    solver: Any             # the real solver
-    type_name: str          # Adam
-    variable: str = ""      # what the program calls it, where the bytecode says
-    parameters: Dict[str, Any] = field(default_factory=dict)  # its parameters when first called
-    created: Optional[str] = None
-
-
-@dataclass
-class EagerInfo:
-    """What an eager call ran on: its function's type and arguments, and the arrays' shapes."""
-
-    type_name: str
-    args: Dict[str, Any]
-    inputs: List[Tuple[Tuple[int, ...], Optional[str]]]    # (shape, dtype)
-    outputs: List[Tuple[Tuple[int, ...], Optional[str]]]
-    source: Optional[str]
-
-
-def _arrays(values: Any) -> List[Tuple[Tuple[int, ...], Optional[str]]]:
-    out = []
-    for v in values if isinstance(values, (list, tuple)) else [values]:
-        try:
-            import numpy as np
-            dtype: Optional[str] = np.dtype(v.dtype).name
-        except Exception:
-            dtype = None
-        try:
-            out.append((tuple(int(d) for d in v.shape), dtype))
-        except Exception:  # a scalar argument, not an array
-            continue
-    return out
-
-
-class Recorder:
+class Recorder(Wrappers, Counting):
     """Hooks into NNabla while started; keeps the raw events of a program's run.
 
     ``namespaces``: further namespaces (a notebook's) in which NNabla's factories are replaced,
     and in which solvers made before recording started are replaced by timed ones.
     """
+
+    SITE_STEPS = SITE_STEPS
 
     def __init__(self, skip_first: int = 1, active: int = 20,
                  clock: Optional[Callable[[], int]] = None, namespaces: Tuple[Any, ...] = (),
@@ -145,9 +121,24 @@ class Recorder:
         self.solvers: List[RawSolver] = []
         self.iterators: List[IteratorInfo] = []
         self._iterator_index: Dict[int, int] = {}
+        self._iterator_objects: List[Any] = []
+        self._iterators_made: Dict[int, str] = {}  # id(iterator) -> the program's line that made it
+        self._read_stack: Any = None
         self.eager: Dict[Hashable, EagerInfo] = {}
         self.loop = Loop()
+        self.stacks = Stacks()
+        self.counter = Counter(self.stacks.codes)
+        self._counter_base = 0       # steps counted before the count of iterations began
+        self._marked = False         # the program marks its steps (nnprofile.step())
         self.steps_done = 0
+        self._open: List[Any] = []   # the calls open now: (function, start) for a hooked one, else a marker
+        self._thread = _ident()      # the thread recorded (the program's own)
+        self.faults: Dict[str, List[Any]] = {}  # what could not be recorded: text, count, traceback
+        self._own_solvers: Dict[int, int] = {}  # id(a solver of the program's own class) -> its index
+        self._patched_classes: set = set()
+        self._subclasses_seen = -1
+        self._solver_base: Any = None
+        self._python_function: Any = None
         self._pass_site: Any = None
         self._pass_functions: set = set()
         self._pass_first: Any = None
@@ -165,7 +156,6 @@ class Recorder:
         self.callback_used = False  # all_reduce_callback: its communication runs inside backward
         self.excluded: List[Tuple[int, int]] = []  # nnprofile's own work between the program's calls
         self._patches = Patches()
-        self._start = 0
         self._in_monitor = False
         self._skip = ("nnabla", "nnabla_ext", "nnprofile")  # modules whose frames are not the program's
         self.ndarray_type: Any = None
@@ -174,27 +164,62 @@ class Recorder:
         self.sync: Optional[Callable[[], None]] = None
         self._sync_known = False
 
-    # -- hooks -----------------------------------------------------------------
+    # -- hooks (called by NNabla from C++: nothing may be raised from here) ---------------------------
 
     def _pre(self, f: Any) -> None:
-        if self.sync is not None:
-            self.sync()  # what ran before this function is not its time
-        self._start = self.clock()
+        try:
+            if _ident() != self._thread:
+                return
+            if self.sync is not None:
+                self.sync()  # what ran before this function is not its time
+            self._open.append((f, self.clock()))
+        except BaseException as e:  # noqa: B036 (a Ctrl-C is given back by hook_fault)
+            self.hook_fault("the function pre-hook", e)
+
+    def _start_of(self, f: Any) -> Optional[int]:
+        """The start of ``f``'s call, taken off the open calls (with any call above it that never ended)."""
+        opened = self._open
+        for i in range(len(opened) - 1, -1, -1):
+            top = opened[i]
+            if type(top) is tuple and top[0] == f:
+                del opened[i:]
+                return top[1]
+            if top is not None and type(top) is not tuple:  # a wrapper's call, open around f: f began before it
+                return None
+        return None
 
     def _post(self, f: Any) -> None:
-        if self.sync is not None:
-            self.sync()
-        end = self.clock()
-        frame = _getframe(1)
-        site = (frame.f_code, frame.f_lasti)
-        self.events.append(Call(f, self._start, end, site))
-        if site != self._pass_site or f in self._pass_functions:  # a new pass starts
-            self._close_pass()
-            self._pass_site, self._pass_functions = site, {f}
-            self._pass_first, self._pass_start = f, self._start
-        else:
-            self._pass_functions.add(f)
-        self._pass_last = f
+        try:
+            if _ident() != self._thread:
+                return
+            if self.sync is not None:
+                self.sync()
+            end = self.clock()
+            start = self._start_of(f)
+            if start is None:
+                return
+            depth = len(self._open)
+            if depth:
+                self.events.append(Call(f, start, end, None, STATIC, depth))
+                return
+            frame = _getframe(1)
+            site = (frame.f_code, frame.f_lasti)
+            call = Call(f, start, end, site)
+            self.events.append(call)
+            if site != self._pass_site or f in self._pass_functions:  # a new pass starts
+                self._close_pass()
+                self._pass_site, self._pass_functions = site, {f}
+                self._pass_first, self._pass_start = f, start
+                self._pass_last = f
+                self._check_subclasses()
+                call.stack = self.stacks.take(frame)
+                self._moved(call.stack, "other", end)
+                self.excluded.append((end, self.clock()))  # nnprofile's own work inside the pass
+            else:
+                self._pass_functions.add(f)
+                self._pass_last = f
+        except BaseException as e:  # noqa: B036
+            self.hook_fault("the function post-hook", e)
 
     def _phase(self, site: Any) -> str:
         phase = self._site_phases.get(site)
@@ -215,164 +240,31 @@ class Recorder:
                 self._count_steps()
         self._dynamic_pass = False
 
-    def timed_solver_call(self, index: int, method: str) -> Callable:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            info = self.solvers[index]
-            bound = getattr(info.solver, method)
-            if not self.capturing:
-                if not self.recording or method != "update":
-                    return bound(*args, **kwargs)
-                result = bound(*args, **kwargs)
-                self._light_step("updates", index)
-                return result
-            t0 = self.clock()
-            if not info.variable:
-                info.variable = receiver_of_caller(sys._getframe(1), SOLVER_CALLS)
-            if not info.parameters:
-                info.parameters = dict(info.solver.get_parameters())
-            self._break_pass()
-            if self.sync is not None:
-                self.sync()
-            start = self.clock()
-            self.excluded.append((t0, start))
-            result = bound(*args, **kwargs)
-            if self.sync is not None:
-                self.sync()
-            end = self.clock()
-            self.events.append(SolverCall(method, index, start, end))
-            if method == "update":
-                self.loop.update(index, end)
-                self._recent_dynamic = set()
-                self._count_at_end()
-            self.excluded.append((end, self.clock()))  # nnprofile's own work, no part of the step
-            return result
-        return call
-
-    def timed_comm_call(self, proxy: Any, method: str, bound: Callable) -> Callable:
-        """A collective, timed from the program's call to its return: the bookkeeping is in it, so that the
-        entry is what the program itself would measure around the call (the first Python after a
-        collective runs on cold caches: tens of microseconds where it costs one when warm)."""
-        from .proxies import array_bytes
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            if not self.capturing:
-                return bound(*args, **kwargs)
-            if self.sync is not None:
-                self.sync()
-            start = self.clock()
-            data = args[0] if args else kwargs.get("data", kwargs.get("ndarray_list", kwargs.get("ndarray")))
-            moved = proxy._parameter_bytes if method == "allreduce" else array_bytes(data) if data is not None else 0
-            event = CommCall(method, start, start, moved)
-            result = bound(*args, **kwargs)
-            if self.sync is not None:
-                self.sync()
-            self._break_pass()
-            self.events.append(event)
-            if method == "init":
-                self.comm_rank = (int(getattr(proxy._comm, "rank", 0)), int(getattr(proxy._comm, "size", 1)))
-            elif method == "all_reduce_callback":
-                self.callback_used = True
-            event.end_ns = self.clock()
-            return result
-        return call
-
-    def _timed_next(self, original: Callable) -> Callable:
-        recorder = self
-
-        def next(iterator: Any) -> Any:  # noqa: A001 (DataIterator's own name)
-            if recorder.capturing:  # the pass this read ends may close the window: the read is then the next step's
-                recorder._break_pass()
-            if not recorder.capturing:
-                result = original(iterator)
-                if recorder.recording and recorder.counts_reads():
-                    recorder._light_read(recorder._iterator_of(iterator, sys._getframe(1)))
-                return result
-            index = recorder._iterator_of(iterator, sys._getframe(1))
-            start = recorder.clock()
-            try:
-                return original(iterator)
-            finally:
-                end = recorder.clock()
-                recorder.events.append(InputCall(index, start, end))
-                recorder.loop.input(index)
-                recorder.excluded.append((end, recorder.clock()))
-        return next
-
-    def _iterator_of(self, iterator: Any, frame: Any) -> int:
-        """The iterator's index (named, the first time, by what the program calls it)."""
-        index = self._iterator_index.get(id(iterator))
-        if index is None:
-            if frame.f_code.co_name == "__next__" and frame.f_back is not None:
-                frame = frame.f_back  # for batch in data / next(data): the program's frame
-            name = receiver_of_caller(frame, ("next",)) or type(getattr(iterator, "_data_source", iterator)).__name__
-            index = self._iterator_index[id(iterator)] = len(self.iterators)
-            self.iterators.append(IteratorInfo(name, bool(getattr(iterator, "_use_thread", False))))
-        return index
-
-    def _timed_add(self, original: Callable) -> Callable:
-        recorder = self
-
-        def add(monitor: Any, *args: Any, **kwargs: Any) -> Any:
-            if not recorder.capturing or recorder._in_monitor:  # one monitor's add calling another's
-                return original(monitor, *args, **kwargs)
-            recorder._in_monitor = True
-            start = recorder.clock()
-            try:
-                return original(monitor, *args, **kwargs)
-            finally:
-                end = recorder.clock()
-                recorder._in_monitor = False
-                recorder._break_pass()
-                recorder.events.append(MonitorCall(str(getattr(monitor, "name", type(monitor).__name__)), start, end))
-        return add
-
     def _break_pass(self) -> None:
         self._close_pass()
-
-    def dynamic_call(self, outputs: Any, start: int, end: int) -> None:
-        """A function run under auto_forward (its graph's forward, as it is made)."""
-        first = outputs[0] if isinstance(outputs, (tuple, list)) else outputs
-        parent = getattr(first, "parent", None)
-        if parent is None:
-            return
-        if not self._dynamic_pass:
-            self._close_pass()
-            self._dynamic_pass = True
-            self.loop.pass_started("forward", None, "auto_forward", start)
-            if not self.solvers and not self.loop.marks:
-                self._count_steps()
-        self.events.append(Call(parent, start, end, None, DYNAMIC))
-        self._recent_dynamic.add(parent)
-        if self.note_sites and self.steps_done < SITE_STEPS:
-            self.note_creation(outputs, depth=3)
-
-    def eager_call(self, function: Any, inputs: Sequence[Any], outputs: Any, start: int, end: int) -> None:
-        """A function run on NdArrays: eager work, timed, with the program's line that called it (described
-        in full the first time a line calls it on arrays of these shapes)."""
-        where = first_outside(_getframe(2), self._skip)
-        key = (function.name, where, tuple([getattr(v, "shape", None) for v in inputs]))
-        if key not in self.eager:
-            self.eager[key] = EagerInfo(str(function.name), dict(getattr(function, "args", {}) or {}), _arrays(inputs),
-                                        _arrays(outputs), "%s:%d" % where if where is not None else None)
-        self._break_pass()
-        self.events.append(Call(key, start, end, None, EAGER))
-
-    def note_creation(self, outputs: Any, depth: int = 2) -> None:
-        """Where the program created the function behind ``outputs``: its first frame outside NNabla."""
-        first = outputs[0] if isinstance(outputs, (tuple, list)) else outputs
-        parent = getattr(first, "parent", None)
-        if parent is None or parent in self.created:
-            return
-        where = first_outside(sys._getframe(depth), self._skip)
-        if where is not None:
-            self.created[parent] = "%s:%d" % where
 
     # -- start, steps, stop ----------------------------------------------------
 
     def start(self) -> "Recorder":
+        """Hook into NNabla (everything put back, and the error raised, where that fails half way)."""
+        try:
+            return self._start()
+        except BaseException:
+            self._patches.undo()
+            self.recording = False
+            raise
+
+    def _start(self) -> "Recorder":
+        global _nn
         import nnabla as nn
+        import nnabla.function as function_module
         import nnabla.parameter as parameter_module
         import nnabla.solver as solver_module
+        _nn = nn
+        self._thread = _ident()
+        self.stacks.around(_getframe(1))
+        self._solver_base = solver_module.Solver
+        self._python_function = getattr(function_module, "PythonFunction", None)
         self.ndarray_type = nn.NdArray
         self.started_ns = self.clock()
         self.snapshot_parameters()
@@ -393,6 +285,7 @@ class Recorder:
         self._patch_functions(self._patches)
         self._patch_classes()
         self._wrap_existing_solvers()
+        self._check_subclasses()
         self.recording = True
         phase, window = self.windows.begin(0)
         if phase != OFF:  # the first window from the first step (else the program runs untouched until it)
@@ -417,6 +310,7 @@ class Recorder:
         nn.set_function_pre_hook(HOOK_KEY, self._pre)
         nn.set_function_post_hook(HOOK_KEY, self._post)
         self._patch_functions(patches)
+        self._thread = _ident()
         self.recording = self.capturing = self.hooks_on = True
         self.note_sites = False
         self.loop.mark(0)  # marks: passes do not count steps
@@ -433,6 +327,8 @@ class Recorder:
         from nnabla.utils import data_iterator
         self._patches.attribute(data_iterator.DataIterator, "next",
                                 self._timed_next(data_iterator.DataIterator.next))
+        self._patches.attribute(data_iterator.DataIterator, "__init__",
+                                self._made_iterator(data_iterator.DataIterator.__init__))
         for name in MONITOR_CLASSES:
             cls = getattr(monitor, name, None)
             if cls is not None and "add" in vars(cls):
@@ -446,7 +342,8 @@ class Recorder:
         places = _one_level_down(self.namespaces)
         for namespace in places:
             for name, value in list(namespace.items()):
-                if type(value) is not TimedSolver and isinstance(value, solver_module.Solver):
+                if type(value) is not TimedSolver and isinstance(value, solver_module.Solver) \
+                        and (type(value).__module__ or "").startswith("nnabla"):  # the program's own: patched
                     made.setdefault(id(value), (value, self._track_solver(value)))
                 elif _is_communicator(value) and id(value) not in made:
                     made[id(value)] = (value, self._track_communicator(value))
@@ -468,7 +365,13 @@ class Recorder:
         communicator's proxy)."""
         def make(*args: Any, **kwargs: Any) -> Any:
             made = factory(*args, **kwargs)
-            return track(made) if self.recording else made
+            if not self.recording:
+                return made
+            try:
+                return track(made)
+            except Exception as e:
+                self.fault("a new %s" % kind, e)
+                return made
         make.__name__ = getattr(factory, "__name__", kind)
         make.__doc__ = getattr(factory, "__doc__", None)
         return make
@@ -484,7 +387,12 @@ class Recorder:
             if not self.capturing:
                 return factory(*args, **kwargs)
             made = clock()
-            return TimedFunction(factory(*args, **kwargs), self, made)
+            function = factory(*args, **kwargs)
+            try:
+                return TimedFunction(function, self, made)
+            except Exception as e:
+                self.fault("a new function", e)
+                return function
         return make
 
     def _snapshot_first(self, original: Callable) -> Callable:
@@ -492,110 +400,36 @@ class Recorder:
             if self.recording:
                 self.snapshot_parameters()
             return original(*args, **kwargs)
+        call.__name__, call.__doc__ = getattr(original, "__name__", "call"), getattr(original, "__doc__", None)
         return call
 
     def snapshot_parameters(self) -> None:
         """Note every parameter's full name as it is now (names outlive clear_parameters)."""
         t0 = self.clock()
-        for name, variable in all_parameters().items():
-            self.parameter_names.setdefault(variable, name)
+        try:
+            for name, variable in all_parameters().items():
+                self.parameter_names.setdefault(variable, name)
+        except Exception as e:
+            self.fault("reading the parameters' names", e)
         self.excluded.append((t0, self.clock()))
 
     def step(self, end_ns: Optional[int] = None) -> None:
         """``nnprofile.step()``: the program marks the end of a step."""
-        if not self.capturing:
-            if self.recording:
+        try:
+            if _ident() != self._thread or not self.recording:
+                return
+            self._marked = True
+            if not self.capturing:
                 self._light_step("marks", 0)
-            return
-        at = self.clock() if end_ns is None else end_ns
-        self._break_pass()
-        self.events.append(StepMark(at))
-        self.loop.mark(at)
-        self._count_at_end()
-        self.excluded.append((at, self.clock()))
-
-    def _count_steps(self) -> None:
-        """A program whose passes are its steps: counted as each pass starts."""
-        before = self.steps_done
-        self.steps_done = self._base + self.loop.steps()
-        if self.steps_done != before:
-            self._step_ended()
-
-    def _count_at_end(self) -> None:
-        """At a marker: count the steps, note the parameters while they exist, and at a step's end follow
-        the schedule (the callers leave this work out of every step)."""
-        before = self.steps_done
-        self.steps_done = self._base + self.loop.steps()
-        if self.steps_done != before:
-            if not self._sync_known:
-                self.sync, self._sync_known = device_sync(), True
-            if self.steps_done - self.window_start <= SITE_STEPS + 1:
-                self.snapshot_parameters()  # a dynamic graph makes its parameters in its first steps
-            self._step_ended()
-
-    def _light_step(self, kind: str, solver: int) -> None:
-        """An update (or a step mark) with no window open: counted, the light way, to know where the steps are."""
-        before = self.steps_done
-        if self._per_step is None:  # no window has shown the loop yet: the solvers' updates as they come
-            if kind == "updates":
-                self.loop.hooks(False)
-                self.loop.update(solver, 0)
-            else:
-                self.loop.mark(0)
-            self.steps_done = self._base + self.loop.steps()
-            if len(self.loop.segments) + len(self.loop.marks) >= FREEZE_AT:
-                self._freeze()
-        elif kind == self._per_step[0]:
-            self._light += 1
-            self.steps_done = self._base + self._light // self._per_step[1]
-        if self.steps_done != before:
-            self._step_ended()
-
-    def counts_reads(self) -> bool:
-        """Whether the steps are counted by the iterators' reads now (no window open): in a loop without a
-        solver or a step mark, before any window (while its first FREEZE_AT reads may still show a
-        pattern), or after windows that showed a fixed number a step."""
-        if self._per_step is None:
-            return not self.solvers and not self.loop.segments and not self.loop.marks and len(self._reads) < FREEZE_AT
-        return self._per_step[0] == "reads"
-
-    def _light_read(self, iterator: int) -> None:
-        """An iterator's read with no window open, in a loop whose steps only passes show: a step ends where
-        the next one's first read begins. Before any window, the steps are the repeating pattern of the
-        iterators read (one read of one iterator a step, or two iterators read in turn, ...)."""
-        before = self.steps_done
-        if self._per_step is None:
-            self._reads.append(iterator)
-            found = pattern(self._reads) if len(self._reads) >= MIN_READS else None
-            if found is not None:
-                offset, period, _ = found
-                self.steps_done = max(self.steps_done, self._base + max(0, len(self._reads) - offset - 1) // period)
-                if len(self._reads) >= FREEZE_AT:
-                    counted = self.steps_done - self._base
-                    self._per_step, self._light = ("reads", period), len(self._reads) - offset - counted * period
-                    self._base, self._reads = self.steps_done, []
-        else:
-            self._light += 1
-            self.steps_done = self._base + max(0, self._light - 1) // self._per_step[1]
-        if self.steps_done != before:
-            self._step_ended()
-
-    def _freeze(self) -> None:
-        """Count from here on by the pattern the loop showed: updates (or marks) per step, and how many of
-        the step under way are done; a loop whose steps only passes show cannot be counted so."""
-        rule = self.loop.rule()
-        counted = self.loop.steps()
-        if rule.kind == "updates":
-            done = max(0, len(self.loop.segments) - rule.offset) - counted * rule.period
-            self._per_step, self._light = ("updates", rule.period), max(0, done)
-        elif rule.kind == "marks":
-            self._per_step, self._light = ("marks", 1), 0
-        elif rule.kind == "passes" and (reads := self.loop.reads_per_step(rule)):
-            self._per_step, self._light = ("reads", reads), self.loop.reads_after(rule)
-        else:
-            self.countable = False
-        self._base += counted
-        self.loop = Loop()
+                return
+            at = self.clock() if end_ns is None else end_ns
+            self._break_pass()
+            self.events.append(StepMark(at, self.stacks.take(_getframe(1))))
+            self.loop.mark(at)
+            self._count_at_end()
+            self.excluded.append((at, self.clock()))
+        except Exception as e:
+            self.fault("nnprofile.step()", e)
 
     def request_window(self) -> None:
         """A window on demand (a signal): from the next step on. Only a flag: safe in a signal handler."""
@@ -605,6 +439,8 @@ class Recorder:
         """A step has ended (``steps_done`` counts it): close the window whose steps are done, open the next
         where the schedule says, set the hooks for the step to come."""
         self.last_step_ns = self.clock()
+        if self.capturing and self.steps_done - self.window_start <= SITE_STEPS + 1:
+            self.snapshot_parameters()  # a dynamic graph makes its parameters in its first steps
         if self.watch is not None and not self.capturing and self.steps_done % WATCH_EVERY == 0:
             self.watch()
         if self.capturing and self.windows.window_done(self.steps_done):
@@ -617,7 +453,13 @@ class Recorder:
             if phase != OFF:
                 self._open_window(window)
         if self.capturing:
-            self._switch_hooks(self.windows.hooked(self.steps_done) or self.loop.rule().kind == "passes")
+            self._switch_hooks(self.windows.hooked(self.steps_done) or self._passes_only())
+
+    def _passes_only(self) -> bool:
+        """The steps show only in passes (no update, read or mark in the window): the hooks stay on."""
+        if self._by_iterations():
+            return not self.loop.segments and not self.loop.read_at and not self.loop.marks and not self.solvers
+        return self.loop.rule().kind == "passes"
 
     def _open_window(self, window: int) -> None:
         """A window begins: its events from here, a loop of its own (the steps counted go on)."""
@@ -625,6 +467,7 @@ class Recorder:
             self._freeze()
         self.window, self.window_start = window, self.steps_done
         self._reads = []
+        self._patch_subclasses()
         self.events, self.excluded = [], []
         if len(self.created) > MAX_CREATED:  # bounded over any number of windows (sources noted anew)
             self.created = {}
@@ -645,13 +488,16 @@ class Recorder:
         self.snapshot_parameters()
         self._freeze()
         if self.on_window is not None:
-            self.on_window(self)
+            try:
+                self.on_window(self)
+            except Exception as e:  # the program goes on, whatever happened to the window's files
+                self.fault("handing over window %d" % self.window, e)
         self.events, self.excluded = [], []
 
     def _switch_hooks(self, on: bool) -> None:
         if on == self.hooks_on:
             return
-        import nnabla as nn
+        nn = _nn
         if on:
             nn.set_function_pre_hook(HOOK_KEY, self._pre)
             nn.set_function_post_hook(HOOK_KEY, self._post)
@@ -668,20 +514,28 @@ class Recorder:
         if not self.recording:
             return
         self._break_pass()
+        if self._by_iterations() and self.counter.inside:  # the loop's last iteration ended with the program
+            self.counter.inside = False
+            self.steps_done = max(self.steps_done, self._counter_base + self.counter.completed)
+            if self.capturing and self.windows.window_done(self.steps_done):
+                self._close_window()
         self.recording = False
         self.ended_ns = self.clock()
         if not self.capturing and self._per_step is not None and self._per_step[0] == "reads":
             self.steps_done = max(self.steps_done, self._base + self._light // self._per_step[1])  # the last step ran
         if self.capturing:
             self.stopped_ns = self.ended_ns
-        import nnabla as nn
         if self.hooks_on:
-            nn.unset_function_pre_hook(HOOK_KEY)
-            nn.unset_function_post_hook(HOOK_KEY)
+            try:
+                _nn.unset_function_pre_hook(HOOK_KEY)
+                _nn.unset_function_post_hook(HOOK_KEY)
+            except Exception as e:
+                self.fault("removing the hooks", e)
             self.hooks_on = False
         self._patches.undo()
         if self.capturing:
             self.snapshot_parameters()
+        self.stacks.release()
         self.finished = True
 
 
@@ -748,22 +602,3 @@ def all_parameters() -> Dict[str, Any]:
                 out[name] = value
     walk(parameter.root_scope, "")
     return out
-
-
-def device_sync(context: Any = None, import_extension: Any = None) -> Optional[Callable[[], None]]:
-    """A wait for the device of the current context when it is a GPU (CUDA runs asynchronously)."""
-    import nnabla as nn
-    context = context if context is not None else nn.get_current_context()
-    backends = list(getattr(context, "backend", []) or [])
-    name = backends[0].split(":")[0] if backends else "cpu"
-    if name not in ("cuda", "cudnn"):
-        return None
-    if import_extension is None:
-        from nnabla.ext_utils import import_extension_module
-        import_extension = import_extension_module
-    try:
-        ext = import_extension(name)
-    except Exception:
-        return None
-    device_id = str(getattr(context, "device_id", "0") or "0")
-    return lambda: ext.synchronize(device_id=device_id)

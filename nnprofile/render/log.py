@@ -12,6 +12,7 @@ from ..result import Entry, Profile, Section, format_ms
 from ..base.choices import GRAPH
 from ..result.header import ProgramHeader, ProjectHeader
 from .base import Contents
+from .safe import safe_text
 
 NAME = "log"
 FILENAME = "profile.log"
@@ -93,8 +94,11 @@ def section_footer(profile: Profile, a: SectionAnalysis) -> List[str]:
     lines = []
     for c in a.coverage:
         share = "%.1f%%" % (c.share * 100) if c.share is not None else "n/a"
-        lines.append("Coverage: the %s entries add up to %s ms, %s of %s (%s ms)"
-                     % (c.layer_phase, format_ms(c.layers_ms), share, c.whole_phase, format_ms(c.whole_ms)))
+        engine = ("; the graph engine between them %s ms: %.1f%% named" % (format_ms(c.engine_ms), 100 * c.named_share)
+                  if c.engine_ms and c.named_share is not None else "")
+        lines.append("Coverage: the %s entries add up to %s ms, %s of %s (%s ms)%s"
+                     % (c.layer_phase, format_ms(c.layers_ms), share, c.whole_phase, format_ms(c.whole_ms), engine))
+    lines += inside_lines(a.section)
     p = a.precision
     if p is not None and a.section.sampling:
         lines.append(sampling_line(p))
@@ -122,6 +126,19 @@ def section_footer(profile: Profile, a: SectionAnalysis) -> List[str]:
     if a.step is not None:
         lines.extend(summary_lines(a.step))
     lines.extend(a.memory_lines)
+    return lines
+
+
+MAX_INSIDE = 12  # entries whose calls inside are listed in the log (the report and result.json hold all)
+
+
+def inside_lines(section: Section) -> List[str]:
+    """``Inside: <entry> ran <child> <calls> call(s) of <ms> ms, ...``: what ran inside each call that ran others."""
+    lines = []
+    for e in [e for e in section.entries if e.children][:MAX_INSIDE]:
+        lines.append("Inside: %s ran %s (their time is inside its own)" % (safe_text(e.label), "; ".join(
+            "%s %g call%s of %s ms" % (safe_text(str(c["label"])), c["calls"], "" if c["calls"] == 1 else "s",
+                                       format_ms(float(c["mean_ms"]))) for c in e.children)))
     return lines
 
 

@@ -1,29 +1,94 @@
-"""Text from projects and scripts, written so that no spreadsheet runs it.
+"""Names are data: text from projects and programs, written so that no reader runs it or reads structure into it.
 
-Layer names come from project files that people share. A spreadsheet that
-opens a CSV file evaluates a cell that begins with ``=``, ``+``, ``-`` or
-``@`` (and, in some, a tab or carriage return) as a formula; OWASP's advice
-against such CSV injection is to prefix those cells with a single quote,
-which shows the text as it is. In the workbook, names are written as string
-cells, never as formulas.
+Layer, scope, optimizer, dataset and iterator names come from files people share and from programs
+nnprofile never saw. Each output keeps them as data:
+
+- the log and the terminal (``safe_text``): one entry is one line, whatever a name holds. Control
+  characters (CR, LF, ESC and the rest of C0 and C1, DEL) and Unicode's line and paragraph separators
+  are written as escapes (``\\r``, ``\\n``, ``\\x1b``, ``\\u2028``), so no name forges a line or moves the
+  terminal's cursor;
+- CSV (``csv_text``): a spreadsheet evaluates a cell that begins with ``=``, ``+``, ``-``, ``@``, a tab, CR
+  or LF as a formula (OWASP's CSV-injection list); such a cell, also after leading whitespace or control
+  characters, is prefixed with a single quote. A cell holding a control character is quoted by the
+  writer (``csv.QUOTE_NONNUMERIC``/``QUOTE_MINIMAL`` with the characters that need it), and NUL, which
+  no CSV reader takes, is escaped;
+- the workbook (``xlsx_text``, ``sheet_name``): names are string cells, never formulas; characters XML
+  cannot hold are escaped; a sheet's name loses what Excel forbids (``[]:*?/\\``, an apostrophe at either
+  end) and is cut to 31 characters, made unique.
 """
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Any, Iterable, Optional
 
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n")
+# C0 and C1 control characters and DEL, and the line and paragraph separators some readers break lines at.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u0085]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+# What XML 1.0 (a workbook's cells) cannot hold.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+_SHEET_BAD = re.compile(r"[\[\]:*?/\\\x00-\x1f]")
+
+
+def _escape(match: "re.Match[str]") -> str:
+    c = match.group(0)
+    if c in _NAMED:
+        return _NAMED[c]
+    code = ord(c)
+    return "\\x%02x" % code if code < 0x100 else "\\u%04x" % code
+
+
+def safe_text(value: Any) -> str:
+    """Text for the log or the terminal: every control character escaped (one line, no escape sequence)."""
+    text = value if isinstance(value, str) else str(value)
+    return _CONTROL.sub(_escape, text) if _CONTROL.search(text) else text
 
 
 def csv_text(value: Any) -> Any:
-    """A CSV cell of text: neutralised if a spreadsheet would read it as a formula."""
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+    """A CSV cell of text: NUL escaped, and neutralised if a spreadsheet would read it as a formula (also after
+    leading whitespace or control characters)."""
+    if not isinstance(value, str):
+        return value
+    if "\x00" in value:
+        value = value.replace("\x00", "\\x00")
+    stripped = value.lstrip(" \x0b\x0c\x1c\x1d\x1e\x1f\x01\x02\x03\x04\x05\x06\x07\x08\x0e\x0f\x10\x11\x12\x13\x14"
+                            "\x15\x16\x17\x18\x19\x1a\x1b\x7f")
+    if value.startswith(FORMULA_STARTS) or stripped.startswith(FORMULA_STARTS):
         return "'" + value
+    return value
+
+
+def cell_text(value: Any) -> Any:
+    """Text a workbook's cell can hold: characters XML forbids escaped."""
+    if isinstance(value, str) and _NOT_XML.search(value):
+        return _NOT_XML.sub(_escape, value)
     return value
 
 
 def xlsx_text(cell: Any, value: Any) -> Any:
     """Put ``value`` in an openpyxl cell; text stays text, whatever it begins with."""
-    cell.value = value
+    cell.value = cell_text(value)
     if isinstance(value, str) and cell.data_type == "f":
         cell.data_type = "s"
     return cell
+
+
+def sheet_name(name: str, taken: Iterable[str] = (), fallback: str = "Sheet") -> str:
+    """A worksheet's name Excel takes: no ``[]:*?/\\`` or control character, no apostrophe at either end, at most
+    31 characters, not empty, and none of ``taken`` (compared as Excel does, ignoring case)."""
+    clean = _SHEET_BAD.sub("_", cell_text(str(name))).strip("'").strip() or fallback
+    clean = clean[:31]
+    used = {t.lower() for t in taken}
+    if clean.lower() not in used and clean.lower() != "history":
+        return clean
+    for n in range(2, 10_000):
+        suffix = " (%d)" % n
+        candidate = clean[:31 - len(suffix)].rstrip("'") + suffix
+        if candidate.lower() not in used:
+            return candidate
+    return clean
+
+
+def first_line(text: Optional[str]) -> str:
+    """A message as one safe line (an error's text from a program or a file)."""
+    return safe_text((text or "").strip())

@@ -46,6 +46,11 @@ Versions:
      whole run, when it ran, its step and parts, its heaviest layers, its folder:
      ``nnprofile.result.windows``); a program's header says the ``schedule`` and which ``window``
      its sections are (0: the only one). Earlier results are one window.
+  9. calls inside calls: an entry may list its ``children`` (the calls that ran inside it, each kind
+     with its calls per parent call and its mean); a graph that writes parameters has the role
+     ``updates`` (``info["writes"]``: the scopes it writes); a program's step may hold ``engine``
+     entries, the graph engine's time between a pass's functions; a program's header counts the
+     steps the whole run went through (``run_steps``). Earlier results have none of these.
 """
 from __future__ import annotations
 
@@ -63,7 +68,7 @@ from .windows import WindowSummary
 
 FILENAME = "result.json"
 FORMAT = "nnprofile-result"
-VERSION = 8
+VERSION = 9
 _ENTRY_FIELDS = {f.name for f in fields(Entry)}
 _ENTRY_ORDER = [f.name for f in fields(Entry)]
 # Defaults of the entry's fields: a field at its default is left out of the file.
@@ -230,9 +235,15 @@ def _v7_to_v8(data: Dict[str, Any]) -> Dict[str, Any]:
     return data
 
 
+def _v8_to_v9(data: Dict[str, Any]) -> Dict[str, Any]:
+    """Version 9 added entries' ``children``, the ``updates`` role and ``engine`` entries, all absent before:
+    nothing to change."""
+    return data
+
+
 UPGRADES: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4,
                                                                    4: _v4_to_v5, 5: _v5_to_v6, 6: _v6_to_v7,
-                                                                   7: _v7_to_v8}
+                                                                   7: _v7_to_v8, 8: _v8_to_v9}
 
 
 def upgrade(data: Dict[str, Any]) -> Dict[str, Any]:

@@ -34,6 +34,8 @@ class Header:
     # The function hooks' cost per function (graph mode, programs): to a pass, and inside a function.
     hook_overhead_ns: Optional[float] = None
     hook_inside_ns: Optional[float] = None
+    # What this machine reaches (``nnprofile.base.machine``): {"gflops": ..., "gbytes_per_s": ...}.
+    machine_rates: Dict[str, float] = field(default_factory=dict)
     extra: Dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -81,6 +83,7 @@ class ProgramHeader(Header):
     plain_steps: List[int] = field(default_factory=list)  # the steps run without the hooks (for their cost)
     schedule: str = ""            # when windows were recorded (wait, warmup, active, repeat; on demand)
     window: int = 0               # which window its sections are (from 1; 0: the only one)
+    run_steps: Optional[int] = None  # the steps the whole run went through (its final files; None in a window's)
     call_overhead_ns: Optional[float] = None   # an auto_forward call's timing cost, in all
     call_inside_ns: Optional[float] = None     # and inside its own interval
     chain_hook_overhead_ns: Optional[float] = None

@@ -63,6 +63,11 @@ class Entry:
     # A merged view of several ranks: the entry's mean (ms) on each rank, in the order of
     # ``Profile.ranks["ranks"]``; None for a rank without the entry.
     rank_means: List[Optional[float]] = field(default_factory=list)
+    # A recorded program's call that ran others inside it (a custom layer's functions on NdArrays, a
+    # double backward's functions, a solver's own arithmetic): each kind of child as
+    # {"label", "type", "calls" (per call of this entry), "mean_ms" (per child call)}; their time is
+    # inside this entry's, never counted again beside it.
+    children: List[Dict[str, Any]] = field(default_factory=list)
 
     @property
     def stats(self) -> Stats:

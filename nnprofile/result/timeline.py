@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
-CATEGORIES = ("step", "window", "forward", "backward", "update", "input", "monitor", "communication", "eager")
+# "inside": a call that ran inside another (a custom layer's functions, a solver's own arithmetic), nested in it.
+CATEGORIES = ("step", "window", "forward", "backward", "update", "input", "monitor", "communication", "eager",
+              "inside")
 
 
 @dataclass(slots=True)

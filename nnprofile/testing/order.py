@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 PathLike = Union[str, "os.PathLike[str]"]
 PROJECT_SUFFIXES = (".nntxt", ".nnp", ".prototxt")
 # A label: phase (layer name : class[ : in_place]); whole-step entries have no parentheses.
+ORDERLESS = ("engine",)
 _LABEL = re.compile(r"^(?P<phase>\S+) \((?P<name>.+) : (?P<cls>[^:()]+?)(?P<in_place> : in_place)?\)$")
 
 
@@ -44,7 +45,8 @@ def layer_order(source: Union["Profile", PathLike], synthetic: bool = True) -> L
     lines: List[str] = []
     for section in profile.sections:
         lines.append(section_line(section))
-        lines.extend(e.label for e in section.entries)
+        # The engine's time between functions is measured, not a layer: its entry comes and goes with coverage.
+        lines.extend(e.label for e in section.entries if e.phase not in ORDERLESS)
     lines.append("Profile Completed." if profile.complete else footer_lines(profile)[0].split(":")[0] + ".")
     return lines
 

@@ -1,0 +1,249 @@
+"""A program's steps as the iterations of its loop, read off the program's own code.
+
+A step is one iteration of the program's training (or inference) loop, whatever the iteration holds:
+k updates of a critic and one of a generator, an actor updated every second iteration, new models and
+solvers at each stage, an environment's steps between updates, epochs of any length. The loop is read
+from the program itself, not from the order of its calls:
+
+- each timed call of the program's (a pass, a solver call, a read of a data iterator, ...) carries its
+  *stack*: the program's frames from the outermost in, each as (frame token, code, instruction), the
+  token telling one call of a function from the next;
+- each code object's loops come from its bytecode: a jump back to an earlier instruction closes a loop
+  (``CodeInfo.loops``: the head's offset and the last jump back's);
+- between two calls, the loop whose back edge was crossed is found where their stacks part
+  (``crossed``): a frame that moved back to an earlier instruction crossed the innermost loop holding
+  both instructions; a frame that ran the same instruction again, or called anew, crossed the
+  innermost loop holding it;
+- the step loop is the innermost loop that holds every kind of solver update that repeats (a kind: the
+  program's path of lines to the call), or without a solver every kind of pass and read that repeats
+  (``step_loop``); an update made once, before the loop, does not count;
+- an iteration begins where the step loop, or a loop around it, is crossed, or where the program
+  enters the step loop (``starts``).
+
+Everything here is pure: stacks and code descriptions are data (``nnprofile.assembly.events``), so
+that the recorder, counting steps while the program runs, and the assembly, cutting a recording into
+steps, read one rule.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Hashable, List, Optional, Sequence, Tuple
+
+Frame = Tuple[int, int, int]          # (frame token, code index, instruction offset)
+Stack = Tuple[Frame, ...]             # the program's frames, outermost first
+LoopRef = Tuple[int, int]             # (code index, head offset)
+TOP = (-1, -1)                        # the program's outermost frame itself was entered anew
+
+
+@dataclass
+class CodeInfo:
+    """A code object of the program's: where it is, and its loops."""
+
+    file: str
+    name: str
+    line: int                                           # its first line
+    loops: List[Tuple[int, int]] = field(default_factory=list)   # (head, last jump back), by head
+    lines: List[Tuple[int, int]] = field(default_factory=list)   # (offset, line) where a line starts
+
+    def line_at(self, offset: int) -> int:
+        line = self.line
+        for at, n in self.lines:
+            if at > offset:
+                break
+            line = n
+        return line
+
+    def innermost(self, lo: int, hi: int) -> Optional[Tuple[int, int]]:
+        """The innermost loop holding both offsets (None: no loop does)."""
+        best = None
+        for start, end in self.loops:
+            if start <= lo and hi <= end and (best is None or end - start < best[1] - best[0]):
+                best = (start, end)
+        return best
+
+    def to_list(self) -> list:
+        return [self.file, self.name, self.line, [list(x) for x in self.loops], [list(x) for x in self.lines]]
+
+    @classmethod
+    def from_list(cls, x: list) -> "CodeInfo":
+        return cls(str(x[0]), str(x[1]), int(x[2]), [(int(a), int(b)) for a, b in x[3]],
+                   [(int(a), int(b)) for a, b in x[4]])
+
+
+def kind(stack: Stack) -> Tuple[Tuple[int, int], ...]:
+    """Which call this is in the program: its path of code and instruction (tokens left out)."""
+    return tuple((c, at) for _, c, at in stack)
+
+
+def crossed(a: Stack, b: Stack, codes: Sequence[CodeInfo]) -> Optional[Tuple[int, LoopRef]]:
+    """The loop whose back edge the program crossed between a call at ``a`` and the next at ``b``, with
+    the level of the frame it is in; None where it only went forward."""
+    n = min(len(a), len(b))
+    k = 0
+    while k < n and a[k] == b[k]:
+        k += 1
+    if k < n and a[k][0] == b[k][0]:  # one frame, moved
+        x, y = a[k][2], b[k][2]
+        if y > x:
+            return None
+        loop = codes[a[k][1]].innermost(y, x)
+        return (k, (a[k][1], loop[0])) if loop is not None else None
+    # The frame at level k is a new call (or one stack holds the other): the instruction that made it,
+    # one level out, ran again: the innermost loop around it was crossed (else one further out).
+    for j in range(k - 1, -1, -1):
+        loop = codes[a[j][1]].innermost(a[j][2], a[j][2])
+        if loop is not None:
+            return (j, (a[j][1], loop[0]))
+    return (-1, TOP)
+
+
+def level_in(stack: Stack, loop: LoopRef, codes: Sequence[CodeInfo]) -> int:
+    """The level of the frame of ``stack`` that runs inside ``loop`` (-1: the stack is outside it)."""
+    code, head = loop
+    end = _end(codes, loop)
+    for j, (_, c, at) in enumerate(stack):
+        if c == code and head <= at <= end:
+            return j
+    return -1
+
+
+def _end(codes: Sequence[CodeInfo], loop: LoopRef) -> int:
+    for start, end in codes[loop[0]].loops:
+        if start == loop[1]:
+            return end
+    return loop[1]
+
+
+def step_loop(stacks: Sequence[Stack], codes: Sequence[CodeInfo]) -> Optional[LoopRef]:
+    """The innermost loop holding a call of every kind that repeats (every kind, where none repeats);
+    None where no loop holds them all."""
+    by_kind: Dict[Hashable, List[Stack]] = {}
+    for s in stacks:
+        if s:
+            by_kind.setdefault(kind(s), []).append(s)
+    if not by_kind:
+        return None
+    repeated = [v[0] for v in by_kind.values() if len(v) > 1] or [v[0] for v in by_kind.values()]
+    reference = repeated[0]
+    candidates: List[LoopRef] = []   # outermost first
+    for _, c, at in reference:
+        inside = sorted((l for l in codes[c].loops if l[0] <= at <= l[1]), key=lambda l: l[0] - l[1])
+        candidates += [(c, l[0]) for l in inside]
+    for loop in reversed(candidates):
+        if all(level_in(s, loop, codes) >= 0 for s in repeated):
+            return loop
+    return None
+
+
+def encloses(outer: LoopRef, inner: LoopRef, codes: Sequence[CodeInfo]) -> bool:
+    return outer[0] == inner[0] and outer[1] <= inner[1] and _end(codes, inner) <= _end(codes, outer)
+
+
+def begins(previous: Optional[Stack], stack: Stack, loop: LoopRef, codes: Sequence[CodeInfo]) -> bool:
+    """Whether the call at ``stack`` begins an iteration of ``loop`` (``previous``: the last call inside the
+    loop before it, None where the program was outside the loop since)."""
+    j = level_in(stack, loop, codes)
+    if j < 0:
+        return False
+    if previous is None:
+        return True
+    found = crossed(previous, stack, codes)
+    if found is None:
+        return False
+    k, c = found
+    return k < j or c == TOP or (k == j and encloses(c, loop, codes))
+
+
+def starts(stacks: Sequence[Optional[Stack]], loop: LoopRef, codes: Sequence[CodeInfo]) -> List[Optional[bool]]:
+    """For each call: True where it begins an iteration of ``loop``, False inside it, None outside it (or
+    without a stack: a call that does not move the loop)."""
+    out: List[Optional[bool]] = []
+    previous: Optional[Stack] = None
+    for s in stacks:
+        if not s:
+            out.append(None)
+            continue
+        if level_in(s, loop, codes) < 0:
+            out.append(None)
+            previous = None
+            continue
+        out.append(begins(previous, s, loop, codes))
+        previous = s
+    return out
+
+
+def loop_where(loop: LoopRef, codes: Sequence[CodeInfo]) -> str:
+    """``train.py:57`` for the loop's head line."""
+    code = codes[loop[0]]
+    return "%s:%d" % (code.file.replace("\\", "/").rsplit("/", 1)[-1], code.line_at(loop[1]))
+
+
+KEEP = 4096   # stacks a counter keeps to choose its loop again (then the loop is kept as found)
+
+
+class Counter:
+    """Iterations of a step loop counted as calls come (the recorder's live count). ``loop`` may be fixed
+    (read off an earlier window); else it is chosen from the calls so far: the updates, or without a
+    solver the passes and reads (``step_loop``)."""
+
+    def __init__(self, codes: Sequence[CodeInfo], loop: Optional[LoopRef] = None):
+        self.codes = codes
+        self.loop = loop
+        self.fixed = loop is not None
+        self.begun = 0                    # iterations begun
+        self.inside = False               # the last call was inside the loop
+        self._previous: Optional[Stack] = None
+        self._keys: Dict[str, List[Stack]] = {"update": [], "other": []}
+        self._kinds: Dict[str, Dict[Hashable, int]] = {"update": {}, "other": {}}
+        self._all: List[Stack] = []       # every stack since the count began (until the loop is fixed)
+
+    @property
+    def completed(self) -> int:
+        """Iterations ended: each one ends where the next begins, or where the program leaves the loop."""
+        return max(0, self.begun - (1 if self.inside else 0))
+
+    def feed(self, stack: Optional[Stack], key: Optional[str]) -> None:
+        """A call that can begin an iteration (``key``: "update" for a solver's update, "other" for a pass or a
+        read, which choose the loop where the program has no solver; None for any other call)."""
+        if not stack:
+            return
+        if not self.fixed:
+            self._all.append(stack)
+            if key is not None:
+                self._keys[key].append(stack)
+                kinds = self._kinds[key]
+                k = kind(stack)
+                kinds[k] = kinds.get(k, 0) + 1
+                # The loop is chosen again where the calls that choose it change: a kind seen a second
+                # time, a new kind while none repeats, the first update.
+                if kinds[k] == 2 or (kinds[k] == 1 and not any(n > 1 for n in kinds.values())):
+                    if key == "update" or not self._keys["update"]:
+                        self._choose()
+            if len(self._all) > KEEP:
+                self.fix()
+        self._advance(stack)
+
+    def _advance(self, stack: Stack) -> None:
+        if self.loop is None:
+            return
+        if level_in(stack, self.loop, self.codes) < 0:
+            self.inside, self._previous = False, None
+            return
+        if begins(self._previous, stack, self.loop, self.codes):
+            self.begun += 1
+        self.inside, self._previous = True, stack
+
+    def _choose(self) -> None:
+        loop = step_loop(self._keys["update"] or self._keys["other"], self.codes)
+        if loop == self.loop:
+            return
+        self.loop = loop
+        self.begun, self.inside, self._previous = 0, False, None  # counted again under the new loop
+        for s in self._all[:-1]:
+            self._advance(s)
+
+    def fix(self) -> None:
+        """Keep the loop as found (between windows nothing more is kept)."""
+        self.fixed = True
+        self._all = []
+        self._keys = {"update": [], "other": []}

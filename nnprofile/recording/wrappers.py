@@ -1,0 +1,533 @@
+"""The recorder's side of the program's calls: solvers, communicators, iterators, monitors, functions run now.
+
+Every wrapper here is a guest in the program's call: the program's own call runs exactly once, through
+the original, and its result or its exception is the program's. What nnprofile does around it (timing,
+naming, counting steps) is guarded: a failure of nnprofile's own is noted (``fault``, said in the
+profile's notes; ``--debug`` prints its traceback) and the call goes on unrecorded.
+
+Each timed call is a node of the call tree: it opens on ``_open`` while it runs, so that what runs
+inside it (a custom solver's NdArray arithmetic, a loader's functions) is its child (``depth``).
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import traceback
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from ..assembly.events import DYNAMIC, EAGER, Call, CommCall, InputCall, IteratorInfo, MonitorCall, SolverCall
+from .callsite import first_outside, receiver_of_caller, receiver_path
+
+_getframe = sys._getframe
+_ident = threading.get_ident
+MAX_FAULTS = 20          # kinds of fault kept (each with its count)
+PLAIN, MADE, EAGER_CALL, DYNAMIC_CALL = 0, 1, 2, 3   # how a function proxy's call is recorded
+OPENED = object()        # a wrapper's call on the open-call stack
+
+
+def _arrays(values: Any) -> List[Tuple[Tuple[int, ...], Optional[str]]]:
+    out = []
+    for v in values if isinstance(values, (list, tuple)) else [values]:
+        try:
+            dtype: Optional[str] = str(v.dtype.__name__) if isinstance(v.dtype, type) else str(v.dtype)
+        except Exception:
+            dtype = None
+        try:
+            out.append((tuple(int(d) for d in v.shape), _dtype_name(dtype)))
+        except Exception:  # a scalar argument, not an array
+            continue
+    return out
+
+
+def _dtype_name(dtype: Optional[str]) -> Optional[str]:
+    if dtype is None:
+        return None
+    for name in ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"):
+        if name in dtype:
+            return name
+    return dtype
+
+
+class Wrappers:
+    """The wrappers' part of ``Recorder`` (a mix-in: the state is the recorder's)."""
+
+    comm_rank: Optional[Tuple[int, int]]
+
+    # -- faults ------------------------------------------------------------------------------------
+
+    def fault(self: Any, where: str, error: BaseException) -> None:
+        """A failure of nnprofile's own at ``where``: noted, never raised into the program."""
+        try:
+            key = "%s: %s" % (where, type(error).__name__)
+            known = self.faults.get(key)
+            if known is not None:
+                known[1] += 1
+                return
+            if len(self.faults) < MAX_FAULTS:
+                self.faults[key] = ["%s: %s: %s" % (where, type(error).__name__, error),
+                                    1, "".join(traceback.format_exception(type(error), error, error.__traceback__))]
+        except Exception:
+            pass
+
+    def hook_fault(self: Any, where: str, error: BaseException) -> None:
+        """A failure inside a hook NNabla calls from C++, where nothing may be raised: a Ctrl-C that landed
+        there is given back to the program (at its next Python instruction), anything else is noted."""
+        if isinstance(error, KeyboardInterrupt):
+            import _thread
+            _thread.interrupt_main()
+            return
+        self.fault(where, error)
+
+    def fault_notes(self: Any) -> List[str]:
+        return ["could not be recorded at %s (%d time%s); the program's calls there went on unrecorded"
+                % (text, n, "" if n == 1 else "s") for text, n, _ in self.faults.values()]
+
+    # -- functions run now (eager, auto_forward), through the function proxies -------------------------
+
+    def function_mode(self: Any, inputs: Sequence[Any], kwargs: Dict[str, Any]) -> int:
+        if not self.recording or not self.hooks_on or _ident() != self._thread:
+            return PLAIN
+        if inputs and type(inputs[0]) is self.ndarray_type:
+            return EAGER_CALL
+        if not kwargs.get("auto_forward"):
+            return MADE
+        return DYNAMIC_CALL
+
+    def run_function(self: Any, call: Callable[[], Any], function: Any, made_ns: Optional[int], mode: int,
+                     inputs: Sequence[Any]) -> Any:
+        """Run the program's function call once (``call``), and record it as ``mode`` says."""
+        if mode == MADE:  # a static graph's function: made now, run in its passes
+            outputs = call()
+            try:
+                if self.note_sites:
+                    self.note_creation(outputs, depth=3)
+            except Exception as e:
+                self.fault("noting where a function was made", e)
+            return outputs
+        opened = self._open
+        depth = len(opened)
+        start = made_ns if made_ns is not None else self.clock()
+        opened.append(OPENED)
+        try:
+            outputs = call()
+        finally:
+            del opened[depth:]
+        try:
+            end = self.clock()
+            if mode == EAGER_CALL:
+                self.eager_call(function, inputs, outputs, start, end, depth)
+            else:
+                self.dynamic_call(outputs, start, end, depth)
+        except Exception as e:
+            self.fault("timing a function run now", e)
+        return outputs
+
+    def dynamic_call(self: Any, outputs: Any, start: int, end: int, depth: int = 0) -> None:
+        """A function run under auto_forward (its graph's forward, as it is made); inside another call
+        (a backward that builds functions: double backward) a child of that call."""
+        first = outputs[0] if isinstance(outputs, (tuple, list)) else outputs
+        parent = getattr(first, "parent", None)
+        if parent is None:
+            return
+        if depth:
+            self.events.append(Call(parent, start, end, None, DYNAMIC, depth))
+            return
+        stack = None
+        if not self._dynamic_pass:
+            t0 = self.clock()
+            self._close_pass()
+            self._dynamic_pass = True
+            self._check_subclasses()
+            self.loop.pass_started("forward", None, "auto_forward", start)
+            stack = self.stacks.take(_getframe(3))
+            self._moved(stack, "other", t0)
+            if not self.solvers and not self.loop.marks:
+                self._count_steps()
+            self.excluded.append((t0, self.clock()))
+        self.events.append(Call(parent, start, end, None, DYNAMIC, 0, stack))
+        self._recent_dynamic.add(parent)
+        if self.note_sites and self.steps_done < self.SITE_STEPS:
+            self.note_creation(outputs, depth=4)
+
+    def eager_call(self: Any, function: Any, inputs: Sequence[Any], outputs: Any, start: int, end: int,
+                   depth: int = 0) -> None:
+        """A function run on NdArrays: eager work, timed, with the program's line that called it (described
+        in full the first time a line calls it on arrays of these shapes); inside another call, its child."""
+        where = first_outside(_getframe(2), self._skip)
+        key = (function.name, where, tuple([getattr(v, "shape", None) for v in inputs]))
+        if key not in self.eager:
+            from .raw import EagerInfo
+            self.eager[key] = EagerInfo(str(function.name), dict(getattr(function, "args", {}) or {}),
+                                        _arrays(inputs), _arrays(outputs), "%s:%d" % where if where is not None else None)
+        if not depth:
+            self._break_pass()
+        self.events.append(Call(key, start, end, None, EAGER, depth))
+
+    def note_creation(self: Any, outputs: Any, depth: int = 2) -> None:
+        """Where the program created the function behind ``outputs``: its first frame outside NNabla."""
+        first = outputs[0] if isinstance(outputs, (tuple, list)) else outputs
+        parent = getattr(first, "parent", None)
+        if parent is None or parent in self.created:
+            return
+        where = first_outside(_getframe(depth), self._skip)
+        if where is not None:
+            self.created[parent] = "%s:%d" % where
+
+    # -- solvers -------------------------------------------------------------------------------------
+
+    def timed_solver_call(self: Any, index: int, method: str) -> Callable:
+        """A solver proxy's method: the real solver's, timed."""
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return self.solver_call(index, method, getattr(self.solvers[index].solver, method), args, kwargs)
+        return call
+
+    def solver_call(self: Any, index: int, method: str, bound: Callable, args: Any, kwargs: Any) -> Any:
+        """The program's call of a solver's method: run once; timed while a window is open, counted as a
+        step's update between windows."""
+        try:
+            plan = self._solver_plan(index, method)
+        except Exception as e:
+            self.fault("solver %s" % method, e)
+            plan = None
+        if plan is None:
+            return bound(*args, **kwargs)
+        if plan == "light":
+            result = bound(*args, **kwargs)
+            try:
+                self._light_step("updates", index)
+            except Exception as e:
+                self.fault("counting steps at solver %s" % method, e)
+            return result
+        opened = self._open
+        depth = len(opened)
+        try:
+            if self.sync is not None:
+                self.sync()
+            start = self.clock()
+        except Exception as e:
+            self.fault("solver %s" % method, e)
+            return bound(*args, **kwargs)
+        opened.append(OPENED)
+        try:
+            result = bound(*args, **kwargs)
+        finally:
+            del opened[depth:]
+        try:
+            if self.sync is not None:
+                self.sync()
+            end = self.clock()
+            self.events.append(SolverCall(method, index, start, end, depth, plan if depth == 0 else None))
+            if depth == 0 and method == "update":
+                self.loop.update(index, end)
+                self._recent_dynamic = set()  # type: set
+                self._count_at_end()
+            self.excluded.append((end, self.clock()))  # nnprofile's own work, no part of the step
+        except Exception as e:
+            self.fault("solver %s" % method, e)
+        return result
+
+    def _solver_plan(self: Any, index: int, method: str) -> Any:
+        """None: not recorded; "light": counted only (no window open); else the call's stack (a window is
+        open), after nnprofile's own work before it (naming the solver, counting the step it begins)."""
+        if _ident() != self._thread or not self.recording:
+            return None
+        depth = len(self._open)
+        frame = _getframe(3)
+        stack = None
+        t0 = self.clock()
+        if depth == 0 and (self.capturing or method == "update"):
+            if self.capturing:
+                self._break_pass()
+            stack = self.stacks.take(frame)
+            self._moved(stack, "update" if method == "update" else None, t0)
+        if not self.capturing:
+            return "light" if method == "update" and depth == 0 else None
+        info = self.solvers[index]
+        if not info.variable:
+            info.variable = receiver_of_caller(frame, (method,))
+        if not info.parameters:
+            info.parameters = solver_parameters(info.solver, info.own)
+        self.excluded.append((t0, self.clock()))
+        return stack if depth == 0 else ()
+
+    def _check_subclasses(self: Any) -> None:
+        """The program's own subclasses of NNabla's Solver and PythonFunction, timed from when first seen (a
+        class is looked for when the direct subclasses change, or a window opens)."""
+        count = _count_direct(self._solver_base) + _count_direct(self._python_function)
+        if count != self._subclasses_seen:
+            self._subclasses_seen = count
+            self._patch_subclasses()
+
+    def _patch_subclasses(self: Any) -> None:
+        from .proxies import SOLVER_CALLS
+        for cls in _all_subclasses(self._solver_base):
+            if cls in self._patched_classes or (cls.__module__ or "").startswith(("nnabla.", "nnprofile.")):
+                continue
+            self._patched_classes.add(cls)
+            for method in SOLVER_CALLS:
+                original = vars(cls).get(method)
+                if callable(original):
+                    self._patches.attribute(cls, method, self._subclass_method(cls, method, original))
+        for cls in _all_subclasses(self._python_function):
+            if cls in self._patched_classes:
+                continue
+            self._patched_classes.add(cls)
+            self._patches.attribute(cls, "__call__", self._python_function_call(cls.__call__))
+
+    def _subclass_method(self: Any, cls: type, method: str, original: Callable) -> Callable:
+        """A method of the program's own Solver subclass, timed as a solver's call (its instances made known
+        as solvers when first called)."""
+        recorder = self
+
+        def call(solver: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                index = recorder._solver_index(solver, cls)
+            except Exception as e:
+                recorder.fault("solver %s" % method, e)
+                return original(solver, *args, **kwargs)
+            if index is None:
+                return original(solver, *args, **kwargs)
+            return recorder.solver_call(index, method, lambda *a, **k: original(solver, *a, **k), args, kwargs)
+        call.__name__, call.__doc__ = getattr(original, "__name__", method), getattr(original, "__doc__", None)
+        return call
+
+    def _solver_index(self: Any, solver: Any, cls: type) -> Optional[int]:
+        if not self.recording or _ident() != self._thread:
+            return None
+        index = self._own_solvers.get(id(solver))
+        if index is None or self.solvers[index].solver is not solver:
+            from .raw import RawSolver
+            where = first_outside(_getframe(3), self._skip)
+            self.solvers.append(RawSolver(solver, cls.__name__, created=None if where is None else "%s:%d" % where,
+                                          own=True))
+            index = self._own_solvers[id(solver)] = len(self.solvers) - 1
+        return index
+
+    def _python_function_call(self: Any, original: Callable) -> Callable:
+        """A custom PythonFunction's call: under auto_forward or on NdArrays it runs now, and is timed so."""
+        recorder = self
+
+        def call(function: Any, *inputs: Any, **kwargs: Any) -> Any:
+            try:
+                mode = recorder.function_mode(inputs, kwargs)
+            except Exception as e:
+                recorder.fault("custom function", e)
+                mode = PLAIN
+            if mode == PLAIN:
+                return original(function, *inputs, **kwargs)
+            return recorder.run_function(lambda: original(function, *inputs, **kwargs), function, None, mode, inputs)
+        return call
+
+    # -- communicators -------------------------------------------------------------------------------
+
+    def timed_comm_call(self: Any, proxy: Any, method: str, bound: Callable) -> Callable:
+        """A collective, timed from the program's call to its return: the bookkeeping is in it, so that the
+        entry is what the program itself would measure around the call (the first Python after a
+        collective runs on cold caches: tens of microseconds where it costs one when warm)."""
+        from .proxies import array_bytes
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                timed = self.capturing and _ident() == self._thread
+                if timed:
+                    if self.sync is not None:
+                        self.sync()
+                    start = self.clock()
+                    data = args[0] if args else kwargs.get("data", kwargs.get("ndarray_list", kwargs.get("ndarray")))
+                    moved = proxy._parameter_bytes if method == "allreduce" else array_bytes(data) if data is not None else 0
+                    depth = len(self._open)
+                    event = CommCall(method, start, start, moved, depth)
+            except Exception as e:
+                self.fault("communicator %s" % method, e)
+                timed = False
+            if not timed:
+                return bound(*args, **kwargs)
+            self._open.append(OPENED)
+            try:
+                result = bound(*args, **kwargs)
+            finally:
+                del self._open[depth:]
+            try:
+                if self.sync is not None:
+                    self.sync()
+                if not depth:
+                    self._break_pass()
+                self.events.append(event)
+                if method == "init":
+                    self.comm_rank = (int(getattr(proxy._comm, "rank", 0)), int(getattr(proxy._comm, "size", 1)))
+                elif method == "all_reduce_callback":
+                    self.callback_used = True
+                event.end_ns = self.clock()
+            except Exception as e:
+                self.fault("communicator %s" % method, e)
+            return result
+        return call
+
+    # -- data iterators and monitors -----------------------------------------------------------------
+
+    def _timed_next(self: Any, original: Callable) -> Callable:
+        recorder = self
+
+        def next(iterator: Any) -> Any:  # noqa: A001 (DataIterator's own name)
+            try:
+                plan = recorder._read_plan(iterator, _getframe(1))
+            except Exception as e:
+                recorder.fault("data iterator", e)
+                plan = None
+            if plan is None:
+                return original(iterator)
+            index, depth = plan
+            start = recorder.clock()
+            recorder._open.append(OPENED)
+            try:
+                return original(iterator)
+            finally:
+                del recorder._open[depth:]
+                try:
+                    end = recorder.clock()
+                    recorder.events.append(InputCall(index, start, end, depth, recorder._read_stack))
+                    if not depth:
+                        recorder.loop.input(index)
+                    recorder.excluded.append((end, recorder.clock()))
+                except Exception as e:
+                    recorder.fault("data iterator", e)
+        return next
+
+    def _read_plan(self: Any, iterator: Any, frame: Any) -> Optional[Tuple[int, int]]:
+        """None: not timed (counted, between windows); else (iterator, depth). A read may end the pass before
+        it, and begin a step: the window that step closes or opens decides whether the read is timed."""
+        if not self.recording or _ident() != self._thread:
+            return None
+        depth = len(self._open)
+        if depth:
+            return (self._iterator_of(iterator, frame), depth) if self.capturing else None
+        t0 = self.clock()
+        if self.capturing:
+            self._break_pass()
+        self._check_subclasses()
+        self._read_stack = self.stacks.take(frame)
+        self._moved(self._read_stack, "other", t0)
+        index = self._iterator_of(iterator, frame)
+        if not self.capturing:
+            if self.counts_reads():
+                self._light_read(index)
+            return None
+        self.excluded.append((t0, self.clock()))
+        return index, 0
+
+    def _iterator_of(self: Any, iterator: Any, frame: Any) -> int:
+        """The iterator's index (named, the first time, as the program names it)."""
+        index = self._iterator_index.get(id(iterator))
+        if index is None or self._iterator_objects[index] is not iterator:
+            name = self._iterator_name(iterator, frame)
+            index = self._iterator_index[id(iterator)] = len(self.iterators)
+            self._iterator_objects.append(iterator)
+            self.iterators.append(IteratorInfo(name, bool(getattr(iterator, "_use_thread", False))))
+        return index
+
+    def _iterator_name(self: Any, iterator: Any, frame: Any) -> str:
+        """What the program calls the iterator: its variable (``di_train``), through the program's own
+        wrapper (``train.itr0`` for ``self.itr0.next()`` inside ``train.next()``), else the line that made
+        it; distinct iterators get distinct names."""
+        if frame.f_code.co_name == "__next__" and frame.f_back is not None:
+            frame = frame.f_back  # for batch in data / next(data): the program's frame
+        path = receiver_path(frame, ("next",))
+        if path.startswith("self.") and frame.f_back is not None:
+            outer = receiver_of_caller(frame.f_back, (frame.f_code.co_name,))
+            path = "%s.%s" % (outer, path[5:]) if outer else path[5:]
+        made = self._iterators_made.get(id(iterator))
+        name = path or ("line %s" % made.rsplit(":", 1)[1] if made else
+                        type(getattr(iterator, "_data_source", iterator)).__name__)
+        taken = {i.name for i in self.iterators}
+        if name in taken and made and "line" not in name:
+            name = "%s (line %s)" % (name, made.rsplit(":", 1)[1])
+        base, n = name, 1
+        while name in taken:
+            n += 1
+            name = "%s (%d)" % (base, n)
+        return name
+
+    def _made_iterator(self: Any, original: Callable) -> Callable:
+        recorder = self
+
+        def init(iterator: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(iterator, *args, **kwargs)
+            try:
+                if recorder.recording:
+                    where = first_outside(_getframe(1), recorder._skip)
+                    if where is not None:
+                        recorder._iterators_made[id(iterator)] = "%s:%d" % where
+            except Exception as e:
+                recorder.fault("data iterator", e)
+            return result
+        return init
+
+    def _timed_add(self: Any, original: Callable) -> Callable:
+        recorder = self
+
+        def add(monitor: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                timed = recorder.capturing and not recorder._in_monitor and _ident() == recorder._thread
+                if timed:
+                    depth = len(recorder._open)
+                    stack = None
+                    if not depth:
+                        recorder._break_pass()
+                        stack = recorder.stacks.take(_getframe(1))
+                    recorder._in_monitor = True
+                    start = recorder.clock()
+            except Exception as e:
+                recorder.fault("monitor", e)
+                timed = False
+            if not timed:  # one monitor's add calling another's, or no window open
+                return original(monitor, *args, **kwargs)
+            recorder._open.append(OPENED)
+            try:
+                return original(monitor, *args, **kwargs)
+            finally:
+                del recorder._open[depth:]
+                recorder._in_monitor = False
+                try:
+                    end = recorder.clock()
+                    recorder.events.append(MonitorCall(str(getattr(monitor, "name", type(monitor).__name__)), start, end,
+                                                       depth, stack))
+                except Exception as e:
+                    recorder.fault("monitor", e)
+        return add
+
+
+def solver_parameters(solver: Any, own: bool = False) -> Dict[str, Any]:
+    """A solver's parameters: NNabla's ``get_parameters``; for a solver of the program's own (whose C++ part
+    was never made: calling it would crash), its own ``get_parameters`` where its class has one, else the
+    dict of variables it holds."""
+    try:
+        if not own or any("get_parameters" in vars(c) for c in type(solver).__mro__
+                          if not (c.__module__ or "").startswith("nnabla")):
+            found = dict(solver.get_parameters())
+            if found:
+                return found
+    except Exception:
+        pass
+    try:
+        import nnabla as nn
+        for value in vars(solver).values():
+            if isinstance(value, dict) and value and all(isinstance(v, nn.Variable) for v in value.values()):
+                return dict(value)
+    except Exception:
+        pass
+    return {}
+
+
+def _all_subclasses(base: Any) -> List[type]:
+    if base is None:
+        return []
+    out, todo = [], list(base.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        out.append(cls)
+        todo += cls.__subclasses__()
+    return out
+
+
+def _count_direct(base: Any) -> int:
+    return len(base.__subclasses__()) if base is not None else 0
