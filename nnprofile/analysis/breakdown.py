@@ -255,8 +255,13 @@ def summarize_program(script: Section, graphs: Sequence[Section], context: str =
 
     def add(name: str, entries: Sequence[Entry]) -> None:
         parts.append((name, sum(per_step_ms(e) for e in entries)))
+    validation = dict((script.info or {}).get("inputs_of") or {})
     for e in script.entries_of("load_dataset"):
-        add("input (%s)" % _inside(e.label), [e])
+        name = _inside(e.label)
+        if name in validation:  # a validation's data: part of the evaluation, not the training's input
+            add("evaluation input (%s, for '%s')" % (name, validation[name]), [e])
+        else:
+            add("input (%s)" % name, [e])
     graph_times: List[GraphTime] = []
     for g in graphs:
         f, b = g.entries_of("forward_all"), g.entries_of("backward_all")

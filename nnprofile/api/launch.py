@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from typing import Callable, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 from ..base.errors import ProfileError, ProgramDidNotCompile
 from ..recording.schedule import Schedule
@@ -118,16 +118,41 @@ def run_recording(script: PathLike, *args: str, outdir: Optional[PathLike] = Non
             raise
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
-    assert recording.profile is not None
     return recording, status
 
 
 def _print_user_traceback(path: str) -> None:
-    """The program's traceback from its own first frame on: nnprofile's frames are not the user's concern."""
+    """The program's traceback as Python shows it, with its chain (an exception's cause and context), each from
+    the program's own first frame on: nnprofile's and runpy's frames are not the user's concern (--debug keeps
+    them all)."""
     kind, error, tb = sys.exc_info()
-    frames = traceback.extract_tb(tb)
     target = os.path.abspath(path)
-    first = next((i for i, f in enumerate(frames) if os.path.abspath(f.filename) == target), 0)
-    lines = ["Traceback (most recent call last):\n"] + traceback.format_list(frames[first:])
-    lines += traceback.format_exception_only(kind, error)
+    ours = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+    def frames_of(e: BaseException) -> List[Any]:
+        frames = traceback.extract_tb(e.__traceback__)
+        first = next((i for i, f in enumerate(frames) if os.path.abspath(f.filename) == target), 0)
+        return [f for f in frames[first:] if not os.path.abspath(f.filename).startswith(ours)]
+
+    chain: List[Tuple[BaseException, str]] = []
+    seen = set()
+    e: Optional[BaseException] = error
+    while e is not None and id(e) not in seen and len(chain) < 8:
+        seen.add(id(e))
+        chain.append((e, ""))
+        if e.__cause__ is not None:
+            chain[-1] = (e, "\nThe above exception was the direct cause of the following exception:\n\n")
+            e = e.__cause__
+        elif e.__context__ is not None and not e.__suppress_context__:
+            chain[-1] = (e, "\nDuring handling of the above exception, another exception occurred:\n\n")
+            e = e.__context__
+        else:
+            e = None
+    lines: List[str] = []
+    for e, joint in reversed(chain):
+        lines.append(joint)  # how it follows the one above ("" for the first)
+        frames = frames_of(e)
+        if frames:
+            lines += ["Traceback (most recent call last):\n"] + traceback.format_list(frames)
+        lines += traceback.format_exception_only(type(e), e)
     sys.stderr.write("".join(lines))

@@ -122,6 +122,9 @@ class Recording:
         self._signatures: Dict[str, Tuple[float, float]] = {}  # the hooks' cost per function signature
         self.save_events = save_events  # write it too, as events.json.gz
         self.progress = progress
+        self.unrecorded: Optional[str] = None   # recording could not start: the program ran unrecorded
+        self.error: Optional[str] = None        # the profile could not be made or written, and why
+        self.error_traceback = ""
         self._guard: Optional[Any] = None
         self._started_unix = 0.0
 
@@ -146,7 +149,11 @@ class Recording:
             self.listener.install()
             self.recorder.watch = self.listener.check
         machine.measure()  # what this machine reaches, once, before the program runs (not inside it)
-        self.recorder.start()
+        try:
+            self.recorder.start()
+        except Exception as e:  # the program runs unrecorded: nnprofile's failure is no reason to stop it
+            self.unrecorded = "%s: %s" % (type(e).__name__, e)
+            warn("nnprofile: could not record (%s); the program runs unrecorded" % self.unrecorded)
         self._run_start_ns = self.recorder.started_ns
         _ACTIVE.append(self)
         if self.outdir is not None and self.world is not None and self.world.several:
@@ -193,6 +200,21 @@ class Recording:
         self.recorder.step()
 
     def __exit__(self, kind: Any, error: Any, tb: Any) -> None:
+        """The recording's end: its files. A failure of nnprofile's own here never replaces the program's own
+        outcome (its exception, its exit): it is kept in ``error`` and said in one line."""
+        try:
+            self.recorder.stop()  # first, and alone: the program's NNabla is its own again, whatever follows
+        except Exception as e:
+            self.recorder.fault("ending the recording", e)
+        try:
+            self._finish(kind, error, tb)
+        except Exception as e:
+            import traceback
+            self.error = "%s: %s" % (type(e).__name__, e)
+            self.error_traceback = traceback.format_exc()
+            warn("nnprofile: the profile could not be made (%s)" % self.error)
+
+    def _finish(self, kind: Any, error: Any, tb: Any) -> None:
         self.recorder.stop()
         if self.listener is not None:
             self.listener.uninstall()
@@ -380,6 +402,15 @@ class Recording:
             header.started_unix = round(self._started_unix, 3)
         return Profile(header=header, notes=notes, sections=a.sections, complete=failure is None,
                        failure=failure, timeline=a.timeline)
+
+
+def warn(line: str) -> None:
+    """One line on stderr (never raised: a closed stderr is no reason to stop the program)."""
+    try:
+        from ..render.safe import safe_text
+        print(safe_text(line), file=sys.stderr, flush=True)
+    except Exception:
+        pass
 
 
 def offset_steps(profile: Optional[Profile]) -> int:

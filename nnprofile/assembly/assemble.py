@@ -22,7 +22,7 @@ from . import hookfit, steps as step_rule
 from .events import DYNAMIC, EAGER, Call, Capture, Hooks, InputCall, SolverCall, StepMark, end_of, stack_of, start_of
 from .iterations import loop_where, starts, step_loop
 from .tree import children, descendants, top_level
-from .graphs import UNDETERMINED, UPDATES, Graph, roles, solver_labels, split_by_graph, trainers
+from .graphs import EVALUATION, UNDETERMINED, UPDATES, Graph, roles, solver_labels, split_by_graph, trainers
 from .passes import Pass, group_passes
 from .sections import Builder, merged
 
@@ -214,6 +214,9 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
         if fed:
             section.info["writes" if role == UPDATES else "feeds"] = fed
     sections.append(builder.program_section())
+    validation = evaluation_inputs(graphs, graph_roles, per_step, kept, capture)
+    if validation:
+        sections[-1].info["inputs_of"] = validation
     raised = hold_parts(sections)
     drift = drift_over(sections, len(kept), DRIFT, keep_rare=True)
     trained = [s for s, g in zip(sections, shown) if g.trained_by] or sections[:-1]
@@ -239,6 +242,13 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
         notes.append("every kept step counts, also those the machine ran slow in (steps %s): leaving them out "
                      "would leave out every call of %s" % (", ".join(str(kept[r] + 1) for r in slow.dropped),
                                                            "; ".join(emptied(sections, slow))))
+    if builder.unresolved:
+        first = builder.unresolved[:5]
+        notes.append("shorter than the timing's own cost estimated inside them, so shown as measured (that cost not "
+                     "taken off): %s%s" % ("; ".join("%s, %.3f us a call against %.3f us" % (label, mean / 1e3, off / 1e3)
+                                                     for label, mean, off in first),
+                                           "; and %d more" % (len(builder.unresolved) - 5)
+                                           if len(builder.unresolved) > 5 else ""))
     if raised:
         notes.append("in %d of the %d kept steps the hooks' cost as estimated left less than the step's timed parts; "
                      "there the step is the sum of its parts (the program's own time reads 0)" % (raised, len(kept)))
@@ -254,6 +264,36 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
                     notes, costs,
                     hooks, builder.origin, graphs,
                     [i + 1 for i in kept], [i + 1 for i in plain_kept])
+
+
+def evaluation_inputs(graphs: Sequence[Graph], graph_roles: Dict[Any, Tuple[str, List[str]]],
+                      per_step: List[List[Any]], kept: Sequence[int], capture: Capture) -> Dict[str, str]:
+    """Iterator name -> the evaluation graph it feeds, for each iterator whose every read in the kept steps is
+    followed by a pass of one evaluation graph (a validation's data): it belongs to the validation, not to
+    the training's input."""
+    graph_of: Dict[int, Graph] = {}
+    for g in graphs:
+        for i in kept:
+            for p in g.passes[i]:
+                graph_of[id(p.calls[0])] = g
+    fed: Dict[int, set] = {}
+    for i in kept:
+        pending: List[int] = []
+        for e in per_step[i]:
+            if getattr(e, "depth", 0):
+                continue
+            if isinstance(e, InputCall):
+                pending.append(e.iterator)
+            elif isinstance(e, Call) and id(e) in graph_of:
+                for it in pending:
+                    fed.setdefault(it, set()).add(graph_of[id(e)].key)
+                pending = []
+    out: Dict[str, str] = {}
+    names = {g.key: g.name for g in graphs}
+    for it, keys in fed.items():
+        if len(keys) == 1 and graph_roles.get(next(iter(keys)), ("",))[0] == EVALUATION and it < len(capture.iterators):
+            out[capture.iterators[it].name] = names[next(iter(keys))]
+    return out
 
 
 def updates_per_step(per_step: List[List[Any]], kept: Sequence[int], labels: Sequence[str]) -> str:

@@ -368,7 +368,7 @@ def writes(graph: Graph, capture: Capture) -> List[str]:
     """The scopes of the parameters a graph writes (``F.assign`` into a parameter: a target network's copy, a
     moving average), in order."""
     functions, variables = capture.graph.functions, capture.graph.variables
-    out: List[str] = []
+    written: List[str] = []
     for step in graph.passes:
         for p in step:
             for c in p.calls:
@@ -376,10 +376,12 @@ def writes(graph: Graph, capture: Capture) -> List[str]:
                 if f is None or f.type not in WRITERS or not f.inputs:
                     continue
                 name = variables[f.inputs[0]].parameter
-                scope = name.rsplit("/", 2)[0] if name and name.count("/") >= 2 else _scope_of(name or "")
-                if name and scope not in out:
-                    out.append(scope)
-    return out
+                if name and name not in written:
+                    written.append(name)
+    if not written:
+        return []
+    common = "/".join(os.path.commonprefix([_scope_of(n).split("/") for n in written]))
+    return [common] if common else sorted({_scope_of(n) for n in written})
 
 
 def roles(graphs: Sequence[Graph], kept: Sequence[int], capture: Capture) -> Dict[Any, Tuple[str, List[str]]]:

@@ -34,6 +34,7 @@ SOLVER_PHASES = {"zero_grad": "prepare_backward", "weight_decay": "weight_decay"
 # Events a trace keeps per step: a bound on its size (times the active steps).
 MAX_EVENTS_PER_STEP = 20_000
 COVERED = 0.9   # a graph's functions covering less of its passes: the rest is an engine entry
+UNRESOLVED = 0.9  # the hooks' cost inside a call, as a share of it, beyond which it is not taken off
 
 
 def merged(intervals: Sequence[Tuple[int, int]]) -> List[Tuple[int, int]]:
@@ -64,6 +65,7 @@ class Builder:
         self.kept, self.per_step, self.bounds = kept, per_step, bounds
         self.plain = plain or set()  # the steps run without the hooks
         self.kids = kids or {}       # id(call) -> the calls that ran inside it
+        self.unresolved: List[Tuple[str, float, float]] = []  # (label, mean, the hooks' cost) shown as measured
         self.timeline: List[TimelineEvent] = []
         self.origin = bounds[kept[0]][0] if kept else 0
         self.layers: Dict[str, Dict[Any, Layer]] = {}  # graph name -> layer key -> layer
@@ -86,6 +88,14 @@ class Builder:
         """What the hooks added to a stretch of these calls: each call's whole cost and its eviction."""
         c = self.costs
         return sum(c.total(x.kind, self.signature(x, phase)) + self.own_cost(x, phase) for x in calls)
+
+    def resolved(self, label: str, mean: float, off: float) -> float:
+        """The hooks' cost to take off a call of mean ``mean``: none where it would leave (almost) nothing of a call
+        that ran, which is then shown as measured and said (``unresolved``): no layer that ran reads zero."""
+        if mean > 0 and off >= UNRESOLVED * mean:
+            self.unresolved.append((label, mean, off))
+            return 0.0
+        return off
 
     def inner(self, call: Any) -> Tuple[List[Any], float]:
         """The calls inside ``call`` and what timing them added to its time."""
@@ -191,7 +201,8 @@ class Builder:
                 mean = sum(s.samples) / len(s.samples) if s.samples else 0.0
                 cost_key = self.costs.key(self.capture.graph.signature(known.info),
                                           "backward" if phase == "backward_function" else "forward")
-                e = known.entry(phase, s.samples, 1, self.costs.taken_off(mean, kind, cost_key))
+                e = known.entry(phase, s.samples, 1, self.resolved(known.label(phase), mean,
+                                                                   self.costs.taken_off(mean, kind, cost_key)))
                 e.round_sizes = s.round_sizes
                 calls = parents.get(("forward" if phase == "forward_function" else "backward", key), [])
                 if calls:
@@ -298,7 +309,7 @@ class Builder:
         for (kind, created), s in eager.series.items():
             e = _entry("eager (%s at %s)" % (kind, _short(created)), "eager", s)
             mean = sum(s.samples) / len(s.samples) if s.samples else 0.0
-            e.overhead_ns, e.layer_type, e.source = c.taken_off(mean, "eager"), kind, created
+            e.overhead_ns, e.layer_type, e.source = self.resolved(e.label, mean, c.taken_off(mean, "eager")), kind, created
             add(e, ("eager", kind, created))
         for monitor, s in monitors.series.items():
             add(_entry("monitor (%s)" % monitor, "monitor_loss", s), ("monitor", monitor))

@@ -9,7 +9,12 @@ from typing import List
 from ..base.errors import ProfileError
 from ..api.launch import run_recording
 from ..base.options import add_schedule
+from ..render.safe import safe_text
 from .common import Printer, non_negative_float
+
+# The program ran (and succeeded), but nnprofile could not make or write its profile: an exit status of its own,
+# so that a CI job does not take a missing profile for a written one (sysexits' EX_SOFTWARE).
+EXIT_NOT_WRITTEN = 70
 
 FILES = "profile.log, profile.csv, profile_detail.csv, summary.csv, profile.xlsx, report.html%s, result.json"
 
@@ -92,7 +97,15 @@ def run(args) -> int:
                                       progress=progress, save_events=args.save_events, module=bool(args.module),
                                       schedule=schedule)
     profile = recording.profile
-    assert profile is not None
+    if recording.error is not None or recording.unrecorded is not None or profile is None:
+        if args.debug and recording.error_traceback:
+            sys.stderr.write(recording.error_traceback)
+        what = recording.error or recording.unrecorded or "nothing was recorded"
+        print("nnprofile: error: the program %s, but its profile could not be %s: %s%s"
+              % ("ended normally" if status == 0 else "exited with status %s" % status,
+                 "made" if recording.unrecorded is None else "recorded", safe_text(what),
+                 "" if args.debug else " (run with --debug for the traceback)"), file=sys.stderr)
+        return status or EXIT_NOT_WRITTEN
     world = recording.run_world()
     if world is not None and world.several:
         if recording.merged is None:  # another rank: rank 0 prints the merged view

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Optional, Tuple
 
 from ..assembly.steps import Loop, pattern
+from .raw import device_sync
 
 # Without a window open, steps are counted by the loop as it comes until it has shown this many updates
 # (or marks); then by the pattern it showed, so that what is kept stays small over a run of any length.
@@ -58,7 +59,6 @@ class Counting:
         """At an update or a mark: under the pattern rule, count the steps (the callers leave this work out
         of every step)."""
         if not self._sync_known:
-            from .raw import device_sync
             self.sync, self._sync_known = device_sync(), True
         if self._by_iterations():
             return

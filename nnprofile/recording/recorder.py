@@ -50,6 +50,7 @@ from ..assembly.events import STATIC, Call, Event, Hooks, IteratorInfo, StepMark
 from ..assembly.iterations import Counter
 from ..assembly.steps import Loop
 from .callsite import BACKWARD_NAMES, FORWARD_NAMES, call_at, first_outside
+from . import importlock
 from .counting import Counting
 from .patching import Patches
 from .proxies import TimedCommunicator, TimedFunction, TimedSolver
@@ -156,6 +157,7 @@ class Recorder(Wrappers, Counting):
         self.callback_used = False  # all_reduce_callback: its communication runs inside backward
         self.excluded: List[Tuple[int, int]] = []  # nnprofile's own work between the program's calls
         self._patches = Patches()
+        self._import_locks: Any = None  # importlib's own _blocking_on, while the reentrant one stands in
         self._in_monitor = False
         self._skip = ("nnabla", "nnabla_ext", "nnprofile")  # modules whose frames are not the program's
         self.ndarray_type: Any = None
@@ -251,6 +253,7 @@ class Recorder(Wrappers, Counting):
             return self._start()
         except BaseException:
             self._patches.undo()
+            importlock.uninstall(self._import_locks)
             self.recording = False
             raise
 
@@ -282,10 +285,14 @@ class Recorder(Wrappers, Counting):
             replacements[id(factory)] = (factory, self._tracking_factory(factory, self._track_communicator,
                                                                           "communicator"))
         self._patches.everywhere(replacements, self.namespaces)
+        self._import_locks = importlock.install()  # (see importlock: NNabla imports on its hot paths)
         self._patch_functions(self._patches)
         self._patch_classes()
         self._wrap_existing_solvers()
-        self._check_subclasses()
+        try:
+            self._check_subclasses()
+        except Exception as e:  # the program's own classes then run untimed; the rest is recorded
+            self.fault("looking for the program's own solver and function classes", e)
         self.recording = True
         phase, window = self.windows.begin(0)
         if phase != OFF:  # the first window from the first step (else the program runs untouched until it)
@@ -513,12 +520,15 @@ class Recorder(Wrappers, Counting):
         """Unhook and put everything back (the program's end); a window still open keeps its events."""
         if not self.recording:
             return
-        self._break_pass()
-        if self._by_iterations() and self.counter.inside:  # the loop's last iteration ended with the program
-            self.counter.inside = False
-            self.steps_done = max(self.steps_done, self._counter_base + self.counter.completed)
-            if self.capturing and self.windows.window_done(self.steps_done):
-                self._close_window()
+        try:
+            self._break_pass()
+            if self._by_iterations() and self.counter.inside:  # the loop's last iteration ended with the program
+                self.counter.inside = False
+                self.steps_done = max(self.steps_done, self._counter_base + self.counter.completed)
+                if self.capturing and self.windows.window_done(self.steps_done):
+                    self._close_window()
+        except Exception as e:  # what was recorded stays; everything is put back below, whatever happened
+            self.fault("ending the recording", e)
         self.recording = False
         self.ended_ns = self.clock()
         if not self.capturing and self._per_step is not None and self._per_step[0] == "reads":
@@ -533,6 +543,8 @@ class Recorder(Wrappers, Counting):
                 self.fault("removing the hooks", e)
             self.hooks_on = False
         self._patches.undo()
+        importlock.uninstall(self._import_locks)
+        self._import_locks = None
         if self.capturing:
             self.snapshot_parameters()
         self.stacks.release()

@@ -120,11 +120,3 @@ class Stacks:
     def release(self) -> None:
         """Let the held frames go (a window closed): the next stack's tokens are all new."""
         self._frames, self._tokens = [], []
-
-
-def caller(depth: int) -> Optional[Any]:
-    import sys
-    try:
-        return sys._getframe(depth + 1)
-    except ValueError:
-        return None

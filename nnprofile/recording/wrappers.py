@@ -10,6 +10,7 @@ inside it (a custom solver's NdArray arithmetic, a loader's functions) is its ch
 """
 from __future__ import annotations
 
+import _thread
 import sys
 import threading
 import traceback
@@ -17,6 +18,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..assembly.events import DYNAMIC, EAGER, Call, CommCall, InputCall, IteratorInfo, MonitorCall, SolverCall
 from .callsite import first_outside, receiver_of_caller, receiver_path
+from .proxies import SOLVER_CALLS, array_bytes
+from .raw import EagerInfo, RawSolver
 
 _getframe = sys._getframe
 _ident = threading.get_ident
@@ -56,7 +59,9 @@ class Wrappers:
     # -- faults ------------------------------------------------------------------------------------
 
     def fault(self: Any, where: str, error: BaseException) -> None:
-        """A failure of nnprofile's own at ``where``: noted, never raised into the program."""
+        """A failure of nnprofile's own at ``where``: noted, never raised into the program. Nothing is formatted
+        or imported here (it may run inside NNabla's C++, during an import): the traceback is kept as frames'
+        names and lines, and written out at the end (``fault_traceback``)."""
         try:
             key = "%s: %s" % (where, type(error).__name__)
             known = self.faults.get(key)
@@ -64,16 +69,27 @@ class Wrappers:
                 known[1] += 1
                 return
             if len(self.faults) < MAX_FAULTS:
-                self.faults[key] = ["%s: %s: %s" % (where, type(error).__name__, error),
-                                    1, "".join(traceback.format_exception(type(error), error, error.__traceback__))]
+                frames = traceback.StackSummary.extract(traceback.walk_tb(error.__traceback__), lookup_lines=False)
+                self.faults[key] = ["%s: %s: %s" % (where, type(error).__name__, error), 1, frames]
         except Exception:
             pass
+
+    def fault_traceback(self: Any) -> str:
+        """nnprofile's own tracebacks of what it could not record (``--debug``)."""
+        out = []
+        for text, n, frames in self.faults.values():
+            try:
+                lines = "".join(traceback.format_list(frames))
+            except Exception:
+                lines = ""
+            out.append("nnprofile could not record (%d time%s): %s\nTraceback (nnprofile's own frames):\n%s"
+                       % (n, "" if n == 1 else "s", text, lines))
+        return "\n".join(out)
 
     def hook_fault(self: Any, where: str, error: BaseException) -> None:
         """A failure inside a hook NNabla calls from C++, where nothing may be raised: a Ctrl-C that landed
         there is given back to the program (at its next Python instruction), anything else is noted."""
         if isinstance(error, KeyboardInterrupt):
-            import _thread
             _thread.interrupt_main()
             return
         self.fault(where, error)
@@ -156,7 +172,6 @@ class Wrappers:
         where = first_outside(_getframe(2), self._skip)
         key = (function.name, where, tuple([getattr(v, "shape", None) for v in inputs]))
         if key not in self.eager:
-            from .raw import EagerInfo
             self.eager[key] = EagerInfo(str(function.name), dict(getattr(function, "args", {}) or {}),
                                         _arrays(inputs), _arrays(outputs), "%s:%d" % where if where is not None else None)
         if not depth:
@@ -253,13 +268,21 @@ class Wrappers:
     def _check_subclasses(self: Any) -> None:
         """The program's own subclasses of NNabla's Solver and PythonFunction, timed from when first seen (a
         class is looked for when the direct subclasses change, or a window opens)."""
-        count = _count_direct(self._solver_base) + _count_direct(self._python_function)
-        if count != self._subclasses_seen:
-            self._subclasses_seen = count
-            self._patch_subclasses()
+        try:
+            count = _count_direct(self._solver_base) + _count_direct(self._python_function)
+            if count != self._subclasses_seen:
+                self._subclasses_seen = count
+                self._patch_subclasses()
+        except Exception as e:  # the program's own classes then run untimed
+            self.fault("looking for the program's own solver and function classes", e)
 
     def _patch_subclasses(self: Any) -> None:
-        from .proxies import SOLVER_CALLS
+        try:
+            self._patch_new_subclasses()
+        except Exception as e:
+            self.fault("looking for the program's own solver and function classes", e)
+
+    def _patch_new_subclasses(self: Any) -> None:
         for cls in _all_subclasses(self._solver_base):
             if cls in self._patched_classes or (cls.__module__ or "").startswith(("nnabla.", "nnprofile.")):
                 continue
@@ -296,7 +319,6 @@ class Wrappers:
             return None
         index = self._own_solvers.get(id(solver))
         if index is None or self.solvers[index].solver is not solver:
-            from .raw import RawSolver
             where = first_outside(_getframe(3), self._skip)
             self.solvers.append(RawSolver(solver, cls.__name__, created=None if where is None else "%s:%d" % where,
                                           own=True))
@@ -324,8 +346,6 @@ class Wrappers:
         """A collective, timed from the program's call to its return: the bookkeeping is in it, so that the
         entry is what the program itself would measure around the call (the first Python after a
         collective runs on cold caches: tens of microseconds where it costs one when warm)."""
-        from .proxies import array_bytes
-
         def call(*args: Any, **kwargs: Any) -> Any:
             try:
                 timed = self.capturing and _ident() == self._thread

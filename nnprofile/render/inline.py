@@ -23,7 +23,7 @@ from .log import section_line
 if TYPE_CHECKING:
     from ..result import Profile
 
-COLORS = {"input": "#8e9aaf", "forward": "#4c78a8", "backward": "#f58518", "update": "#54a24b",
+COLORS = {"input": "#8e9aaf", "evaluation": "#b0a4c8", "forward": "#4c78a8", "backward": "#f58518", "update": "#54a24b",
           "monitor": "#b279a2", "communication": "#e45756", "eager": "#72b7b2", "other": "#bab0ac"}
 BOX = "font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; font-size: 13px; line-height: 1.4; color: #1d2330"
 CELL = "padding: 2px 10px 2px 0; text-align: left; vertical-align: top"

@@ -1,6 +1,6 @@
 """Record the programs whose events the assembly's tests read (tests/events/*.json.gz), without NNabla.
 
-    .venv/bin/python tests/events/make.py          (writes the files beside this one)
+    .venv/bin/python tests/events/make.py [NAME ...]   (writes the files beside this one)
 
 Each is ``nnprofile run --save-events`` of a program of tests/scripts/: the recording as data, every
 call as it was timed. The tests assert what the program's structure fixes (its steps, graphs, names,
@@ -19,11 +19,17 @@ PROGRAMS = {  # file name -> (program, its arguments, nnprofile run's options)
     "gan": ("gan.py", ["--iterations", "6", "--batch-size", "4"], []),
     "static_then_dynamic": ("static_then_dynamic.py", ["--iterations", "3"], []),
     "mlp_dynamic": ("mlp_dynamic.py", [], []),
+    # Version 2 of the events (each call's depth and stack): calls inside calls, a loop read off the program.
+    "custom_layer": ("custom_layer.py", ["--iterations", "6", "--val-interval", "2"], ["--active", "4"]),
+    "td3": ("td3.py", ["--iterations", "14", "--start", "4"], ["--active", "8"]),
+    "riemannian": ("riemannian.py", ["--iterations", "5", "--nodes", "50"], ["--active", "3"]),
 }
 
 
-def main():
+def main(names=()):
     for name, (script, args, options) in PROGRAMS.items():
+        if names and name not in names:
+            continue
         with tempfile.TemporaryDirectory() as work:
             out = os.path.join(work, "out")
             subprocess.run([sys.executable, "-m", "nnprofile", "run", "-q", "--save-events", *options, "-o", out,
@@ -38,4 +44,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])  # python make.py [NAME ...]: only those

@@ -1,0 +1,92 @@
+"""nnprofile is a guest in the program: a fault of its own, injected into every hook, proxy and wrapper, never
+reaches the program. The program prints what it computed, digit for digit; run alone and under nnprofile with
+the fault, its output and its exit status are the same, and the profile says what could not be recorded.
+
+The faults are injected by tests/faults/sitecustomize.py (NNPROFILE_TEST_FAULTS), as a bug of nnprofile's would
+raise: in the function hooks NNabla calls from C++, in the function proxies (eager work on NdArrays, auto_forward),
+in the solver proxies and a solver of the program's own, in the data iterator's and the monitor's wrappers, in
+reading the program's stacks and counting its steps, in switching the hooks, and in making the profile.
+"""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+SCRIPT = os.path.join(ROOT, "tests", "scripts", "everything.py")
+FAULTS = os.path.join(ROOT, "tests", "faults")
+R, W, S = "nnprofile.recording.recorder:Recorder", "nnprofile.recording.wrappers:Wrappers", "nnprofile.recording"
+# Each run breaks places that lie on different paths, so that each fault is met.
+INJECTED = {
+    "hooks": ["%s._start_of" % R, "%s.dynamic_call" % W],
+    "stacks": ["%s.stack:Stacks.take" % S, "%s.eager_call" % W],
+    "counting": ["nnprofile.assembly.iterations:Counter.feed", "%s._iterator_name" % W, "%s.note_creation" % W],
+    "solvers": ["%s._solver_plan" % W, "%s._solver_index" % W, "%s._read_plan" % W],
+    "proxies": ["%s.function_mode" % W, "%s._track_solver" % R, "%s._freeze" % R],
+    "passes": ["%s._close_pass" % R, "%s._step_ended" % R, "%s._check_subclasses" % W],
+}
+
+
+def _run(*command, faults=(), cwd):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([FAULTS, ROOT]), NNPROFILE_TEST_FAULTS=",".join(faults))
+    return subprocess.run(list(command), capture_output=True, text=True, env=env, cwd=str(cwd), timeout=600)
+
+
+@pytest.fixture(scope="module")
+def alone(tmp_path_factory):
+    proc = _run(sys.executable, SCRIPT, "--iterations", "6", cwd=tmp_path_factory.mktemp("alone"))
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("group", sorted(INJECTED))
+def test_a_fault_of_nnprofiles_own_never_reaches_the_program(group, alone, tmp_path):
+    out = tmp_path / "out"
+    proc = _run(sys.executable, "-m", "nnprofile", "run", "-q", "-o", str(out), SCRIPT, "--iterations", "6",
+                faults=INJECTED[group], cwd=tmp_path)
+    assert proc.returncode == alone.returncode, proc.stderr[-3000:]
+    assert proc.stdout == alone.stdout  # what the program computed, unchanged
+    assert "Traceback" not in proc.stderr and "injected fault" not in proc.stderr
+    log = (out / "profile.log").read_text()
+    assert "could not be recorded at" in log and "injected fault" in log  # said in the profile's notes
+
+
+@pytest.mark.slow
+def test_a_profile_that_cannot_be_made_leaves_the_program_its_output_and_says_so(alone, tmp_path):
+    proc = _run(sys.executable, "-m", "nnprofile", "run", "-q", "-o", str(tmp_path / "out"), SCRIPT,
+                "--iterations", "6", faults=["nnprofile.api.programs:Recording._profile"], cwd=tmp_path)
+    assert proc.stdout == alone.stdout
+    assert proc.returncode == 70, proc.stderr  # the program succeeded; its profile could not be written
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("nnprofile:")]
+    assert lines and "injected fault" in lines[-1] and "Traceback" not in proc.stderr
+
+
+def test_nested_import_waits_on_one_thread_keep_the_outer_one():
+    """importlib's _blocking_on as a recording leaves it: a wait nested in another on the same thread (a garbage
+    collection inside an import that imports again) takes only its own note off; a plain dict loses the outer."""
+    from nnprofile.recording.importlock import StackedLocks, install, uninstall
+    locks = StackedLocks({})
+    locks[7] = "outer"
+    locks[7] = "inner"
+    assert locks.get(7) == "inner"
+    del locks[7]
+    assert locks.get(7) == "outer"  # the outer wait is still noted (deadlock detection reads it)
+    del locks[7]
+    assert 7 not in locks and not locks.stacks
+    plain = {7: "outer"}
+    plain[7] = "inner"
+    del plain[7]
+    with pytest.raises(KeyError):
+        del plain[7]  # what importlib's own dict does: the KeyError behind MAML's SystemError
+    import _frozen_importlib
+    original = _frozen_importlib._blocking_on
+    saved = install()
+    try:
+        assert saved is original and isinstance(_frozen_importlib._blocking_on, StackedLocks)
+        import json.tool  # noqa: F401  (an import through the stacked locks)
+    finally:
+        uninstall(saved)
+    assert _frozen_importlib._blocking_on is original
