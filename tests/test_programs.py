@@ -163,7 +163,7 @@ def test_the_parts_of_the_step_add_up_and_the_shares_stay_within_it(classifier):
     program = profile.sections[-1]
     assert step.step_ms == pytest.approx(per_step_ms(program.entries_of("step")[0]), abs=1e-5)
     kinds = [p.split(" ")[0] for p, _ in step.parts]
-    assert kinds == ["input", "input", "forward", "backward", "forward", "update", "monitor", "other"]
+    assert kinds == ["input", "evaluation", "forward", "backward", "forward", "update", "monitor", "other"]  # the validation's data is its own
     assert sum(ms for _, ms in step.parts) == pytest.approx(step.step_ms, abs=1e-5)
     assert sum(l.step_ms for l in step.layers) <= step.step_ms
     assert dict(step.parts)["forward (vpred)"] == pytest.approx(

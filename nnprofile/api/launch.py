@@ -13,10 +13,10 @@ import sys
 import traceback
 from typing import Any, Callable, List, Optional, Tuple
 
-from ..base.errors import ProfileError, ProgramDidNotCompile
+from ..base.errors import ProfileError, ProgramDidNotCompile, Terminated
 from ..recording.schedule import Schedule
 from ..result import Profile
-from .programs import PathLike, Recording, interrupted, make_schedule
+from .programs import PathLike, Recording, interrupted, make_schedule, terminated
 
 
 def run(script: PathLike, *args: str, outdir: Optional[PathLike] = None, skip_first: Optional[int] = None,
@@ -94,6 +94,7 @@ def run_recording(script: PathLike, *args: str, outdir: Optional[PathLike] = Non
                           merge_wait=merge_wait, progress=progress, schedule=schedule, on_window=on_window)
     sys.argv = [path] + list(args)
     status = 0
+    previous_term = _raise_on_sigterm(recording)
     try:
         with recording:
             try:
@@ -108,7 +109,7 @@ def run_recording(script: PathLike, *args: str, outdir: Optional[PathLike] = Non
                 raise
             except BaseException as e:
                 if interrupted(e):
-                    status = 130
+                    status = 143 if terminated(e) else 130
                 else:
                     status = 1
                     _print_user_traceback(path)
@@ -118,7 +119,36 @@ def run_recording(script: PathLike, *args: str, outdir: Optional[PathLike] = Non
             raise
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
+        _restore_sigterm(previous_term)
     return recording, status
+
+
+def _raise_on_sigterm(recording: Recording) -> Any:
+    """SIGTERM as a Ctrl-C is (``Terminated``): the program unwinds, what was recorded is written, marked
+    interrupted, and the run exits with 143. Only in the main thread of a single process (ranks have their own
+    guard, ``nnprofile.api.guard``); a handler the program installs itself replaces this one."""
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread() or (
+            recording.world is not None and recording.world.several):
+        return None
+
+    def handle(number: int, frame: Any) -> None:
+        raise Terminated()
+    try:
+        return (signal.signal(signal.SIGTERM, handle),)
+    except (ValueError, OSError):
+        return None
+
+
+def _restore_sigterm(previous: Any) -> None:
+    if previous is None:
+        return
+    import signal
+    try:
+        signal.signal(signal.SIGTERM, previous[0])
+    except (ValueError, OSError, TypeError):
+        pass
 
 
 def _print_user_traceback(path: str) -> None:

@@ -19,9 +19,11 @@ import os
 import signal as signals
 import sys
 import time
+import uuid
 from typing import Any, Callable, Dict, List, Optional
 
 from ..base.errors import ProfileError
+from ..base.outdir import LOCK_NAME, write_whole
 
 STATUS = "on-demand.json"
 LAUNCHERS = ("mpirun", "mpiexec", "orterun", "prterun", "srun")
@@ -47,6 +49,7 @@ class Listener:
         self.previous: Any = None
         self.windows = 0
         self.replaced = False
+        self.token = uuid.uuid4().hex  # marks this run as listening: capture checks it with the pid
 
     def install(self) -> None:
         self.previous = signals.signal(self.number, self._handle)
@@ -70,14 +73,15 @@ class Listener:
         self.write()
 
     def write(self) -> None:
+        """The status file ``capture`` reads: this process, the token that marks it as listening, its signal."""
         if self.folder is None:
             return
-        path = os.path.join(self.folder, STATUS)
-        tmp = path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump({"pid": os.getpid(), "signal": self.name, "windows": self.windows,
-                       "handler": "replaced by the program" if self.replaced else "nnprofile"}, f)
-        os.replace(tmp, path)
+        try:
+            write_whole(os.path.join(self.folder, STATUS), json.dumps(
+                {"pid": os.getpid(), "token": self.token, "signal": self.name, "windows": self.windows,
+                 "handler": "replaced by the program" if self.replaced else "nnprofile"}))
+        except OSError as e:  # a full disk: the program goes on, the capture will say it cannot find the status
+            print("nnprofile: warning: %s could not be written (%s)" % (STATUS, e.strerror or e), file=sys.stderr)
 
     def uninstall(self) -> None:
         if not self.replaced and self.previous is not None:
@@ -157,11 +161,33 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def holds_lock(pid: int, folder: str) -> bool:
+    """Whether process ``pid`` holds the lock of an nnprofile run on ``folder`` open (its own run's folder)."""
+    lock = os.path.realpath(os.path.join(folder, LOCK_NAME))
+    try:
+        fds = os.listdir("/proc/%d/fd" % pid)
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.path.realpath(os.readlink("/proc/%d/fd/%s" % (pid, fd))) == lock:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def listening(status: Dict[str, Any], pid: int, folder: str) -> bool:
+    """A process that an --on-demand run marked as listening: the status file names it with a token, and it holds
+    its output folder's lock. Its command line alone is never enough."""
+    return status.get("pid") == pid and bool(status.get("token")) and holds_lock(pid, folder)
+
+
 def _status(folder: Optional[str], pid: int, launched: bool, wait_s: float) -> Dict[str, Any]:
     """The process's status file, once it listens (it writes the file as its handler is set: a signal
     before that would end it); one from an earlier run (another pid, gone) is not it."""
     if folder is None:
-        return {}
+        raise ProfileError("process %d is no nnprofile run --on-demand: no output folder to find its status in" % pid)
     path = os.path.join(folder, STATUS)
     deadline = time.monotonic() + wait_s
     while True:
@@ -205,6 +231,11 @@ def capture(pid: int, signal_name: Optional[str] = None, rank: Optional[int] = N
     target = _rank_process(pid, rank) if launched and rank is not None else pid
     if rank is not None and not launched:
         raise ProfileError("process %d is not a launcher (mpirun, srun): --rank names one of a launcher's ranks" % pid)
+    checked = target if not launched or rank is not None else int(status.get("pid", 0))
+    assert folder is not None
+    if not listening(status, checked, folder):
+        raise ProfileError("process %d does not listen for a capture: no status of an --on-demand run with its pid "
+                           "and token in %s, or it does not hold that folder (no signal sent)" % (checked, folder))
     os.kill(target, signal_number(name))
     where = "%s/window-%d" % (folder, int(status.get("windows", 0)) + 1) if folder else "its output folder"
     if launched and rank is None:

@@ -26,8 +26,8 @@ from typing import Any, Callable, Dict, List, MutableMapping, Optional, Sequence
 
 from .._version import __version__
 from ..base import machine
-from ..base.errors import ProfileError
-from ..render.files import prepare_outdir
+from ..base.errors import ProfileError, Terminated
+from ..render.files import claim_outdir, prepare_outdir, release_outdir
 from ..recording.schedule import Schedule
 from ..result import Profile
 from ..result.header import ProgramHeader
@@ -55,6 +55,17 @@ def shorten(text: str, limit: int = MESSAGE_LIMIT) -> str:
     if " " in cut and not text[limit - 1].isspace():
         cut = cut[:cut.rindex(" ")]
     return cut.rstrip(" ,;:") + "…"
+
+
+def terminated(error: Optional[BaseException]) -> bool:
+    """SIGTERM (``Terminated``), also as a cause inside NNabla's C++."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, Terminated):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def interrupted(error: Optional[BaseException]) -> bool:
@@ -108,6 +119,7 @@ class Recording:
                                      schedule=self.schedule, on_window=self._window_closed)
         self.hook_costs = hook_costs
         self.recorder = self._new()
+        self.recorder.on_active = self._window_kept
         self.writer: Optional[WindowWriter] = None
         self.listener: Optional[Any] = None  # on demand: the signal's handler
         self._run_start_ns = 0
@@ -122,6 +134,9 @@ class Recording:
         self._signatures: Dict[str, Tuple[float, float]] = {}  # the hooks' cost per function signature
         self.save_events = save_events  # write it too, as events.json.gz
         self.progress = progress
+        self._locks: List[Any] = []             # the output folders this run holds
+        self.missed: List[str] = []             # windows that could not be written (said in the next files)
+        self._counted = 0                       # the last window the on-demand status counted
         self.unrecorded: Optional[str] = None   # recording could not start: the program ran unrecorded
         self.error: Optional[str] = None        # the profile could not be made or written, and why
         self.error_traceback = ""
@@ -130,10 +145,14 @@ class Recording:
 
     def __enter__(self) -> "Recording":
         from ..recording.calibrate import calibrate
-        if self.outdir is not None:
-            prepare_outdir(self.outdir)
+        if self.outdir is not None:  # one run at a time in a folder: the second is refused, in one line
             if self.world is not None and self.world.several:
-                self._rank_folder(self.world.rank)
+                prepare_outdir(self.outdir)
+                self._locks.append(claim_outdir(self._rank_folder(self.world.rank)))
+                if self.world.rank == 0:  # the merged view's folder
+                    self._locks.append(claim_outdir(self.outdir))
+            else:
+                self._locks.append(claim_outdir(self.outdir))
         self._measure_again = self.hook_costs is None
         if self.hook_costs is None:
             self.hook_costs = calibrate(self._new)
@@ -210,9 +229,13 @@ class Recording:
             self._finish(kind, error, tb)
         except Exception as e:
             import traceback
-            self.error = "%s: %s" % (type(e).__name__, e)
+            self.error = _reason(e)
             self.error_traceback = traceback.format_exc()
             warn("nnprofile: the profile could not be made (%s)" % self.error)
+        finally:
+            for lock in reversed(self._locks):
+                release_outdir(lock)
+            self._locks = []
 
     def _finish(self, kind: Any, error: Any, tb: Any) -> None:
         self.recorder.stop()
@@ -224,7 +247,9 @@ class Recording:
             threading.Event().wait()  # a SIGTERM came first: its thread writes the result and ends the process
         failure = None
         if interrupted(error):
-            failure = "interrupted by Ctrl-C"
+            failure = "interrupted by SIGTERM" if terminated(error) else "interrupted by Ctrl-C"
+            warn("nnprofile: %s: writing what was recorded%s" % (
+                failure, "" if terminated(error) else " (Ctrl-C again to stop without writing)"))
         elif kind is not None and kind is not SystemExit:
             failure = "the program raised %s: %s" % (kind.__name__, shorten(str(error)))
         ended = failure or ("it exited with status %s" % error.code if kind is SystemExit and error.code not in (None, 0)
@@ -282,22 +307,48 @@ class Recording:
     def _window_closed(self, recorder: Any) -> None:
         """A window's steps are done (the recorder calls this with the hooks off, from the program's thread,
         between its calls): its profile, written at once; then the program runs on untouched."""
-        profile = self._profile(None, recorder)
-        self._add_window(profile, recorder, complete=True)
+        try:
+            profile = self._profile(None, recorder)
+            self._add_window(profile, recorder, complete=True)
+        except Exception as e:  # a full disk, a bug of nnprofile's: said once, noted in the next files; the program goes on
+            text = "window %d could not be written (%s)" % (recorder.window, _reason(e))
+            warn("nnprofile: %s; the program goes on" % text)
+            self.missed.append(text)
+            return
+        self.missed = []
         if self.on_window is not None:
             self.on_window(profile)
 
-    def _add_window(self, profile: Profile, recorder: Any, complete: bool) -> None:
+    def _window_kept(self, recorder: Any) -> None:
+        """A window's kept steps are done and steps that measure the hooks' cost follow: its files now, with the
+        costs as measured so far (a SIGKILL from here on leaves them); rewritten whole when the window closes."""
+        if self.writer is None or self.writer.folder is None:
+            return
+        try:
+            profile = self._profile(None, recorder, measure_signatures=False)
+            profile.notes.append("written when the window's kept steps were done; the steps that measure what the "
+                                 "hooks cost in this program were still to come (files of the whole window replace these)")
+            progress, self.writer.progress = self.writer.progress, lambda line: None
+            try:
+                self._add_window(profile, recorder, complete=True, quiet=True)
+            finally:
+                self.writer.progress = progress
+        except Exception as e:
+            warn("nnprofile: window %d could not be written yet (%s); the program goes on" % (recorder.window, _reason(e)))
+
+    def _add_window(self, profile: Profile, recorder: Any, complete: bool, quiet: bool = False) -> None:
         self.profile = profile
         if self.writer is None:
             return
         h = profile.header
         kept = list(getattr(h, "kept_steps", []))
         origin = self._origin_ns - self._run_start_ns
+        ended = recorder.stopped_ns if recorder.stopped_ns and not recorder.capturing else recorder.clock()
         self.writer.add(profile, recorder.window, kept[0] if kept else recorder.window_start + 1, origin / 1e9,
-                        max(0, recorder.stopped_ns - self._run_start_ns) / 1e9, origin, complete)
+                        max(0, ended - self._run_start_ns) / 1e9, origin, complete)
         folder = self.writer.window_folder(recorder.window)
-        if self.listener is not None:
+        if self.listener is not None and self._counted != recorder.window:  # each window once (written early too)
+            self._counted = recorder.window
             self.listener.window_written()
         if self.save_events and self.capture is not None and folder is not None:
             from ..assembly import events
@@ -380,7 +431,7 @@ class Recording:
         if a.in_program is not None:
             header.hooks_in_program = {k: round(v, 4) for k, v in a.in_program.items()}
             header.hook_eviction = round(costs.eviction, 4)
-        notes = list(a.notes)
+        notes = list(a.notes) + list(self.missed)
         if a.skip < self.skip_first:
             notes.append("the program ran %d step%s, fewer than --skip-first %d and one active step: the skip "
                          "was shrunk to %d" % (a.steps, "" if a.steps == 1 else "s", self.skip_first, a.skip))
@@ -402,6 +453,13 @@ class Recording:
             header.started_unix = round(self._started_unix, 3)
         return Profile(header=header, notes=notes, sections=a.sections, complete=failure is None,
                        failure=failure, timeline=a.timeline)
+
+
+def _reason(e: BaseException) -> str:
+    """An error in a few words: an OSError by its own (No space left on device: /out/x), else its type and text."""
+    if isinstance(e, OSError) and e.strerror:
+        return "%s%s" % (e.strerror, ": %s" % e.filename if e.filename else "")
+    return "%s: %s" % (type(e).__name__, e)
 
 
 def warn(line: str) -> None:

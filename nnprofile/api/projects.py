@@ -27,7 +27,8 @@ from ..measure.rounds import EntryCallback
 from ..measure.session import Selection, plan, run as run_sections
 from ..base.clock import Clock
 from ..measure.timing import Sampling, Timer
-from ..render.files import prepare_outdir
+from ..base.outdir import listed
+from ..render.files import claim_outdir, release_outdir
 from ..result import Profile, Section, file as result_file
 from ..result.header import ProjectHeader
 
@@ -98,7 +99,6 @@ def profile(project: PathLike, *params: PathLike, outdir: Optional[PathLike] = N
     if opts.mode not in MODES:
         raise ProfileError("unknown mode '%s' (choose from %s)" % (opts.mode, ", ".join(MODES)))
     limit = _memory_limit(opts.memory_limit)  # bad input fails before any work
-    from ..project import load_project, zero_weights as zero
     files = [os.fspath(project)] + [os.fspath(p) for p in params]
     if opts.repeat > 1:
         return _repeated(files, opts, outdir, on_progress, on_run)
@@ -106,8 +106,20 @@ def profile(project: PathLike, *params: PathLike, outdir: Optional[PathLike] = N
                         min_rounds=opts.min_rounds, max_seconds=opts.max_seconds,
                         max_seconds_per_entry=opts.max_seconds_per_entry, drift_threshold=opts.drift_threshold)
     out = os.fspath(outdir) if outdir is not None else None
-    if out is not None:
-        prepare_outdir(out)
+    lock = claim_outdir(out) if out is not None else None
+    try:
+        return _profile_into(files, opts, out, sampling, limit, clock, overhead_ns, on_start, on_section, on_entry,
+                             on_section_end, on_round)
+    finally:
+        release_outdir(lock)
+
+
+def _profile_into(files: Sequence[str], opts: ProfileOptions, out: Optional[str], sampling: Sampling,
+                  limit: Optional[int], clock: Optional[Clock], overhead_ns: Optional[float],
+                  on_start: Optional[Callable[[Profile], None]], on_section: Optional[SectionCallback],
+                  on_entry: Optional[EntryCallback], on_section_end: Optional[SectionEndCallback],
+                  on_round: Optional[Callable[[Section, float], None]]) -> Profile:
+    from ..project import load_project, zero_weights as zero
     loaded = load_project(files, backend=opts.context, type_config=opts.type_config, batch_size=opts.batch_size)
     if opts.zero_weights:
         zero()
@@ -184,13 +196,17 @@ def _repeated(files: Sequence[str], options: ProfileOptions, outdir: Optional[Pa
     from ..pooling.profiles import repeat_profiles
     from ..render import write_all
     out = os.fspath(outdir) if outdir is not None else tempfile.mkdtemp(prefix="nnprofile-repeat-")
-    prepare_outdir(out)
+    lock = claim_outdir(out)
     try:
         merged = repeat_profiles(files, options, out, progress=on_progress or (lambda line: None), on_run=on_run)
         if outdir is not None:
-            write_all(merged, out)
+            runs = os.path.join(out, "runs")
+            also = ["runs/%s/%s" % (d, f) for d in sorted(os.listdir(runs)) for f in listed(os.path.join(runs, d))] \
+                if os.path.isdir(runs) else []
+            write_all(merged, out, also=also)
         return merged
     finally:
+        release_outdir(lock)
         if outdir is None:
             shutil.rmtree(out, ignore_errors=True)
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
-import shutil
 import signal
 import threading
 from typing import Callable, Iterator, List, Optional
@@ -24,6 +23,7 @@ from ..analysis import analyze
 from ..analysis.windows import summarize_window
 from ..recording.schedule import Schedule
 from ..render import write_all
+from ..base.outdir import listed, prune
 from ..render.files import prepare_outdir
 from ..result import Profile
 from ..result.header import ProgramHeader
@@ -125,10 +125,19 @@ class WindowWriter:
         return view
 
     def write_view(self, notes: Optional[List[str]] = None) -> Optional[Profile]:
+        """The view over every window, into the output folder; it lists the windows' files with its own (a later
+        run into the folder removes them as its own)."""
         view = self.view(notes)
         if view is not None and self.folder is not None:
-            write_all(view, self.folder)
+            write_all(view, self.folder, also=self._window_files())
         return view
+
+    def _window_files(self) -> List[str]:
+        out: List[str] = []
+        for w in self.windows:
+            if w.folder and self.folder is not None:
+                out += ["%s/%s" % (w.folder, f) for f in listed(os.path.join(self.folder, w.folder))]
+        return out
 
     def _prune(self) -> None:
         keep = self.schedule.max_windows
@@ -136,5 +145,6 @@ class WindowWriter:
             return
         for w in self.windows[:-keep]:
             if w.folder:
-                shutil.rmtree(os.path.join(self.folder, w.folder), ignore_errors=True)
+                folder = os.path.join(self.folder, w.folder)
+                prune(self.folder, ["%s/%s" % (w.folder, f) for f in listed(folder)], [])  # its files, and no other
                 w.folder = ""  # its files are no longer kept; its figures are

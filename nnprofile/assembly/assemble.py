@@ -271,6 +271,8 @@ def evaluation_inputs(graphs: Sequence[Graph], graph_roles: Dict[Any, Tuple[str,
     """Iterator name -> the evaluation graph it feeds, for each iterator whose every read in the kept steps is
     followed by a pass of one evaluation graph (a validation's data): it belongs to the validation, not to
     the training's input."""
+    if all(graph_roles.get(g.key, ("",))[0] == EVALUATION for g in graphs):
+        return {}  # no training at all (an inference loop): its data is its input
     graph_of: Dict[int, Graph] = {}
     for g in graphs:
         for i in kept:

@@ -28,3 +28,10 @@ class ProgramDidNotCompile(ProfileError):
     """A recorded program with a syntax error: its message is Python's own lines, shown as they are."""
 
     exit_code = 1
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, turned into an exception in the program's main thread by ``nnprofile run``: the program unwinds
+    as from a Ctrl-C, what was recorded is written (marked interrupted), and the run exits with 143."""
+
+    exit_code = 143

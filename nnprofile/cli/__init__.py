@@ -58,9 +58,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             traceback.print_exc()
         _error("nnprofile: error: %s" % e)
         return getattr(command, "EXIT_ERROR", e.exit_code)
-    except KeyboardInterrupt:
-        _error("nnprofile: interrupted")
-        return 130
+    except KeyboardInterrupt as e:  # Ctrl-C (130), or SIGTERM turned into it (143): the files already written stay whole
+        _error("nnprofile: interrupted%s" % (" by SIGTERM" if getattr(e, "exit_code", 130) == 143 else ""))
+        return int(getattr(e, "exit_code", 130))
     except Exception as e:  # a bug, or an NNabla failure we do not know yet
         if args.debug:
             traceback.print_exc()

@@ -98,6 +98,8 @@ class Recorder(Wrappers, Counting):
         self.calibrate = calibrate
         self.windows = Windows(self.schedule, CALIBRATION if calibrate else ())
         self.on_window = on_window   # called as each window closes, with its events still here
+        self.on_active: Optional[Callable[["Recorder"], None]] = None  # called when a window's kept steps are done
+        self._active_handed = False
         self.capturing = False       # a window is open: its events are kept
         self.window = 0              # the window open, or the last closed
         self.window_start = 0        # the steps of the run before the open window began
@@ -452,6 +454,13 @@ class Recorder(Wrappers, Counting):
             self.watch()
         if self.capturing and self.windows.window_done(self.steps_done):
             self._close_window()
+        elif self.capturing and not self._active_handed and self.on_active is not None \
+                and self.windows.active_done(self.steps_done):
+            self._active_handed = True  # its kept steps done: written now, not after the steps for the hooks' cost
+            try:
+                self.on_active(self)
+            except Exception as e:
+                self.fault("handing over window %d" % self.window, e)
         if self._asked:
             self._asked = False
             self.windows.ask(self.steps_done)
@@ -482,6 +491,7 @@ class Recorder(Wrappers, Counting):
         self._base = self.steps_done
         self.started_ns = self.clock()
         self.capturing = True
+        self._active_handed = False
         self.note_sites = True
 
     def _close_window(self) -> None:

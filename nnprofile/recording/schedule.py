@@ -64,6 +64,7 @@ class Windows:
         self.start: Optional[int] = None         # the step the current window began at
         self.next_start: Optional[int] = None if schedule.on_demand else schedule.wait
         self.closed = 0                          # windows closed
+        self.queued = False                      # on demand: asked again while one was under way
 
     def length(self, window: int) -> int:
         """Steps a window holds: warmup, active, and after the first the calibration's."""
@@ -72,7 +73,10 @@ class Windows:
 
     def ask(self, step: int) -> bool:
         """A window on demand, from step ``step`` on; False where one is already under way."""
-        if self.start is not None or self.next_start is not None:
+        if self.start is not None:  # one under way: the next begins when it ends (asked while its files came)
+            self.queued = True
+            return True
+        if self.next_start is not None:
             return False
         self.next_start = step
         return True
@@ -105,6 +109,14 @@ class Windows:
         k = step - self.start - self.schedule.warmup - self.schedule.active
         return k < 0 or k >= len(self.calibration) or self.window != 1 or self.calibration[k]
 
+    def active_done(self, steps_done: int) -> bool:
+        """Whether the current window's kept steps are all done while steps measuring the hooks' cost follow (its
+        files are written now, and again when those are done)."""
+        if self.start is None:
+            return False
+        kept = self.start + self.schedule.warmup + self.schedule.active
+        return kept <= steps_done < self.start + self.length(self.window)
+
     def window_done(self, steps_done: int) -> bool:
         """After ``steps_done`` steps: whether the current window has all its steps (it is then closed, and
         the next one, if any, begins after ``wait`` steps)."""
@@ -114,4 +126,6 @@ class Windows:
         self.closed += 1
         if not self.schedule.on_demand and self.more():
             self.next_start = steps_done + self.schedule.wait
+        elif self.queued:
+            self.queued, self.next_start = False, steps_done
         return True

@@ -13,7 +13,7 @@ from ..analysis import Analysis, analyze
 from ..result import Profile
 from . import comparison, csv_files, files, html, inline, log, trace, xlsx
 from .base import Contents, Renderer
-from .files import prepare_outdir, write_files
+from .files import claim_outdir, prepare_outdir, release_outdir, write_files
 
 RENDERERS: Dict[str, Renderer] = {r.NAME: r for r in (log, csv_files, xlsx, html, trace)}
 FORMATS = tuple(RENDERERS)
@@ -30,7 +30,8 @@ def render(profile: Profile, formats: Optional[Sequence[str]] = None,
 
 
 def write_all(profile: Profile, outdir: str, save_result: bool = True,
-              formats: Optional[Sequence[str]] = None, analysis: Optional[Analysis] = None) -> List[str]:
+              formats: Optional[Sequence[str]] = None, analysis: Optional[Analysis] = None,
+              also: Sequence[str] = ()) -> List[str]:
     """Write result.json (first) and every output file into ``outdir``; returns the paths. ``analysis``:
-    the profile's, where the caller has it already."""
-    return files.write_all(profile, outdir, lambda p, f: render(p, f, analysis), save_result, formats)
+    the profile's, where the caller has it already; ``also``: files written into the folder besides."""
+    return files.write_all(profile, outdir, lambda p, f: render(p, f, analysis), save_result, formats, also)

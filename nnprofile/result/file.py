@@ -50,7 +50,8 @@ Versions:
      with its calls per parent call and its mean); a graph that writes parameters has the role
      ``updates`` (``info["writes"]``: the scopes it writes); a program's step may hold ``engine``
      entries, the graph engine's time between a pass's functions; a program's header counts the
-     steps the whole run went through (``run_steps``). Earlier results have none of these.
+     steps the whole run went through (``run_steps``); ``files`` lists the files the run wrote into its
+     folder (a later run removes those it does not write again). Earlier results have none of these.
 """
 from __future__ import annotations
 
@@ -61,6 +62,7 @@ from dataclasses import MISSING, fields
 from typing import Any, Callable, Dict, List, Optional
 
 from ..base.errors import ProfileError
+from ..base.outdir import write_whole
 from .header import header_from_dict
 from .model import Entry, Profile, Section
 from .timeline import TimelineEvent
@@ -128,7 +130,7 @@ def to_dict(profile: Profile) -> Dict[str, Any]:
                          "entries": [entry_dict(e) for e in s.entries]})
     return {"format": FORMAT, "version": VERSION, "header": profile.header.to_dict(), "notes": profile.notes,
             "complete": profile.complete, "failure": profile.failure, "ranks": profile.ranks,
-            "windows": [w.to_dict() for w in profile.windows],
+            "windows": [w.to_dict() for w in profile.windows], "files": list(profile.files),
             "sections": sections, "timeline": [e.to_dict() for e in profile.timeline]}
 
 
@@ -136,7 +138,7 @@ def dumps(profile: Profile) -> str:
     """The file's text: readable at the top, one line per entry and per timeline event below."""
     data = to_dict(profile)
     out = ["{"]
-    for key in ("format", "version", "header", "notes", "complete", "failure"):
+    for key in ("format", "version", "header", "notes", "complete", "failure", "files"):
         out.append(" %s: %s," % (json.dumps(key), json.dumps(data[key], indent=1).replace("\n", "\n ")))
     out.append(' "ranks": %s,' % _ranks_text(data["ranks"]))
     out.append(' "windows": [%s],' % ",\n".join(("\n  " if i == 0 else "  ") + json.dumps(w, separators=(",", ":"))
@@ -277,16 +279,12 @@ def from_dict(data: Dict[str, Any]) -> Profile:
                    sections=sections, complete=data.get("complete", False), failure=data.get("failure"),
                    timeline=[TimelineEvent.from_dict(e) for e in data.get("timeline", [])],
                    ranks=dict(data.get("ranks", {})),
-                   windows=[WindowSummary.from_dict(w) for w in data.get("windows", [])])
+                   windows=[WindowSummary.from_dict(w) for w in data.get("windows", [])],
+                   files=[str(f) for f in data.get("files", []) if isinstance(f, str)])
 
 
 def save(profile: Profile, outdir: str) -> str:
-    path = os.path.join(outdir, FILENAME)
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(dumps(profile))
-    os.replace(tmp, path)  # never a half-written result
-    return path
+    return write_whole(os.path.join(outdir, FILENAME), dumps(profile))  # never a half-written result
 
 
 def load(path: str) -> Profile:

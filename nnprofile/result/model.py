@@ -237,6 +237,9 @@ class Profile:
     # A long training recorded in windows (``nnprofile.result.windows``): each window in a few figures,
     # the view over the run; its sections are then the last window's. Empty for one window.
     windows: List[WindowSummary] = field(default_factory=list)
+    # The files the run wrote into its folder, relative to it (result.json lists them: a later run into the
+    # folder removes those of them it does not write again, and nothing else).
+    files: List[str] = field(default_factory=list)
     # The folder its files were written to or loaded from (not saved: it is where the file is).
     location: Optional[str] = field(default=None, compare=False, repr=False)
 
