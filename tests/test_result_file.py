@@ -1,5 +1,6 @@
 """result.json: the round trip, old files, and `nnprofile report` reproducing a run exactly."""
 import json
+import re
 import os
 
 import pytest
@@ -143,12 +144,31 @@ def test_every_version_has_a_checked_in_file():
 
 
 def test_missing_fields_take_their_defaults():
-    data = {"format": "nnprofile-result", "version": 1, "sections": [
+    data = {"format": "nnprofile-result", "version": 1, "header": {}, "sections": [
         {"kind": "executor", "name": "E", "network": "R",
          "entries": [{"label": "forward_all", "phase": "forward_all", "samples_ns": [1000]}]}]}
     p = result_file.from_dict(data)
     assert p.sections[0].entries[0].calls_per_sample == 1
-    assert p.header == ProjectHeader() and p.header.kind == "project"  # a version 1 file without a header
+    assert p.header == ProjectHeader() and p.header.kind == "project"  # a header's fields missing: defaults
+
+
+@pytest.mark.parametrize("change, says", [
+    (lambda d: d.pop("header"), "no header"),
+    (lambda d: d["sections"][0]["entries"][0].update(samples_ns=[float("nan")]), "samples_ns holds nan"),
+    (lambda d: d["sections"][0]["entries"][0].update(samples_ns=[-5.0]), "samples_ns holds -5.0"),
+    (lambda d: d["sections"][0]["entries"][0].update(samples_ns=[1e30]), "under a day"),
+    (lambda d: d["sections"][0]["entries"][0].update(samples_total_ns=["x"]), "samples_total_ns holds 'x'"),
+    (lambda d: d["sections"][0]["entries"][0].update(calls_per_sample=0), "calls_per_sample"),
+    (lambda d: d["sections"][0]["entries"][0].update(round_sizes=[5]), "round_sizes count 5 samples"),
+    (lambda d: d["sections"][0]["entries"][0].pop("label"), "without a label"),
+])
+def test_a_result_with_values_no_run_can_give_is_refused_naming_the_field(change, says):
+    data = {"format": "nnprofile-result", "version": 8, "header": {"kind": "project"}, "sections": [
+        {"kind": "executor", "name": "E", "network": "R",
+         "entries": [{"label": "forward_all", "phase": "forward_all", "samples_ns": [1000.0]}]}]}
+    change(data)
+    with pytest.raises(ProfileError, match=re.escape(says)):
+        result_file.from_dict(json.loads(json.dumps(data)))
 
 
 def test_bad_result_files_are_clear_errors(tmp_path):

@@ -78,6 +78,9 @@ def run_recording(script: PathLike, *args: str, outdir: Optional[PathLike] = Non
         name, shown = target, "-m %s" % target
     else:
         path = target
+        if os.path.isdir(path):
+            raise ProfileError("%s is a folder, not a program: give its script (nnprofile run %s/train.py), or "
+                               "-m MODULE" % (path, path.rstrip("/")))
         if not os.path.isfile(path):
             raise ProfileError("%s: no such file" % path)
         try:

@@ -95,11 +95,15 @@ def profile(project: PathLike, *params: PathLike, outdir: Optional[PathLike] = N
     Raises ``ProfileError`` (``Interrupted`` for Ctrl-C) with the partial profile as its ``profile``
     attribute; any other exception carries it too.
     """
-    opts = ProfileOptions.of(**options)
+    try:
+        opts = ProfileOptions.of(**options)
+    except ValueError as e:  # a bad value: one line, before any work
+        raise ProfileError(str(e))
     if opts.mode not in MODES:
         raise ProfileError("unknown mode '%s' (choose from %s)" % (opts.mode, ", ".join(MODES)))
     limit = _memory_limit(opts.memory_limit)  # bad input fails before any work
-    files = [os.fspath(project)] + [os.fspath(p) for p in params]
+    from ..project.loader import resolve_files
+    files = resolve_files([os.fspath(project)] + [os.fspath(p) for p in params])
     if opts.repeat > 1:
         return _repeated(files, opts, outdir, on_progress, on_run)
     sampling = Sampling(runs=opts.runs, warmup=max(0, opts.warmup), target_rse=opts.target_rse,

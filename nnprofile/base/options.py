@@ -8,17 +8,25 @@ one field here.
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import MISSING, Field, dataclass, field, fields, replace
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from .choices import BACKENDS, MODES, TYPE_CONFIGS
+from .errors import ProfileError
+
+
+class BadOption(ProfileError, ValueError):
+    """An option's value out of its bounds."""
 
 
 def _number(text: str, convert: Callable[[str], Any], what: str, ok: Callable[[Any], bool], bound: str) -> Any:
     try:
         value = convert(text)
-    except ValueError:
+    except (ValueError, OverflowError):
         raise argparse.ArgumentTypeError("'%s' is not %s" % (text, what))
+    if isinstance(value, float) and not math.isfinite(value):
+        raise argparse.ArgumentTypeError("'%s' is not a finite number" % text)
     if not ok(value):
         raise argparse.ArgumentTypeError("must be %s, not %s" % (bound, text))
     return value
@@ -110,7 +118,7 @@ class ProfileOptions:
                        "graph: each function timed inside real forward and backward passes", choices=MODES)
     runs: Optional[int] = option(None, "--runs", "a fixed number of rounds of one timed run per entry (default: "
                                  "adaptive)", type=positive_int)
-    warmup: int = option(1, "--warmup", "untimed runs before timing (default 1)", type=int)
+    warmup: int = option(1, "--warmup", "untimed runs before timing (default 1)", type=non_negative_int)
     target_rse: float = option(0.02, "--target-rse", "adaptive sampling stops at this relative standard error "
                                "(default 0.02)", type=positive_float)
     min_rounds: int = option(5, "--min-rounds", "adaptive: at least this many rounds over all entries (default 5)",
@@ -140,6 +148,24 @@ class ProfileOptions:
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, tuple(value))
+        self.check()
+
+    def check(self) -> None:
+        """Every value within its bounds, whoever gave it (the command line's parser, a keyword of the API):
+        a bad one is ``BadOption`` (a ProfileError and a ValueError) naming the option, before any work."""
+        for f in fields(self):
+            value, m = getattr(self, f.name), f.metadata
+            if value is None or isinstance(value, bool) or m["kind"] != VALUE or m["type"] is None:
+                continue
+            if isinstance(value, (int, float)):
+                try:
+                    m["type"](repr(value) if isinstance(value, float) else str(value))
+                except argparse.ArgumentTypeError as e:
+                    raise BadOption("%s: %s" % (m["flag"], e))
+            if m["choices"] is not None and value not in m["choices"]:
+                raise BadOption("%s: %r is not one of %s" % (m["flag"], value, ", ".join(m["choices"])))
+        if not self.training and not self.inference:
+            raise BadOption("--no-training and --no-inference together leave nothing to profile")
 
     @classmethod
     def of(cls, **settings: Any) -> "ProfileOptions":

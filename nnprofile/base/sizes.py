@@ -24,7 +24,12 @@ def parse_size(text: str) -> int:
     m = re.fullmatch(r"\s*([0-9.eE+]+)\s*([A-Za-z]*)\s*", text)
     if not m or m.group(2).lower() not in UNITS:
         raise ValueError("'%s' is not a size (examples: 8GiB, 512MB, 1000000)" % text)
-    value = float(m.group(1)) * UNITS[m.group(2).lower()]
+    try:
+        value = float(m.group(1)) * UNITS[m.group(2).lower()]
+    except ValueError:
+        raise ValueError("'%s' is not a size (examples: 8GiB, 512MB, 1000000)" % text)
+    if not math.isfinite(value) or value > 2 ** 62:
+        raise ValueError("'%s' is not a size a machine has" % text)
     if value <= 0:
         raise ValueError("'%s' is not a positive size" % text)
     return int(value)

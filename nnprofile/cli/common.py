@@ -8,6 +8,7 @@ import sys
 from typing import Any, List, Optional, TextIO
 
 from ..render.files import prepare_outdir  # noqa: F401  (re-exported for the commands)
+from ..render.safe import safe_text
 from ..base.errors import ProfileError
 from ..base.options import non_negative_float, positive_float, positive_int  # noqa: F401  (for the commands)
 
@@ -28,6 +29,7 @@ class Printer:
         self.progress = progress  # a progress bar on the terminal, cleared around each line
 
     def __call__(self, line: str) -> None:
+        line = safe_text(line)  # no name reaches the terminal as an escape sequence
         self.printed.append(line)
         if self.quiet or self.closed:
             return

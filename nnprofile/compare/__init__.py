@@ -89,6 +89,13 @@ def compare_results(*results: ResultLike, names: Optional[Sequence[str]] = None)
                               for i, r in enumerate(results)])
     names = list(names)
     profiles = {n: _load(r) for n, r in zip(names, results)}
+    base = profiles[names[0]]
+    shared = {(s.kind, s.name) for s in base.sections}
+    for n in names[1:]:
+        common = shared & {(s.kind, s.name) for s in profiles[n].sections}
+        if not common:
+            raise ProfileError("%s and %s share no section: the results are of unrelated runs (%s against %s)"
+                               % (names[0], n, base.header.project or "?", profiles[n].header.project or "?"))
     entry_rows, layer_rows, metrics = compare_saved(profiles)
     rows = metric_rows(metrics, names)
     header = ["nnprofile compare: %d saved results, each entry's per-call samples; ratios to %s"

@@ -29,11 +29,15 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..analysis import analyze
 from ..analysis.breakdown import PHASE_PART
+from ..base.errors import ProfileError
 from ..base.choices import EXECUTOR, GRAPH, LAYER_PHASES, OPTIMIZER, SCRIPT
 from ..result import Entry, Profile, Section
 from ..base.stats import percentile
 
 RUN_CV = 0.04      # run-to-run coefficient of variation assumed without --repeat (see make bench)
+# The largest slowdown of the machine itself that can excuse a slower figure: this machine's slow spells reach
+# 1.2-1.7x; beyond that, the machine (or the reference's context) cannot be judged, and the gate fails.
+MACHINE_SPELL = 1.5
 # A layer's change counts only when it moves its section's step (inference: forward_all) by this
 # share: a 4 us Softmax that doubles is a 0.01% change of a 30 ms step, and no reason to fail a build.
 LAYER_MATERIAL = 0.005
@@ -166,7 +170,10 @@ def _verdict(section: str, metric: str, b: Figure, n: Figure, threshold: float, 
     slower = ratio > 1 + threshold and low > 1
     faster = ratio < 1 / (1 + threshold) and high < 1
     if slower and machine is not None and machine > 1:
-        if ratio / machine <= 1 + threshold:  # no slower than the machine itself was
+        if machine > MACHINE_SPELL:  # no slow spell of a machine: the run cannot be judged, and is not excused
+            note = (note + "; " if note else "") + ("the machine ran %.2fx slower, beyond its slow spells (%gx): "
+                                                    "it cannot be judged, not excused" % (machine, MACHINE_SPELL))
+        elif ratio / machine <= 1 + threshold:  # no slower than the machine itself was
             slower = False
             note = (note + "; " if note else "") + "within the machine's own slowdown (%.2fx)" % machine
     p = 1 - _phi((math.log(ratio) - math.log(1 + threshold)) / se) if se > 0 else (0.0 if slower else 1.0)
@@ -234,7 +241,9 @@ def check(baseline: Profile, new: Profile, threshold: float = 0.10, layers: bool
         machine = _machine_ratio(base, other)
         if machine is not None and abs(machine - 1) > threshold:
             result.machine.append("%s: the machine's fixed reference workload took %.2fx as long in the new run "
-                                  "(%s machine)" % (base.title, machine, "a slower" if machine > 1 else "a faster"))
+                                  "(%s machine)%s" % (base.title, machine, "a slower" if machine > 1 else "a faster",
+                                                      "; beyond this machine's slow spells (%gx): it cannot be judged"
+                                                      % MACHINE_SPELL if machine > MACHINE_SPELL else ""))
         sizes = (_batch(baseline, base), _batch(new, other))
         per_sample = (sizes[0], sizes[1]) if sizes[0] and sizes[1] and sizes[0] != sizes[1] else None
         for metric, entries in _metrics(base).items():
@@ -262,4 +271,7 @@ def check(baseline: Profile, new: Profile, threshold: float = 0.10, layers: bool
     for section in new.sections:
         if not any((s.kind, s.name) == (section.kind, section.name) for s in baseline.sections):
             result.structure.append("%s is new" % section.title)
+    if not result.verdicts:
+        raise ProfileError("the two results share no entry to compare (%s against %s): nothing can pass or fail"
+                           % (baseline.header.project or "the baseline", new.header.project or "the new result"))
     return result

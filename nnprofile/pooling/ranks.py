@@ -135,6 +135,12 @@ def merge(found: Found) -> Profile:
     ranks = sorted(found.profiles)
     profiles = [found.profiles[k] for k in ranks]
     base = _rank(profiles[0])
+    for k, p in zip(ranks[1:], profiles[1:]):  # the ranks of one run: one program, one world
+        h = _rank(p)
+        if h.project != base.project or (h.world_size or 0) != (base.world_size or 0):
+            raise ProfileError("rank %d's result is of another run (%s, %s ranks) than rank %d's (%s, %s ranks): "
+                               "nothing to merge" % (k, h.project, h.world_size, ranks[0], base.project,
+                                                     base.world_size))
     hosts = [_rank(p).host for p in profiles]
     header = as_merged(base, world_size=found.size, ranks_merged=ranks, hosts=sorted(set(hosts)),
                        sampling="%s; pooled over %s, each rank's steps a round" % (base.sampling, _span(ranks)))

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Dict, List, Optional
 
 import numpy as np
 
 from ..base.errors import ProfileError
+from ..base.outdir import component, inside
 from .loader import DatasetSpec
 
 
@@ -29,7 +31,9 @@ class DatasetSource:
             raise ProfileError("dataset '%s': cannot read '%s'%s; "
                                "use --synthetic to profile with generated data"
                                % (spec.name, spec.uri, where))
-        cache_dir = os.path.join(cache_root, _safe(spec.name))
+        cache_dir = os.path.join(cache_root, component(spec.name, "dataset"))
+        if not inside(cache_root, cache_dir) or os.path.realpath(cache_dir) == os.path.realpath(cache_root):
+            raise ProfileError("dataset '%s': its name makes no folder of its own under %s" % (spec.name, cache_root))
         _ensure_cache(spec, cache_dir)
         from nnabla.utils.data_iterator import data_iterator_cache
         try:
@@ -56,10 +60,6 @@ class DatasetSource:
         self._iterator.close()
 
 
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "dataset"
-
-
 def _ensure_cache(spec: DatasetSpec, cache_dir: str) -> None:
     """Create NNabla's dataset cache once; redo it when the CSV changes."""
     assert spec.path is not None  # remote datasets were refused before
@@ -74,8 +74,9 @@ def _ensure_cache(spec: DatasetSpec, cache_dir: str) -> None:
         pass
     from nnabla.utils.create_cache import CreateCache
     os.makedirs(cache_dir, exist_ok=True)
-    for name in os.listdir(cache_dir):
-        os.remove(os.path.join(cache_dir, name))
+    for name in os.listdir(cache_dir):  # NNabla's cache files of an earlier run, and nothing else
+        if re.fullmatch(CACHE_FILES, name) and os.path.isfile(os.path.join(cache_dir, name)):
+            os.remove(os.path.join(cache_dir, name))
     try:
         cc = CreateCache(spec.path, rng=np.random.RandomState(spec.index), shuffle=spec.shuffle)
         cc.create(cache_dir, normalize=False)
@@ -84,6 +85,10 @@ def _ensure_cache(spec: DatasetSpec, cache_dir: str) -> None:
                            % (spec.name, spec.path, type(e).__name__, " ".join(str(e).split())[:200]))
     with open(stamp_file, "w") as f:
         json.dump(stamp, f)
+
+
+# What NNabla's CreateCache writes into a cache folder (and nnprofile's stamp): the files a new cache replaces.
+CACHE_FILES = r"cache_[0-9_]+\.(h5|npy)|cache_index\.csv|cache_info\.csv|order\.csv|nnprofile_source\.json"
 
 
 class MultiSource:

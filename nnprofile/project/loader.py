@@ -56,6 +56,28 @@ class Project:
         return self.info.executors
 
 
+def resolve_files(paths: Sequence[str]) -> List[str]:
+    """The files to load, as a user gives them: a folder stands for its one project file; a Python program is
+    told to go to ``nnprofile run``."""
+    out: List[str] = []
+    for p in paths:
+        if p.lower().endswith(".py"):
+            raise ProfileError("%s is a Python program, not an NNC project: record it with  nnprofile run %s [ARGS...]"
+                               % (p, p))
+        if os.path.isdir(p):
+            found = sorted(f for f in os.listdir(p) if os.path.splitext(f)[1].lower() in PROJECT_EXTENSIONS
+                           and os.path.isfile(os.path.join(p, f)))
+            if not found:
+                raise ProfileError("folder %s holds no project file (%s)" % (p, ", ".join(PROJECT_EXTENSIONS)))
+            if len(found) > 1:
+                raise ProfileError("folder %s holds %d project files (%s): give the one to profile"
+                                   % (p, len(found), ", ".join(found)))
+            out.append(os.path.join(p, found[0]))
+        else:
+            out.append(p)
+    return out
+
+
 def _check_files(paths: Sequence[str]) -> None:
     if not paths:
         raise ProfileError("no project file given")

@@ -30,11 +30,18 @@ class Schedule:
     signal: str = "USR1"
 
     def __post_init__(self) -> None:
-        for name in ("wait", "warmup", "repeat", "max_windows"):
-            if getattr(self, name) < 0:
-                raise ValueError("%s must be 0 or more" % name)
-        if self.active < 1:
-            raise ValueError("active must be 1 or more")
+        for name in ("wait", "warmup", "active", "repeat", "max_windows"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ValueError("%s must be a whole number, not %r" % (name, value))
+            if value < (1 if name == "active" else 0):
+                raise ValueError("%s must be %s, not %d" % (name, "1 or more" if name == "active" else "0 or more", value))
+        if self.on_demand and self.repeat not in (0, 1):
+            raise ValueError("on demand, a window comes each time it is asked for: --repeat %d means nothing with "
+                             "--on-demand" % self.repeat)
+        if self.on_demand and self.wait:
+            raise ValueError("on demand, a window begins when asked for: --wait %d means nothing with --on-demand"
+                             % self.wait)
 
     @property
     def windowed(self) -> bool:

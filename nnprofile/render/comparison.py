@@ -1,7 +1,6 @@
 """The outputs of `nnprofile compare`: compare.csv, compare.xlsx, box plots, compare.log."""
 from __future__ import annotations
 
-import csv
 import os
 import re
 from typing import List, Optional, Sequence
@@ -11,7 +10,8 @@ from ..compare.metrics import ROW_COLUMNS, Metric, Row
 from ..compare.saved import ENTRY_COLUMNS, EntryRow
 from ..result import views
 from .files import prepare_outdir
-from .safe import csv_text, xlsx_text
+from ..base.outdir import write_whole
+from .safe import csv_document, csv_text, safe_text, xlsx_text
 
 GREEN, WHITE, RED = "63BE7B", "FFFFFF", "F8696B"
 
@@ -138,26 +138,13 @@ def write(outdir: str, c: Comparison) -> List[str]:
     configs, what, entry_rows, layer_rows = c.names, c.what, c.entry_rows, c.layer_rows
     from openpyxl.drawing.image import Image
     written = []
-    text = "\n".join(list(header_lines) + table_lines(rows) + list(findings)) + "\n"
-    path = os.path.join(outdir, "compare.log")
-    with open(path, "w") as f:
-        f.write(text)
-    written.append(path)
-
-    path = os.path.join(outdir, "compare.csv")
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(ROW_COLUMNS)
-        w.writerows(row_cells(r) for r in rows)
-    written.append(path)
+    text = "\n".join(safe_text(line) for line in list(header_lines) + table_lines(rows) + list(findings)) + "\n"
+    written.append(write_whole(os.path.join(outdir, "compare.log"), text))
+    written.append(write_whole(os.path.join(outdir, "compare.csv"),
+                               csv_document([ROW_COLUMNS] + [row_cells(r) for r in rows])))
     if entry_rows:
-        path = os.path.join(outdir, "compare_entries.csv")
-        with open(path, "w", newline="") as f:
-            w = csv.writer(f, lineterminator="\n")
-            w.writerow(ENTRY_COLUMNS)
-            w.writerows(entry_cells(r) for r in entry_rows)
-            w.writerows(entry_cells(r) for r in layer_rows)
-        written.append(path)
+        written.append(write_whole(os.path.join(outdir, "compare_entries.csv"), csv_document(
+            [ENTRY_COLUMNS] + [entry_cells(r) for r in entry_rows] + [entry_cells(r) for r in layer_rows])))
 
     plots = box_plots(metrics, configs, outdir, what)
     written.extend(plots)

@@ -5,8 +5,6 @@ formula injection (``nnprofile.render.safe``).
 """
 from __future__ import annotations
 
-import csv
-import io
 from typing import Callable, List, Optional
 
 from ..analysis import Analysis, analyze
@@ -15,7 +13,7 @@ from ..analysis.ranks import RANK_COLUMNS, STEP_COLUMNS, advice_rows as rank_adv
 from ..analysis.windows import window_columns, window_rows
 from ..result import Entry, Profile, format_ms, ms
 from .base import Contents
-from .safe import csv_text
+from .safe import csv_document, csv_text
 
 NAME = "csv"
 
@@ -92,9 +90,7 @@ def detail_rows(profile: Profile, analysis: Optional[Analysis] = None) -> List[L
 
 
 def _csv(rows) -> str:
-    out = io.StringIO()
-    csv.writer(out, lineterminator="\n").writerows(rows)
-    return out.getvalue()
+    return csv_document(rows)
 
 
 SUMMARY = "summary.csv"

@@ -136,8 +136,8 @@ def inside_lines(section: Section) -> List[str]:
     """``Inside: <entry> ran <child> <calls> call(s) of <ms> ms, ...``: what ran inside each call that ran others."""
     lines = []
     for e in [e for e in section.entries if e.children][:MAX_INSIDE]:
-        lines.append("Inside: %s ran %s (their time is inside its own)" % (safe_text(e.label), "; ".join(
-            "%s %g call%s of %s ms" % (safe_text(str(c["label"])), c["calls"], "" if c["calls"] == 1 else "s",
+        lines.append("Inside: %s ran %s (their time is inside its own)" % (e.label, "; ".join(
+            "%s %g call%s of %s ms" % (c["label"], c["calls"], "" if c["calls"] == 1 else "s",
                                        format_ms(float(c["mean_ms"]))) for c in e.children)))
     return lines
 
@@ -197,7 +197,8 @@ def render(profile: Profile, analysis: Optional[Analysis] = None) -> str:
         elif a.incomplete:
             lines.append(incomplete_line(a))
     lines.extend(footer_lines(profile))
-    return "\n".join(lines) + "\n"
+    # Names are data: a name holding a line break or an escape sequence stays inside its own line.
+    return "\n".join(safe_text(line) for line in lines) + "\n"
 
 
 def files(profile: Profile, analysis: Analysis) -> Contents:

@@ -76,19 +76,42 @@ def xlsx_text(cell: Any, value: Any) -> Any:
 def sheet_name(name: str, taken: Iterable[str] = (), fallback: str = "Sheet") -> str:
     """A worksheet's name Excel takes: no ``[]:*?/\\`` or control character, no apostrophe at either end, at most
     31 characters, not empty, and none of ``taken`` (compared as Excel does, ignoring case)."""
-    clean = _SHEET_BAD.sub("_", cell_text(str(name))).strip("'").strip() or fallback
-    clean = clean[:31]
+    clean = _NOT_XML.sub("_", _CONTROL.sub("_", _SHEET_BAD.sub("_", str(name)))).strip("'").strip() or fallback
+    clean = _cut(clean, 31).rstrip("'") or fallback
     used = {t.lower() for t in taken}
     if clean.lower() not in used and clean.lower() != "history":
         return clean
     for n in range(2, 10_000):
         suffix = " (%d)" % n
-        candidate = clean[:31 - len(suffix)].rstrip("'") + suffix
+        candidate = _cut(clean, 31 - len(suffix)).rstrip("'") + suffix
         if candidate.lower() not in used:
             return candidate
     return clean
 
 
+def _cut(text: str, units: int) -> str:
+    """At most ``units`` UTF-16 code units (what Excel counts a sheet name's length in)."""
+    while len(text.encode("utf-16-le")) // 2 > units:
+        text = text[:-1]
+    return text
+
+
 def first_line(text: Optional[str]) -> str:
     """A message as one safe line (an error's text from a program or a file)."""
     return safe_text((text or "").strip())
+
+
+def csv_cell(value: Any) -> str:
+    """One CSV cell: text neutralised (``csv_text``) and quoted where it holds a comma, a quote or any control
+    character (Python's csv module quotes only what its line terminator holds: a lone CR would start a row)."""
+    if value is None:
+        return ""
+    text = csv_text(value) if isinstance(value, str) else str(value)
+    if '"' in text or "," in text or _CONTROL.search(text):
+        return '"%s"' % text.replace('"', '""')
+    return text
+
+
+def csv_document(rows: Iterable[Iterable[Any]]) -> str:
+    """Rows as CSV text, one line a row whatever the cells hold."""
+    return "".join(",".join(csv_cell(v) for v in row) + "\n" for row in rows)

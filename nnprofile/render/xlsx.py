@@ -22,6 +22,7 @@ from ..analysis.ranks import summary_lines as ranks_lines
 from ..base.choices import LAYER_PHASES
 from ..result import Profile, Section, ms
 from .base import Contents
+from .safe import cell_text, sheet_name
 from .csv_files import SUMMARY_COLUMNS, work_cells
 
 NAME = "xlsx"
@@ -38,16 +39,11 @@ COLOUR_LOW, COLOUR_MID, COLOUR_HIGH = "63BE7B", "FFEB84", "F8696B"
 
 
 def sheet_names(profile: Profile) -> List[str]:
+    """Each section's sheet: its name made one Excel takes (``safe.sheet_name``), distinct from the others'."""
     names: List[str] = []
     for s in profile.sections:
-        base = " ".join(part for part in (s.name, s.network) if part)[:28]
-        for ch in '[]:*?/\\':
-            base = base.replace(ch, "_")
-        name, n = base, 2
-        while name in names or name in ("Info", "Summary", "Ranks", "Windows"):
-            name = "%s~%d" % (base[:26], n)
-            n += 1
-        names.append(name)
+        base = " ".join(part for part in (s.name, s.network) if part)
+        names.append(sheet_name(base, names + ["Info", "Summary", "Ranks", "Windows", "Chart data"], fallback="Section"))
     return names
 
 
@@ -89,7 +85,7 @@ def _write_row(book: _Book, ws: Any, row: int, values: list, formats: Dict[int, 
         if value is None or value == "":
             continue
         if isinstance(value, str):
-            ws.write_string(row, first_col + col, value)
+            ws.write_string(row, first_col + col, cell_text(value))
         elif isinstance(value, bool):
             ws.write_boolean(row, first_col + col, value)
         elif col in formats:
@@ -131,10 +127,10 @@ def _section_sheet(book: _Book, ws: Any, a: SectionAnalysis, failure: Optional[s
     last = len(section.entries)
     if failure is not None:
         last += 2
-        ws.write_string(last, 0, "INCOMPLETE: %s" % failure)
+        ws.write_string(last, 0, cell_text("INCOMPLETE: %s" % failure))
     if chart_note:
         last += 2
-        ws.write_string(last, 0, "Note: %s." % chart_note)
+        ws.write_string(last, 0, cell_text("Note: %s." % chart_note))
 
     first, end = colour_scale_rows(section)
     if first:
@@ -177,7 +173,7 @@ def _summary_sheet(book: _Book, ws: Any, rows: List[List[object]]) -> None:
             values[5] = None
         _write_row(book, ws, i, values, SUMMARY_FORMATS)
         if detail not in (None, ""):
-            ws.write_string(i, 5, str(detail), book.wrap)
+            ws.write_string(i, 5, cell_text(str(detail)), book.wrap)
         # Readers that do not measure wrapped text themselves (LibreOffice) need the height.
         lines = max(1, -(-len(str(detail or "")) // 105))
         if lines > 1:
@@ -240,7 +236,7 @@ def _coloured_table(book: _Book, ws: Any, columns: List[str], rows: List[List[ob
         "max_color": "#" + COLOUR_HIGH, "mid_type": "percentile", "mid_value": 50})
     at = n + 2
     for line in lines:
-        ws.write_string(at, 0, line)
+        ws.write_string(at, 0, cell_text(line))
         at += 1
     return at
 

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 from dataclasses import MISSING, fields
 from typing import Any, Callable, Dict, List, Optional
@@ -112,13 +113,47 @@ def entry_dict(e: Entry) -> Dict[str, Any]:
     return d
 
 
-def _entry_from_dict(e: Dict[str, Any]) -> Entry:
+# A sample longer than this (a day) is no time a function took: a corrupt or forged file.
+MAX_SAMPLE_NS = 86_400e9
+
+
+def _entry_from_dict(e: Dict[str, Any], where: str = "an entry") -> Entry:
+    if not isinstance(e, dict) or not isinstance(e.get("label"), str) or not isinstance(e.get("phase"), str):
+        raise ProfileError("%s: an entry without a label and a phase" % where)
     fields_ = {k: v for k, v in e.items() if k in _ENTRY_FIELDS}
+    where = "%s, entry %r" % (where, e["label"][:80])
+    calls = e.get("calls_per_sample", 1)
+    if not isinstance(calls, int) or isinstance(calls, bool) or calls < 1:
+        raise ProfileError("%s: calls_per_sample must be a whole number of 1 or more, not %r" % (where, calls))
     if "samples_total_ns" in e:
-        calls = int(e.get("calls_per_sample", 1))
-        fields_["samples_ns"] = [t / calls for t in e["samples_total_ns"]]
+        fields_["samples_ns"] = [t / calls for t in _samples(e["samples_total_ns"], where, "samples_total_ns")]
+    elif "samples_ns" in e:
+        fields_["samples_ns"] = _samples(e["samples_ns"], where, "samples_ns")
     fields_.setdefault("samples_ns", [])
-    return Entry(**fields_)
+    for name in ("round_sizes", "dropped_rounds"):
+        value = fields_.get(name, [])
+        if not isinstance(value, list) or not all(isinstance(x, int) and x >= 0 for x in value):
+            raise ProfileError("%s: %s must be a list of whole numbers of 0 or more" % (where, name))
+    if fields_.get("round_sizes") and sum(fields_["round_sizes"]) != len(fields_["samples_ns"]):
+        raise ProfileError("%s: round_sizes count %d samples, the entry holds %d"
+                           % (where, sum(fields_["round_sizes"]), len(fields_["samples_ns"])))
+    try:
+        return Entry(**fields_)
+    except TypeError as error:
+        raise ProfileError("%s: %s" % (where, error))
+
+
+def _samples(values: Any, where: str, name: str) -> List[float]:
+    """Samples as a result may hold them: finite numbers of 0 or more, below a day; else the field is named."""
+    if not isinstance(values, list):
+        raise ProfileError("%s: %s must be a list of numbers" % (where, name))
+    out = []
+    for x in values:
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x < 0 or x > MAX_SAMPLE_NS:
+            raise ProfileError("%s: %s holds %r, not a time in nanoseconds (finite, 0 or more, under a day)"
+                               % (where, name, x))
+        out.append(float(x))
+    return out
 
 
 def to_dict(profile: Profile) -> Dict[str, Any]:
@@ -267,9 +302,16 @@ def from_dict(data: Dict[str, Any]) -> Profile:
     if data.get("format") != FORMAT:
         raise ProfileError("not an nnprofile result (format %r)" % data.get("format"))
     data = upgrade(copy.deepcopy(data))
+    if not isinstance(data.get("header"), dict):
+        raise ProfileError("the result has no header (what was profiled, where, how): not a result nnprofile wrote")
+    if not isinstance(data.get("sections", []), list):
+        raise ProfileError("the result's sections are not a list")
     sections = []
-    for s in data.get("sections", []):
-        entries = [_entry_from_dict(e) for e in s.get("entries", [])]
+    for k, s in enumerate(data.get("sections", [])):
+        if not isinstance(s, dict) or not all(isinstance(s.get(f), str) for f in ("kind", "name", "network")):
+            raise ProfileError("section %d: without its kind, name and network" % (k + 1))
+        where = "section %r" % s["name"][:80]
+        entries = [_entry_from_dict(e, where) for e in s.get("entries", [])]
         sections.append(Section(kind=s["kind"], name=s["name"], network=s["network"],
                                 entries=entries, complete=s.get("complete", False),
                                 speed_levels=list(s.get("speed_levels", [])), memory=dict(s.get("memory", {})),
