@@ -97,9 +97,10 @@ def run_recording(script: PathLike, *args: str, outdir: Optional[PathLike] = Non
                           merge_wait=merge_wait, progress=progress, schedule=schedule, on_window=on_window)
     sys.argv = [path] + list(args)
     status = 0
+    recording.__enter__()  # a folder in use, or one that cannot be written: said before the program runs
     previous_term = _raise_on_sigterm(recording)
     try:
-        with recording:
+        with _entered(recording):
             try:
                 if module:
                     runpy.run_module(target, run_name="__main__", alter_sys=True)
@@ -124,6 +125,19 @@ def run_recording(script: PathLike, *args: str, outdir: Optional[PathLike] = Non
         sys.argv, sys.path[:] = saved_argv, saved_path
         _restore_sigterm(previous_term)
     return recording, status
+
+
+class _entered:
+    """``with`` over a recording already entered: its end only (its start's errors are the caller's to see)."""
+
+    def __init__(self, recording: Recording):
+        self.recording = recording
+
+    def __enter__(self) -> Recording:
+        return self.recording
+
+    def __exit__(self, kind: Any, error: Any, tb: Any) -> None:
+        self.recording.__exit__(kind, error, tb)
 
 
 def _raise_on_sigterm(recording: Recording) -> Any:

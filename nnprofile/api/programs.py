@@ -333,8 +333,8 @@ class Recording:
                 self._add_window(profile, recorder, complete=True, quiet=True)
             finally:
                 self.writer.progress = progress
-        except Exception as e:
-            warn("nnprofile: window %d could not be written yet (%s); the program goes on" % (recorder.window, _reason(e)))
+        except Exception:  # said when the window closes and its files are written again (or cannot be)
+            pass
 
     def _add_window(self, profile: Profile, recorder: Any, complete: bool, quiet: bool = False) -> None:
         self.profile = profile

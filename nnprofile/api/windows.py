@@ -86,7 +86,15 @@ class WindowWriter:
         folder = self.window_folder(window)
         analysis = analyze(profile)
         if folder is not None:
-            write_all(profile, folder, analysis=analysis)
+            try:
+                write_all(profile, folder, analysis=analysis)
+            except BaseException:
+                if folder != self.folder:
+                    try:
+                        os.rmdir(folder)  # made for this window, and nothing in it: no empty folder left
+                    except OSError:
+                        pass
+                raise
         self.last = profile
         program = analysis.sections[-1] if analysis.sections else None
         if program is not None and program.step is not None:

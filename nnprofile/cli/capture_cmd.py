@@ -4,13 +4,13 @@ from __future__ import annotations
 import argparse
 
 from ..api.ondemand import capture
-from .common import Printer
+from .common import Parser, Printer
 
 SUMMARY = "ask a program running under 'nnprofile run --on-demand' to record a window now (its PID; mpirun's)"
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="nnprofile capture",
         description="Send the signal that asks a program started with 'nnprofile run --on-demand' to record its "
                     "next steps as a window and write them (OUTDIR/window-K). It refuses a process not started "

@@ -6,7 +6,7 @@ import argparse
 from .. import api
 from ..compare.gate import check
 from ..base.errors import ProfileError
-from .common import Printer
+from .common import Parser, Printer
 
 EXIT_ERROR = 2  # any error, internal ones included: never confused with "slower"
 
@@ -24,7 +24,7 @@ def _threshold(text: str) -> float:
 SUMMARY = "exit 1 when a result got slower than its baseline: a regression gate for CI"
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="nnprofile check",
         description="Compare two saved results (folders or result.json) and exit 1 when something got "
                     "slower: ratio above 1 + threshold and its 95% confidence interval above 1. Exit 0 when "

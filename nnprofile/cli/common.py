@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any, List, Optional, TextIO
+from typing import Any, List, Optional, TextIO, NoReturn
 
 from ..render.files import prepare_outdir  # noqa: F401  (re-exported for the commands)
 from ..render.safe import safe_text
@@ -114,3 +114,10 @@ class NativeStderr:
                 os.write(2, text)
             except OSError:
                 pass
+
+
+class Parser(argparse.ArgumentParser):
+    """The commands' parser: a bad argument is one line (what is wrong, and where the options are), exit 2."""
+
+    def error(self, message: str) -> "NoReturn":
+        self.exit(2, "%s: error: %s (see %s --help)\n" % (self.prog, safe_text(message), self.prog))

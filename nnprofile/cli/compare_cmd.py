@@ -8,7 +8,7 @@ from ..base.errors import ProfileError
 from ..base.options import ProfileOptions
 from ..compare import compare_configurations, compare_results, parse_set
 from ..render.comparison import write as write_comparison
-from .common import Printer, positive_int, prepare_outdir
+from .common import Parser, Printer, positive_int, prepare_outdir
 from .progress import Progress
 
 
@@ -17,7 +17,7 @@ PASSED = ("runs", "mode", "synthetic", "inference")
 SUMMARY = "compare configurations of a project, or saved results, with confidence intervals"
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="nnprofile compare",
         description="Compare configurations of a project (run each --set, --repeat times, in fresh "
                     "processes) or saved results (folders with result.json), with statistics, ratios "

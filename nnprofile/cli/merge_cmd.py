@@ -7,13 +7,13 @@ import sys
 
 from ..pooling.ranks import collect, merge, rank_folders
 from ..base.errors import ProfileError
-from .common import Printer, non_negative_float
+from .common import Parser, Printer, non_negative_float
 
 
 SUMMARY = "merge the results of a distributed run's ranks (OUTDIR/rank-K/) into one view"
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="nnprofile merge",
         description="Merge the results each rank of a distributed run wrote into OUTDIR/rank-K/ (mpirun -n N "
                     "nnprofile run -o OUTDIR ...) into one view: per rank its step and parts, per step the "

@@ -10,14 +10,14 @@ from .. import api
 from .._version import __version__
 from ..base.errors import ProfileError
 from ..base.options import ProfileOptions
-from .common import NativeStderr, Printer, terminal_stderr
+from .common import Parser, NativeStderr, Printer, terminal_stderr
 from .progress import Progress
 
 
 SUMMARY = "profile an NNC project (.nntxt, .nnp) layer by layer, as NNC's Profile command does (the default)"
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="nnprofile",
         description="Profile an NNabla / Neural Network Console project layer by layer, "
                     "as NNC's Profile command does, and write profile.log, profile.csv, "

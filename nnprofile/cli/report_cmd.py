@@ -6,13 +6,13 @@ import os
 
 from .. import api
 from ..render import FORMATS
-from .common import Printer, prepare_outdir
+from .common import Parser, Printer, prepare_outdir
 
 
 SUMMARY = "re-render the files of a saved result (any format version), without profiling again"
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="nnprofile report",
         description="Re-render profile.log, the CSV files and profile.xlsx from a saved result.json, "
                     "without profiling again.")

@@ -10,7 +10,7 @@ from ..base.errors import ProfileError
 from ..api.launch import run_recording
 from ..base.options import add_schedule
 from ..render.safe import safe_text
-from .common import Printer, non_negative_float
+from .common import Parser, Printer, non_negative_float
 
 # The program ran (and succeeded), but nnprofile could not make or write its profile: an exit status of its own,
 # so that a CI job does not take a missing profile for a written one (sysexits' EX_SOFTWARE).
@@ -22,7 +22,7 @@ FILES = "profile.log, profile.csv, profile_detail.csv, summary.csv, profile.xlsx
 SUMMARY = "run a Python program unmodified and record its NNabla work (also under mpirun)"
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="nnprofile run",
         usage="nnprofile run [options] SCRIPT.py [ARGS...]\n       nnprofile run [options] -m MODULE [ARGS...]",
         description="Run an NNabla Python program unmodified (as __main__, with its own arguments; a module as "

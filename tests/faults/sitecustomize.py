@@ -18,3 +18,24 @@ def _break(spec):
 
 for _spec in filter(None, os.environ.get("NNPROFILE_TEST_FAULTS", "").split(",")):
     _break(_spec.strip())
+
+
+def _disk_full(marker):
+    """NNPROFILE_TEST_FULL=TEXT: writing any file whose path holds TEXT fails as a full disk does."""
+    import errno
+    from nnprofile.base import outdir
+
+    original = outdir.write_whole
+
+    def write_whole(path, data):
+        if marker in path:
+            raise OSError(errno.ENOSPC, "No space left on device", path)
+        return original(path, data)
+    outdir.write_whole = write_whole
+    import nnprofile.render.files as files
+    import nnprofile.result.file as result_file
+    files.write_whole = result_file.write_whole = write_whole
+
+
+if os.environ.get("NNPROFILE_TEST_FULL"):
+    _disk_full(os.environ["NNPROFILE_TEST_FULL"])

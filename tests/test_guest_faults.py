@@ -1,0 +1,299 @@
+"""A guest in the user's training: what nnprofile does or fails to do never harms the program, the user's files or
+the gate. Each attack as a user meets it: a full disk (injected through the writer; a small tmpfs where root may
+mount one), a folder that cannot be written, two runs into one folder, SIGINT twice, SIGTERM and SIGKILL at
+seeded points, a dataset named ``..`` beside the user's files, ``capture`` pointed at a stranger, a gate fooled by
+a slow context or by unrelated results, and options no run can take.
+"""
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import nnprofile
+from conftest import LENET, ROOT, interruptible, run_cli
+
+LONG = os.path.join(ROOT, "tests", "scripts", "long_train.py")
+FAULTS = os.path.join(ROOT, "tests", "faults")
+pytestmark = pytest.mark.slow
+
+
+def _env(**extra):
+    return dict(os.environ, PYTHONPATH=os.pathsep.join([FAULTS, ROOT]), **extra)
+
+
+def _run(*args, env=None, cwd=None, timeout=600):
+    return subprocess.run([sys.executable, "-m", "nnprofile", *args], capture_output=True, text=True,
+                          env=env or os.environ, cwd=str(cwd or ROOT), timeout=timeout)
+
+
+# -- a full disk ---------------------------------------------------------------------------------------------
+
+def test_a_window_that_cannot_be_written_is_said_and_the_training_goes_on(tmp_path):
+    out = tmp_path / "out"
+    alone = subprocess.run([sys.executable, LONG, "--iterations", "60"], capture_output=True, text=True, cwd=tmp_path)
+    proc = _run("run", "-q", "-o", str(out), "--wait", "4", "--warmup", "0", "--active", "4", "--repeat", "0",
+                LONG, "--iterations", "60", env=_env(NNPROFILE_TEST_FULL="window-1"), cwd=tmp_path)
+    assert proc.returncode == alone.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split(",")[0] == alone.stdout.split(",")[0] == "ran 60 iterations"  # the program's own output
+    [said] = [line for line in proc.stderr.splitlines() if "window 1 could not be written" in line]
+    assert "No space left on device" in said and "the program goes on" in said and "Traceback" not in proc.stderr
+    assert not [f for f in os.listdir(out) if f.endswith(".tmp")] and not os.path.exists(out / "window-1" / "result.json")
+    second = nnprofile.load(out / "window-2")
+    assert any("window 1 could not be written" in n for n in second.notes)  # noted in the next files
+
+
+def test_a_run_whose_files_cannot_be_written_exits_70_and_never_says_written(tmp_path):
+    out = tmp_path / "out"
+    first = _run("run", "-q", "-o", str(out), LONG, "--iterations", "30", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    before = json.loads((out / "result.json").read_text())["header"]["date"]
+    proc = _run("run", "-o", str(out), LONG, "--iterations", "30", env=_env(NNPROFILE_TEST_FULL=str(out)), cwd=tmp_path)
+    assert proc.returncode == 70, proc.stderr[-2000:]
+    assert "Written to" not in proc.stdout
+    assert "could not be made" in proc.stderr and "No space left on device" in proc.stderr
+    assert json.loads((out / "result.json").read_text())["header"]["date"] == before  # whole, the earlier run's
+    assert not [f for f in os.listdir(out) if f.endswith(".tmp")]
+
+
+def test_a_small_tmpfs_fills_and_the_training_goes_on(tmp_path):
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=300k", "tmpfs", str(disk)], capture_output=True).returncode:
+        pytest.skip("this machine does not let the tests mount a tmpfs")
+    try:
+        proc = _run("run", "-q", "-o", str(disk / "out"), "--wait", "2", "--warmup", "0", "--active", "3",
+                    "--repeat", "0", LONG, "--iterations", "80", cwd=tmp_path)
+        assert proc.returncode in (0, 70) and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+        assert "could not be written" in proc.stderr or proc.returncode == 0
+        assert not [f for root, _, files in os.walk(disk) for f in files if f.endswith(".tmp")]
+    finally:
+        subprocess.run(["umount", str(disk)], capture_output=True)
+
+
+# -- folders --------------------------------------------------------------------------------------------------
+
+def test_an_output_folder_that_is_a_file_or_cannot_be_written_is_said_in_one_line(tmp_path):
+    a_file = tmp_path / "taken"
+    a_file.write_text("the user's")
+    proc = run_cli(LENET, "--runs", "1", "--synthetic", "-o", str(a_file))
+    assert proc.returncode == 2 and proc.stderr.strip() == "nnprofile: error: output folder %s is a file, not a folder" \
+        % a_file
+    assert a_file.read_text() == "the user's"
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(ro)], capture_output=True).returncode:
+        pytest.skip("no read-only mount here (root writes through file modes)")
+    try:
+        proc = run_cli(LENET, "--runs", "1", "--synthetic", "-o", str(ro / "out"))
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+        assert "cannot create output folder" in proc.stderr or "not writable" in proc.stderr
+    finally:
+        subprocess.run(["umount", str(ro)], capture_output=True)
+
+
+def test_a_second_run_into_a_folder_in_use_is_refused_and_the_first_finishes(tmp_path):
+    out = tmp_path / "out"
+    first = subprocess.Popen([sys.executable, "-m", "nnprofile", "run", "-q", "-o", str(out), LONG, "--iterations",
+                              "3000"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not os.path.exists(out / ".nnprofile.lock") and time.time() < deadline:
+        time.sleep(0.05)
+    second = _run("run", "-q", "-o", str(out), LONG, "--iterations", "5", cwd=tmp_path)
+    assert second.returncode == 2
+    assert second.stderr.strip().startswith("nnprofile: error: output folder %s is in use by another nnprofile run" % out)
+    assert "process %d" % first.pid in second.stderr
+    _, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err
+    assert nnprofile.load(out).complete and not os.path.exists(out / ".nnprofile.lock")
+
+
+def test_a_run_that_writes_nothing_leaves_no_folder(tmp_path):
+    out = tmp_path / "never"
+    proc = run_cli(str(tmp_path / "missing.nntxt"), "-o", str(out))
+    assert proc.returncode == 2 and not out.exists()
+
+
+def test_files_of_an_earlier_run_are_removed_only_where_that_run_listed_them(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.md").write_text("the user's own")
+    windowed = _run("run", "-q", "-o", str(out), "--wait", "2", "--warmup", "0", "--active", "3", "--repeat", "2",
+                    LONG, "--iterations", "30", cwd=tmp_path)
+    assert windowed.returncode == 0 and (out / "window-1" / "result.json").exists() and (out / "windows.csv").exists()
+    single = _run("run", "-q", "-o", str(out), LONG, "--iterations", "30", cwd=tmp_path)
+    assert single.returncode == 0
+    assert not (out / "window-1").exists() and not (out / "windows.csv").exists()  # that run's, no longer written
+    project = run_cli(LENET, "--runs", "1", "--synthetic", "-o", str(out))
+    assert project.returncode == 0
+    assert not (out / "trace.json.gz").exists()  # the program's trace: a project writes none
+    assert (out / "notes.md").read_text() == "the user's own"  # no run listed it: never touched
+    assert set(json.loads((out / "result.json").read_text())["files"]) == set(os.listdir(out)) - {"notes.md", "cache"}
+
+
+def test_a_dataset_named_dot_dot_touches_nothing_beside_the_folder(tmp_path):
+    user = tmp_path / "work"
+    user.mkdir()
+    for name in ("paper.pdf", "notes.md", "data.csv"):
+        (user / name).write_text(name)
+    text = open(LENET).read()
+    digits = os.path.join(os.path.dirname(LENET), "digits")
+    text = text.replace('uri: "digits/', 'uri: "%s/' % digits).replace('name: "Training"', 'name: ".."')
+    text = text.replace('dataset: "Training"', 'dataset: ".."')
+    project = user / "evil.nntxt"
+    project.write_text(text)
+    proc = run_cli(str(project), "--runs", "1", "--no-inference", "-o", str(user / "out"))
+    assert sorted(os.listdir(user)) == ["data.csv", "evil.nntxt", "notes.md", "out", "paper.pdf"], proc.stderr
+    assert all((user / n).read_text() == n for n in ("paper.pdf", "notes.md", "data.csv"))
+    assert "Traceback" not in proc.stderr
+
+
+# -- signals --------------------------------------------------------------------------------------------------
+
+def _start(tmp_path, *options, iterations="100000", script=()):
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "nnprofile", "run", "-q", "-o", str(out), *options, LONG,
+                             "--iterations", iterations, *script], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=interruptible)
+    return out, proc
+
+
+def _wait_for(path, proc, timeout=120):
+    deadline = time.time() + timeout
+    while not os.path.exists(path):
+        assert proc.poll() is None, proc.communicate()
+        assert time.time() < deadline
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_sigterm_in_a_window_writes_it_marked_interrupted(tmp_path, seed):
+    out, proc = _start(tmp_path, "--wait", "5", "--warmup", "0", "--active", "400", "--repeat", "0")
+    _wait_for(out / ".nnprofile.lock", proc)
+    time.sleep(random.Random(seed).uniform(1.0, 2.5))  # a seeded point inside the long window
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 143, err[-2000:]
+    assert "interrupted by SIGTERM: writing what was recorded" in err and "Traceback" not in err
+    view = nnprofile.load(out)
+    assert not view.complete and view.failure == "interrupted by SIGTERM"
+
+
+def test_ctrl_c_says_at_once_that_it_writes_and_a_second_stops_with_whole_files(tmp_path):
+    out, proc = _start(tmp_path, "--warmup", "0", "--active", "3000")
+    _wait_for(out / ".nnprofile.lock", proc)
+    time.sleep(2.0)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err[-2000:]
+    assert "interrupted by Ctrl-C: writing what was recorded (Ctrl-C again to stop without writing)" in err
+    assert "AssertionError" not in err and "Traceback" not in err
+    if (out / "result.json").exists():  # written before the second Ctrl-C, or not at all: never half
+        nnprofile.load(out)
+    assert not out.exists() or not [f for f in os.listdir(out) if f.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_sigkill_after_a_window_closed_leaves_that_window_loadable(tmp_path, seed):
+    out, proc = _start(tmp_path, "--wait", "3", "--warmup", "0", "--active", "3", "--repeat", "0")
+    _wait_for(out / "window-1" / "result.json", proc)
+    time.sleep(random.Random(seed).uniform(0.0, 1.0))
+    proc.kill()
+    proc.communicate(timeout=60)
+    assert nnprofile.load(out / "window-1").sections  # whole, whatever the kill interrupted after it
+    assert nnprofile.load(out).windows
+
+
+def test_the_default_schedule_writes_its_window_before_the_steps_that_measure_the_hooks(tmp_path):
+    """Steps of 0.1 s: the 20 steps that measure the hooks' cost take 2 s after the 5 kept ones; the window's files
+    are there before them, and a SIGKILL in that time leaves them loadable."""
+    out, proc = _start(tmp_path, "--active", "5", script=("--slow-input-after", "0", "--slow-ms", "100"))
+    _wait_for(out / "result.json", proc)
+    proc.kill()
+    proc.communicate(timeout=60)
+    early = nnprofile.load(out)
+    assert early.sections and any("written when the window's kept steps were done" in n for n in early.notes)
+
+
+def test_capture_signals_no_process_that_did_not_start_listening(tmp_path):
+    stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "--on-demand"])
+    try:
+        proc = run_cli("capture", str(stranger.pid))
+        assert proc.returncode == 2 and "no signal sent" in proc.stderr or "no nnprofile run" in proc.stderr
+        time.sleep(0.2)
+        assert stranger.poll() is None  # alive: nothing was sent to it
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
+# -- the gate ---------------------------------------------------------------------------------------------------
+
+def _result(tmp_path, name, scale, machine):
+    profile = nnprofile.load(os.path.join(ROOT, "tests", "golden", "result_v8.json"))
+    for s in profile.sections:
+        s.reference_ns = [1e6 * machine] * 5
+        for e in s.entries:
+            e.samples_ns = [x * scale for x in e.samples_ns]
+    from nnprofile.result import file as result_file
+    folder = tmp_path / name
+    folder.mkdir()
+    result_file.save(profile, str(folder))
+    return folder
+
+
+def test_the_gate_fails_a_run_whose_machine_ran_beyond_its_slow_spells(tmp_path):
+    base = _result(tmp_path, "float", 1.0, 1.0)
+    half = _result(tmp_path, "half", 200.0, 289.0)  # everything 200x slower, the reference too (as in half)
+    proc = run_cli("check", str(base), str(half))
+    assert proc.returncode == 1, proc.stdout
+    assert "cannot be judged" in proc.stdout and "within the machine's own slowdown" not in proc.stdout
+    spell = _result(tmp_path, "spell", 1.3, 1.3)  # a slow spell of the machine: excused
+    assert run_cli("check", str(base), str(spell)).returncode == 0
+
+
+def test_the_machines_reference_runs_in_one_fixed_context(tmp_path):
+    code = ("import nnabla as nn; from nnabla.ext_utils import get_extension_context;"
+            "nn.set_default_context(get_extension_context('cpu', type_config='half'));"
+            "from nnprofile.measure.rounds import Reference; from nnprofile.measure.timing import Timer, Sampling;"
+            "r = Reference(Timer(Sampling())); print(r.output.d.dtype)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "float32"
+
+
+def test_unrelated_results_are_refused_by_check_compare_and_merge(tmp_path):
+    lenet = tmp_path / "lenet"
+    assert run_cli(LENET, "--runs", "1", "--synthetic", "-o", str(lenet)).returncode == 0
+    program = tmp_path / "program"
+    assert _run("run", "-q", "-o", str(program), LONG, "--iterations", "25", cwd=tmp_path).returncode == 0
+    check = run_cli("check", str(lenet), str(program))
+    assert check.returncode == 2 and "share no entry" in check.stderr and "PASS" not in check.stdout
+    compare = run_cli("compare", str(lenet), str(program), "-o", str(tmp_path / "cmp"))
+    assert compare.returncode == 2 and "unrelated" in compare.stderr
+
+
+# -- bad input ----------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args, says", [
+    (["--memory-limit", "1e400GB"], "not a size"),
+    (["--warmup", "-1"], "--warmup"),
+    (["--target-rse", "inf"], "finite"),
+    (["--max-seconds", "nan"], "finite"),
+    (["--runs", "0"], "at least 1"),
+])
+def test_an_option_no_run_can_take_is_one_line(args, says):
+    proc = run_cli(LENET, "--synthetic", *args)
+    assert proc.returncode == 2 and says in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_on_demand_with_repeat_is_refused(tmp_path):
+    proc = _run("run", "--on-demand", "--repeat", "3", "-o", str(tmp_path / "o"), LONG, cwd=tmp_path)
+    assert proc.returncode == 2 and "means nothing with --on-demand" in proc.stderr and not (tmp_path / "o").exists()
