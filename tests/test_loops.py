@@ -99,7 +99,7 @@ def test_a_validation_after_each_epoch_has_its_part_and_the_test_after_the_loop_
     step = _step(analysis)
     _parts_hold_together(step)
     parts = dict(step.parts)
-    assert parts["forward (vloss)"] > 0 and parts["input (valid)"] > 0
+    assert parts["forward (vloss)"] > 0 and parts["evaluation input (valid, for 'vloss')"] > 0
     [after] = [n for n in profile.notes if n.startswith("after the last step")]
     assert "graph 'vloss' 3 forward passes" in after and "graph 'tloss' 4 forward passes" in after
 

@@ -64,6 +64,8 @@ def resolve_files(paths: Sequence[str]) -> List[str]:
         if p.lower().endswith(".py"):
             raise ProfileError("%s is a Python program, not an NNC project: record it with  nnprofile run %s [ARGS...]"
                                % (p, p))
+        if os.path.isdir(p) and os.path.splitext(p)[1].lower() in PROJECT_EXTENSIONS + PARAMETER_EXTENSIONS:
+            raise ProfileError("%s is a folder, not a project file" % p)
         if os.path.isdir(p):
             found = sorted(f for f in os.listdir(p) if os.path.splitext(f)[1].lower() in PROJECT_EXTENSIONS
                            and os.path.isfile(os.path.join(p, f)))
