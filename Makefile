@@ -5,6 +5,7 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 LENET := projects/lenet
 DIGITS := $(LENET)/digits/training.csv
 
@@ -22,30 +23,42 @@ OLDEST := .venv-oldest
 
 setup: $(STAMP)
 
+# The demo's environment: nnprofile and what the demo runs (the sample digits), nothing else; pip's log in
+# .venv/install.log (shown when it fails). `make test` adds the test extras (pytest, mypy, playwright, mpi4py).
 $(STAMP): setup.cfg pyproject.toml constraints.txt
 	@if [ -z "$(PYTHON310)" ]; then \
 		echo "error: Python 3.10 not found (NNabla has wheels only up to 3.10)." >&2; \
 		echo "       Install it (e.g. 'pyenv install 3.10') or run: make PYTHON310=/path/to/python3.10" >&2; \
 		exit 1; \
 	fi
-	@test -x $(PY) || $(PYTHON310) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e '.[test,samples]'
+	@test -x $(PY) || { echo "nnprofile: creating $(VENV) with $(PYTHON310)"; $(PYTHON310) -m venv $(VENV); }
+	@echo "nnprofile: installing nnprofile and its dependencies into $(VENV) (log: $(VENV)/install.log)"
+	@{ $(PY) -m pip install --upgrade pip && $(PY) -m pip install -c constraints.txt -e '.[samples]'; } \
+		> $(VENV)/install.log 2>&1 || { tail -n 20 $(VENV)/install.log >&2; exit 1; }
 	@touch $(STAMP)
 
+$(TEST_STAMP): $(STAMP)
+	@echo "nnprofile: installing the test tools into $(VENV) (log: $(VENV)/install.log)"
+	@$(PY) -m pip install -c constraints.txt -e '.[test,samples]' >> $(VENV)/install.log 2>&1 \
+		|| { tail -n 20 $(VENV)/install.log >&2; exit 1; }
+	@touch $(TEST_STAMP)
+
 $(DIGITS): $(STAMP) $(LENET)/make_digits.py
-	$(PY) $(LENET)/make_digits.py
+	@echo "nnprofile: making the sample digits dataset ($(LENET)/digits)"
+	@$(PY) $(LENET)/make_digits.py > /dev/null
 
 demo: $(STAMP) $(DIGITS)
-	$(PY) -m nnprofile $(LENET)/lenet.nntxt -o results/lenet
+	@echo "nnprofile: profiling $(LENET)/lenet.nntxt, training and inference (about a minute)"
+	@$(PY) -m nnprofile $(LENET)/lenet.nntxt -o results/lenet -q
+	@grep -E "^(Step|Advice):" results/lenet/profile.log | cut -c1-240
 	@echo "Open results/lenet/report.html in a browser, or results/lenet/profile.xlsx in Excel or LibreOffice."
 
-test: $(STAMP) $(DIGITS)
+test: $(TEST_STAMP) $(DIGITS)
 	$(PY) -m mypy
 	$(PY) -m pytest -q
 
 # The inner loop: every test but those marked slow (subprocesses, mpirun, Chromium, the corpus, the docs).
-test-fast: $(STAMP) $(DIGITS)
+test-fast: $(TEST_STAMP) $(DIGITS)
 	$(PY) -m pytest -q -m "not slow"
 
 # The lowest version setup.cfg declares of every dependency, in an environment of its own: the user's
@@ -64,7 +77,7 @@ test-oldest:
 	$(OLDEST)/bin/python -m mypy
 	$(OLDEST)/bin/python -m pytest -q
 
-bench: $(STAMP) $(DIGITS)
+bench: $(TEST_STAMP) $(DIGITS)
 	$(PY) benchmarks/run.py
 
 clean:

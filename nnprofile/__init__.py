@@ -2,6 +2,7 @@
 
     import nnprofile
     profile = nnprofile.profile("projects/lenet/lenet.nntxt", outdir="results/lenet")
+    layers = profile.layers()               # pandas: one row per layer, forward and backward paired
     frame = profile.to_dataframe()          # pandas: one row per entry, in log order
     same = nnprofile.load("results/lenet")  # a saved profile, of any format version
     comparison = nnprofile.compare_results("results/a", "results/b")
@@ -32,7 +33,7 @@ _API = {name: "api" for name in ("profile", "load", "record", "run", "step", "Re
 
 __all__ = ["__version__", "profile", "load", "record", "run", "step", "Recording", "capture", "compare_results",
            "analyze", "Analysis", "Comparison",
-           "Entry", "Profile", "Section", "ProfileError", "Interrupted", "testing"]
+           "Entry", "Profile", "Section", "ProfileError", "Interrupted", "testing", "LayerOrderError"]
 
 if TYPE_CHECKING:  # what the names are, for type checkers and editors
     from . import testing
@@ -44,6 +45,8 @@ def __getattr__(name: str) -> Any:
     import importlib
     if name == "testing":
         return importlib.import_module(".testing", __name__)
+    if name == "LayerOrderError":  # the golden layer order's failure (nnprofile.testing), pickled by this name
+        return importlib.import_module(".testing.order", __name__).LayerOrderError
     module = _API.get(name)
     if module is None:
         raise AttributeError("module 'nnprofile' has no attribute %r" % name)

@@ -36,6 +36,12 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def usage() -> str:
+    """Every option of the magic, as its parser has them (--skip-first as --warmup's older name)."""
+    text = parser().format_usage().replace("usage: %%nnprofile", "").strip()
+    return " ".join(text.split()).replace("[--warmup N]", "[--warmup N | --skip-first N]")
+
+
 def record_cell(shell: Any, line: str, cell: str) -> Optional[Any]:
     """Run ``cell`` in ``shell`` while recording it; returns the Profile (None when the magic's line is wrong)."""
     from IPython.core.error import UsageError
@@ -43,8 +49,7 @@ def record_cell(shell: Any, line: str, cell: str) -> Optional[Any]:
     try:
         args = parser().parse_args(shlex.split(line))
     except ValueError as e:
-        raise UsageError("%%%%nnprofile: %s (options: [--wait N] [--warmup N] [--active N] [--repeat N] "
-                         "[--max-windows N] [-o OUT])" % e)
+        raise UsageError("%%%%nnprofile: %s (options: %s)" % (e, usage()))
     try:
         schedule = make_schedule(args.wait, args.warmup, None, args.active, args.repeat, args.max_windows)
     except ProfileError as e:

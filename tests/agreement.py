@@ -41,8 +41,8 @@ def check_outputs_agree(outdir):
     assert [(r["section"], r["label"], r["mean_ms"]) for r in detail] == expected
 
     wb = openpyxl.load_workbook(outdir / "profile.xlsx")
-    extra = 2 if "Summary" in wb.sheetnames else 1
-    assert len(wb.worksheets) == len(sections) + extra and wb.sheetnames[-1] == "Info"
+    extra = (2 if "Summary" in wb.sheetnames else 1) + ("Chart data" in wb.sheetnames)
+    assert len(wb.worksheets) == len(sections) + extra and wb.sheetnames[-1] in ("Info", "Chart data")
     for ws, (_, entries) in zip(wb.worksheets, sections):
         values = [(ws.cell(row=i, column=1).value, ws.cell(row=i, column=2).value)
                   for i in range(2, len(entries) + 2)]

@@ -7,6 +7,7 @@ for convolutions only.
 """
 from __future__ import annotations
 
+import re
 from typing import Callable, List, Optional, Tuple
 
 from ..base import kinds, machine
@@ -201,8 +202,43 @@ def costly_evaluation(s: Summary) -> List[Advice]:
     return out
 
 
+OWN_PYTHON_SHARE = 0.20       # the program's own Python this share of the step or more: its lines are named
+# What usually helps, by what a line does (read off its text), the first that matches.
+OWN_HINTS = [
+    (re.compile(r"\b(print|logging|logger|log|monitor|writer)\w*\s*[.(]|\.add\("), "logging every step: log every N steps"),
+    (re.compile(r"\b(PF|F)\.\w+\(|parametric_functions|nn\.Variable\("),
+     "building graphs inside the loop: build the static graph once, before the loop, and feed it new data"),
+    (re.compile(r"(float|int)\([^)]*\.d\b|\.d\.(copy|item|tolist)|\.data\.(copy|item)|\bprint\(.*\.d\b"),
+     "reading `.d` every step (it copies the array to the host and waits for the device): read it every N steps"),
+    (re.compile(r"\bnp\.|numpy|astype|\.append\(|for .* in |\[.*for .* in .*\]|random"),
+     "converting data in Python: vectorise it with NumPy, prepare it once outside the loop, or let a data "
+     "iterator (in its own thread) do it"),
+]
+
+
+def own_python(s: Summary) -> List[Advice]:
+    """The program's own Python is a large share of the step: its lines, and what usually helps with each."""
+    other, step = dict(s.parts).get("other", 0.0), s.step_ms
+    if not s.own_lines or step <= 0 or other / step < OWN_PYTHON_SHARE:
+        return []
+    top = s.own_lines[:3]
+    hints = []
+    for l in top:
+        hint = next((h for pattern, h in OWN_HINTS if pattern.search(l.text)), None)
+        if hint is not None and hint not in hints:
+            hints.append(hint)
+    text = ("The program's own Python between NNabla's calls takes %s of the step, most of it at %s%s. What usually "
+            "helps: %s." % (pct(other / step), top[0].where, " (`%s`)" % top[0].text if top[0].text else "",
+                            "; ".join(hints) if hints else "converting data in Python, reading `.d` every step, building "
+                            "graphs inside the loop and logging every step are the usual causes"))
+    evidence = "other %.3f ms of the %.3f ms step (threshold %s); sampled lines: %s" % (
+        other, step, pct(OWN_PYTHON_SHARE), ", ".join("%s %s (%.3f ms)" % (l.where, pct(l.share), l.ms) for l in top))
+    return [Advice("own_python", text, evidence)]
+
+
 RULES: List[Callable[[Summary], List[Advice]]] = [
     input_bound, no_half_on_gpu, dominant_layer, slow_layer, between_layers, heavy_update, costly_evaluation,
+    own_python,
 ]
 
 

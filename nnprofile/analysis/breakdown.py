@@ -118,6 +118,18 @@ class GraphTime:
         return not self.trained and not self.backward_per_step
 
 
+@dataclass(frozen=True)
+class OwnLine:
+    """One of the program's own lines in the step's ``other``: its share of the samples, and of ``other``'s time."""
+
+    where: str          # train.py:57
+    function: str
+    text: str           # the line, as the program has it
+    samples: int
+    share: float        # of the samples in other
+    ms: float           # per step: other's time times the share
+
+
 @dataclass
 class Summary:
     section: str
@@ -135,6 +147,9 @@ class Summary:
     graphs: List[GraphTime] = field(default_factory=list)  # a recorded program's graphs
     notes: List[str] = field(default_factory=list)  # how a part was reckoned, where it is not the plain rule
     machine_rates: Dict[str, float] = field(default_factory=dict)  # what this machine reaches, as measured
+    # A recorded program's own lines in ``other`` (sampled between NNabla's calls), the most first.
+    own_lines: List["OwnLine"] = field(default_factory=list)
+    own_samples: int = 0
 
     @property
     def step_ms(self) -> float:
@@ -295,7 +310,9 @@ def summarize_program(script: Section, graphs: Sequence[Section], context: str =
     if held > step * 1.001:
         notes.append("the parts come to %.3f ms, more than the step's %.3f ms: the program's own time reads 0" % (held,
                                                                                                            step))
-    parts.append(("other", max(0.0, step - held)))
+    other = max(0.0, step - held)
+    parts.append(("other", other))
+    own = own_lines(script.info or {}, other)
     named = layers or {}
     every = [l for g in graphs for l in named.get(g.name, [])]
     forward = [e for g in graphs for e in g.entries_of("forward_function")]
@@ -303,7 +320,18 @@ def summarize_program(script: Section, graphs: Sequence[Section], context: str =
     return Summary(section=script.title, parts=[(p, round(ms, 6)) for p, ms in parts],
                    half_functions=sum(1 for e in forward if (e.dtype or "") in HALF_DTYPES),
                    functions=len(forward), layers=every, coverage=forward_coverage, backend=backend,
-                   type_config=type_config or "float", advice=[], graphs=graph_times, notes=notes)
+                   type_config=type_config or "float", advice=[], graphs=graph_times, notes=notes,
+                   own_lines=own, own_samples=int((script.info or {}).get("own_samples") or 0))
+
+
+def own_lines(info: Dict[str, object], other_ms: float) -> List[OwnLine]:
+    """The program's own lines, each its share of the samples and so of ``other``'s time per step."""
+    total = int(info.get("own_samples") or 0)  # type: ignore[call-overload]
+    rows = list(info.get("own_lines") or [])  # type: ignore[call-overload]
+    if not total:
+        return []
+    return [OwnLine(str(w), str(fn), str(text), int(n), n / total, round(other_ms * n / total, 6))
+            for w, fn, text, n in rows]
 
 
 def program_layers(graph: Section, several: bool) -> List[LayerTime]:
@@ -358,6 +386,11 @@ def summary_lines(s: Summary) -> List[str]:
         lines.append("Top layers (forward + backward): %s" % ", ".join(
             "%s %.3f ms (%s)" % (named(l), l.step_ms, pct(l.step_ms / step if step > 0 else 0))
             for l in s.top_layers))
+    if s.own_lines:
+        other = dict(s.parts).get("other", 0.0)
+        lines.append("Other: %.3f ms a step is the program's own Python between NNabla's calls (%d samples): %s" % (
+            other, s.own_samples, "; ".join("%s in %s %s (%s)" % (l.where, l.function, "`%s`" % l.text if l.text else "",
+                                                                 pct(l.share)) for l in s.own_lines[:5])))
     lines += ["Note: %s" % n for n in s.notes]
     for a in s.advice:
         lines.append("Advice: %s Evidence: %s." % (a.text, a.evidence))

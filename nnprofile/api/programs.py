@@ -31,6 +31,7 @@ from ..render.files import claim_outdir, prepare_outdir, release_outdir
 from ..recording.schedule import Schedule
 from ..result import Profile
 from ..result.header import ProgramHeader
+from .quiet import quiet_nnabla
 from .windows import WindowWriter
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -155,7 +156,8 @@ class Recording:
                 self._locks.append(claim_outdir(self.outdir))
         self._measure_again = self.hook_costs is None
         if self.hook_costs is None:
-            self.hook_costs = calibrate(self._new)
+            with quiet_nnabla():
+                self.hook_costs = calibrate(self._new)
         self._started_unix = time.time()
         folder = self.outdir
         if folder is not None and self.world is not None and self.world.several:
@@ -260,7 +262,8 @@ class Recording:
             if self._measure_again and self.hook_costs is not None and not interrupted(error) and r.events:
                 from ..base.hookcost import smaller
                 from ..recording.calibrate import calibrate
-                self.hook_costs = smaller(self.hook_costs, calibrate(self._new))
+                with quiet_nnabla():
+                    self.hook_costs = smaller(self.hook_costs, calibrate(self._new))
             self.profile = self._profile(failure)
             if r.capturing and r.window and (self.schedule.windowed or self.schedule.wait):
                 self.profile.notes.append("the program ended before window %d filled: it holds %s"

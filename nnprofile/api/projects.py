@@ -10,6 +10,7 @@ The command line (``nnprofile.cli``) is a thin layer over these functions.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import datetime
 import os
 import platform
@@ -29,6 +30,7 @@ from ..base.clock import Clock
 from ..measure.timing import Sampling, Timer
 from ..base.outdir import listed
 from ..render.files import claim_outdir, release_outdir
+from .quiet import quiet_nnabla
 from ..result import Profile, Section, file as result_file
 from ..result.header import ProjectHeader
 
@@ -57,7 +59,7 @@ def _header(project: Any, sampling: Sampling, options: ProfileOptions) -> Projec
         data="synthetic" if options.synthetic else "datasets", machine_rates=machine.measure())
 
 
-def profile(project: PathLike, *params: PathLike, outdir: Optional[PathLike] = None,
+def profile_project(project: PathLike, *params: PathLike, outdir: Optional[PathLike] = None,
             on_start: Optional[Callable[[Profile], None]] = None,
             on_section: Optional[SectionCallback] = None, on_entry: Optional[EntryCallback] = None,
             on_section_end: Optional[SectionEndCallback] = None,
@@ -182,6 +184,12 @@ def _profile_into(files: Sequence[str], opts: ProfileOptions, out: Optional[str]
         if out is None:
             shutil.rmtree(cache, ignore_errors=True)
     return result
+
+
+@functools.wraps(profile_project)
+def profile(project: PathLike, *params: PathLike, **kwargs: Any) -> Profile:
+    with quiet_nnabla():  # NNabla's INFO log quiet meanwhile, as on the command line
+        return profile_project(project, *params, **kwargs)
 
 
 def _memory_limit(value: Optional[Union[int, str]]) -> Optional[int]:

@@ -186,6 +186,11 @@ class Capture:
     active: int = 20
     costs: Optional[HookCosts] = None   # what the hooks cost, as measured (chain, per signature)
     codes: List[CodeInfo] = field(default_factory=list)  # the program's code objects the stacks name
+    # The program's own lines between NNabla's calls, sampled (``nnprofile.recording.sampler``): each sample
+    # (ns, index into sample_sites), each site (file, line, function, the line's text).
+    samples: List[Tuple[int, int]] = field(default_factory=list)
+    sample_sites: List[Tuple[str, int, str, str]] = field(default_factory=list)
+    sampled: int = 0                    # samples tried (the sampler's cost's count)
     faults: List[str] = field(default_factory=list)      # what could not be recorded, and why
 
 
@@ -253,6 +258,8 @@ def to_dict(c: Capture) -> Dict[str, Any]:
             "solvers": [[s.type_name, s.variable, s.parameters, s.state_bytes, s.created] for s in c.solvers],
             "iterators": [[i.name, i.threaded] for i in c.iterators],
             "codes": [x.to_list() for x in c.codes], "faults": list(c.faults),
+            "samples": [list(x) for x in c.samples], "sample_sites": [list(x) for x in c.sample_sites],
+            "sampled": c.sampled,
             "events": [_event_list(e) for e in c.events]}
 
 
@@ -280,7 +287,10 @@ def from_dict(d: Dict[str, Any]) -> Capture:
         comm_rank=(int(d["comm_rank"][0]), int(d["comm_rank"][1])) if d.get("comm_rank") else None,
         callback_used=bool(d.get("callback_used")), skip_first=int(d.get("skip_first", 1)),
         active=int(d.get("active", 20)), costs=costs,
-        codes=[CodeInfo.from_list(x) for x in d.get("codes", [])], faults=[str(x) for x in d.get("faults", [])])
+        codes=[CodeInfo.from_list(x) for x in d.get("codes", [])], faults=[str(x) for x in d.get("faults", [])],
+        samples=[(int(a), int(b)) for a, b in d.get("samples", [])],
+        sample_sites=[(str(a), int(b), str(c), str(t)) for a, b, c, t in d.get("sample_sites", [])],
+        sampled=int(d.get("sampled", 0)))
 
 
 def save(c: Capture, path: str) -> str:

@@ -16,6 +16,7 @@ graph engine's work between functions (allocating, and clearing buffers where th
 """
 from __future__ import annotations
 
+import bisect
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..base import buffers
@@ -35,6 +36,7 @@ SOLVER_PHASES = {"zero_grad": "prepare_backward", "weight_decay": "weight_decay"
 MAX_EVENTS_PER_STEP = 20_000
 COVERED = 0.9   # a graph's functions covering less of its passes: the rest is an engine entry
 UNRESOLVED = 0.9  # the hooks' cost inside a call, as a share of it, beyond which it is not taken off
+OWN_LINES = 12    # the program's own lines a step's section keeps (the most sampled)
 
 
 def merged(intervals: Sequence[Tuple[int, int]]) -> List[Tuple[int, int]]:
@@ -323,7 +325,28 @@ class Builder:
             entries.append(_entry("step", "step", step.series["step"]))
         entries.sort(key=lambda e: PHASES.index(e.phase))  # NNC's order; stable within a phase
         section.entries = entries
+        section.info.update(self.own_lines())
         return section
+
+    def own_lines(self) -> Dict[str, Any]:
+        """The program's own lines in the kept steps, as sampled between NNabla's calls: each line's samples
+        (the most first, at most OWN_LINES), and the samples in all (``other`` is shared out by them)."""
+        samples = self.capture.samples
+        if not samples or not self.kept:
+            return {}
+        times = [t for t, _ in samples]
+        counts: Dict[int, int] = {}
+        for i in self.kept:
+            start, end = self.bounds[i]
+            for _, where in samples[bisect.bisect_left(times, start):bisect.bisect_left(times, end)]:
+                counts[where] = counts.get(where, 0) + 1
+        total = sum(counts.values())
+        if not total:
+            return {}
+        sites = self.capture.sample_sites
+        top = sorted(counts.items(), key=lambda kv: -kv[1])[:OWN_LINES]
+        return {"own_samples": total, "own_lines": [
+            ["%s:%d" % (_base(sites[w][0]), sites[w][1]), sites[w][2], sites[w][3], n] for w, n in top]}
 
     def _step_events(self, i: int, events: Sequence[Any]) -> None:
         o = self.origin
@@ -370,6 +393,10 @@ class Builder:
 
 def _per_step(whole: SeriesTable, phase: str, rounds: int) -> float:
     return round(sum(whole.series[phase].round_sizes) / rounds, 4) if phase in whole.series else 0
+
+
+def _base(path: str) -> str:
+    return path.replace("\\", "/").rsplit("/", 1)[-1]
 
 
 def _short(where: Optional[str]) -> str:

@@ -14,6 +14,8 @@ from .common import Parser, NativeStderr, Printer, terminal_stderr
 from .progress import Progress
 
 
+# The other commands, as nnprofile.cli lists them (named here: the parser is built below it).
+COMMAND_NAMES = ("run", "capture", "report", "compare", "check", "merge")
 SUMMARY = "profile an NNC project (.nntxt, .nnp) layer by layer, as NNC's Profile command does (the default)"
 
 def parser() -> argparse.ArgumentParser:
@@ -21,9 +23,10 @@ def parser() -> argparse.ArgumentParser:
         prog="nnprofile",
         description="Profile an NNabla / Neural Network Console project layer by layer, "
                     "as NNC's Profile command does, and write profile.log, profile.csv, "
-                    "profile_detail.csv, summary.csv, profile.xlsx and result.json.",
-        epilog="Other commands: run, report, compare, check, merge ('nnprofile --help' lists them; "
-               "'nnprofile COMMAND --help' gives their options).")
+                    "profile_detail.csv, summary.csv, profile.xlsx, report.html and result.json "
+                    "(and trace.json.gz for a recorded program).",
+        epilog="Other commands: %s ('nnprofile --help' lists them; 'nnprofile COMMAND --help' gives their "
+               "options)." % ", ".join(COMMAND_NAMES))
     p.add_argument("files", nargs="+", metavar="PROJECT",
                    help="the project (.nntxt, .nnp) and optionally parameter files (.h5, .protobuf)")
     p.add_argument("-o", "--outdir", help="output folder (default: results/<project name>)")

@@ -86,7 +86,18 @@ def describe(recorder: Any, costs: Optional[HookCosts] = None) -> Capture:
                    started_ns=recorder.started_ns, stopped_ns=recorder.stopped_ns or recorder.started_ns,
                    excluded=list(recorder.excluded), comm_rank=recorder.comm_rank,
                    callback_used=recorder.callback_used, skip_first=recorder.skip_first, active=recorder.active,
-                   costs=costs, codes=list(recorder.stacks.codes), faults=recorder.fault_notes())
+                   costs=costs, codes=list(recorder.stacks.codes), faults=recorder.fault_notes(),
+                   **sampled(recorder))
+
+
+def sampled(recorder: Any) -> Dict[str, Any]:
+    """The sampler's samples, and each line's text (read here, not while the program ran)."""
+    import linecache
+    s = getattr(recorder, "sampler", None)
+    if s is None:
+        return {}
+    sites = [(f, n, fn, linecache.getline(f, n).strip()[:160]) for f, n, fn in s.wheres]
+    return {"samples": list(s.samples), "sample_sites": sites, "sampled": s.taken}
 
 
 def _eager_info(describer: Describer, raw: Any) -> FunctionInfo:

@@ -54,6 +54,7 @@ from . import importlock
 from .counting import Counting
 from .patching import Patches
 from .proxies import TimedCommunicator, TimedFunction, TimedSolver
+from .sampler import Sampler
 from .schedule import OFF, Schedule, Windows
 from .stack import Stacks
 from .raw import EagerInfo, RawSolver, device_sync  # noqa: F401 (the recorder's vocabulary)
@@ -158,6 +159,9 @@ class Recorder(Wrappers, Counting):
         self.comm_rank: Optional[Tuple[int, int]] = None  # (rank, size) once a communicator is initialised
         self.callback_used = False  # all_reduce_callback: its communication runs inside backward
         self.excluded: List[Tuple[int, int]] = []  # nnprofile's own work between the program's calls
+        # The program's own lines between NNabla's calls, sampled in windows (only on the real clock: a test's
+        # scripted clock must not be read from another thread).
+        self.sampler: Optional[Sampler] = Sampler(self) if clock is None else None
         self._patches = Patches()
         self._import_locks: Any = None  # importlib's own _blocking_on, while the reentrant one stands in
         self._in_monitor = False
@@ -493,12 +497,17 @@ class Recorder(Wrappers, Counting):
         self.capturing = True
         self._active_handed = False
         self.note_sites = True
+        if self.sampler is not None:
+            self.sampler.clear()
+            self.sampler.start()
 
     def _close_window(self) -> None:
         """The window's steps are done: the hooks off, the program runs on untouched; the window is handed
         over (``on_window``), and its events then forgotten."""
         self._break_pass()
         self.capturing = False
+        if self.sampler is not None:
+            self.sampler.stop()
         self._switch_hooks(False)
         self.window_end = self.steps_done
         self.stopped_ns = self.clock()
@@ -540,6 +549,8 @@ class Recorder(Wrappers, Counting):
         except Exception as e:  # what was recorded stays; everything is put back below, whatever happened
             self.fault("ending the recording", e)
         self.recording = False
+        if self.sampler is not None:
+            self.sampler.stop()
         self.ended_ns = self.clock()
         if not self.capturing and self._per_step is not None and self._per_step[0] == "reads":
             self.steps_done = max(self.steps_done, self._base + self._light // self._per_step[1])  # the last step ran

@@ -58,8 +58,20 @@ def _layers(a: SectionAnalysis) -> List[Dict[str, Any]]:
             "total": total, "flops": lt.flops, "gflops": lt.gflops_per_s,
             "bytes": lt.bytes_moved, "share": (per_step / step) if step else None,
             "out_bytes": f.output_bytes, "param_bytes": f.parameter_bytes, "source": f.source or "",
+            "inside": _inside(f, b),
         })
     return rows
+
+
+def _inside(*entries: Optional[Entry]) -> str:
+    """What ran inside a layer's calls: ``forward: Mul2 (on NdArrays) x1; backward: ...``."""
+    parts = []
+    for e in entries:
+        if e is not None and e.children:
+            listed = ", ".join("%s x%g" % (c["label"], c["calls"]) for c in e.children)
+            side = {"forward_function": "forward: ", "backward_function": "backward: "}.get(e.phase, "")
+            parts.append(side + listed)
+    return "; ".join(parts)
 
 
 def _section(a: SectionAnalysis, profile: Profile) -> Dict[str, Any]:
@@ -67,6 +79,9 @@ def _section(a: SectionAnalysis, profile: Profile) -> Dict[str, Any]:
     charted, chart_note = charted_layers(a)
     data: Dict[str, Any] = {
         "title": s.title, "complete": s.complete, "layers": _layers(a), "subtitle": section_line(s)[len("Profiling "):-4],
+        "entries": [{"label": e.label, "mean": e.mean_ms, "per_step": e.calls_per_round() if s.kind != "optimizer" and
+                     s.kind != "executor" else None, "rse": _rse(e), "inside": _inside(e)}
+                    for e in s.entries if e.phase not in ("forward_function", "backward_function")],
         "chart": [{"layer": l.layer if l.copies == 1 else "%s (%d copies)" % (l.layer, l.copies),
                    "fwd_mean": l.forward_ms, "bwd_mean": l.backward_ms} for l in charted],
         "chart_note": chart_note,
@@ -99,6 +114,9 @@ def _lead(index: int, a: SectionAnalysis, purposes: Dict[str, str]) -> Dict[str,
                     "bwd": g.backward_per_step, "ms": g.forward_ms + g.backward_ms,
                     "share": share(g.forward_ms + g.backward_ms)} for g in s.graphs],
         "notes": list(s.notes),
+        "own": [{"where": x.where, "function": x.function, "text": x.text, "ms": x.ms, "share": x.share}
+                for x in s.own_lines],
+        "own_samples": s.own_samples,
     }
 
 

@@ -68,11 +68,34 @@ def _bar(parts: Sequence[Any], total: float) -> str:
             '<div style="%s; font-size: 12px">step %.3f ms = %s</div>' % ("".join(cells), MUTED, total, legend))
 
 
+NOISY = 0.10  # a step whose relative standard error is above this is too noisy to compare with another
+
+
+def certainty(section: Any) -> str:
+    """How sure the step's figure is: its relative standard error over the steps, and what to do when it is too
+    noisy to compare runs by (a notebook cell's few steps on a busy machine)."""
+    steps = section.entries_of("step")
+    whole = steps or [e for e in section.entries if e.phase in ("forward_all", "backward_all")]
+    known = [e for e in whole if e.stats.rse_known]
+    if not known:
+        return "too few steps for an uncertainty: record more steps (--active 20 or more)"
+    e = max(known, key=lambda x: x.stats.rse)
+    line = "%s: %.3f ms, relative standard error %.1f%% over %d %s" % (
+        "step" if steps else e.label, e.stats.mean / 1e6, 100 * e.stats.rse, e.stats.n, "steps" if steps else "samples")
+    if e.stats.rse > NOISY:
+        line += ("; too noisy to compare with another run: record more steps (%%%%nnprofile --active 50) or "
+                 "profile in fresh processes (nnprofile ... --repeat 3)").replace("%%%%", "%%")
+    return line
+
+
 def _lead(a: Any, purposes: Dict[str, str]) -> List[str]:
     """Where a section's step goes: its bar, for a program its graphs, the advice, the top layers."""
     step = a.step
     out = ['<div style="margin-top: 8px; font-weight: 600">Where the step goes: %s%s</div>'
            % (_e(a.section.title), "" if a.section.complete else " (incomplete)"), _bar(step.parts, step.step_ms)]
+    sure = certainty(a.section)
+    if sure:
+        out.append('<p style="%s; margin: 2px 0">%s</p>' % (MUTED, _e(sure)))
     total = step.step_ms
     if step.graphs:
         body = "".join(
@@ -85,6 +108,15 @@ def _lead(a: Any, purposes: Dict[str, str]) -> List[str]:
                    'what it is for</th><th style="%s">forward passes per step</th><th style="%s">backward passes per '
                    'step</th><th style="%s">per step</th><th style="%s">of the step</th></tr>%s</table>'
                    % (CELL, CELL, NUMBER, NUMBER, NUMBER, NUMBER, body))
+    if step.own_lines:
+        body = "".join(
+            "<tr><td style=\"%s\">%s</td><td style=\"%s\">%s</td><td style=\"%s\"><code>%s</code></td>"
+            "<td style=\"%s\">%.3f ms</td><td style=\"%s\">%.1f%%</td></tr>"
+            % (CELL, _e(x.where), CELL, _e(x.function), CELL, _e(x.text[:80]), NUMBER, x.ms, NUMBER, 100 * x.share)
+            for x in step.own_lines[:5])
+        out.append('<table style="border-collapse: collapse; margin: 4px 0"><tr><th style="%s">other: the program\'s '
+                   'own line</th><th style="%s">function</th><th style="%s">code</th><th style="%s">per step</th>'
+                   '<th style="%s">of other</th></tr>%s</table>' % (CELL, CELL, CELL, NUMBER, NUMBER, body))
     out += [_advice(x) for x in step.advice]
     top = step.top_layers
     if top:

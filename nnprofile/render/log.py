@@ -106,9 +106,11 @@ def section_footer(profile: Profile, a: SectionAnalysis) -> List[str]:
     thin = {id(e) for e in p.thin} if p is not None else set()
     missed = [e for e in a.missed_target if id(e) not in thin]
     if missed and target:
-        lines.append("Missed the %g%% target (time budget spent): %s" % (
-            target * 100,
-            listed(missed, lambda e: "%s (%.1f%%)" % (e.label, e.stats.rse * 100), len(a.section.entries))))
+        lines.append("Missed the %g%% target (time budget spent): %s. Their figures are less sure than the "
+                     "rest (the relative error in brackets); for tighter ones give the section more time "
+                     "(--max-seconds 5) or profile in fresh processes (--repeat 3)" % (
+                         target * 100,
+                         listed(missed, lambda e: "%s (%.1f%%)" % (e.label, e.stats.rse * 100), len(a.section.entries))))
     if p is not None and p.thin:
         lines.append("Too few samples for a relative error (one sample, or all in one round): %s" % listed(
             p.thin, lambda e: e.label, len(a.section.entries), worst_first=False))

@@ -33,7 +33,7 @@ COLUMNS = ["entry", "time (ms)", "median (ms)", "std (ms)", "min (ms)", "max (ms
            "output bytes", "parameter bytes", "gradient bytes", "input gradient bytes", "source"]
 TIME_COLUMN = "B"
 MS_FORMAT = "0.000000"
-LAYER_TABLE_COL = len(COLUMNS) + 2  # the per-layer table that feeds the chart, after a gap
+CHART_DATA = "Chart data"  # the per-layer tables the charts draw, a block of columns per section
 # Excel's own green-yellow-red scale: slow cells stand out in red.
 COLOUR_LOW, COLOUR_MID, COLOUR_HIGH = "63BE7B", "FFEB84", "F8696B"
 
@@ -99,20 +99,18 @@ SECTION_FORMATS = {**{c: MS_FORMAT for c in range(1, 7)}, 8: "0.00%", 18: "0.000
 LAYER_FORMATS = {1: MS_FORMAT, 2: MS_FORMAT}
 
 
-def _section_sheet(book: _Book, ws: Any, a: SectionAnalysis, failure: Optional[str]) -> None:
-    """One section: its entries, then (to the right) the per-layer table that feeds the bar chart."""
+def _section_sheet(book: _Book, ws: Any, a: SectionAnalysis, failure: Optional[str], data: Any, block: int) -> None:
+    """One section: its entries, with the bar chart of its layers beside them; the chart's data on the Chart data
+    sheet (``data``), in its own block of columns (``block``). It prints one page wide, its header on every page."""
     section = a.section
     layers, chart_note = chart_layers(a)
     has_backward = any(e.phase == "backward_function" for e in section.entries)
-    c0 = LAYER_TABLE_COL - 1  # 0-based
+    c0 = block * 4  # 0-based, on the Chart data sheet
     head = ["layer", "forward (ms)"] + (["backward (ms)"] if has_backward else [])
     ws.freeze_panes(1, 1)  # B2
     ws.set_column(0, 0, min(80, max([len(COLUMNS[0])] + [len(e.label) for e in section.entries]) + 2))
     for col, width in zip(range(1, len(COLUMNS)), [13] * 9 + [26, 24, 26, 16, 10, 14, 13, 13, 10, 10, 14, 15, 14, 19, 30]):
         ws.set_column(col, col, width)
-    if layers:
-        ws.set_column(c0, c0, min(80, max(len(l[0]) for l in layers) + 2))
-        ws.set_column(c0 + 1, c0 + 2, 14)
 
     ws.write_row(0, 0, COLUMNS, book.bold)
     for i, e in enumerate(section.entries, start=1):
@@ -131,31 +129,39 @@ def _section_sheet(book: _Book, ws: Any, a: SectionAnalysis, failure: Optional[s
     if chart_note:
         last += 2
         ws.write_string(last, 0, cell_text("Note: %s." % chart_note))
+    # Printed: landscape, one page wide, the header row on every page, the table only (the chart is on screen).
+    ws.set_landscape()
+    ws.fit_to_pages(1, 0)
+    ws.repeat_rows(0)
+    ws.print_area(0, 0, max(last, 1), len(COLUMNS) - 1)
 
     first, end = colour_scale_rows(section)
     if first:
         ws.conditional_format("%s%d:%s%d" % (TIME_COLUMN, first, TIME_COLUMN, end), {
             "type": "3_color_scale", "min_color": "#" + COLOUR_LOW, "mid_color": "#" + COLOUR_MID,
             "max_color": "#" + COLOUR_HIGH, "mid_type": "percentile", "mid_value": 50})
-    if not layers:
+    if not layers or data is None:
         return
-    ws.write_row(0, c0, head, book.bold)
-    for i, layer in enumerate(layers, start=1):
-        _write_row(book, ws, i, [layer[0], layer[1]] + ([layer[2]] if has_backward else []), LAYER_FORMATS, c0)
+    data.set_column(c0, c0, min(80, max(len(l[0]) for l in layers) + 2))
+    data.set_column(c0 + 1, c0 + 2, 14)
+    data.write_string(0, c0, cell_text(section.title[:200]), book.bold)
+    data.write_row(1, c0, head, book.bold)
+    for i, layer in enumerate(layers, start=2):
+        _write_row(book, data, i, [layer[0], layer[1]] + ([layer[2]] if has_backward else []), LAYER_FORMATS, c0)
     n = len(layers)
     chart = book.wb.add_chart({"type": "bar"})
     for j in range(1, len(head)):
-        chart.add_series({"name": [ws.name, 0, c0 + j], "categories": [ws.name, 1, c0, n, c0],
-                          "values": [ws.name, 1, c0 + j, n, c0 + j],
+        chart.add_series({"name": [data.name, 1, c0 + j], "categories": [data.name, 2, c0, n + 1, c0],
+                          "values": [data.name, 2, c0 + j, n + 1, c0 + j],
                           "fill": {"color": "#4C78A8" if j == 1 else "#F58518"}})
     chart.set_title({"name": "Time per layer (ms)"})
-    chart.set_x_axis({"name": "ms", "num_format": "0.0##"})
+    chart.set_x_axis({"name": "ms per call", "num_format": "0.0##"})
     # The first layer at the top, as in the log; the value axis below the last layer.
     chart.set_y_axis({"name": "layer", "reverse": True, "crossing": "max", "interval_unit": 1})
     chart.set_legend({"position": "bottom"})
     chart.set_style(10)
     chart.set_size({"width": 760, "height": int(max(7.5, 0.7 * n + 4) * 37.8)})  # cm to pixels
-    ws.insert_chart(0, c0 + len(head) + 1, chart)
+    ws.insert_chart(0, len(COLUMNS) + 1, chart)
 
 
 SUMMARY_FORMATS = {3: MS_FORMAT, 6: "#,##0"}
@@ -308,19 +314,23 @@ def workbook_bytes(profile: Profile, analysis: Optional[Analysis] = None) -> byt
         _windows_sheet(book, book.wb.add_worksheet("Windows"), analysis.windows)
     if analysis.ranks is not None:  # a merged view of ranks: who is slow comes first
         _ranks_sheet(book, book.wb.add_worksheet("Ranks"), analysis.ranks)
-    for name, section in zip(sheet_names(profile), profile.sections):
-        ws = book.wb.add_worksheet(name)
-        if not section.complete:
-            ws.set_tab_color("#F8696B")
-        _section_sheet(book, ws, analysis.of(section), None if section.complete else (profile.failure or "stopped"))
+    sheets = [book.wb.add_worksheet(name) for name in sheet_names(profile)]
     summary: List[List[object]] = [list(SUMMARY_COLUMNS)]
     for a in analysis.sections:
         if a.step is not None:
             summary += [row + [""] for row in advice_rows(a.step)]
         summary += a.memory_rows
-    if len(summary) > 1:  # more than the header: a complete training section
-        _summary_sheet(book, book.wb.add_worksheet("Summary"), summary)
-    _info_sheet(book, book.wb.add_worksheet("Info"), profile, analysis)
+    summary_sheet = book.wb.add_worksheet("Summary") if len(summary) > 1 else None  # a complete training section
+    info = book.wb.add_worksheet("Info")
+    data = book.wb.add_worksheet(CHART_DATA) if any(a.layers for a in analysis.sections) else None
+    for block, (ws, section) in enumerate(zip(sheets, profile.sections)):
+        if not section.complete:
+            ws.set_tab_color("#F8696B")
+        _section_sheet(book, ws, analysis.of(section), None if section.complete else (profile.failure or "stopped"),
+                       data, block)
+    if summary_sheet is not None:
+        _summary_sheet(book, summary_sheet, summary)
+    _info_sheet(book, info, profile, analysis)
     book.wb.close()
     return buffer.getvalue()
 

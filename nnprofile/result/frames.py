@@ -58,3 +58,48 @@ def profile_frame(profile: Any) -> "pandas.DataFrame":
     frame["section_complete"] = frame["section_complete"].astype(bool)
     frame["entry_complete"] = frame["entry_complete"].astype(bool)
     return frame
+
+
+LAYER_COLUMNS = ["section", "layer", "layer_type", "forward_ms", "backward_ms", "total_ms", "forward_rse",
+                 "backward_rse", "calls_per_step", "share_of_section", "output_shape", "params", "flops",
+                 "gflops_per_s", "source", "class"]
+
+
+def layer_frame(profile: Any) -> "pandas.DataFrame":
+    """One row per layer of every section: its forward and backward paired (by the layer's identity), in
+    forward order, with no pass totals or other whole-step entries; the heaviest first is ``.nlargest(3,
+    "total_ms")``. A missing figure is NaN (a layer with no backward: backward_ms NaN)."""
+    import pandas as pd
+    rows = []
+    for section in profile.sections:
+        forward = {e.layer_id: e for e in section.entries if e.phase == "forward_function"}
+        backward = {e.layer_id: e for e in section.entries if e.phase == "backward_function"}
+        ids = list(forward) + [i for i in backward if i not in forward]
+        totals = [e.mean_ms * e.calls_per_round() for e in list(forward.values()) + list(backward.values())]
+        whole = sum(totals) or None
+        for i in ids:
+            f, b = forward.get(i), backward.get(i)
+            e = f or b
+            assert e is not None
+            per_call = sum(x.mean_ms for x in (f, b) if x is not None)
+            calls = e.calls_per_round()
+            per_step = sum(x.mean_ms * x.calls_per_round() for x in (f, b) if x is not None)
+            rows.append({
+                "section": section.title, "layer": e.layer, "layer_type": e.layer_type,
+                "forward_ms": f.mean_ms if f is not None else None, "backward_ms": b.mean_ms if b is not None else None,
+                "total_ms": per_call,
+                "forward_rse": f.stats.rse if f is not None and f.stats.rse_known else None,
+                "backward_rse": b.stats.rse if b is not None and b.stats.rse_known else None,
+                "calls_per_step": calls, "share_of_section": per_step / whole if whole else None,
+                "output_shape": e.output_shape, "params": e.params,
+                "flops": sum(x.flops for x in (f, b) if x is not None and x.flops is not None) if any(
+                    x is not None and x.flops is not None for x in (f, b)) else None,
+                "gflops_per_s": e.gflops_per_s if f is not None else None, "source": e.source, "class": e.impl_class,
+            })
+    frame = pd.DataFrame.from_records(rows, columns=LAYER_COLUMNS)
+    for column in ("forward_ms", "backward_ms", "total_ms", "forward_rse", "backward_rse", "calls_per_step",
+                   "share_of_section", "gflops_per_s"):
+        frame[column] = frame[column].astype("float64")
+    for column in ("params", "flops"):
+        frame[column] = frame[column].astype("Int64")
+    return frame

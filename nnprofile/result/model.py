@@ -271,6 +271,12 @@ class Profile:
         from .frames import profile_frame
         return profile_frame(self)
 
+    def layers(self) -> "pandas.DataFrame":
+        """One row per layer of every section (forward and backward paired, no pass totals): what a profile is
+        read for first (``profile.layers().nlargest(3, "total_ms")``); see ``nnprofile.result.frames``."""
+        from .frames import layer_frame
+        return layer_frame(self)
+
     def ranks_dataframe(self) -> "pandas.DataFrame":
         """A merged view's ranks: one row per rank, its step and parts (ms per step); empty otherwise."""
         from .views import make

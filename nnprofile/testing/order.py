@@ -23,6 +23,9 @@ class LayerOrderError(AssertionError):
     """The logged order differs from the golden file (or there is no golden file yet)."""
 
 
+LayerOrderError.__module__ = "nnprofile"  # pytest's summary line: nnprofile.LayerOrderError: <golden file>: ...
+
+
 def layer_order(source: Union["Profile", PathLike], synthetic: bool = True) -> List[str]:
     """The log's skeleton: each section's header line, its entries' labels in log order, and the last line.
 
@@ -122,6 +125,7 @@ def assert_layer_order(source: Union["Profile", PathLike], golden_path: PathLike
     With ``pytest --nnprofile-update`` (or ``NNPROFILE_UPDATE_GOLDEN=1``) the golden file is written
     instead. A missing golden file fails, and the message says how to write it.
     """
+    __tracebackhide__ = True  # pytest shows the difference, not nnprofile's frames
     actual = layer_order(source, synthetic=synthetic)
     path = os.fspath(golden_path)
     if golden.UPDATE:
@@ -129,9 +133,11 @@ def assert_layer_order(source: Union["Profile", PathLike], golden_path: PathLike
         os.makedirs(folder, exist_ok=True)
         with open(path, "w", encoding="utf-8") as f:
             f.write("\n".join(actual) + "\n")
+        golden.WRITTEN.append(path)
         return
     if not os.path.isfile(path):
         raise LayerOrderError("no golden layer order at %s: write it with pytest --nnprofile-update" % path)
+    __tracebackhide__ = True
     with open(path, encoding="utf-8") as f:
         expected = f.read().splitlines()
     if expected == actual:
@@ -139,5 +145,5 @@ def assert_layer_order(source: Union["Profile", PathLike], golden_path: PathLike
     diff = order_difference(expected, actual)
     lines = diff.lines() if diff else ["  the same layers in the same order, but lines differ:"] + [
         "  " + line for line in difflib.unified_diff(expected, actual, lineterm="", n=0)][2:]
-    raise LayerOrderError("the layer order differs from %s (if the change is intended, rewrite it with "
-                          "pytest --nnprofile-update):\n%s" % (path, "\n".join(lines)))
+    raise LayerOrderError("%s: the layer order differs (intended? rewrite it: pytest --nnprofile-update):\n%s"
+                          % (path, "\n".join(lines)))

@@ -23,3 +23,14 @@ def pytest_configure(config: Any) -> None:
 
 def pytest_report_header(config: Any) -> Any:
     return ["nnprofile: golden layer-order files are rewritten (--nnprofile-update)"] if golden.UPDATE else []
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: Any, config: Any) -> None:
+    """With --nnprofile-update: which golden files were written."""
+    if golden.UPDATE:
+        written = sorted(set(golden.WRITTEN))
+        terminalreporter.section("nnprofile: golden layer-order files written")
+        for path in written:
+            terminalreporter.write_line(path)
+        if not written:
+            terminalreporter.write_line("none (no test called assert_layer_order)")

@@ -5,6 +5,7 @@ through ``nnabla.solver``, both updated every iteration, monitors, and the gener
     python gan.py --iterations 10
 """
 import argparse
+import tempfile
 import time
 
 import numpy as np
@@ -63,7 +64,7 @@ def main():
         solver_gen.set_parameters(nn.get_parameters())
     with nn.parameter_scope("dis"):
         solver_dis.set_parameters(nn.get_parameters())
-    monitor = Monitor("gan_monitor")
+    monitor = Monitor(tempfile.mkdtemp(prefix="gan_monitor-"))
     monitor_loss_gen = MonitorSeries("Generator loss", monitor, interval=5, verbose=False)
     monitor_loss_dis = MonitorSeries("Discriminator loss", monitor, interval=5, verbose=False)
     ends = []

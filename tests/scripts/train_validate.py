@@ -6,6 +6,7 @@ every few iterations, and the parameters saved after the loop.
 """
 import argparse
 import os
+import tempfile
 import time
 
 import numpy as np
@@ -78,7 +79,7 @@ def main():
 
     solver = S.Adam(1e-3)
     solver.set_parameters(nn.get_parameters())
-    monitor = Monitor(args.out or "monitor")
+    monitor = Monitor(args.out or tempfile.mkdtemp(prefix="train_validate_monitor-"))
     monitor_loss = MonitorSeries("Training loss", monitor, interval=4, verbose=False)
     monitor_err = MonitorSeries("Test error", monitor, interval=1, verbose=False)
     monitor_time = MonitorTimeElapsed("Training time", monitor, interval=100, verbose=False)

@@ -1,0 +1,139 @@
+"""What the program's own Python does between NNabla's calls: its stack sampled while a window is open.
+
+A step's ``other`` part is the program's own Python between NNabla's calls: converting data, reading ``.d``,
+building graphs inside the loop, logging. It is often the first thing to fix, and the recording knows only
+its total. A thread of nnprofile's wakes every millisecond while a window is open and, holding the
+interpreter's lock (the program's thread waits meanwhile), reads the program's thread's stack, as
+pyinstrument and py-spy do:
+
+- inside a call nnprofile times (a function, a solver, a read: the recorder's open calls), or inside
+  NNabla's C++ pass (the program's innermost frame at a pass's call site), the sample is no ``other``, and
+  is dropped;
+- else it counts for the program's own line: the innermost frame of the program's own code (a library's
+  frames, NumPy's or Python's own, are charged to the program's line that called them).
+
+The sampler's own time, the lock held, is nnprofile's work and left out of every step (``excluded``). The
+thread needs the interpreter's lock, which the program's thread hands over at its switch interval
+(5 ms by default): it is lowered to 0.1 ms while a window is open and restored after, so that a sample lands
+where the program is, not only where it lets the lock go (a line that copies into NNabla would draw them all). Outside windows
+nothing runs. Sampling cannot see into a C++ call that holds the lock throughout: such time is
+attributed at the call's end, or not at all, and the share of each line is of the samples taken.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+from .stack import SKIP, HOSTS, _STDLIB
+
+INTERVAL_S = 0.001
+SWITCH_S = 0.0001
+_PREFIXES = SKIP + HOSTS + tuple(s + "." for s in SKIP + HOSTS)
+Where = Tuple[str, int, str]  # (file, line, function)
+INNER = ("<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>", "<lambda>")
+
+
+class Sampler:
+    """Samples the program's thread while a window is open (``start``/``stop``); keeps (time, where)."""
+
+    def __init__(self, recorder: Any, interval_s: float = INTERVAL_S):
+        self.recorder = recorder
+        self.interval_s = interval_s
+        self.samples: List[Tuple[int, int]] = []   # (ns, index into wheres)
+        self.wheres: List[Where] = []
+        self._index: Dict[Where, int] = {}
+        self._own: Dict[Any, Optional[bool]] = {}   # code -> program's own (True), library (False), nnabla (None)
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self._switch: Optional[float] = None
+        self.taken = 0                               # samples tried (the cost's count)
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        try:
+            self._switch = sys.getswitchinterval()
+            sys.setswitchinterval(min(self._switch, SWITCH_S))
+        except Exception:
+            self._switch = None
+        self._thread = threading.Thread(target=self._run, name="nnprofile-sampler", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread is None:
+            return
+        self._stop.set()
+        self._thread.join(timeout=1.0)
+        self._thread = None
+        if self._switch is not None:
+            try:
+                sys.setswitchinterval(self._switch)
+            except Exception:
+                pass
+            self._switch = None
+
+    def clear(self) -> None:
+        self.samples, self.taken = [], 0
+
+    def _run(self) -> None:
+        wait, sample = self._stop.wait, self._sample
+        while not wait(self.interval_s):
+            try:
+                sample()
+            except Exception:  # never a failure of the sampler's into anything: it just stops sampling
+                return
+
+    def _sample(self) -> None:
+        r = self.recorder
+        clock = time.perf_counter_ns
+        t0 = clock()
+        self.taken += 1
+        try:
+            if r._open or not r.capturing:
+                return
+            frame = sys._current_frames().get(r._thread)
+            where = self._where(frame, r) if frame is not None else None
+            if where is not None:
+                index = self._index.get(where)
+                if index is None:
+                    index = self._index[where] = len(self.wheres)
+                    self.wheres.append(where)
+                self.samples.append((t0, index))
+        finally:
+            r.excluded.append((t0, clock()))  # the program's thread waited: no part of any step
+
+    def _kind(self, frame: Any) -> Optional[bool]:
+        code = frame.f_code
+        known = self._own.get(code, 0)
+        if known != 0:
+            return known  # type: ignore[return-value]
+        module = frame.f_globals.get("__name__", "") or ""
+        name = code.co_filename
+        if module.startswith(_PREFIXES) or module in SKIP + HOSTS:
+            kind: Optional[bool] = None
+        elif (name.startswith(_STDLIB) or "site-packages" in name or "dist-packages" in name
+              or name.startswith("<frozen")):
+            kind = False
+        else:
+            kind = True
+        self._own[code] = kind
+        return kind
+
+    def _where(self, frame: Any, r: Any) -> Optional[Where]:
+        """The program's own line the thread is on, or None where it is inside NNabla or nnprofile."""
+        kind = self._kind(frame)
+        if kind is None:
+            return None  # nnprofile's or NNabla's own Python: no program line of its own
+        f = frame
+        while f is not None and self._kind(f) is False:  # a library's frames: charged to the line that called it
+            f = f.f_back
+        if f is None or self._kind(f) is None:
+            f = frame
+        if (f.f_code, f.f_lasti) in r._site_phases:
+            return None  # at a pass's call site: inside NNabla's C++ pass (between its functions)
+        while f.f_code.co_name in INNER and f.f_back is not None and f.f_back.f_code.co_filename == f.f_code.co_filename:
+            f = f.f_back  # a comprehension or lambda: the line that holds it, in the function that runs it
+        return (f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
