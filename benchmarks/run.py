@@ -297,7 +297,17 @@ PROGRAMS = (("a validation graph (tests/scripts/train_validate.py)",
             ("an element-wise product as the heaviest layer (tests/scripts/word2vec.py)",
              os.path.join(ROOT, "tests", "scripts", "word2vec.py"), ["--iterations", "45"]),
             ("a tiny MLP, functions of a few microseconds (tests/scripts/tiny_mlp.py)",
-             os.path.join(ROOT, "tests", "scripts", "tiny_mlp.py"), ["--iterations", "45"]))
+             os.path.join(ROOT, "tests", "scripts", "tiny_mlp.py"), ["--iterations", "45"]),
+            ("a custom PythonFunction layer (tests/scripts/custom_layer.py)",
+             os.path.join(ROOT, "tests", "scripts", "custom_layer.py"), ["--iterations", "45"]),
+            ("an L2 term over the weights, a GCN (tests/scripts/gcn_l2.py)",
+             os.path.join(ROOT, "tests", "scripts", "gcn_l2.py"), ["--iterations", "45"]),
+            ("a solver of the program's own (tests/scripts/riemannian.py)",
+             os.path.join(ROOT, "tests", "scripts", "riemannian.py"), ["--iterations", "45"]),
+            ("a reinforcement-learning loop, TD3 (tests/scripts/td3.py)",
+             os.path.join(ROOT, "tests", "scripts", "td3.py"), ["--iterations", "60", "--start", "8"]),
+            ("second-order gradients, MAML (tests/scripts/maml.py)",
+             os.path.join(ROOT, "tests", "scripts", "maml.py"), ["--iterations", "30"]))
 
 
 def bench_programs(work, repeat):
@@ -307,23 +317,28 @@ def bench_programs(work, repeat):
     repeat = max(repeat, 5)
     rows = []
     for title, script, args in PROGRAMS:
-        plain, recorded, hooks = [], [], []
+        plain, recorded, hooks, unsampled = [], [], [], []
         for i in range(repeat):
             out = run([sys.executable, script, *args, "--time-steps"], cwd=work)[2]
             plain.append(float(re.search(r"median step ([\d.]+) ms", out).group(1)))
-            folder = os.path.join(work, "prog_%s_%d" % (os.path.basename(script), i))
-            run(nnprofile_cmd("run", "-q", "-o", folder, script, *args), cwd=work)
-            with open(os.path.join(folder, "result.json")) as f:
-                data = json.load(f)
-            [step] = [e for s in data["sections"] for e in s["entries"] if e["label"] == "step"]
-            values = sorted(step.get("samples_ns") or step["samples_total_ns"])
-            recorded.append(values[len(values) // 2] / 1e6)
-            hooks.append(data["header"].get("hook_overhead_ns", 0.0))
+            for sampler, into in (("1", recorded), ("0", unsampled)):  # with the sampler of other's lines, and without
+                folder = os.path.join(work, "prog_%s_%d_%s" % (os.path.basename(script), i, sampler))
+                env = dict(os.environ, NNPROFILE_SAMPLER=sampler)
+                subprocess.run(nnprofile_cmd("run", "-q", "-o", folder, script, *args), cwd=work, env=env,
+                               capture_output=True, text=True)
+                with open(os.path.join(folder, "result.json")) as f:
+                    data = json.load(f)
+                [step] = [e for s in data["sections"] for e in s["entries"] if e["label"] == "step"]
+                values = sorted(step.get("samples_ns") or step["samples_total_ns"])
+                into.append(values[len(values) // 2] / 1e6)
+                if sampler == "1":
+                    hooks.append(data["header"].get("hook_overhead_ns", 0.0))
         # A program with a prefetching iterator has two speeds from run to run (its thread's scheduling):
         # the medians over the runs, not one pair, are compared.
         rows.append({"title": title, "plain_ms": median(plain), "recorded_ms": median(recorded),
                      "ratio": median(recorded) / median(plain), "hook_ns": median(hooks),
-                     "ratios": [r / p for r, p in zip(recorded, plain)]})
+                     "ratios": [r / p for r, p in zip(recorded, plain)],
+                     "sampler": median(recorded) / median(unsampled) if median(unsampled) > 0 else None})
     return {"repeat": repeat, "rows": rows}
 
 
@@ -334,12 +349,13 @@ def program_lines(programs):
              "cost as fitted to the program taken off; the program, run without nnprofile: the time between the "
              "ends of its last updates after the first, which it measures itself with `--time-steps`); the ratio "
              "is of the medians over the runs." % max(programs["repeat"], 5), "",
-             "| program | unrecorded step | recorded step | recorded / unrecorded (runs) | hooks per function (chain) |",
-             "|---|---|---|---|---|"]
+             "| program | unrecorded step | recorded step | recorded / unrecorded (runs) | hooks per function (chain) "
+             "| with / without the sampler of other's lines |",
+             "|---|---|---|---|---|---|"]
     for r in programs["rows"]:
-        lines.append("| %s | %.3f ms | %.3f ms | **%.3f** (each pair: %s) | %.2f µs |" % (
+        lines.append("| %s | %.3f ms | %.3f ms | **%.3f** (each pair: %s) | %.2f µs | %s |" % (
             r["title"], r["plain_ms"], r["recorded_ms"], r["ratio"], ", ".join("%.3f" % x for x in r["ratios"]),
-            r["hook_ns"] / 1e3))
+            r["hook_ns"] / 1e3, "%.3f" % r["sampler"] if r.get("sampler") else "n/a"))
     lines += ["", "Target within %d%%: %s." % (100 * TARGET_RECORDING, met(all(
         abs(r["ratio"] - 1) <= TARGET_RECORDING for r in programs["rows"]))), ""]
     return lines

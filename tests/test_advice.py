@@ -172,7 +172,7 @@ def test_heavy_update_fires_above_a_fifth():
 def test_every_rule_is_registered():
     assert {r.__name__ for r in advice.RULES} == {
         "input_bound", "no_half_on_gpu", "dominant_layer", "slow_layer", "between_layers", "heavy_update",
-        "costly_evaluation"}
+        "costly_evaluation", "own_python"}
 
 
 def _program(validation_ms, trained=False):

@@ -242,3 +242,14 @@ def test_a_version_8_file_keeps_loading(tmp_path):
     written = write_all(profile, str(tmp_path))
     assert "windows.csv" in {os.path.basename(p) for p in written}
     assert "Windows: 2 recorded" in (tmp_path / "profile.log").read_text()
+
+
+def test_a_version_9_file_keeps_loading():
+    """A recorded program with calls inside calls (checked in): children, a graph that writes parameters, the files
+    its run wrote, the whole run's steps, what the machine reaches."""
+    path = os.path.join(GOLDEN, "result_v9.json")
+    profile = result_file.load(path)
+    assert any(e.children for s in profile.sections for e in s.entries)
+    assert {s.info.get("role") for s in profile.sections[:-1]} >= {"trained", "updates"}
+    assert "result.json" in profile.files and "profile.log" in profile.files
+    assert profile.header.run_steps == 3 and profile.header.machine_rates.get("gflops", 0) > 0

@@ -257,7 +257,19 @@ def owners(functions: Functions) -> Dict[str, str]:
             known = votes.setdefault(scope, {}).get(f.type)
             votes[scope][f.type] = (int(f.type in PARAMETRIC), max(n, known[1] if known else 0),
                                     -(known[2] if known else -order))
-    return {scope: max(types.items(), key=lambda kv: kv[1])[0] for scope, types in votes.items()}
+    out: Dict[str, str] = {}
+    for scope, types in votes.items():
+        layered = {t: v for t, v in types.items() if t in PARAMETRIC or not _arithmetic(t)}
+        if layered:  # else only arithmetic reads the scope (a target network's soft update): no layer of its own
+            out[scope] = max(layered.items(), key=lambda kv: kv[1])[0]
+    return out
+
+
+def _arithmetic(type_name: str) -> bool:
+    """A function that computes with a parameter but is no layer of it (element-wise, a reduction, a copy, a write)."""
+    from ..base import kinds
+    return type_name in WRITERS or kinds.layer_kind(type_name) in (kinds.ELEMENTWISE, kinds.REDUCTION, kinds.DATA,
+                                                                   kinds.LOSS)
 
 
 class Namer:
@@ -284,7 +296,8 @@ class Namer:
 
     def name(self, f: FunctionInfo) -> str:
         scope = self.scope(f)
-        if scope and self.owner.get(scope, f.type) != f.type:  # a parameter used outside its layer
+        if scope and self.owner.get(scope) != f.type and (scope in self.owner or _arithmetic(f.type)):
+            # a parameter used outside its layer (or by arithmetic only: none is its layer)
             params = [self.functions.variables[v].parameter for v in f.inputs]
             scope = "%s (%s)" % (f.type, next(p for p in params if p))
         if scope:

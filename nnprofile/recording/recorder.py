@@ -41,6 +41,7 @@ and wrapper is a guest: a failure of nnprofile's own is noted, never raised into
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import threading
 import time
@@ -161,7 +162,8 @@ class Recorder(Wrappers, Counting):
         self.excluded: List[Tuple[int, int]] = []  # nnprofile's own work between the program's calls
         # The program's own lines between NNabla's calls, sampled in windows (only on the real clock: a test's
         # scripted clock must not be read from another thread).
-        self.sampler: Optional[Sampler] = Sampler(self) if clock is None else None
+        self.sampler: Optional[Sampler] = Sampler(self) if clock is None and os.environ.get(
+            "NNPROFILE_SAMPLER", "1") != "0" else None  # NNPROFILE_SAMPLER=0: none (make bench weighs its cost)
         self._patches = Patches()
         self._import_locks: Any = None  # importlib's own _blocking_on, while the reentrant one stands in
         self._in_monitor = False

@@ -106,16 +106,18 @@ class Sampler:
             r.excluded.append((t0, clock()))  # the program's thread waited: no part of any step
 
     def _kind(self, frame: Any) -> Optional[bool]:
+        """True: the program's own code; False: code that runs for it (NNabla's, a library's, Python's own,
+        code NNabla generated); None: nnprofile's own (a sample taken in it is dropped)."""
         code = frame.f_code
         known = self._own.get(code, 0)
         if known != 0:
             return known  # type: ignore[return-value]
         module = frame.f_globals.get("__name__", "") or ""
         name = code.co_filename
-        if module.startswith(_PREFIXES) or module in SKIP + HOSTS:
+        if module == "nnprofile" or module.startswith("nnprofile."):
             kind: Optional[bool] = None
-        elif (name.startswith(_STDLIB) or "site-packages" in name or "dist-packages" in name
-              or name.startswith("<frozen")):
+        elif (module.startswith(_PREFIXES) or module in SKIP + HOSTS or name.startswith(_STDLIB) or "site-packages" in name
+              or "dist-packages" in name or (name.startswith("<") and not _cell(name, module, code.co_name))):
             kind = False
         else:
             kind = True
@@ -123,17 +125,27 @@ class Sampler:
         return kind
 
     def _where(self, frame: Any, r: Any) -> Optional[Where]:
-        """The program's own line the thread is on, or None where it is inside NNabla or nnprofile."""
-        kind = self._kind(frame)
-        if kind is None:
-            return None  # nnprofile's or NNabla's own Python: no program line of its own
+        """The program's own line the thread is on (the line that called NNabla or a library, where the thread is
+        in their code), or None where it is in nnprofile's own code or inside NNabla's C++ pass."""
         f = frame
-        while f is not None and self._kind(f) is False:  # a library's frames: charged to the line that called it
+        while f is not None:
+            kind = self._kind(f)
+            if kind is None:
+                return None
+            if kind:
+                break
             f = f.f_back
-        if f is None or self._kind(f) is None:
-            f = frame
+        if f is None:
+            return None
         if (f.f_code, f.f_lasti) in r._site_phases:
             return None  # at a pass's call site: inside NNabla's C++ pass (between its functions)
         while f.f_code.co_name in INNER and f.f_back is not None and f.f_back.f_code.co_filename == f.f_code.co_filename:
             f = f.f_back  # a comprehension or lambda: the line that holds it, in the function that runs it
         return (f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
+
+
+def _cell(name: str, module: str, function: str) -> bool:
+    """Code without a file that is the program's own: a notebook's cell, stdin, ``python -c``; not code a library
+    generated (``<string>`` lambdas of namedtuple and dataclasses, NNabla's ``<mean>`` wrappers)."""
+    return name.startswith(("<ipython-input-", "<stdin>")) or (name == "<string>" and module == "__main__"
+                                                               and function == "<module>")

@@ -5,6 +5,8 @@ both in one trained graph, read from an iterator, with a validation graph every 
 
     python custom_layer.py --iterations 12
 """
+import atexit
+import time
 import argparse
 
 import numpy as np
@@ -105,9 +107,22 @@ def mlp(x, test=False):
     return PF.affine(h, 10, name="fc2")
 
 
+def timed_steps(args):
+    """Each iteration's start, when asked (--time-steps): the median step printed as the program ends."""
+    ends = []
+    if args.time_steps:
+        def report():
+            steps = sorted(b - a for a, b in zip(ends[1:], ends[2:]))
+            if steps:
+                print("median step %.6f ms" % (steps[len(steps) // 2] * 1e3))
+        atexit.register(report)
+    return ends
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--iterations", type=int, default=12)
+    parser.add_argument("--time-steps", action="store_true", help="print the median step, for make bench")
     parser.add_argument("--val-interval", type=int, default=4)
     args = parser.parse_args()
     rng = np.random.RandomState(0)
@@ -122,7 +137,9 @@ def main():
     verror = F.mean(F.top_n_error(mlp(vx, test=True), vt))
     solver = S.Adam(1e-3)
     solver.set_parameters(nn.get_parameters())
+    ends = timed_steps(args)
     for i in range(args.iterations):
+        ends.append(time.perf_counter())
         if i % args.val_interval == 0:
             vx.d, vt.d = images[:32], labels[:32]
             verror.forward(clear_buffer=True)

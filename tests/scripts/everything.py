@@ -1,7 +1,7 @@
 """A program that goes through every place nnprofile hooks into: a static graph with a custom PythonFunction
 layer read from a data iterator and logged by a monitor, trained by a solver of nnabla.solvers; a solver of the
 program's own (a Python subclass of Solver) on a second graph; an auto_forward graph trained by its backward;
-eager work on NdArrays; second-order gradients (nn.grad) with BatchNormalization. It prints what it computed,
+eager work on NdArrays; second-order gradients (nn.grad) with BatchNormalization; a target updated by F.assign. It prints what it computed,
 so that a run under nnprofile can be compared with a run alone, digit for digit.
 
     python everything.py --iterations 8
@@ -86,6 +86,8 @@ def main():
         side = F.mean(PF.batch_normalization(PF.affine(z, 4, name="fc")) ** 2)
         own = PlainSgd(1e-2)
         own.set_parameters(nn.get_parameters())
+    target = nn.parameter.get_parameter_or_create("target/fc/affine/W", (6, 4), need_grad=False)
+    follow = F.assign(target, 0.9 * target + 0.1 * nn.get_parameters()["side/fc/affine/W"])  # a target network
     folder = tempfile.mkdtemp()
     monitor = MonitorSeries("loss", Monitor(folder), interval=1000, verbose=False)
     out = []
@@ -104,6 +106,7 @@ def main():
         penalty.forward()
         penalty.backward()
         own.update()
+        follow.forward()
         with nn.auto_forward():
             h = F.tanh(PF.affine(nn.Variable.from_numpy_array(data[:8]), 3, name="dyn"))
             dyn = F.mean(h ** 2)

@@ -4,6 +4,8 @@ matrix, and an L2 regulariser summed over the layers' weights into the loss
 
     python gcn_l2.py --iterations 12
 """
+import atexit
+import time
 import argparse
 
 import numpy as np
@@ -22,9 +24,22 @@ def gcn_layer(a, h, units, i, activation=True):
     return F.relu(h) if activation else h
 
 
+def timed_steps(args):
+    """Each iteration's start, when asked (--time-steps): the median step printed as the program ends."""
+    ends = []
+    if args.time_steps:
+        def report():
+            steps = sorted(b - a for a, b in zip(ends[1:], ends[2:]))
+            if steps:
+                print("median step %.6f ms" % (steps[len(steps) // 2] * 1e3))
+        atexit.register(report)
+    return ends
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--iterations", type=int, default=12)
+    parser.add_argument("--time-steps", action="store_true", help="print the median step, for make bench")
     parser.add_argument("--nodes", type=int, default=200)
     parser.add_argument("--weight-decay", type=float, default=5e-4)
     args = parser.parse_args()
@@ -45,7 +60,9 @@ def main():
     loss = loss + args.weight_decay * l2
     solver = S.Adam(0.01)
     solver.set_parameters(nn.get_parameters())
+    ends = timed_steps(args)
     for i in range(args.iterations):
+        ends.append(time.perf_counter())
         loss.forward()
         solver.zero_grad()
         loss.backward()

@@ -7,6 +7,8 @@ meta-update a step. A validation every few iterations adapts to a new task and e
 
     python maml.py --iterations 12
 """
+import atexit
+import time
 import argparse
 
 import numpy as np
@@ -57,9 +59,22 @@ def adapted_loss(rng, shots, inner_lr):
     return F.mean(F.squared_error(net(x_te, fast), y_te))
 
 
+def timed_steps(args):
+    """Each iteration's start, when asked (--time-steps): the median step printed as the program ends."""
+    ends = []
+    if args.time_steps:
+        def report():
+            steps = sorted(b - a for a, b in zip(ends[1:], ends[2:]))
+            if steps:
+                print("median step %.6f ms" % (steps[len(steps) // 2] * 1e3))
+        atexit.register(report)
+    return ends
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--iterations", type=int, default=12)
+    parser.add_argument("--time-steps", action="store_true", help="print the median step, for make bench")
     parser.add_argument("--tasks", type=int, default=2)
     parser.add_argument("--shots", type=int, default=10)
     parser.add_argument("--val-interval", type=int, default=5)
@@ -68,7 +83,9 @@ def main():
     net(nn.Variable((args.shots, 1)))           # the meta-parameters
     solver = S.Adam(1e-3)
     solver.set_parameters({k: v for k, v in nn.get_parameters().items() if v.need_grad})
+    ends = timed_steps(args)
     for i in range(args.iterations):
+        ends.append(time.perf_counter())
         losses = [adapted_loss(rng, args.shots, 0.01) for _ in range(args.tasks)]
         meta = F.sink(*losses)
         solver.zero_grad()

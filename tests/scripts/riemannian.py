@@ -4,6 +4,8 @@ the metric, the point projected back into the unit ball).
 
     python riemannian.py --iterations 12
 """
+import atexit
+import time
 import argparse
 
 import numpy as np
@@ -46,9 +48,22 @@ def distance(u, v):
     return F.acosh(1 + 2 * sq / (nu * nv))
 
 
+def timed_steps(args):
+    """Each iteration's start, when asked (--time-steps): the median step printed as the program ends."""
+    ends = []
+    if args.time_steps:
+        def report():
+            steps = sorted(b - a for a, b in zip(ends[1:], ends[2:]))
+            if steps:
+                print("median step %.6f ms" % (steps[len(steps) // 2] * 1e3))
+        atexit.register(report)
+    return ends
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--iterations", type=int, default=12)
+    parser.add_argument("--time-steps", action="store_true", help="print the median step, for make bench")
     parser.add_argument("--nodes", type=int, default=500)
     args = parser.parse_args()
     rng = np.random.RandomState(0)
@@ -61,7 +76,9 @@ def main():
     loss = F.mean(F.softmax_cross_entropy(-d, nn.Variable.from_numpy_array(np.zeros((batch, 1)))))
     solver = RiemannianSgd(lr=0.1)
     solver.set_parameters(nn.get_parameters())
+    ends = timed_steps(args)
     for i in range(args.iterations):
+        ends.append(time.perf_counter())
         u_idx.d = rng.randint(0, args.nodes, batch)
         v_idx.d = rng.randint(0, args.nodes, (batch, negatives + 1))
         loss.forward()

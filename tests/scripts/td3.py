@@ -5,6 +5,8 @@ graph that writes parameters).
 
     python td3.py --iterations 40
 """
+import atexit
+import time
 import argparse
 
 import numpy as np
@@ -48,9 +50,22 @@ class Env:
         return self.state.astype(np.float32), -float(np.sum(self.state ** 2))
 
 
+def timed_steps(args):
+    """Each iteration's start, when asked (--time-steps): the median step printed as the program ends."""
+    ends = []
+    if args.time_steps:
+        def report():
+            steps = sorted(b - a for a, b in zip(ends[1:], ends[2:]))
+            if steps:
+                print("median step %.6f ms" % (steps[len(steps) // 2] * 1e3))
+        atexit.register(report)
+    return ends
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--iterations", type=int, default=40)
+    parser.add_argument("--time-steps", action="store_true", help="print the median step, for make bench")
     parser.add_argument("--start", type=int, default=8)
     parser.add_argument("--policy-delay", type=int, default=2)
     args = parser.parse_args()
@@ -75,7 +90,9 @@ def main():
     update_critic_target = soft_update("target/critic", "critic", 0.005)
     env, buffer = Env(rng), []
     state = env.state
+    ends = timed_steps(args)
     for t in range(args.iterations):
+        ends.append(time.perf_counter())
         obs.d = state[None]
         policy.forward(clear_buffer=True)
         action = np.clip(policy.d[0] + 0.1 * rng.randn(2), -1, 1)
