@@ -232,7 +232,9 @@ def test_an_unrolled_lstm_profiles_within_its_budget_naming_its_copies():
     forward = train.entries_of("forward_function")
     assert 780 <= len(forward) <= 820 and len(train.entries) > 2300
     assert "forward_function (Affine_2_RecurrentInput[52] : Affine)" in [e.label for e in forward]
-    assert train.sampling["lean"] and all(e.samples_ns for e in train.entries)
+    # Lean rounds where the budget is short for full ones (how short depends on the machine's speed at the time):
+    # either way, every entry is sampled within the budget.
+    assert all(e.samples_ns for e in train.entries)
     assert train.sampling["budget_seconds"] == 1.5
     a = analyze(profile).of(train)
     assert a.step is not None and all(l.copies in (1, 53) for l in a.step.top_layers)
