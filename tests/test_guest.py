@@ -90,3 +90,29 @@ def test_nested_import_waits_on_one_thread_keep_the_outer_one():
     finally:
         uninstall(saved)
     assert _frozen_importlib._blocking_on is original
+
+
+def test_import_waits_plain_between_windows_stacked_again_in_a_window():
+    """Between windows the stacked dict runs as a plain one; stacked again, a wait under way then (another
+    thread's) is the bottom of its thread's stack, and a nested one on it comes off alone."""
+    import _frozen_importlib
+    from nnprofile.recording.importlock import StackedLocks, install, stacked, uninstall
+    saved = install()
+    if saved is None:
+        pytest.skip("this interpreter's importlib keeps its waits otherwise")
+    locks = _frozen_importlib._blocking_on
+    try:
+        stacked(False)
+        assert StackedLocks.__setitem__ is dict.__setitem__ and not locks.stacks
+        locks[-5] = "plain"
+        assert not locks.stacks  # noted as a plain dict notes it
+        stacked(True)
+        locks[-5] = "nested"
+        del locks[-5]
+        assert locks.get(-5) == "plain"
+        del locks[-5]
+        assert -5 not in locks
+        stacked(False)
+    finally:
+        uninstall(saved)
+    assert StackedLocks.__setitem__ is not dict.__setitem__  # a recording to come starts stacked

@@ -179,6 +179,7 @@ def loop_where(loop: LoopRef, codes: Sequence[CodeInfo]) -> str:
 
 
 KEEP = 4096   # stacks a counter keeps to choose its loop again (then the loop is kept as found)
+SETTLED = 50  # iterations of one loop, chosen and not changed since, after which a counter keeps it
 
 
 class Counter:
@@ -192,10 +193,13 @@ class Counter:
         self.fixed = loop is not None
         self.begun = 0                    # iterations begun
         self.inside = False               # the last call was inside the loop
+        self.bare = 0                     # iterations ended without an update (since the loop was chosen)
+        self._updated = False             # the iteration under way has an update
         self._previous: Optional[Stack] = None
         self._keys: Dict[str, List[Stack]] = {"update": [], "other": []}
         self._kinds: Dict[str, Dict[Hashable, int]] = {"update": {}, "other": {}}
         self._all: List[Stack] = []       # every stack since the count began (until the loop is fixed)
+        self._all_keys: List[Optional[str]] = []
 
     @property
     def completed(self) -> int:
@@ -209,6 +213,7 @@ class Counter:
             return
         if not self.fixed:
             self._all.append(stack)
+            self._all_keys.append(key)
             if key is not None:
                 self._keys[key].append(stack)
                 kinds = self._kinds[key]
@@ -221,17 +226,38 @@ class Counter:
                         self._choose()
             if len(self._all) > KEEP:
                 self.fix()
-        self._advance(stack)
+        self._advance(stack, key)
+        if not self.fixed and self.loop is not None and self.begun > SETTLED:
+            self.fix()  # the loop chosen has held this many iterations: kept (counted from its frame from here)
 
-    def _advance(self, stack: Stack) -> None:
+    def _advance(self, stack: Stack, key: Optional[str] = None) -> None:
         if self.loop is None:
             return
         if level_in(stack, self.loop, self.codes) < 0:
             self.inside, self._previous = False, None
             return
-        if begins(self._previous, stack, self.loop, self.codes):
+        self.moved(begins(self._previous, stack, self.loop, self.codes), key)
+        self._previous = stack
+
+    def moved(self, begun: Optional[bool], key: Optional[str]) -> None:
+        """A call found to begin an iteration (True), to be inside one (False) or outside the loop (None)."""
+        if begun is None:
+            self.inside = False
+            return
+        if begun:
+            if self.begun and not self._updated:
+                self.bare += 1
             self.begun += 1
-        self.inside, self._previous = True, stack
+            self._updated = False
+        self.inside = True
+        if key == "update":
+            self._updated = True
+
+    @property
+    def updates_show_it(self) -> bool:
+        """Whether every iteration so far had an update (long enough to tell): the updates alone then
+        count the iterations."""
+        return self.loop is not None and self.bare == 0 and self.begun > SETTLED
 
     def _choose(self) -> None:
         loop = step_loop(self._keys["update"] or self._keys["other"], self.codes)
@@ -239,11 +265,12 @@ class Counter:
             return
         self.loop = loop
         self.begun, self.inside, self._previous = 0, False, None  # counted again under the new loop
-        for s in self._all[:-1]:
-            self._advance(s)
+        self.bare, self._updated = 0, False
+        for s, key in zip(self._all[:-1], self._all_keys):
+            self._advance(s, key)
 
     def fix(self) -> None:
         """Keep the loop as found (between windows nothing more is kept)."""
         self.fixed = True
-        self._all = []
+        self._all, self._all_keys = [], []
         self._keys = {"update": [], "other": []}

@@ -13,12 +13,18 @@ from __future__ import annotations
 
 from typing import Any, Optional, Tuple
 
+from ..assembly.iterations import Counter
 from ..assembly.steps import Loop, pattern
+from . import importlock
 from .raw import device_sync
 
 # Without a window open, steps are counted by the loop as it comes until it has shown this many updates
 # (or marks); then by the pattern it showed, so that what is kept stays small over a run of any length.
 FREEZE_AT = 64
+WATCH_EVERY = 16  # steps between the watcher's looks (a window asked for from outside) between windows
+RECHECK = 8     # steps between looks at whether the updates alone can count the steps
+OUTSIDE_KEPT = 64  # the calls outside the loop kept, to choose the next loop from
+LEFT_LOOP = 3  # updates in a row outside the loop kept (passes, without a solver): the loop is chosen again
 MIN_READS = 2  # a loop without a solver counts its steps by its reads from its second read on
 
 
@@ -30,13 +36,29 @@ class Counting:
     def _by_iterations(self: Any) -> bool:
         return self.counter.loop is not None and not self.loop.marks and not self._marked
 
-    def _moved(self: Any, stack: Any, key: Optional[str], since: Optional[int] = None) -> None:
+    def _take(self: Any, frame: Any) -> Any:
+        """The program's stack at a call, where the recording keeps it or the loop is still being chosen; between
+        windows, once the loop is known, none is taken (``_moved`` reads the loop's frame alone)."""
+        if self.capturing or not self.counter.fixed or not self.fast:
+            return self.stacks.take(frame)
+        return None
+
+    def _moved(self: Any, stack: Any, key: Optional[str], since: Optional[int] = None, frame: Any = None) -> None:
         """A call of the program's that can begin a step, before it is recorded: fed to the count of the
         loop's iterations; a step that ended is followed by the schedule, its work (from ``since``, the
-        clock's last reading) set aside as nnprofile's own."""
-        if not stack:
+        clock's last reading) set aside as nnprofile's own. Once the loop is known, its iterations are counted
+        from its own frame (``FastLoop``); the stack, where taken, is for the recording only."""
+        counter = self.counter
+        if counter.fixed and self.fast and frame is not None:
+            counter.moved(self.fast.event(frame), key)
+        elif not stack:
             return
-        self.counter.feed(stack, key)
+        else:
+            counter.feed(stack, key)
+            if counter.fixed and self.fast is None:  # the loop was kept as found: counted from its frame now
+                self.fast = FastLoop.of(counter, self.stacks) or False
+        if counter.fixed:
+            self._follow(stack, frame, key)
         if self._by_iterations():
             steps = self._counter_base + self.counter.completed
             if steps > self.steps_done:
@@ -45,6 +67,82 @@ class Counting:
                 self._step_ended()
                 if self.capturing:
                     self.excluded.append((t0, self.clock()))
+
+    def _follow(self: Any, stack: Any, frame: Any, key: Optional[str]) -> None:
+        """A call, the loop kept: outside it, its stack is kept (a few); where the program's updates (its passes,
+        without a solver) go on outside it, the program moved on to another loop (a second stage, a fine-tuning):
+        the loop is chosen again, from the calls made since it left the old one, the steps counted so far kept."""
+        if self.counter.inside:
+            if self._left or self._outside:
+                self._left, self._outside = 0, []
+            return
+        if len(self._outside) < OUTSIDE_KEPT:
+            self._outside.append((stack or self.stacks.take(frame), key))
+        if key == "update" or (key == "other" and not self.solvers):
+            self._left += 1
+            if self._left >= LEFT_LOOP:
+                calls, self._outside, self._left = self._outside, [], 0
+                self._counter_base = self.steps_done
+                self.counter = Counter(self.stacks.codes)
+                self.fast, self.lean = None, False
+                for s, k in calls:
+                    self.counter.feed(s, k)
+
+    # -- the wrappers between windows: only those that count the steps --------------------------------------
+
+    def _patch_toggled(self: Any, group: str, owner: Any, name: str, make: Any) -> None:
+        """Wrap a class's method (``make(original)``), on while a window is open, and between windows where the
+        group is needed to count the steps (``_sync_wrappers``)."""
+        original = vars(owner)[name]
+        wrapper = make(original)
+        self._patches.attribute(owner, name, wrapper)
+        self._toggles.setdefault(group, []).append((owner, name, original, wrapper))
+        self._toggled[group] = True
+
+    def _toggle(self: Any, group: str, on: bool) -> None:
+        if self._toggled.get(group, on) == on or not self.recording:
+            return
+        self._toggled[group] = on
+        for owner, name, original, wrapper in self._toggles[group]:
+            setattr(owner, name, wrapper if on else original)
+
+    def _sync_wrappers(self: Any) -> None:
+        """Between windows, the monitors' wrappers are off, and the iterators' too where the updates alone count
+        the steps (every iteration of the loop kept has one) and no window is near: the program's reads then
+        run as NNabla's own. Both are on again a step before a window begins (or when one is asked for)."""
+        self._toggle("monitors", self.capturing)
+        if self._import_locks is not None:
+            importlock.stacked(self.capturing)
+        w = self.windows
+        near = self._asked or w.queued or (w.next_start is not None and self.steps_done + 1 >= w.next_start)
+        by_updates = bool(self.fast) and bool(self.solvers) and self._by_iterations() and self.counter.updates_show_it
+        self._toggle("reads", self.capturing or near or not by_updates)
+        self.lean = bool(self.fast) and self._by_iterations() and not self.capturing and self.recording
+
+    def lean_update(self: Any, frame: Any) -> None:
+        """A solver's update between windows, the loop known (``lean``): its iteration counted from the loop's
+        frame, and nothing else (``_moved``'s work for an update, in the fewest steps)."""
+        counter = self.counter
+        counter.moved(self.fast.event(frame), "update")
+        if not counter.inside or self._left or self._outside:
+            self._follow(None, frame, "update")
+        steps = self._counter_base + self.counter.completed
+        if steps > self.steps_done and self._by_iterations():
+            self.steps_done = steps
+            self._step_ended(late=True)
+
+    def _next_due(self: Any) -> int:
+        """Between windows, the step count at which a step's end next has something to do: the window a step
+        ahead, the watcher's turn, the wrappers' choice while it can still change (checked every few steps)."""
+        due = []
+        w = self.windows
+        if w.next_start is not None and w.more():
+            due.append(w.next_start - 1)
+        if self.watch is not None:
+            due.append(self.steps_done - self.steps_done % WATCH_EVERY + WATCH_EVERY)
+        if self._toggled.get("reads", False):
+            due.append(self.steps_done + RECHECK)
+        return min(due) if due else 1 << 62
 
     def _count_steps(self: Any) -> None:
         """A program whose passes are its steps (no solver, no loop found): counted as each pass starts."""
@@ -121,6 +219,7 @@ class Counting:
         by the pattern: updates (or marks) per step, and how many of the step under way are done."""
         if self.counter.loop is not None:
             self.counter.fix()
+            self.fast = FastLoop.of(self.counter, self.stacks) or False
         rule = self.loop.rule()
         counted = self.loop.steps()
         if self._by_iterations():
@@ -137,3 +236,57 @@ class Counting:
             self.countable = False
         self._base += counted
         self.loop = Loop()
+
+
+class FastLoop:
+    """The iterations of a known loop counted from the loop's own frame: the frame running the loop's code, the
+    instruction it is at, and which call below it the program is in; a few attribute reads a call, where taking
+    the whole stack costs microseconds (between windows only the light wrappers run, and only this)."""
+
+    def __init__(self, code: Any, loops: Any, head: int):
+        self.code = code                  # the code object holding the loop
+        self.loops = loops                # its CodeInfo (loops by offset)
+        self.head = head
+        self.end = next((e for h, e in loops.loops if h == head), head)
+        self.frame: Any = None            # the loop's frame at the last call inside it (None: outside)
+        self.lasti = -1
+        self.child: Any = None            # the frame below it the last call was made in (None: made there)
+
+    @classmethod
+    def of(cls, counter: Any, stacks: Any) -> Optional["FastLoop"]:
+        loop = counter.loop
+        code = stacks.objects[loop[0]] if loop is not None and loop[0] < len(stacks.objects) else None
+        if code is None:
+            return None
+        fast = cls(code, stacks.codes[loop[0]], loop[1])
+        frames = stacks.held()
+        for k, f in enumerate(frames):  # where the last stack was: the next call is compared with it
+            if f.f_code is code and fast.head <= f.f_lasti <= fast.end:
+                fast.frame, fast.lasti = f, f.f_lasti
+                fast.child = frames[k + 1] if k + 1 < len(frames) else None
+        return fast
+
+    def _encloses(self, lo: int, hi: int) -> bool:
+        """Whether the loop crossed between these offsets is this one or one around it."""
+        inner = self.loops.innermost(lo, hi)
+        return inner is not None and inner[0] <= self.head and self.end <= inner[1]
+
+    def event(self, frame: Any) -> Optional[bool]:
+        """A call from ``frame``: True where it begins an iteration, False inside one, None outside the loop."""
+        code, child, f = self.code, None, frame
+        while f is not None and f.f_code is not code:
+            child, f = f, f.f_back
+        if f is None or not (self.head <= f.f_lasti <= self.end):
+            self.frame = None
+            return None
+        lasti = f.f_lasti
+        if self.frame is not f:  # entered, or the function holding the loop called anew
+            begins = True
+        elif lasti > self.lasti:
+            begins = False
+        elif lasti < self.lasti:
+            begins = self._encloses(lasti, self.lasti)
+        else:  # the same instruction: within one call of what it called, or run again
+            begins = (child is None or child is not self.child) and self._encloses(lasti, lasti)
+        self.frame, self.lasti, self.child = f, lasti, child
+        return begins

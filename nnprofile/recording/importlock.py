@@ -14,6 +14,8 @@ Python 3.12 keeps a list per thread (gh-106176). Here the dict becomes one that 
 it waits on as a stack: a nested wait notes its lock above the outer one and takes only its own off. The
 deadlock check reads the innermost, as before. Installed when recording starts, the original put back at
 its end; where the interpreter's importlib differs (its ``_blocking_on`` is no plain dict), nothing is done.
+Between windows, where the recording allocates nothing, the dict runs as a plain one (``stacked(False)``):
+NNabla's two failing imports a step would otherwise pay four Python calls each step.
 """
 from __future__ import annotations
 
@@ -21,26 +23,48 @@ import sys
 from typing import Any, Dict, List, Optional
 
 
+def _stacked_set(self: "StackedLocks", key: Any, value: Any) -> None:
+    self.stacks.setdefault(key, []).append(value)
+    dict.__setitem__(self, key, value)
+
+
+def _stacked_del(self: "StackedLocks", key: Any) -> None:
+    stack = self.stacks.get(key)
+    if stack:
+        stack.pop()
+    if stack:
+        dict.__setitem__(self, key, stack[-1])
+    else:
+        self.stacks.pop(key, None)
+        dict.pop(self, key, None)
+
+
 class StackedLocks(dict):
-    """``_blocking_on``: thread id -> the lock it waits on (the innermost), nested waits stacked."""
+    """``_blocking_on``: thread id -> the lock it waits on (the innermost), nested waits stacked. Between a
+    recording's windows (``stacked(False)``) it is a plain dict again, at a plain dict's speed: the program
+    then allocates as it does alone (NNabla's failing imports, two a step, would pay a Python call each)."""
+
+    __setitem__ = _stacked_set
+    __delitem__ = _stacked_del
 
     def __init__(self, start: Dict[Any, Any]):
         super().__init__(start)
         self.stacks: Dict[Any, List[Any]] = {k: [v] for k, v in start.items()}
 
-    def __setitem__(self, key: Any, value: Any) -> None:
-        self.stacks.setdefault(key, []).append(value)
-        dict.__setitem__(self, key, value)
 
-    def __delitem__(self, key: Any) -> None:
-        stack = self.stacks.get(key)
-        if stack:
-            stack.pop()
-        if stack:
-            dict.__setitem__(self, key, stack[-1])
-        else:
-            self.stacks.pop(key, None)
-            dict.pop(self, key, None)
+def stacked(on: bool) -> None:
+    """The nested waits stacked (a window open) or not (between windows); where installed."""
+    bootstrap = sys.modules.get("_frozen_importlib")
+    locks = getattr(bootstrap, "_blocking_on", None)
+    if not isinstance(locks, StackedLocks) or (StackedLocks.__setitem__ is _stacked_set) == on:
+        return
+    if on:  # the waits under way (other threads') as the bottom of their stacks; a wait noted meanwhile is kept
+        StackedLocks.__setitem__, StackedLocks.__delitem__ = _stacked_set, _stacked_del  # type: ignore
+        for key, value in list(dict.items(locks)):
+            locks.stacks.setdefault(key, [value])
+    else:
+        StackedLocks.__setitem__, StackedLocks.__delitem__ = dict.__setitem__, dict.__delitem__  # type: ignore
+        locks.stacks = {}
 
 
 def install() -> Optional[Any]:
@@ -50,6 +74,7 @@ def install() -> Optional[Any]:
     if bootstrap is None or type(current) is not dict:
         return None
     bootstrap._blocking_on = StackedLocks(current)  # type: ignore[attr-defined]
+    stacked(True)
     return current
 
 
@@ -57,7 +82,8 @@ def uninstall(original: Optional[Any]) -> None:
     bootstrap = sys.modules.get("_frozen_importlib")
     if original is None or bootstrap is None or not isinstance(getattr(bootstrap, "_blocking_on", None), StackedLocks):
         return
-    stacked = bootstrap._blocking_on
+    stacked(True)  # the class as it began (the next recording's starts stacked)
+    locks = bootstrap._blocking_on
     original.clear()
-    original.update(dict(stacked))  # waits under way when recording ends go on with the original
+    original.update(dict(locks))  # waits under way when recording ends go on with the original
     bootstrap._blocking_on = original  # type: ignore[attr-defined]

@@ -52,7 +52,7 @@ from ..assembly.iterations import Counter
 from ..assembly.steps import Loop
 from .callsite import BACKWARD_NAMES, FORWARD_NAMES, call_at, first_outside
 from . import importlock
-from .counting import Counting
+from .counting import WATCH_EVERY, Counting
 from .patching import Patches
 from .proxies import TimedCommunicator, TimedFunction, TimedSolver
 from .sampler import Sampler
@@ -77,7 +77,6 @@ SITE_STEPS = 1
 # Only for steps that calls other than passes show (updates, reads, marks): without hooks, passes are unseen.
 CALIBRATION = (False, False, True, True) * 5
 MIN_PAIRS = 3  # pairs the estimate needs (``nnprofile.base.hookcost.measured_in_program``)
-WATCH_EVERY = 16
 MAX_CREATED = 20_000  # functions whose source is remembered across windows
 _nn: Any = None       # nnabla, once recording started (no import in a hook)
 
@@ -133,6 +132,13 @@ class Recorder(Wrappers, Counting):
         self.loop = Loop()
         self.stacks = Stacks()
         self.counter = Counter(self.stacks.codes)
+        self.fast: Any = None        # the loop's iterations counted from its own frame, once the loop is known
+        self._toggles: Dict[str, List[Tuple[Any, str, Any, Any]]] = {}  # wrappers on in windows (or as needed)
+        self._toggled: Dict[str, bool] = {}
+        self.lean = False            # between windows, the loop known: updates counted by its frame alone
+        self._quiet_until = 0        # between windows: the step count before which a step's end needs nothing
+        self._left = 0               # updates in a row outside the loop kept
+        self._outside: List[Tuple[Any, Optional[str]]] = []  # the calls since the program left it (stack, key)
         self._counter_base = 0       # steps counted before the count of iterations began
         self._marked = False         # the program marks its steps (nnprofile.step())
         self.steps_done = 0
@@ -222,8 +228,8 @@ class Recorder(Wrappers, Counting):
                 self._pass_first, self._pass_start = f, start
                 self._pass_last = f
                 self._check_subclasses()
-                call.stack = self.stacks.take(frame)
-                self._moved(call.stack, "other", end)
+                call.stack = self._take(frame)
+                self._moved(call.stack, "other", end, frame)
                 self.excluded.append((end, self.clock()))  # nnprofile's own work inside the pass
             else:
                 self._pass_functions.add(f)
@@ -340,14 +346,13 @@ class Recorder(Wrappers, Counting):
     def _patch_classes(self) -> None:
         from nnabla import monitor
         from nnabla.utils import data_iterator
-        self._patches.attribute(data_iterator.DataIterator, "next",
-                                self._timed_next(data_iterator.DataIterator.next))
+        self._patch_toggled("reads", data_iterator.DataIterator, "next", self._timed_next)
         self._patches.attribute(data_iterator.DataIterator, "__init__",
                                 self._made_iterator(data_iterator.DataIterator.__init__))
         for name in MONITOR_CLASSES:
             cls = getattr(monitor, name, None)
             if cls is not None and "add" in vars(cls):
-                self._patches.attribute(cls, "add", self._timed_add(vars(cls)["add"]))
+                self._patch_toggled("monitors", cls, "add", self._timed_add)
 
     def _wrap_existing_solvers(self) -> None:
         """Solvers and communicators the program made before recording started (a notebook's earlier
@@ -449,11 +454,18 @@ class Recorder(Wrappers, Counting):
     def request_window(self) -> None:
         """A window on demand (a signal): from the next step on. Only a flag: safe in a signal handler."""
         self._asked = True
+        try:
+            self._toggle("reads", True)  # the step the window begins at is seen where it begins
+        except Exception:
+            pass
 
-    def _step_ended(self) -> None:
+    def _step_ended(self, late: bool = False) -> None:
         """A step has ended (``steps_done`` counts it): close the window whose steps are done, open the next
-        where the schedule says, set the hooks for the step to come."""
+        where the schedule says, set the hooks for the step to come. ``late``: seen at an update, after the
+        step that follows began (its reads were not watched): a window asked for begins a step later."""
         self.last_step_ns = self.clock()
+        if self.steps_done < self._quiet_until and not self._asked and not self.capturing:
+            return  # between windows, nothing is due before then
         if self.capturing and self.steps_done - self.window_start <= SITE_STEPS + 1:
             self.snapshot_parameters()  # a dynamic graph makes its parameters in its first steps
         if self.watch is not None and not self.capturing and self.steps_done % WATCH_EVERY == 0:
@@ -469,13 +481,15 @@ class Recorder(Wrappers, Counting):
                 self.fault("handing over window %d" % self.window, e)
         if self._asked:
             self._asked = False
-            self.windows.ask(self.steps_done)
+            self.windows.ask(self.steps_done + (1 if late else 0))
         if not self.capturing and self.countable:
             phase, window = self.windows.begin(self.steps_done)
             if phase != OFF:
                 self._open_window(window)
         if self.capturing:
             self._switch_hooks(self.windows.hooked(self.steps_done) or self._passes_only())
+        self._sync_wrappers()
+        self._quiet_until = self._next_due() if not self.capturing else 0
 
     def _passes_only(self) -> bool:
         """The steps show only in passes (no update, read or mark in the window): the hooks stay on."""
@@ -502,6 +516,7 @@ class Recorder(Wrappers, Counting):
         if self.sampler is not None:
             self.sampler.clear()
             self.sampler.start()
+        self._sync_wrappers()
 
     def _close_window(self) -> None:
         """The window's steps are done: the hooks off, the program runs on untouched; the window is handed
@@ -515,6 +530,7 @@ class Recorder(Wrappers, Counting):
         self.stopped_ns = self.clock()
         self.snapshot_parameters()
         self._freeze()
+        self._sync_wrappers()
         if self.on_window is not None:
             try:
                 self.on_window(self)
@@ -550,7 +566,7 @@ class Recorder(Wrappers, Counting):
                     self._close_window()
         except Exception as e:  # what was recorded stays; everything is put back below, whatever happened
             self.fault("ending the recording", e)
-        self.recording = False
+        self.recording = self.lean = False
         if self.sampler is not None:
             self.sampler.stop()
         self.ended_ns = self.clock()

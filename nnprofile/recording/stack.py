@@ -50,6 +50,7 @@ class Stacks:
     def __init__(self) -> None:
         self.outer: set = set()                # ids of the frames around the recording's start: not the program's
         self.codes: List[CodeInfo] = []
+        self.objects: List[Any] = []           # the code objects, by index
         self._index: Dict[Any, int] = {}       # code object -> index (None: not the program's)
         self._program: Dict[Any, bool] = {}
         self._frames: List[Any] = []           # the last stack's frames, held
@@ -72,6 +73,7 @@ class Stacks:
         index = self._index.get(code)
         if index is None:
             index = self._index[code] = len(self.codes)
+            self.objects.append(code)
             try:
                 self.codes.append(describe_code(code))
             except Exception:  # a code object dis cannot read: no loops known in it
@@ -116,6 +118,10 @@ class Stacks:
         while frame is not None:
             self.outer.add(id(frame))
             frame = frame.f_back
+
+    def held(self) -> List[Any]:
+        """The last stack's frames, outermost first."""
+        return list(self._frames)
 
     def release(self) -> None:
         """Let the held frames go (a window closed): the next stack's tokens are all new."""

@@ -155,8 +155,9 @@ class Wrappers:
             self._dynamic_pass = True
             self._check_subclasses()
             self.loop.pass_started("forward", None, "auto_forward", start)
-            stack = self.stacks.take(_getframe(3))
-            self._moved(stack, "other", t0)
+            frame = _getframe(3)
+            stack = self._take(frame)
+            self._moved(stack, "other", t0, frame)
             if not self.solvers and not self.loop.marks:
                 self._count_steps()
             self.excluded.append((t0, self.clock()))
@@ -192,8 +193,21 @@ class Wrappers:
 
     def timed_solver_call(self: Any, index: int, method: str) -> Callable:
         """A solver proxy's method: the real solver's, timed."""
-        def call(*args: Any, **kwargs: Any) -> Any:
-            return self.solver_call(index, method, getattr(self.solvers[index].solver, method), args, kwargs)
+        recorder, solver = self, self.solvers[index].solver
+        if method == "update":
+            def call(*args: Any, **kwargs: Any) -> Any:
+                if recorder.lean and _ident() == recorder._thread:  # between windows, counted by the loop's frame
+                    try:
+                        recorder.lean_update(_getframe(1))
+                    except Exception as e:
+                        recorder.fault("counting steps at solver update", e)
+                    return solver.update(*args, **kwargs)
+                return recorder.solver_call(index, method, solver.update, args, kwargs)
+        else:
+            def call(*args: Any, **kwargs: Any) -> Any:
+                if not recorder.capturing:  # between windows only the updates count the steps
+                    return getattr(solver, method)(*args, **kwargs)
+                return recorder.solver_call(index, method, getattr(solver, method), args, kwargs)
         return call
 
     def solver_call(self: Any, index: int, method: str, bound: Callable, args: Any, kwargs: Any) -> Any:
@@ -247,22 +261,24 @@ class Wrappers:
         if _ident() != self._thread or not self.recording:
             return None
         depth = len(self._open)
+        if not self.capturing and (depth or method != "update"):
+            return None  # between windows only the program's own updates count its steps
         frame = _getframe(3)
         stack = None
-        t0 = self.clock()
-        if depth == 0 and (self.capturing or method == "update"):
+        t0 = self.clock() if self.capturing else None
+        if depth == 0:
             if self.capturing:
                 self._break_pass()
-            stack = self.stacks.take(frame)
-            self._moved(stack, "update" if method == "update" else None, t0)
+            stack = self._take(frame)
+            self._moved(stack, "update" if method == "update" else None, t0, frame)
         if not self.capturing:
-            return "light" if method == "update" and depth == 0 else None
+            return "light"
         info = self.solvers[index]
         if not info.variable:
             info.variable = receiver_of_caller(frame, (method,))
         if not info.parameters:
             info.parameters = solver_parameters(info.solver, info.own)
-        self.excluded.append((t0, self.clock()))
+        self.excluded.append((t0 if t0 is not None else self.clock(), self.clock()))
         return stack if depth == 0 else ()
 
     def _check_subclasses(self: Any) -> None:
@@ -421,18 +437,19 @@ class Wrappers:
         depth = len(self._open)
         if depth:
             return (self._iterator_of(iterator, frame), depth) if self.capturing else None
-        t0 = self.clock()
+        t0 = None
         if self.capturing:
+            t0 = self.clock()
             self._break_pass()
-        self._check_subclasses()
-        self._read_stack = self.stacks.take(frame)
-        self._moved(self._read_stack, "other", t0)
-        index = self._iterator_of(iterator, frame)
-        if not self.capturing:
+            self._check_subclasses()
+        self._read_stack = self._take(frame)
+        self._moved(self._read_stack, "other", t0, frame)
+        if not self.capturing:  # between windows (or the window just closed): counted only
             if self.counts_reads():
-                self._light_read(index)
+                self._light_read(self._iterator_of(iterator, frame))
             return None
-        self.excluded.append((t0, self.clock()))
+        index = self._iterator_of(iterator, frame)
+        self.excluded.append((t0 if t0 is not None else self.clock(), self.clock()))
         return index, 0
 
     def _iterator_of(self: Any, iterator: Any, frame: Any) -> int:
