@@ -11,7 +11,8 @@ import nnprofile
 from conftest import FakeClock, ROOT
 from nnprofile.analysis import analyze, charted_layers
 from nnprofile.analysis.breakdown import LayerTime, base_layers, base_name
-from nnprofile.measure.rounds import MIN_LAYER_ROUNDS, Action, Probe, RoundRunner, make_plan
+from nnprofile.measure.plans import MIN_LAYER_ROUNDS, make_plan
+from nnprofile.measure.rounds import Action, Probe, RoundRunner
 from nnprofile.measure.sequence import simple
 from nnprofile.measure.timing import Sampling, Timer
 from nnprofile.render import log

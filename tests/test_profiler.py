@@ -135,3 +135,22 @@ def test_unknown_mode_is_refused():
     from nnprofile.base.errors import ProfileError
     with pytest.raises(ProfileError, match="unknown mode"):
         nnprofile.profile(SHARED, mode="fast")
+
+
+def test_load_dataset_is_also_timed_as_nnabla_cli_times_it(tmp_path):
+    """Beside its entry (a read between the step's other work), load_dataset in reads in a row, after a pass
+    through the dataset (none here: synthetic data), as nnabla_cli profile reads it; both said, each defined."""
+    from nnprofile.analysis.precision import load_line
+    from nnprofile.render import log
+    profile = _profile(SHARED, tmp_path)
+    for section in profile.sections:
+        assert section.info["load_dataset_burst"] == {"mean_ms": 0.001, "reads": 100, "after": 0}
+        line = load_line(section)
+        assert line.startswith("load_dataset two ways: 0.001000 ms a read with the rest of the step between reads")
+        assert "0.001000 ms a read in 100 reads in a row (nnabla_cli profile's way" in line
+    text = log.render(profile)
+    assert text.count("Input: load_dataset two ways") == len(profile.sections)
+    from nnprofile.result.file import save
+    again = nnprofile.load(save(profile, str(tmp_path)))
+    assert [s.info["load_dataset_burst"] for s in again.sections] == [s.info["load_dataset_burst"]
+                                                                      for s in profile.sections]

@@ -154,3 +154,18 @@ def listed(entries: List[Entry], figure: Callable[[Entry], str], total: int, wor
         return "%d of %d entries; the worst: %s (each entry's error is in profile_detail.csv, column rse)" % (
             len(entries), total, ", ".join(figure(e) for e in few))
     return "%d of %d entries, the first: %s" % (len(entries), total, ", ".join(figure(e) for e in entries[:3]))
+
+
+def load_line(section: Section) -> Optional[str]:
+    """load_dataset two ways, each with its definition: nnprofile's entry (a read as training makes it) and a
+    burst of reads in a row (as nnabla_cli profile times it); None where no burst was timed."""
+    burst = (section.info or {}).get("load_dataset_burst")
+    entry = next((e for e in section.entries if e.phase == "load_dataset"), None)
+    if not burst or entry is None:
+        return None
+    after = (" after %d to pass through the dataset once (its memory cache then holds it)" % burst["after"]
+             if burst.get("after") else "")
+    return ("load_dataset two ways: %.6f ms a read with the rest of the step between reads (the entry above: a "
+            "read as a training's first reads make it, each waiting for the batch the iterator loads next); %.6f ms "
+            "a read in %d reads in a row%s (nnabla_cli profile's way: it reads for a second, nothing between "
+            "reads)" % (entry.mean_ms, burst["mean_ms"], burst["reads"], after))

@@ -122,6 +122,7 @@ class Describer:
         self.created = created or {}
         self.variables: Dict[Any, VariableInfo] = {}
         self.functions: Dict[Any, FunctionInfo] = {}
+        self._graph = Graph()  # the same descriptions by id, kept as they come (a layer reads it as it is made)
         self._grad_reads: Dict[Tuple[str, int, int], List[Tuple[int, str, int]]] = {}
 
     def variable(self, v: Any) -> VariableInfo:
@@ -129,6 +130,7 @@ class Describer:
         if info is None:
             info = self.variables[v] = VariableInfo(len(self.variables), tuple(int(d) for d in v.shape),
                                                     dtype_name(v), bool(v.need_grad), self.parameter_names.get(v))
+            self._graph.variables[info.id] = info
         elif info.dtype is None:
             info.dtype = dtype_name(v)
         return info
@@ -159,6 +161,7 @@ class Describer:
                             [v.id for v in outs], parents, in_place, self._reads(f, args, len(inputs), len(outputs)),
                             self.created.get(f))
         self.functions[f] = info
+        self._graph.functions[info.id] = info
         return info
 
     def _reads(self, f: Any, args: Dict[str, Any], n_in: int, n_out: int) -> List[Tuple[int, str, int]]:
@@ -178,5 +181,15 @@ class Describer:
             self._grad_reads[key] = known
         return known
 
+    def add(self, key: Any, info: Any) -> None:
+        """A description made elsewhere (a function run on NdArrays: no NNabla function object to describe)."""
+        if isinstance(info, FunctionInfo):
+            self.functions[key] = info
+            self._graph.functions[info.id] = info
+        else:
+            self.variables[key] = info
+            self._graph.variables[info.id] = info
+
     def graph(self) -> Graph:
-        return Graph(self.functions.values(), self.variables.values())
+        """Every function and variable described so far, by id (kept up to date: not a copy)."""
+        return self._graph

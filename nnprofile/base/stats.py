@@ -124,6 +124,8 @@ def summarize_rounds(samples: Sequence[float], round_sizes: Sequence[int],
 
 # The machine's usual speed: a low quantile of the rounds' levels (slow spells only add time).
 REFERENCE_QUANTILE = 25
+# A round holding less than this share of the fullest round's work is judged by the reference workload.
+SPARSE = 0.25
 
 
 @dataclass(frozen=True)
@@ -185,7 +187,7 @@ class Drift:
 
 
 def speed_levels(series: Sequence[Tuple[Sequence[float], Sequence[int]]], rounds: int,
-                 robust: bool = False) -> List[float]:
+                 robust: bool = False, reference: Sequence[float] = ()) -> List[float]:
     """Per round: its samples' time against their entries' typical round means, relative to the usual speed.
 
     ``series`` holds each entry's (samples, round_sizes); an entry missing
@@ -194,7 +196,11 @@ def speed_levels(series: Sequence[Tuple[Sequence[float], Sequence[int]]], rounds
     (a recorded program's steps): a round's level is the weighted median of its
     entries' ratios, so that one part slower in some steps (an input that falls
     behind) is the program's own time, and only a slowdown of most of the work
-    (the machine's) reads as one.
+    (the machine's) reads as one. ``reference``: a fixed workload's time in each
+    round (``nnprofile.measure.rounds.Reference``); a round that holds little of
+    the work (less than ``SPARSE`` of the fullest round's: its entries' shares of
+    the rounds were planned small) takes its level from it, not from its few
+    entries' own spread (see ``levels_of``).
     """
     totals = [0.0] * rounds
     expected = [0.0] * rounds
@@ -214,11 +220,28 @@ def speed_levels(series: Sequence[Tuple[Sequence[float], Sequence[int]]], rounds
     raw = [t / e if e > 0 else 1.0 for t, e in zip(totals, expected)]
     if robust:
         raw = [_weighted_median(pairs) if pairs else level for pairs, level in zip(ratios, raw)]
+    return levels_of(raw, expected, reference)
+
+
+def levels_of(raw: Sequence[float], expected: Sequence[float], reference: Sequence[float] = ()) -> List[float]:
+    """Rounds' levels from their raw ratios (time against their entries' typical time), relative to the usual:
+    the rounds' lower quartile (a round's own level, not an interpolation between a fast and a slow round).
+    A round whose entries' typical time (``expected``) is under ``SPARSE`` of the fullest round's takes the
+    reference workload's level where one was timed that round, else 1 (not judged)."""
     if not raw:
         return []
-    # A round's own level, not an interpolation between a fast and a slow round.
-    usual = sorted(raw)[(len(raw) - 1) * REFERENCE_QUANTILE // 100]
-    return [level / usual for level in raw] if usual > 0 else raw
+    full = max(expected) if expected else 0.0
+    sparse = [full > 0 and e < SPARSE * full for e in expected]
+    judged = [level for level, thin in zip(raw, sparse) if not thin] or list(raw)
+    usual = sorted(judged)[(len(judged) - 1) * REFERENCE_QUANTILE // 100]
+    out = [level / usual if usual > 0 else level for level in raw]
+    if any(sparse):
+        ref = [x for x in reference if x and x > 0]
+        ref_usual = sorted(ref)[(len(ref) - 1) * REFERENCE_QUANTILE // 100] if ref else 0.0
+        for r, thin in enumerate(sparse):
+            if thin:
+                out[r] = reference[r] / ref_usual if ref_usual and r < len(reference) and reference[r] else 1.0
+    return out
 
 
 def _weighted_median(pairs: Sequence[Tuple[float, float]]) -> float:

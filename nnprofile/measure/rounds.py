@@ -17,7 +17,6 @@ each as soon as it and every entry before it are final.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 from ..base.errors import ProfileError
@@ -27,18 +26,18 @@ from ..result.drift import apply_drift, drop, measure_drift
 from ..result.timeline import TimelineEvent
 from ..base.stats import Drift, summarize_rounds
 from .graph_mode import timing_hooks
+from .allocation import FIRST_PLAN, MARGIN, REPLAN, Allocation, Need, RoundLevels, per_round, shares
+from .plans import MIN_LAYER_ROUNDS, Plan, Stratum, make_plan
 from .timing import Measurement, Timer
 
 EntryFactory = Callable[[Measurement], Entry]
 # A cheap entry gets a few samples per round (up to this many, about 1 ms of work in all).
 MAX_SAMPLES_PER_ROUND = 3
 ROUND_SHARE_NS = 1_000_000
+# What taking part in a round costs a probe besides its work (its bookkeeping), ns.
+PROBE_NS = 3000
 # Entries shorter than this get an untimed run before each round's samples (see Probe._rewarm).
 REWARM_BELOW_NS = ROUND_SHARE_NS
-# A section too large for its budget samples its layer entries in one round out of a few
-# (at most this many), and each layer entry gets at least this many rounds where the budget allows.
-MAX_LAYER_EVERY = 8
-MIN_LAYER_ROUNDS = 3
 # In lean rounds, the heaviest layer entries keep their normal samples per round while that adds at
 # most this share to a layer round's cost.
 LEAN_EXTRA = 0.10
@@ -135,6 +134,19 @@ class Probe:
         sample = self.estimate * s.calls
         self.per_round = 1 if fixed or lean else _per_round(sample)
         self.rewarm = sample < REWARM_BELOW_NS
+
+    def replan(self, timer: Timer) -> None:
+        """Samples a round, from the spread its samples have shown (``allocation.per_round``): up to what a
+        round's share of the budget allows (``_per_round``)."""
+        s = self.series[0]
+        if not math.isfinite(self.estimate):
+            return
+        extra = max(0.0, self.warm_ns - self.estimate)
+        sample = extra + s.calls * self.estimate + timer.overhead_ns
+        fixed = (self.estimate + extra if self.rewarm else 0.0) + PROBE_NS
+        best = per_round(s.samples, s.round_sizes, fixed, sample, _per_round(s.calls * self.estimate))
+        if best is not None:
+            self.per_round = best
 
     def round_cost(self, timer: Timer) -> float:
         """The predicted cost of one round of this probe, ns (before and after included)."""
@@ -359,98 +371,6 @@ class Reference:
         return float(self.timer.sample(self.output.forward, 2)) / 2
 
 
-@dataclass
-class Plan:
-    """How a section is sampled within its time budget.
-
-    Normally every entry runs every round, cheap ones several samples per round
-    with an untimed re-warm first. When ``min_rounds`` such rounds do not fit in
-    the budget, the layer entries go ``lean`` (one sample a round instead of up
-    to three) and run in one round out of ``layer_every``, together with the
-    untimed passes that refresh their buffers; the whole-step entries (data,
-    passes, update) run every round. Every layer entry still gets its samples, in rounds spread over the
-    whole budget, and every round's speed counts for all entries in it.
-    """
-
-    lean: bool = False
-    layer_every: int = 1
-    predicted_round_ns: float = 0.0
-    whole_ns: float = 0.0   # predicted: a round of the whole-step entries only
-    layer_ns: float = 0.0   # predicted: what the layer entries add to a round
-
-    def layer_round(self, round_index: int) -> bool:
-        return round_index % self.layer_every == 0
-
-    def describe(self) -> str:
-        if not self.lean:
-            return "every entry every round"
-        if self.layer_every == 1:
-            return "lean rounds: one sample of each layer entry a round"
-        return ("lean rounds: one sample of each layer entry in every %s round; the whole-step entries "
-                "every round" % _ordinal(self.layer_every))
-
-
-def _ordinal(n: int) -> str:
-    return {2: "2nd", 3: "3rd"}.get(n, "%dth" % n)
-
-
-def make_plan(whole_ns: float, layer_normal_ns: float, layer_lean_ns: float, remaining_ns: float,
-              min_rounds: int) -> Plan:
-    """The plan that fits the remaining budget (see ``Plan``).
-
-    ``whole_ns``: a round's cost of the whole-step entries; ``layer_*_ns``: that of the layer
-    entries and the passes that refresh their buffers, sampled normally or lean.
-    """
-    normal = whole_ns + layer_normal_ns
-    if min_rounds * normal <= remaining_ns or layer_normal_ns <= 0:
-        return Plan(predicted_round_ns=normal, whole_ns=whole_ns, layer_ns=layer_normal_ns)
-    # Lean: as many rounds for the whole-step entries as fit beside MIN_LAYER_ROUNDS layer rounds.
-    layer_rounds = MIN_LAYER_ROUNDS
-    if layer_rounds * (whole_ns + layer_lean_ns) > remaining_ns:
-        return Plan(lean=True, layer_every=1, predicted_round_ns=whole_ns + layer_lean_ns,
-                    whole_ns=whole_ns, layer_ns=layer_lean_ns)
-    rounds = int((remaining_ns - layer_rounds * layer_lean_ns) // whole_ns) if whole_ns > 0 else layer_rounds
-    every = max(1, min(MAX_LAYER_EVERY, rounds // layer_rounds))
-    return Plan(lean=True, layer_every=every, predicted_round_ns=whole_ns + layer_lean_ns / every,
-                whole_ns=whole_ns, layer_ns=layer_lean_ns)
-
-
-@dataclass
-class Stratum:
-    """A partial layer round: the layer probes it holds, and when it stops taking them.
-
-    Its plan is a prediction. A slow spell makes it short, so each probe is taken only while
-    it and what must follow it (``tail_ns``: the untimed passes after the layers, the whole-step
-    entries) still end before ``end_ns``, at the speed the round has shown so far.
-    """
-
-    ids: set
-    end_ns: float
-    tail_ns: float
-    # (clock reading, predicted cost of the probes taken before it), one per probe taken: the speed
-    # over the whole round and over its last RECENT probes (a spell that starts inside the round)
-    marks: List[Tuple[float, float]] = field(default_factory=list)
-    last_cost: float = 0.0  # the predicted cost of the last probe taken
-
-    RECENT = 50
-
-    def takes(self, probe: "Probe", now_ns: float, timer: Timer) -> bool:
-        if id(probe) not in self.ids:
-            return False
-        slower = 1.0
-        if self.marks:
-            predicted = self.marks[-1][1] + self.last_cost
-            for t, p in (self.marks[0], self.marks[max(0, len(self.marks) - self.RECENT)]):
-                if predicted > p:
-                    slower = max(slower, (now_ns - t) / (predicted - p))
-        cost = probe.round_cost(timer)
-        if now_ns + slower * (cost + self.tail_ns) > self.end_ns:
-            return False
-        self.marks.append((now_ns, self.marks[-1][1] + self.last_cost if self.marks else 0.0))
-        self.last_cost = cost
-        return True
-
-
 class RoundRunner:
     """Runs a section's items round after round until the sampling rule holds."""
 
@@ -467,81 +387,145 @@ class RoundRunner:
         Entries are appended as they become final, in order. On a failure or
         Ctrl-C, every sample taken so far is kept: the remaining entries are
         appended with ``complete`` False, and the exception goes on. The
-        section's ``sampling`` says what the budget allowed.
+        section's ``sampling`` says what the budget allowed. The rounds' levels
+        (``speed_levels``) the figures leave slow rounds out by are taken over
+        every sample once sampling ends.
         """
         sampling = self.timer.sampling
-        fixed = not sampling.adaptive
-        all_series = [s for item in items for s in item.series]
-        emitted = 0
-        rounds = 0
-        drift = Drift((), sampling.drift_threshold)
-        clock = self.timer.clock
-        started = clock.now_ns()
-        round_costs: List[Tuple[bool, float]] = []  # (a layer round, ns) of each round
-        plan = Plan()
-        partial_rounds = 0
-        stopped = ""
-        measured_ns = 0
+        st = _State(items, not sampling.adaptive, sampling.drift_threshold, self.timer.clock.now_ns())
         try:
             for item in items:
-                _labelled(item, lambda: item.warm(self.timer, fixed))
-            if not fixed:
-                plan = self._plan(items, clock.now_ns() - started)
-            next_layers = 0  # the next round that holds the layer entries
-            while not all(s.final for s in all_series):
-                t0 = clock.now_ns()
-                # Every entry gets its samples: the first round holds the layers, whatever the budget.
-                layer_round = rounds == 0 or rounds >= next_layers and not (
-                    plan.lean and not self._fits(plan, round_costs, True, clock.now_ns() - started)
-                    and self._fits(plan, round_costs, False, clock.now_ns() - started))
-                # A full layer round no longer fits, and some layer entries are short of their rounds:
-                # those, the heaviest first, take what is left of the budget.
-                stratum = None
-                if not layer_round and plan.lean and rounds >= next_layers:
-                    stratum = self._stratum(items, plan, round_costs, clock.now_ns() - started, rounds)
-                    layer_round = stratum is not None
-                    partial_rounds += layer_round
-                if layer_round:
-                    next_layers = rounds + plan.layer_every
-                for i, item in enumerate(items):
-                    if isinstance(item, Action):
-                        if (layer_round or not item.layer) and (plan.lean or not item.lean_only) \
-                                and _pending(items, i, layer_round):
-                            item.run_round(self.timer, fixed)
-                    elif item.layer and (not layer_round or stratum is not None and not (
-                            isinstance(item, Probe) and stratum.takes(item, clock.now_ns(), self.timer))):
-                        item.skip_round()  # type: ignore[union-attr]
-                    else:
-                        _labelled(item, lambda: item.run_round(self.timer, fixed))
-                rounds += 1
-                if self.reference is not None:
-                    section.reference_ns.append(round(self.reference.sample(), 1))
-                drift = measure_drift(((s.samples, s.round_sizes) for s in all_series), rounds,
-                                      sampling.drift_threshold)
-                measured_ns = clock.now_ns() - started
-                if stratum is None:  # (a partial round predicts neither kind of round)
-                    round_costs.append((layer_round, measured_ns + started - t0))
-                stopped = self._decide(all_series, rounds, drift, measured_ns, plan, round_costs)
-                emitted = self._emit(section, all_series, emitted, drift)
-                apply_drift([section], drift)  # the levels so far; the entries emitted so far
-                self.on_round(section, 1.0 if stopped else self._done(rounds, measured_ns))
+                _labelled(item, lambda: item.warm(self.timer, st.fixed))
+            if not st.fixed:
+                st.plan = self._plan(items, self.timer.clock.now_ns() - st.started)
+            while not all(s.final for s in st.all_series):
+                self._round(section, st)
         except BaseException:
-            stopped = "interrupted"
-            for s in all_series[emitted:]:
+            st.stopped = "interrupted"
+            for s in st.all_series[st.emitted:]:
                 if s.samples:
-                    section.entries.append(s.entry(drift, complete=False))
+                    section.entries.append(s.entry(st.drift, complete=False))
             raise
         finally:
-            described = plan.describe()
-            if partial_rounds:
-                described += ("; then %d partial layer round%s: the layer entries short of %d rounds, the "
-                              "heaviest first, as many as the rest of the budget allowed"
-                              % (partial_rounds, "" if partial_rounds == 1 else "s", MIN_LAYER_ROUNDS))
-            section.sampling = {"rounds": rounds, "seconds": round(measured_ns / 1e9, 3),
-                                "budget_seconds": None if fixed else sampling.max_seconds,
-                                "plan": described, "lean": plan.lean, "layer_every": plan.layer_every,
-                                "stopped": stopped}
-        return drift
+            if st.rounds:
+                st.drift = measure_drift(((s.samples, s.round_sizes) for s in st.all_series), st.rounds,
+                                         sampling.drift_threshold, reference=section.reference_ns)
+                apply_drift([section], st.drift)
+            section.sampling = self._sampling(st)
+        return st.drift
+
+    def _round(self, section: Section, st: "_State") -> None:
+        """One round: every item in it (as the plan and the shares say), then the rule, the shares again, the
+        entries now final handed over."""
+        clock, timer, items, plan = self.timer.clock, self.timer, st.items, st.plan
+        t0 = clock.now_ns()
+        # Every entry gets its samples: the first round holds the layers, whatever the budget.
+        layer_round = st.rounds == 0 or st.rounds >= st.next_layers and not (
+            plan.lean and not self._fits(plan, st.round_costs, True, t0 - st.started)
+            and self._fits(plan, st.round_costs, False, t0 - st.started))
+        # A full layer round no longer fits, and some layer entries are short of their rounds:
+        # those, the heaviest first, take what is left of the budget.
+        stratum = None
+        if not layer_round and plan.lean and st.rounds >= st.next_layers:
+            stratum = self._stratum(items, plan, st.round_costs, t0 - st.started, st.rounds)
+            layer_round = stratum is not None
+            st.partial_rounds += layer_round
+        if layer_round:
+            st.next_layers = st.rounds + plan.layer_every
+        part = self._participants(st, layer_round, stratum)
+        predicted, ran_layers = 0.0, False
+        for i, item in enumerate(items):
+            if isinstance(item, Action):
+                if (layer_round or not item.layer) and (plan.lean or not item.lean_only) \
+                        and _pending(items, part, i, item, ran_layers):
+                    item.run_round(timer, st.fixed)
+                    predicted += item.round_cost(timer)
+            elif part[i] is False or part[i] is None and not stratum.takes(item, clock.now_ns(), timer):  # type: ignore
+                item.skip_round()  # type: ignore[union-attr]
+            else:
+                if not all(s.final for s in item.series):
+                    predicted += item.round_cost(timer)
+                    ran_layers = ran_layers or item.layer
+                _labelled(item, lambda: item.run_round(timer, st.fixed))
+        st.rounds += 1
+        if self.reference is not None:
+            section.reference_ns.append(round(self.reference.sample(), 1))
+        st.levels.add_round([(s.samples, s.round_sizes) for s in st.all_series])
+        st.drift = Drift(tuple(st.levels.levels(section.reference_ns)), self.timer.sampling.drift_threshold)
+        st.measured_ns = clock.now_ns() - st.started
+        if stratum is None:  # (a partial round predicts neither kind of round)
+            st.round_costs.append((layer_round, st.measured_ns + st.started - t0))
+        st.scale = (st.measured_ns + st.started - t0) / predicted if predicted > 0 else 1.0
+        st.stopped = self._decide(st)
+        if not st.stopped and not st.fixed and st.rounds >= st.next_plan:
+            self._allocate(st)
+        st.emitted = self._emit(section, st.all_series, st.emitted, st.drift)
+        apply_drift([section], st.drift)  # the levels so far; the entries emitted so far
+        self.on_round(section, 1.0 if st.stopped else self._done(st.rounds, st.measured_ns))
+
+    def _participants(self, st: "_State", layer_round: bool, stratum: Optional[Stratum]) -> List[Optional[bool]]:
+        """Per item: in this round (True), not (False), or as the partial layer round decides when it comes to
+        it (None); an entry's share of the rounds is taken here, once a round."""
+        part: List[Optional[bool]] = []
+        for item in st.items:
+            if isinstance(item, Action) or all(s.final for s in item.series):
+                part.append(False)
+            elif item.layer and not layer_round:
+                part.append(False)
+            elif item.layer and stratum is not None:
+                part.append(None if isinstance(item, Probe) else False)
+            elif isinstance(item, Probe) and item.layer and not item.fed and st.allocation.planned:
+                part.append(st.allocation.takes(id(item)))
+            else:
+                part.append(True)
+        return part
+
+    def _allocate(self, st: "_State") -> None:
+        """The per-layer entries' shares of the rounds to come, from the spread each has shown (see
+        ``nnprofile.measure.allocation``); one at its target after ``min_rounds`` is final."""
+        sampling, timer = self.timer.sampling, self.timer
+        st.next_plan = max(st.rounds + 1, int(st.rounds * REPLAN))
+        for item in st.items:  # the samples each takes in a round, by where its spread lies
+            if isinstance(item, Probe) and not item.fed and not item.series[0].final:
+                item.replan(timer)
+        dropped = st.drift.dropped
+        probes = [p for p in st.items if isinstance(p, Probe) and p.layer and not p.fed and not p.series[0].final]
+        if not probes:
+            return
+        lean = 1.0 / st.plan.layer_every if st.plan.lean else 1.0
+        needs = []
+        for p in probes:
+            k = st.index[id(p.series[0])]
+            needs.append(Need(st.levels.rounds_in(k, dropped), st.levels.rse(k, dropped, p.series[0].overhead_ns),
+                              _cost(p, timer), lean))
+        chosen = {id(p) for p in probes}
+        fixed_ns = sum(_cost(item, timer) for item in st.items
+                       if id(item) not in chosen and not (item.series and all(s.final for s in item.series)))
+        remaining = (sampling.max_seconds * 1e9 - st.measured_ns) / max(st.scale, 0.5)
+        goal = MARGIN * sampling.target_rse
+        planned, reachable = shares(needs, goal, sampling.min_rounds, remaining, fixed_ns,
+                                    sampling.max_rounds - st.rounds)
+        for p, share, ok in zip(probes, planned, reachable):
+            s = p.series[0]
+            if ok and share <= 0 and s.rounds_with_samples(dropped) >= sampling.min_rounds \
+                    and s.rse(dropped) <= goal:
+                s.final = True  # sure enough: its rounds go to the others
+        st.allocation.plan([id(p) for p in probes], planned)
+
+    def _sampling(self, st: "_State") -> dict:
+        """What the budget allowed, as the section keeps it."""
+        sampling = self.timer.sampling
+        described = st.plan.describe()
+        if st.allocation.planned:
+            described += ("; from round %d on, the layer entries' shares of the rounds by the spread each had "
+                          "shown, those at the target done" % (FIRST_PLAN + 1))
+        if st.partial_rounds:
+            described += ("; then %d partial layer round%s: the layer entries short of %d rounds, the "
+                          "heaviest first, as many as the rest of the budget allowed"
+                          % (st.partial_rounds, "" if st.partial_rounds == 1 else "s", MIN_LAYER_ROUNDS))
+        return {"rounds": st.rounds, "seconds": round(st.measured_ns / 1e9, 3),
+                "budget_seconds": None if st.fixed else sampling.max_seconds,
+                "plan": described, "lean": st.plan.lean, "layer_every": st.plan.layer_every, "stopped": st.stopped}
 
     def _plan(self, items: Sequence[Item], elapsed_ns: float) -> Plan:
         """After the warm-up pass: lean rounds when normal rounds do not fit the budget."""
@@ -621,28 +605,37 @@ class RoundRunner:
                 left -= cost
         return Stratum(chosen, end, (after + whole) * scale) if chosen else None
 
-    def _decide(self, all_series: List[Series], rounds: int, drift: Drift, elapsed_ns: float, plan: Plan,
-                round_costs: List[Tuple[bool, float]]) -> str:
+    def _decide(self, st: "_State") -> str:
         """Marks every series final when the rule holds; returns why ("" while sampling goes on)."""
         sampling = self.timer.sampling
+        all_series, rounds, drift, plan = st.all_series, st.rounds, st.drift, st.plan
         reason = ""
         if not sampling.adaptive:
             if rounds >= (sampling.runs or 1):
                 reason = "runs"
         else:
-            # An entry that has had its budget of timed work ends the sampling of all: every round
-            # holds every entry, so that no entry is timed in a context the others left (a cheap
-            # entry run alone, round after round, finds its data in the caches and reads faster).
+            # An entry that has had its budget of timed work ends the sampling of all (a whole-step entry: every
+            # round holds it), or its own (a per-layer entry whose share of the rounds is planned).
             # Lean: a round of the whole-step entries alone is the cheapest that can come next.
-            next_round = _round_cost(plan, round_costs, not plan.lean)
+            next_round = _round_cost(plan, st.round_costs, not plan.lean)
             kept = rounds - len(drift.dropped)
-            steady = all(s.final or s.rse(drift.dropped) <= sampling.target_rse for s in all_series)
+            budget = sampling.max_seconds_per_entry * 1e9
+            if st.allocation.planned:  # an entry that has had its budget is done; the others go on
+                for k, s in enumerate(all_series):
+                    if not s.final and k in st.allocated and s.spent_ns >= budget:
+                        s.final = True
+            dropped = drift.dropped
+            steady = all(s.final or (st.levels.rse(k, dropped, s.overhead_ns) <= sampling.target_rse
+                                     and st.levels.rounds_in(k, dropped) >= sampling.min_rounds)
+                         for k, s in enumerate(all_series)) \
+                and all(s.final or s.rse(dropped) <= sampling.target_rse for s in all_series)
             if steady and kept >= sampling.min_rounds and not drift.flagged:
                 reason = "target"
-            elif not plan.lean and any(s.spent_ns >= sampling.max_seconds_per_entry * 1e9 for s in all_series):
+            elif not plan.lean and any(s.spent_ns >= budget for k, s in enumerate(all_series)
+                                       if not (st.allocation.planned and k in st.allocated)):
                 # (A lean plan has shared the section's budget out already: a whole pass may use it.)
                 reason = "entry budget"
-            elif elapsed_ns + next_round > sampling.max_seconds * 1e9:
+            elif st.measured_ns + next_round > sampling.max_seconds * 1e9:
                 reason = "budget"
             elif rounds >= sampling.max_rounds:
                 reason = "max rounds"
@@ -672,6 +665,29 @@ class RoundRunner:
         return emitted
 
 
+class _State:
+    """A section's sampling under way: its items and series, the rounds so far, the plan and the shares."""
+
+    def __init__(self, items: Sequence[Item], fixed: bool, threshold: float, started: int):
+        self.items = items
+        self.fixed = fixed
+        self.all_series: List[Series] = [s for item in items for s in item.series]
+        self.index = {id(s): k for k, s in enumerate(self.all_series)}
+        # the per-layer entries, whose shares of the rounds are planned (the whole-step ones are in every round)
+        self.allocated = {self.index[id(item.series[0])] for item in items if isinstance(item, Probe) and item.layer}
+        self.started = started
+        self.rounds = self.emitted = self.partial_rounds = self.next_layers = 0
+        self.next_plan = FIRST_PLAN
+        self.measured_ns = 0
+        self.scale = 1.0                  # the last round's cost against its prediction
+        self.round_costs: List[Tuple[bool, float]] = []  # (a layer round, ns) of each round
+        self.plan = Plan()
+        self.drift = Drift((), threshold)
+        self.levels = RoundLevels()
+        self.allocation = Allocation()
+        self.stopped = ""
+
+
 def _labelled(item: Item, run: Callable[[], object]) -> None:
     """Run an item's work; an exception says which entry was being measured."""
     try:
@@ -681,6 +697,15 @@ def _labelled(item: Item, run: Callable[[], object]) -> None:
             e.nnprofile_entry = item.series[0].make_entry(  # type: ignore[attr-defined]
                 Measurement([0.0])).label
         raise
+
+
+def _cost(item: Item, timer: Timer) -> float:
+    """What a round of an item costs: as predicted, or as its samples took where that is more."""
+    predicted = item.round_cost(timer)
+    if isinstance(item, Probe) and item.series:
+        s = item.series[0]
+        return max(predicted, s.spent_ns / max(1, s.rounds_with_samples()))
+    return predicted
 
 
 def _round_cost(plan: Plan, round_costs: List[Tuple[bool, float]], layer_round: bool) -> float:
@@ -696,7 +721,12 @@ def _round_cost(plan: Plan, round_costs: List[Tuple[bool, float]], layer_round: 
     return min(plan.whole_ns, sum(layered) / len(layered)) if layered and plan.whole_ns else plan.whole_ns
 
 
-def _pending(items: Sequence[Item], index: int, layer_round: bool = True) -> bool:
-    """Whether a probe after ``items[index]`` still takes samples in this round."""
-    return any(not s.final for item in items[index + 1:] if not isinstance(item, Action)
-               and (layer_round or not item.layer) for s in item.series)
+def _pending(items: Sequence[Item], part: Sequence[Optional[bool]], index: int, action: "Action",
+             ran_layers: bool) -> bool:
+    """Whether an action runs: a layer entries' refresh where a layer entry after it is in this round; the
+    settling step after them where they ran; any other where any probe after it is."""
+    if action.lean_only and not ran_layers:
+        return False
+    only_layers = action.layer and not action.lean_only
+    return any(p is not False for item, p in zip(items[index + 1:], part[index + 1:])
+               if not isinstance(item, Action) and (item.layer or not only_layers))

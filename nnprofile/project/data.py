@@ -56,6 +56,10 @@ class DatasetSource:
             prefetch.join()
         return batch
 
+    def epoch_reads(self) -> int:
+        """Reads that take the iterator through its dataset once (its memory cache then holds it)."""
+        return -(-self.size // max(1, self.spec.batch_size))
+
     def close(self) -> None:
         self._iterator.close()
 
@@ -102,6 +106,9 @@ class MultiSource:
         for s in self.sources:
             batch.update(s.next())
         return batch
+
+    def epoch_reads(self) -> int:
+        return max([s.epoch_reads() for s in self.sources] or [0])
 
     def close(self) -> None:
         for s in self.sources:
@@ -189,6 +196,9 @@ class SyntheticSource:
     def next(self) -> Dict[str, np.ndarray]:
         self._i ^= 1
         return self._batches[self._i]
+
+    def epoch_reads(self) -> int:
+        return 0
 
     def close(self) -> None:
         pass

@@ -106,13 +106,13 @@ def _eager_info(describer: Describer, raw: Any) -> FunctionInfo:
         out = []
         for shape, dtype in arrays:
             v = VariableInfo(len(describer.variables), tuple(shape), dtype, False, None)
-            describer.variables[("eager", v.id)] = v
+            describer.add(("eager", v.id), v)
             out.append(v.id)
         return out
     ins, outs = variables(raw.inputs), variables(raw.outputs)
     info = FunctionInfo(len(describer.functions), raw.type_name, raw.type_name, dict(raw.args), ins, outs,
                         [None] * len(ins), [False] * len(outs), [], raw.source)
-    describer.functions[("eager", info.id)] = info
+    describer.add(("eager", info.id), info)
     return info
 
 

@@ -59,7 +59,7 @@ def stacked(on: bool) -> None:
     if not isinstance(locks, StackedLocks) or (StackedLocks.__setitem__ is _stacked_set) == on:
         return
     if on:  # the waits under way (other threads') as the bottom of their stacks; a wait noted meanwhile is kept
-        StackedLocks.__setitem__, StackedLocks.__delitem__ = _stacked_set, _stacked_del  # type: ignore
+        StackedLocks.__setitem__, StackedLocks.__delitem__ = _stacked_set, _stacked_del
         for key, value in list(dict.items(locks)):
             locks.stacks.setdefault(key, [value])
     else:

@@ -6,7 +6,7 @@ from typing import List, Optional
 
 from ..analysis import SPREAD_FLOOR_MS, Analysis, SectionAnalysis, analyze
 from ..analysis.breakdown import purpose, summary_lines
-from ..analysis.precision import listed, sampling_line
+from ..analysis.precision import listed, load_line, sampling_line
 from ..analysis.ranks import summary_lines as ranks_lines
 from ..result import Entry, Profile, Section, format_ms
 from ..base.choices import GRAPH
@@ -102,6 +102,9 @@ def section_footer(profile: Profile, a: SectionAnalysis) -> List[str]:
     p = a.precision
     if p is not None and a.section.sampling:
         lines.append(sampling_line(p))
+    load = load_line(a.section)
+    if load:
+        lines.append("Input: %s" % load)
     target = profile.header.target_rse
     thin = {id(e) for e in p.thin} if p is not None else set()
     missed = [e for e in a.missed_target if id(e) not in thin]

@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..analysis import Analysis, SectionAnalysis, analyze, charted_layers
 from ..analysis.breakdown import summary_rows as advice_rows
+from ..analysis.precision import load_line
 from ..analysis.ranks import RANK_COLUMNS, STEP_COLUMNS, RanksAnalysis, rank_rows, step_rows
 from ..analysis.windows import WindowsAnalysis, window_columns, window_rows
 from ..analysis.ranks import summary_lines as ranks_lines
@@ -286,6 +287,8 @@ def _info_sheet(book: _Book, ws: Any, profile: Profile, analysis: Analysis) -> N
     rows += [["note", note] for note in profile.notes]
     rows += [["drift", "%s: %s" % (a.section.title, a.drift.describe())] for a in analysis.sections
              if a.drift.describe()]
+    rows += [["input", "%s: %s" % (a.section.title, load_line(a.section))] for a in analysis.sections
+             if load_line(a.section)]
     for i, row in enumerate(rows, start=1):
         _write_row(book, ws, i, row, {})
 

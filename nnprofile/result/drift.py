@@ -17,8 +17,9 @@ from .model import Entry, Section
 Pair = Tuple[Sequence[float], Sequence[int]]  # an entry's samples and round sizes
 
 
-def measure_drift(pairs: Iterable[Pair], rounds: int, threshold: float, robust: bool = False) -> Drift:
-    return Drift(tuple(speed_levels([p for p in pairs if p[0]], rounds, robust)), threshold)
+def measure_drift(pairs: Iterable[Pair], rounds: int, threshold: float, robust: bool = False,
+                  reference: Sequence[float] = ()) -> Drift:
+    return Drift(tuple(speed_levels([p for p in pairs if p[0]], rounds, robust, reference)), threshold)
 
 
 def drop(entry: Entry, drift: Drift) -> None:
