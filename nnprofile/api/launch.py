@@ -102,6 +102,7 @@ def run_recording(script: PathLike, *args: str, outdir: Optional[PathLike] = Non
     try:
         with _entered(recording):
             try:
+                recording.runs_program_below(sys._getframe())
                 if module:
                     runpy.run_module(target, run_name="__main__", alter_sys=True)
                 else:

@@ -144,6 +144,13 @@ class Recording:
         self._guard: Optional[Any] = None
         self._started_unix = 0.0
 
+    def runs_program_below(self, frame: Any) -> None:
+        """A launcher's frame, from which the program runs: its stacks are taken up to it, never beyond."""
+        try:
+            self.recorder.stacks.outside(frame)
+        except Exception:  # the stacks then walk to the top: slower, no less right
+            pass
+
     def __enter__(self) -> "Recording":
         from ..recording.calibrate import calibrate
         if self.outdir is not None:  # one run at a time in a folder: the second is refused, in one line

@@ -184,11 +184,10 @@ class Recorder(Wrappers, Counting):
 
     def _pre(self, f: Any) -> None:
         try:
-            if _ident() != self._thread:
-                return
-            if self.sync is not None:
-                self.sync()  # what ran before this function is not its time
-            self._open.append((f, self.clock()))
+            if _ident() == self._thread:
+                if self.sync is not None:
+                    self.sync()  # what ran before this function is not its time
+                self._open.append((f, self.clock()))
         except BaseException as e:  # noqa: B036 (a Ctrl-C is given back by hook_fault)
             self.hook_fault("the function pre-hook", e)
 
@@ -211,12 +210,18 @@ class Recorder(Wrappers, Counting):
             if self.sync is not None:
                 self.sync()
             end = self.clock()
-            start = self._start_of(f)
-            if start is None:
-                return
-            depth = len(self._open)
-            if depth:
-                self.events.append(Call(f, start, end, None, STATIC, depth))
+            opened = self._open
+            top = opened[-1] if opened else None
+            if type(top) is tuple and top[0] == f:  # (the usual case: f's own call on top; NNabla hands each hook
+                # a new Python object for the same function)
+                opened.pop()
+                start = top[1]
+            else:
+                start = self._start_of(f)
+                if start is None:
+                    return
+            if opened:
+                self.events.append(Call(f, start, end, None, STATIC, len(opened)))
                 return
             frame = _getframe(1)
             site = (frame.f_code, frame.f_lasti)

@@ -44,6 +44,20 @@ def describe_code(code: Any) -> CodeInfo:
     return CodeInfo(code.co_filename, code.co_name, code.co_firstlineno, sorted(ends.items()), lines)
 
 
+_DESCRIBED: Dict[Any, CodeInfo] = {}  # code object -> its description, shared by every recording of the process
+_DESCRIBED_MAX = 4096
+
+
+def described(code: Any) -> CodeInfo:
+    """``describe_code``, once per code object (a calibration's recorders meet the program's code again)."""
+    info = _DESCRIBED.get(code)
+    if info is None:
+        if len(_DESCRIBED) >= _DESCRIBED_MAX:
+            _DESCRIBED.clear()
+        info = _DESCRIBED[code] = describe_code(code)
+    return info
+
+
 class Stacks:
     """Takes the program's stack at a call; holds the code descriptions the stacks refer to."""
 
@@ -75,7 +89,7 @@ class Stacks:
             index = self._index[code] = len(self.codes)
             self.objects.append(code)
             try:
-                self.codes.append(describe_code(code))
+                self.codes.append(described(code))
             except Exception:  # a code object dis cannot read: no loops known in it
                 self.codes.append(CodeInfo(str(getattr(code, "co_filename", "?")), str(getattr(code, "co_name", "?")), 0))
         return index
@@ -115,6 +129,12 @@ class Stacks:
         while frame is not None and not self._is_program(frame):
             frame = frame.f_back
         frame = frame.f_back if frame is not None else None
+        while frame is not None:
+            self.outer.add(id(frame))
+            frame = frame.f_back
+
+    def outside(self, frame: Any) -> None:
+        """``frame`` and those around it run the program (a launcher's): the walk for a stack stops there."""
         while frame is not None:
             self.outer.add(id(frame))
             frame = frame.f_back

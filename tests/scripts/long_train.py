@@ -70,7 +70,7 @@ def main():
     else:
         solver = S.Adam(1e-3)
         solver.set_parameters(nn.get_parameters())
-    monitor = MonitorSeries("Training loss", Monitor(tempfile.mkdtemp(prefix="long_train_")), interval=50)
+    monitor = MonitorSeries("Training loss", Monitor(_scratch(prefix="long_train_")), interval=50)
     i = 0
     ends, memory = [time.perf_counter_ns()], []
     while args.iterations == 0 or i < args.iterations:
@@ -108,6 +108,15 @@ def main():
         import json
         with open(args.report, "w") as f:
             json.dump({"steps_ns": [b - a for a, b in zip(ends, ends[1:])], "rss_kib": memory}, f)
+
+
+_SCRATCH = []
+
+
+def _scratch(prefix="monitor-"):
+    """A monitor folder removed when the program exits (nothing is left in /tmp)."""
+    _SCRATCH.append(tempfile.TemporaryDirectory(prefix=prefix))
+    return _SCRATCH[-1].name
 
 
 if __name__ == "__main__":
