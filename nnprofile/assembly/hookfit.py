@@ -97,8 +97,8 @@ def gap_ratio(passes: Sequence[Any], outside_of: Callable[[Any, Any], float],
         if p.dynamic or len(p.calls) < 2:
             continue
         # nnprofile's own work inside the pass (a step that ended at its first function) is no gap
-        gaps = (p.end_ns - p.start_ns) - sum(c.end_ns - c.start_ns for c in p.calls) - overlap(p.start_ns, p.end_ns,
-                                                                                                excluded)
+        gaps = ((p.end_ns - p.start_ns) - overlap(p.start_ns, p.end_ns, excluded)
+                - sum(c.end_ns - c.start_ns - overlap(c.start_ns, c.end_ns, excluded) for c in p.calls))
         costs = sum(outside_of(c, p) for c in p.calls[:-1])
         if costs > 0:
             measured.append((max(0.0, gaps), costs))

@@ -35,6 +35,7 @@ SOLVER_PHASES = {"zero_grad": "prepare_backward", "weight_decay": "weight_decay"
 # Events a trace keeps per step: a bound on its size (times the active steps).
 MAX_EVENTS_PER_STEP = 20_000
 COVERED = 0.9   # a graph's functions covering less of its passes: the rest is an engine entry
+_LAST = float("inf")
 UNRESOLVED = 0.9  # the hooks' cost inside a call, as a share of it, beyond which it is not taken off
 OWN_LINES = 12    # the program's own lines a step's section keeps (the most sampled)
 
@@ -51,8 +52,18 @@ def merged(intervals: Sequence[Tuple[int, int]]) -> List[Tuple[int, int]]:
 
 
 def overlap(start: int, end: int, excluded: Sequence[Tuple[int, int]]) -> int:
-    """How much of [start, end) nnprofile's own work took (``excluded``: merged intervals)."""
-    return sum(max(0, min(b, end) - max(a, start)) for a, b in excluded)
+    """How much of [start, end) nnprofile's own work took (``excluded``: merged intervals, in order): found by
+    bisection, so that every call of a long window can ask."""
+    i = max(0, bisect.bisect_right(excluded, (start, _LAST)) - 1)
+    total, n = 0, len(excluded)
+    while i < n:
+        a, b = excluded[i]
+        if a >= end:
+            break
+        if b > start:
+            total += min(b, end) - max(a, start)
+        i += 1
+    return total
 
 
 class Builder:
@@ -73,6 +84,11 @@ class Builder:
         self.layers: Dict[str, Dict[Any, Layer]] = {}  # graph name -> layer key -> layer
         self._events_per_step: Dict[int, int] = {}
 
+    def span(self, call: Any) -> float:
+        """A call's time, nnprofile's own work inside it (the sampler's, its wrappers') left out."""
+        start, end = getattr(call, "start_ns", 0), getattr(call, "end_ns", 0)
+        return float(end - start - overlap(start, end, self.excluded))
+
     def signature(self, call: Call, phase: str = "forward") -> Optional[str]:
         """The call's key among the hooks' costs measured per signature (its backward's for a backward call)."""
         f = self.functions.get(call.function)
@@ -84,7 +100,7 @@ class Builder:
         c, key = self.costs, self.signature(call, phase)
         if call.kind == "static" and c.measured(key):
             return 0.0
-        return c.eviction * max(0.0, call.end_ns - call.start_ns - c.inside(call.kind, key))
+        return c.eviction * max(0.0, self.span(call) - c.inside(call.kind, key))
 
     def hook_total(self, calls: Sequence[Call], phase: str = "forward") -> float:
         """What the hooks added to a stretch of these calls: each call's whole cost and its eviction."""
@@ -119,7 +135,7 @@ class Builder:
                     kinds[label] = []
                     order.append(label)
                     types[label] = kind
-                kinds[label].append(float(child.end_ns - child.start_ns))
+                kinds[label].append(self.span(child))
         n = max(1, len(calls))
         return [{"label": label, "type": types[label], "calls": round(len(kinds[label]) / n, 4),
                  "mean_ms": round(sum(kinds[label]) / len(kinds[label]) / 1e6, 6)} for label in order]
@@ -179,7 +195,7 @@ class Builder:
             for key, call, phase in layer_keys(graph, i):
                 known = layer(key, call)
                 inside, cost = self.inner(call)
-                (forward if phase == "forward" else backward).get(key).add(max(0.0, float(call.end_ns - call.start_ns) - cost))
+                (forward if phase == "forward" else backward).get(key).add(max(0.0, self.span(call) - cost))
                 if inside:
                     parents.setdefault((phase, key), []).append((call, cost))
                     self._nested_events(call)
@@ -189,7 +205,7 @@ class Builder:
                 passed = max(0.0, p.end_ns - p.start_ns - self.pass_hooks(p) - sum(inner)
                              - overlap(p.start_ns, p.end_ns, self.excluded))
                 whole.get(p.phase).add(passed)
-                functions = sum(max(0.0, c.end_ns - c.start_ns - x) for c, x in zip(p.calls, inner))
+                functions = sum(max(0.0, self.span(c) - x) for c, x in zip(p.calls, inner))
                 engine.get(p.phase).add(max(0.0, passed - functions))
                 site = self.capture.sites.get(p.site) if p.site is not None else None
                 if site is not None and site.clears:
@@ -270,7 +286,7 @@ class Builder:
                 if depth_of(e):
                     continue  # inside another call: in its parent's time, and listed as its child
                 inside, cost = self.inner(e)
-                took = max(0.0, float(getattr(e, "end_ns", 0) - getattr(e, "start_ns", 0)) - cost)
+                took = max(0.0, self.span(e) - cost)
                 key: Any = None
                 if isinstance(e, Call):
                     if e.kind == EAGER:  # by function type and the program's line (any shapes)

@@ -2,25 +2,32 @@
 
 A step's ``other`` part is the program's own Python between NNabla's calls: converting data, reading ``.d``,
 building graphs inside the loop, logging. It is often the first thing to fix, and the recording knows only
-its total. A thread of nnprofile's wakes every millisecond while a window is open and, holding the
-interpreter's lock (the program's thread waits meanwhile), reads the program's thread's stack, as
-pyinstrument and py-spy do:
+its total. Where the program runs in the main thread (scripts, notebooks, mpirun's ranks), the sampler is a
+profiling timer (``SIGPROF`` every millisecond of the process's CPU time, as yappi's and gperftools'
+samplers are): its handler runs in the program's own thread between bytecodes, is handed the frame the
+thread is on, and times itself, so that what it costs is known to the nanosecond. A program that has a
+SIGPROF handler or timer of its own keeps it, and is sampled as a program in another thread is: a thread of
+nnprofile's wakes every millisecond and, holding the interpreter's lock (the program's thread waits
+meanwhile), reads the program's thread's stack, as pyinstrument and py-spy do.
 
-- inside a call nnprofile times (a function, a solver, a read: the recorder's open calls), or inside
+- Inside a call nnprofile times (a function, a solver, a read: the recorder's open calls), or inside
   NNabla's C++ pass (the program's innermost frame at a pass's call site), the sample is no ``other``, and
   is dropped;
 - else it counts for the program's own line: the innermost frame of the program's own code (a library's
   frames, NumPy's or Python's own, are charged to the program's line that called them).
 
-The sampler's own time, the lock held, is nnprofile's work and left out of every step (``excluded``). The
-thread needs the interpreter's lock, which the program's thread hands over at its switch interval
-(5 ms by default): it is lowered to 0.1 ms while a window is open and restored after, so that a sample lands
-where the program is, not only where it lets the lock go (a line that copies into NNabla would draw them all). Outside windows
+The sampler's own time is nnprofile's work and left out of every figure, a step's and a call's alike
+(``excluded``). The thread needs the interpreter's lock, which the program's thread hands over at its
+switch interval (5 ms by default): it is lowered to 0.1 ms while a window is open and restored after, so
+that a sample lands where the program is, not only where it lets the lock go (a line that copies into NNabla
+would draw them all); the thread's handovers cost the program more than the timer's handler, which is why
+the timer comes first. Outside windows
 nothing runs. Sampling cannot see into a C++ call that holds the lock throughout: such time is
 attributed at the call's end, or not at all, and the share of each line is of the samples taken.
 """
 from __future__ import annotations
 
+import signal
 import sys
 import threading
 import time
@@ -49,9 +56,12 @@ class Sampler:
         self._thread: Optional[threading.Thread] = None
         self._switch: Optional[float] = None
         self.taken = 0                               # samples tried (the cost's count)
+        self._timer = False                          # sampling by the profiling timer (SIGPROF) now
 
     def start(self) -> None:
-        if self._thread is not None:
+        if self._thread is not None or self._timer:
+            return
+        if self._start_timer():
             return
         self._stop.clear()
         try:
@@ -62,7 +72,66 @@ class Sampler:
         self._thread = threading.Thread(target=self._run, name="nnprofile-sampler", daemon=True)
         self._thread.start()
 
+    def _start_timer(self) -> bool:
+        """SIGPROF in the program's own thread, where that is the main thread and neither a handler nor a timer of
+        the program's has it; False where it cannot be had."""
+        try:
+            main = threading.main_thread().ident
+            if threading.get_ident() != main or self.recorder._thread != main or not hasattr(signal, "setitimer"):
+                return False
+            if signal.getsignal(signal.SIGPROF) not in (signal.SIG_DFL, None) or any(signal.getitimer(signal.ITIMER_PROF)):
+                return False
+            signal.signal(signal.SIGPROF, self._on_timer)
+            signal.siginterrupt(signal.SIGPROF, False)  # a system call the signal lands in is restarted, not failed
+            self._timer = True
+            signal.setitimer(signal.ITIMER_PROF, self.interval_s, self.interval_s)
+            return True
+        except Exception:
+            self._stop_timer()
+            return False
+
+    def _stop_timer(self) -> None:
+        """The timer off and SIGPROF's default back, where the handler is still ours (the program may have set its
+        own since)."""
+        if not self._timer:
+            return
+        self._timer = False
+        try:
+            if signal.getsignal(signal.SIGPROF) == self._on_timer:
+                signal.setitimer(signal.ITIMER_PROF, 0, 0)
+                signal.signal(signal.SIGPROF, signal.SIG_DFL)
+        except Exception:  # not from the main thread: the timer off at least; the handler does nothing now
+            try:
+                signal.setitimer(signal.ITIMER_PROF, 0, 0)
+            except Exception:
+                pass
+
+    def _on_timer(self, signum: int, frame: Any) -> None:
+        """The timer's handler, in the program's thread: the sample, and its own time left out of every figure."""
+        if not self._timer:
+            return
+        r = self.recorder
+        clock = time.perf_counter_ns
+        t0 = clock()
+        self.taken += 1
+        try:
+            if not r._open and r.capturing and frame is not None:
+                self._keep(t0, self._where(frame, r))
+        except Exception:  # never a failure of the sampler's into the program
+            pass
+        finally:
+            r.excluded.append((t0, clock()))
+
+    def _keep(self, t0: int, where: Optional[Where]) -> None:
+        if where is not None:
+            index = self._index.get(where)
+            if index is None:
+                index = self._index[where] = len(self.wheres)
+                self.wheres.append(where)
+            self.samples.append((t0, index))
+
     def stop(self) -> None:
+        self._stop_timer()
         if self._thread is None:
             return
         self._stop.set()
@@ -95,13 +164,7 @@ class Sampler:
             if r._open or not r.capturing:
                 return
             frame = sys._current_frames().get(r._thread)
-            where = self._where(frame, r) if frame is not None else None
-            if where is not None:
-                index = self._index.get(where)
-                if index is None:
-                    index = self._index[where] = len(self.wheres)
-                    self.wheres.append(where)
-                self.samples.append((t0, index))
+            self._keep(t0, self._where(frame, r) if frame is not None else None)
         finally:
             r.excluded.append((t0, clock()))  # the program's thread waited: no part of any step
 

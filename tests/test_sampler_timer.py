@@ -1,0 +1,107 @@
+"""The sampler of the program's own lines: a profiling timer in the program's thread, its own time left out of
+every figure, and the program's own SIGPROF left alone."""
+import random
+import signal
+import sys
+import threading
+
+from nnprofile.assembly.sections import merged, overlap
+from nnprofile.recording.sampler import Sampler
+
+
+class _Recorder:
+    def __init__(self):
+        self._open, self.capturing, self.excluded = [], True, []
+        self._thread = threading.main_thread().ident
+        self._site_phases = {}
+
+
+def test_the_timer_samples_the_program_s_own_line_and_leaves_its_own_time_out():
+    r = _Recorder()
+    s = Sampler(r)
+    s._timer = True  # as started, without a real timer: the handler called as the signal would call it
+    line = sys._getframe().f_lineno + 1
+    s._on_timer(signal.SIGPROF, sys._getframe())
+    assert s.taken == 1 and len(r.excluded) == 1 and r.excluded[0][0] <= r.excluded[0][1]
+    [(t0, index)] = s.samples
+    assert t0 == r.excluded[0][0] and s.wheres[index][1:] == (line, "test_the_timer_samples_the_program_s_own_line_"
+                                                                    "and_leaves_its_own_time_out")
+    r._open.append(("a function", 0))  # inside a call nnprofile times: no sample, its time still left out
+    s._on_timer(signal.SIGPROF, sys._getframe())
+    assert len(s.samples) == 1 and len(r.excluded) == 2 and s.taken == 2
+    s._timer = False  # stopped: a signal still pending does nothing
+    s._on_timer(signal.SIGPROF, sys._getframe())
+    assert s.taken == 2
+
+
+def test_the_timer_runs_only_in_a_window_and_gives_sigprof_back():
+    r = _Recorder()
+    s = Sampler(r)
+    s.start()
+    try:
+        assert s._timer and s._thread is None
+        assert signal.getsignal(signal.SIGPROF) == s._on_timer and any(signal.getitimer(signal.ITIMER_PROF))
+        total = 0
+        while s.taken < 3:  # the process's CPU time makes the timer fire
+            total += sum(i * i for i in range(1000))
+    finally:
+        s.stop()
+    assert signal.getsignal(signal.SIGPROF) == signal.SIG_DFL and not any(signal.getitimer(signal.ITIMER_PROF))
+    assert len(r.excluded) == s.taken
+
+
+def test_a_program_s_own_sigprof_handler_is_left_alone_and_the_thread_samples_instead():
+    seen = []
+    mine = lambda signum, frame: seen.append(signum)  # noqa: E731
+    previous = signal.signal(signal.SIGPROF, mine)
+    try:
+        r = _Recorder()
+        s = Sampler(r)
+        s.start()
+        try:
+            assert not s._timer and s._thread is not None
+        finally:
+            s.stop()
+        assert signal.getsignal(signal.SIGPROF) is mine and not any(signal.getitimer(signal.ITIMER_PROF))
+    finally:
+        signal.signal(signal.SIGPROF, previous)
+
+
+def test_a_program_in_another_thread_is_sampled_by_the_thread():
+    out = {}
+
+    def body():
+        r = _Recorder()
+        r._thread = threading.get_ident()
+        s = Sampler(r)
+        s.start()
+        out["timer"], out["thread"] = s._timer, s._thread is not None
+        s.stop()
+    t = threading.Thread(target=body)
+    t.start()
+    t.join()
+    assert out == {"timer": False, "thread": True} and signal.getsignal(signal.SIGPROF) == signal.SIG_DFL
+
+
+def test_how_much_of_a_stretch_nnprofile_s_own_work_took_is_found_by_bisection_as_by_summing():
+    rng = random.Random(3)
+    for _ in range(200):
+        intervals = []
+        for _ in range(rng.randint(0, 30)):
+            a = rng.randint(0, 1000)
+            intervals.append((a, a + rng.randint(0, 40)))
+        excluded = merged(intervals)
+        start = rng.randint(-50, 1050)
+        end = start + rng.randint(0, 300)
+        naive = sum(max(0, min(b, end) - max(a, start)) for a, b in excluded)
+        assert overlap(start, end, excluded) == naive
+
+
+def test_a_call_s_time_leaves_out_the_sampler_s_handler_that_ran_inside_it():
+    from types import SimpleNamespace
+    from nnprofile.assembly.sections import Builder
+    capture = SimpleNamespace(graph=SimpleNamespace(functions={}), excluded=[(150, 170), (100, 110), (400, 420)])
+    b = Builder(capture, None, "s", [], [], [], [])
+    assert b.span(SimpleNamespace(start_ns=100, end_ns=300)) == 200 - 10 - 20  # both handlers inside it
+    assert b.span(SimpleNamespace(start_ns=300, end_ns=410)) == 110 - 10        # half of one
+    assert b.span(SimpleNamespace(start_ns=0, end_ns=50)) == 50
