@@ -45,9 +45,9 @@ def measure(work, pairs):
 
 
 def targets(gate):
-    return [Target("the gate's false alarms ≤ 5%% of A/A pairs", "%d of %d" % (gate["false_alarms"], gate["pairs"]),
+    return [Target("the gate's false alarms ≤ 5% of A/A pairs", "%d of %d" % (gate["false_alarms"], gate["pairs"]),
                    gate["false_alarms"] <= 0.05 * gate["pairs"]),
-            Target("the gate detects a real slowdown in ≥ 95%% of pairs", "%d of %d (a %.2fx step)" % (
+            Target("the gate detects a real slowdown in ≥ 95% of pairs", "%d of %d (a %.2fx step)" % (
                 gate["detected"], gate["pairs"], gate["slowdown"]), gate["detected"] >= 0.95 * gate["pairs"])]
 
 

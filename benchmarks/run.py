@@ -26,7 +26,7 @@ import gate  # noqa: E402
 import large  # noqa: E402
 import programs  # noqa: E402
 import project_costs  # noqa: E402
-from common import target_lines  # noqa: E402
+from common import Target, target_lines  # noqa: E402
 
 PARTS = ("cli", "costs", "programs", "gate", "large", "ranks", "windows")
 
@@ -100,7 +100,12 @@ def main(argv=None):
         for n, part in enumerate(parts, start=1):
             title, step = STEPS[part]
             print("%d/%d %s ..." % (n, len(parts), title), flush=True)
-            lines, met = step(work, args.quick)
+            try:
+                lines, met = step(work, args.quick)
+            except (Exception, SystemExit) as e:  # one part failing leaves the others' figures standing
+                print("   %s failed: %s" % (part, str(e).splitlines()[0] if str(e) else type(e).__name__), flush=True)
+                lines, met = ["## %s: failed" % title, "", "```", str(e)[-3000:], "```", ""], \
+                    [Target("the part '%s' ran" % part, type(e).__name__, False)]
             body += lines
             targets += met
     finally:

@@ -11,7 +11,7 @@ recording started (a launcher's, a notebook kernel's loop over cells) are not th
 from __future__ import annotations
 
 import dis
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Tuple
 
 from ..assembly.iterations import CodeInfo, Stack
 
