@@ -9,6 +9,8 @@ first is decided from a ``Summary`` by ``nnprofile.analysis.advice``.
 """
 from __future__ import annotations
 
+import math
+
 import re
 from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -330,7 +332,9 @@ def own_lines(info: Dict[str, object], other_ms: float) -> List[OwnLine]:
     rows = list(info.get("own_lines") or [])  # type: ignore[call-overload]
     if not total:
         return []
-    return [OwnLine(str(w), str(fn), str(text), int(n), n / total, round(other_ms * n / total, 6))
+    other = round(other_ms, 6)  # as the step's part reads; each line's time rounded down, so that they never
+    # add up to more than it
+    return [OwnLine(str(w), str(fn), str(text), int(n), n / total, math.floor(other * n / total * 1e6) / 1e6)
             for w, fn, text, n in rows]
 
 
