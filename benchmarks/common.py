@@ -21,6 +21,8 @@ ROOT = os.path.dirname(HERE)
 for _path in (ROOT, os.path.join(ROOT, "tests")):  # nntxt_writer: NNC-style projects for fixtures and benchmarks
     if _path not in sys.path:
         sys.path.insert(0, _path)
+from nnprofile.base.stats import median  # noqa: E402,F401 (the parts' median: the package's own)
+
 LENET = os.path.join(ROOT, "projects", "lenet", "lenet.nntxt")
 ENTRY = re.compile(r"^(?:\S+ \S+ \[nnabla\]\[[^\]]+\]: )?(?P<label>.*) (?P<ms>-?\d+\.\d{6})\(ms\)$")
 AGREEMENT_FLOOR_MS = 0.05
@@ -90,12 +92,6 @@ def lenet_copy(work):
     with open(path, "w") as f:
         f.write(text)
     return path
-
-
-def median(values):
-    values = sorted(values)
-    n = len(values)
-    return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
 
 
 def cv(values):
