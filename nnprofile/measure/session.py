@@ -134,6 +134,7 @@ def run(project: Project, sections: List[Section], timer: Timer, cache_root: str
     try:
         # Open every data source first: a missing dataset stops the run before any timing.
         sources = [_source(project, section, pool, synthetic) for section in sections]
+        profile.notes.extend(pool.notes())
         for section, source in zip(sections, sources):
             profile.sections.append(section)
             if on_section:

@@ -1,15 +1,16 @@
 """Where the batches come from: the project's datasets, or synthetic data.
 
 A data source yields one batch as ``{data_name: ndarray}`` per call, which is
-what NNC's ``load_dataset`` step times. Dataset caches are created inside the
-output folder, never beside the user's files.
+what NNC's ``load_dataset`` step times. A project's own dataset cache is read as
+NNabla reads it, where it is complete and newer than its CSV; otherwise a cache is
+created inside the output folder, never beside the user's files.
 """
 from __future__ import annotations
 
 import json
 import os
 import re
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
@@ -31,18 +32,19 @@ class DatasetSource:
             raise ProfileError("dataset '%s': cannot read '%s'%s; "
                                "use --synthetic to profile with generated data"
                                % (spec.name, spec.uri, where))
-        cache_dir = os.path.join(cache_root, component(spec.name, "dataset"))
-        if not inside(cache_root, cache_dir) or os.path.realpath(cache_dir) == os.path.realpath(cache_root):
-            raise ProfileError("dataset '%s': its name makes no folder of its own under %s" % (spec.name, cache_root))
-        _ensure_cache(spec, cache_dir)
-        from nnabla.utils.data_iterator import data_iterator_cache
-        try:
-            self._iterator = data_iterator_cache(
-                cache_dir, spec.batch_size, shuffle=spec.shuffle,
-                rng=np.random.RandomState(spec.index), normalize=spec.normalize,
-                with_memory_cache=True)
-        except Exception as e:
-            raise ProfileError("dataset '%s': cannot be loaded from %s (%s)" % (spec.name, spec.path, e))
+        # The project's own cache, read as NNabla reads it, where it is complete and newer than its CSV;
+        # otherwise one made in the output folder (never beside the user's files).
+        self.project_cache = project_cache(spec)
+        iterator = _open(spec, self.project_cache, quiet=True) if self.project_cache else None
+        if iterator is None:
+            self.project_cache = None
+            cache_dir = os.path.join(cache_root, component(spec.name, "dataset"))
+            if not inside(cache_root, cache_dir) or os.path.realpath(cache_dir) == os.path.realpath(cache_root):
+                raise ProfileError("dataset '%s': its name makes no folder of its own under %s"
+                                   % (spec.name, cache_root))
+            _ensure_cache(spec, cache_dir)
+            iterator = _open(spec, cache_dir)
+        self._iterator: Any = iterator
         self.variables = list(self._iterator.variables)
         self.size = int(self._iterator.size)
 
@@ -62,6 +64,47 @@ class DatasetSource:
 
     def close(self) -> None:
         self._iterator.close()
+
+
+def _open(spec: DatasetSpec, cache_dir: str, quiet: bool = False) -> Any:
+    """NNabla's iterator over a cache folder; None where ``quiet`` and it cannot be opened."""
+    from nnabla.utils.data_iterator import data_iterator_cache
+    try:
+        return data_iterator_cache(cache_dir, spec.batch_size, shuffle=spec.shuffle,
+                                   rng=np.random.RandomState(spec.index), normalize=spec.normalize,
+                                   with_memory_cache=True)
+    except Exception as e:
+        if quiet:
+            return None
+        raise ProfileError("dataset '%s': cannot be loaded from %s (%s)" % (spec.name, spec.path, e))
+
+
+def project_cache(spec: DatasetSpec) -> Optional[str]:
+    """The project's cache folder where it can stand for the CSV: named by the project (without
+    ``overwrite_cache``), its index written after the CSV last changed, every file it lists present,
+    and as many rows as the CSV has data lines. None otherwise."""
+    folder = spec.cache_dir
+    if not folder or spec.overwrite_cache or spec.path is None:
+        return None
+    index = os.path.join(folder, "cache_index.csv")
+    try:
+        if os.stat(index).st_mtime_ns < os.stat(spec.path).st_mtime_ns:
+            return None
+        rows = 0
+        with open(index) as f:
+            for line in f:
+                name, _, count = line.strip().rpartition(",")
+                if not name or not os.path.isfile(os.path.join(folder, os.path.basename(name))):
+                    return None
+                rows += int(count)
+        if any(n.endswith(".npy") for n in os.listdir(folder)) \
+                and not os.path.isfile(os.path.join(folder, "cache_info.csv")):
+            return None
+        with open(spec.path, "rb") as f:
+            lines = sum(1 for line in f if line.strip())
+    except (OSError, ValueError):
+        return None
+    return folder if rows > 0 and rows == lines - 1 else None
 
 
 def _ensure_cache(spec: DatasetSpec, cache_dir: str) -> None:
@@ -132,6 +175,12 @@ class DatasetPool:
                 self._open[n] = DatasetSource(self.specs[n], self.cache_root)
             sources.append(self._open[n])
         return MultiSource(sources)
+
+    def notes(self) -> List[str]:
+        """Which datasets were read from the project's own cache."""
+        return ["dataset '%s' was read from the project's cache %s, as NNabla reads it (complete, and newer "
+                "than %s)" % (s.spec.name, s.project_cache, s.spec.uri)
+                for s in self._open.values() if s.project_cache]
 
     def close(self) -> None:
         for s in self._open.values():

@@ -34,6 +34,8 @@ class DatasetSpec:
     shuffle: bool
     normalize: bool
     index: int             # position in the project, seeds its shuffling as NNabla does
+    cache_dir: Optional[str] = None  # the project's own cache folder, resolved; None where it names none
+    overwrite_cache: bool = False
 
 
 @dataclass
@@ -167,9 +169,13 @@ def _dataset_specs(proto, folder: str, batch_size: Optional[int]) -> Dict[str, D
             path = uri  # cannot be resolved here; reading it fails with a clear message
         else:
             path = uri if os.path.isabs(uri) else os.path.normpath(os.path.join(folder, uri))
+        cache_dir = None
+        if d.cache_dir and "://" not in d.cache_dir and not _foreign_path(d.cache_dir):
+            cache_dir = os.path.normpath(os.path.join(folder, d.cache_dir))
         specs[d.name] = DatasetSpec(
             name=d.name, uri=uri, path=path, batch_size=batch_size or d.batch_size,
-            shuffle=d.shuffle, normalize=not d.no_image_normalization, index=i)
+            shuffle=d.shuffle, normalize=not d.no_image_normalization, index=i,
+            cache_dir=cache_dir, overwrite_cache=bool(d.overwrite_cache))
     return specs
 
 
