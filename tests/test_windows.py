@@ -434,3 +434,20 @@ def test_reads_in_no_pattern_are_counted_no_longer_than_their_first_64():
     for _ in range(3 * FREEZE_AT):
         steady._light_read(0)
     assert steady.counts_reads() and steady.steps_done == 3 * FREEZE_AT - 1  # the last step ends at the next read
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module", [False, True])
+def test_the_program_sees_the_sys_path_python_gives_it(tmp_path, module):
+    """Not one entry more: each import that fails (NNabla runs a few a step) looks in every entry."""
+    (tmp_path / "prog").mkdir()
+    (tmp_path / "prog" / "__init__.py").write_text("")
+    (tmp_path / "prog" / "show.py").write_text("import json, sys\nprint('PATH ' + json.dumps(sys.path))\n")
+    target = ["-m", "prog.show"] if module else [str(tmp_path / "prog" / "show.py")]
+
+    def seen(command):
+        proc = subprocess.run(command, cwd=str(tmp_path), capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout.split("PATH ", 1)[1].splitlines()[0])
+    alone = seen([sys.executable, *target])
+    assert seen([sys.executable, "-m", "nnprofile", "run", "-q", "-o", str(tmp_path / "out"), *target]) == alone

@@ -3,8 +3,11 @@
 
 For a script, ``sys.argv[0]`` is its path and its folder is first on ``sys.path``; for a module,
 ``sys.argv[0]`` is the module's file and the working folder is first on ``sys.path`` (a package's
-``__main__`` runs for ``-m package``). The program's output passes through; its exit status is
-returned; its own exception prints its own traceback.
+``__main__`` runs for ``-m package``). From the command line, the entry Python put first for nnprofile
+itself (the working folder of ``python -m nnprofile``, the folder of the ``nnprofile`` script) is
+taken off where nnprofile is not imported from it: every import that fails (NNabla runs a few each
+step) looks in every entry, and the program's own ``sys.path`` has no such entry. The program's
+output passes through; its exit status is returned; its own exception prints its own traceback.
 """
 from __future__ import annotations
 
@@ -59,14 +62,27 @@ def _module_path(name: str) -> str:
     return spec.origin
 
 
+def _provides_nnprofile(entry: str) -> bool:
+    """Whether nnprofile's own package is imported from this ``sys.path`` entry (a source folder)."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        return os.path.samefile(entry or os.curdir, os.path.dirname(package))
+    except OSError:
+        return False
+
+
 def run_recording(script: PathLike, *args: str, outdir: Optional[PathLike] = None, skip_first: Optional[int] = None,
                   save_events: bool = False, active: int = 20, merge_wait: Optional[float] = None,
                   progress: Callable[[str], None] = lambda line: None, module: bool = False,
                   schedule: Optional[Schedule] = None,
-                  on_window: Optional[Callable[[Profile], None]] = None) -> Tuple[Recording, int]:
-    """``run``, returning the ``Recording`` itself (its profile, its rank's folder, the merged view)."""
+                  on_window: Optional[Callable[[Profile], None]] = None,
+                  launched: bool = False) -> Tuple[Recording, int]:
+    """``run``, returning the ``Recording`` itself (its profile, its rank's folder, the merged view).
+    ``launched``: called from nnprofile's command line, whose own first ``sys.path`` entry is not the program's."""
     import runpy
     saved_argv, saved_path = sys.argv[:], sys.path[:]
+    if launched and sys.path and not _provides_nnprofile(sys.path[0]):
+        del sys.path[0]
     target = os.fspath(script)
     if module:
         sys.path.insert(0, os.getcwd())  # as python -m: the working folder first, before the module is found

@@ -93,7 +93,7 @@ def run(args) -> int:
     def progress(line: str) -> None:
         if not args.quiet or line.startswith("nnprofile: window") or "waiting for SIG" in line:
             print(line, file=sys.stderr, flush=True)
-    recording, status = run_recording(target, *args.args, outdir=outdir, merge_wait=args.merge_wait,
+    recording, status = run_recording(target, *args.args, outdir=outdir, merge_wait=args.merge_wait, launched=True,
                                       progress=progress, save_events=args.save_events, module=bool(args.module),
                                       schedule=schedule)
     profile = recording.profile
