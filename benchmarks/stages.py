@@ -46,7 +46,8 @@ class _FakeClock:
 
 def measure_stage(entries: int) -> Callable[[], object]:
     """The round scheduler over ``entries`` probes that do nothing, on the fake clock."""
-    from nnprofile.measure.rounds import Probe, RoundRunner
+    from nnprofile.measure.items import Probe
+    from nnprofile.measure.rounds import RoundRunner
     from nnprofile.measure.sequence import simple
     from nnprofile.measure.timing import Sampling, Timer
     from nnprofile.result import Section

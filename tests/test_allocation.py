@@ -9,7 +9,8 @@ import pytest
 from conftest import FakeClock
 from nnprofile.base.stats import levels_of, speed_levels, summarize_rounds
 from nnprofile.measure.allocation import Allocation, Need, RoundLevels, per_round, shares
-from nnprofile.measure.rounds import Action, Probe, RoundRunner
+from nnprofile.measure.items import Action, Probe
+from nnprofile.measure.rounds import RoundRunner
 from nnprofile.measure.sequence import simple
 from nnprofile.measure.timing import Sampling, Timer
 from nnprofile.result import Section

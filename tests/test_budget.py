@@ -12,7 +12,8 @@ from conftest import FakeClock, ROOT
 from nnprofile.analysis import analyze, charted_layers
 from nnprofile.analysis.breakdown import LayerTime, base_layers, base_name
 from nnprofile.measure.plans import MIN_LAYER_ROUNDS, make_plan
-from nnprofile.measure.rounds import Action, Probe, RoundRunner
+from nnprofile.measure.items import Action, Probe
+from nnprofile.measure.rounds import RoundRunner
 from nnprofile.measure.sequence import simple
 from nnprofile.measure.timing import Sampling, Timer
 from nnprofile.render import log

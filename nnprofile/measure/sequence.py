@@ -29,7 +29,8 @@ from ..base import buffers
 from ..result.layer import Layer
 from . import peak
 from .naming import LayerIndex, is_sink, layer_names, only_layers, parameters, pass_functions
-from .rounds import Action, EntryCallback, Item, PassProbe, Probe, RoundCallback, RoundRunner, Timeline
+from .items import Action, Item, PassProbe, Probe, Timeline
+from .rounds import EntryCallback, RoundCallback, RoundRunner
 from .timing import Measurement, Timer
 
 # load_dataset as nnabla_cli profile reads it: at least 100 reads in a row (it also reads for a second; a

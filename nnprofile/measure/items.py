@@ -1,0 +1,319 @@
+"""The items of a round (``nnprofile.measure.rounds``): a probe times one entry, a pass probe every layer of a
+hooked pass (graph mode), an action does untimed work between them; a series holds an entry's samples as
+they come, round by round."""
+from __future__ import annotations
+
+import math
+from typing import Callable, List, Optional, Sequence, Union
+
+from ..base.errors import ProfileError
+from ..base.series import RoundSeries
+from ..base.stats import Drift, summarize_rounds
+from ..result import Entry
+from ..result.drift import drop
+from ..result.timeline import TimelineEvent
+from .allocation import per_round
+from .graph_mode import timing_hooks
+from .timing import Measurement, Timer
+
+EntryFactory = Callable[[Measurement], Entry]
+# A cheap entry gets a few samples per round (up to this many, about 1 ms of work in all).
+MAX_SAMPLES_PER_ROUND = 3
+ROUND_SHARE_NS = 1_000_000
+# What taking part in a round costs a probe besides its work (its bookkeeping), ns.
+PROBE_NS = 3000
+# Entries shorter than this get an untimed run before each round's samples (see Probe._rewarm).
+REWARM_BELOW_NS = ROUND_SHARE_NS
+
+class Series(RoundSeries):
+    """One entry's samples (per call, ns, overhead not yet taken off) as they come in, round by round,
+    and how they are taken: consecutive calls per sample, the overhead per call, the timed work
+    charged to the entry, and whether it is final."""
+
+    def __init__(self, make_entry: EntryFactory) -> None:
+        super().__init__()
+        self.make_entry = make_entry
+        self.calls = 1
+        self.overhead_ns = 0.0
+        self.spent_ns = 0.0
+        self.final = False
+
+    def sample(self, per_call_ns: float, spent_ns: float) -> None:
+        self.add(per_call_ns)
+        self.spent_ns += spent_ns
+
+    def rse(self, dropped: Sequence[int] = ()) -> float:
+        """The relative standard error of the reported mean; infinite below two rounds with samples."""
+        if self.rounds_with_samples(dropped) < 2 and self.rounds_with_samples() < 2:
+            return math.inf
+        values = [max(0.0, s - self.overhead_ns) for s in self.samples]
+        return summarize_rounds(values, self.round_sizes, dropped).rse if values else math.inf
+
+    def entry(self, drift: Drift, complete: bool = True) -> Entry:
+        e = self.make_entry(Measurement(list(self.samples), self.calls, self.overhead_ns))
+        e.round_sizes = list(self.round_sizes)
+        drop(e, drift)
+        e.complete = complete
+        return e
+
+
+class Probe:
+    """One entry: the work one of its samples times.
+
+    ``before`` runs untimed before each sample (fresh state: a forward pass
+    before a backward) and ``after`` untimed after it (restored parameters);
+    samples of calls much shorter than the timing overhead hold several calls.
+    ``layer``: a per-layer entry (setup, forward, backward of one function), or one that
+    is not part of the step and goes with them, which a section too large for its budget
+    may sample in one round out of a few (see ``Plan``).
+    """
+
+    def __init__(self, make_entry: EntryFactory, work: Callable[[], object],
+                 before: Optional[Callable[[], object]] = None,
+                 after: Optional[Callable[[], object]] = None, batchable: bool = True, layer: bool = False,
+                 before_probe: Optional["Probe"] = None):
+        self.work, self.before, self.after = work, before, after
+        self.batchable = batchable and before is None and after is None and before_probe is None
+        self.layer = layer
+        # ``before_probe``: the work before each sample is that (earlier) probe's, timed as one of its
+        # samples: the forward pass before a backward_all is a forward_all like any other.
+        self.before_probe = before_probe
+        self.fed = False  # all this probe's samples come as other probes' before (see feeds)
+        if before_probe is not None:
+            before, self.before = before_probe.work, before_probe.work
+        self.series = [Series(make_entry)]
+        self.per_round = 1   # samples per round, chosen at warm-up
+        self.rewarm = False  # an untimed run before each round's samples (short entries)
+        self.estimate = math.inf  # the fastest warm-up call, ns
+        self.warm_ns = 0.0   # what one warm-up cost in all: before, the call, after
+
+    def warm(self, timer: Timer, fixed: bool) -> None:
+        """The untimed warm-up runs; they size the batches and the samples per round (a probe
+        that is fed needs none: the probes it feeds run its work in their own warm-up)."""
+        if self.fed:
+            self.configure(timer, fixed)
+            return
+        now = timer.clock.now_ns
+        t0 = now()
+        self.estimate = timer.warm_up(self.work, self.before)
+        if self.after is not None and timer.sampling.warmup:
+            self.after()
+        self.warm_ns = (now() - t0) / max(1, timer.sampling.warmup)
+        self.configure(timer, fixed)
+
+    def configure(self, timer: Timer, fixed: bool, lean: bool = False) -> None:
+        """Calls per sample and samples per round; lean: one sample a round.
+
+        Lean rounds keep the re-warm and the batches sized for 1% of timing overhead: single
+        cold calls, or batches sized for 3% or 10%, read 10% to 50% off the figures of normal
+        rounds on an unrolled LSTM's layers (measured while choosing this; see docs/measuring.md).
+        """
+        s = self.series[0]
+        s.calls = timer.calls_per_sample(self.estimate, self.batchable)
+        s.overhead_ns = timer.overhead_ns / s.calls
+        sample = self.estimate * s.calls
+        self.per_round = 1 if fixed or lean else _per_round(sample)
+        self.rewarm = sample < REWARM_BELOW_NS
+
+    def replan(self, timer: Timer) -> None:
+        """Samples a round, from the spread its samples have shown (``allocation.per_round``): up to what a
+        round's share of the budget allows (``_per_round``)."""
+        s = self.series[0]
+        if not math.isfinite(self.estimate):
+            return
+        extra = max(0.0, self.warm_ns - self.estimate)
+        sample = extra + s.calls * self.estimate + timer.overhead_ns
+        fixed = (self.estimate + extra if self.rewarm else 0.0) + PROBE_NS
+        best = per_round(s.samples, s.round_sizes, fixed, sample, _per_round(s.calls * self.estimate))
+        if best is not None:
+            self.per_round = best
+
+    def round_cost(self, timer: Timer) -> float:
+        """The predicted cost of one round of this probe, ns (before and after included)."""
+        if self.fed:
+            return 0.0
+        if not math.isfinite(self.estimate):
+            return self.warm_ns
+        extra = max(0.0, self.warm_ns - self.estimate)  # before, after and the timing itself
+        calls = self.series[0].calls
+        sample = extra + calls * self.estimate + timer.overhead_ns
+        return self.per_round * sample + (self.estimate + extra if self.rewarm else 0.0)
+
+    def feeds(self) -> None:
+        """Take no samples of its own: the probes that have it as ``before_probe`` give it its samples."""
+        self.fed = True
+
+    def sample_before(self, timer: Timer, fixed: bool) -> None:
+        """This probe's work, run as another probe's ``before``: one more sample of this round (the
+        first only, with a fixed number of runs: one timed run per entry and round)."""
+        s = self.series[0]
+        if s.final or s.calls != 1 or not s.round_sizes or (fixed and s.round_sizes[-1] >= 1):
+            self.work()
+            return
+        spent = timer.sample(self.work, 1)
+        s.sample(spent, spent)
+
+    def run_round(self, timer: Timer, fixed: bool) -> None:
+        s = self.series[0]
+        if s.final:
+            return
+        s.round_sizes.append(0)
+        if self.fed:
+            return
+        if self.rewarm:
+            self._rewarm()
+        for _ in range(self.per_round):
+            if self.before_probe is not None:
+                self.before_probe.sample_before(timer, fixed)
+            elif self.before is not None:
+                self.before()
+            spent = timer.sample(self.work, s.calls)
+            if self.after is not None:
+                self.after()
+            s.sample(spent / s.calls, spent)
+
+    def skip_round(self) -> None:
+        """Another stratum's round: no sample, an empty round (rounds stay aligned across entries)."""
+        s = self.series[0]
+        if not s.final:
+            s.round_sizes.append(0)
+
+    def _rewarm(self) -> None:
+        """One untimed run before a round's samples: the other entries of the round evicted this
+        one's data from the caches, and NNC times an entry in a burst, with its data at hand.
+        Only for short entries: a long one is its own warm-up."""
+        if self.before is not None:
+            self.before()
+        self.work()
+        if self.after is not None:
+            self.after()
+
+
+def _per_round(sample_estimate_ns: float) -> int:
+    if not math.isfinite(sample_estimate_ns) or sample_estimate_ns <= 0:
+        return 1
+    return max(1, min(MAX_SAMPLES_PER_ROUND, int(ROUND_SHARE_NS // sample_estimate_ns)))
+
+
+class PassProbe:
+    """Graph mode: each function timed inside a whole pass, between NNabla's hooks.
+
+    The hooks only read the clock. Functions run in the same order in every
+    pass, so the i-th pair of readings belongs to the i-th function of the
+    order recorded beforehand (checked on every pass). Each layer's budget is
+    charged the whole pass: that is what one of its samples costs.
+    """
+
+    def __init__(self, order: Sequence[Optional[EntryFactory]],
+                 run_pass: Callable[[object, object], None],
+                 before: Optional[Callable[[], object]] = None,
+                 timeline: Optional["Timeline"] = None, phase: str = "forward",
+                 names: Sequence[Optional[str]] = (), details: Sequence[Optional[dict]] = ()):
+        self.order = list(order)  # an entry factory per function of the pass, None for a non-layer
+        self.run_pass, self.before = run_pass, before
+        self.series = [Series(f) for f in self.order if f is not None]
+        self._slots = [i for i, f in enumerate(self.order) if f is not None]
+        self.timeline, self.phase = timeline, phase
+        self.names, self.details = list(names), list(details)
+        self.rounds = 0
+        self.warm_ns = 0.0
+        self.layer = False
+
+    def warm(self, timer: Timer, fixed: bool) -> None:
+        now = timer.clock.now_ns
+        t0 = now()
+        for _ in range(timer.sampling.warmup):
+            if self.before is not None:
+                self.before()
+            self.run_pass(None, None)
+        self.warm_ns = (now() - t0) / max(1, timer.sampling.warmup)
+        for s in self.series:  # the hooks' cost inside each function's interval
+            s.overhead_ns = timer.hook_inside_ns
+
+    def round_cost(self, timer: Timer) -> float:
+        return self.warm_ns
+
+    def run_round(self, timer: Timer, fixed: bool) -> None:
+        if all(s.final for s in self.series):
+            return
+        starts: List[int] = []
+        ends: List[int] = []
+        pre, post = timing_hooks(timer, starts, ends)
+        if self.before is not None:
+            self.before()
+        now = timer.clock.now_ns
+        t0 = now()
+        self.run_pass(pre, post)
+        spent = now() - t0
+        if len(starts) != len(self.order) or len(ends) != len(self.order):
+            raise ProfileError("graph mode: a pass ran %d functions where %d were expected; "
+                               "use --mode isolated" % (len(starts), len(self.order)))
+        for s, i in zip(self.series, self._slots):
+            if not s.final:
+                s.round_sizes.append(0)
+                s.sample(ends[i] - starts[i], spent)
+        self.rounds += 1
+        if self.timeline is not None:
+            self.timeline.add_pass(self.rounds, self.phase, t0, t0 + spent, starts, ends, self.names, self.details)
+
+
+class Timeline:
+    """Graph mode's timeline: the hooked passes of the first rounds, each function inside its pass."""
+
+    def __init__(self, max_rounds: int = 20):
+        self.max_rounds = max_rounds
+        self.events: List[TimelineEvent] = []
+        self.origin: Optional[int] = None
+        self.section = ""  # the title of the section being measured
+
+    def add_pass(self, round_number: int, phase: str, start: int, end: int, starts: List[int], ends: List[int],
+                 names: Sequence[Optional[str]], details: Sequence[Optional[dict]]) -> None:
+        if round_number > self.max_rounds:
+            return
+        if self.origin is None:
+            self.origin = start
+        o = self.origin
+        self.events.append(TimelineEvent("%s pass, round %d" % (phase, round_number), phase, start - o, end - o,
+                                         {"round": round_number, "section": self.section}))
+        for name, detail, t0, t1 in zip(names, details, starts, ends):
+            if name is not None:
+                self.events.append(TimelineEvent(name, phase, t0 - o, t1 - o, detail or {"phase": phase}))
+
+
+class Action:
+    """Untimed work between the probes of a round: it runs only while a later probe still samples.
+
+    ``layer``: work for the layer entries only (fresh buffers before them), skipped in rounds
+    without them.
+    """
+
+    series: List[Series] = []
+
+    def __init__(self, work: Callable[[], object], layer: bool = False, lean_only: bool = False,
+                 costs_as: Optional[Probe] = None):
+        self.work = work
+        self.layer = layer
+        # Runs only when the plan is lean (see RoundRunner.run), and not in the warm-up pass: its cost
+        # is taken as that of ``costs_as``, a probe of the same work.
+        self.lean_only = lean_only
+        self.costs_as = costs_as
+        self.warm_ns = 0.0
+
+    def warm(self, timer: Timer, fixed: bool) -> None:
+        """In the warm-up pass too (fresh state for the probes that follow), when there is one."""
+        if timer.sampling.warmup and not self.lean_only:
+            now = timer.clock.now_ns
+            t0 = now()
+            self.work()
+            self.warm_ns = float(now() - t0)
+
+    def round_cost(self, timer: Timer) -> float:
+        if self.costs_as is not None:
+            return self.costs_as.warm_ns
+        return self.warm_ns
+
+    def run_round(self, timer: Timer, fixed: bool) -> None:
+        self.work()
+
+
+Item = Union[Probe, PassProbe, Action]
