@@ -5,7 +5,7 @@ both in one trained graph, read from an iterator, with a validation graph every 
 
     python custom_layer.py --iterations 12
 """
-import atexit
+from _helpers import timed_steps
 import time
 import argparse
 
@@ -105,18 +105,6 @@ def mlp(x, test=False):
     h = mul2(h, h)                       # a gated square, on NdArrays inside
     h = pass_through(h)
     return PF.affine(h, 10, name="fc2")
-
-
-def timed_steps(args):
-    """Each iteration's start, when asked (--time-steps): the median step printed as the program ends."""
-    ends = []
-    if args.time_steps:
-        def report():
-            steps = sorted(b - a for a, b in zip(ends[1:], ends[2:]))
-            if steps:
-                print("median step %.6f ms" % (steps[len(steps) // 2] * 1e3))
-        atexit.register(report)
-    return ends
 
 
 def main():

@@ -8,7 +8,7 @@ so that a run under nnprofile can be compared with a run alone, digit for digit.
 """
 import argparse
 import os
-import tempfile
+from _helpers import scratch
 
 import numpy as np
 
@@ -88,7 +88,7 @@ def main():
         own.set_parameters(nn.get_parameters())
     target = nn.parameter.get_parameter_or_create("target/fc/affine/W", (6, 4), need_grad=False)
     follow = F.assign(target, 0.9 * target + 0.1 * nn.get_parameters()["side/fc/affine/W"])  # a target network
-    folder = _scratch()
+    folder = scratch()
     monitor = MonitorSeries("loss", Monitor(folder), interval=1000, verbose=False)
     out = []
     for i in range(args.iterations):
@@ -115,15 +115,6 @@ def main():
         out.append("%d %.6f %.6f %.6f %.6f" % (i, float(loss.d), float(side.d), float(dyn.d), norm))
     print("\n".join(out))
     os.system("true")
-
-
-_SCRATCH = []
-
-
-def _scratch(prefix="monitor-"):
-    """A monitor folder removed when the program exits (nothing is left in /tmp)."""
-    _SCRATCH.append(tempfile.TemporaryDirectory(prefix=prefix))
-    return _SCRATCH[-1].name
 
 
 if __name__ == "__main__":

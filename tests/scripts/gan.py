@@ -5,7 +5,7 @@ through ``nnabla.solver``, both updated every iteration, monitors, and the gener
     python gan.py --iterations 10
 """
 import argparse
-import tempfile
+from _helpers import scratch
 import time
 
 import numpy as np
@@ -64,7 +64,7 @@ def main():
         solver_gen.set_parameters(nn.get_parameters())
     with nn.parameter_scope("dis"):
         solver_dis.set_parameters(nn.get_parameters())
-    monitor = Monitor(_scratch(prefix="gan_monitor-"))
+    monitor = Monitor(scratch(prefix="gan_monitor-"))
     monitor_loss_gen = MonitorSeries("Generator loss", monitor, interval=5, verbose=False)
     monitor_loss_dis = MonitorSeries("Discriminator loss", monitor, interval=5, verbose=False)
     ends = []
@@ -90,15 +90,6 @@ def main():
     if args.time_steps:
         steps = sorted(b - a for a, b in zip(ends[:21], ends[1:22]))
         print("median step %.6f ms" % (steps[len(steps) // 2] * 1e3))
-
-
-_SCRATCH = []
-
-
-def _scratch(prefix="monitor-"):
-    """A monitor folder removed when the program exits (nothing is left in /tmp)."""
-    _SCRATCH.append(tempfile.TemporaryDirectory(prefix=prefix))
-    return _SCRATCH[-1].name
 
 
 if __name__ == "__main__":

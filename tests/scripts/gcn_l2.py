@@ -4,7 +4,7 @@ matrix, and an L2 regulariser summed over the layers' weights into the loss
 
     python gcn_l2.py --iterations 12
 """
-import atexit
+from _helpers import timed_steps
 import time
 import argparse
 
@@ -22,18 +22,6 @@ def gcn_layer(a, h, units, i, activation=True):
     h = F.batch_matmul(F.reshape(a, (1,) + a.shape), F.reshape(h, (1,) + h.shape))
     h = F.reshape(h, h.shape[1:])
     return F.relu(h) if activation else h
-
-
-def timed_steps(args):
-    """Each iteration's start, when asked (--time-steps): the median step printed as the program ends."""
-    ends = []
-    if args.time_steps:
-        def report():
-            steps = sorted(b - a for a, b in zip(ends[1:], ends[2:]))
-            if steps:
-                print("median step %.6f ms" % (steps[len(steps) // 2] * 1e3))
-        atexit.register(report)
-    return ends
 
 
 def main():

@@ -9,7 +9,7 @@ test set, its perplexity printed. Data from ``data_iterator_simple``, losses to 
     python lstm_lm.py --epochs 3 --iters-per-epoch 8
 """
 import argparse
-import tempfile
+from _helpers import scratch
 import time
 
 import numpy as np
@@ -110,7 +110,7 @@ def main():
     params = nn.get_parameters()
     solver = S.Sgd(lr=1.0)
     solver.set_parameters(params)
-    monitor = Monitor(_scratch(prefix="lstm_lm_"))
+    monitor = Monitor(scratch(prefix="lstm_lm_"))
     monitor_loss = MonitorSeries("Training loss", monitor, interval=4)
     monitor_ppl = MonitorSeries("Validation perplexity", monitor, interval=1)
     ends = []
@@ -141,15 +141,6 @@ def main():
     if args.time_steps:
         steps = sorted(b2 - a2 for a2, b2 in zip(ends[1:], ends[2:]))
         print("median step %.6f ms" % (steps[len(steps) // 2] * 1e3))
-
-
-_SCRATCH = []
-
-
-def _scratch(prefix="monitor-"):
-    """A monitor folder removed when the program exits (nothing is left in /tmp)."""
-    _SCRATCH.append(tempfile.TemporaryDirectory(prefix=prefix))
-    return _SCRATCH[-1].name
 
 
 if __name__ == "__main__":

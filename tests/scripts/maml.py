@@ -7,7 +7,7 @@ meta-update a step. A validation every few iterations adapts to a new task and e
 
     python maml.py --iterations 12
 """
-import atexit
+from _helpers import timed_steps
 import time
 import argparse
 
@@ -57,18 +57,6 @@ def adapted_loss(rng, shots, inner_lr):
     for (k, p), g in zip(trainable.items(), grads):
         fast[k] = p - inner_lr * g
     return F.mean(F.squared_error(net(x_te, fast), y_te))
-
-
-def timed_steps(args):
-    """Each iteration's start, when asked (--time-steps): the median step printed as the program ends."""
-    ends = []
-    if args.time_steps:
-        def report():
-            steps = sorted(b - a for a, b in zip(ends[1:], ends[2:]))
-            if steps:
-                print("median step %.6f ms" % (steps[len(steps) // 2] * 1e3))
-        atexit.register(report)
-    return ends
 
 
 def main():

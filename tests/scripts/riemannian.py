@@ -4,7 +4,7 @@ the metric, the point projected back into the unit ball).
 
     python riemannian.py --iterations 12
 """
-import atexit
+from _helpers import timed_steps
 import time
 import argparse
 
@@ -46,18 +46,6 @@ def distance(u, v):
     nu = 1 - F.sum(u ** 2, axis=1)
     nv = 1 - F.sum(v ** 2, axis=1)
     return F.acosh(1 + 2 * sq / (nu * nv))
-
-
-def timed_steps(args):
-    """Each iteration's start, when asked (--time-steps): the median step printed as the program ends."""
-    ends = []
-    if args.time_steps:
-        def report():
-            steps = sorted(b - a for a, b in zip(ends[1:], ends[2:]))
-            if steps:
-                print("median step %.6f ms" % (steps[len(steps) // 2] * 1e3))
-        atexit.register(report)
-    return ends
 
 
 def main():

@@ -5,7 +5,7 @@ graph that writes parameters).
 
     python td3.py --iterations 40
 """
-import atexit
+from _helpers import timed_steps
 import time
 import argparse
 
@@ -48,18 +48,6 @@ class Env:
     def step(self, action):
         self.state = np.clip(self.state + 0.1 * np.concatenate([action, -action]) + 0.01 * self.rng.randn(4), -1, 1)
         return self.state.astype(np.float32), -float(np.sum(self.state ** 2))
-
-
-def timed_steps(args):
-    """Each iteration's start, when asked (--time-steps): the median step printed as the program ends."""
-    ends = []
-    if args.time_steps:
-        def report():
-            steps = sorted(b - a for a, b in zip(ends[1:], ends[2:]))
-            if steps:
-                print("median step %.6f ms" % (steps[len(steps) // 2] * 1e3))
-        atexit.register(report)
-    return ends
 
 
 def main():

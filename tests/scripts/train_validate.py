@@ -6,7 +6,7 @@ every few iterations, and the parameters saved after the loop.
 """
 import argparse
 import os
-import tempfile
+from _helpers import scratch
 import time
 
 import numpy as np
@@ -79,7 +79,7 @@ def main():
 
     solver = S.Adam(1e-3)
     solver.set_parameters(nn.get_parameters())
-    monitor = Monitor(args.out or _scratch(prefix="train_validate_monitor-"))
+    monitor = Monitor(args.out or scratch(prefix="train_validate_monitor-"))
     monitor_loss = MonitorSeries("Training loss", monitor, interval=4, verbose=False)
     monitor_err = MonitorSeries("Test error", monitor, interval=1, verbose=False)
     monitor_time = MonitorTimeElapsed("Training time", monitor, interval=100, verbose=False)
@@ -108,15 +108,6 @@ def main():
     if args.time_steps:
         steps = sorted(b - a for a, b in zip(ends[:21], ends[1:22]))
         print("median step %.6f ms" % (steps[len(steps) // 2] * 1e3))
-
-
-_SCRATCH = []
-
-
-def _scratch(prefix="monitor-"):
-    """A monitor folder removed when the program exits (nothing is left in /tmp)."""
-    _SCRATCH.append(tempfile.TemporaryDirectory(prefix=prefix))
-    return _SCRATCH[-1].name
 
 
 if __name__ == "__main__":
