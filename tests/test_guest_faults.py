@@ -172,9 +172,10 @@ def _wait_for(path, proc, timeout=120):
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_sigterm_in_a_window_writes_it_marked_interrupted(tmp_path, seed):
-    out, proc = _start(tmp_path, "--wait", "5", "--warmup", "0", "--active", "400", "--repeat", "0")
-    _wait_for(out / ".nnprofile.lock", proc)
-    time.sleep(random.Random(seed).uniform(1.0, 2.5))  # a seeded point inside the long window
+    out, proc = _start(tmp_path, "--wait", "5", "--warmup", "0", "--active", "400", "--repeat", "0",
+                       script=("--mark-at", "20", "--mark-file", str(tmp_path / "mark")))
+    _wait_for(tmp_path / "mark", proc)  # step 20: inside the long window
+    time.sleep(random.Random(seed).uniform(0.0, 0.1))  # a seeded point after it
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 143, err[-2000:]
@@ -184,19 +185,37 @@ def test_sigterm_in_a_window_writes_it_marked_interrupted(tmp_path, seed):
 
 
 def test_ctrl_c_says_at_once_that_it_writes_and_a_second_stops_with_whole_files(tmp_path):
-    out, proc = _start(tmp_path, "--warmup", "0", "--active", "3000")
-    _wait_for(out / ".nnprofile.lock", proc)
-    time.sleep(2.0)
+    out, proc = _start(tmp_path, "--warmup", "0", "--active", "3000",
+                       script=("--mark-at", "50", "--mark-file", str(tmp_path / "mark")))
+    _wait_for(tmp_path / "mark", proc)  # steps recorded
     proc.send_signal(signal.SIGINT)
     time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 130, err[-2000:]
-    assert "interrupted by Ctrl-C: writing what was recorded (Ctrl-C again to stop without writing)" in err
-    assert "AssertionError" not in err and "Traceback" not in err
+    said = err.splitlines()
+    assert said[0] == "nnprofile: interrupted by Ctrl-C: writing what was recorded (Ctrl-C again to stop without " \
+                      "writing)", err  # first, whatever the second Ctrl-C interrupted
+    assert "AssertionError" not in err and "Traceback" not in err and "nothing was recorded" not in err
     if (out / "result.json").exists():  # written before the second Ctrl-C, or not at all: never half
         nnprofile.load(out)
+    if (out / "result.json").exists() and "second Ctrl-C" not in err:
+        assert not nnprofile.load(out).complete
+    else:  # stopped while writing: said so, never as a failure of nnprofile's own
+        assert "a second Ctrl-C stopped it before all its files were written" in err and "--debug" not in err
     assert not out.exists() or not [f for f in os.listdir(out) if f.endswith(".tmp")]
+
+
+def test_one_ctrl_c_writes_what_was_recorded_marked_interrupted(tmp_path):
+    out, proc = _start(tmp_path, "--warmup", "0", "--active", "3000",
+                       script=("--mark-at", "50", "--mark-file", str(tmp_path / "mark")))
+    _wait_for(tmp_path / "mark", proc)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130 and "Traceback" not in err, err[-2000:]
+    view = nnprofile.load(out)
+    assert not view.complete and view.failure == "interrupted by Ctrl-C"
+    assert view.header.kept_steps and min(view.header.kept_steps) == 1 and max(view.header.kept_steps) >= 50
 
 
 @pytest.mark.parametrize("seed", [3, 4])

@@ -90,6 +90,44 @@ def test_ctrl_c_inside_nnabla_is_an_interruption():
     assert not interrupted(ValueError("no"))
 
 
+def test_a_failure_while_a_ctrl_c_is_handled_is_no_second_ctrl_c():
+    try:
+        raise KeyboardInterrupt
+    except KeyboardInterrupt as first:
+        try:
+            raise RuntimeError("a bug of nnprofile's, met while the first Ctrl-C unwinds")
+        except RuntimeError as error:
+            assert interrupted(error) and not interrupted(error, before=first)
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt as second:
+                assert interrupted(second, before=first)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("second", [KeyboardInterrupt, RuntimeError])
+def test_what_stops_the_files_of_an_interrupted_recording_is_said_as_it_is(second, monkeypatch, tmp_path, capsys):
+    """Ctrl-C in the program, then while nnprofile makes its files: a second Ctrl-C, or a bug of nnprofile's own."""
+    from nnprofile.api import programs
+
+    def breaks(self, *args, **kwargs):
+        raise second("injected")
+    monkeypatch.setattr(programs.Recording, "_profile", breaks)
+    loss, _ = _mlp()
+    with pytest.raises(KeyboardInterrupt):
+        with nnprofile.record(outdir=tmp_path / "out", skip_first=0, active=50) as rec:
+            for _ in range(3):
+                loss.forward()
+            raise KeyboardInterrupt
+    said = capsys.readouterr().err.splitlines()
+    assert said[0].startswith("nnprofile: interrupted by Ctrl-C: writing what was recorded")
+    assert rec.profile is None and not (tmp_path / "out" / "result.json").exists()
+    if second is KeyboardInterrupt:
+        assert rec.error.startswith("a second Ctrl-C stopped it") and not rec.error_traceback
+    else:
+        assert "injected" in rec.error and "second Ctrl-C" not in rec.error and rec.error_traceback
+
+
 # -- the programs ------------------------------------------------------------------------------
 
 def _run(tmp_path_factory, name, *args, label=None):

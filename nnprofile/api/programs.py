@@ -69,11 +69,12 @@ def terminated(error: Optional[BaseException]) -> bool:
     return False
 
 
-def interrupted(error: Optional[BaseException]) -> bool:
+def interrupted(error: Optional[BaseException], before: Optional[BaseException] = None) -> bool:
     """Ctrl-C, also when it arrived inside NNabla's C++ (a pass calling a hook): Python then raises
-    SystemError ("returned a result with an exception set") with the KeyboardInterrupt as its cause."""
+    SystemError ("returned a result with an exception set") with the KeyboardInterrupt as its cause.
+    ``before``: an exception being handled meanwhile, whose own chain does not count."""
     seen = set()
-    while error is not None and id(error) not in seen:
+    while error is not None and id(error) not in seen and error is not before:
         if isinstance(error, KeyboardInterrupt):
             return True
         seen.add(id(error))
@@ -229,18 +230,27 @@ class Recording:
 
     def __exit__(self, kind: Any, error: Any, tb: Any) -> None:
         """The recording's end: its files. A failure of nnprofile's own here never replaces the program's own
-        outcome (its exception, its exit): it is kept in ``error`` and said in one line."""
+        outcome (its exception, its exit): it is kept in ``error`` and said in one line. A Ctrl-C is said at
+        once; a second one while the files are made stops that (files are whole or not there) and is said."""
+        if interrupted(error):
+            warn("nnprofile: %s: writing what was recorded%s" % (
+                "interrupted by SIGTERM" if terminated(error) else "interrupted by Ctrl-C",
+                "" if terminated(error) else " (Ctrl-C again to stop without writing)"))
         try:
             self.recorder.stop()  # first, and alone: the program's NNabla is its own again, whatever follows
         except Exception as e:
             self.recorder.fault("ending the recording", e)
         try:
             self._finish(kind, error, tb)
-        except Exception as e:
-            import traceback
-            self.error = _reason(e)
-            self.error_traceback = traceback.format_exc()
-            warn("nnprofile: the profile could not be made (%s)" % self.error)
+        except (Exception, KeyboardInterrupt) as e:
+            if interrupted(e, before=error):  # a second Ctrl-C (also inside NNabla's C++): stop, as it asks
+                self.profile = None
+                self.error = "a second Ctrl-C stopped it before all its files were written (any written is whole)"
+            else:
+                import traceback
+                self.error = _reason(e)
+                self.error_traceback = traceback.format_exc()
+                warn("nnprofile: the profile could not be made (%s)" % self.error)
         finally:
             for lock in reversed(self._locks):
                 release_outdir(lock)
@@ -257,8 +267,6 @@ class Recording:
         failure = None
         if interrupted(error):
             failure = "interrupted by SIGTERM" if terminated(error) else "interrupted by Ctrl-C"
-            warn("nnprofile: %s: writing what was recorded%s" % (
-                failure, "" if terminated(error) else " (Ctrl-C again to stop without writing)"))
         elif kind is not None and kind is not SystemExit:
             failure = "the program raised %s: %s" % (kind.__name__, shorten(str(error)))
         ended = failure or ("it exited with status %s" % error.code if kind is SystemExit and error.code not in (None, 0)

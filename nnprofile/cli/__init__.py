@@ -33,7 +33,11 @@ def overview() -> str:
 
 def main(argv: Optional[List[str]] = None) -> int:
     try:
-        return _main(argv)
+        status = _main(argv)
+        if status == 130 and argv is None:  # the command itself, Ctrl-C'd: another Ctrl-C while Python shuts
+            import signal                   # down ends it at once, without a traceback from an atexit handler
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+        return status
     except BrokenPipeError:  # the reader went away (nnprofile --help | head): quietly, as a filter ends
         try:
             import os

@@ -104,7 +104,8 @@ def run(args) -> int:
         print("nnprofile: error: the program %s, but its profile could not be %s: %s%s"
               % ("ended normally" if status == 0 else "exited with status %s" % status,
                  "made" if recording.unrecorded is None else "recorded", safe_text(what),
-                 "" if args.debug else " (run with --debug for the traceback)"), file=sys.stderr)
+                 "" if args.debug or not recording.error_traceback else " (run with --debug for the traceback)"),
+              file=sys.stderr)
         return status or EXIT_NOT_WRITTEN
     world = recording.run_world()
     if world is not None and world.several:

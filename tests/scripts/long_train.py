@@ -34,6 +34,9 @@ def main():
     parser.add_argument("--slow-ms", type=float, default=0.0, help="... takes this much longer per batch")
     parser.add_argument("--pause-at", type=int, default=-1, help="at this iteration, wait until --pause-file exists")
     parser.add_argument("--pause-file")
+    parser.add_argument("--mark-at", type=int, default=-1, help="at this iteration, create --mark-file (a test "
+                                                                    "then knows the loop is under way)")
+    parser.add_argument("--mark-file")
     parser.add_argument("--kill-at", type=int, default=-1, help="SIGKILL this process at this iteration")
     parser.add_argument("--inference", action="store_true", help="forward only, no solver: an evaluation loop")
     parser.add_argument("--print-argv", action="store_true")
@@ -78,6 +81,8 @@ def main():
             break
         if i == args.kill_at:
             os.kill(os.getpid(), signal.SIGKILL)
+        if i == args.mark_at and args.mark_file:
+            open(args.mark_file, "w").close()
         if i == args.pause_at and args.pause_file:
             while not os.path.exists(args.pause_file):
                 time.sleep(0.02)
