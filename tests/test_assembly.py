@@ -209,6 +209,23 @@ def test_the_hooks_cost_is_fitted_to_the_gaps_of_the_passes_together():
     assert gap_ratio([NS(dynamic=False, calls=passes[0].calls[:1], start_ns=0, end_ns=10e3)], cost) is None
 
 
+def test_nnprofiles_own_work_is_said_where_it_is_a_fifth_of_the_step_or_more():
+    """Kept steps of 100 us (as the step entry reads, its own work taken off), each holding 30 us of nnprofile's own
+    work, then 10 us: said with the figures (its median, its share of the step's median) where it is 20 % or more."""
+    from nnprofile.assembly.assemble import own_work_note
+    from nnprofile.result import Entry, Section
+    program = Section(kind="script", name="p", network="", complete=True)
+    program.entries.append(Entry(label="step", phase="step", samples_ns=[100e3, 90e3, 110e3]))
+    bounds = [(k * 200_000, k * 200_000 + 130_000) for k in range(3)]
+    own = [(a + 50_000, a + 65_000) for a, _ in bounds] + [(a + 70_000, a + 85_000) for a, _ in bounds]
+    said = own_work_note(program, bounds, sorted(own))
+    assert said.startswith("nnprofile's own work between the program's calls took 0.030 ms of each kept step")
+    assert "30% of the step's 0.100 ms" in said and "'other'" in said
+    assert own_work_note(program, bounds, [(a + 50_000, a + 60_000) for a, _ in bounds]) is None  # 10 %
+    capture = load("gan")  # a GAN's steps of milliseconds: nothing to say
+    assert not [n for n in assemble(capture, capture.costs, "gan").notes if "own work" in n]
+
+
 def test_a_loop_of_passes_says_how_many_reads_a_step_holds():
     """Two reads before each forward pass; the first step's reads came before the loop was followed (a
     window opens after them); a step under way has read once. A step holding another number: none."""

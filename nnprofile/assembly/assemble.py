@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..base.hookcost import BACKWARD, HookCosts, measured_in_program, scaled
-from ..base.stats import Drift
+from ..base.stats import Drift, median
 from ..result import Section
 from ..result.drift import drift_over, emptied
 from ..result.timeline import TimelineEvent
@@ -24,7 +24,7 @@ from .iterations import loop_where, starts, step_loop
 from .tree import children, descendants, top_level
 from .graphs import EVALUATION, UNDETERMINED, UPDATES, Graph, roles, solver_labels, split_by_graph, trainers
 from .passes import Pass, group_passes
-from .sections import Builder, merged
+from .sections import Builder, merged, overlap
 
 INPUT_NOTE = ("input (load_dataset) is the time the program waited in DataIterator.next(); NNabla's "
               "iterators load the next batch in a thread while the step runs (use_thread, the default), so "
@@ -35,6 +35,9 @@ INPUT_NOTE = ("input (load_dataset) is the time the program waited in DataIterat
 # spells (1.2-1.7x), not the program's own variation from step to step (a step after a validation reads
 # its data from colder caches), which is its time as much as any other.
 DRIFT = 0.25
+# nnprofile's own work in a kept step (left out of every figure) at this share of the step or more: said, with
+# what it does to the figures (the program's own code after it runs from colder caches).
+OWN_WORK_NOTE = 0.2
 
 
 @dataclass
@@ -249,6 +252,9 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
                                                      for label, mean, off in first),
                                            "; and %d more" % (len(builder.unresolved) - 5)
                                            if len(builder.unresolved) > 5 else ""))
+    own = own_work_note(sections[-1], [bounds[i] for i in kept], excluded)
+    if own:
+        notes.append(own)
     if raised:
         notes.append("in %d of the %d kept steps the hooks' cost as estimated left less than the step's timed parts; "
                      "there the step is the sum of its parts (the program's own time reads 0)" % (raised, len(kept)))
@@ -264,6 +270,24 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
                     notes, costs,
                     hooks, builder.origin, graphs,
                     [i + 1 for i in kept], [i + 1 for i in plain_kept])
+
+
+def own_work_note(program: Section, kept_bounds: Sequence[Tuple[int, int]],
+                  excluded: Sequence[Tuple[int, int]]) -> Optional[str]:
+    """What nnprofile's own work between the program's calls took in a kept step (its median), where that is
+    ``OWN_WORK_NOTE`` of the step (its median) or more: it is left out of every figure, but in so short a step
+    the program's own Python after it runs from caches it filled, and ``other`` reads high."""
+    steps = program.entries_of("step")
+    if not steps or not steps[0].samples_ns or not kept_bounds:
+        return None
+    own = median([float(overlap(a, b, excluded)) for a, b in kept_bounds])
+    step = median(steps[0].samples_ns)
+    if step <= 0 or own < OWN_WORK_NOTE * step:
+        return None
+    return ("nnprofile's own work between the program's calls took %.3f ms of each kept step (the median), %.0f%% "
+            "of the step's %.3f ms: it is left out of every figure, but in steps this short the program's own code "
+            "after it runs from colder caches, so that 'other' (and the step) can read higher than the program "
+            "runs without nnprofile" % (own / 1e6, 100.0 * own / step, step / 1e6))
 
 
 def evaluation_inputs(graphs: Sequence[Graph], graph_roles: Dict[Any, Tuple[str, List[str]]],
