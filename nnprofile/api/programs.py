@@ -69,6 +69,13 @@ def terminated(error: Optional[BaseException]) -> bool:
     return False
 
 
+def interruption(error: Optional[BaseException]) -> Optional[str]:
+    """How a program was interrupted, as its profile says it (SIGTERM, else Ctrl-C); None where it was not."""
+    if not interrupted(error):
+        return None
+    return "interrupted by SIGTERM" if terminated(error) else "interrupted by Ctrl-C"
+
+
 def interrupted(error: Optional[BaseException], before: Optional[BaseException] = None) -> bool:
     """Ctrl-C, also when it arrived inside NNabla's C++ (a pass calling a hook): Python then raises
     SystemError ("returned a result with an exception set") with the KeyboardInterrupt as its cause.
@@ -232,10 +239,10 @@ class Recording:
         """The recording's end: its files. A failure of nnprofile's own here never replaces the program's own
         outcome (its exception, its exit): it is kept in ``error`` and said in one line. A Ctrl-C is said at
         once; a second one while the files are made stops that (files are whole or not there) and is said."""
-        if interrupted(error):
+        how = interruption(error)
+        if how:
             warn("nnprofile: %s: writing what was recorded%s" % (
-                "interrupted by SIGTERM" if terminated(error) else "interrupted by Ctrl-C",
-                "" if terminated(error) else " (Ctrl-C again to stop without writing)"))
+                how, "" if terminated(error) else " (Ctrl-C again to stop without writing)"))
         try:
             self.recorder.stop()  # first, and alone: the program's NNabla is its own again, whatever follows
         except Exception as e:
@@ -264,10 +271,8 @@ class Recording:
             _ACTIVE.remove(self)
         if self._guard is not None and not self._guard.claim():
             threading.Event().wait()  # a SIGTERM came first: its thread writes the result and ends the process
-        failure = None
-        if interrupted(error):
-            failure = "interrupted by SIGTERM" if terminated(error) else "interrupted by Ctrl-C"
-        elif kind is not None and kind is not SystemExit:
+        failure = interruption(error)
+        if failure is None and kind is not None and kind is not SystemExit:
             failure = "the program raised %s: %s" % (kind.__name__, shorten(str(error)))
         ended = failure or ("it exited with status %s" % error.code if kind is SystemExit and error.code not in (None, 0)
                             else "it ended normally")

@@ -4,10 +4,11 @@ A step's ``other`` part is the program's own Python between NNabla's calls: conv
 building graphs inside the loop, logging. It is often the first thing to fix, and the recording knows only
 its total. Where the program runs in the main thread (scripts, notebooks, mpirun's ranks), the sampler is a
 profiling timer (``SIGPROF`` every millisecond of the process's CPU time, as yappi's and gperftools'
-samplers are; the kernel counts that time at its tick, so that it fires every 4 ms on a kernel of 250 Hz): its handler runs in the program's own thread between bytecodes, is handed the frame the
-thread is on, and times itself, so that what it costs is known to the nanosecond. A program that has a
-SIGPROF handler or timer of its own keeps it, and is sampled as a program in another thread is: a thread of
-nnprofile's wakes every millisecond and, holding the interpreter's lock (the program's thread waits
+samplers are; the kernel counts that time at its tick, so that it fires every 4 ms on a kernel of 250 Hz):
+its handler runs in the program's own thread between bytecodes, is handed the frame the thread is on, and
+times itself, so that what it costs is known to the nanosecond. A program that has a SIGPROF handler or timer
+of its own keeps it, and is sampled as a program in another thread is: a thread of nnprofile's wakes every
+millisecond and, holding the interpreter's lock (the program's thread waits
 meanwhile), reads the program's thread's stack, as pyinstrument and py-spy do.
 
 - Inside a call nnprofile times (a function, a solver, a read: the recorder's open calls), or inside

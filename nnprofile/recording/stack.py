@@ -128,10 +128,7 @@ class Stacks:
         (its own frame, the first of the program's, is kept: ``with nnprofile.record():`` around a loop)."""
         while frame is not None and not self._is_program(frame):
             frame = frame.f_back
-        frame = frame.f_back if frame is not None else None
-        while frame is not None:
-            self.outer.add(id(frame))
-            frame = frame.f_back
+        self.outside(frame.f_back if frame is not None else None)
 
     def outside(self, frame: Any) -> None:
         """``frame`` and those around it run the program (a launcher's): the walk for a stack stops there."""
