@@ -211,7 +211,8 @@ def test_the_hooks_cost_is_fitted_to_the_gaps_of_the_passes_together():
 
 def test_nnprofiles_own_work_is_said_where_it_is_a_fifth_of_the_step_or_more():
     """Kept steps of 100 us (as the step entry reads, its own work taken off), each holding 30 us of nnprofile's own
-    work, then 10 us: said with the figures (its median, its share of the step's median) where it is 20 % or more."""
+    work, then 10 us: said with the figures (its mean, its share of the step's mean, as every output shows the step)
+    where it is 20 % or more."""
     from nnprofile.assembly.assemble import own_work_note
     from nnprofile.result import Entry, Section
     program = Section(kind="script", name="p", network="", complete=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..base.hookcost import BACKWARD, HookCosts, measured_in_program, scaled
-from ..base.stats import Drift, median
+from ..base.stats import Drift
 from ..result import Section
 from ..result.drift import drift_over, emptied
 from ..result.timeline import TimelineEvent
@@ -274,20 +274,21 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
 
 def own_work_note(program: Section, kept_bounds: Sequence[Tuple[int, int]],
                   excluded: Sequence[Tuple[int, int]]) -> Optional[str]:
-    """What nnprofile's own work between the program's calls took in a kept step (its median), where that is
-    ``OWN_WORK_NOTE`` of the step (its median) or more: it is left out of every figure, but in so short a step
-    the program's own Python after it runs from caches it filled, and ``other`` reads high."""
+    """What nnprofile's own work between the program's calls took in a kept step (its mean), where that is
+    ``OWN_WORK_NOTE`` of the step (its mean, the figure every output shows) or more: it is left out of every
+    figure, but in so short a step the program's own Python after it runs from caches it filled, and ``other``
+    reads high."""
     steps = program.entries_of("step")
     if not steps or not steps[0].samples_ns or not kept_bounds:
         return None
-    own = median([float(overlap(a, b, excluded)) for a, b in kept_bounds])
-    step = median(steps[0].samples_ns)
+    own = sum(overlap(a, b, excluded) for a, b in kept_bounds) / len(kept_bounds) / 1e6
+    step = steps[0].mean_ms
     if step <= 0 or own < OWN_WORK_NOTE * step:
         return None
-    return ("nnprofile's own work between the program's calls took %.3f ms of each kept step (the median), %.0f%% "
+    return ("nnprofile's own work between the program's calls took %.3f ms of each kept step (the mean), %.0f%% "
             "of the step's %.3f ms: it is left out of every figure, but in steps this short the program's own code "
             "after it runs from colder caches, so that 'other' (and the step) can read higher than the program "
-            "runs without nnprofile" % (own / 1e6, 100.0 * own / step, step / 1e6))
+            "runs without nnprofile" % (own, 100.0 * own / step, step))
 
 
 def evaluation_inputs(graphs: Sequence[Graph], graph_roles: Dict[Any, Tuple[str, List[str]]],
