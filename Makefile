@@ -19,7 +19,7 @@ PYTHON310 ?= $(shell \
 
 OLDEST := .venv-oldest
 
-.PHONY: setup demo test test-fast test-oldest bench clean
+.PHONY: setup demo test test-fast test-oldest corpus bench clean
 
 setup: $(STAMP)
 
@@ -54,12 +54,17 @@ demo: $(STAMP) $(DIGITS)
 	@echo "Open results/lenet/report.html in a browser, or results/lenet/profile.xlsx in Excel or LibreOffice."
 
 test: $(TEST_STAMP) $(DIGITS)
+	$(PY) -m ruff check nnprofile tests benchmarks examples
 	$(PY) -m mypy
 	$(PY) -m pytest -q
 
 # The inner loop: every test but those marked slow (subprocesses, mpirun, Chromium, the corpus, the docs).
 test-fast: $(TEST_STAMP) $(DIGITS)
 	$(PY) -m pytest -q -m "not slow"
+
+# The real programs of ../shared/corpus, alone and under nnprofile run (about 20 minutes; make test runs them too).
+corpus: $(TEST_STAMP)
+	$(PY) -m pytest -q -m corpus
 
 # The lowest version setup.cfg declares of every dependency, in an environment of its own: the user's
 # own pandas, matplotlib and scipy first (as a user's environment holds them), then nnprofile beside

@@ -128,7 +128,7 @@ def deep_mlp(n_layers: int, width: int = 64, input_dim: int = 784, classes: int 
     """n_layers layers in all: (Affine, ReLU) pairs, the last Affine giving the classes."""
     pairs = max(1, n_layers // 2)
     layer_types: List[Tuple[str, int]] = []
-    for i in range(pairs - 1):
+    for _ in range(pairs - 1):
         layer_types += [("Affine", width), ("ReLU", 0)]
     layer_types += [("Affine", classes)]
     return mlp_project(layer_types, input_dim=input_dim, classes=classes, batch_size=batch_size)

@@ -3,13 +3,13 @@ import pytest
 
 from nnprofile.analysis import advice, breakdown
 from nnprofile.analysis import analyze_section
+from nnprofile.result import Entry, Section
 from nnprofile.result.header import ProjectHeader
 
 
 def summarize_section(section, context="cpu:float", rates=None):
     """The step of one section, as the analysis computes it once for every renderer."""
     return analyze_section(section, ProjectHeader(context=context, machine_rates=rates or {})).step
-from nnprofile.result import Entry, Section
 
 
 def _e(phase, ms, layer=None, ltype=None, flops=None, dtype=None, moved=0):

@@ -73,7 +73,7 @@ def test_the_loops_frame_tells_where_iterations_begin_as_the_stacks_do(program):
     program(record, 5)
     loop = it.step_loop([s for s, k in zip(taken, keys) if k == "update"], stacks.codes)
     assert loop is not None
-    expected = it.starts(taken, loop, stacks.codes)
+    expected = it.entries(taken, loop, stacks.codes)
     fast = FastLoop(stacks.objects[loop[0]], stacks.codes[loop[0]], loop[1])
     seen = []
     program(lambda key: seen.append(fast.event(sys._getframe(1))), 5)
@@ -241,3 +241,50 @@ def test_a_window_asked_for_between_reads_begins_at_the_next_read():
     timed = [e for e in events if isinstance(e, (InputCall, SolverCall)) and e.depth == 0]
     assert start == 121 and isinstance(timed[0], InputCall)
     assert sum(1 for e in timed if isinstance(e, InputCall)) == 5 and recorder.steps_done == 160
+
+
+def _epoch(data, x, t, loss, solver, n, train):
+    """A trainer's epoch: the same loop for training and for validation (``train``: with updates)."""
+    for _ in range(n):
+        x.d, t.d = data.next()
+        loss.forward()
+        if train:
+            solver.zero_grad()
+            loss.backward()
+            solver.update()
+
+
+@pytest.mark.parametrize("schedule", [Schedule(), Schedule(wait=10 ** 6)], ids=["windowed", "between windows"])
+def test_a_validation_through_the_trainings_own_loop_is_no_step(schedule):
+    import nnabla as nn
+    import nnabla.solvers as S
+
+    def program(recorder):
+        data, x, t, loss = _network()
+        solver = S.Sgd(0.01)
+        solver.set_parameters(nn.get_parameters())
+        for _ in range(5):
+            _epoch(data, x, t, loss, solver, 6, True)
+            _epoch(data, x, t, loss, solver, 2, False)  # a new run of the loop, without an update
+    recorder = _record(schedule, program)
+    assert recorder.steps_done == 30
+
+
+@pytest.mark.parametrize("schedule", [Schedule(), Schedule(wait=10 ** 6)], ids=["windowed", "between windows"])
+def test_an_environments_steps_before_training_starts_are_no_steps(schedule):
+    import nnabla as nn
+    import nnabla.solvers as S
+
+    def program(recorder):
+        data, x, t, loss = _network()
+        solver = S.Sgd(0.01)
+        solver.set_parameters(nn.get_parameters())
+        for step in range(120):  # an update from step 40 on (the replay buffer full): 80 steps
+            x.d, t.d = data.next()
+            loss.forward()
+            if step >= 40:
+                solver.zero_grad()
+                loss.backward()
+                solver.update()
+    recorder = _record(schedule, program)
+    assert recorder.steps_done == 80

@@ -115,6 +115,49 @@ def test_the_counter_chooses_the_loop_as_calls_come_and_counts_again_when_it_wid
     assert counter.loop == (0, 10) and counter.completed == 2 and counter.inside  # counted again: 3 begun
 
 
+# -- which iterations are steps ------------------------------------------------------------------------------
+
+def _gate(iterations, gated=True):
+    """Steps of a loop whose iterations are given as the runs of the loop: each run a string, an iteration a
+    character: "u" it updates, "." it does not."""
+    gate = it.Gate(gated)
+    for run in iterations:
+        for k, iteration in enumerate(run):
+            gate.begin(new_run=k == 0)
+            if iteration == "u":
+                gate.update()
+    return gate.steps
+
+
+def test_iterations_before_a_runs_first_update_beyond_the_usual_gap_are_no_steps():
+    # An environment's steps while the replay buffer fills, then an update every iteration: the steps are
+    # the iterations that train.
+    assert _gate(["." * 5 + "u" * 4]) == [5, 6, 7, 8]
+    # An update every fourth iteration from the first (gradients accumulated): every iteration is a step.
+    assert sorted(_gate(["...u" * 3])) == list(range(12))
+    # A warm-up of 10 iterations, then an update every third: three iterations a step from the first update's.
+    assert sorted(_gate(["." * 10 + "u..u..u.."])) == list(range(8, 19))
+
+
+def test_a_run_of_the_loop_without_an_update_is_no_step():
+    # A trainer's epochs through one loop: training, then a validation through the same loop (a new run).
+    steps = _gate(["uuu", "..", "uuu", ".."])
+    assert steps == [0, 1, 2, 5, 6, 7]
+    assert _gate(["..", ".."], gated=False) == [0, 1, 2, 3]  # no solver: every iteration counts
+
+
+def test_the_stacks_tell_a_new_run_of_the_loop_from_its_next_iteration():
+    # main calls epoch() twice (a training run, then a validation run): the loop is in epoch's code.
+    main = CodeInfo("t.py", "main", 1, loops=[(0, 100)], lines=[(0, 2)])
+    epoch = CodeInfo("t.py", "epoch", 10, loops=[(10, 60)], lines=[(0, 11)])
+    codes = [main, epoch]
+    train = lambda token: at((1, 0, 20), (token, 1, 30))
+    valid = lambda token: at((1, 0, 40), (token, 1, 30))
+    calls = [train(2), train(2), valid(3), valid(3), train(4)]
+    loop = (1, 10)
+    assert it.entries(calls, loop, codes) == [it.RUN, it.ITERATION, it.RUN, it.ITERATION, it.RUN]
+
+
 # -- stored recordings (version 2: depth and stack) ----------------------------------------------------------
 
 def load(name):
@@ -146,8 +189,10 @@ def test_a_custom_layers_functions_on_ndarrays_are_its_children_not_eager_work()
 def test_a_loop_with_an_actor_every_second_iteration_is_one_step_an_iteration():
     capture = load("td3")
     a = assemble(capture, capture.costs, "td3.py")
-    assert a.steps == 14 and a.kept_steps == list(range(2, 10))  # 14 iterations: every one a step
-    assert "(updates a step: Adam: critic 0.75, Adam: actor 0.38)" in a.how  # 6 and 3 updates in the 8 kept
+    # 14 iterations, the first 3 filling the replay buffer (before the first update): 11 steps
+    assert a.steps == 11 and a.kept_steps == list(range(2, 10))
+    assert a.how.endswith("(updates a step: Adam: critic 1, Adam: actor 0.5); the 3 iterations before its first "
+                          "update are before the first step")
     roles = {s.name: s.info.get("role") for s in a.sections[:-1]}
     assert roles == {"policy": "evaluation", "target_q": "feeds", "critic_loss": "trained", "actor_loss": "trained",
                      "update_actor_target": "updates", "update_critic_target": "updates"}
@@ -182,3 +227,18 @@ def test_a_version_2_capture_round_trips_through_its_file(tmp_path, name):
     assert events.to_dict(again) == events.to_dict(capture)
     assert any(getattr(e, "depth", 0) for e in again.events) or name == "td3"
     assert isinstance(next(e for e in again.events if isinstance(e, (SolverCall, InputCall))).stack, tuple)
+
+
+def test_a_graph_built_anew_each_iteration_under_auto_forward_is_one_graph_a_place():
+    capture = load("dynamic_vae")
+    a = assemble(capture, capture.costs, "dynamic_vae.py")
+    graphs = {s.name: s.info for s in a.sections if s.kind == "graph"}
+    loss, vloss = graphs["loss"], graphs["vloss"]
+    # the loss, built over several lines (an encoder, a random draw, a decoder), once a step; its validation,
+    # the same code called from another line of the loop, every second step, read by nothing trained
+    assert (loss["role"], loss["forward_per_step"], loss["backward_per_step"]) == ("trained", 1.0, 1.0)
+    assert (vloss["role"], vloss["forward_per_step"], vloss["backward_per_step"]) == ("evaluation", 0.5, 0)
+    # after the loop: images drawn from the decoder, a section of their own outside the steps
+    assert graphs["sample"]["outside"] == "after the last step"
+    layers = [e.layer for e in next(s for s in a.sections if s.name == "loss").entries_of("forward_function")]
+    assert "Randn" in layers and layers.count("enc/fc1/affine") == 1

@@ -42,7 +42,8 @@ def mutated(draw):
             lines[i] = NUMBER.sub(value, lines[i], count=1)
         elif kind == "string" and QUOTED.search(lines[i]):
             others = QUOTED.findall(BASES[name])
-            lines[i] = QUOTED.sub(lambda m: draw(st.sampled_from(others + ['""', '"x"'])), lines[i], count=1)
+            lines[i] = QUOTED.sub(lambda m: draw(st.sampled_from(others + ['""', '"x"'])), lines[i],  # noqa: B023
+                                  count=1)
     return Case(name, "".join(lines))
 
 

@@ -9,7 +9,6 @@
 Nothing here asserts a time: what the programs' structure fixes, and that figures agree with each other.
 """
 import os
-import re
 
 import pytest
 
@@ -92,7 +91,7 @@ def test_a_validation_after_each_epoch_has_its_part_and_the_test_after_the_loop_
     h = profile.header
     assert h.steps == "one step per iteration of the program's loop at lstm_lm.py:%d (updates a step: Sgd 1)" % _line(
         "lstm_lm.py", "for i in range(args.iters_per_epoch)") and h.kept_steps == list(range(2, 22))
-    loss, vloss, program = profile.sections
+    loss, vloss, tloss, outside, program = profile.sections
     assert (loss.name, vloss.name) == ("loss", "vloss") and vloss.info["role"] == "evaluation"
     # validations after epochs 1 and 2 (3 batches each) fall in steps 9 and 17; the third after the last step
     assert sum(e for e in vloss.entries_of("forward_all")[0].round_sizes) == 6
@@ -101,7 +100,11 @@ def test_a_validation_after_each_epoch_has_its_part_and_the_test_after_the_loop_
     parts = dict(step.parts)
     assert parts["forward (vloss)"] > 0 and parts["evaluation input (valid, for 'vloss')"] > 0
     [after] = [n for n in profile.notes if n.startswith("after the last step")]
-    assert "graph 'vloss' 3 forward passes" in after and "graph 'tloss' 4 forward passes" in after
+    assert "graph 'vloss' 3 forward passes" in after  # a graph of the steps, run after them too: in no figure
+    # the test after the loop: a section of its own, outside the steps, its passes counted
+    assert (tloss.name, tloss.info["role"], tloss.info["outside"]) == ("tloss", "evaluation", "after the last step")
+    assert tloss.info["passes"] == {"forward": 4} and "forward (tloss)" not in parts
+    assert [e.label for e in outside.entries] == ["load_dataset (test)"]  # its data, read only then
 
 
 @pytest.mark.slow
@@ -131,14 +134,19 @@ def tiny(tmp_path_factory):
 def test_a_name_bound_to_a_second_graph_and_a_solver_used_before_the_loop(tiny):
     profile, analysis, log = tiny
     first, second = _line("tiny_mlp.py", "loss = F.reduce_mean"), _line("tiny_mlp.py", "loss = F.reduce_mean", 50)
-    assert [s.name for s in profile.sections] == ["loss (line %d)" % second, "tiny_mlp.py"]
+    assert [s.name for s in profile.sections] == ["loss (line %d)" % second, "loss (line %d)" % first, "tiny_mlp.py",
+                                                  "tiny_mlp.py"]
     assert profile.header.steps == ("one step per iteration of the program's loop at tiny_mlp.py:%d (updates a step: "
                                     "Adam 1)" % _line("tiny_mlp.py", "for i in range(args.iterations)"))
-    [before] = [n for n in profile.notes if n.startswith("ran only before the first")]
-    assert "graph 'loss (line %d)' 2 forward passes and 2 backward passes" % first in before
-    assert "solver Sgd 2 calls (1 update)" in before
-    [after] = [n for n in profile.notes if n.startswith("after the last step")]
-    assert re.search(r"eager work \d+ calls \(at .*tiny_mlp.py", after)
+    # the first model, trained before the loop: a section of its own, outside the steps
+    _, before, outside, program = profile.sections
+    assert before.info["outside"] == "before the first kept step" and before.info["trained_by"] == ["Sgd"]
+    assert before.info["passes"] == {"forward": 2, "backward": 2}
+    # the program's calls outside the steps: the first solver's, and the eager work after the loop
+    assert outside.kind == "outside" and outside.info["outside"] == "before the first kept step and after the last step"
+    assert [e.label for e in outside.entries_of("update")] == ["update (Sgd)"] and outside.entries_of("eager")
+    assert all(e.source and "tiny_mlp.py" in e.source for e in outside.entries_of("eager"))
+    assert "Profiling calls outside the kept steps of 'tiny_mlp.py'" in log
 
 
 @pytest.mark.slow
@@ -169,8 +177,8 @@ def test_an_element_wise_layer_gets_advice_that_fits_it(word2vec):
     for a in step.advice:
         if a.rule == "dominant_layer":
             assert "element-wise" in a.text and not any(w in a.text for w in CONV_WORDS), a.text
-    [after] = [n for n in profile.notes if n.startswith("after the last step")]
-    assert "1 forward pass" in after
+    [after] = [s for s in profile.sections if s.info.get("outside") == "after the last step"]
+    assert after.info["passes"] == {"forward": 1} and after.info["role"] == "evaluation"
 
 
 @pytest.mark.slow

@@ -36,7 +36,7 @@ def _requirements(value):
 
 
 def _name(requirement):
-    return re.split(r"[<>=!~;\s]", requirement, 1)[0].lower()
+    return re.split(r"[<>=!~;\s]", requirement, maxsplit=1)[0].lower()
 
 
 @pytest.mark.slow

@@ -403,7 +403,7 @@ def test_a_solver_made_before_recording_is_seen_in_its_namespace():
     namespace = {"solver": S.Adam()}
     namespace["solver"].set_parameters(nn.get_parameters())
     with nnprofile.record(skip_first=0, active=3, namespaces=[namespace]) as rec:
-        for i in range(3):
+        for _ in range(3):
             loss.forward()
             namespace["solver"].zero_grad()
             loss.backward()

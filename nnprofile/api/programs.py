@@ -170,6 +170,7 @@ class Recording:
             else:
                 self._locks.append(claim_outdir(self.outdir))
         self._measure_again = self.hook_costs is None
+        import nnabla  # noqa: F401  (its import logs "Initializing CPU extension...": the program's own line, unquieted)
         if self.hook_costs is None:
             with quiet_nnabla():
                 self.hook_costs = calibrate(self._new)

@@ -19,8 +19,9 @@ from ..result import Section
 from ..result.drift import drift_over, emptied
 from ..result.timeline import TimelineEvent
 from . import hookfit, steps as step_rule
-from .events import DYNAMIC, EAGER, Call, Capture, Hooks, InputCall, SolverCall, StepMark, end_of, stack_of, start_of
-from .iterations import loop_where, starts, step_loop
+from .events import (DYNAMIC, EAGER, Call, Capture, CommCall, Hooks, InputCall, MonitorCall, SolverCall, StepMark,
+                     end_of, stack_of, start_of)
+from .iterations import entries, loop_where, select, step_loop
 from .tree import children, descendants, top_level
 from .graphs import EVALUATION, UNDETERMINED, UPDATES, Graph, roles, solver_labels, split_by_graph, trainers
 from .passes import Pass, group_passes
@@ -114,39 +115,66 @@ def hook_states(per_step: List[List[Any]]) -> List[str]:
     return out
 
 
-def iteration_bounds(top: Sequence[Any], capture: Capture) -> Optional[Tuple[List[Tuple[int, int]], str]]:
-    """The steps as the iterations of the program's loop (``nnprofile.assembly.iterations``): each from its
-    first call to the next one's, the last to the end of its last call; and the loop's line. None where
-    the calls carry no stacks or no loop holds them."""
+def iteration_bounds(top: Sequence[Any], capture: Capture) -> Optional[Tuple[List[Tuple[int, int]], str, str]]:
+    """The steps (``_iteration_bounds``), the loop's line, and what of its iterations are no steps, said."""
+    found = _iteration_bounds(top, capture)
+    if found is None:
+        return None
+    bounds, where, steps = found
+    before = steps.index(True) if True in steps else len(steps)
+    idle = sum(1 for x in steps[before:] if not x)
+    said = []
+    if before:
+        said.append("the %d iteration%s before its first update %s before the first step" % (
+            before, "" if before == 1 else "s", "is" if before == 1 else "are"))
+    if idle:
+        said.append("%d iteration%s in runs of the loop without an update (a validation through the same loop) %s "
+                    "no step" % (idle, "" if idle == 1 else "s", "is" if idle == 1 else "are"))
+    return bounds, where, "; ".join(said)
+
+
+def _iteration_bounds(top: Sequence[Any], capture: Capture) -> Optional[Tuple[List[Tuple[int, int]], str, List[bool]]]:
+    """The steps as the iterations of the program's loop (``nnprofile.assembly.iterations``) that are steps (its
+    ``Gate``: in a program that updates, those of the runs of the loop that update, from a little before each run's
+    first update on): each from its first call to the next step's, the last to the end of its last call; and the
+    loop's line. Work between two steps outside them (a validation after each epoch, in the loop or outside it) is
+    the earlier step's. None where the calls carry no stacks or no loop holds them."""
     if not capture.codes:
         return None
     stacked = [(i, stack_of(e)) for i, e in enumerate(top) if stack_of(e)]
     if not stacked:
         return None
-    updates = [st for i, st in stacked if isinstance(top[i], SolverCall) and top[i].method == "update"]
+    is_update = [isinstance(top[i], SolverCall) and top[i].method == "update" for i, _ in stacked]
+    updates = [st for (_, st), u in zip(stacked, is_update) if u]
     keys = updates or [st for i, st in stacked if isinstance(top[i], (Call, InputCall))]
     loop = step_loop([k for k in keys if k is not None], capture.codes)
     if loop is None:
         return None
-    flags = dict(zip([i for i, _ in stacked], starts([st for _, st in stacked], loop, capture.codes)))
+    found = entries([st for _, st in stacked], loop, capture.codes)
+    steps = select(found, is_update, bool(updates))
+    flags = dict(zip([i for i, _ in stacked], found))
     bounds: List[Tuple[int, int]] = []
     current: Optional[int] = None
-    inside, last_end = False, 0
+    in_step, last_end, k = False, 0, -1
     for i, e in enumerate(top):
         if isinstance(e, Hooks):
             continue
         if i in flags:
             flag = flags[i]
-            inside = flag is not None
-            if flag is True:
-                if current is not None:  # work between two iterations outside the loop (a validation
-                    bounds.append((current, start_of(e)))  # after each epoch) is the earlier one's
-                current = start_of(e)
-        if inside and current is not None:
+            if flag:  # an iteration begins: a step, or no step (before the first, or in a run without an update)
+                k += 1
+                in_step = steps[k]
+                if in_step:
+                    if current is not None:
+                        bounds.append((current, start_of(e)))
+                    current = start_of(e)
+            elif flag is None:
+                in_step = False
+        if in_step and current is not None:
             last_end = max(last_end, end_of(e))
-    if current is not None:  # the last iteration: to its last call inside the loop
+    if current is not None:  # the last step: to its last call
         bounds.append((current, last_end))
-    return bounds, loop_where(loop, capture.codes)
+    return bounds, loop_where(loop, capture.codes), steps
 
 
 def find_steps(capture: Capture, top: Sequence[Any], passes: Sequence[Pass],
@@ -157,7 +185,7 @@ def find_steps(capture: Capture, top: Sequence[Any], passes: Sequence[Pass],
     if not loop.marks:
         found = iteration_bounds(top, capture)
         if found is not None:
-            return found[0], step_rule.Rule("iterations", where=found[1]), loop
+            return found[0], step_rule.Rule("iterations", where=found[1], note=found[2]), loop
     rule = loop.rule()
     return step_rule.bounds(loop, rule, capture.started_ns, last_ns), rule, loop
 
@@ -212,10 +240,7 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
                                       if g.passes[i]))  # in order of first use in the kept steps
     sections = [builder.graph_section(g) for g in shown]
     for g, section in zip(shown, sections):
-        role, fed = graph_roles[g.key]
-        section.info["role"] = role
-        if fed:
-            section.info["writes" if role == UPDATES else "feeds"] = fed
+        _role(section, graph_roles[g.key])
     sections.append(builder.program_section())
     validation = evaluation_inputs(graphs, graph_roles, per_step, kept, capture)
     if validation:
@@ -258,7 +283,9 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
     if raised:
         notes.append("in %d of the %d kept steps the hooks' cost as estimated left less than the step's timed parts; "
                      "there the step is the sum of its parts (the program's own time reads 0)" % (raised, len(kept)))
-    notes += unstepped(graphs, labels, spans, kept, skip, len(per_step), capture)
+    # What ran only outside the kept steps: before the program's step section (the last, as every reader takes it).
+    sections[-1:-1] = outside_sections(builder, graphs, kept, skip, before, after, capture)
+    notes += after_the_loop(graphs, kept, len(per_step))
     hooks_at_end = [e.on for e in events if isinstance(e, Hooks)]
     if hooks_at_end and not hooks_at_end[-1]:
         notes.append("the program ended while steps ran without the hooks (those that measure what the hooks "
@@ -266,7 +293,8 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
                      "was not seen")
     return Assembly(sections if any(s.entries for s in sections) else [], builder.timeline, len(bounds), skip,
                     len(kept), step_rule.describe(rule, len(bounds), names) + (
-                        updates_per_step(per_step, kept, labels) if rule.kind == "iterations" else ""),
+                        updates_per_step(per_step, kept, labels) if rule.kind == "iterations" else "") + (
+                        "; %s" % rule.note if rule.note else ""),
                     notes, costs,
                     hooks, builder.origin, graphs,
                     [i + 1 for i in kept], [i + 1 for i in plain_kept])
@@ -402,61 +430,81 @@ def _namer(graphs: Sequence[Graph], capture: Capture, labels: Sequence[str]) -> 
     return name
 
 
-def unstepped(graphs: Sequence[Graph], labels: Sequence[str], spans: Sequence[List[Any]], kept: Sequence[int],
-              skip: int, steps: int, capture: Capture) -> List[str]:
-    """What ran outside the kept steps and is in no section: the graphs and solvers that ran only before
-    them (before the first step, or in the steps set aside), and everything after the last step.
+def _role(section: Section, role: Tuple[str, List[str]]) -> None:
+    section.info["role"] = role[0]
+    if role[1]:
+        section.info["writes" if role[0] == UPDATES else "feeds"] = role[1]
 
-    ``spans``: the events before the first step, of each step, and after the last; a graph's passes
-    are per step, then before, then after (indexes -2 and -1)."""
-    out = []
-    kept_solvers = {e.solver for i in kept for e in spans[1 + i] if isinstance(e, SolverCall)}
-    set_aside = list(range(min(skip, steps)))
-    early = _ran(graphs, labels, [spans[0]] + [spans[1 + i] for i in set_aside], [-2] + set_aside, kept,
-                 kept_solvers, capture, eager=False)
-    if early:
-        where = ("before the first step" if not skip else
-                 "before the first kept step (in the %d step%s set aside, or before them)" % (skip, "" if skip == 1 else "s"))
-        out.append("ran only %s, and is in no section: %s" % (where, "; ".join(early)))
-    late = _ran(graphs, labels, [spans[-1]], [-1], (), set(), capture, eager=True)
-    if late:
-        out.append("after the last step (work after the loop: a final evaluation, saving), in no section: %s"
-                   % "; ".join(late))
+
+def outside_sections(builder: Builder, graphs: Sequence[Graph], kept: Sequence[int], skip: int, before: List[Any],
+                     after: List[Any], capture: Capture) -> List[Section]:
+    """What ran only outside the kept steps (before the first kept step: before the loop, in the steps set aside;
+    after the last step: a final evaluation, saving): a section for each graph that the kept steps do not run, then
+    one for the program's calls of iterators, solvers, monitors and eager work that they do not make. Their figures
+    are per call; no step holds them."""
+    steps = len(builder.per_step)
+    early, late = [steps] + list(range(min(skip, steps))), [steps + 1]  # graphs' passes: per step, before, after
+    ran = [g for g in graphs if not any(g.passes[i] for i in kept) and any(g.passes[i] for i in early + late)]
+
+    def where(has_early: bool, has_late: bool) -> str:
+        return " and ".join(w for w, x in (("before the first kept step", has_early), ("after the last step", has_late))
+                            if x)
+    out: List[Section] = []
+    found = roles(graphs, early + late, capture)
+    for g in sorted(ran, key=lambda g: min(p.start_ns for i in early + late for p in g.passes[i])):
+        indexes = [i for i in early + late if g.passes[i]]
+        section = builder.graph_section(g, (indexes, where(any(i in early for i in indexes), late[0] in indexes)))
+        _role(section, found[g.key])
+        out.append(section)
+    functions = capture.graph.functions
+    made = {key for i in kept for key in call_keys(builder.per_step[i], functions)}
+
+    def only_outside(span: Sequence[Any]) -> List[Any]:
+        return [e for e in span if getattr(e, "depth", 0) or call_key(e, functions) not in made]
+    early_spans = [only_outside(before)] + [only_outside(builder.per_step[i]) for i in range(min(skip, steps))]
+    late_span = only_outside(after)
+    program = builder.outside_section(early_spans + [late_span], "")
+    if program.entries:
+        program.info["outside"] = where(any(call_keys(span, functions) for span in early_spans),
+                                        bool(call_keys(late_span, functions)))
+        out.append(program)
     return out
 
 
-def _ran(graphs: Sequence[Graph], labels: Sequence[str], spans: Sequence[List[Any]], indexes: Sequence[int],
-         kept: Sequence[int], kept_solvers: set, capture: Capture, eager: bool) -> List[str]:
-    """Each graph and solver of these spans but those the kept steps hold too (and with ``eager``, the
-    eager work): its passes or calls and its time in all."""
-    out = []
+def after_the_loop(graphs: Sequence[Graph], kept: Sequence[int], steps: int) -> List[str]:
+    """The passes, after the last step, of graphs the kept steps run too (a final evaluation): in no figure, said."""
+    ran = []
     for g in graphs:
-        if any(g.passes[i] for i in kept):
-            continue
-        passes = [p for i in indexes for p in g.passes[i]]
-        if not passes:
+        passes = g.passes[steps + 1]
+        if not passes or not any(g.passes[i] for i in kept):
             continue
         counts: Dict[str, int] = {}
         for p in passes:
             counts[p.phase] = counts.get(p.phase, 0) + 1
-        total = sum(p.end_ns - p.start_ns for p in passes)
-        out.append("graph '%s' %s, %.3f ms in all" % (g.name, " and ".join(
+        ran.append("graph '%s' %s, %.3f ms in all" % (g.name, " and ".join(
             "%d %s pass%s" % (n, phase, "" if n == 1 else "es") for phase, n in sorted(counts.items(), reverse=True)),
-            total / 1e6))
-    events = [e for span in spans for e in span]
-    solvers: Dict[int, List[SolverCall]] = {}
-    for e in events:
-        if isinstance(e, SolverCall) and e.solver not in kept_solvers:
-            solvers.setdefault(e.solver, []).append(e)
-    for s, calls in solvers.items():
-        updates = sum(1 for c in calls if c.method == "update")
-        out.append("solver %s %d call%s (%d update%s), %.3f ms in all" % (
-            labels[s] if s < len(labels) else s + 1, len(calls), "" if len(calls) == 1 else "s", updates,
-            "" if updates == 1 else "s", sum(c.end_ns - c.start_ns for c in calls) / 1e6))
-    work = [e for e in events if isinstance(e, Call) and e.kind == EAGER] if eager else []
-    if work:
-        lines = sorted({capture.graph.functions[e.function].created or "?" for e in work})
-        out.append("eager work %d call%s (at %s), %.3f ms in all" % (
-            len(work), "" if len(work) == 1 else "s", ", ".join(lines[:3]) + (", ..." if len(lines) > 3 else ""),
-            sum(e.end_ns - e.start_ns for e in work) / 1e6))
-    return out
+            sum(p.end_ns - p.start_ns for p in passes) / 1e6))
+    if not ran:
+        return []
+    return ["after the last step (work after the loop: a final evaluation, saving), in no figure: %s" % "; ".join(ran)]
+
+
+def call_key(e: Any, functions: Dict[int, Any]) -> Any:
+    """What a program's own call is, as the sections group it (None for a function of a pass)."""
+    if isinstance(e, InputCall):
+        return ("input", e.iterator)
+    if isinstance(e, SolverCall):
+        return ("solver", e.solver)
+    if isinstance(e, MonitorCall):
+        return ("monitor", e.monitor)
+    if isinstance(e, CommCall):
+        return ("comm", e.method)
+    if isinstance(e, Call) and e.kind == EAGER:
+        f = functions.get(e.function)
+        return ("eager", f.type if f is not None else "?", f.created if f is not None else None)
+    return None
+
+
+def call_keys(events: Sequence[Any], functions: Dict[int, Any]) -> set:
+    """The program's own calls among ``events``, by what they are."""
+    return {call_key(e, functions) for e in events if not getattr(e, "depth", 0)} - {None}

@@ -29,7 +29,7 @@ from ..base.hookcost import HookCosts
 from .iterations import CodeInfo, Stack
 
 FORMAT = "nnprofile-events"
-VERSION = 2   # 2: each event's depth and stack, the program's code objects
+VERSION = 3   # 2: each event's depth and stack, the program's code objects; 3: the names calls' results are stored in
 STATIC, DYNAMIC, EAGER = "static", "dynamic", "eager"  # how a function ran (and was timed)
 
 

@@ -35,6 +35,7 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..base.functions import FunctionInfo, Graph as Functions
 from .events import DYNAMIC, Call, Capture, SolverCall
+from .iterations import Stack, kind, stored_name
 from .passes import Pass
 
 DYNAMIC_FORWARD = "forward only (auto_forward)"
@@ -50,6 +51,7 @@ class Graph:
     passes: List[List[Pass]] = field(default_factory=list)
     trained_by: List[int] = field(default_factory=list)  # solver indexes
     made: Optional[str] = None      # where the program made what it runs on ("train.py:98"), where known
+    stack: Optional[Stack] = None   # the program's frames at its first pass (which line called what built it)
     rebuilt: bool = False           # built anew by the same lines (its builds merged): layers by position
 
     def ran_in(self, step: int) -> bool:
@@ -69,9 +71,16 @@ def split_by_graph(steps: Sequence[List[Any]], passes: Sequence[List[Pass]], cap
                    shown: Optional[Set[int]] = None) -> List[Graph]:
     """The graphs of the steps given, in order of first use; each with its passes per step. ``shown``: the
     steps whose graphs matter (a graph seen only elsewhere, in part, as the hooks were switched for the steps
-    that measure their cost, is left out)."""
+    that measure their cost, is left out).
+
+    Under auto_forward a graph is no object the program keeps: its functions run as they are made, anew each
+    step. A function made so belongs to the graph whose backward reaches it, or that such a function reads from
+    (a random draw, a constant: no backward runs through them); the rest, which no backward reaches, to the graph
+    built where the program built it (the line of its loop that called the code making it: a validation's
+    ``vloss = model(vx)``). Each such graph's functions in one run of auto_forward calls are one forward pass."""
     graphs: Dict[Any, Graph] = {}
     functions = capture.graph.functions
+    by_backward: Set[Any] = set()  # graphs named by their backward's call (a loss: ``loss.backward()``)
     for s, step_passes in enumerate(passes):
         dynamic_functions = {c.function for c in steps[s] if isinstance(c, Call) and c.kind == DYNAMIC}
         owner: Dict[Any, Any] = {}  # a dynamic function -> the graph whose backward reaches it
@@ -89,26 +98,30 @@ def split_by_graph(steps: Sequence[List[Any]], passes: Sequence[List[Pass]], cap
                 if made is None and p.site is not None and p.site in capture.sites:
                     made = capture.sites[p.site].where
                 graph = graphs[key] = Graph(key, p.name, key[0] == "auto_forward", passes=[[] for _ in range(s)],
-                                            made=made)
+                                            made=made, stack=p.calls[0].stack)
             elif not graph.name and p.name:
                 graph.name = p.name
+            if p.phase == "backward" and p.name and key not in by_backward:
+                graph.name = p.name  # what it is trained as, over what a forward ran it as (``metric.forward()``)
+                by_backward.add(key)
+        read_from(owner, [[c.function for c in p.calls] for p in step_passes if p.dynamic], functions)
         for graph in graphs.values():
             graph.passes.append([])
+        order = {id(e): k for k, e in enumerate(steps[s])}
         for p in step_passes:
             if not p.dynamic:
                 graphs[graph_key(p, dynamic_functions)].passes[-1].append(p)
                 continue
-            # auto_forward calls: each to the graph whose backward reaches it, in runs per graph.
-            runs: List[Tuple[Any, Pass]] = []
-            for call in p.calls:
-                key = owner.get(call.function, UNDETERMINED)
+            for key, run in dynamic_passes(p, owner).items():
                 if key not in graphs:
-                    graphs[key] = Graph(key, "", True, passes=[[] for _ in range(s + 1)])
-                if not runs or runs[-1][0] != key:
-                    runs.append((key, Pass("forward")))
-                runs[-1][1].calls.append(call)
-            for key, run in runs:
-                graphs[key].passes[-1].append(run)
+                    where = p.calls[0].stack
+                    graphs[key] = Graph(key, stored_name(where, capture.codes) if where else "", True,
+                                        passes=[[] for _ in range(s + 1)], made=_where(where, capture), stack=where)
+                add_build(graphs[key].passes[-1], run, key[0] == "auto_forward")
+        for graph in graphs.values():
+            for p in graph.passes[-1]:
+                if p.dynamic:
+                    p.stretches = stretches(p.calls, order)
     out = merge_rebuilt([g for g in graphs.values() if any(g.passes[i] for i in range(len(g.passes))
                                                          if shown is None or i in shown)], capture)
     out.sort(key=_first_use)
@@ -116,11 +129,79 @@ def split_by_graph(steps: Sequence[List[Any]], passes: Sequence[List[Pass]], cap
     for g in out:
         if g.key == UNDETERMINED:
             g.name = DYNAMIC_FORWARD
+        elif not g.name and g.dynamic and g.made:  # built by a line that stores nothing: named by that line
+            g.name = "forward at %s" % os.path.basename(g.made)
         elif not g.name:
             unnamed += 1
             g.name = "graph %d" % unnamed
-    tell_apart(out)
+    tell_apart(out, capture.codes)
     return out
+
+
+def read_from(owner: Dict[Any, Any], made: Sequence[Sequence[Any]], functions: Dict[int, FunctionInfo]) -> None:
+    """A function made under auto_forward that a graph's function reads from (through its outputs) is that graph's
+    too, where no backward reached it: one the same line of the program's loop made (a constant inside the loss's
+    own build), or a source, reading nothing (a random draw another line made). What another line computed from
+    inputs of its own (a frozen encoder whose parameters need no gradient) is a graph of that line's. ``made``: the
+    step's such functions, by the line that made them, in the order they were made."""
+    place = {f: k for k, line in enumerate(made) for f in line}
+    for f in reversed([f for line in made for f in line]):  # a function is made after the functions it reads from
+        key = owner.get(f)
+        info = functions.get(f)
+        if key is None or info is None:
+            continue
+        for parent in info.parents:
+            if parent is None or parent not in place or parent in owner:
+                continue
+            source = functions.get(parent)
+            if place[parent] == place[f] or (source is not None and not source.inputs):
+                owner[parent] = key
+
+
+def dynamic_passes(p: Pass, owner: Dict[Any, Any]) -> Dict[Any, Pass]:
+    """A run of auto_forward calls made by one line of the program's loop, split by graph: each graph's calls in it
+    (a function no backward reaches: the graph that line builds)."""
+    place = ("forward", kind(p.calls[0].stack)) if p.calls[0].stack else UNDETERMINED
+    out: Dict[Any, Pass] = {}
+    for call in p.calls:
+        out.setdefault(owner.get(call.function, place), Pass("forward")).calls.append(call)
+    return out
+
+
+def add_build(step_passes: List[Pass], piece: Pass, trained: bool) -> None:
+    """A trained auto_forward graph's functions made by one line joined to those the lines before made since its
+    last backward: one forward pass a build (a loss built over several lines of the loop is one pass)."""
+    last = step_passes[-1] if step_passes else None
+    if trained and last is not None and last.dynamic and last.phase == "forward":
+        last.calls.extend(piece.calls)
+        return
+    step_passes.append(piece)
+
+
+def stretches(calls: Sequence[Call], order: Dict[int, int]) -> List[Tuple[int, int]]:
+    """The stretches of a pass's calls with nothing else of the program's between them (``order``: each event's
+    place in the step), as (first, last) indexes; empty where they are one stretch."""
+    out: List[Tuple[int, int]] = []
+    for i, c in enumerate(calls):
+        if out and order.get(id(c), -1) == order.get(id(calls[i - 1]), -2) + 1:
+            out[-1] = (out[-1][0], i)
+        else:
+            out.append((i, i))
+    return out if len(out) > 1 else []
+
+
+def _where(stack: Optional[Stack], capture: Capture) -> Optional[str]:
+    """``train.py:82``: the line of the outermost frame of a stack inside a loop (where a graph was built)."""
+    if not stack:
+        return None
+    codes = capture.codes
+    framed = [(c, at) for _, c, at in stack if c < len(codes)]
+    inside = ([(c, at) for c, at in framed if codes[c].innermost(at, at) is not None]
+              or [(c, at) for c, at in framed if codes[c].name != "<module>"] or framed)
+    if not inside:
+        return None
+    c, at = inside[0]
+    return "%s:%d" % (codes[c].file, codes[c].line_at(at))
 
 
 def fingerprint(graph: Graph, capture: Capture) -> Optional[str]:
@@ -168,9 +249,11 @@ def _first_use(graph: Graph) -> Tuple[int, int]:
     return len(graph.passes), 0
 
 
-def tell_apart(graphs: List[Graph]) -> None:
+def tell_apart(graphs: List[Graph], codes: Sequence[Any] = ()) -> None:
     """Graphs the program gave one name get the line that made each: ``loss (line 120)``; the file too
-    where the lines are of different files; a number only where even that is the same."""
+    where the lines are of different files; where one line made them (a function building a graph, called for
+    training and for a validation), the line that called it (``result_all (called at train_maml.py:241)``); a number
+    only where even that is the same."""
     by_name: Dict[str, List[Graph]] = {}
     for g in graphs:
         by_name.setdefault(g.name, []).append(g)
@@ -187,47 +270,55 @@ def tell_apart(graphs: List[Graph]) -> None:
                 g.name = "%s (%s)" % (name, "%s:%s" % (os.path.basename(where.rsplit(":", 1)[0]), where.rsplit(":", 1)[1]))
             else:
                 g.name = "%s (line %s)" % (name, where.rsplit(":", 1)[1])
-        if len({g.name for g in same}) < len(same):  # one line made several: numbered, in order of first use
+        if len({g.name for g in same}) < len(same):  # one line made several: by the line that called it, else numbered
+            called = _called_from([g.stack for g in same], codes)
             for i, g in enumerate(same):
-                g.name = "%s (%d)" % (name, i + 1)
+                g.name = "%s (%s)" % (name, "called at %s" % called[i] if called else i + 1)
+
+
+def _called_from(stacks: Sequence[Optional[Stack]], codes: Sequence[Any]) -> List[str]:
+    """For stacks that part somewhere: the line of each at the outermost frame where they part ("" for all where one
+    is unknown or two do not part)."""
+    if not codes or any(not st for st in stacks):
+        return []
+    keys = [kind(st) for st in stacks]  # type: ignore[arg-type]
+    if len(set(keys)) < len(keys):
+        return []
+    level = 0
+    while all(len(k) > level for k in keys) and len({k[level] for k in keys}) == 1:
+        level += 1
+    out = []
+    for k in keys:
+        if len(k) <= level or k[level][0] >= len(codes):
+            return []
+        code = codes[k[level][0]]
+        out.append("%s:%d" % (os.path.basename(code.file), code.line_at(k[level][1])))
+    return out if len(set(out)) == len(out) else []
 
 
 def layer_keys(graph: Graph, step: int) -> List[Tuple[Any, Call, str]]:
-    """(layer key, call, phase) of each of a graph's calls in a step, in order. A static graph's
-    layer is its function; an auto_forward graph's is its position in the step's forward calls."""
+    """(layer key, call, phase) of each of a graph's calls in a step, in order. A static graph's layer is its
+    function; a graph made anew (under auto_forward, or rebuilt by the same lines) has its layers by their position
+    in each build's forward pass (a graph built twice a step runs each layer twice), and a function that no forward
+    pass ran (a backward's own) by its position in its backward pass."""
     out: List[Tuple[Any, Call, str]] = []
     if not graph.dynamic and not graph.rebuilt:
         for p in graph.passes[step]:
             out += [(c.function, c, p.phase) for c in p.calls]
         return out
-    if graph.rebuilt:  # each build's functions by their position in its own forward pass
-        at: Dict[Any, int] = {}
-        for p in graph.passes[step]:
-            if p.phase == "forward":
-                for i, c in enumerate(p.calls):
-                    at[c.function] = i
-        loose = 0
-        for p in graph.passes[step]:
-            for c in p.calls:
-                if c.function in at:
-                    out.append((("position", at[c.function]), c, p.phase))
-                else:
-                    loose += 1
-                    out.append((("backward only", loose), c, p.phase))
-        return out
-    position: Dict[Any, int] = {}
+    at: Dict[Any, int] = {}
     for p in graph.passes[step]:
         if p.phase == "forward":
-            for c in p.calls:
-                position.setdefault(c.function, len(position))
-    backward_only = 0
+            for i, c in enumerate(p.calls):
+                at[c.function] = i
     for p in graph.passes[step]:
+        loose = 0
         for c in p.calls:
-            if c.function in position:
-                out.append((("position", position[c.function]), c, p.phase))
+            if c.function in at:
+                out.append((("position", at[c.function]), c, p.phase))
             else:
-                backward_only += 1
-                out.append((("backward only", backward_only), c, p.phase))
+                loose += 1
+                out.append((("backward only", loose), c, p.phase))
     return out
 
 
@@ -348,8 +439,8 @@ def solver_labels(capture: Capture) -> List[str]:
     solvers = capture.solvers
     types = [s.type_name for s in solvers]
     labels = list(types)
-    for kind in set(types):
-        same = [i for i, t in enumerate(types) if t == kind]
+    for type_name in set(types):
+        same = [i for i, t in enumerate(types) if t == type_name]
         if len(same) < 2:
             continue
         for names in (_scopes(capture, same), [solvers[i].variable for i in same],
@@ -357,7 +448,7 @@ def solver_labels(capture: Capture) -> List[str]:
                       [str(k + 1) for k in range(len(same))]):
             if all(names) and len(set(names)) == len(names):
                 for i, name in zip(same, names):
-                    labels[i] = "%s: %s" % (kind, name)
+                    labels[i] = "%s: %s" % (type_name, name)
                 break
     return labels
 
@@ -435,5 +526,32 @@ def roles(graphs: Sequence[Graph], kept: Sequence[int], capture: Capture) -> Dic
                             computes.update(f.outputs)
                 if made & (reads - computes):
                     fed.append(t.name)
+        for i in kept:
+            fed += [t for t in backward_through(g, graphs, i) if t not in fed]
         out[g.key] = (FEEDS, fed) if fed else (EVALUATION, [])
+    return out
+
+
+def backward_through(g: Graph, graphs: Sequence[Graph], step: int) -> List[str]:
+    """The graphs whose backward, in this step, runs back through functions that no forward pass of their own ran
+    before it, and whose last forward was one of ``g``'s passes (``result.forward()`` of a whole graph, then
+    ``loss.backward()`` of a part of it never run forward on its own): ``g`` computed what those backwards read. A
+    graph that ran those functions forward itself computed them (another graph running them again, an accuracy on
+    the same network, feeds it nothing)."""
+    forwards = sorted(((p.start_ns, h.key, p) for h in graphs for p in h.passes[step] if p.phase == "forward"),
+                      key=lambda x: x[0])
+    names = {h.key: h.name for h in graphs}
+    out: List[str] = []
+    for t in graphs:
+        for b in (p for p in t.passes[step] if p.phase == "backward"):
+            last: Dict[Any, Any] = {}
+            for start, key, p in forwards:
+                if start >= b.start_ns:
+                    break
+                for c in p.calls:
+                    last[c.function] = key
+            own = {c.function for p in t.passes[step] if p.phase == "forward" and p.start_ns < b.start_ns for c in p.calls}
+            if t.key != g.key and names[t.key] not in out and any(
+                    last.get(c.function) == g.key and c.function not in own for c in b.calls):
+                out.append(names[t.key])
     return out

@@ -27,7 +27,7 @@ steps, read one rule.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Hashable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple
 
 Frame = Tuple[int, int, int]          # (frame token, code index, instruction offset)
 Stack = Tuple[Frame, ...]             # the program's frames, outermost first
@@ -44,6 +44,14 @@ class CodeInfo:
     line: int                                           # its first line
     loops: List[Tuple[int, int]] = field(default_factory=list)   # (head, last jump back), by head
     lines: List[Tuple[int, int]] = field(default_factory=list)   # (offset, line) where a line starts
+    stores: List[Tuple[int, str]] = field(default_factory=list)  # (a call's offset, the name its result is stored in)
+
+    def stored_at(self, offset: int) -> str:
+        """The name the call at ``offset`` stores its result in (``vloss`` of ``vloss = model(x)``), "" for none."""
+        for at, name in self.stores:
+            if at == offset:
+                return name
+        return ""
 
     def line_at(self, offset: int) -> int:
         line = self.line
@@ -62,12 +70,26 @@ class CodeInfo:
         return best
 
     def to_list(self) -> list:
-        return [self.file, self.name, self.line, [list(x) for x in self.loops], [list(x) for x in self.lines]]
+        return [self.file, self.name, self.line, [list(x) for x in self.loops], [list(x) for x in self.lines],
+                [list(x) for x in self.stores]]
 
     @classmethod
     def from_list(cls, x: list) -> "CodeInfo":
         return cls(str(x[0]), str(x[1]), int(x[2]), [(int(a), int(b)) for a, b in x[3]],
-                   [(int(a), int(b)) for a, b in x[4]])
+                   [(int(a), int(b)) for a, b in x[4]], [(int(a), str(b)) for a, b in (x[5] if len(x) > 5 else [])])
+
+
+def stored_name(stack: Stack, codes: Sequence[CodeInfo]) -> str:
+    """What the program calls the result of the call a stack is in: the name the outermost frame inside a loop
+    stores it in (``vloss`` of ``vloss = vae_loss(vx)`` in the training loop); outside any loop, the name the
+    outermost function (below the module's own code) stores it in; "" where it stores none (a helper's own variable
+    names nothing the program made)."""
+    framed = [(c, at) for _, c, at in stack if c < len(codes)]
+    for c, at in framed:
+        if codes[c].innermost(at, at) is not None:
+            return codes[c].stored_at(at)
+    outer = [(c, at) for c, at in framed if codes[c].name != "<module>"][:1] or framed[:1]
+    return codes[outer[0][0]].stored_at(outer[0][1]) if outer else ""
 
 
 def kind(stack: Stack) -> Tuple[Tuple[int, int], ...]:
@@ -139,25 +161,40 @@ def encloses(outer: LoopRef, inner: LoopRef, codes: Sequence[CodeInfo]) -> bool:
     return outer[0] == inner[0] and outer[1] <= inner[1] and _end(codes, inner) <= _end(codes, outer)
 
 
-def begins(previous: Optional[Stack], stack: Stack, loop: LoopRef, codes: Sequence[CodeInfo]) -> bool:
-    """Whether the call at ``stack`` begins an iteration of ``loop`` (``previous``: the last call inside the
-    loop before it, None where the program was outside the loop since)."""
+RUN, ITERATION, INSIDE = "run", "iteration", ""   # what a call inside the loop begins (``entry``)
+
+
+def entry(previous: Optional[Stack], stack: Stack, loop: LoopRef, codes: Sequence[CodeInfo]) -> Optional[str]:
+    """What the call at ``stack`` begins in ``loop`` (``previous``: the last call inside the loop before it, None
+    where the program was outside the loop since): None outside the loop; RUN where it enters the loop anew (from
+    outside it, in a new call of the function holding it, or across a loop around it: a run is one pass of the
+    program through the loop, as an epoch is of ``for i in range(n)``); ITERATION where it begins the next iteration
+    of the same run; INSIDE within the iteration under way."""
     j = level_in(stack, loop, codes)
     if j < 0:
-        return False
-    if previous is None:
-        return True
+        return None
+    if previous is None or level_in(previous, loop, codes) != j or previous[j][0] != stack[j][0]:
+        return RUN  # entered, or the loop's frame is another call of its function
     found = crossed(previous, stack, codes)
     if found is None:
-        return False
+        return INSIDE
     k, c = found
-    return k < j or c == TOP or (k == j and encloses(c, loop, codes))
+    if k < j or c == TOP:
+        return RUN
+    if k == j and encloses(c, loop, codes):
+        return ITERATION if c == loop else RUN
+    return INSIDE
 
 
-def starts(stacks: Sequence[Optional[Stack]], loop: LoopRef, codes: Sequence[CodeInfo]) -> List[Optional[bool]]:
-    """For each call: True where it begins an iteration of ``loop``, False inside it, None outside it (or
-    without a stack: a call that does not move the loop)."""
-    out: List[Optional[bool]] = []
+def begins(previous: Optional[Stack], stack: Stack, loop: LoopRef, codes: Sequence[CodeInfo]) -> bool:
+    """Whether the call at ``stack`` begins an iteration of ``loop`` (of the same run or a new one)."""
+    return bool(entry(previous, stack, loop, codes))
+
+
+def entries(stacks: Sequence[Optional[Stack]], loop: LoopRef, codes: Sequence[CodeInfo]) -> List[Optional[str]]:
+    """For each call: what it begins in ``loop`` (``entry``); None also for a call without a stack (a call that does
+    not move the loop)."""
+    out: List[Optional[str]] = []
     previous: Optional[Stack] = None
     for s in stacks:
         if not s:
@@ -167,9 +204,98 @@ def starts(stacks: Sequence[Optional[Stack]], loop: LoopRef, codes: Sequence[Cod
             out.append(None)
             previous = None
             continue
-        out.append(begins(previous, s, loop, codes))
+        out.append(entry(previous, s, loop, codes))
         previous = s
     return out
+
+
+def starts(stacks: Sequence[Optional[Stack]], loop: LoopRef, codes: Sequence[CodeInfo]) -> List[Optional[bool]]:
+    """For each call: True where it begins an iteration of ``loop``, False inside it, None outside it (or
+    without a stack: a call that does not move the loop)."""
+    return [None if e is None else bool(e) for e in entries(stacks, loop, codes)]
+
+
+class Gate:
+    """Which iterations of the step loop are steps, as they come (the recorder's count) or replayed (the assembly).
+
+    Where the loop was found by its updates (``gated``), a step is an iteration of a run of the loop that updates:
+    its iterations from the run's first update on, and before it as many as the program's usual gap between two
+    updates (gradients accumulated over several iterations: those iterations are the step's). Iterations before a
+    run's first update beyond that gap are no steps (a warm-up: an environment's steps while a replay buffer fills,
+    before training starts), nor are the iterations of a run that never updates (a validation epoch run through
+    the training's own loop). The gap is read off the first two iterations that update. Without updates (an
+    inference loop), every iteration is a step."""
+
+    def __init__(self, gated: bool):
+        self.gated = gated
+        self.index = -1                   # iterations begun, over every run (from 0)
+        self.counted = 0                  # of them steps (begun)
+        self.current = False              # the iteration under way is a step
+        self.updated = False              # the iteration under way has an update
+        self.bare = 0                     # steps ended without an update
+        self.steps: List[int] = []        # the indexes of the iterations that are steps (in order of being found)
+        self._run_updated = False
+        self._pending: List[int] = []     # this run's iterations before its first update (the one under way too)
+        self._first: Optional[Tuple[int, List[int]]] = None   # the first update's iteration, and those before it
+        self.gap: Optional[int] = None    # iterations without an update between two that update (once known)
+
+    def begin(self, new_run: bool) -> None:
+        if self.current and not self.updated:
+            self.bare += 1
+        if new_run:
+            self._run_updated, self._pending = False, []
+        self.index += 1
+        self.updated = False
+        if not self.gated or self._run_updated:
+            self._count([self.index])
+            self.current = True
+        else:
+            self._pending.append(self.index)
+            self.current = False
+
+    def _count(self, iterations: Sequence[int]) -> None:
+        self.steps += iterations
+        self.counted += len(iterations)
+
+    def update(self) -> None:
+        if self.index < 0:
+            return
+        self.updated = True
+        if not self.gated:
+            return
+        if self.gap is None and self._first is not None and self.index > self._first[0]:
+            self.gap = self.index - self._first[0] - 1
+            before = self._first[1]
+            self._count(before[len(before) - min(len(before), self.gap):])
+        if self._run_updated:
+            return
+        self._run_updated = True
+        before = [i for i in self._pending if i != self.index]
+        self._pending = []
+        if self._first is None:
+            self._first = (self.index, before)
+            kept: List[int] = []
+        else:
+            kept = before[len(before) - min(len(before), self.gap or 0):]
+        self._count(kept + [self.index])
+        self.current = True
+
+    def completed(self, inside: bool) -> int:
+        """Steps ended: each one ends where the next iteration begins, or where the program leaves the loop."""
+        return max(0, self.counted - (1 if inside and self.current else 0))
+
+
+def select(flags: Sequence[Optional[str]], updates: Sequence[bool], gated: bool) -> List[bool]:
+    """For each call beginning an iteration (``flags``: ``entries``; ``updates``: the call is an update): whether
+    that iteration is a step (``Gate``'s rule, with the whole run known). One value per iteration, in order."""
+    gate = Gate(gated)
+    for flag, update in zip(flags, updates):
+        if flag:
+            gate.begin(flag == RUN)
+        if update and flag is not None:
+            gate.update()
+    chosen = set(gate.steps)
+    return [i in chosen for i in range(gate.index + 1)]
 
 
 def loop_where(loop: LoopRef, codes: Sequence[CodeInfo]) -> str:
@@ -180,21 +306,24 @@ def loop_where(loop: LoopRef, codes: Sequence[CodeInfo]) -> str:
 
 KEEP = 4096   # stacks a counter keeps to choose its loop again (then the loop is kept as found)
 SETTLED = 50  # iterations of one loop, chosen and not changed since, after which a counter keeps it
+PATIENCE = 2048  # calls without an update after which a program that made a solver has its loop chosen without
 
 
 class Counter:
     """Iterations of a step loop counted as calls come (the recorder's live count). ``loop`` may be fixed
     (read off an earlier window); else it is chosen from the calls so far: the updates, or without a
-    solver the passes and reads (``step_loop``)."""
+    solver the passes and reads (``step_loop``). A program that made a solver has its loop chosen by its updates:
+    passes and reads before its first update (a validation before training, an environment's warm-up) choose
+    none, unless no update comes for ``PATIENCE`` calls. Which iterations are steps: ``Gate``."""
 
-    def __init__(self, codes: Sequence[CodeInfo], loop: Optional[LoopRef] = None):
+    def __init__(self, codes: Sequence[CodeInfo], loop: Optional[LoopRef] = None, expects_updates: bool = False):
         self.codes = codes
         self.loop = loop
         self.fixed = loop is not None
-        self.begun = 0                    # iterations begun
+        self.expects_updates = expects_updates   # the program made a solver: its loop is the one that updates
         self.inside = False               # the last call was inside the loop
-        self.bare = 0                     # iterations ended without an update (since the loop was chosen)
-        self._updated = False             # the iteration under way has an update
+        self.gate = Gate(False)
+        self._gated = False               # the loop was chosen by the updates
         self._previous: Optional[Stack] = None
         self._keys: Dict[str, List[Stack]] = {"update": [], "other": []}
         self._kinds: Dict[str, Dict[Hashable, int]] = {"update": {}, "other": {}}
@@ -203,8 +332,17 @@ class Counter:
 
     @property
     def completed(self) -> int:
-        """Iterations ended: each one ends where the next begins, or where the program leaves the loop."""
-        return max(0, self.begun - (1 if self.inside else 0))
+        """Steps ended: each one ends where the next begins, or where the program leaves the loop."""
+        return self.gate.completed(self.inside)
+
+    @property
+    def bare(self) -> int:
+        """Steps ended without an update (since the loop was chosen)."""
+        return self.gate.bare
+
+    def _waiting(self) -> bool:
+        """Whether the loop waits for the program's first update to be chosen."""
+        return self.expects_updates and not self._keys["update"] and len(self._keys["other"]) < PATIENCE
 
     def feed(self, stack: Optional[Stack], key: Optional[str]) -> None:
         """A call that can begin an iteration (``key``: "update" for a solver's update, "other" for a pass or a
@@ -222,12 +360,18 @@ class Counter:
                 # The loop is chosen again where the calls that choose it change: a kind seen a second
                 # time, a new kind while none repeats, the first update.
                 if kinds[k] == 2 or (kinds[k] == 1 and not any(n > 1 for n in kinds.values())):
-                    if key == "update" or not self._keys["update"]:
+                    if key == "update" or (not self._keys["update"] and not self._waiting()):
                         self._choose()
             if len(self._all) > KEEP:
-                self.fix()
+                if self._keys["update"] or not self.expects_updates:
+                    self.fix()
+                else:  # still waiting for the first update: the oldest calls go (they are before any step)
+                    half = KEEP // 2
+                    self._all, self._all_keys = self._all[-half:], self._all_keys[-half:]
+                    self._keys["other"] = self._keys["other"][-half:]
         self._advance(stack, key)
-        if not self.fixed and self.loop is not None and self.begun > SETTLED:
+        if not self.fixed and self.loop is not None and self.gate.counted > SETTLED \
+                and (self._gated or not self.expects_updates):
             self.fix()  # the loop chosen has held this many iterations: kept (counted from its frame from here)
 
     def _advance(self, stack: Stack, key: Optional[str] = None) -> None:
@@ -236,36 +380,36 @@ class Counter:
         if level_in(stack, self.loop, self.codes) < 0:
             self.inside, self._previous = False, None
             return
-        self.moved(begins(self._previous, stack, self.loop, self.codes), key)
+        self.moved(entry(self._previous, stack, self.loop, self.codes), key)
         self._previous = stack
 
-    def moved(self, begun: Optional[bool], key: Optional[str]) -> None:
-        """A call found to begin an iteration (True), to be inside one (False) or outside the loop (None)."""
+    def moved(self, begun: Any, key: Optional[str]) -> None:
+        """A call found to begin a run of the loop (RUN), an iteration (ITERATION, or True), to be inside one
+        (INSIDE, or False) or outside the loop (None)."""
         if begun is None:
             self.inside = False
             return
         if begun:
-            if self.begun and not self._updated:
-                self.bare += 1
-            self.begun += 1
-            self._updated = False
+            self.gate.begin(begun == RUN)
         self.inside = True
         if key == "update":
-            self._updated = True
+            self.gate.update()
 
     @property
     def updates_show_it(self) -> bool:
         """Whether every iteration so far had an update (long enough to tell): the updates alone then
         count the iterations."""
-        return self.loop is not None and self.bare == 0 and self.begun > SETTLED
+        return self.loop is not None and self.gate.bare == 0 and self.gate.counted > SETTLED
 
     def _choose(self) -> None:
-        loop = step_loop(self._keys["update"] or self._keys["other"], self.codes)
-        if loop == self.loop:
+        updates = self._keys["update"]
+        loop = step_loop(updates or self._keys["other"], self.codes)
+        gated = bool(updates)
+        if loop == self.loop and gated == self._gated:
             return
-        self.loop = loop
-        self.begun, self.inside, self._previous = 0, False, None  # counted again under the new loop
-        self.bare, self._updated = 0, False
+        self.loop, self._gated = loop, gated
+        self.inside, self._previous = False, None  # counted again under the new loop
+        self.gate = Gate(gated)
         for s, key in zip(self._all[:-1], self._all_keys):
             self._advance(s, key)
 

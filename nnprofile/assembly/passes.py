@@ -13,7 +13,7 @@ functions a double backward builds and runs) is its parent's child (``nnprofile.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .events import DYNAMIC, STATIC, Call, SiteInfo, depth_of
 
@@ -24,6 +24,9 @@ class Pass:
     calls: List[Call] = field(default_factory=list)
     site: Optional[int] = None      # the call site's id; None for auto_forward calls
     name: str = ""                  # what the program ran it on, where the bytecode says
+    # An auto_forward graph's pass whose calls came among another graph's: its stretches of consecutive calls, as
+    # (first, last) indexes into ``calls`` (empty: one stretch, all of them).
+    stretches: List[Tuple[int, int]] = field(default_factory=list)
 
     @property
     def dynamic(self) -> bool:
@@ -36,6 +39,12 @@ class Pass:
     @property
     def end_ns(self) -> int:
         return self.calls[-1].end_ns
+
+    def spans(self) -> List[Tuple[int, int, Call]]:
+        """(start, end, last call) of each stretch of the pass: the time it ran, without other graphs' calls."""
+        if not self.stretches:
+            return [(self.start_ns, self.end_ns, self.calls[-1])]
+        return [(self.calls[a].start_ns, self.calls[b].end_ns, self.calls[b]) for a, b in self.stretches]
 
     @property
     def root(self) -> int:
@@ -55,8 +64,8 @@ def group_passes(events: Sequence[Any], sites: Dict[int, SiteInfo]) -> List[Pass
         if not isinstance(event, Call) or event.kind not in (STATIC, DYNAMIC):
             current = None  # the program did something else: a pass has ended
             continue
-        if event.kind == DYNAMIC:
-            if current is None or not current.dynamic:
+        if event.kind == DYNAMIC:  # a run of them; a call with a stack begins another (another line builds it)
+            if current is None or not current.dynamic or event.stack:
                 current = Pass("forward")
                 seen = set()
                 out.append(current)

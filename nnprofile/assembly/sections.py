@@ -20,7 +20,7 @@ import bisect
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..base import buffers
-from ..base.choices import GRAPH, PHASES, SCRIPT
+from ..base.choices import GRAPH, OUTSIDE, PHASES, SCRIPT
 from ..base.hookcost import HookCosts
 from ..base.series import RoundSeries, SeriesTable
 from ..result import Entry, Section
@@ -165,15 +165,33 @@ class Builder:
 
     def pass_hooks(self, p: Pass) -> float:
         """What the hooks added inside a pass (from its first function's start to its last one's end): each
-        call's cost, but the part of the last one's that falls after its end, outside the pass."""
-        c, last = self.costs, p.calls[-1]
-        key = self.signature(last, p.phase)
-        return self.hook_total(p.calls, p.phase) - (c.total(last.kind, key) - c.inside(last.kind, key))
+        call's cost, but the part of each stretch's last one's that falls after its end, outside the pass."""
+        c = self.costs
+        after = 0.0
+        for _, _, last in p.spans():
+            key = self.signature(last, p.phase)
+            after += c.total(last.kind, key) - c.inside(last.kind, key)
+        return self.hook_total(p.calls, p.phase) - after
+
+    def function_time(self, call: Call, inner: float, phase: str) -> float:
+        """A function's own time in a pass as its entry counts it: the calls inside it and the hooks' cost inside it
+        taken off (so that the pass's rest, between its functions, is what the entries leave of it)."""
+        took = max(0.0, self.span(call) - inner)
+        return max(0.0, took - self.costs.taken_off(took, call.kind, self.signature(call, phase)))
+
+    def pass_time(self, p: Pass) -> float:
+        """The time a pass ran (its stretches: an auto_forward graph's calls among another's), nnprofile's own work
+        left out."""
+        return float(sum(end - start - overlap(start, end, self.excluded) for start, end, _ in p.spans()))
 
     # -- a graph ---------------------------------------------------------------------
 
-    def graph_section(self, graph: Graph) -> Section:
+    def graph_section(self, graph: Graph, outside: Optional[Tuple[Sequence[int], str]] = None) -> Section:
+        """A graph's section over the kept steps; ``outside``: over these of its passes' indexes instead (a graph that
+        ran only outside the kept steps), and where that was, said. Only the kept steps' calls are on the timeline."""
         section = Section(kind=GRAPH, name=graph.name, network="", complete=True)
+        rounds_of = self.kept if outside is None else list(outside[0])
+        timeline = outside is None
         layers: Dict[Any, Layer] = self.layers.setdefault(graph.name, {})
         namer = Namer(self.capture.graph)
 
@@ -189,7 +207,7 @@ class Builder:
         forward, backward, whole, engine = SeriesTable(), SeriesTable(), SeriesTable(), SeriesTable()
         parents: Dict[Tuple[str, Any], List[Tuple[Any, float]]] = {}
         clears: Dict[str, str] = {}
-        for i in self.kept:
+        for i in rounds_of:
             for table in (forward, backward, whole, engine):
                 table.next_round()
             for key, call, phase in layer_keys(graph, i):
@@ -198,19 +216,21 @@ class Builder:
                 (forward if phase == "forward" else backward).get(key).add(max(0.0, self.span(call) - cost))
                 if inside:
                     parents.setdefault((phase, key), []).append((call, cost))
-                    self._nested_events(call)
-                self._layer_event(i, known, phase, call)
+                    if timeline:
+                        self._nested_events(call)
+                if timeline:
+                    self._layer_event(i, known, phase, call)
             for p in graph.passes[i]:
                 inner = [self.inner(c)[1] for c in p.calls]  # the timing of calls inside its functions
-                passed = max(0.0, p.end_ns - p.start_ns - self.pass_hooks(p) - sum(inner)
-                             - overlap(p.start_ns, p.end_ns, self.excluded))
+                passed = max(0.0, self.pass_time(p) - self.pass_hooks(p) - sum(inner))
                 whole.get(p.phase).add(passed)
-                functions = sum(max(0.0, self.span(c) - x) for c, x in zip(p.calls, inner))
+                functions = sum(self.function_time(c, x, p.phase) for c, x in zip(p.calls, inner))
                 engine.get(p.phase).add(max(0.0, passed - functions))
                 site = self.capture.sites.get(p.site) if p.site is not None else None
                 if site is not None and site.clears:
                     clears[p.phase] = site.clears
-                self._pass_event(graph, section.title, p)
+                if timeline:
+                    self._pass_event(graph, section.title, p)
         entries: List[Entry] = []
         for table, phase in ((forward, "forward_function"), (backward, "backward_function")):
             for key, s in table.series.items():
@@ -234,7 +254,9 @@ class Builder:
             if gaps is None or passes is None or not passes.samples:
                 continue
             if sum(gaps.samples) > (1 - COVERED) * sum(passes.samples):
-                how = "clearing buffers (%s=True)" % clears[phase] if phase in clears else "allocating"
+                how = ("clearing buffers (%s=True)" % clears[phase] if phase in clears else
+                       "the program's Python making them (auto_forward)" if graph.dynamic and phase == "forward"
+                       else "allocating")
                 e = _entry("engine (%s: between functions, %s)" % (phase, how), "engine", gaps)
                 entries.append(e)
         section.entries = entries
@@ -242,9 +264,13 @@ class Builder:
         section.info = {
             "graph": graph.name, "dynamic": graph.dynamic,
             "trained_by": [self.labels[t] for t in graph.trained_by if t < len(self.labels)],
-            "forward_per_step": _per_step(whole, "forward", rounds),
-            "backward_per_step": _per_step(whole, "backward", rounds),
+            "forward_per_step": _per_step(whole, "forward", rounds) if timeline else 0,
+            "backward_per_step": _per_step(whole, "backward", rounds) if timeline else 0,
         }
+        if outside is not None:
+            section.info["outside"] = outside[1]
+            section.info["passes"] = {phase: len(whole.series[phase].samples) for phase in ("forward", "backward")
+                                      if phase in whole.series}
         return section
 
     def _pass_event(self, graph: Graph, title: str, p: Pass) -> None:
@@ -268,81 +294,107 @@ class Builder:
     def program_section(self) -> Section:
         capture, c = self.capture, self.costs
         section = Section(kind=SCRIPT, name=self.name, network="", complete=True)
-        inputs, solvers, monitors, comms, eager, step = (SeriesTable() for _ in range(6))
-        moved: Dict[str, List[int]] = {}
-        parents: Dict[Any, List[Tuple[Any, float]]] = {}
+        tables = _Tables()
+        step = SeriesTable()
         for i in self.kept:
-            for table in (inputs, solvers, monitors, comms, eager, step):
-                table.next_round()
+            tables.next_round()
+            step.next_round()
             events = self.per_step[i]
             start, end = self.bounds[i]
             step_passes = group_passes(events, capture.sites)
-            phase_of = {id(x): p.phase for p in step_passes for x in p.calls}
-            hooks = 0.0
-            for e in events:
-                if isinstance(e, Call):
-                    phase = phase_of.get(id(e), "forward")
-                    hooks += c.total(e.kind, self.signature(e, phase)) + self.own_cost(e, phase)
-                if depth_of(e):
-                    continue  # inside another call: in its parent's time, and listed as its child
-                inside, cost = self.inner(e)
-                took = max(0.0, self.span(e) - cost)
-                key: Any = None
-                if isinstance(e, Call):
-                    if e.kind == EAGER:  # by function type and the program's line (any shapes)
-                        f = self.functions[e.function]
-                        key = ("eager", f.type, f.created)
-                        eager.get(key[1:]).add(took)
-                elif isinstance(e, InputCall):
-                    key = ("input", e.iterator)
-                    inputs.get(e.iterator).add(took)
-                elif isinstance(e, SolverCall):
-                    key = ("solver", e.solver, e.method)
-                    solvers.get((e.solver, e.method)).add(took)
-                elif isinstance(e, MonitorCall):
-                    key = ("monitor", e.monitor)
-                    monitors.get(e.monitor).add(took)
-                elif isinstance(e, CommCall):
-                    key = ("comm", e.method)
-                    comms.get(e.method).add(took)
-                    moved.setdefault(e.method, []).append(e.bytes)
-                if inside and key is not None:
-                    parents.setdefault(key, []).append((e, cost))
-                    self._nested_events(e)
+            hooks = self._tally(events, tables, step_passes)
             passes = sum(1 for p in step_passes if not p.dynamic)
             carried = c.carry if i - 1 not in self.plain else 0.0  # the step before had the hooks
             step.get("step").add(max(0.0, end - start - overlap(start, end, self.excluded) - hooks
                                      - passes * c.per_pass() - c.outside - carried))
             self._step_events(i, events)
-        entries: List[Entry] = []
-        def add(e: Entry, key: Any) -> None:
-            if key in parents:
-                e.children = self.children(parents[key])
-            entries.append(e)
-        for it, s in inputs.series.items():
-            add(_entry("load_dataset (%s)" % capture.iterators[it].name, "load_dataset", s), ("input", it))
-        for (solver, method), s in solvers.series.items():
-            label = self.labels[solver] if solver < len(self.labels) else "solver %d" % (solver + 1)
-            add(_entry("%s (%s)" % (method, label), SOLVER_PHASES.get(method, "solver"), s), ("solver", solver, method))
-        for (kind, created), s in eager.series.items():
-            e = _entry("eager (%s at %s)" % (kind, _short(created)), "eager", s)
-            mean = sum(s.samples) / len(s.samples) if s.samples else 0.0
-            e.overhead_ns, e.layer_type, e.source = self.resolved(e.label, mean, c.taken_off(mean, "eager")), kind, created
-            add(e, ("eager", kind, created))
-        for monitor, s in monitors.series.items():
-            add(_entry("monitor (%s)" % monitor, "monitor_loss", s), ("monitor", monitor))
-        kind = capture.communicators[0] if capture.communicators else "communicator"
-        for method, s in comms.series.items():
-            e = _entry("%s (%s)" % (method, kind), "communication", s)
-            sizes = moved.get(method, [])
-            e.bytes_read = int(sum(sizes) / len(sizes)) if sizes else None  # bytes per call
-            add(e, ("comm", method))
+        entries = self._entries(tables)
         if "step" in step.series:
             entries.append(_entry("step", "step", step.series["step"]))
         entries.sort(key=lambda e: PHASES.index(e.phase))  # NNC's order; stable within a phase
         section.entries = entries
         section.info.update(self.own_lines())
         return section
+
+    def outside_section(self, spans: Sequence[List[Any]], where: str) -> Section:
+        """The program's own calls outside the kept steps (``spans``: before the first kept step, after the last
+        step): each iterator's wait, each solver's and monitor's calls, the eager work; no step of theirs."""
+        section = Section(kind=OUTSIDE, name=self.name, network="", complete=True)
+        tables = _Tables()
+        for events in spans:
+            tables.next_round()
+            self._tally(events, tables, group_passes(events, self.capture.sites), timeline=False)
+        section.entries = sorted(self._entries(tables), key=lambda e: PHASES.index(e.phase))
+        section.info = {"outside": where}
+        return section
+
+    def _tally(self, events: Sequence[Any], tables: "_Tables", step_passes: Sequence[Pass], timeline: bool = True) -> float:
+        """The program's own calls among ``events`` into their tables (the calls inside each are its children); returns
+        what the hooks cost the events' functions."""
+        c = self.costs
+        phase_of = {id(x): p.phase for p in step_passes for x in p.calls}
+        hooks = 0.0
+        for e in events:
+            if isinstance(e, Call):
+                phase = phase_of.get(id(e), "forward")
+                hooks += c.total(e.kind, self.signature(e, phase)) + self.own_cost(e, phase)
+            if depth_of(e):
+                continue  # inside another call: in its parent's time, and listed as its child
+            inside, cost = self.inner(e)
+            took = max(0.0, self.span(e) - cost)
+            key: Any = None
+            if isinstance(e, Call):
+                if e.kind == EAGER:  # by function type and the program's line (any shapes)
+                    f = self.functions[e.function]
+                    key = ("eager", f.type, f.created)
+                    tables.eager.get(key[1:]).add(took)
+            elif isinstance(e, InputCall):
+                key = ("input", e.iterator)
+                tables.inputs.get(e.iterator).add(took)
+            elif isinstance(e, SolverCall):
+                key = ("solver", e.solver, e.method)
+                tables.solvers.get((e.solver, e.method)).add(took)
+            elif isinstance(e, MonitorCall):
+                key = ("monitor", e.monitor)
+                tables.monitors.get(e.monitor).add(took)
+            elif isinstance(e, CommCall):
+                key = ("comm", e.method)
+                tables.comms.get(e.method).add(took)
+                tables.moved.setdefault(e.method, []).append(e.bytes)
+            if inside and key is not None:
+                tables.parents.setdefault(key, []).append((e, cost))
+                if timeline:
+                    self._nested_events(e)
+        return hooks
+
+    def _entries(self, tables: "_Tables") -> List[Entry]:
+        """The entries of a program's calls (iterators, solvers, eager work, monitors, communication), NNC's phases."""
+        capture, c = self.capture, self.costs
+        entries: List[Entry] = []
+
+        def add(e: Entry, key: Any) -> None:
+            if key in tables.parents:
+                e.children = self.children(tables.parents[key])
+            entries.append(e)
+        for it, s in tables.inputs.series.items():
+            add(_entry("load_dataset (%s)" % capture.iterators[it].name, "load_dataset", s), ("input", it))
+        for (solver, method), s in tables.solvers.series.items():
+            label = self.labels[solver] if solver < len(self.labels) else "solver %d" % (solver + 1)
+            add(_entry("%s (%s)" % (method, label), SOLVER_PHASES.get(method, "solver"), s), ("solver", solver, method))
+        for (kind, created), s in tables.eager.series.items():
+            e = _entry("eager (%s at %s)" % (kind, _short(created)), "eager", s)
+            mean = sum(s.samples) / len(s.samples) if s.samples else 0.0
+            e.overhead_ns, e.layer_type, e.source = self.resolved(e.label, mean, c.taken_off(mean, "eager")), kind, created
+            add(e, ("eager", kind, created))
+        for monitor, s in tables.monitors.series.items():
+            add(_entry("monitor (%s)" % monitor, "monitor_loss", s), ("monitor", monitor))
+        kind = capture.communicators[0] if capture.communicators else "communicator"
+        for method, s in tables.comms.series.items():
+            e = _entry("%s (%s)" % (method, kind), "communication", s)
+            sizes = tables.moved.get(method, [])
+            e.bytes_read = int(sum(sizes) / len(sizes)) if sizes else None  # bytes per call
+            add(e, ("comm", method))
+        return entries
 
     def own_lines(self) -> Dict[str, Any]:
         """The program's own lines in the kept steps, as sampled between NNabla's calls: each line's samples
@@ -405,6 +457,19 @@ class Builder:
             solver_state=sum(s.state_bytes for s in self.capture.solvers),
             measured="not measured for a recorded program (its steps are its own); the estimate "
                      "follows the functions of the graph as first recorded")
+
+
+class _Tables:
+    """A program's calls by kind, a round per step (or per span outside the steps)."""
+
+    def __init__(self) -> None:
+        self.inputs, self.solvers, self.monitors, self.comms, self.eager = (SeriesTable() for _ in range(5))
+        self.moved: Dict[str, List[int]] = {}
+        self.parents: Dict[Any, List[Tuple[Any, float]]] = {}
+
+    def next_round(self) -> None:
+        for table in (self.inputs, self.solvers, self.monitors, self.comms, self.eager):
+            table.next_round()
 
 
 def _per_step(whole: SeriesTable, phase: str, rounds: int) -> float:

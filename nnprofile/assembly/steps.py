@@ -138,6 +138,7 @@ class Rule:
     offset: int = 0               # updates (or passes) before the pattern began: no step's
     found: bool = True            # False: no pattern (each update is a step)
     where: str = ""               # for iterations: the loop's line ("train.py:57")
+    note: str = ""                # for iterations: which of them are no steps (before the first update, ...)
 
 
 class Loop:

@@ -36,3 +36,5 @@ FORWARD, BACKWARD = LAYER_PHASES
 # Kinds of section: a training optimizer or an inference executor of a project; a recorded program's
 # graphs (what it called forward and backward on), and its step (input, solvers, monitors, the step).
 OPTIMIZER, EXECUTOR, SCRIPT, GRAPH = "optimizer", "executor", "script", "graph"
+# A recorded program's own calls outside the steps it kept (before the first kept step, after the last step).
+OUTSIDE = "outside"

@@ -61,9 +61,11 @@ def _main(argv: Optional[List[str]] = None) -> int:
         args = command.parser().parse_args(argv)
     logger = logging.getLogger("nnabla")
     previous = logger.level
-    # NNabla logs INFO lines on import and restates its errors as log lines before
-    # raising them; nnprofile says what matters once, in its own words (--debug lifts it).
-    logger.setLevel(logging.INFO if args.debug else logging.CRITICAL + 1)
+    # NNabla logs INFO lines on import and restates its errors as log lines before raising them; nnprofile says
+    # what matters once, in its own words (--debug lifts it). A program run under nnprofile logs as it does
+    # alone: its logger is its own (nnprofile quiets only its own NNabla work: ``nnprofile.api.quiet``).
+    if getattr(command, "QUIET_NNABLA", True):
+        logger.setLevel(logging.INFO if args.debug else logging.CRITICAL + 1)
     try:
         return command.run(args)
     except ProgramDidNotCompile as e:  # Python's own lines, as python itself shows them

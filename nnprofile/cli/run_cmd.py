@@ -19,6 +19,9 @@ EXIT_NOT_WRITTEN = 70
 FILES = "profile.log, profile.csv, profile_detail.csv, summary.csv, profile.xlsx, report.html%s, result.json"
 
 
+# The program's NNabla logger is left as the program sets it: its log lines are its own output.
+QUIET_NNABLA = False
+
 SUMMARY = "run a Python program unmodified and record its NNabla work (also under mpirun)"
 
 def parser() -> argparse.ArgumentParser:

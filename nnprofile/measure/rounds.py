@@ -91,7 +91,7 @@ class RoundRunner:
         st = _State(items, not sampling.adaptive, sampling.drift_threshold, self.timer.clock.now_ns())
         try:
             for item in items:
-                _labelled(item, lambda: item.warm(self.timer, st.fixed))
+                _labelled(item, lambda: item.warm(self.timer, st.fixed))  # noqa: B023 (called at once)
             if not st.fixed:
                 st.plan = self._plan(items, self.timer.clock.now_ns() - st.started)
             while not all(s.final for s in st.all_series):
@@ -142,7 +142,7 @@ class RoundRunner:
                 if not all(s.final for s in item.series):
                     predicted += item.round_cost(timer)
                     ran_layers = ran_layers or item.layer
-                _labelled(item, lambda: item.run_round(timer, st.fixed))
+                _labelled(item, lambda: item.run_round(timer, st.fixed))  # noqa: B023 (called at once)
         st.rounds += 1
         if self.reference is not None:
             section.reference_ns.append(round(self.reference.sample(), 1))

@@ -91,7 +91,7 @@ def explain_out_of_memory(e: BaseException, section: Optional[Section], project:
         size = sum(int(np.prod(v.shape)) for v in function.outputs) * 4
         asked = ", which asks for %s for its outputs" % human(size)
     elif getattr(e, "nnprofile_entry", None):
-        where = "in %s" % getattr(e, "nnprofile_entry")
+        where = "in %s" % getattr(e, "nnprofile_entry")  # noqa: B009 (an attribute nnprofile sets on it)
     text = "out of memory%s %s%s" % (" in %s," % section.title if section is not None else "", where, asked)
     m = section.memory if section is not None else {}
     available, source = available_memory()

@@ -48,17 +48,32 @@ def _call_at(code: Any, lasti: int, methods: Tuple[str, ...]) -> Tuple[str, str]
 
 
 def _receiver(instructions: Sequence[dis.Instruction], index: int, line_start: int) -> str:
-    """The name of what the method at ``index`` was loaded from: a plain name, or the last
-    attribute of a chain of them."""
-    j = index - 1
-    if j < line_start:
-        return ""
+    """The name of what the method at ``index`` was loaded from: a plain name, the last attribute of a chain of
+    them, or either subscripted by a constant or a name (``losses['train']``, ``accuracies[j]``)."""
+    return _expression(instructions, index - 1, line_start)[0]
+
+
+def _expression(instructions: Sequence[dis.Instruction], j: int, line_start: int, depth: int = 0) -> Tuple[str, int]:
+    """The expression whose value the instruction at ``j`` leaves (a name, an attribute, a subscript of one), and
+    where it begins; "" where it is none of these."""
+    if j < line_start or depth > 4:
+        return "", j
     ins = instructions[j]
     if ins.opname in _NAME_LOADS:
-        return str(ins.argval)
+        return str(ins.argval), j
     if ins.opname == "LOAD_ATTR":
-        return str(ins.argval)
-    return ""
+        return str(ins.argval), _expression(instructions, j - 1, line_start, depth + 1)[1]
+    if ins.opname == "BINARY_SUBSCR" and j - 1 >= line_start:
+        key = instructions[j - 1]
+        if key.opname == "LOAD_CONST":
+            index = repr(key.argval)
+        elif key.opname in _NAME_LOADS:
+            index = str(key.argval)
+        else:
+            return "", j
+        base, at = _expression(instructions, j - 2, line_start, depth + 1)
+        return ("%s[%s]" % (base, index), at) if base else ("", j)
+    return "", j
 
 
 def receiver_path(frame: Any, methods: Sequence[str]) -> str:
@@ -108,12 +123,88 @@ BACKWARD_NAMES: Tuple[str, ...] = ("backward", "backward_all")
 def first_outside(frame: Any, skip: Sequence[str]) -> Optional[Tuple[str, int]]:
     """(file, line) of the first frame from ``frame`` outward whose module is not one of ``skip``
     or inside them, nor code NNabla generated (``<convolution>``, ``<string>``: no module at all)."""
+    found = outside_frame(frame, skip)
+    return (found.f_code.co_filename, line_of(found)) if found is not None else None
+
+
+def outside_frame(frame: Any, skip: Sequence[str]) -> Any:
+    """The first frame from ``frame`` outward that is the program's (``first_outside``), None where none is."""
     prefixes = tuple(skip) + tuple(s + "." for s in skip)
     while frame is not None:
         module = frame.f_globals.get("__name__", "") or ""
         name = frame.f_code.co_filename
         generated = not module and name.startswith("<")  # NNabla's generated wrappers: no module of their own
         if not (module in skip or module.startswith(prefixes) or generated) and not name.startswith("<frozen"):
-            return name, frame.f_lineno
+            return frame
         frame = frame.f_back
     return None
+
+
+def line_of(frame: Any) -> int:
+    """The line a frame is on. Python 3.10 gives None for an instruction without a line of its own (one the
+    compiler added: a jump back at a loop's end, a cleanup); it is then the line of the instruction before it,
+    else the function's first line."""
+    line = frame.f_lineno
+    if line is not None:
+        return int(line)
+    best = None
+    for start, _, n in frame.f_code.co_lines():
+        if start > frame.f_lasti:
+            break
+        if n is not None:
+            best = n
+    return int(best if best is not None else frame.f_code.co_firstlineno)
+
+
+_STORES = ("STORE_NAME", "STORE_FAST", "STORE_GLOBAL", "STORE_DEREF", "STORE_ATTR")
+
+
+def stored_after(instructions: Sequence[dis.Instruction], k: int) -> str:
+    """The name(s) the line stores the value of the call before instruction ``k`` in, through what it calls on it
+    (``codes = encoder(x).get_unlinked_variable()``, ``self.itr0 = make()``): the line's first store after the call
+    (``a, b`` of ``a, b = f()``); "" where the value is returned, dropped, or the line ends first."""
+    while k < len(instructions) and instructions[k].starts_line is None:
+        ins = instructions[k]
+        if ins.opname in _STORES:
+            return str(ins.argval)
+        if ins.opname == "UNPACK_SEQUENCE" and isinstance(ins.arg, int):
+            names = [instructions[k + 1 + i] for i in range(ins.arg) if k + 1 + i < len(instructions)]
+            if len(names) == ins.arg and all(n.opname in _STORES for n in names):
+                return ", ".join(str(n.argval) for n in names)
+            return ""
+        if ins.opname in ("RETURN_VALUE", "POP_TOP", "YIELD_VALUE") or ins.opname.startswith(("JUMP", "POP_JUMP")):
+            return ""
+        k += 1
+    return ""
+
+
+def assigned_name(frame: Any, depth: int = 3) -> str:
+    """The name the call running in ``frame`` has its result stored under (``train_iter`` of ``train_iter =
+    data_iterator(...)``, ``itr0`` of ``self.itr0 = ...``), through ``return`` to the caller (a helper that makes
+    it); "" where it is stored under none."""
+    while frame is not None and depth >= 0:
+        instructions = _instructions(frame.f_code)
+        k = next((i for i, ins in enumerate(instructions) if ins.offset > frame.f_lasti), len(instructions))
+        if k < len(instructions) and instructions[k].opname == "RETURN_VALUE":
+            frame, depth = frame.f_back, depth - 1
+            continue
+        return stored_after(instructions, k)
+    return ""
+
+
+def parameter_of(frame: Any, name: str) -> bool:
+    """Whether ``name`` is a parameter of the function ``frame`` runs (a generic name its callers pass things as)."""
+    code = frame.f_code
+    return name in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+
+
+@lru_cache(maxsize=16384)
+def line_at(code: Any, lasti: int) -> int:
+    """The line of the instruction at ``lasti`` (an instruction without a line of its own: the line before it)."""
+    line = code.co_firstlineno
+    for start, _, n in code.co_lines():
+        if start > lasti:
+            break
+        if n is not None:
+            line = n
+    return line

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Tuple
 
-from ..assembly.iterations import Counter
+from ..assembly.iterations import INSIDE, ITERATION, RUN, Counter
 from ..assembly.steps import Loop, pattern
 from . import importlock
 from .raw import device_sync
@@ -49,6 +49,8 @@ class Counting:
         clock's last reading) set aside as nnprofile's own. Once the loop is known, its iterations are counted
         from its own frame (``FastLoop``); the stack, where taken, is for the recording only."""
         counter = self.counter
+        if not self.hooks_on and self.capturing and frame is not None:
+            self.past_the_loop(frame)
         if counter.fixed and self.fast and frame is not None:
             counter.moved(self.fast.event(frame), key)
         elif not stack:
@@ -83,7 +85,7 @@ class Counting:
             if self._left >= LEFT_LOOP:
                 calls, self._outside, self._left = self._outside, [], 0
                 self._counter_base = self.steps_done
-                self.counter = Counter(self.stacks.codes)
+                self.counter = Counter(self.stacks.codes, expects_updates=bool(self.solvers))
                 self.fast, self.lean = None, False
                 for s, k in calls:
                     self.counter.feed(s, k)
@@ -266,13 +268,17 @@ class FastLoop:
                 fast.child = frames[k + 1] if k + 1 < len(frames) else None
         return fast
 
-    def _encloses(self, lo: int, hi: int) -> bool:
-        """Whether the loop crossed between these offsets is this one or one around it."""
+    def _crossed(self, lo: int, hi: int) -> str:
+        """What moving back between these offsets crossed: this loop (ITERATION), one around it (RUN), or one
+        inside it (INSIDE)."""
         inner = self.loops.innermost(lo, hi)
-        return inner is not None and inner[0] <= self.head and self.end <= inner[1]
+        if inner is None or not (inner[0] <= self.head and self.end <= inner[1]):
+            return INSIDE
+        return ITERATION if inner == (self.head, self.end) else RUN
 
-    def event(self, frame: Any) -> Optional[bool]:
-        """A call from ``frame``: True where it begins an iteration, False inside one, None outside the loop."""
+    def event(self, frame: Any) -> Optional[str]:
+        """A call from ``frame``: what it begins in the loop (``nnprofile.assembly.iterations.entry``): RUN,
+        ITERATION, INSIDE, or None outside the loop."""
         code, child, f = self.code, None, frame
         while f is not None and f.f_code is not code:
             child, f = f, f.f_back
@@ -281,12 +287,14 @@ class FastLoop:
             return None
         lasti = f.f_lasti
         if self.frame is not f:  # entered, or the function holding the loop called anew
-            begins = True
+            begins = RUN
         elif lasti > self.lasti:
-            begins = False
+            begins = INSIDE
         elif lasti < self.lasti:
-            begins = self._encloses(lasti, self.lasti)
-        else:  # the same instruction: within one call of what it called, or run again
-            begins = (child is None or child is not self.child) and self._encloses(lasti, lasti)
+            begins = self._crossed(lasti, self.lasti)
+        elif child is None or child is not self.child:  # the same instruction run again
+            begins = self._crossed(lasti, lasti)
+        else:  # within one call of what it called
+            begins = INSIDE
         self.frame, self.lasti, self.child = f, lasti, child
         return begins

@@ -96,7 +96,7 @@ def sampled(recorder: Any) -> Dict[str, Any]:
     s = getattr(recorder, "sampler", None)
     if s is None:
         return {}
-    sites = [(f, n, fn, linecache.getline(f, n).strip()[:160]) for f, n, fn in s.wheres]
+    sites = [(f, int(n or 0), fn, linecache.getline(f, n).strip()[:160] if n else "") for f, n, fn in s.wheres]
     return {"samples": list(s.samples), "sample_sites": sites, "sampled": s.taken}
 
 

@@ -127,6 +127,7 @@ class Recorder(Wrappers, Counting):
         self._iterator_index: Dict[int, int] = {}
         self._iterator_objects: List[Any] = []
         self._iterators_made: Dict[int, str] = {}  # id(iterator) -> the program's line that made it
+        self._iterators_named: Dict[int, str] = {}  # id(iterator) -> the name the program stored it under
         self._read_stack: Any = None
         self.eager: Dict[Hashable, EagerInfo] = {}
         self.loop = Loop()
@@ -156,6 +157,7 @@ class Recorder(Wrappers, Counting):
         self._pass_last: Any = None
         self._pass_start = 0
         self._dynamic_pass = False
+        self._dynamic_place: Any = None  # where in the loop's body the current run of auto_forward calls is built
         self._recent_dynamic: set = set()  # functions made under auto_forward since the last update
         self._site_phases: Dict[Any, str] = {}
         # Parameter variable -> its full name, as seen while the program ran; function -> source.
@@ -366,7 +368,7 @@ class Recorder(Wrappers, Counting):
         made: Dict[int, Tuple[Any, Any]] = {}
         places = _one_level_down(self.namespaces)
         for namespace in places:
-            for name, value in list(namespace.items()):
+            for value in list(namespace.values()):
                 if type(value) is not TimedSolver and isinstance(value, solver_module.Solver) \
                         and (type(value).__module__ or "").startswith("nnabla"):  # the program's own: patched
                     made.setdefault(id(value), (value, self._track_solver(value)))
@@ -381,6 +383,7 @@ class Recorder(Wrappers, Counting):
 
     def _track_solver(self, solver: Any) -> TimedSolver:
         where = first_outside(sys._getframe(2), self._skip)
+        self.counter.expects_updates = True  # its loop is the one that updates (``Counter``)
         self.solvers.append(RawSolver(solver, str(getattr(solver, "name", type(solver).__name__)),
                                       created="%s:%d" % where if where is not None else None))
         return TimedSolver(solver, self, len(self.solvers) - 1)
@@ -424,6 +427,7 @@ class Recorder(Wrappers, Counting):
         def call(*args: Any, **kwargs: Any) -> Any:
             if self.recording:
                 self.snapshot_parameters()
+                self.past_the_loop(_getframe(1))
             return original(*args, **kwargs)
         call.__name__, call.__doc__ = getattr(original, "__name__", "call"), getattr(original, "__doc__", None)
         return call
@@ -542,6 +546,30 @@ class Recorder(Wrappers, Counting):
             except Exception as e:  # the program goes on, whatever happened to the window's files
                 self.fault("handing over window %d" % self.window, e)
         self.events, self.excluded = [], []
+
+    def past_the_loop(self, frame: Any) -> None:
+        """A call of the program's outside its step loop while the steps that measure the hooks' cost run without them:
+        the loop has ended (the program loads its best parameters, evaluates, saves): the hooks go back on, so that
+        what it does after its last step is recorded (it is in no step)."""
+        try:
+            if self.capturing and not self.hooks_on and self.calibrate and self.counter.loop is not None \
+                    and self._by_iterations() and self._outside_loop(frame):
+                self._switch_hooks(True)
+        except Exception as e:
+            self.fault("following the program past its loop", e)
+
+    def _outside_loop(self, frame: Any) -> bool:
+        loop = self.counter.loop
+        if loop is None:
+            return False
+        code, head = self.stacks.objects[loop[0]], loop[1]
+        end = next((e for h, e in self.stacks.codes[loop[0]].loops if h == head), head)
+        depth = 0
+        while frame is not None and depth < 64:
+            if frame.f_code is code:
+                return not (head <= frame.f_lasti <= end)
+            frame, depth = frame.f_back, depth + 1
+        return True
 
     def _switch_hooks(self, on: bool) -> None:
         if on == self.hooks_on:

@@ -35,6 +35,7 @@ import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from .stack import SKIP, HOSTS, _STDLIB
+from .callsite import line_of
 
 INTERVAL_S = 0.001
 SWITCH_S = 0.0001
@@ -205,7 +206,7 @@ class Sampler:
             return None  # at a pass's call site: inside NNabla's C++ pass (between its functions)
         while f.f_code.co_name in INNER and f.f_back is not None and f.f_back.f_code.co_filename == f.f_code.co_filename:
             f = f.f_back  # a comprehension or lambda: the line that holds it, in the function that runs it
-        return (f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
+        return (f.f_code.co_filename, line_of(f), f.f_code.co_name)
 
 
 def _cell(name: str, module: str, function: str) -> bool:

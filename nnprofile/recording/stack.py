@@ -14,6 +14,7 @@ import dis
 from typing import Any, Dict, List, Tuple
 
 from ..assembly.iterations import CodeInfo, Stack
+from .callsite import stored_after
 
 SKIP = ("nnabla", "nnabla_ext", "nnprofile")
 # What runs a program without being it: a notebook's kernel and its event loop, and Python's own library.
@@ -35,13 +36,19 @@ def describe_code(code: Any) -> CodeInfo:
     """A code object's place and loops: a loop runs from a jump's target to the last jump back to it."""
     ends: Dict[int, int] = {}
     lines: List[Tuple[int, int]] = []
+    stores: List[Tuple[int, str]] = []
     jumps = set(dis.hasjabs) | set(dis.hasjrel)
-    for ins in dis.get_instructions(code):
+    instructions = list(dis.get_instructions(code))
+    for k, ins in enumerate(instructions):
         if ins.starts_line is not None:
             lines.append((ins.offset, ins.starts_line))
         if ins.opcode in jumps and isinstance(ins.argval, int) and ins.argval <= ins.offset:
             ends[ins.argval] = max(ends.get(ins.argval, 0), ins.offset)
-    return CodeInfo(code.co_filename, code.co_name, code.co_firstlineno, sorted(ends.items()), lines)
+        if ins.opname.startswith("CALL_"):
+            name = stored_after(instructions, k + 1)
+            if name:
+                stores.append((ins.offset, name))
+    return CodeInfo(code.co_filename, code.co_name, code.co_firstlineno, sorted(ends.items()), lines, stores)
 
 
 _DESCRIBED: Dict[Any, CodeInfo] = {}  # code object -> its description, shared by every recording of the process

@@ -17,7 +17,7 @@ import traceback
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..assembly.events import DYNAMIC, EAGER, Call, CommCall, InputCall, IteratorInfo, MonitorCall, SolverCall
-from .callsite import first_outside, receiver_of_caller, receiver_path
+from .callsite import assigned_name, first_outside, line_at, outside_frame, parameter_of, receiver_of_caller, receiver_path
 from .proxies import SOLVER_CALLS, array_bytes
 from .raw import EagerInfo, RawSolver
 
@@ -149,13 +149,14 @@ class Wrappers:
             self.events.append(Call(parent, start, end, None, DYNAMIC, depth))
             return
         stack = None
-        if not self._dynamic_pass:
+        frame = _getframe(3)
+        place = self._loop_place(frame)
+        if not self._dynamic_pass or place != self._dynamic_place:  # a run of them begins, or another line builds
             t0 = self.clock()
             self._close_pass()
-            self._dynamic_pass = True
+            self._dynamic_pass, self._dynamic_place = True, place
             self._check_subclasses()
             self.loop.pass_started("forward", None, "auto_forward", start)
-            frame = _getframe(3)
             stack = self._take(frame)
             self._moved(stack, "other", t0, frame)
             if not self.solvers and not self.loop.marks:
@@ -165,6 +166,22 @@ class Wrappers:
         self._recent_dynamic.add(parent)
         if self.note_sites and self.steps_done < self.SITE_STEPS:
             self.note_creation(outputs, depth=4)
+
+    def _loop_place(self: Any, frame: Any) -> Any:
+        """Where in the step loop's body the program is at a call: (its frame, its line), found by walking out to
+        the frame running the loop (known once the loop was chosen); None before that or outside it. A graph made
+        under auto_forward is built where the program builds it: each line of the loop that calls into the code
+        making functions begins a pass of its own."""
+        loop = self.counter.loop
+        if loop is None:
+            return None
+        code = self.stacks.objects[loop[0]] if loop[0] < len(self.stacks.objects) else None
+        depth = 0
+        while frame is not None and depth < 64:
+            if frame.f_code is code:
+                return (id(frame), line_at(code, frame.f_lasti))
+            frame, depth = frame.f_back, depth + 1
+        return None
 
     def eager_call(self: Any, function: Any, inputs: Sequence[Any], outputs: Any, start: int, end: int,
                    depth: int = 0) -> None:
@@ -336,6 +353,7 @@ class Wrappers:
         index = self._own_solvers.get(id(solver))
         if index is None or self.solvers[index].solver is not solver:
             where = first_outside(_getframe(3), self._skip)
+            self.counter.expects_updates = True  # its loop is the one that updates (``Counter``)
             self.solvers.append(RawSolver(solver, cls.__name__, created=None if where is None else "%s:%d" % where,
                                           own=True))
             index = self._own_solvers[id(solver)] = len(self.solvers) - 1
@@ -473,9 +491,14 @@ class Wrappers:
             outer = receiver_of_caller(frame.f_back, (frame.f_code.co_name,))
             path = "%s.%s" % (outer, path[5:]) if outer else path[5:]
         made = self._iterators_made.get(id(iterator))
-        name = path or ("line %s" % made.rsplit(":", 1)[1] if made else
-                        type(getattr(iterator, "_data_source", iterator)).__name__)
+        stored = self._iterators_named.get(id(iterator), "")
+        if stored and path and "." not in path and parameter_of(frame, path):
+            path = stored  # read through a function's parameter (``iterator``): named where it was made
+        name = path or stored or ("line %s" % made.rsplit(":", 1)[1] if made else
+                                  type(getattr(iterator, "_data_source", iterator)).__name__)
         taken = {i.name for i in self.iterators}
+        if name in taken and stored and stored not in taken:
+            name = stored
         if name in taken and made and "line" not in name:
             name = "%s (line %s)" % (name, made.rsplit(":", 1)[1])
         base, n = name, 1
@@ -494,6 +517,9 @@ class Wrappers:
                     where = first_outside(_getframe(1), recorder._skip)
                     if where is not None:
                         recorder._iterators_made[id(iterator)] = "%s:%d" % where
+                    outside = outside_frame(_getframe(1), recorder._skip)
+                    if outside is not None:
+                        recorder._iterators_named[id(iterator)] = assigned_name(outside)
             except Exception as e:
                 recorder.fault("data iterator", e)
             return result
@@ -511,6 +537,8 @@ class Wrappers:
                     if not depth:
                         recorder._break_pass()
                         stack = recorder.stacks.take(_getframe(1))
+                        if not recorder.hooks_on:
+                            recorder.past_the_loop(_getframe(1))
                     recorder._in_monitor = True
                     start = recorder.clock()
             except Exception as e:

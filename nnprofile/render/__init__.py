@@ -11,9 +11,9 @@ from typing import Dict, List, Optional, Sequence
 
 from ..analysis import Analysis, analyze
 from ..result import Profile
-from . import comparison, csv_files, files, html, inline, log, trace, xlsx
+from . import comparison, csv_files, files, html, inline, log, trace, xlsx  # noqa: F401 (the renderers, by name)
 from .base import Contents, Renderer
-from .files import claim_outdir, prepare_outdir, release_outdir, write_files
+from .files import claim_outdir, prepare_outdir, release_outdir, write_files  # noqa: F401 (the API's)
 
 RENDERERS: Dict[str, Renderer] = {r.NAME: r for r in (log, csv_files, xlsx, html, trace)}
 FORMATS = tuple(RENDERERS)

@@ -9,7 +9,7 @@ from ..analysis.breakdown import purpose, summary_lines
 from ..analysis.precision import listed, load_line, sampling_line
 from ..analysis.ranks import summary_lines as ranks_lines
 from ..result import Entry, Profile, Section, format_ms
-from ..base.choices import GRAPH
+from ..base.choices import GRAPH, OUTSIDE
 from ..result.header import ProgramHeader, ProjectHeader
 from .base import Contents
 from .safe import safe_text
@@ -156,9 +156,16 @@ def section_line(section: Section) -> str:
     """A section's header, as NNC prints ``Profiling optimizer ...``; a program's graph says whether a
     solver trains it and how often it runs per step."""
     info = section.info
+    if section.kind == OUTSIDE:
+        return "Profiling %s (%s: in no step) ..." % (section.title, info.get("outside") or "outside")
     if section.kind != GRAPH or not info:
         return "Profiling %s ..." % section.title
     what = purpose(info)
+    if info.get("outside"):  # a graph that ran only outside the kept steps: its passes there, in no step
+        passes = dict(info.get("passes") or {})
+        ran = " and ".join("%d %s pass%s" % (n, phase, "" if n == 1 else "es") for phase, n in passes.items() if n)
+        return "Profiling %s (%s; %s %s, in no step%s) ..." % (section.title, what, ran or "no pass", info["outside"],
+                                                             "; auto_forward" if info.get("dynamic") else "")
 
     def rate(phase: str) -> object:  # passes per step over the steps every part counts (as the breakdown)
         whole = section.entries_of("%s_all" % phase)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from ..base.stats import NS_PER_MS, Stats, summarize_rounds
-from ..base.choices import LAYER_PHASES, PHASES  # noqa: F401  (PHASES: part of this module's vocabulary)
+from ..base.choices import LAYER_PHASES, OUTSIDE, PHASES  # noqa: F401  (PHASES: part of this module's vocabulary)
 from .header import Header, ProjectHeader, header_from_dict
 from .timeline import TimelineEvent
 from .windows import WindowSummary
@@ -211,6 +211,8 @@ class Section:
 
     @property
     def title(self) -> str:
+        if self.kind == OUTSIDE:  # a recorded program's calls outside its kept steps
+            return "calls outside the kept steps of '%s'" % self.name
         if not self.network:  # a recorded program has no network of its own
             return "%s '%s'" % (self.kind, self.name)
         return "%s '%s' with network '%s'" % (self.kind, self.name, self.network)

@@ -23,6 +23,8 @@ PROGRAMS = {  # file name -> (program, its arguments, nnprofile run's options)
     "custom_layer": ("custom_layer.py", ["--iterations", "6", "--val-interval", "2"], ["--active", "4"]),
     "td3": ("td3.py", ["--iterations", "14", "--start", "4"], ["--active", "8"]),
     "riemannian": ("riemannian.py", ["--iterations", "5", "--nodes", "50"], ["--active", "3"]),
+    # Version 3 (the names calls' results are stored in): dynamic mode end to end, a graph built anew each iteration.
+    "dynamic_vae": ("dynamic_vae.py", ["--iterations", "10", "--val-interval", "2"], ["--active", "6"]),
 }
 
 

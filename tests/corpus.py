@@ -1,0 +1,130 @@
+"""The real-program corpus (``../shared/corpus``): NNabla programs written by others, run unmodified, alone and
+under ``nnprofile run``. Its own ``run.py`` (standard library only) lays each program out, makes its data and
+gives its environment; this module runs it both ways and keeps what each run printed, so that the tests
+(``tests/test_corpus.py``) assert the program's facts (``corpus.json``) through the public API and the files.
+
+CI points ``NNPROFILE_PROGRAMS`` at the corpus (``.ci/run``); elsewhere it is looked for beside the clone.
+"""
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from typing import Dict, List
+
+from conftest import ROOT
+
+CORPUS = os.environ.get("NNPROFILE_PROGRAMS") or os.path.join(os.path.dirname(ROOT), "shared", "corpus")
+TIMEOUT = 900
+
+
+def available() -> bool:
+    return os.path.isfile(os.path.join(CORPUS, "corpus.json")) and os.path.isfile(os.path.join(CORPUS, "run.py"))
+
+
+def programs() -> List[dict]:
+    if not available():
+        return []
+    with open(os.path.join(CORPUS, "corpus.json"), encoding="utf-8") as f:
+        return json.load(f)["programs"]
+
+
+def _runner():
+    spec = importlib.util.spec_from_file_location("corpus_run", os.path.join(CORPUS, "run.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass
+class Run:
+    code: int
+    stdout: str
+    stderr: str
+
+
+@dataclass
+class Prepared:
+    program: dict
+    work: str
+
+    @property
+    def places(self) -> Dict[str, str]:
+        return _runner().places(self.program, self.work)
+
+    def environment(self) -> Dict[str, str]:
+        env = _runner().environment(self.program, self.places)
+        env.pop("CI", None)  # the program runs as a user runs it
+        return env
+
+    def _run(self, head: List[str]) -> Run:
+        runner = _runner()
+        args = head + [runner.script(self.program)] + list(self.program["argv"])
+        proc = subprocess.run(args, cwd=self.places["cwd"], env=self.environment(), capture_output=True, text=True,
+                              errors="replace", timeout=TIMEOUT)
+        return Run(proc.returncode, proc.stdout, proc.stderr)
+
+    def alone(self) -> Run:
+        return self._run([sys.executable])
+
+    def profiled(self, out: str, *options: str) -> Run:
+        return self._run([sys.executable, "-m", "nnprofile", "run", "-q", "-o", out, *options])
+
+
+def prepare(program: dict, base: str) -> Prepared:
+    """The program laid out in ``base/<id>`` with its data (once per folder)."""
+    work = os.path.join(base, program["id"])
+    done = os.path.join(work, "prepared.json")
+    if not os.path.isfile(done):
+        proc = subprocess.run([sys.executable, os.path.join(CORPUS, "run.py"), "prepare", program["id"], work,
+                               "--python", sys.executable], capture_output=True, text=True, timeout=TIMEOUT)
+        if proc.returncode != 0:
+            raise RuntimeError("preparing %s failed:\n%s%s" % (program["id"], proc.stdout[-3000:], proc.stderr[-3000:]))
+    return Prepared(program, work)
+
+
+# -- what a program printed, as it compares between two runs ------------------------------------------------------
+
+_NUMBER = re.compile(r"0x[0-9a-fA-F]+|-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|-?\.\d+")
+
+
+def lines(text: str) -> List[str]:
+    """A run's output as lines with every number masked (times, losses, addresses, dates differ from run to run) and
+    the spaces that align them collapsed; progress bars' redrawn lines (``\\r``) are lines of their own."""
+    out = []
+    for line in re.split(r"[\r\n]+", text):
+        line = " ".join(_NUMBER.sub("#", line).split())
+        if line:
+            out.append(line)
+    return out
+
+
+def differences(alone: str, profiled: str, counted: bool) -> List[str]:
+    """Lines one run printed and the other did not (``counted``: also how many times each was printed). Text the
+    same but for where it wraps (NumPy wraps an array's rows by the width of its numbers) is the same."""
+    if counted and "".join(lines(alone)).replace(" ", "") == "".join(lines(profiled)).replace(" ", ""):
+        return []
+    a, b = Counter(lines(alone)), Counter(lines(profiled))
+    if not counted:
+        a, b = Counter(set(a)), Counter(set(b))
+    missing = ["only alone (%d): %s" % (n, line) for line, n in (a - b).items()]
+    extra = ["only profiled (%d): %s" % (n, line) for line, n in (b - a).items()]
+    return missing + extra
+
+
+def progress_bar(line: str) -> bool:
+    """A progress bar's line (tqdm's): how often it is redrawn depends on time, not on the program."""
+    return bool(re.search(r"\|[^|]*\| *#/#|#it \[|it/s\]|s/it\]", line))
+
+
+def own_lines(stderr: str) -> str:
+    """stderr without nnprofile's own lines (``nnprofile: ...``)."""
+    return "\n".join(line for line in stderr.splitlines() if not line.startswith("nnprofile:"))
+
+
+def named(section, name: str) -> bool:
+    """Whether a section is the graph the program calls ``name`` (``loss``, or ``loss (line 98)`` of two)."""
+    return section.name == name or section.name.startswith(name + " (")
