@@ -130,7 +130,7 @@ def test_a_convolution_is_judged_by_flops_against_the_machines_matrix_product():
     # Conv: 180 MFLOP in 16 ms = 11.25 GFLOP/s: within a tenth of a 100 GFLOP/s machine, below a tenth of 200.
     assert not _slow(_section(), {"gflops": 100.0, "gbytes_per_s": 20.0})
     [slow] = _slow(_section(), {"gflops": 200.0, "gbytes_per_s": 20.0})
-    assert slow.evidence.startswith("Conv (Convolution) achieves 11.250 GFLOP/s over 16.000 ms")
+    assert slow.evidence.startswith("Conv (Convolution) achieves 11.250 GFLOP/s [11.250, 11.250] over 16.000 ms")
     assert "this machine reaches 200.0 GFLOP/s (measured)" in slow.evidence and "computes far below" in slow.text
 
 

@@ -253,3 +253,20 @@ def test_a_version_9_file_keeps_loading():
     assert {s.info.get("role") for s in profile.sections[:-1]} >= {"trained", "updates"}
     assert "result.json" in profile.files and "profile.log" in profile.files
     assert profile.header.run_steps == 3 and profile.header.machine_rates.get("gflops", 0) > 0
+
+
+def test_a_version_10_file_keeps_loading(tmp_path):
+    """A recorded program measured beside two processes that kept both cores busy (checked in): what other work took
+    of its kept steps, the samples it held up (left out of every figure), the steps with their waits taken off."""
+    from nnprofile.render import write_all
+    profile = result_file.load(os.path.join(GOLDEN, "result_v10.json"))
+    found = profile.interference()
+    assert found.measured and 0.1 < found.share < 0.9 and found.switches > 0
+    held = [e for s in profile.sections for e in s.entries if e.disturbed]
+    assert held and found.disturbed == sum(len(e.disturbed) for e in held)
+    e = held[0]
+    assert e.stats.disturbed == len(e.disturbed) and e.stats.n == len(e.samples_ns) - len(e.disturbed)
+    step = profile.sections[-1].entries_of("step")[0]
+    assert len(step.waited_ns) == len(step.samples_ns) and any(step.waited_ns)
+    write_all(profile, str(tmp_path))
+    assert "Interference: other processes took" in (tmp_path / "profile.log").read_text()

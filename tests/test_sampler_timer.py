@@ -100,7 +100,8 @@ def test_how_much_of_a_stretch_nnprofile_s_own_work_took_is_found_by_bisection_a
 def test_a_call_s_time_leaves_out_the_sampler_s_handler_that_ran_inside_it():
     from types import SimpleNamespace
     from nnprofile.assembly.sections import Builder
-    capture = SimpleNamespace(graph=SimpleNamespace(functions={}), excluded=[(150, 170), (100, 110), (400, 420)])
+    capture = SimpleNamespace(graph=SimpleNamespace(functions={}), excluded=[(150, 170), (100, 110), (400, 420)],
+                              marks="")
     b = Builder(capture, None, "s", [], [], [], [])
     assert b.span(SimpleNamespace(start_ns=100, end_ns=300)) == 200 - 10 - 20  # both handlers inside it
     assert b.span(SimpleNamespace(start_ns=300, end_ns=410)) == 110 - 10        # half of one

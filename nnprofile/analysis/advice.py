@@ -12,6 +12,7 @@ from typing import Callable, List, Optional, Tuple
 
 from ..base import kinds, machine
 from ..base.choices import GPU_BACKENDS
+from . import evidence
 from .breakdown import Advice, LayerTime, Summary, named, pct
 
 INPUT_BOUND_SHARE = 0.20
@@ -23,15 +24,21 @@ UPDATE_SHARE = 0.20
 EVALUATION_SHARE = 0.10       # a forward-only graph costing this share of the step is said
 
 
+def _kind_share(s: Summary, kind: str) -> Tuple[float, Tuple[float, float]]:
+    """A kind of part's share of the step, and its 95 % interval."""
+    return s.share(kind), evidence.share_interval(s.kind_ms(kind), s.kind_error(kind), s.step_ms, s.step_error)
+
+
 def input_bound(s: Summary) -> List[Advice]:
-    share = s.share("input")
-    if share <= INPUT_BOUND_SHARE:
+    share, bounds = _kind_share(s, "input")
+    if not evidence.past(bounds, INPUT_BOUND_SHARE):
         return []
     return [Advice("input_bound",
                    "The step waits for its data: prepare batches ahead (a dataset cache on fast storage, "
                    "smaller images, fewer augmentations) or overlap loading with computing.",
-                   "input (load_dataset, let_data) takes %.3f ms, %s of the %.3f ms step (threshold %s)"
-                   % (s.kind_ms("input"), pct(share), s.step_ms, pct(INPUT_BOUND_SHARE)))]
+                   "input (load_dataset, let_data) takes %.3f ms, %s %s of the %.3f ms step (threshold %s)"
+                   % (s.kind_ms("input"), pct(share), evidence.bracket(bounds, True), s.step_ms,
+                      pct(INPUT_BOUND_SHARE)))]
 
 
 def no_half_on_gpu(s: Summary) -> List[Advice]:
@@ -68,20 +75,24 @@ DOMINANT_ADVICE = {
 }
 
 
+def _layer_share(s: Summary, l: LayerTime) -> Tuple[float, float]:
+    return evidence.share_interval(l.step_ms, evidence.layer_error(l), s.step_ms, s.step_error)
+
+
 def dominant_layer(s: Summary) -> List[Advice]:
     step = s.step_ms
     out = []
     for l in s.base_layers:
-        if step > 0 and l.step_ms / step > DOMINANT_LAYER_SHARE:
+        if step > 0 and evidence.past(_layer_share(s, l), DOMINANT_LAYER_SHARE):
             what = DOMINANT_ADVICE.get(kinds.layer_kind(l.layer_type))
             out.append(Advice("dominant_layer",
                               "One layer dominates the step: " + (what % l.layer if what else
                                                                   "%s; the others matter little until it costs "
                                                                   "less (its shapes and arguments are in the "
                                                                   "layer table)." % l.layer),
-                              "%s (%s) takes %.3f ms forward + backward, %s of the %.3f ms step (threshold %s)"
-                              % (named(l), l.layer_type, l.step_ms, pct(l.step_ms / step), step,
-                                 pct(DOMINANT_LAYER_SHARE))))
+                              "%s (%s) takes %.3f ms forward + backward, %s %s of the %.3f ms step (threshold %s)"
+                              % (named(l), l.layer_type, l.step_ms, pct(l.step_ms / step),
+                                 evidence.bracket(_layer_share(s, l), True), step, pct(DOMINANT_LAYER_SHARE))))
     return out
 
 
@@ -116,10 +127,12 @@ def implausible(s: Summary) -> List[str]:
 
 
 def slow_layer(s: Summary) -> List[Advice]:
-    """A layer that matters and runs far below what this machine reaches for its kind of work: a matrix
-    product or convolution by FLOP/s against the machine's BLAS, an element-wise or normalisation layer by
-    bytes per second against its memory bandwidth. Without the machine's figures (older results), against the
-    best plausible layer of the same kind of work in the network."""
+    """Layers that matter and run far below what this machine reaches for their kind of work: a matrix product
+    or convolution by FLOP/s against the machine's matrix product, an element-wise or normalisation layer by
+    bytes per second against its memory bandwidth; one piece of advice for each kind of work, listing its layers.
+    Without the machine's figures (older results), against the best plausible layer of the same kind of work in
+    the network. A layer counts where the whole 95 % interval of its rate lies below the threshold, and of its
+    share of the step above ``SLOW_LAYER_MIN_SHARE``."""
     if s.step_ms <= 0:
         return []
     rated = []
@@ -130,30 +143,53 @@ def slow_layer(s: Summary) -> List[Advice]:
         rate, key, unit = found
         if machine.plausible(rate, s.machine_rates.get(key)):
             rated.append((l, rate, key, unit))
-    out = []
+    slow: dict = {}
     for l, rate, key, unit in rated:
-        if l.step_ms / s.step_ms < SLOW_LAYER_MIN_SHARE:
+        if not evidence.past(_layer_share(s, l), SLOW_LAYER_MIN_SHARE):
             continue
-        reach = s.machine_rates.get(key)
-        if reach:
-            reference, against = reach, "this machine reaches %.1f %s (measured)" % (reach, unit)
-        else:
-            peers = [(x, r) for x, r, k, _ in rated if k == key and x is not l]
-            if not peers:
-                continue
-            best, reference = max(peers, key=lambda p: p[1])
-            against = "the best layer of its kind, %s, achieves %.3f %s" % (best.layer, reference, unit)
-        if rate >= SLOW_LAYER_FACTOR * reference:
+        reference, against = _reference(s, l, rated, key, unit)
+        if reference is None:
             continue
-        what = ("computes far below what this machine reaches: its implementation or its shape (small or odd "
-                "sizes) costs more than its arithmetic" if key == "gflops" else
-                "moves its operands far slower than this machine's memory allows: many small calls, or a layout "
-                "it must convert, cost more than the data it moves")
-        out.append(Advice("slow_layer", "%s %s." % (l.layer, what),
-                          "%s (%s) achieves %.3f %s over %.3f ms (%s of the step)%s; %s (threshold: a tenth of it)"
-                          % (named(l), l.layer_type, rate, unit, l.step_ms, pct(l.step_ms / s.step_ms),
-                             _memory(l) if key == "gflops" else "", against)))
+        relative = evidence.layer_error(l) / l.step_ms if l.step_ms > 0 else 0.0
+        bounds = (rate / (1 + evidence.Z * relative), rate / max(1e-9, 1 - evidence.Z * relative))
+        if not evidence.past(bounds, SLOW_LAYER_FACTOR * reference, above=False):
+            continue
+        slow.setdefault(key, []).append("%s (%s) achieves %.3f %s %s over %.3f ms (%s of the step)%s" % (
+            named(l), l.layer_type, rate, unit, evidence.bracket(bounds), l.step_ms, pct(l.step_ms / s.step_ms),
+            _memory(l) if key == "gflops" else ""))
+        slow.setdefault(key + " layers", []).append(l.layer)
+        slow[key + " against"] = against
+    out = []
+    for key in ("gflops", "gbytes_per_s"):
+        if key not in slow:
+            continue
+        layers = slow[key + " layers"]
+        what = ("compute%s far below what this machine reaches: %s implementation or shape (small or odd sizes) costs "
+                "more than %s arithmetic" if key == "gflops" else
+                "move%s %s operands far slower than this machine's memory allows: many small calls, or a layout %s must "
+                "convert, cost more than the data moved")
+        one = len(layers) == 1
+        text = (what % ("s" if one else "", "its" if one else "their", "its" if one else "their") if key == "gflops"
+                else what % ("s" if one else "", "its" if one else "their", "it" if one else "they"))
+        out.append(Advice("slow_layer", "%s %s." % (_listed(layers), text),
+                          "%s; %s (threshold: a tenth of it)" % ("; ".join(slow[key]), slow[key + " against"])))
     return out
+
+
+def _reference(s: Summary, l: LayerTime, rated: list, key: str, unit: str) -> Tuple[Optional[float], str]:
+    """What a layer's rate is judged against: the machine's, or (older results) the best layer of its kind."""
+    reach = s.machine_rates.get(key)
+    if reach:
+        return reach, "this machine reaches %.1f %s (measured)" % (reach, unit)
+    peers = [(x, r) for x, r, k, _ in rated if k == key and x is not l]
+    if not peers:
+        return None, ""
+    best, reference = max(peers, key=lambda p: p[1])
+    return reference, "the best layer of its kind, %s, achieves %.3f %s" % (best.layer, reference, unit)
+
+
+def _listed(names: List[str]) -> str:
+    return names[0] if len(names) == 1 else "%s and %s" % (", ".join(names[:-1]), names[-1])
 
 
 def _memory(l: LayerTime) -> str:
@@ -165,7 +201,14 @@ def _memory(l: LayerTime) -> str:
 
 
 def between_layers(s: Summary) -> List[Advice]:
-    if s.coverage is None or s.coverage >= BETWEEN_LAYERS_COVERAGE:
+    if s.coverage is None:
+        return []
+    forward = [e for l in s.layers for e in (l.forward,) if e is not None]
+    spread = evidence.combined(evidence.entry_error(e, e.mean_ms) for e in forward)
+    total = sum(e.mean_ms for e in forward)
+    bounds = (s.coverage * (1 - evidence.Z * spread / total), s.coverage * (1 + evidence.Z * spread / total)) \
+        if total > 0 else (s.coverage, s.coverage)
+    if not evidence.past(bounds, BETWEEN_LAYERS_COVERAGE, above=False):
         return []
     return [Advice("between_layers",
                    "Much of forward_all is spent between the layers (graph bookkeeping, memory "
@@ -175,14 +218,14 @@ def between_layers(s: Summary) -> List[Advice]:
 
 
 def heavy_update(s: Summary) -> List[Advice]:
-    share = s.share("update")
-    if share <= UPDATE_SHARE:
+    share, bounds = _kind_share(s, "update")
+    if not evidence.past(bounds, UPDATE_SHARE):
         return []
     return [Advice("heavy_update",
                    "The solver update is a large part of the step: a network with many parameters "
                    "and little computation; a simpler solver (SGD, Momentum) or larger batches help.",
-                   "update (and weight decay) take %.3f ms, %s of the step (threshold %s)"
-                   % (s.kind_ms("update"), pct(share), pct(UPDATE_SHARE)))]
+                   "update (and weight decay) take %.3f ms, %s %s of the step (threshold %s)"
+                   % (s.kind_ms("update"), pct(share), evidence.bracket(bounds, True), pct(UPDATE_SHARE)))]
 
 
 def costly_evaluation(s: Summary) -> List[Advice]:
@@ -190,7 +233,9 @@ def costly_evaluation(s: Summary) -> List[Advice]:
     step = s.step_ms
     out = []
     for g in s.graphs:
-        if not g.evaluation or step <= 0 or g.forward_ms / step < EVALUATION_SHARE:
+        name = "forward (%s)" % g.name
+        if not g.evaluation or step <= 0 or not evidence.past(
+                evidence.share_interval(g.forward_ms, s.errors.get(name, 0.0), step, s.step_error), EVALUATION_SHARE):
             continue
         out.append(Advice("costly_evaluation",
                           "The graph '%s' runs forward only (an evaluation) and costs %s of the training step: "
@@ -219,7 +264,8 @@ OWN_HINTS = [
 def own_python(s: Summary) -> List[Advice]:
     """The program's own Python is a large share of the step: its lines, and what usually helps with each."""
     other, step = dict(s.parts).get("other", 0.0), s.step_ms
-    if not s.own_lines or step <= 0 or other / step < OWN_PYTHON_SHARE:
+    if not s.own_lines or step <= 0 or not evidence.past(
+            evidence.share_interval(other, s.errors.get("other", 0.0), step, s.step_error), OWN_PYTHON_SHARE):
         return []
     top = s.own_lines[:3]
     hints = []
@@ -231,9 +277,9 @@ def own_python(s: Summary) -> List[Advice]:
             "helps: %s." % (pct(other / step), top[0].where, " (`%s`)" % top[0].text if top[0].text else "",
                             "; ".join(hints) if hints else "converting data in Python, reading `.d` every step, building "
                             "graphs inside the loop and logging every step are the usual causes"))
-    evidence = "other %.3f ms of the %.3f ms step (threshold %s); sampled lines: %s" % (
+    shown = "other %.3f ms of the %.3f ms step (threshold %s); sampled lines: %s" % (
         other, step, pct(OWN_PYTHON_SHARE), ", ".join("%s %s (%.3f ms)" % (l.where, pct(l.share), l.ms) for l in top))
-    return [Advice("own_python", text, evidence)]
+    return [Advice("own_python", text, shown)]
 
 
 RULES: List[Callable[[Summary], List[Advice]]] = [

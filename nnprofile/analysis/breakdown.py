@@ -17,6 +17,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..base.choices import HALF_DTYPES, OPTIMIZER, SCRIPT
 from ..result import Entry, Section
+from . import evidence
 
 PARTS = ("input", "forward", "backward", "update", "monitor", "other")
 PHASE_PART = {
@@ -152,6 +153,13 @@ class Summary:
     # A recorded program's own lines in ``other`` (sampled between NNabla's calls), the most first.
     own_lines: List["OwnLine"] = field(default_factory=list)
     own_samples: int = 0
+    # Each part's standard error (ms per step) and the step's (``nnprofile.analysis.evidence``): how sure advice is.
+    errors: Dict[str, float] = field(default_factory=dict)
+    step_error: float = 0.0
+
+    def kind_error(self, kind: str) -> float:
+        """The standard error of the parts of a kind together."""
+        return math.sqrt(sum(self.errors.get(p, 0.0) ** 2 for p, _ in self.parts if part_kind(p) == kind))
 
     @property
     def step_ms(self) -> float:
@@ -270,8 +278,11 @@ def summarize_program(script: Section, graphs: Sequence[Section], context: str =
     parts: List[Tuple[str, float]] = []
     notes: List[str] = []
 
+    errors: Dict[str, float] = {}
+
     def add(name: str, entries: Sequence[Entry]) -> None:
         parts.append((name, sum(per_step_ms(e) for e in entries)))
+        errors[name] = evidence.combined(evidence.entry_error(e, per_step_ms(e)) for e in entries)
     validation = dict((script.info or {}).get("inputs_of") or {})
     for e in script.entries_of("load_dataset"):
         name = _inside(e.label)
@@ -308,12 +319,14 @@ def summarize_program(script: Section, graphs: Sequence[Section], context: str =
         if entries:
             add(kind, entries)
     step = per_step_ms(script.entries_of("step")[0])
+    step_error = evidence.entry_error(script.entries_of("step")[0], step)
     held = sum(ms for _, ms in parts)
     if held > step * 1.001:
         notes.append("the parts come to %.3f ms, more than the step's %.3f ms: the program's own time reads 0" % (held,
                                                                                                            step))
     other = max(0.0, step - held)
     parts.append(("other", other))
+    errors["other"] = evidence.combined([step_error] + list(errors.values()))
     own = own_lines(script.info or {}, other)
     named = layers or {}
     every = [l for g in graphs for l in named.get(g.name, [])]
@@ -323,7 +336,8 @@ def summarize_program(script: Section, graphs: Sequence[Section], context: str =
                    half_functions=sum(1 for e in forward if (e.dtype or "") in HALF_DTYPES),
                    functions=len(forward), layers=every, coverage=forward_coverage, backend=backend,
                    type_config=type_config or "float", advice=[], graphs=graph_times, notes=notes,
-                   own_lines=own, own_samples=int((script.info or {}).get("own_samples") or 0))
+                   own_lines=own, own_samples=int((script.info or {}).get("own_samples") or 0), errors=errors,
+                   step_error=step_error)
 
 
 def own_lines(info: Dict[str, object], other_ms: float) -> List[OwnLine]:
@@ -355,19 +369,26 @@ def summarize_section(section: Section, context: str = "cpu:float",
     if section.kind not in (OPTIMIZER, SCRIPT) or not section.complete:
         return None
     totals = {part: 0.0 for part in PARTS}
+    spread: Dict[str, List[float]] = {part: [] for part in PARTS}
     for e in section.entries:
         part = PHASE_PART.get(e.phase)
         if part:
             totals[part] += e.mean_ms
+            spread[part].append(evidence.entry_error(e, e.mean_ms))
     measured_step = section.entries_of("step")
+    step_error = evidence.combined(x for xs in spread.values() for x in xs)
     if measured_step:  # a program's step is measured: what its parts leave is the program's own time
         totals["other"] += max(0.0, measured_step[0].mean_ms - sum(totals.values()))
+        step_error = evidence.entry_error(measured_step[0], measured_step[0].mean_ms)
+        spread["other"].append(step_error)
+    errors = {p: evidence.combined(spread[p]) for p in PARTS}
     forward = section.entries_of("forward_function")
     half = sum(1 for e in forward if (e.dtype or "") in HALF_DTYPES)
     backend, _, type_config = context.partition(":")
     return Summary(section=section.title, parts=[(p, round(totals[p], 6)) for p in PARTS],
                    half_functions=half, functions=len(forward), layers=layer_times(section) if layers is None else layers,
-                   coverage=forward_coverage, backend=backend, type_config=type_config or "float", advice=[])
+                   coverage=forward_coverage, backend=backend, type_config=type_config or "float", advice=[],
+                   errors=errors, step_error=step_error)
 
 
 def named(l: LayerTime) -> str:

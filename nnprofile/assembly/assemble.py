@@ -18,7 +18,7 @@ from ..base.stats import Drift
 from ..result import Section
 from ..result.drift import drift_over, emptied
 from ..result.timeline import TimelineEvent
-from . import hookfit, steps as step_rule
+from . import hookfit, interference, steps as step_rule
 from .events import (DYNAMIC, EAGER, Call, Capture, CommCall, Hooks, InputCall, MonitorCall, SolverCall, StepMark,
                      end_of, stack_of, start_of)
 from .iterations import entries, loop_where, select, step_loop
@@ -242,6 +242,10 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
     for g, section in zip(shown, sections):
         _role(section, graph_roles[g.key])
     sections.append(builder.program_section())
+
+    def interrupted(these: Sequence[Section]) -> None:  # other work's share, and the entries' weights
+        interference.apply(these, capture, per_step, kept, bounds, builder.waited)
+    interrupted(sections)
     validation = evaluation_inputs(graphs, graph_roles, per_step, kept, capture)
     if validation:
         sections[-1].info["inputs_of"] = validation
@@ -284,7 +288,14 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
         notes.append("in %d of the %d kept steps the hooks' cost as estimated left less than the step's timed parts; "
                      "there the step is the sum of its parts (the program's own time reads 0)" % (raised, len(kept)))
     # What ran only outside the kept steps: before the program's step section (the last, as every reader takes it).
-    sections[-1:-1] = outside_sections(builder, graphs, kept, skip, before, after, capture)
+    outside = outside_sections(builder, graphs, kept, skip, before, after, capture)
+    interrupted(outside)
+    sections[-1:-1] = outside
+    spoiled = interference.spoiled(sections)
+    if spoiled:
+        notes.append("too few calls ran undisturbed by other work for these figures to stand on them alone (they are "
+                     "over every call): %s%s" % ("; ".join(spoiled[:5]), "; and %d more" % (len(spoiled) - 5)
+                                                  if len(spoiled) > 5 else ""))
     notes += after_the_loop(graphs, kept, len(per_step))
     hooks_at_end = [e.on for e in events if isinstance(e, Hooks)]
     if hooks_at_end and not hooks_at_end[-1]:
@@ -378,7 +389,9 @@ def fit_costs(capture: Capture, costs: HookCosts, per_step: List[List[Any]], bou
            for ps in phases.values() for p in ps for c in p.calls}
     ratios = {}
     for phase in ("forward", "backward"):
-        ratios[phase] = hookfit.gap_ratio([p for i in kept for p in phases[i] if p.phase == phase],
+        # over the passes other work did not touch (a pass it held up has gaps no hook made)
+        ratios[phase] = hookfit.gap_ratio([p for i in kept for p in phases[i] if p.phase == phase
+                                           and not interference.pass_disturbed(p, capture.marks)],
                                           lambda c, p: costs.total(c.kind, key[id(c)]) - costs.inside(c.kind, key[id(c)]),
                                           excluded)
     costs = scaled(costs, ratios["forward"], ratios["backward"])

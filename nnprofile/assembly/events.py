@@ -26,10 +26,13 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ..base.functions import FunctionInfo, Graph, VariableInfo
 from ..base.hookcost import HookCosts
+from ..base.interference import CPU, SWITCHES, shortfall  # noqa: F401 (the events' vocabulary)
 from .iterations import CodeInfo, Stack
 
 FORMAT = "nnprofile-events"
-VERSION = 3   # 2: each event's depth and stack, the program's code objects; 3: the names calls' results are stored in
+# 2: each event's depth and stack, the program's code objects; 3: the names calls' results are stored in, the
+# thread's marks around each call (its CPU time) and the time it waited for a CPU as steps ended
+VERSION = 3
 STATIC, DYNAMIC, EAGER = "static", "dynamic", "eager"  # how a function ran (and was timed)
 
 
@@ -38,10 +41,10 @@ class Call:
     its id in the capture's graph once described; ``site``: the call site of its pass (a static
     graph's), or None; ``kind``: STATIC, DYNAMIC (auto_forward) or EAGER (on NdArrays)."""
 
-    __slots__ = ("function", "start_ns", "end_ns", "site", "kind", "depth", "stack")
+    __slots__ = ("function", "start_ns", "end_ns", "site", "kind", "depth", "stack", "m0", "m1")
 
     def __init__(self, function: Any, start_ns: int, end_ns: int, site: Any = None, kind: str = STATIC,
-                 depth: int = 0, stack: Optional[Stack] = None):
+                 depth: int = 0, stack: Optional[Stack] = None, m0: int = 0, m1: int = 0):
         self.function = function
         self.start_ns = start_ns
         self.end_ns = end_ns
@@ -49,6 +52,11 @@ class Call:
         self.kind = kind
         self.depth = depth      # calls open around it (0: the program's own call)
         self.stack = stack      # the program's frames, for the first call of a pass
+        # The thread's marks as it began and as it ended (``Capture.marks``: its CPU time in ns, or its involuntary
+        # context switches on an asynchronous device): other work took the thread from it in between where its CPU
+        # time fell short of its wall time, or the switches moved (``disturbed``); 0, 0 where not read.
+        self.m0 = m0
+        self.m1 = m1
 
     @property
     def dynamic(self) -> bool:
@@ -66,6 +74,8 @@ class SolverCall:
     end_ns: int
     depth: int = 0
     stack: Optional[Stack] = None
+    m0: int = 0        # the thread's marks as it began and ended (``Call``)
+    m1: int = 0
 
 
 @dataclass
@@ -77,6 +87,8 @@ class InputCall:
     end_ns: int
     depth: int = 0
     stack: Optional[Stack] = None
+    m0: int = 0
+    m1: int = 0
 
 
 @dataclass
@@ -86,6 +98,8 @@ class MonitorCall:
     end_ns: int
     depth: int = 0
     stack: Optional[Stack] = None
+    m0: int = 0
+    m1: int = 0
 
 
 @dataclass
@@ -98,6 +112,8 @@ class CommCall:
     bytes: int = 0      # the data it moved (what the arrays given hold), 0 where unknown
     depth: int = 0
     stack: Optional[Stack] = None
+    m0: int = 0
+    m1: int = 0
 
 
 @dataclass
@@ -117,6 +133,7 @@ class Hooks:
 
 
 Event = Union[Call, SolverCall, InputCall, MonitorCall, CommCall, StepMark, Hooks]
+WAITS = (InputCall, MonitorCall, CommCall)  # calls that wait: marked by the thread's involuntary context switches
 
 
 def start_of(e: Event) -> int:
@@ -133,6 +150,14 @@ def depth_of(e: Event) -> int:
 
 def stack_of(e: Event) -> Optional[Stack]:
     return getattr(e, "stack", None)
+
+
+def disturbed(e: Any, marks: str) -> bool:
+    """Whether other work kept the program from running while the call ran. A wait (for a batch, a log written, a
+    collective) is no CPU time: its marks are the thread's involuntary context switches."""
+    if not hasattr(e, "m0") or not marks:
+        return False
+    return shortfall(e.start_ns, e.end_ns, e.m0, e.m1, SWITCHES if isinstance(e, WAITS) else marks)
 
 
 @dataclass
@@ -192,6 +217,11 @@ class Capture:
     sample_sites: List[Tuple[str, int, str, str]] = field(default_factory=list)
     sampled: int = 0                    # samples tried (the sampler's cost's count)
     faults: List[str] = field(default_factory=list)      # what could not be recorded, and why
+    # Other work on the machine (``nnprofile.base.interference``): what each call's marks are ("" none read, CPU:
+    # the thread's CPU time, SWITCHES: its involuntary context switches), and as steps ended, the thread's time
+    # waited for a CPU and its involuntary context switches so far: (ns of the recorder's clock, waited ns, switches).
+    marks: str = ""
+    waits: List[Tuple[int, int, int]] = field(default_factory=list)
 
 
 # -- the file --------------------------------------------------------------------------------------
@@ -204,17 +234,21 @@ def _stack_in(x: Any) -> Optional[Stack]:
     return tuple((int(a), int(b), int(c)) for a, b, c in x) if x else None
 
 
+def _marks(e: Any) -> list:
+    return [e.m0, e.m1] if (e.m0 or e.m1) else []
+
+
 def _event_list(e: Event) -> list:
     if isinstance(e, Call):
-        return ["f", e.function, e.start_ns, e.end_ns, e.site, e.kind, e.depth, _stack_out(e.stack)]
+        return ["f", e.function, e.start_ns, e.end_ns, e.site, e.kind, e.depth, _stack_out(e.stack)] + _marks(e)
     if isinstance(e, SolverCall):
-        return ["s", e.method, e.solver, e.start_ns, e.end_ns, e.depth, _stack_out(e.stack)]
+        return ["s", e.method, e.solver, e.start_ns, e.end_ns, e.depth, _stack_out(e.stack)] + _marks(e)
     if isinstance(e, InputCall):
-        return ["i", e.iterator, e.start_ns, e.end_ns, e.depth, _stack_out(e.stack)]
+        return ["i", e.iterator, e.start_ns, e.end_ns, e.depth, _stack_out(e.stack)] + _marks(e)
     if isinstance(e, MonitorCall):
-        return ["m", e.monitor, e.start_ns, e.end_ns, e.depth, _stack_out(e.stack)]
+        return ["m", e.monitor, e.start_ns, e.end_ns, e.depth, _stack_out(e.stack)] + _marks(e)
     if isinstance(e, CommCall):
-        return ["c", e.method, e.start_ns, e.end_ns, e.bytes, e.depth, _stack_out(e.stack)]
+        return ["c", e.method, e.start_ns, e.end_ns, e.bytes, e.depth, _stack_out(e.stack)] + _marks(e)
     if isinstance(e, StepMark):
         return ["k", e.at_ns, _stack_out(e.stack)]
     return ["h", e.on, e.at_ns]
@@ -225,19 +259,24 @@ def _tail(x: list, at: int) -> Tuple[int, Optional[Stack]]:
     return (int(x[at]) if len(x) > at else 0), (_stack_in(x[at + 1]) if len(x) > at + 1 else None)
 
 
+def _switches(x: list, at: int) -> Tuple[int, int]:
+    """(m0, m1) from an event's list (version 3 may hold them after its stack; else 0, 0)."""
+    return (int(x[at]), int(x[at + 1])) if len(x) > at + 1 else (0, 0)
+
+
 def _event(x: list) -> Event:
     kind = x[0]
     if kind == "f":
         depth, stack = _tail(x, 6)
-        return Call(int(x[1]), int(x[2]), int(x[3]), x[4], str(x[5]), depth, stack)
+        return Call(int(x[1]), int(x[2]), int(x[3]), x[4], str(x[5]), depth, stack, *_switches(x, 8))
     if kind == "s":
-        return SolverCall(str(x[1]), int(x[2]), int(x[3]), int(x[4]), *_tail(x, 5))
+        return SolverCall(str(x[1]), int(x[2]), int(x[3]), int(x[4]), *_tail(x, 5), *_switches(x, 7))
     if kind == "i":
-        return InputCall(int(x[1]), int(x[2]), int(x[3]), *_tail(x, 4))
+        return InputCall(int(x[1]), int(x[2]), int(x[3]), *_tail(x, 4), *_switches(x, 6))
     if kind == "m":
-        return MonitorCall(str(x[1]), int(x[2]), int(x[3]), *_tail(x, 4))
+        return MonitorCall(str(x[1]), int(x[2]), int(x[3]), *_tail(x, 4), *_switches(x, 6))
     if kind == "c":
-        return CommCall(str(x[1]), int(x[2]), int(x[3]), int(x[4]), *_tail(x, 5))
+        return CommCall(str(x[1]), int(x[2]), int(x[3]), int(x[4]), *_tail(x, 5), *_switches(x, 7))
     if kind == "k":
         return StepMark(int(x[1]), _stack_in(x[2]) if len(x) > 2 else None)
     return Hooks(bool(x[1]), int(x[2]))
@@ -259,7 +298,7 @@ def to_dict(c: Capture) -> Dict[str, Any]:
             "iterators": [[i.name, i.threaded] for i in c.iterators],
             "codes": [x.to_list() for x in c.codes], "faults": list(c.faults),
             "samples": [list(x) for x in c.samples], "sample_sites": [list(x) for x in c.sample_sites],
-            "sampled": c.sampled,
+            "sampled": c.sampled, "marks": c.marks, "waits": [list(x) for x in c.waits],
             "events": [_event_list(e) for e in c.events]}
 
 
@@ -290,7 +329,8 @@ def from_dict(d: Dict[str, Any]) -> Capture:
         codes=[CodeInfo.from_list(x) for x in d.get("codes", [])], faults=[str(x) for x in d.get("faults", [])],
         samples=[(int(a), int(b)) for a, b in d.get("samples", [])],
         sample_sites=[(str(a), int(b), str(c), str(t)) for a, b, c, t in d.get("sample_sites", [])],
-        sampled=int(d.get("sampled", 0)))
+        sampled=int(d.get("sampled", 0)), marks=str(d.get("marks", "")),
+        waits=[(int(a), int(b), int(c)) for a, b, c in d.get("waits", [])])
 
 
 def save(c: Capture, path: str) -> str:

@@ -26,7 +26,9 @@ from ..base.series import RoundSeries, SeriesTable
 from ..result import Entry, Section
 from ..result.layer import Layer
 from ..result.timeline import TimelineEvent
-from .events import EAGER, Call, Capture, CommCall, InputCall, MonitorCall, SolverCall, depth_of
+from .events import (EAGER, Call, Capture, CommCall, InputCall, MonitorCall, SolverCall, depth_of, disturbed,
+                     shortfall)
+from .interference import disturbance_rate
 from .tree import descendants
 from .graphs import Graph, Namer, layer_keys
 from .passes import Pass, group_passes
@@ -82,6 +84,8 @@ class Builder:
         self.timeline: List[TimelineEvent] = []
         self.origin = bounds[kept[0]][0] if kept else 0
         self.layers: Dict[str, Dict[Any, Layer]] = {}  # graph name -> layer key -> layer
+        # other work's disturbances per ns of the program's calls (``interference.disturbance_rate``)
+        self.switch_rate = disturbance_rate(per_step, kept, capture.marks)
         self._events_per_step: Dict[int, int] = {}
 
     def span(self, call: Any) -> float:
@@ -173,6 +177,29 @@ class Builder:
             after += c.total(last.kind, key) - c.inside(last.kind, key)
         return self.hook_total(p.calls, p.phase) - after
 
+    def hit(self, call: Any) -> bool:
+        """Whether other work kept the program from running while the call ran (its marks)."""
+        return disturbed(call, self.capture.marks)
+
+    def gaps_hit(self, p: Pass) -> bool:
+        """Whether other work kept the program from running between a pass's functions (not inside one: that one's
+        excess is taken off its pass)."""
+        calls = p.calls
+        first, last = calls[0], calls[-1]
+        if self.capture.marks == "cpu":
+            inside = sum((c.end_ns - c.start_ns) - (c.m1 - c.m0) for c in calls if self.hit(c))
+            return shortfall(first.start_ns, last.end_ns - int(inside), first.m0, last.m1, "cpu")
+        return last.m1 - first.m0 > sum(c.m1 - c.m0 for c in calls)
+
+    def waited(self, start: int, end: int, field: int = 1) -> float:
+        """What other work took of [start, end): the time the thread waited for a CPU (``field`` 2: its involuntary
+        context switches), from the readings taken as steps ended (``Capture.waits``), each side interpolated between
+        the readings around it; 0 where none were read."""
+        waits = self.capture.waits
+        if len(waits) < 2:
+            return 0.0
+        return max(0.0, _waited_at(waits, end, field) - _waited_at(waits, start, field))
+
     def function_time(self, call: Call, inner: float, phase: str) -> float:
         """A function's own time in a pass as its entry counts it: the calls inside it and the hooks' cost inside it
         taken off (so that the pass's rest, between its functions, is what the entries leave of it)."""
@@ -205,27 +232,31 @@ class Builder:
         for key, call, _ in layer_keys(graph, first):  # names follow first sight, in execution order
             layer(key, call)
         forward, backward, whole, engine = SeriesTable(), SeriesTable(), SeriesTable(), SeriesTable()
+        ran: List[Tuple[int, str, float, List[Tuple[Any, float, bool]], bool]] = []
         parents: Dict[Tuple[str, Any], List[Tuple[Any, float]]] = {}
         clears: Dict[str, str] = {}
         for i in rounds_of:
-            for table in (forward, backward, whole, engine):
+            for table in (forward, backward):
                 table.next_round()
             for key, call, phase in layer_keys(graph, i):
                 known = layer(key, call)
                 inside, cost = self.inner(call)
-                (forward if phase == "forward" else backward).get(key).add(max(0.0, self.span(call) - cost))
+                (forward if phase == "forward" else backward).get(key).add(max(0.0, self.span(call) - cost),
+                                                                           self.hit(call))
                 if inside:
                     parents.setdefault((phase, key), []).append((call, cost))
                     if timeline:
                         self._nested_events(call)
                 if timeline:
                     self._layer_event(i, known, phase, call)
+            keyed = {id(call): key for key, call, _ in layer_keys(graph, i)}
             for p in graph.passes[i]:
                 inner = [self.inner(c)[1] for c in p.calls]  # the timing of calls inside its functions
                 passed = max(0.0, self.pass_time(p) - self.pass_hooks(p) - sum(inner))
-                whole.get(p.phase).add(passed)
-                functions = sum(self.function_time(c, x, p.phase) for c, x in zip(p.calls, inner))
-                engine.get(p.phase).add(max(0.0, passed - functions))
+                took = [(keyed.get(id(c)), self.function_time(c, x, p.phase), self.hit(c)) for c, x in zip(p.calls, inner)]
+                # other work between its functions (not inside one: that one's excess is taken off, below)
+                gaps_hit = self.gaps_hit(p)
+                ran.append((i, p.phase, passed, took, gaps_hit))
                 site = self.capture.sites.get(p.site) if p.site is not None else None
                 if site is not None and site.clears:
                     clears[p.phase] = site.clears
@@ -242,10 +273,12 @@ class Builder:
                 e = known.entry(phase, s.samples, 1, self.resolved(known.label(phase), mean,
                                                                    self.costs.taken_off(mean, kind, cost_key)))
                 e.round_sizes = s.round_sizes
+                e.disturbed, e.switch_rate = list(s.disturbed), self.switch_rate
                 calls = parents.get(("forward" if phase == "forward_function" else "backward", key), [])
                 if calls:
                     e.children = self.children(calls)
                 entries.append(e)
+        self._whole_passes(ran, rounds_of, entries, layers, whole, engine)
         for phase in ("forward", "backward"):
             if phase in whole.series:
                 entries.append(_entry("%s_all" % phase, "%s_all" % phase, whole.series[phase]))
@@ -273,6 +306,25 @@ class Builder:
                                       if phase in whole.series}
         return section
 
+    def _whole_passes(self, passes: Sequence[Tuple[int, str, float, List[Tuple[Any, float, bool]], bool]],
+                      rounds_of: Sequence[int], entries: List[Entry], layers: Dict[Any, Layer], whole: SeriesTable,
+                      engine: SeriesTable) -> None:
+        """Each pass's time, and the rest its functions leave (the engine's), into their tables. A function other work
+        interrupted counts at its layer's undisturbed estimate: what the interruption added is taken off its pass,
+        which is then no less a sample of the pass; a pass other work interrupted between its functions is marked."""
+        estimate = {(e.phase, e.layer_id): e.stats.mean for e in entries}
+        ids = {key: layer.id for key, layer in layers.items()}
+        by_round = {i: [x for x in passes if x[0] == i] for i in rounds_of}
+        for i in rounds_of:
+            whole.next_round()
+            engine.next_round()
+            for _, phase, passed, took, gaps_hit in by_round[i]:
+                name = "%s_function" % phase
+                excess = sum(max(0.0, t - estimate.get((name, ids.get(k)), t)) for k, t, hit in took if hit)
+                functions = sum(t for _, t, _ in took)
+                whole.get(phase).add(max(0.0, passed - excess), gaps_hit)
+                engine.get(phase).add(max(0.0, passed - functions), gaps_hit)
+
     def _pass_event(self, graph: Graph, title: str, p: Pass) -> None:
         o = self.origin
         self.timeline.append(TimelineEvent("%s (%s)" % (p.phase, graph.name), p.phase, p.start_ns - o, p.end_ns - o,
@@ -296,6 +348,7 @@ class Builder:
         section = Section(kind=SCRIPT, name=self.name, network="", complete=True)
         tables = _Tables()
         step = SeriesTable()
+        step_waited: List[float] = []
         for i in self.kept:
             tables.next_round()
             step.next_round()
@@ -305,12 +358,16 @@ class Builder:
             hooks = self._tally(events, tables, step_passes)
             passes = sum(1 for p in step_passes if not p.dynamic)
             carried = c.carry if i - 1 not in self.plain else 0.0  # the step before had the hooks
+            waited = self.waited(start, end)
             step.get("step").add(max(0.0, end - start - overlap(start, end, self.excluded) - hooks
-                                     - passes * c.per_pass() - c.outside - carried))
+                                     - passes * c.per_pass() - c.outside - carried - waited))
+            step_waited.append(waited)
             self._step_events(i, events)
         entries = self._entries(tables)
         if "step" in step.series:
             entries.append(_entry("step", "step", step.series["step"]))
+            if any(step_waited):
+                entries[-1].waited_ns = step_waited
         entries.sort(key=lambda e: PHASES.index(e.phase))  # NNC's order; stable within a phase
         section.entries = entries
         section.info.update(self.own_lines())
@@ -347,19 +404,19 @@ class Builder:
                 if e.kind == EAGER:  # by function type and the program's line (any shapes)
                     f = self.functions[e.function]
                     key = ("eager", f.type, f.created)
-                    tables.eager.get(key[1:]).add(took)
+                    tables.eager.get(key[1:]).add(took, self.hit(e))
             elif isinstance(e, InputCall):
                 key = ("input", e.iterator)
-                tables.inputs.get(e.iterator).add(took)
+                tables.inputs.get(e.iterator).add(took, self.hit(e))
             elif isinstance(e, SolverCall):
                 key = ("solver", e.solver, e.method)
-                tables.solvers.get((e.solver, e.method)).add(took)
+                tables.solvers.get((e.solver, e.method)).add(took, self.hit(e))
             elif isinstance(e, MonitorCall):
                 key = ("monitor", e.monitor)
-                tables.monitors.get(e.monitor).add(took)
+                tables.monitors.get(e.monitor).add(took, self.hit(e))
             elif isinstance(e, CommCall):
                 key = ("comm", e.method)
-                tables.comms.get(e.method).add(took)
+                tables.comms.get(e.method).add(took, self.hit(e))
                 tables.moved.setdefault(e.method, []).append(e.bytes)
             if inside and key is not None:
                 tables.parents.setdefault(key, []).append((e, cost))
@@ -459,6 +516,18 @@ class Builder:
                      "follows the functions of the graph as first recorded")
 
 
+def _waited_at(waits: Sequence[Tuple[int, int, int]], at: int, field: int = 1) -> float:
+    """The time waited for a CPU up to ``at`` (``field`` 2: the involuntary switches), interpolated between the
+    readings around it."""
+    k = bisect.bisect_right(waits, (at, _LAST, _LAST))
+    if k == 0:
+        return float(waits[0][field])
+    if k == len(waits):
+        return float(waits[-1][field])
+    (t0, w0), (t1, w1) = (waits[k - 1][0], waits[k - 1][field]), (waits[k][0], waits[k][field])
+    return w0 + (w1 - w0) * (at - t0) / (t1 - t0) if t1 > t0 else float(w1)
+
+
 class _Tables:
     """A program's calls by kind, a round per step (or per span outside the steps)."""
 
@@ -488,5 +557,6 @@ def _short(where: Optional[str]) -> str:
     return "%s:%s" % (path.replace("\\", "/").rsplit("/", 1)[-1], line)
 
 
-def _entry(label: str, phase: str, s: RoundSeries) -> Entry:
-    return Entry(label=label, phase=phase, samples_ns=[float(x) for x in s.samples], round_sizes=list(s.round_sizes))
+def _entry(label: str, phase: str, s: RoundSeries, per_ns: float = 0.0) -> Entry:
+    return Entry(label=label, phase=phase, samples_ns=[float(x) for x in s.samples], round_sizes=list(s.round_sizes),
+                 disturbed=list(s.disturbed), switch_rate=per_ns if s.disturbed else 0.0)

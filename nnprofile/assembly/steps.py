@@ -354,7 +354,8 @@ def describe(rule: Rule, steps: int, name: Any = str) -> str:
     if rule.kind == "iterations":
         return "one step per iteration of the program's loop at %s" % rule.where
     if rule.kind == "one":
-        return "one step: no solver update, no nnprofile.step(), no repeating pass"
+        return ("one step: no solver update, no nnprofile.step(), no repeating pass (the structure does not say "
+                "where a step ends: call nnprofile.step() at each step's end)")
     if rule.kind == "none":
         return "nothing recorded"
     before = ""
@@ -367,7 +368,8 @@ def describe(rule: Rule, steps: int, name: Any = str) -> str:
         return ("passes without a solver: one step per pass" if rule.period == 1 else
                 "passes without a solver: one step per %d passes" % rule.period) + before
     if not rule.found:
-        return "solver updates: one step per update (the updates form no repeating pattern)"
+        return ("solver updates: one step per update (the updates form no repeating pattern, and no loop holds them: "
+                "where a step is more than one update, call nnprofile.step() at each step's end)")
     parts = []
     known = [k for k in rule.pattern if k is not None]
     for key in rule.pattern:

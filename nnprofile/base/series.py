@@ -8,20 +8,38 @@ rounds stay aligned across entries (``nnprofile.base.stats.speed_levels`` reads 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Sequence, Tuple
 
 
 @dataclass
 class RoundSeries:
     samples: List[float] = field(default_factory=list)     # ns, in the order taken
     round_sizes: List[int] = field(default_factory=list)   # samples per round
+    disturbed: List[int] = field(default_factory=list)     # the samples other work interrupted (their indexes)
 
     def next_round(self) -> None:
         self.round_sizes.append(0)
 
-    def add(self, value: float) -> None:
+    def add(self, value: float, disturbed: bool = False) -> None:
+        if disturbed:
+            self.disturbed.append(len(self.samples))
         self.samples.append(value)
         self.round_sizes[-1] += 1
+
+    def clean(self) -> Tuple[List[float], List[int]]:
+        """The samples other work did not hold up, and how many each round kept: what speeds and spreads are of."""
+        if not self.disturbed:
+            return self.samples, self.round_sizes
+        skip = set(self.disturbed)
+        samples: List[float] = []
+        sizes: List[int] = []
+        start = 0
+        for n in self.round_sizes:
+            kept = [self.samples[i] for i in range(start, start + n) if i not in skip]
+            samples += kept
+            sizes.append(len(kept))
+            start += n
+        return samples, sizes
 
     def rounds_with_samples(self, dropped: Sequence[int] = ()) -> int:
         skip = set(dropped)

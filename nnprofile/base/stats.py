@@ -29,6 +29,10 @@ class Stats:
     # Whether there were enough samples for a relative standard error at all (two or more, in
     # two or more rounds when taken in rounds): where not, ``rse`` reads 0 and renderers leave it empty.
     rse_known: bool = True
+    # Samples other work interrupted (``nnprofile.base.interference``), left out of every figure above; and
+    # whether the undisturbed ones were enough for the figures to stand on them (else they are over every sample).
+    disturbed: int = 0
+    undisturbed_enough: bool = True
 
     @property
     def rse(self) -> float:
@@ -120,6 +124,74 @@ def summarize_rounds(samples: Sequence[float], round_sizes: Sequence[int],
     return Stats(n=base.n, mean=center, median=base.median, std=base.std, min=base.min, max=base.max,
                  p90=base.p90, rounds=len(kept), round_rse=rse if rse is not None else 0.0,
                  rse_known=rse is not None)
+
+
+def weighted_percentile(pairs: Sequence[Tuple[float, float]], q: float) -> float:
+    """The value at ``q`` percent of the total weight of (value, weight) pairs, interpolated between the midpoints
+    of the values' weights (with equal weights: ``percentile``)."""
+    ordered = sorted(pairs)
+    total = sum(w for _, w in ordered)
+    if len(ordered) == 1 or total <= 0:
+        return ordered[0][0] if ordered else 0.0
+    points, seen = [], 0.0
+    for value, weight in ordered:
+        points.append(((seen + weight / 2 - ordered[0][1] / 2) / (total - ordered[0][1] / 2 - ordered[-1][1] / 2),
+                       value))
+        seen += weight
+    target = q / 100.0
+    for (p0, v0), (p1, v1) in zip(points, points[1:]):
+        if target <= p1:
+            return v0 if p1 <= p0 else v0 + (v1 - v0) * (target - p0) / (p1 - p0)
+    return points[-1][1]
+
+
+def summarize_undisturbed(samples: Sequence[float], round_sizes: Sequence[int], dropped: Sequence[int],
+                          disturbed: Sequence[int], per_ns: float) -> Stats:
+    """Statistics over the samples other work did not interrupt (``disturbed``: the indexes of those it did), each
+    weighted by the inverse of its chance to run undisturbed at ``per_ns`` interruptions per ns
+    (``nnprofile.base.interference.weights``): the mean of the rounds' weighted means (rounds in ``dropped`` left
+    out, as ``summarize_rounds``), a weighted median and p90, the spread of the undisturbed samples. Where too few
+    samples ran undisturbed (``interference.enough``), the figures are over every sample, and say so."""
+    from .interference import enough, weights
+    skip = set(disturbed)
+    kept_at = [i for i in range(len(samples)) if i not in skip]
+    if not skip:  # nothing left out: nothing to weigh against
+        return summarize_rounds(samples, round_sizes, dropped)
+    if not kept_at or not enough(len(kept_at), len(samples)):
+        base = summarize_rounds(samples, round_sizes, dropped)
+        return _with(base, disturbed=len(skip), undisturbed_enough=False)
+    values = [samples[i] for i in kept_at]
+    w = weights(values, per_ns)
+    pairs = list(zip(values, w))
+    total = sum(w)
+    center = sum(v * x for v, x in pairs) / total
+    var = sum(x * (v - center) ** 2 for v, x in pairs) / total * len(values) / max(1, len(values) - 1)
+    base = Stats(n=len(values), mean=center, median=weighted_percentile(pairs, 50), std=math.sqrt(var),
+                 min=min(values), max=max(values), p90=weighted_percentile(pairs, 90), rse_known=len(values) >= 2,
+                 disturbed=len(skip))
+    if len(round_sizes) < 2 or sum(round_sizes) != len(samples):
+        return base
+    means: List[Optional[float]] = []
+    start = 0
+    weight_of = dict(zip(kept_at, w))
+    for size in round_sizes:
+        inside = [(samples[i], weight_of[i]) for i in range(start, start + size) if i in weight_of]
+        means.append(sum(v * x for v, x in inside) / sum(x for _, x in inside) if inside else None)
+        start += size
+    drop = set(dropped)
+    kept = [m for r, m in enumerate(means) if m is not None and r not in drop] or [m for m in means if m is not None]
+    mean_of_rounds = sum(kept) / len(kept)
+    rse = None
+    if len(kept) >= 2 and mean_of_rounds > 0:
+        spread = math.sqrt(sum((m - mean_of_rounds) ** 2 for m in kept) / (len(kept) - 1))
+        rse = spread / math.sqrt(len(kept)) / mean_of_rounds
+    return _with(base, mean=mean_of_rounds, rounds=len(kept), round_rse=rse if rse is not None else 0.0,
+                 rse_known=rse is not None)
+
+
+def _with(stats: Stats, **changes: object) -> Stats:
+    from dataclasses import replace
+    return replace(stats, **changes)  # type: ignore[arg-type]
 
 
 # The machine's usual speed: a low quantile of the rounds' levels (slow spells only add time).

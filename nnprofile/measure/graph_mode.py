@@ -6,16 +6,30 @@ is measured on a chain of tiny functions (``hook_costs``).
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from ..base.stats import summarize
 from .timing import Sampling, Timer
 
 
-def timing_hooks(timer: Timer, starts: List[int], ends: List[int]):
-    """A pre- and a post-hook that only read the clock (waiting for the device first, if any)."""
+def timing_hooks(timer: Timer, starts: List[int], ends: List[int], marks: Optional[List[int]] = None):
+    """A pre- and a post-hook that only read the clock (waiting for the device first, if any); with ``marks``, and
+    the thread's CPU time known, they read it too (before the start, after the end: a function held up by other work
+    falls short of its wall time)."""
     now, sync = timer.clock.now_ns, timer.sync
     start, end = starts.append, ends.append
+    cpu = timer.cpu
+    if sync is None and marks is not None and cpu is not None:
+        mark = marks.append
+
+        def marked_pre(f):
+            mark(cpu())
+            start(now())
+
+        def marked_post(f):
+            end(now())
+            mark(cpu())
+        return marked_pre, marked_post
     if sync is None:
         return (lambda f: start(now())), (lambda f: end(now()))
 

@@ -8,7 +8,8 @@ from typing import Callable, List, Optional, Sequence, Union
 
 from ..base.errors import ProfileError
 from ..base.series import RoundSeries
-from ..base.stats import Drift, summarize_rounds
+from ..base.interference import shortfall
+from ..base.stats import Drift, summarize_undisturbed
 from ..result import Entry
 from ..result.drift import drop
 from ..result.timeline import TimelineEvent
@@ -38,20 +39,26 @@ class Series(RoundSeries):
         self.spent_ns = 0.0
         self.final = False
 
-    def sample(self, per_call_ns: float, spent_ns: float) -> None:
-        self.add(per_call_ns)
-        self.spent_ns += spent_ns
+    def sample(self, per_call_ns: float, spent_ns: float, held: bool = False) -> None:
+        self.add(per_call_ns, held)
+        if not held:  # a sample other work held up is none of the entry's budget: it takes another
+            self.spent_ns += spent_ns
 
-    def rse(self, dropped: Sequence[int] = ()) -> float:
-        """The relative standard error of the reported mean; infinite below two rounds with samples."""
+    def rse(self, dropped: Sequence[int] = (), per_ns: float = 0.0) -> float:
+        """The relative standard error of the reported mean, over the samples other work did not hold up; infinite
+        below two rounds with samples, or where too few ran undisturbed (sampling then goes on)."""
         if self.rounds_with_samples(dropped) < 2 and self.rounds_with_samples() < 2:
             return math.inf
         values = [max(0.0, s - self.overhead_ns) for s in self.samples]
-        return summarize_rounds(values, self.round_sizes, dropped).rse if values else math.inf
+        if not values:
+            return math.inf
+        st = summarize_undisturbed(values, self.round_sizes, dropped, self.disturbed, per_ns)
+        return st.rse if st.undisturbed_enough and st.rse_known else math.inf
 
-    def entry(self, drift: Drift, complete: bool = True) -> Entry:
+    def entry(self, drift: Drift, complete: bool = True, per_ns: float = 0.0) -> Entry:
         e = self.make_entry(Measurement(list(self.samples), self.calls, self.overhead_ns))
         e.round_sizes = list(self.round_sizes)
+        e.disturbed, e.switch_rate = list(self.disturbed), per_ns
         drop(e, drift)
         e.complete = complete
         return e
@@ -71,8 +78,11 @@ class Probe:
     def __init__(self, make_entry: EntryFactory, work: Callable[[], object],
                  before: Optional[Callable[[], object]] = None,
                  after: Optional[Callable[[], object]] = None, batchable: bool = True, layer: bool = False,
-                 before_probe: Optional["Probe"] = None):
+                 before_probe: Optional["Probe"] = None, blocking: bool = False):
         self.work, self.before, self.after = work, before, after
+        # Work that waits (reads a file, writes a log): its CPU time is no measure of it; other work holding it up
+        # shows in the thread's involuntary context switches instead.
+        self.blocking = blocking
         self.batchable = batchable and before is None and after is None and before_probe is None
         self.layer = layer
         # ``before_probe``: the work before each sample is that (earlier) probe's, timed as one of its
@@ -151,7 +161,7 @@ class Probe:
             self.work()
             return
         spent = timer.sample(self.work, 1)
-        s.sample(spent, spent)
+        s.sample(spent, spent, timer.held)
 
     def run_round(self, timer: Timer, fixed: bool) -> None:
         s = self.series[0]
@@ -167,10 +177,11 @@ class Probe:
                 self.before_probe.sample_before(timer, fixed)
             elif self.before is not None:
                 self.before()
-            spent = timer.sample(self.work, s.calls)
+            spent = timer.sample(self.work, s.calls, self.blocking)
+            held = timer.held
             if self.after is not None:
                 self.after()
-            s.sample(spent / s.calls, spent)
+            s.sample(spent / s.calls, spent, held)
 
     def skip_round(self) -> None:
         """Another stratum's round: no sample, an empty round (rounds stay aligned across entries)."""
@@ -238,7 +249,8 @@ class PassProbe:
             return
         starts: List[int] = []
         ends: List[int] = []
-        pre, post = timing_hooks(timer, starts, ends)
+        cpu: List[int] = []
+        pre, post = timing_hooks(timer, starts, ends, cpu)
         if self.before is not None:
             self.before()
         now = timer.clock.now_ns
@@ -248,10 +260,12 @@ class PassProbe:
         if len(starts) != len(self.order) or len(ends) != len(self.order):
             raise ProfileError("graph mode: a pass ran %d functions where %d were expected; "
                                "use --mode isolated" % (len(starts), len(self.order)))
+        marked = len(cpu) == 2 * len(starts)
         for s, i in zip(self.series, self._slots):
             if not s.final:
                 s.round_sizes.append(0)
-                s.sample(ends[i] - starts[i], spent)
+                held = marked and shortfall(starts[i], ends[i], cpu[2 * i], cpu[2 * i + 1], "cpu")
+                s.sample(ends[i] - starts[i], spent, held)
         self.rounds += 1
         if self.timeline is not None:
             self.timeline.add_pass(self.rounds, self.phase, t0, t0 + spent, starts, ends, self.names, self.details)

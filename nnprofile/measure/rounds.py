@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from typing import Callable, List, Optional, Sequence, Tuple
 
-from ..result import Entry, Section
+from ..result import Entry, Interference, Section
 from ..result.drift import apply_drift, measure_drift
 from ..base.stats import Drift
 from .allocation import FIRST_PLAN, MARGIN, REPLAN, Allocation, Need, RoundLevels, shares
@@ -63,8 +63,37 @@ class Reference:
         self.output.forward()
 
     def sample(self) -> float:
-        self.output.forward()  # its data back in the caches, as the entries' are
-        return float(self.timer.sample(self.output.forward, 2)) / 2
+        """One timing of the workload (its data back in the caches, as the entries' are): by the thread's CPU time
+        where known, so that a busy machine's other work does not read as a slower machine."""
+        self.output.forward()
+        cpu = self.timer.cpu
+        if cpu is None:
+            return float(self.timer.sample(self.output.forward, 2)) / 2
+        c0 = cpu()
+        self.output.forward()
+        self.output.forward()
+        return float(cpu() - c0) / 2
+
+
+class _Watch:
+    """What other work took of a section's measuring: the thread's time waited for a CPU and its involuntary context
+    switches, read as it begins and as it ends (``nnprofile.base.interference``)."""
+
+    def __init__(self, timer: Timer):
+        self.timer = timer
+        probe = timer.probe
+        self.start, self.waited, self.switches = timer.clock.now_ns(), probe.waited_ns(), probe.switches()
+
+    def taken(self, section: Section) -> Interference:
+        probe, timer = self.timer.probe, self.timer
+        if timer.cpu is None:
+            return Interference(measured=False)
+        now, waited = timer.clock.now_ns(), probe.waited_ns()
+        spoiled = sum(len(e.disturbed) for e in section.entries)
+        samples = sum(len(e.samples_ns) for e in section.entries)
+        taken = waited - self.waited if waited is not None and self.waited is not None else None
+        return Interference(True, float(now - self.start), None if taken is None else float(taken),
+                            int(probe.switches() - self.switches), spoiled, samples)
 
 
 class RoundRunner:
@@ -88,33 +117,36 @@ class RoundRunner:
         every sample once sampling ends.
         """
         sampling = self.timer.sampling
-        st = _State(items, not sampling.adaptive, sampling.drift_threshold, self.timer.clock.now_ns())
+        watch = _Watch(self.timer)
+        self._waited0 = watch.waited
+        st = _State(items, not sampling.adaptive, sampling.drift_threshold, self._own())
         try:
             for item in items:
                 _labelled(item, lambda: item.warm(self.timer, st.fixed))  # noqa: B023 (called at once)
             if not st.fixed:
-                st.plan = self._plan(items, self.timer.clock.now_ns() - st.started)
+                st.plan = self._plan(items, self._own() - st.started)
             while not all(s.final for s in st.all_series):
                 self._round(section, st)
         except BaseException:
             st.stopped = "interrupted"
             for s in st.all_series[st.emitted:]:
                 if s.samples:
-                    section.entries.append(s.entry(st.drift, complete=False))
+                    section.entries.append(s.entry(st.drift, complete=False, per_ns=self.timer.held_rate()))
             raise
         finally:
             if st.rounds:
-                st.drift = measure_drift(((s.samples, s.round_sizes) for s in st.all_series), st.rounds,
+                st.drift = measure_drift((s.clean() for s in st.all_series), st.rounds,
                                          sampling.drift_threshold, reference=section.reference_ns)
                 apply_drift([section], st.drift)
             section.sampling = self._sampling(st)
+            section.interference = watch.taken(section)
         return st.drift
 
     def _round(self, section: Section, st: "_State") -> None:
         """One round: every item in it (as the plan and the shares say), then the rule, the shares again, the
         entries now final handed over."""
         clock, timer, items, plan = self.timer.clock, self.timer, st.items, st.plan
-        t0 = clock.now_ns()
+        t0 = self._own()
         # Every entry gets its samples: the first round holds the layers, whatever the budget.
         layer_round = st.rounds == 0 or st.rounds >= st.next_layers and not (
             plan.lean and not self._fits(plan, st.round_costs, True, t0 - st.started)
@@ -146,9 +178,9 @@ class RoundRunner:
         st.rounds += 1
         if self.reference is not None:
             section.reference_ns.append(round(self.reference.sample(), 1))
-        st.levels.add_round([(s.samples, s.round_sizes) for s in st.all_series])
+        st.levels.add_round([s.clean() for s in st.all_series])
         st.drift = Drift(tuple(st.levels.levels(section.reference_ns)), self.timer.sampling.drift_threshold)
-        st.measured_ns = clock.now_ns() - st.started
+        st.measured_ns = self._own() - st.started
         if stratum is None:  # (a partial round predicts neither kind of round)
             st.round_costs.append((layer_round, st.measured_ns + st.started - t0))
         st.scale = (st.measured_ns + st.started - t0) / predicted if predicted > 0 else 1.0
@@ -204,7 +236,7 @@ class RoundRunner:
         for p, share, ok in zip(probes, planned, reachable):
             s = p.series[0]
             if ok and share <= 0 and s.rounds_with_samples(dropped) >= sampling.min_rounds \
-                    and s.rse(dropped) <= goal:
+                    and s.rse(dropped, self.timer.held_rate()) <= goal:
                 s.final = True  # sure enough: its rounds go to the others
         st.allocation.plan([id(p) for p in probes], planned)
 
@@ -324,7 +356,7 @@ class RoundRunner:
             steady = all(s.final or (st.levels.rse(k, dropped, s.overhead_ns) <= sampling.target_rse
                                      and st.levels.rounds_in(k, dropped) >= sampling.min_rounds)
                          for k, s in enumerate(all_series)) \
-                and all(s.final or s.rse(dropped) <= sampling.target_rse for s in all_series)
+                and all(s.final or s.rse(dropped, self.timer.held_rate()) <= sampling.target_rse for s in all_series)
             if steady and kept >= sampling.min_rounds and not drift.flagged:
                 reason = "target"
             elif not plan.lean and any(s.spent_ns >= budget for k, s in enumerate(all_series)
@@ -340,6 +372,16 @@ class RoundRunner:
                 s.final = True
         return reason
 
+    def _own(self) -> int:
+        """The clock, less the time other work on the machine took from this thread since sampling began (its wait
+        for a CPU): the budget is of the profile's own time, so that a busy machine gets the rounds a quiet one would."""
+        now = self.timer.clock.now_ns()
+        start = getattr(self, "_waited0", None)
+        if start is None:
+            return now
+        waited = self.timer.probe.waited_ns()
+        return now - (waited - start if waited is not None else 0)
+
     def _done(self, rounds: int, elapsed_ns: float) -> float:
         """How far sampling has got, for a progress bar: rounds of a fixed number, else the budget spent
         (sampling may stop sooner, when the target is reached)."""
@@ -354,7 +396,7 @@ class RoundRunner:
 
     def _emit(self, section: Section, all_series: List[Series], emitted: int, drift: Drift) -> int:
         while emitted < len(all_series) and all_series[emitted].final:
-            entry = all_series[emitted].entry(drift)
+            entry = all_series[emitted].entry(drift, per_ns=self.timer.held_rate())
             section.entries.append(entry)
             self.on_entry(section, entry)
             emitted += 1

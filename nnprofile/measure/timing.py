@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, List, Optional
+from typing import Any, Callable, List, Optional
 
 from ..base.clock import Clock
+from ..base.interference import NoProbe, Probe, rate, shortfall
 from ..base.stats import RunningStats, summarize
 
 # Calls so short that the timing overhead would exceed this share of a sample
@@ -110,13 +111,20 @@ class Timer:
     """
 
     def __init__(self, sampling: Sampling = Sampling(), clock: Optional[Clock] = None,
-                 sync: Optional[Callable[[], None]] = None, overhead_ns: float = 0.0):
+                 sync: Optional[Callable[[], None]] = None, overhead_ns: float = 0.0, probe: Any = None):
         self.sampling = sampling
         self.clock = clock or Clock()
         self.sync = sync
         self.overhead_ns = overhead_ns
         # Graph mode: what the hooks cost inside a function's own interval (measured at start-up).
         self.hook_inside_ns = overhead_ns
+        # Other work on the machine (``nnprofile.base.interference``): a sample whose thread CPU time falls short of
+        # its wall time was held up (``held``, after each sample); an asynchronous device's waits are no CPU time,
+        # and a scripted clock has none: there, nothing is read.
+        self.probe = probe if probe is not None else (Probe() if clock is None or type(clock) is Clock else NoProbe())
+        self.cpu: Optional[Callable[[], int]] = self.probe.cpu_ns if self.probe.available and sync is None else None
+        self.held = False
+        self.held_count, self.timed_ns = 0, 0.0   # samples held up, and the time sampled, for their rate
 
     def calibrate(self, readings: int = 2000) -> ClockInfo:
         """Measure the clock's resolution and the overhead of timing no work."""
@@ -154,19 +162,34 @@ class Timer:
             estimate = min(estimate, self.sample(work, 1))
         return estimate
 
-    def sample(self, work: Callable[[], object], calls: int) -> float:
-        """One sample: ``calls`` consecutive calls, the device synchronised inside; ns in all."""
+    def sample(self, work: Callable[[], object], calls: int, blocking: bool = False) -> float:
+        """One sample: ``calls`` consecutive calls, the device synchronised inside; ns in all. ``held`` says whether
+        other work kept the thread from running meanwhile: its CPU time short of the sample's wall time, or for work
+        that waits (``blocking``: a read, a write) its involuntary context switches."""
         now = self.clock.now_ns
-        if calls == 1 and self.sync is None:
-            t0 = now()
-            work()
-            return now() - t0
+        cpu: Optional[Callable[[], int]] = self.cpu
+        if cpu is not None and blocking:  # a wait (for a loader thread, a file): any of the process's threads held up
+            cpu = self.probe.process_switches
+        if cpu is not None:
+            c0 = cpu()
         t0 = now()
-        for _ in range(calls):
+        if calls == 1 and self.sync is None:
             work()
-        if self.sync is not None:
-            self.sync()
-        return now() - t0
+        else:
+            for _ in range(calls):
+                work()
+            if self.sync is not None:
+                self.sync()
+        spent = now() - t0
+        if cpu is not None:
+            self.held = shortfall(0, spent, c0, cpu(), "switches" if blocking else "cpu")
+            self.held_count += self.held
+            self.timed_ns += spent
+        return spent
+
+    def held_rate(self) -> float:
+        """Samples held up per ns sampled: the chance a sample of ``d`` ns runs undisturbed is ``exp(-rate d)``."""
+        return rate(self.held_count, self.timed_ns)
 
     def measure(self, work: Callable[[], object], before: Optional[Callable[[], object]] = None,
                 batchable: bool = True) -> Measurement:

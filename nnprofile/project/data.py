@@ -44,19 +44,21 @@ class DatasetSource:
                                    % (spec.name, cache_root))
             _ensure_cache(spec, cache_dir)
             iterator = _open(spec, cache_dir)
+        # NNabla's iterator loads the next batch in a thread as it returns one; here each batch is loaded in the
+        # calling thread, as the iterator does without its thread: loading a batch is what load_dataset times (as
+        # NNC's loop of next() calls does), no loader runs behind the next entries' backs, and the thread's CPU
+        # time tells a load other work held up (``nnprofile.base.interference``).
+        prefetch = getattr(iterator, "_next_thread", None)
+        if prefetch is not None:
+            prefetch.join()
+        if hasattr(iterator, "_use_thread"):
+            iterator._use_thread = False
         self._iterator: Any = iterator
         self.variables = list(self._iterator.variables)
         self.size = int(self._iterator.size)
 
     def next(self) -> Dict[str, np.ndarray]:
-        batch = dict(zip(self.variables, self._iterator.next()))
-        # NNabla's iterator starts loading the next batch in a thread as it returns this one.
-        # Wait for it: loading a batch is what load_dataset times (as NNC's loop of next()
-        # calls does), and a loader running behind the next entries' backs would slow them.
-        prefetch = getattr(self._iterator, "_next_thread", None)
-        if prefetch is not None:
-            prefetch.join()
-        return batch
+        return dict(zip(self.variables, self._iterator.next()))
 
     def epoch_reads(self) -> int:
         """Reads that take the iterator through its dataset once (its memory cache then holds it)."""

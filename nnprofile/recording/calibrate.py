@@ -22,6 +22,23 @@ from ..base.stats import median
 REPEAT_SHORT = 10
 
 
+def busy_clock(recorder: Any) -> Callable[[], int]:
+    """The clock the calibration reads: the thread's CPU time where the kernel gives it (NNabla's CPU functions and
+    the hooks run on this thread, so it is what they cost; another task running meanwhile, on a busy machine, is
+    not), else the recorder's clock."""
+    probe = getattr(recorder, "probe", None)
+    if probe is not None and probe.available and getattr(recorder, "marks", "") == "cpu":
+        return probe.cpu_ns
+    return recorder.clock
+
+
+def call_time(call: Any, recorder: Any) -> float:
+    """A recorded call's time as the calibration's clock reads it."""
+    if getattr(recorder, "marks", "") == "cpu" and (call.m0 or call.m1):
+        return float(call.m1 - call.m0)
+    return float(call.end_ns - call.start_ns)
+
+
 def calibrate(recorder_factory: Callable[[], Any], n_functions: int = 200, short: int = 20,
               pairs: int = 11) -> HookCosts:
     """Measure what recording costs per function (static hooks, auto_forward calls, eager calls on
@@ -39,7 +56,7 @@ def calibrate(recorder_factory: Callable[[], Any], n_functions: int = 200, short
         if i < short:
             short_chain = F.relu(short_chain)
     recorder = recorder_factory()
-    clock = recorder.clock
+    clock = busy_clock(recorder)
 
     def static_pass(root: Any = long_chain) -> None:
         root.forward(clear_no_need_grad=True)
@@ -79,7 +96,7 @@ def calibrate(recorder_factory: Callable[[], Any], n_functions: int = 200, short
                 hooked[k].append(timed(work))
         calls = [c for c in recorder.events if isinstance(c, Call)]
         for kind in inside:
-            inside[kind].append(median([c.end_ns - c.start_ns for c in calls if c.kind == kind] or [0]))
+            inside[kind].append(median([call_time(c, recorder) for c in calls if c.kind == kind] or [0]))
     totals = {k: paired_cost(plain[k], hooked[k], n_functions) for k in ("static", "dynamic", "eager")}
     # Inside a function's interval: a call's interval less a plain call; never more than the whole cost.
     within = {k: min(totals[k], max(0.0, median(inside[k]) - median(plain[k]) / n_functions)) for k in totals}
@@ -194,7 +211,7 @@ def _timed_replicas(passes: Dict[int, Any], recorder_factory: Callable[[], Any],
     """(inside, total) of the replicas' calls in passes of two sizes, without the hooks and with them."""
     from ..assembly.events import STATIC, Call
     recorder = recorder_factory()
-    clock = recorder.clock
+    clock = busy_clock(recorder)
     plain: Dict[int, List[float]] = {k: [] for k in COPIES}
     hooked: Dict[int, List[float]] = {k: [] for k in COPIES}
     inside: List[float] = []
@@ -209,7 +226,7 @@ def _timed_replicas(passes: Dict[int, Any], recorder_factory: Callable[[], Any],
                 run(root)
                 hooked[k].append(float(clock() - t0))
             if k == COPIES[1]:
-                inside += [c.end_ns - c.start_ns for c in recorder.events
+                inside += [call_time(c, recorder) for c in recorder.events
                            if isinstance(c, Call) and c.kind == STATIC and c.function.info.type_name != "Sink"]
     a, b = COPIES
     share = (median(plain[b]) - median(plain[a])) / (b - a)

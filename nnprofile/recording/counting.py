@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Tuple
 
+from ..assembly.events import SWITCHES
 from ..assembly.iterations import INSIDE, ITERATION, RUN, Counter
 from ..assembly.steps import Loop, pattern
 from . import importlock
@@ -160,6 +161,8 @@ class Counting:
         of every step)."""
         if not self._sync_known:
             self.sync, self._sync_known = device_sync(), True
+            if self.sync is not None and self.marks:  # an asynchronous device: its waits are no CPU time
+                self._mark, self.marks = self.probe.switches, SWITCHES
         if self._by_iterations():
             return
         before = self.steps_done

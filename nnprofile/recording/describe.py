@@ -67,7 +67,7 @@ def describe(recorder: Any, costs: Optional[HookCosts] = None) -> Capture:
             info = eager.get(e.function)
             if info is None:
                 info = eager[e.function] = _eager_info(describer, recorder.eager[e.function])
-            events.append(Call(info.id, e.start_ns, e.end_ns, None, EAGER, e.depth, e.stack))
+            events.append(Call(info.id, e.start_ns, e.end_ns, None, EAGER, e.depth, e.stack, e.m0, e.m1))
             continue
         site = None
         if e.site is not None:
@@ -75,7 +75,8 @@ def describe(recorder: Any, costs: Optional[HookCosts] = None) -> Capture:
             if known is None:
                 known = sites[e.site] = site_info(len(sites), e.site[0], e.site[1])
             site = known.id
-        events.append(Call(describer.function(e.function).id, e.start_ns, e.end_ns, site, e.kind, e.depth, e.stack))
+        events.append(Call(describer.function(e.function).id, e.start_ns, e.end_ns, site, e.kind, e.depth, e.stack,
+                           e.m0, e.m1))
     solvers = []
     for s in recorder.solvers:
         ids = [describer.variable(v).id for v in s.parameters.values()]
@@ -87,6 +88,7 @@ def describe(recorder: Any, costs: Optional[HookCosts] = None) -> Capture:
                    excluded=list(recorder.excluded), comm_rank=recorder.comm_rank,
                    callback_used=recorder.callback_used, skip_first=recorder.skip_first, active=recorder.active,
                    costs=costs, codes=list(recorder.stacks.codes), faults=recorder.fault_notes(),
+                   marks=recorder.marks, waits=list(recorder.waits),
                    **sampled(recorder))
 
 

@@ -41,6 +41,7 @@ and wrapper is a guest: a failure of nnprofile's own is noted, never raised into
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import sys
 import threading
@@ -49,6 +50,8 @@ from typing import Any, Callable, Dict, Hashable, Iterator, List, Optional, Sequ
 
 from ..assembly.events import STATIC, Call, Event, Hooks, IteratorInfo, StepMark
 from ..assembly.iterations import Counter
+from ..assembly.events import CPU
+from ..base.interference import NoProbe, Probe
 from ..assembly.steps import Loop
 from .callsite import BACKWARD_NAMES, FORWARD_NAMES, call_at, first_outside
 from . import importlock
@@ -93,7 +96,7 @@ class Recorder(Wrappers, Counting):
     def __init__(self, skip_first: int = 1, active: int = 20,
                  clock: Optional[Callable[[], int]] = None, namespaces: Tuple[Any, ...] = (),
                  calibrate: bool = True, schedule: Optional[Schedule] = None,
-                 on_window: Optional[Callable[["Recorder"], None]] = None):
+                 on_window: Optional[Callable[["Recorder"], None]] = None, probe: Any = None):
         self.schedule = schedule or Schedule(warmup=max(0, skip_first), active=max(1, active))
         self.skip_first, self.active = self.schedule.warmup, self.schedule.active
         self.calibrate = calibrate
@@ -116,6 +119,19 @@ class Recorder(Wrappers, Counting):
         self.ended_ns = 0            # when the recording ended (the program's end)
         self.hooks_on = False
         self.clock: Callable[[], int] = clock or time.perf_counter_ns
+        self.real_clock = clock is None
+        # The kernel's accounting of other work (``nnprofile.base.interference``): read around every timed call (its
+        # involuntary context switches) and as steps end (the time waited for a CPU). A scripted clock has none.
+        self.probe = probe if probe is not None else (Probe() if clock is None else NoProbe())
+        # Each call's marks: the thread's CPU time (short of its wall time where it was kept from running); on an
+        # asynchronous device (its waits are no CPU time) its involuntary context switches (``_marks_for``).
+        self._mark: Callable[[], int] = self.probe.cpu_ns
+        # a wait (a read, a log, a collective): the involuntary context switches of the process's threads (the loader
+        # thread it waits for among them)
+        self._waits: Callable[[], int] = self.probe.process_switches
+        self.marks = CPU if self.probe.available else ""
+        self.waits: List[Tuple[int, int, int]] = []  # (ns, waited ns, switches so far) as steps ended, in a window
+        self._gc_start = 0           # a collection nnprofile's own allocation began, under way
         self.namespaces = namespaces
         self.events: List[Event] = []
         self.recording = False
@@ -189,18 +205,19 @@ class Recorder(Wrappers, Counting):
             if _ident() == self._thread:
                 if self.sync is not None:
                     self.sync()  # what ran before this function is not its time
-                self._open.append((f, self.clock()))
+                self._open.append((f, self.clock(), self._mark()))
         except BaseException as e:  # noqa: B036 (a Ctrl-C is given back by hook_fault)
             self.hook_fault("the function pre-hook", e)
 
-    def _start_of(self, f: Any) -> Optional[int]:
-        """The start of ``f``'s call, taken off the open calls (with any call above it that never ended)."""
+    def _start_of(self, f: Any) -> Optional[Tuple[Any, int, int]]:
+        """``f``'s open call (f, its start, the switches then), taken off the open calls (with any call above it that
+        never ended)."""
         opened = self._open
         for i in range(len(opened) - 1, -1, -1):
             top = opened[i]
             if type(top) is tuple and top[0] == f:
                 del opened[i:]
-                return top[1]
+                return top
             if top is not None and type(top) is not tuple:  # a wrapper's call, open around f: f began before it
                 return None
         return None
@@ -212,22 +229,23 @@ class Recorder(Wrappers, Counting):
             if self.sync is not None:
                 self.sync()
             end = self.clock()
+            m1 = self._mark()
             opened = self._open
             top = opened[-1] if opened else None
             if type(top) is tuple and top[0] == f:  # (the usual case: f's own call on top; NNabla hands each hook
                 # a new Python object for the same function)
                 opened.pop()
-                start = top[1]
             else:
-                start = self._start_of(f)
-                if start is None:
+                top = self._start_of(f)
+                if top is None:
                     return
+            _, start, m0 = top
             if opened:
-                self.events.append(Call(f, start, end, None, STATIC, len(opened)))
+                self.events.append(Call(f, start, end, None, STATIC, len(opened), None, m0, m1))
                 return
             frame = _getframe(1)
             site = (frame.f_code, frame.f_lasti)
-            call = Call(f, start, end, site)
+            call = Call(f, start, end, site, STATIC, 0, None, m0, m1)
             self.events.append(call)
             if site != self._pass_site or f in self._pass_functions:  # a new pass starts
                 self._close_pass()
@@ -280,6 +298,9 @@ class Recorder(Wrappers, Counting):
 
     def _start(self) -> "Recorder":
         global _nn
+        if type(self.probe) is Probe:  # its files are the thread's that made it: the program's, that starts it
+            self.probe = Probe()
+            self._mark, self._waits = self.probe.cpu_ns, self.probe.process_switches
         import nnabla as nn
         import nnabla.function as function_module
         import nnabla.parameter as parameter_module
@@ -315,6 +336,8 @@ class Recorder(Wrappers, Counting):
         except Exception as e:  # the program's own classes then run untimed; the rest is recorded
             self.fault("looking for the program's own solver and function classes", e)
         self.recording = True
+        if self.real_clock:  # (a test's scripted clock is read only where the test says)
+            gc.callbacks.append(self._collected)
         phase, window = self.windows.begin(0)
         if phase != OFF:  # the first window from the first step (else the program runs untouched until it)
             self._open_window(window)
@@ -473,6 +496,8 @@ class Recorder(Wrappers, Counting):
         where the schedule says, set the hooks for the step to come. ``late``: seen at an update, after the
         step that follows began (its reads were not watched): a window asked for begins a step later."""
         self.last_step_ns = self.clock()
+        if self.capturing:
+            self._note_wait(self.last_step_ns)
         if self.steps_done < self._quiet_until and not self._asked and not self.capturing:
             return  # between windows, nothing is due before then
         if self.capturing and self.steps_done - self.window_start <= SITE_STEPS + 1:
@@ -513,12 +538,13 @@ class Recorder(Wrappers, Counting):
         self.window, self.window_start = window, self.steps_done
         self._reads = []
         self._patch_subclasses()
-        self.events, self.excluded = [], []
+        self.events, self.excluded, self.waits = [], [], []
         if len(self.created) > MAX_CREATED:  # bounded over any number of windows (sources noted anew)
             self.created = {}
         self.loop = Loop()
         self._base = self.steps_done
         self.started_ns = self.clock()
+        self._note_wait(self.started_ns)
         self.capturing = True
         self._active_handed = False
         self.note_sites = True
@@ -537,6 +563,7 @@ class Recorder(Wrappers, Counting):
         self._switch_hooks(False)
         self.window_end = self.steps_done
         self.stopped_ns = self.clock()
+        self._note_wait(self.stopped_ns)
         self.snapshot_parameters()
         self._freeze()
         self._sync_wrappers()
@@ -546,6 +573,34 @@ class Recorder(Wrappers, Counting):
             except Exception as e:  # the program goes on, whatever happened to the window's files
                 self.fault("handing over window %d" % self.window, e)
         self.events, self.excluded = [], []
+
+    def _collected(self, phase: str, info: Any) -> None:
+        """Python's garbage collector, run by an allocation: where nnprofile's own code allocated (an event, a stack),
+        or NNabla inside a pass (the object it hands each hook: the program's own pass allocates none), its pause is
+        nnprofile's work, left out of every call, pass and step like the rest of it (a collection of the window's
+        many events once read 30 ms inside a 0.1 ms function). Where the program allocated, it is its time."""
+        try:
+            if not self.capturing or _ident() != self._thread:
+                return
+            if phase == "start":
+                frame = _getframe(1)
+                ours = frame is not None and (frame.f_globals.get("__name__", "").startswith("nnprofile.")
+                                              or (frame.f_code, frame.f_lasti) in self._site_phases)
+                self._gc_start = self.clock() if ours else 0
+            elif self._gc_start:
+                self.excluded.append((self._gc_start, self.clock()))
+                self._gc_start = 0
+        except Exception as e:
+            self.fault("timing a garbage collection", e)
+
+    def _note_wait(self, at_ns: int) -> None:
+        """The time the thread has waited for a CPU so far, as a step ends (what other work took of each step)."""
+        try:
+            waited = self.probe.waited_ns()
+            if waited is not None:
+                self.waits.append((at_ns, int(waited), int(self.probe.switches())))
+        except Exception as e:
+            self.fault("reading what other work took", e)
 
     def past_the_loop(self, frame: Any) -> None:
         """A call of the program's outside its step loop while the steps that measure the hooks' cost run without them:
@@ -607,6 +662,7 @@ class Recorder(Wrappers, Counting):
             self.steps_done = max(self.steps_done, self._base + self._light // self._per_step[1])  # the last step ran
         if self.capturing:
             self.stopped_ns = self.ended_ns
+            self._note_wait(self.ended_ns)
         if self.hooks_on:
             try:
                 _nn.unset_function_pre_hook(HOOK_KEY)
@@ -615,6 +671,8 @@ class Recorder(Wrappers, Counting):
                 self.fault("removing the hooks", e)
             self.hooks_on = False
         self._patches.undo()
+        if self._collected in gc.callbacks:
+            gc.callbacks.remove(self._collected)
         importlock.uninstall(self._import_locks)
         self._import_locks = None
         if self.capturing:

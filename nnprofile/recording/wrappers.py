@@ -123,6 +123,7 @@ class Wrappers:
         opened = self._open
         depth = len(opened)
         start = made_ns if made_ns is not None else self.clock()
+        m0 = self._mark()
         opened.append(OPENED)
         try:
             outputs = call()
@@ -130,15 +131,17 @@ class Wrappers:
             del opened[depth:]
         try:
             end = self.clock()
+            switches = (m0, self._mark())
             if mode == EAGER_CALL:
-                self.eager_call(function, inputs, outputs, start, end, depth)
+                self.eager_call(function, inputs, outputs, start, end, depth, switches)
             else:
-                self.dynamic_call(outputs, start, end, depth)
+                self.dynamic_call(outputs, start, end, depth, switches)
         except Exception as e:
             self.fault("timing a function run now", e)
         return outputs
 
-    def dynamic_call(self: Any, outputs: Any, start: int, end: int, depth: int = 0) -> None:
+    def dynamic_call(self: Any, outputs: Any, start: int, end: int, depth: int = 0,
+                     switches: Tuple[int, int] = (0, 0)) -> None:
         """A function run under auto_forward (its graph's forward, as it is made); inside another call
         (a backward that builds functions: double backward) a child of that call."""
         first = outputs[0] if isinstance(outputs, (tuple, list)) else outputs
@@ -146,7 +149,7 @@ class Wrappers:
         if parent is None:
             return
         if depth:
-            self.events.append(Call(parent, start, end, None, DYNAMIC, depth))
+            self.events.append(Call(parent, start, end, None, DYNAMIC, depth, None, *switches))
             return
         stack = None
         frame = _getframe(3)
@@ -162,7 +165,7 @@ class Wrappers:
             if not self.solvers and not self.loop.marks:
                 self._count_steps()
             self.excluded.append((t0, self.clock()))
-        self.events.append(Call(parent, start, end, None, DYNAMIC, 0, stack))
+        self.events.append(Call(parent, start, end, None, DYNAMIC, 0, stack, *switches))
         self._recent_dynamic.add(parent)
         if self.note_sites and self.steps_done < self.SITE_STEPS:
             self.note_creation(outputs, depth=4)
@@ -184,7 +187,7 @@ class Wrappers:
         return None
 
     def eager_call(self: Any, function: Any, inputs: Sequence[Any], outputs: Any, start: int, end: int,
-                   depth: int = 0) -> None:
+                   depth: int = 0, switches: Tuple[int, int] = (0, 0)) -> None:
         """A function run on NdArrays: eager work, timed, with the program's line that called it (described
         in full the first time a line calls it on arrays of these shapes); inside another call, its child."""
         where = first_outside(_getframe(2), self._skip)
@@ -194,7 +197,7 @@ class Wrappers:
                                         _arrays(inputs), _arrays(outputs), "%s:%d" % where if where is not None else None)
         if not depth:
             self._break_pass()
-        self.events.append(Call(key, start, end, None, EAGER, depth))
+        self.events.append(Call(key, start, end, None, EAGER, depth, None, *switches))
 
     def note_creation(self: Any, outputs: Any, depth: int = 2) -> None:
         """Where the program created the function behind ``outputs``: its first frame outside NNabla."""
@@ -250,6 +253,7 @@ class Wrappers:
             if self.sync is not None:
                 self.sync()
             start = self.clock()
+            m0 = self._mark()
         except Exception as e:
             self.fault("solver %s" % method, e)
             return bound(*args, **kwargs)
@@ -262,7 +266,8 @@ class Wrappers:
             if self.sync is not None:
                 self.sync()
             end = self.clock()
-            self.events.append(SolverCall(method, index, start, end, depth, plan if depth == 0 else None))
+            self.events.append(SolverCall(method, index, start, end, depth, plan if depth == 0 else None, m0,
+                                          self._mark()))
             if depth == 0 and method == "update":
                 self.loop.update(index, end)
                 self._recent_dynamic = set()  # type: set
@@ -390,7 +395,7 @@ class Wrappers:
                     data = args[0] if args else kwargs.get("data", kwargs.get("ndarray_list", kwargs.get("ndarray")))
                     moved = proxy._parameter_bytes if method == "allreduce" else array_bytes(data) if data is not None else 0
                     depth = len(self._open)
-                    event = CommCall(method, start, start, moved, depth)
+                    event = CommCall(method, start, start, moved, depth, m0=self._waits())
             except Exception as e:
                 self.fault("communicator %s" % method, e)
                 timed = False
@@ -412,6 +417,7 @@ class Wrappers:
                 elif method == "all_reduce_callback":
                     self.callback_used = True
                 event.end_ns = self.clock()
+                event.m1 = self._waits()
             except Exception as e:
                 self.fault("communicator %s" % method, e)
             return result
@@ -432,6 +438,7 @@ class Wrappers:
                 return original(iterator)
             index, depth = plan
             start = recorder.clock()
+            m0 = recorder._waits()
             recorder._open.append(OPENED)
             try:
                 return original(iterator)
@@ -439,7 +446,8 @@ class Wrappers:
                 del recorder._open[depth:]
                 try:
                     end = recorder.clock()
-                    recorder.events.append(InputCall(index, start, end, depth, recorder._read_stack))
+                    recorder.events.append(InputCall(index, start, end, depth, recorder._read_stack, m0,
+                                                     recorder._waits()))
                     if not depth:
                         recorder.loop.input(index)
                     recorder.excluded.append((end, recorder.clock()))
@@ -541,6 +549,7 @@ class Wrappers:
                             recorder.past_the_loop(_getframe(1))
                     recorder._in_monitor = True
                     start = recorder.clock()
+                    m0 = recorder._waits()
             except Exception as e:
                 recorder.fault("monitor", e)
                 timed = False
@@ -555,7 +564,7 @@ class Wrappers:
                 try:
                     end = recorder.clock()
                     recorder.events.append(MonitorCall(str(getattr(monitor, "name", type(monitor).__name__)), start, end,
-                                                       depth, stack))
+                                                       depth, stack, m0, recorder._waits()))
                 except Exception as e:
                     recorder.fault("monitor", e)
         return add

@@ -20,6 +20,7 @@ from typing import Any, Dict, List, Optional
 from ..analysis import Analysis, SectionAnalysis, charted_layers
 from ..analysis.breakdown import named, per_step_ms, purpose
 from ..base.choices import GRAPH
+from . import interference
 from ..analysis.precision import load_line, sampling_line
 from ..analysis.ranks import RanksAnalysis, summary_lines as ranks_lines
 from ..analysis.windows import WindowsAnalysis
@@ -153,7 +154,11 @@ def report_data(profile: Profile, analysis: Analysis, trace: Optional[str]) -> D
     values = dict(profile.header.items())
     header = [[label, shown(values[key])] for key, label in HEADER_KEYS if values.get(key) not in (None, "", [])]
     purposes = {a.section.name: purpose(a.section.info) for a in analysis.sections if a.section.kind == GRAPH}
+    found = profile.interference()
+    busy = interference.sentence(profile)
     return {"header": header, "notes": profile.notes, "complete": profile.complete, "failure": profile.failure,
+            "interference": {"text": busy, "share": found.share if found is not None else None,
+                             "measured": bool(found is not None and found.measured)} if busy else None,
             "trace": trace, "sections": [_section(a, profile) for a in analysis.sections],
             "lead": [_lead(i, a, purposes) for i, a in enumerate(analysis.sections) if a.step is not None],
             "windows": _windows(analysis.windows) if analysis.windows is not None else None,

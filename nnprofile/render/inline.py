@@ -18,6 +18,7 @@ from ..analysis.breakdown import named, part_kind, purpose
 from ..base.choices import GRAPH
 from ..compare import Comparison
 from ..result import views
+from . import interference
 from .log import section_line
 
 if TYPE_CHECKING:
@@ -147,6 +148,9 @@ def profile_html(profile: "Profile", analysis: Optional[Analysis] = None) -> str
     for a in analysis.sections:
         if a.step is not None:
             out += _lead(a, purposes)
+    busy = interference.sentence(profile)
+    if busy:
+        out.append('<p style="%s; margin: 2px 0">Interference: %s</p>' % (MUTED, _e(busy)))
     for note in profile.notes:
         out.append('<p style="%s; margin: 2px 0">Note: %s</p>' % (MUTED, _e(note)))
     values = dict(h.items())

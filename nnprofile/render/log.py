@@ -10,6 +10,7 @@ from ..analysis.precision import listed, load_line, sampling_line
 from ..analysis.ranks import summary_lines as ranks_lines
 from ..result import Entry, Profile, Section, format_ms
 from ..base.choices import GRAPH, OUTSIDE
+from . import interference
 from ..result.header import ProgramHeader, ProjectHeader
 from .base import Contents
 from .safe import safe_text
@@ -188,9 +189,12 @@ def entry_line(entry: Entry) -> str:
 
 
 def footer_lines(profile: Profile) -> List[str]:
+    """What other work on the machine took (known once measuring ends), then how the profile ended."""
+    busy = interference.sentence(profile)
+    lines = ["Interference: %s" % busy] if busy is not None else []
     if profile.complete:
-        return ["Profile Completed."]
-    return ["Profile incomplete: %s." % (profile.failure or "stopped")]
+        return lines + ["Profile Completed."]
+    return lines + ["Profile incomplete: %s." % (profile.failure or "stopped")]
 
 
 def render(profile: Profile, analysis: Optional[Analysis] = None) -> str:

@@ -22,6 +22,7 @@ from ..analysis.windows import WindowsAnalysis, window_columns, window_rows
 from ..analysis.ranks import summary_lines as ranks_lines
 from ..base.choices import LAYER_PHASES
 from ..result import Profile, Section, ms
+from . import interference
 from .base import Contents
 from .safe import cell_text, sheet_name
 from .csv_files import SUMMARY_COLUMNS, work_cells
@@ -284,6 +285,9 @@ def _info_sheet(book: _Book, ws: Any, profile: Profile, analysis: Analysis) -> N
     status = "complete" if profile.complete else "INCOMPLETE: %s" % (profile.failure or "stopped")
     rows: List[List[object]] = [["status", status], ["rule", RULE]]
     rows += [[key, "" if value is None else str(value)] for key, value in profile.header.items()]
+    busy = interference.sentence(profile)
+    if busy:
+        rows.append(["interference", busy])
     rows += [["note", note] for note in profile.notes]
     rows += [["drift", "%s: %s" % (a.section.title, a.drift.describe())] for a in analysis.sections
              if a.drift.describe()]

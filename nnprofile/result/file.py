@@ -52,6 +52,12 @@ Versions:
      entries, the graph engine's time between a pass's functions; a program's header counts the
      steps the whole run went through (``run_steps``); ``files`` lists the files the run wrote into its
      folder (a later run removes those it does not write again). Earlier results have none of these.
+ 10. other work on the machine, measured: an entry may list the samples it interrupted (``disturbed``, their
+     indexes, left out of every figure) and the rate it interrupted the section's timed work at (``switch_rate``,
+     per ns: the undisturbed samples' weights), a step the time it waited for a CPU in each sample (``waited_ns``,
+     taken off); a section says what other work took of it (``interference``: the measured time, the time waited,
+     the switches, the samples interrupted). Earlier results were measured without it: none of these, and their
+     figures stand as they were.
 """
 from __future__ import annotations
 
@@ -65,13 +71,13 @@ from typing import Any, Callable, Dict, List, Optional
 from ..base.errors import ProfileError
 from ..base.outdir import write_whole
 from .header import header_from_dict
-from .model import Entry, Profile, Section
+from .model import Entry, Interference, Profile, Section
 from .timeline import TimelineEvent
 from .windows import WindowSummary
 
 FILENAME = "result.json"
 FORMAT = "nnprofile-result"
-VERSION = 9
+VERSION = 10
 _ENTRY_FIELDS = {f.name for f in fields(Entry)}
 _ENTRY_ORDER = [f.name for f in fields(Entry)]
 # Defaults of the entry's fields: a field at its default is left out of the file.
@@ -137,10 +143,35 @@ def _entry_from_dict(e: Dict[str, Any], where: str = "an entry") -> Entry:
     if fields_.get("round_sizes") and sum(fields_["round_sizes"]) != len(fields_["samples_ns"]):
         raise ProfileError("%s: round_sizes count %d samples, the entry holds %d"
                            % (where, sum(fields_["round_sizes"]), len(fields_["samples_ns"])))
+    disturbed = fields_.get("disturbed", [])
+    if not isinstance(disturbed, list) or not all(isinstance(i, int) and not isinstance(i, bool)
+                                                  and 0 <= i < len(fields_["samples_ns"]) for i in disturbed):
+        raise ProfileError("%s: disturbed must list the indexes of samples it holds" % where)
+    rate = fields_.get("switch_rate", 0.0)
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not math.isfinite(rate) or rate < 0:
+        raise ProfileError("%s: switch_rate must be a rate of 0 or more, not %r" % (where, rate))
+    if "waited_ns" in fields_:
+        fields_["waited_ns"] = _samples(fields_["waited_ns"], where, "waited_ns")
     try:
         return Entry(**fields_)
     except TypeError as error:
         raise ProfileError("%s: %s" % (where, error))
+
+
+def _interference(d: Any, where: str) -> Optional[Interference]:
+    if d is None:
+        return None
+    if not isinstance(d, dict):
+        raise ProfileError("%s: interference must be an object" % where)
+    try:
+        found = Interference.from_dict(d)
+    except (TypeError, ValueError) as e:
+        raise ProfileError("%s: interference holds what is no count or time (%s)" % (where, e))
+    if found.timed_ns < 0 or (found.waited_ns is not None and found.waited_ns < 0) or found.switches < 0 \
+            or not 0 <= found.disturbed <= max(found.samples, 0):
+        raise ProfileError("%s: interference holds negative times or counts, or more samples interrupted than taken"
+                           % where)
+    return found
 
 
 def _samples(values: Any, where: str, name: str) -> List[float]:
@@ -162,6 +193,7 @@ def to_dict(profile: Profile) -> Dict[str, Any]:
         sections.append({"kind": s.kind, "name": s.name, "network": s.network,
                          "complete": s.complete, "speed_levels": s.speed_levels, "memory": s.memory,
                          "reference_ns": s.reference_ns, "sampling": s.sampling, "info": s.info,
+                         "interference": s.interference.to_dict() if s.interference is not None else None,
                          "entries": [entry_dict(e) for e in s.entries]})
     return {"format": FORMAT, "version": VERSION, "header": profile.header.to_dict(), "notes": profile.notes,
             "complete": profile.complete, "failure": profile.failure, "ranks": profile.ranks,
@@ -278,9 +310,17 @@ def _v8_to_v9(data: Dict[str, Any]) -> Dict[str, Any]:
     return data
 
 
+def _v9_to_v10(data: Dict[str, Any]) -> Dict[str, Any]:
+    """Version 10 added what other work on the machine took (sections' ``interference``; entries' ``disturbed``,
+    ``switch_rate`` and ``waited_ns``): earlier results did not measure it, and say so (no interference)."""
+    for s in data.get("sections", []):
+        s.setdefault("interference", None)
+    return data
+
+
 UPGRADES: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4,
                                                                    4: _v4_to_v5, 5: _v5_to_v6, 6: _v6_to_v7,
-                                                                   7: _v7_to_v8, 8: _v8_to_v9}
+                                                                   7: _v7_to_v8, 8: _v8_to_v9, 9: _v9_to_v10}
 
 
 def upgrade(data: Dict[str, Any]) -> Dict[str, Any]:
@@ -316,7 +356,8 @@ def from_dict(data: Dict[str, Any]) -> Profile:
                                 entries=entries, complete=s.get("complete", False),
                                 speed_levels=list(s.get("speed_levels", [])), memory=dict(s.get("memory", {})),
                                 reference_ns=list(s.get("reference_ns", [])),
-                                sampling=dict(s.get("sampling", {})), info=dict(s.get("info", {}))))
+                                sampling=dict(s.get("sampling", {})), info=dict(s.get("info", {})),
+                                interference=_interference(s.get("interference"), where)))
     return Profile(header=header_from_dict(dict(data.get("header", {}))), notes=list(data.get("notes", [])),
                    sections=sections, complete=data.get("complete", False), failure=data.get("failure"),
                    timeline=[TimelineEvent.from_dict(e) for e in data.get("timeline", [])],

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
-from ..base.stats import NS_PER_MS, Stats, summarize_rounds
+from ..base.stats import NS_PER_MS, Stats, summarize_undisturbed
 from ..base.choices import LAYER_PHASES, OUTSIDE, PHASES  # noqa: F401  (PHASES: part of this module's vocabulary)
 from .header import Header, ProjectHeader, header_from_dict
 from .timeline import TimelineEvent
@@ -68,6 +68,13 @@ class Entry:
     # {"label", "type", "calls" (per call of this entry), "mean_ms" (per child call)}; their time is
     # inside this entry's, never counted again beside it.
     children: List[Dict[str, Any]] = field(default_factory=list)
+    # Other work on the machine (``nnprofile.base.interference``): the samples it interrupted (their indexes), left
+    # out of every figure, and the rate it interrupted the section's timed work at (per ns), by which the
+    # undisturbed samples are weighted. A step's samples have the time other work took in them taken off
+    # (``waited_ns``, per sample) instead.
+    disturbed: List[int] = field(default_factory=list)
+    switch_rate: float = 0.0
+    waited_ns: List[float] = field(default_factory=list)
 
     @property
     def stats(self) -> Stats:
@@ -81,28 +88,34 @@ class Entry:
         """
         # The lists by identity and length: cheap to check (nothing allocated), and any change of
         # samples, rounds or dropped rounds (always by a new list or by growing one) shows.
+        key = (id(self.samples_ns), len(self.samples_ns), id(self.round_sizes), len(self.round_sizes),
+               id(self.dropped_rounds), len(self.dropped_rounds), self.overhead_ns, id(self.disturbed),
+               len(self.disturbed), self.switch_rate)
         cached = self.__dict__.get("_stats")
-        if cached is not None and cached[0] is self.samples_ns and cached[1] == len(self.samples_ns) \
-                and cached[2] is self.round_sizes and cached[3] == len(self.round_sizes) \
-                and cached[4] is self.dropped_rounds and cached[5] == len(self.dropped_rounds) \
-                and cached[6] == self.overhead_ns:
-            return cached[7]
-        if self.overhead_ns:
-            values = [max(0.0, s - self.overhead_ns) for s in self.samples_ns]
-        else:
-            values = self.samples_ns
-        stats = summarize_rounds(values, self.round_sizes, self.dropped_rounds)
-        self.__dict__["_stats"] = (self.samples_ns, len(self.samples_ns), self.round_sizes, len(self.round_sizes),
-                                   self.dropped_rounds, len(self.dropped_rounds), self.overhead_ns, stats)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        stats = summarize_undisturbed(self.values(), self.round_sizes, self.dropped_rounds, self.disturbed,
+                                      self.switch_rate)
+        self.__dict__["_stats"] = (key, stats)
         return stats
+
+    def values(self) -> List[float]:
+        """The per-call times the statistics are of: the timing's own cost taken off each."""
+        if self.overhead_ns:
+            return [max(0.0, s - self.overhead_ns) for s in self.samples_ns]
+        return self.samples_ns
 
     def round_totals(self) -> List[float]:
         """The entry's time in each round (a recorded program's step), in ns: its calls summed, the timing's
-        own cost taken off each; a round without a call counts as none."""
+        own cost taken off each, a call other work interrupted counted at the entry's undisturbed mean; a round
+        without a call counts as none."""
         totals: List[float] = []
         start = 0
-        for n in self.round_sizes or [len(self.samples_ns)]:
-            totals.append(sum(max(0.0, x - self.overhead_ns) for x in self.samples_ns[start:start + n]))
+        values = self.values()
+        skip = set(self.disturbed)
+        stand_in = self.stats.mean if skip else 0.0
+        for n in self.round_sizes or [len(values)]:
+            totals.append(sum(stand_in if i in skip else values[i] for i in range(start, start + n)))
             start += n
         return totals
 
@@ -183,6 +196,51 @@ def format_ms(value_ms: float) -> str:
 
 
 @dataclass
+class Interference:
+    """Other work on the machine while a section was measured, as the kernel accounted for it
+    (``nnprofile.base.interference``): over ``timed_ns`` of the section's measured time (its rounds, a program's
+    kept steps), the time the profiled thread waited, runnable, for a CPU (``waited_ns``; None where the kernel
+    does not say), the involuntary context switches in its timed calls, and the samples they interrupted (left out
+    of every figure) of all its samples. ``measured``: False where the kernel said nothing (not measured)."""
+
+    measured: bool = False
+    timed_ns: float = 0.0
+    waited_ns: Optional[float] = None
+    switches: int = 0
+    disturbed: int = 0
+    samples: int = 0
+
+    @property
+    def share(self) -> Optional[float]:
+        """What of the measured time other work took (None where not known)."""
+        if not self.measured or self.waited_ns is None or self.timed_ns <= 0:
+            return None
+        return min(1.0, max(0.0, self.waited_ns / self.timed_ns))
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"measured": self.measured, "timed_ns": round(self.timed_ns, 1),
+                "waited_ns": None if self.waited_ns is None else round(self.waited_ns, 1), "switches": self.switches,
+                "disturbed": self.disturbed, "samples": self.samples}
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "Interference":
+        waited = d.get("waited_ns")
+        return cls(bool(d.get("measured")), float(d.get("timed_ns") or 0.0), None if waited is None else float(waited),
+                   int(d.get("switches") or 0), int(d.get("disturbed") or 0), int(d.get("samples") or 0))
+
+
+def combined(parts: "List[Interference]") -> Optional[Interference]:
+    """Several sections' interference as one (a run's): their times, switches and samples summed."""
+    known = [p for p in parts if p.measured]
+    if not known:
+        return None
+    waited = [p.waited_ns for p in known]
+    return Interference(True, sum(p.timed_ns for p in known),
+                        None if any(w is None for w in waited) else sum(w for w in waited if w is not None),
+                        sum(p.switches for p in known), sum(p.disturbed for p in known), sum(p.samples for p in known))
+
+
+@dataclass
 class Section:
     """The profile of one optimizer (training) or one executor (inference) of a project, or of one
     graph of a recorded program, or of that program's step."""
@@ -208,6 +266,8 @@ class Section:
     # A recorded program's graph: graph (its name), dynamic, trained_by (solver labels),
     # forward_per_step and backward_per_step (passes per step); empty for other sections.
     info: Dict[str, Any] = field(default_factory=dict)
+    # Other work on the machine while it was measured (None: not measured: an older result, a hand-made one).
+    interference: Optional[Interference] = None
 
     @property
     def title(self) -> str:
@@ -287,3 +347,16 @@ class Profile:
     def labels(self) -> List[str]:
         """Every entry's label, section after section, in log order."""
         return [e.label for s in self.sections for e in s.entries]
+
+    def interference(self) -> Optional[Interference]:
+        """What other work on the machine took of the run (its sections' together; ``Interference.share``): None where
+        it was not measured (an older result), one marked not measured where the kernel's accounting was not read.
+        A program's sections share their kept steps: their time is counted once, their samples together."""
+        parts = [s.interference for s in self.sections if s.interference is not None]
+        if not parts:
+            return None
+        if getattr(self.header, "kind", "") in ("program", "merged"):  # one stretch of time: the samples summed
+            first = parts[0]
+            return Interference(first.measured, first.timed_ns, first.waited_ns, first.switches,
+                                sum(p.disturbed for p in parts), sum(p.samples for p in parts))
+        return combined(parts) or parts[0]

@@ -50,7 +50,7 @@ def layer_order(source: Union["Profile", PathLike], synthetic: bool = True) -> L
         lines.append(section_line(section))
         # The engine's time between functions is measured, not a layer: its entry comes and goes with coverage.
         lines.extend(e.label for e in section.entries if e.phase not in ORDERLESS)
-    lines.append("Profile Completed." if profile.complete else footer_lines(profile)[0].split(":")[0] + ".")
+    lines.append("Profile Completed." if profile.complete else footer_lines(profile)[-1].split(":")[0] + ".")
     return lines
 
 
