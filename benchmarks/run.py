@@ -22,13 +22,14 @@ sys.path.insert(0, HERE)
 
 import against_cli  # noqa: E402
 import between  # noqa: E402
+import busy  # noqa: E402
 import gate  # noqa: E402
 import large  # noqa: E402
 import programs  # noqa: E402
 import project_costs  # noqa: E402
 from common import Target, target_lines  # noqa: E402
 
-PARTS = ("cli", "costs", "programs", "gate", "large", "ranks", "windows")
+PARTS = ("cli", "costs", "programs", "gate", "large", "ranks", "windows", "busy")
 
 
 def _cli(work, quick):
@@ -68,6 +69,11 @@ def _ranks(work, quick):
              "world size, interleaved (`benchmarks/ranks.py`)." % STEPS, ""] + lines(best) + [""], [])
 
 
+def _busy(work, quick):
+    figures = busy.measure(work)
+    return busy.lines(figures), busy.targets(figures)
+
+
 def _windows(work, quick):
     figures = between.measure(work, 1 if quick else 3)
     return between.lines(figures), between.targets(figures)
@@ -79,7 +85,8 @@ STEPS = {"cli": ("nnprofile against nnabla_cli profile on projects/lenet", _cli)
          "gate": ("the regression gate: A/A pairs and a wider layer", _gate),
          "large": ("every stage on synthetic profiles; the 798-function LSTM against LeNet", _large),
          "ranks": ("merging 16 and 128 synthetic ranks", _ranks),
-         "windows": ("long trainings: 10 windows against the run alone, 100 windows", _windows)}
+         "windows": ("long trainings: 10 windows against the run alone, 100 windows", _windows),
+         "busy": ("quiet against busy: a program and a project beside spinning processes; the gate", _busy)}
 
 
 def main(argv=None):

@@ -150,3 +150,33 @@ def test_two_profiles_of_lenet_pass_and_half_precision_fails(tmp_path):
     proc = run_cli("check", str(tmp_path / "a"), str(tmp_path / "half"))
     assert proc.returncode == 1, proc.stdout
     assert "Comparability: the context differs: cpu:float against cpu:half" in proc.stdout
+
+
+def test_a_slowdown_the_interval_cannot_show_is_unresolved_and_says_how_many_repeats_would():
+    # 15% slower on average, but so noisy within each run that no change is within the interval
+    c = check(_profile(noise=0.4), _profile(scale=1.15, noise=0.4))
+    assert c.exit_code == 3 and not c.slower
+    step = [v for v in c.verdicts if v.metric == "training step"][0]
+    assert step.unresolved and step.repeats is None or step.repeats >= 2
+    assert render.text(c).startswith("nnprofile check: UNRESOLVED:")
+    # the runs' spread alone (the default) would fall with repeats: they are counted
+    quiet = check(_profile(noise=0.001), _profile(scale=1.11, noise=0.001))
+    v = [v for v in quiet.verdicts if v.metric == "training step"][0]
+    assert quiet.exit_code == 3 and v.repeats and "--repeat %d" % v.repeats in v.note
+
+
+def test_a_machine_slower_than_its_slow_spells_cannot_be_judged():
+    c = check(_profile(), _profile(scale=1.8, machine=1.8))
+    assert c.exit_code == 3 and not c.slower and "cannot be judged" in c.machine[0]
+
+
+def test_a_slower_section_names_the_layers_that_slowed():
+    base = _profile(layers=("conv", "relu"))
+    slower = _profile(layers=("conv", "relu"))
+    for e in slower.sections[0].entries:
+        if e.layer == "conv" or e.phase in ("forward_all",):
+            e.samples_ns = [x * 1.6 for x in e.samples_ns]
+    c = check(base, slower)
+    assert c.exit_code == 1
+    v = [v for v in c.verdicts if v.metric == "forward_all"][0]
+    assert v.slower and "layers that slowed: conv" in v.note and "relu" not in v.note.split("slowed:")[1]

@@ -137,7 +137,8 @@ def test_compare_saved_results_on_the_command_line(tmp_path):
 def test_compare_configurations_on_the_command_line(tmp_path):
     out = tmp_path / "cmp"
     proc = run_cli("compare", os.path.join(FIXTURES, "shared_types.nntxt"), "--synthetic", "--runs", "2",
-                   "--set", "batch_size=16", "--set", "batch_size=64", "--repeat", "2", "-o", str(out))
+                   "--set", "batch_size=16", "--set", "batch_size=64", "--repeat", "2", "--resolve", "0",
+                   "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     with open(out / "compare.csv") as f:
         rows = list(csv.DictReader(f))
@@ -175,3 +176,35 @@ def test_three_epochs_of_lenet_learn_the_digits(tmp_path):
     assert run.monitor_valid_error is not None and run.monitor_valid_error < 2.3  # ln(10): chance
     assert 0 < run.train_seconds <= run.wall_seconds
     assert sorted(os.listdir(digits)) == before  # caches went to the run's folder
+
+
+def _scripted_runs(monkeypatch, steps):
+    """compare's fresh processes replaced by a script: each run of a configuration reads its next step (ms)."""
+    from types import SimpleNamespace
+    from nnprofile.compare import configs
+    taken = {name: iter(values) for name, values in steps.items()}
+    monkeypatch.setattr(configs, "profile_in_fresh_process",
+                        lambda files, run_dir, arguments, what: SimpleNamespace(
+                            what=what.split(" ", 1)[1], header=SimpleNamespace(batch_size=None)))
+    monkeypatch.setattr(configs, "step_metrics", lambda profile: {"training step": next(taken[profile.what])})
+    return configs
+
+
+def test_compare_adds_rounds_until_the_headline_interval_resolves_or_its_budget_ends(monkeypatch, tmp_path):
+    wobble = [1.00, 1.06, 0.95, 1.03, 0.98, 1.01, 0.99, 1.02, 0.97, 1.00, 1.01, 0.99]
+    steps = {"a": [10 * w for w in wobble], "b": [12 * w for w in reversed(wobble)]}
+    configs = _scripted_runs(monkeypatch, steps)
+    a, b = configs.parse_set("batch_size=16"), configs.parse_set("batch_size=32")
+    a.name, b.name = "a", "b"
+    _, _, resolution = configs.run_configurations([], [a, b], 2, str(tmp_path), [], progress=lambda line: None,
+                                                  resolve=0.05, max_runs=12)
+    assert resolution.resolved and resolution.reason == "resolved"
+    assert 2 < resolution.runs < 12 and resolution.widest["training step"] <= 0.05
+    configs = _scripted_runs(monkeypatch, steps)
+    _, _, tight = configs.run_configurations([], [a, b], 2, str(tmp_path), [], progress=lambda line: None,
+                                             resolve=0.001, max_runs=4)
+    assert not tight.resolved and tight.reason == "runs" and tight.runs == 4
+    assert tight.widest["training step"] > 0.001
+    configs = _scripted_runs(monkeypatch, steps)
+    _, _, fixed = configs.run_configurations([], [a, b], 3, str(tmp_path), [], progress=lambda line: None)
+    assert fixed.runs == 3 and fixed.reason == "runs" and not fixed.widest

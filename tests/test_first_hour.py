@@ -28,7 +28,7 @@ solver = S.Sgd(0.01)
 solver.set_parameters(nn.get_parameters())
 raw = [[float(i * j % 7) for j in range(20)] for i in range(32)]
 for i in range(100):
-    batch = np.array([[v * 0.5 for v in row] for row in raw * 30])[:32]  # SLOW: data converted in Python
+    batch = np.array([[v * 0.5 for v in row] for row in raw * 80])[:32]  # SLOW: data converted in Python
     x.d, t.d = batch, batch[:, :1]
     loss.forward()
     solver.zero_grad()

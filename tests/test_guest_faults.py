@@ -267,11 +267,12 @@ def _result(tmp_path, name, scale, machine):
     return folder
 
 
-def test_the_gate_fails_a_run_whose_machine_ran_beyond_its_slow_spells(tmp_path):
+def test_the_gate_cannot_judge_a_run_whose_machine_ran_beyond_its_slow_spells(tmp_path):
     base = _result(tmp_path, "float", 1.0, 1.0)
     half = _result(tmp_path, "half", 200.0, 289.0)  # everything 200x slower, the reference too (as in half)
     proc = run_cli("check", str(base), str(half))
-    assert proc.returncode == 1, proc.stdout
+    assert proc.returncode == 3, proc.stdout  # neither a pass nor a regression: a code of its own, CI may run again
+    assert proc.stdout.startswith("nnprofile check: UNRESOLVED")
     assert "cannot be judged" in proc.stdout and "within the machine's own slowdown" not in proc.stdout
     spell = _result(tmp_path, "spell", 1.3, 1.3)  # a slow spell of the machine: excused
     assert run_cli("check", str(base), str(spell)).returncode == 0

@@ -256,16 +256,25 @@ def test_a_version_9_file_keeps_loading():
 
 
 def test_a_version_10_file_keeps_loading(tmp_path):
-    """A recorded program measured beside two processes that kept both cores busy (checked in): what other work took
-    of its kept steps, the samples it held up (left out of every figure), the steps with their waits taken off."""
+    """A recorded program measured beside three processes that kept both cores busy (checked in): what other work
+    took of its kept steps, the samples it held up with the time it took of each (taken off), the steps with their
+    waits taken off."""
     from nnprofile.render import write_all
     profile = result_file.load(os.path.join(GOLDEN, "result_v10.json"))
     found = profile.interference()
     assert found.measured and 0.1 < found.share < 0.9 and found.switches > 0
     held = [e for s in profile.sections for e in s.entries if e.disturbed]
     assert held and found.disturbed == sum(len(e.disturbed) for e in held)
-    e = held[0]
-    assert e.stats.disturbed == len(e.disturbed) and e.stats.n == len(e.samples_ns) - len(e.disturbed)
+    for e in held:
+        assert len(e.taken_ns) == len(e.disturbed) and e.stats.disturbed == len(e.disturbed)
+        if e.phase in ("load_dataset", "monitor_loss"):  # a wait held up: the time taken not known, left out
+            assert set(e.taken_ns) == {None} and e.stats.n == len(e.samples_ns) - len(e.disturbed)
+        else:  # a computation held up: counted less the time taken of it
+            assert all(t is not None and 0 < t < e.samples_ns[i] for t, i in zip(e.taken_ns, e.disturbed))
+            assert e.stats.n == len(e.samples_ns)
+            left = [v - (e.taken_ns[e.disturbed.index(i)] if i in e.disturbed else 0) for i, v in enumerate(e.values())]
+            assert e.stats.max == max(left)
+    assert "load_dataset" in {e.phase for e in held}
     step = profile.sections[-1].entries_of("step")[0]
     assert len(step.waited_ns) == len(step.samples_ns) and any(step.waited_ns)
     write_all(profile, str(tmp_path))

@@ -101,7 +101,7 @@ def test_a_call_s_time_leaves_out_the_sampler_s_handler_that_ran_inside_it():
     from types import SimpleNamespace
     from nnprofile.assembly.sections import Builder
     capture = SimpleNamespace(graph=SimpleNamespace(functions={}), excluded=[(150, 170), (100, 110), (400, 420)],
-                              marks="")
+                              marks="", events=[])
     b = Builder(capture, None, "s", [], [], [], [])
     assert b.span(SimpleNamespace(start_ns=100, end_ns=300)) == 200 - 10 - 20  # both handlers inside it
     assert b.span(SimpleNamespace(start_ns=300, end_ns=410)) == 110 - 10        # half of one

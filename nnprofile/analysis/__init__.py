@@ -186,12 +186,12 @@ def analyze_section(section: Section, header: Header,
 def analyze(profile: Profile) -> Analysis:
     """Everything the outputs derive from a profile, computed once."""
     # The graphs of the step (a graph that ran only outside the kept steps has a section, and no part of the step).
-    graphs = [s for s in profile.sections if s.kind == GRAPH and not (s.info or {}).get("outside")]
+    graphs = [s for s in profile.sections if s.kind == GRAPH and not s.outside_steps]
     analyses = [analyze_section(s, profile.header, graphs if s.kind == SCRIPT else ()) for s in profile.sections]
     program = next((a.step for a in analyses if a.section.kind == SCRIPT and a.step is not None), None)
     if program is not None and graphs:
         for a in analyses:
-            if a.section.kind == GRAPH and not (a.section.info or {}).get("outside"):
+            if a.section.kind == GRAPH and not a.section.outside_steps:
                 a.program_step_ms = program.step_ms
     return Analysis(profile, analyses, analyze_ranks(profile), analyze_windows(profile.windows))
 

@@ -264,8 +264,9 @@ OWN_HINTS = [
 def own_python(s: Summary) -> List[Advice]:
     """The program's own Python is a large share of the step: its lines, and what usually helps with each."""
     other, step = dict(s.parts).get("other", 0.0), s.step_ms
+    rest = evidence.combined(e for p, e in s.errors.items() if p != "other")
     if not s.own_lines or step <= 0 or not evidence.past(
-            evidence.share_interval(other, s.errors.get("other", 0.0), step, s.step_error), OWN_PYTHON_SHARE):
+            evidence.rest_share_interval(step - other, rest, step, s.step_error), OWN_PYTHON_SHARE):
         return []
     top = s.own_lines[:3]
     hints = []

@@ -44,6 +44,14 @@ def share_interval(part_ms: float, part_error: float, whole_ms: float, whole_err
     return share * (1 - Z * relative), share * (1 + Z * relative)
 
 
+def rest_share_interval(others_ms: float, others_error: float, whole_ms: float, whole_error: float) -> Tuple[float, float]:
+    """The 95 % interval of the share of what the other parts leave of the whole (the step's ``other``): ``1 -
+    others / whole``. A pause that stretches a step (a garbage collection in the program's own code) moves that rest
+    and the whole together; the share of the rest moves only as much as the other parts' share does."""
+    low, high = share_interval(others_ms, others_error, whole_ms, whole_error)
+    return 1 - high, 1 - low
+
+
 def layer_error(layer: object) -> float:
     """The standard error of a layer's time in a step (``LayerTime.step_ms``): its forward's and backward's."""
     forward, backward = getattr(layer, "forward", None), getattr(layer, "backward", None)

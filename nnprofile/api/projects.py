@@ -16,7 +16,7 @@ import os
 import platform
 import shutil
 import tempfile
-from typing import Any, Callable, Dict, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 from .._version import __version__
 from ..analysis import SectionAnalysis, analyze_section
@@ -66,7 +66,8 @@ def profile_project(project: PathLike, *params: PathLike, outdir: Optional[PathL
             on_round: Optional[Callable[[Section, float], None]] = None,
             on_run: Optional[Callable[[int, int], None]] = None,
             on_progress: Optional[Callable[[str], None]] = None,
-            clock: Optional[Clock] = None, overhead_ns: Optional[float] = None, **options: Any) -> Profile:
+            clock: Optional[Clock] = None, overhead_ns: Optional[float] = None, probe: Any = None,
+            **options: Any) -> Profile:
     """Profile an NNC project (.nntxt or .nnp, plus parameter files) as NNC's Profile command does.
 
     Every option of the command line is a keyword here (``nnprofile.base.options.ProfileOptions``
@@ -92,7 +93,8 @@ def profile_project(project: PathLike, *params: PathLike, outdir: Optional[PathL
 
     ``clock`` replaces the monotonic clock (tests drive it with a scripted one); ``overhead_ns`` sets
     the timing overhead taken off every sample (and graph mode's hook cost inside a function)
-    instead of measuring it at start-up.
+    instead of measuring it at start-up; ``probe`` replaces the kernel's accounting of other work
+    (``nnprofile.base.interference``; tests inject interruptions with a ``FakeProbe``).
 
     Raises ``ProfileError`` (``Interrupted`` for Ctrl-C) with the partial profile as its ``profile``
     attribute; any other exception carries it too.
@@ -114,14 +116,14 @@ def profile_project(project: PathLike, *params: PathLike, outdir: Optional[PathL
     out = os.fspath(outdir) if outdir is not None else None
     lock = claim_outdir(out) if out is not None else None
     try:
-        return _profile_into(files, opts, out, sampling, limit, clock, overhead_ns, on_start, on_section, on_entry,
-                             on_section_end, on_round)
+        return _profile_into(files, opts, out, sampling, limit, (clock, probe), overhead_ns, on_start, on_section,
+                             on_entry, on_section_end, on_round)
     finally:
         release_outdir(lock)
 
 
 def _profile_into(files: Sequence[str], opts: ProfileOptions, out: Optional[str], sampling: Sampling,
-                  limit: Optional[int], clock: Optional[Clock], overhead_ns: Optional[float],
+                  limit: Optional[int], clocks: Tuple[Optional[Clock], Any], overhead_ns: Optional[float],
                   on_start: Optional[Callable[[Profile], None]], on_section: Optional[SectionCallback],
                   on_entry: Optional[EntryCallback], on_section_end: Optional[SectionEndCallback],
                   on_round: Optional[Callable[[Section, float], None]]) -> Profile:
@@ -132,7 +134,8 @@ def _profile_into(files: Sequence[str], opts: ProfileOptions, out: Optional[str]
     sections = plan(loaded, Selection(optimizers=list(opts.optimizers) if opts.optimizers else None,
                                       executors=list(opts.executors) if opts.executors else None,
                                       training=opts.training, inference=opts.inference))
-    timer = Timer(sampling, clock=clock or Clock(), sync=loaded.run_context.synchronize)
+    clock, probe = clocks
+    timer = Timer(sampling, clock=clock or Clock(), sync=loaded.run_context.synchronize, probe=probe)
     calibration = timer.calibrate()
     if overhead_ns is not None:
         timer.overhead_ns = overhead_ns

@@ -25,7 +25,8 @@ from .iterations import entries, loop_where, select, step_loop
 from .tree import children, descendants, top_level
 from .graphs import EVALUATION, UNDETERMINED, UPDATES, Graph, roles, solver_labels, split_by_graph, trainers
 from .passes import Pass, group_passes
-from .sections import Builder, merged, overlap
+from .intervals import merged, overlap
+from .sections import Builder
 
 INPUT_NOTE = ("input (load_dataset) is the time the program waited in DataIterator.next(); NNabla's "
               "iterators load the next batch in a thread while the step runs (use_thread, the default), so "
@@ -293,8 +294,8 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
     sections[-1:-1] = outside
     spoiled = interference.spoiled(sections)
     if spoiled:
-        notes.append("too few calls ran undisturbed by other work for these figures to stand on them alone (they are "
-                     "over every call): %s%s" % ("; ".join(spoiled[:5]), "; and %d more" % (len(spoiled) - 5)
+        notes.append("few calls ran undisturbed by other work for these figures (they stand on those few, or on "
+                     "every call where none did): %s%s" % ("; ".join(spoiled[:5]), "; and %d more" % (len(spoiled) - 5)
                                                   if len(spoiled) > 5 else ""))
     notes += after_the_loop(graphs, kept, len(per_step))
     hooks_at_end = [e.on for e in events if isinstance(e, Hooks)]

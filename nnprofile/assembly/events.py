@@ -133,7 +133,7 @@ class Hooks:
 
 
 Event = Union[Call, SolverCall, InputCall, MonitorCall, CommCall, StepMark, Hooks]
-WAITS = (InputCall, MonitorCall, CommCall)  # calls that wait: marked by the thread's involuntary context switches
+WAITS = (InputCall, MonitorCall)  # calls that wait: marked by the thread's involuntary context switches
 
 
 def start_of(e: Event) -> int:
@@ -153,9 +153,10 @@ def stack_of(e: Event) -> Optional[Stack]:
 
 
 def disturbed(e: Any, marks: str) -> bool:
-    """Whether other work kept the program from running while the call ran. A wait (for a batch, a log written, a
-    collective) is no CPU time: its marks are the thread's involuntary context switches."""
-    if not hasattr(e, "m0") or not marks:
+    """Whether other work kept the program from running while the call ran. A wait (for a batch, a log written) is
+    no CPU time: its marks are the thread's involuntary context switches. A collective's time is the other ranks'
+    to set (a rank that waits polls, and is switched out as any spinning task is): never judged."""
+    if not hasattr(e, "m0") or not marks or isinstance(e, CommCall):
         return False
     return shortfall(e.start_ns, e.end_ns, e.m0, e.m1, SWITCHES if isinstance(e, WAITS) else marks)
 

@@ -18,7 +18,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 from ..base.stats import median
 
 from .events import CommCall, InputCall, MonitorCall, SolverCall, StepMark
-from .sections import overlap
+from .intervals import overlap
 
 Marker = Any  # a timed call of the program's own: solver, input, monitor, communicator, step mark
 MARKERS = (SolverCall, InputCall, MonitorCall, CommCall, StepMark)

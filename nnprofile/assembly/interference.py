@@ -13,7 +13,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from ..base.interference import rate
 from ..result import Interference, Section
-from .events import depth_of, disturbed, shortfall
+from .events import CommCall, depth_of, disturbed, shortfall
 
 
 def disturbance_rate(per_step: Sequence[Sequence[Any]], kept: Sequence[int], marks: str) -> float:
@@ -22,7 +22,7 @@ def disturbance_rate(per_step: Sequence[Sequence[Any]], kept: Sequence[int], mar
     hits, timed = 0, 0.0
     for i in kept:
         for e in per_step[i]:
-            if depth_of(e) or not hasattr(e, "m0"):
+            if depth_of(e) or not hasattr(e, "m0") or isinstance(e, CommCall):  # (a collective is never judged)
                 continue
             hits += disturbed(e, marks)
             timed += e.end_ns - e.start_ns

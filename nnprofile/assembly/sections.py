@@ -7,7 +7,8 @@ section the rest of the step: each iterator's wait, each solver's calls, each mo
 communicator call, the eager work (functions called on NdArrays, by the line that called them)
 and the whole step. What the hooks cost, as measured, is taken off every function's time and off
 the passes and steps they sit in; nnprofile's own work between the program's calls (reading
-parameter names) is not part of any step. The timeline holds the kept steps' events.
+parameter names) is not part of any step. The timeline holds the kept steps' events. The program's
+sections are made by the Builder's other half, ``nnprofile.assembly.program``.
 
 A call that ran others inside it (``nnprofile.assembly.tree``) keeps its whole time, their timing's
 cost taken off; its entry lists its children, and the timeline nests them inside it. Where a graph's
@@ -16,59 +17,31 @@ graph engine's work between functions (allocating, and clearing buffers where th
 """
 from __future__ import annotations
 
-import bisect
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..base import buffers
-from ..base.choices import GRAPH, OUTSIDE, PHASES, SCRIPT
+from ..base.choices import GRAPH
 from ..base.hookcost import HookCosts
-from ..base.series import RoundSeries, SeriesTable
+from ..base.series import SeriesTable
 from ..result import Entry, Section
 from ..result.layer import Layer
 from ..result.timeline import TimelineEvent
-from .events import (EAGER, Call, Capture, CommCall, InputCall, MonitorCall, SolverCall, depth_of, disturbed,
-                     shortfall)
+from .events import WAITS, Call, Capture, CommCall, InputCall, MonitorCall, SolverCall, disturbed, shortfall
+from ..base.interference import CPU
 from .interference import disturbance_rate
+from .intervals import merged, overlap, waited_aside, waited_at
 from .tree import descendants
 from .graphs import Graph, Namer, layer_keys
-from .passes import Pass, group_passes
+from .passes import Pass
+from .program import ProgramPart, entry_of, per_step_of
 
-SOLVER_PHASES = {"zero_grad": "prepare_backward", "weight_decay": "weight_decay", "update": "update"}
 # Events a trace keeps per step: a bound on its size (times the active steps).
 MAX_EVENTS_PER_STEP = 20_000
 COVERED = 0.9   # a graph's functions covering less of its passes: the rest is an engine entry
-_LAST = float("inf")
 UNRESOLVED = 0.9  # the hooks' cost inside a call, as a share of it, beyond which it is not taken off
-OWN_LINES = 12    # the program's own lines a step's section keeps (the most sampled)
 
 
-def merged(intervals: Sequence[Tuple[int, int]]) -> List[Tuple[int, int]]:
-    """Intervals joined where they overlap (nnprofile's own work can hold more of its own), in order."""
-    out: List[Tuple[int, int]] = []
-    for a, b in sorted(intervals):
-        if out and a <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], b))
-        else:
-            out.append((a, b))
-    return out
-
-
-def overlap(start: int, end: int, excluded: Sequence[Tuple[int, int]]) -> int:
-    """How much of [start, end) nnprofile's own work took (``excluded``: merged intervals, in order): found by
-    bisection, so that every call of a long window can ask."""
-    i = max(0, bisect.bisect_right(excluded, (start, _LAST)) - 1)
-    total, n = 0, len(excluded)
-    while i < n:
-        a, b = excluded[i]
-        if a >= end:
-            break
-        if b > start:
-            total += min(b, end) - max(a, start)
-        i += 1
-    return total
-
-
-class Builder:
+class Builder(ProgramPart):
     """Makes the sections of a recording's kept steps (``kept``: their indexes among ``per_step``)."""
 
     def __init__(self, capture: Capture, costs: HookCosts, name: str, labels: List[str], kept: List[int],
@@ -87,6 +60,10 @@ class Builder:
         # other work's disturbances per ns of the program's calls (``interference.disturbance_rate``)
         self.switch_rate = disturbance_rate(per_step, kept, capture.marks)
         self._events_per_step: Dict[int, int] = {}
+        # The collectives' own waits for a CPU (their marks, read inside them): a rank that waits for the others
+        # polls, and is switched out as any spinning task is; that time is the others' to set, not other work's.
+        self._comm_waits = sorted((e.start_ns, max(0, e.m1 - e.m0)) for e in capture.events
+                                  if isinstance(e, CommCall) and not e.depth and e.m1 > e.m0)
 
     def span(self, call: Any) -> float:
         """A call's time, nnprofile's own work inside it (the sampler's, its wrappers') left out."""
@@ -181,24 +158,45 @@ class Builder:
         """Whether other work kept the program from running while the call ran (its marks)."""
         return disturbed(call, self.capture.marks)
 
-    def gaps_hit(self, p: Pass) -> bool:
-        """Whether other work kept the program from running between a pass's functions (not inside one: that one's
-        excess is taken off its pass)."""
+    def taken(self, call: Any) -> Optional[float]:
+        """What other work took of a call it held up: its wall time less the thread's CPU time (None where the marks
+        are no CPU time: a wait, an asynchronous device)."""
+        if self.capture.marks != CPU or isinstance(call, WAITS):
+            return None
+        return float(max(0, (call.end_ns - call.start_ns) - (call.m1 - call.m0)))
+
+    def gap_taken(self, p: Pass) -> Optional[float]:
+        """What other work took of a pass between its functions: each gap between two of them (within a stretch of
+        the pass) whose CPU time falls short of its wall time, by that much; a gap that holds nnprofile's own work
+        (left out of the pass already, with whatever held it up) is not read. None where no gap was held up."""
+        if self.capture.marks != CPU:
+            return None
         calls = p.calls
-        first, last = calls[0], calls[-1]
-        if self.capture.marks == "cpu":
-            inside = sum((c.end_ns - c.start_ns) - (c.m1 - c.m0) for c in calls if self.hit(c))
-            return shortfall(first.start_ns, last.end_ns - int(inside), first.m0, last.m1, "cpu")
-        return last.m1 - first.m0 > sum(c.m1 - c.m0 for c in calls)
+        taken, hit = 0.0, False
+        for first, last in (p.stretches or [(0, len(calls) - 1)]):
+            for a, b in zip(calls[first:last], calls[first + 1:last + 1]):
+                if b.start_ns < a.end_ns or overlap(a.end_ns, b.start_ns, self.excluded):
+                    continue
+                if shortfall(a.end_ns, b.start_ns, a.m1, b.m0, CPU):
+                    taken += (b.start_ns - a.end_ns) - (b.m0 - a.m1)
+                    hit = True
+        return taken if hit else None
 
     def waited(self, start: int, end: int, field: int = 1) -> float:
         """What other work took of [start, end): the time the thread waited for a CPU (``field`` 2: its involuntary
-        context switches), from the readings taken as steps ended (``Capture.waits``), each side interpolated between
-        the readings around it; 0 where none were read."""
+        context switches), from the readings taken where steps may begin and as nnprofile's own work ends
+        (``Capture.waits``), each side interpolated between the readings around it, less what it waited inside
+        nnprofile's own work (set aside already) and inside collectives (the other ranks'); 0 where none were
+        read."""
         waits = self.capture.waits
         if len(waits) < 2:
             return 0.0
-        return max(0.0, _waited_at(waits, end, field) - _waited_at(waits, start, field))
+        taken = waited_at(waits, end, field) - waited_at(waits, start, field)
+        if field == 1:
+            taken -= waited_aside(waits, self.excluded, start, end)  # (nnprofile's own work: set aside already)
+            if self._comm_waits:
+                taken -= sum(w for at, w in self._comm_waits if start <= at < end)
+        return max(0.0, taken)
 
     def function_time(self, call: Call, inner: float, phase: str) -> float:
         """A function's own time in a pass as its entry counts it: the calls inside it and the hooks' cost inside it
@@ -232,7 +230,7 @@ class Builder:
         for key, call, _ in layer_keys(graph, first):  # names follow first sight, in execution order
             layer(key, call)
         forward, backward, whole, engine = SeriesTable(), SeriesTable(), SeriesTable(), SeriesTable()
-        ran: List[Tuple[int, str, float, List[Tuple[Any, float, bool]], bool]] = []
+        ran: List[Tuple[int, str, float, float, float, Optional[float]]] = []
         parents: Dict[Tuple[str, Any], List[Tuple[Any, float]]] = {}
         clears: Dict[str, str] = {}
         for i in rounds_of:
@@ -241,22 +239,22 @@ class Builder:
             for key, call, phase in layer_keys(graph, i):
                 known = layer(key, call)
                 inside, cost = self.inner(call)
-                (forward if phase == "forward" else backward).get(key).add(max(0.0, self.span(call) - cost),
-                                                                           self.hit(call))
+                hit = self.hit(call)
+                (forward if phase == "forward" else backward).get(key).add(max(0.0, self.span(call) - cost), hit,
+                                                                           self.taken(call) if hit else None)
                 if inside:
                     parents.setdefault((phase, key), []).append((call, cost))
                     if timeline:
                         self._nested_events(call)
                 if timeline:
                     self._layer_event(i, known, phase, call)
-            keyed = {id(call): key for key, call, _ in layer_keys(graph, i)}
             for p in graph.passes[i]:
                 inner = [self.inner(c)[1] for c in p.calls]  # the timing of calls inside its functions
                 passed = max(0.0, self.pass_time(p) - self.pass_hooks(p) - sum(inner))
-                took = [(keyed.get(id(c)), self.function_time(c, x, p.phase), self.hit(c)) for c, x in zip(p.calls, inner)]
-                # other work between its functions (not inside one: that one's excess is taken off, below)
-                gaps_hit = self.gaps_hit(p)
-                ran.append((i, p.phase, passed, took, gaps_hit))
+                own = sum(self.function_time(c, x, p.phase) for c, x in zip(p.calls, inner))
+                # what other work took of it: inside its functions, and between them
+                held_inside = sum(self.taken(c) or 0.0 for c in p.calls if self.hit(c))
+                ran.append((i, p.phase, passed, own, held_inside, self.gap_taken(p)))
                 site = self.capture.sites.get(p.site) if p.site is not None else None
                 if site is not None and site.clears:
                     clears[p.phase] = site.clears
@@ -273,15 +271,15 @@ class Builder:
                 e = known.entry(phase, s.samples, 1, self.resolved(known.label(phase), mean,
                                                                    self.costs.taken_off(mean, kind, cost_key)))
                 e.round_sizes = s.round_sizes
-                e.disturbed, e.switch_rate = list(s.disturbed), self.switch_rate
+                e.disturbed, e.taken_ns, e.switch_rate = list(s.disturbed), list(s.taken), self.switch_rate
                 calls = parents.get(("forward" if phase == "forward_function" else "backward", key), [])
                 if calls:
                     e.children = self.children(calls)
                 entries.append(e)
-        self._whole_passes(ran, rounds_of, entries, layers, whole, engine)
+        self._whole_passes(ran, rounds_of, whole, engine)
         for phase in ("forward", "backward"):
             if phase in whole.series:
-                entries.append(_entry("%s_all" % phase, "%s_all" % phase, whole.series[phase]))
+                entries.append(entry_of("%s_all" % phase, "%s_all" % phase, whole.series[phase]))
         for phase in ("forward", "backward"):  # the rest of a pass its functions leave, where it is large
             gaps, passes = engine.series.get(phase), whole.series.get(phase)
             if gaps is None or passes is None or not passes.samples:
@@ -290,15 +288,15 @@ class Builder:
                 how = ("clearing buffers (%s=True)" % clears[phase] if phase in clears else
                        "the program's Python making them (auto_forward)" if graph.dynamic and phase == "forward"
                        else "allocating")
-                e = _entry("engine (%s: between functions, %s)" % (phase, how), "engine", gaps)
+                e = entry_of("engine (%s: between functions, %s)" % (phase, how), "engine", gaps)
                 entries.append(e)
         section.entries = entries
         rounds = max(1, len(self.kept))
         section.info = {
             "graph": graph.name, "dynamic": graph.dynamic,
             "trained_by": [self.labels[t] for t in graph.trained_by if t < len(self.labels)],
-            "forward_per_step": _per_step(whole, "forward", rounds) if timeline else 0,
-            "backward_per_step": _per_step(whole, "backward", rounds) if timeline else 0,
+            "forward_per_step": per_step_of(whole, "forward", rounds) if timeline else 0,
+            "backward_per_step": per_step_of(whole, "backward", rounds) if timeline else 0,
         }
         if outside is not None:
             section.info["outside"] = outside[1]
@@ -306,24 +304,19 @@ class Builder:
                                       if phase in whole.series}
         return section
 
-    def _whole_passes(self, passes: Sequence[Tuple[int, str, float, List[Tuple[Any, float, bool]], bool]],
-                      rounds_of: Sequence[int], entries: List[Entry], layers: Dict[Any, Layer], whole: SeriesTable,
-                      engine: SeriesTable) -> None:
-        """Each pass's time, and the rest its functions leave (the engine's), into their tables. A function other work
-        interrupted counts at its layer's undisturbed estimate: what the interruption added is taken off its pass,
-        which is then no less a sample of the pass; a pass other work interrupted between its functions is marked."""
-        estimate = {(e.phase, e.layer_id): e.stats.mean for e in entries}
-        ids = {key: layer.id for key, layer in layers.items()}
+    def _whole_passes(self, passes: Sequence[Tuple[int, str, float, float, float, Optional[float]]],
+                      rounds_of: Sequence[int], whole: SeriesTable, engine: SeriesTable) -> None:
+        """Each pass's time, and the rest its functions leave (the engine's), into their tables; what other work took
+        of a pass (inside its functions, between them) is taken off it, and off the engine's rest what it took
+        between the functions."""
         by_round = {i: [x for x in passes if x[0] == i] for i in rounds_of}
         for i in rounds_of:
             whole.next_round()
             engine.next_round()
-            for _, phase, passed, took, gaps_hit in by_round[i]:
-                name = "%s_function" % phase
-                excess = sum(max(0.0, t - estimate.get((name, ids.get(k)), t)) for k, t, hit in took if hit)
-                functions = sum(t for _, t, _ in took)
-                whole.get(phase).add(max(0.0, passed - excess), gaps_hit)
-                engine.get(phase).add(max(0.0, passed - functions), gaps_hit)
+            for _, phase, passed, functions, inside, gaps in by_round[i]:
+                held = inside > 0 or gaps is not None
+                whole.get(phase).add(passed, held, inside + (gaps or 0.0) if held else None)
+                engine.get(phase).add(max(0.0, passed - functions), gaps is not None, gaps)
 
     def _pass_event(self, graph: Graph, title: str, p: Pass) -> None:
         o = self.origin
@@ -341,165 +334,6 @@ class Builder:
         o = self.origin
         self.timeline.append(TimelineEvent(layer.name, phase, call.start_ns - o, call.end_ns - o, args))
 
-    # -- the program's step ------------------------------------------------------------
-
-    def program_section(self) -> Section:
-        capture, c = self.capture, self.costs
-        section = Section(kind=SCRIPT, name=self.name, network="", complete=True)
-        tables = _Tables()
-        step = SeriesTable()
-        step_waited: List[float] = []
-        for i in self.kept:
-            tables.next_round()
-            step.next_round()
-            events = self.per_step[i]
-            start, end = self.bounds[i]
-            step_passes = group_passes(events, capture.sites)
-            hooks = self._tally(events, tables, step_passes)
-            passes = sum(1 for p in step_passes if not p.dynamic)
-            carried = c.carry if i - 1 not in self.plain else 0.0  # the step before had the hooks
-            waited = self.waited(start, end)
-            step.get("step").add(max(0.0, end - start - overlap(start, end, self.excluded) - hooks
-                                     - passes * c.per_pass() - c.outside - carried - waited))
-            step_waited.append(waited)
-            self._step_events(i, events)
-        entries = self._entries(tables)
-        if "step" in step.series:
-            entries.append(_entry("step", "step", step.series["step"]))
-            if any(step_waited):
-                entries[-1].waited_ns = step_waited
-        entries.sort(key=lambda e: PHASES.index(e.phase))  # NNC's order; stable within a phase
-        section.entries = entries
-        section.info.update(self.own_lines())
-        return section
-
-    def outside_section(self, spans: Sequence[List[Any]], where: str) -> Section:
-        """The program's own calls outside the kept steps (``spans``: before the first kept step, after the last
-        step): each iterator's wait, each solver's and monitor's calls, the eager work; no step of theirs."""
-        section = Section(kind=OUTSIDE, name=self.name, network="", complete=True)
-        tables = _Tables()
-        for events in spans:
-            tables.next_round()
-            self._tally(events, tables, group_passes(events, self.capture.sites), timeline=False)
-        section.entries = sorted(self._entries(tables), key=lambda e: PHASES.index(e.phase))
-        section.info = {"outside": where}
-        return section
-
-    def _tally(self, events: Sequence[Any], tables: "_Tables", step_passes: Sequence[Pass], timeline: bool = True) -> float:
-        """The program's own calls among ``events`` into their tables (the calls inside each are its children); returns
-        what the hooks cost the events' functions."""
-        c = self.costs
-        phase_of = {id(x): p.phase for p in step_passes for x in p.calls}
-        hooks = 0.0
-        for e in events:
-            if isinstance(e, Call):
-                phase = phase_of.get(id(e), "forward")
-                hooks += c.total(e.kind, self.signature(e, phase)) + self.own_cost(e, phase)
-            if depth_of(e):
-                continue  # inside another call: in its parent's time, and listed as its child
-            inside, cost = self.inner(e)
-            took = max(0.0, self.span(e) - cost)
-            key: Any = None
-            if isinstance(e, Call):
-                if e.kind == EAGER:  # by function type and the program's line (any shapes)
-                    f = self.functions[e.function]
-                    key = ("eager", f.type, f.created)
-                    tables.eager.get(key[1:]).add(took, self.hit(e))
-            elif isinstance(e, InputCall):
-                key = ("input", e.iterator)
-                tables.inputs.get(e.iterator).add(took, self.hit(e))
-            elif isinstance(e, SolverCall):
-                key = ("solver", e.solver, e.method)
-                tables.solvers.get((e.solver, e.method)).add(took, self.hit(e))
-            elif isinstance(e, MonitorCall):
-                key = ("monitor", e.monitor)
-                tables.monitors.get(e.monitor).add(took, self.hit(e))
-            elif isinstance(e, CommCall):
-                key = ("comm", e.method)
-                tables.comms.get(e.method).add(took, self.hit(e))
-                tables.moved.setdefault(e.method, []).append(e.bytes)
-            if inside and key is not None:
-                tables.parents.setdefault(key, []).append((e, cost))
-                if timeline:
-                    self._nested_events(e)
-        return hooks
-
-    def _entries(self, tables: "_Tables") -> List[Entry]:
-        """The entries of a program's calls (iterators, solvers, eager work, monitors, communication), NNC's phases."""
-        capture, c = self.capture, self.costs
-        entries: List[Entry] = []
-
-        def add(e: Entry, key: Any) -> None:
-            if key in tables.parents:
-                e.children = self.children(tables.parents[key])
-            entries.append(e)
-        for it, s in tables.inputs.series.items():
-            add(_entry("load_dataset (%s)" % capture.iterators[it].name, "load_dataset", s), ("input", it))
-        for (solver, method), s in tables.solvers.series.items():
-            label = self.labels[solver] if solver < len(self.labels) else "solver %d" % (solver + 1)
-            add(_entry("%s (%s)" % (method, label), SOLVER_PHASES.get(method, "solver"), s), ("solver", solver, method))
-        for (kind, created), s in tables.eager.series.items():
-            e = _entry("eager (%s at %s)" % (kind, _short(created)), "eager", s)
-            mean = sum(s.samples) / len(s.samples) if s.samples else 0.0
-            e.overhead_ns, e.layer_type, e.source = self.resolved(e.label, mean, c.taken_off(mean, "eager")), kind, created
-            add(e, ("eager", kind, created))
-        for monitor, s in tables.monitors.series.items():
-            add(_entry("monitor (%s)" % monitor, "monitor_loss", s), ("monitor", monitor))
-        kind = capture.communicators[0] if capture.communicators else "communicator"
-        for method, s in tables.comms.series.items():
-            e = _entry("%s (%s)" % (method, kind), "communication", s)
-            sizes = tables.moved.get(method, [])
-            e.bytes_read = int(sum(sizes) / len(sizes)) if sizes else None  # bytes per call
-            add(e, ("comm", method))
-        return entries
-
-    def own_lines(self) -> Dict[str, Any]:
-        """The program's own lines in the kept steps, as sampled between NNabla's calls: each line's samples
-        (the most first, at most OWN_LINES), and the samples in all (``other`` is shared out by them)."""
-        samples = self.capture.samples
-        if not samples or not self.kept:
-            return {}
-        times = [t for t, _ in samples]
-        counts: Dict[int, int] = {}
-        for i in self.kept:
-            start, end = self.bounds[i]
-            for _, where in samples[bisect.bisect_left(times, start):bisect.bisect_left(times, end)]:
-                counts[where] = counts.get(where, 0) + 1
-        total = sum(counts.values())
-        if not total:
-            return {}
-        sites = self.capture.sample_sites
-        top = sorted(counts.items(), key=lambda kv: -kv[1])[:OWN_LINES]
-        return {"own_samples": total, "own_lines": [
-            ["%s:%d" % (_base(sites[w][0]), sites[w][1]), sites[w][2], sites[w][3], n] for w, n in top]}
-
-    def _step_events(self, i: int, events: Sequence[Any]) -> None:
-        o = self.origin
-        number = i + 1
-        start, end = self.bounds[i]
-        self.timeline.append(TimelineEvent("step %d" % number, "step", start - o, end - o, {"step": number}))
-        for e in events:
-            if depth_of(e):
-                continue  # nested inside its parent by ``_nested_events``
-            if isinstance(e, Call):
-                if e.kind == EAGER:
-                    f = self.functions[e.function]
-                    self.timeline.append(TimelineEvent("%s (eager)" % f.type, "eager", e.start_ns - o, e.end_ns - o,
-                                                       {"source": f.created}))
-            elif isinstance(e, SolverCall):
-                label = self.labels[e.solver] if e.solver < len(self.labels) else "solver"
-                self.timeline.append(TimelineEvent("%s (%s)" % (e.method, label), "update", e.start_ns - o,
-                                                   e.end_ns - o))
-            elif isinstance(e, InputCall):
-                self.timeline.append(TimelineEvent("load_dataset (%s)" % self.capture.iterators[e.iterator].name,
-                                                   "input", e.start_ns - o, e.end_ns - o))
-            elif isinstance(e, MonitorCall):
-                self.timeline.append(TimelineEvent("monitor (%s)" % e.monitor, "monitor", e.start_ns - o,
-                                                   e.end_ns - o))
-            elif isinstance(e, CommCall):
-                self.timeline.append(TimelineEvent(e.method, "communication", e.start_ns - o, e.end_ns - o,
-                                                   {"bytes": e.bytes}))
-
     # -- memory --------------------------------------------------------------------------
 
     def memory(self, section: Section) -> Dict[str, Any]:
@@ -514,49 +348,3 @@ class Builder:
             solver_state=sum(s.state_bytes for s in self.capture.solvers),
             measured="not measured for a recorded program (its steps are its own); the estimate "
                      "follows the functions of the graph as first recorded")
-
-
-def _waited_at(waits: Sequence[Tuple[int, int, int]], at: int, field: int = 1) -> float:
-    """The time waited for a CPU up to ``at`` (``field`` 2: the involuntary switches), interpolated between the
-    readings around it."""
-    k = bisect.bisect_right(waits, (at, _LAST, _LAST))
-    if k == 0:
-        return float(waits[0][field])
-    if k == len(waits):
-        return float(waits[-1][field])
-    (t0, w0), (t1, w1) = (waits[k - 1][0], waits[k - 1][field]), (waits[k][0], waits[k][field])
-    return w0 + (w1 - w0) * (at - t0) / (t1 - t0) if t1 > t0 else float(w1)
-
-
-class _Tables:
-    """A program's calls by kind, a round per step (or per span outside the steps)."""
-
-    def __init__(self) -> None:
-        self.inputs, self.solvers, self.monitors, self.comms, self.eager = (SeriesTable() for _ in range(5))
-        self.moved: Dict[str, List[int]] = {}
-        self.parents: Dict[Any, List[Tuple[Any, float]]] = {}
-
-    def next_round(self) -> None:
-        for table in (self.inputs, self.solvers, self.monitors, self.comms, self.eager):
-            table.next_round()
-
-
-def _per_step(whole: SeriesTable, phase: str, rounds: int) -> float:
-    return round(sum(whole.series[phase].round_sizes) / rounds, 4) if phase in whole.series else 0
-
-
-def _base(path: str) -> str:
-    return path.replace("\\", "/").rsplit("/", 1)[-1]
-
-
-def _short(where: Optional[str]) -> str:
-    """``train.py:120`` for a program's line (its folder left out: the label names a line)."""
-    if not where:
-        return "an unknown line"
-    path, _, line = where.rpartition(":")
-    return "%s:%s" % (path.replace("\\", "/").rsplit("/", 1)[-1], line)
-
-
-def _entry(label: str, phase: str, s: RoundSeries, per_ns: float = 0.0) -> Entry:
-    return Entry(label=label, phase=phase, samples_ns=[float(x) for x in s.samples], round_sizes=list(s.round_sizes),
-                 disturbed=list(s.disturbed), switch_rate=per_ns if s.disturbed else 0.0)

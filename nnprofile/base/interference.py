@@ -22,8 +22,9 @@ from __future__ import annotations
 import math
 import os
 import sys
+import threading
 import time
-from typing import Any, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 # A weight beyond this (a call so long that few of its kind run undisturbed) is capped: its estimate leans on the
 # few undisturbed samples, and the entry says it had too few of them (``MIN_UNDISTURBED``).
@@ -50,6 +51,25 @@ def shortfall(start: int, end: int, m0: int, m1: int, marks: str) -> bool:
 
 
 
+_FILES: Dict[int, Optional[int]] = {}  # thread id -> its open /proc/thread-self/schedstat (one a thread, kept)
+
+
+def _schedstat_fd() -> Optional[int]:
+    """The calling thread's schedstat file, opened once per thread (a probe is made per recording and per timer)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    ident = threading.get_ident()
+    if ident not in _FILES:
+        try:
+            fd: Optional[int] = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
+            assert fd is not None
+            int(os.pread(fd, 128, 0).split()[1])
+        except (OSError, ValueError, IndexError):
+            fd = None
+        _FILES[ident] = fd
+    return _FILES[ident]
+
+
 class Probe:
     """The kernel's accounting of the calling thread (Linux); ``available`` says whether it reads anything."""
 
@@ -64,13 +84,7 @@ class Probe:
             self._getrusage(self._thread)
         except (ImportError, AttributeError, OSError, ValueError):
             self._getrusage = None
-        self._schedstat: Optional[int] = None
-        if sys.platform.startswith("linux"):
-            try:
-                self._schedstat = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
-                self._read_waited()
-            except OSError:
-                self._schedstat = None
+        self._schedstat: Optional[int] = _schedstat_fd()
 
     @property
     def available(self) -> bool:

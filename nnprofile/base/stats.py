@@ -146,20 +146,31 @@ def weighted_percentile(pairs: Sequence[Tuple[float, float]], q: float) -> float
 
 
 def summarize_undisturbed(samples: Sequence[float], round_sizes: Sequence[int], dropped: Sequence[int],
-                          disturbed: Sequence[int], per_ns: float) -> Stats:
-    """Statistics over the samples other work did not interrupt (``disturbed``: the indexes of those it did), each
-    weighted by the inverse of its chance to run undisturbed at ``per_ns`` interruptions per ns
-    (``nnprofile.base.interference.weights``): the mean of the rounds' weighted means (rounds in ``dropped`` left
-    out, as ``summarize_rounds``), a weighted median and p90, the spread of the undisturbed samples. Where too few
-    samples ran undisturbed (``interference.enough``), the figures are over every sample, and say so."""
+                          disturbed: Sequence[int], per_ns: float, taken: Sequence[Optional[float]] = ()) -> Stats:
+    """Statistics of samples some of which other work held up (``disturbed``: their indexes). A held-up sample whose
+    ``taken`` is known (the time other work took of it: its wall time less the thread's CPU time) counts less that
+    time: what the work itself took. One whose time taken is not known (a wait) is left out, and the rest are each
+    weighted by the inverse of their chance to run undisturbed at ``per_ns`` interruptions per ns
+    (``nnprofile.base.interference.weights``), so that leaving the longer ones out does not favour the short: the
+    mean of the rounds' weighted means (rounds in ``dropped`` left out, as ``summarize_rounds``), a weighted median
+    and p90, the spread of the samples kept. Where too few samples remain (``interference.enough``), the figures
+    still stand on those and say so (``undisturbed_enough`` False); only where none do are they over every sample
+    (and say so too)."""
     from .interference import enough, weights
-    skip = set(disturbed)
-    kept_at = [i for i in range(len(samples)) if i not in skip]
-    if not skip:  # nothing left out: nothing to weigh against
+    from .series import corrected
+    if not disturbed:  # nothing held up: nothing to weigh against
         return summarize_rounds(samples, round_sizes, dropped)
-    if not kept_at or not enough(len(kept_at), len(samples)):
+    fixed = corrected(samples, disturbed, taken)
+    skip = {i for i, v in enumerate(fixed) if v is None}
+    if not skip:  # every held-up sample corrected: the samples as other work left them
+        base = summarize_rounds([float(v) for v in fixed if v is not None], round_sizes, dropped)
+        return _with(base, disturbed=len(disturbed))
+    samples = [float(v) if v is not None else float(samples[i]) for i, v in enumerate(fixed)]
+    kept_at = [i for i in range(len(samples)) if i not in skip]
+    if not kept_at:
         base = summarize_rounds(samples, round_sizes, dropped)
-        return _with(base, disturbed=len(skip), undisturbed_enough=False)
+        return _with(base, disturbed=len(disturbed), undisturbed_enough=False)
+    stood = enough(len(kept_at), len(samples))
     values = [samples[i] for i in kept_at]
     w = weights(values, per_ns)
     pairs = list(zip(values, w))
@@ -168,7 +179,7 @@ def summarize_undisturbed(samples: Sequence[float], round_sizes: Sequence[int], 
     var = sum(x * (v - center) ** 2 for v, x in pairs) / total * len(values) / max(1, len(values) - 1)
     base = Stats(n=len(values), mean=center, median=weighted_percentile(pairs, 50), std=math.sqrt(var),
                  min=min(values), max=max(values), p90=weighted_percentile(pairs, 90), rse_known=len(values) >= 2,
-                 disturbed=len(skip))
+                 disturbed=len(disturbed), undisturbed_enough=stood)
     if len(round_sizes) < 2 or sum(round_sizes) != len(samples):
         return base
     means: List[Optional[float]] = []

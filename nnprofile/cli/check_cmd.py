@@ -1,14 +1,13 @@
-"""nnprofile check BASELINE NEW: exit 1 when something got slower (a regression gate for CI)."""
+"""nnprofile check BASELINE NEW: exit 1 when something got slower, 3 when it cannot tell (a regression gate for CI)."""
 from __future__ import annotations
 
 import argparse
 
-from .. import api
-from ..compare.gate import check
+from ..api.gate import gate
 from ..base.errors import ProfileError
 from .common import Parser, Printer
 
-EXIT_ERROR = 2  # any error, internal ones included: never confused with "slower"
+EXIT_ERROR = 2  # any error, internal ones included, and a wrong command line: never confused with "slower"
 
 
 def _threshold(text: str) -> float:
@@ -21,16 +20,26 @@ def _threshold(text: str) -> float:
     return value
 
 
-SUMMARY = "exit 1 when a result got slower than its baseline: a regression gate for CI"
+SUMMARY = "exit 1 when a result got slower than its baseline, 3 when it cannot tell: a regression gate for CI"
 
 def parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="nnprofile check",
         description="Compare two saved results (folders or result.json) and exit 1 when something got "
                     "slower: ratio above 1 + threshold and its 95% confidence interval above 1. Exit 0 when "
-                    "nothing did, 2 on any error.")
+                    "nothing did; 3 when a figure could not be judged (it looks slower but its interval holds no "
+                    "change, or the machine ran slower than its slow spells): a CI job may run again, with the "
+                    "repeats the output names; 2 on any error or a wrong command line. Figures are over the samples "
+                    "other work on the machine did not hold up, on both sides.",
+        epilog="Examples: nnprofile check results/main results/branch --threshold 10%; nnprofile check "
+               "main/lenet.nntxt branch/lenet.nntxt --repeat 5 -o results/check")
     p.add_argument("baseline", metavar="BASELINE")
     p.add_argument("new", metavar="NEW")
+    p.add_argument("--repeat", type=int, metavar="N",
+                   help="BASELINE and NEW are NNC projects: profile each N times in fresh processes, in turns "
+                        "(baseline, new, baseline, ...), and compare the pooled runs (the run-to-run spread then "
+                        "measured, not assumed)")
+    p.add_argument("-o", "--outdir", help="with --repeat: where the runs go (default results/check)")
     p.add_argument("--threshold", type=_threshold, default=0.10, help="how much slower counts (default 10%%)")
     p.add_argument("--layers", action="store_true",
                    help="also test every layer (forward + backward), Holm-corrected for their number")
@@ -44,15 +53,15 @@ def parser() -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    from ..render import verdicts as gate
-    result = check(api.load(args.baseline), api.load(args.new), threshold=args.threshold, layers=args.layers,
-                   strict_order=args.strict_order)
-    for path, render in ((args.markdown, gate.markdown), (args.junit, gate.junit)):
+    from ..render import verdicts
+    result = gate(args.baseline, args.new, threshold=args.threshold, layers=args.layers, strict_order=args.strict_order,
+                  repeat=args.repeat, outdir=args.outdir, progress=Printer(args.quiet))
+    for path, render in ((args.markdown, verdicts.markdown), (args.junit, verdicts.junit)):
         if path:
             try:
                 with open(path, "w", encoding="utf-8") as f:
                     f.write(render(result))
             except OSError as e:
                 raise ProfileError("cannot write %s (%s)" % (path, e.strerror or e))
-    Printer(args.quiet).write(gate.text(result))
+    Printer(args.quiet).write(verdicts.text(result))
     return result.exit_code

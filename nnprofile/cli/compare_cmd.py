@@ -28,7 +28,15 @@ def parser() -> argparse.ArgumentParser:
                    help="a project (and parameter files), or two or more result folders")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE[,KEY=VALUE]",
                    help="one configuration (keys: type_config, context, batch_size); repeat for each")
-    p.add_argument("--repeat", type=positive_int, default=3, help="runs per configuration (default 3)")
+    p.add_argument("--repeat", type=positive_int, default=3,
+                   help="runs per configuration at least (default 3); more follow until --resolve holds")
+    p.add_argument("--resolve", type=_share, default=0.05, metavar="PERCENT",
+                   help="configurations: run more rounds until every headline ratio's 95%% interval is within this "
+                        "of it (default 5%%; 0 for exactly --repeat runs)")
+    p.add_argument("--max-runs", type=positive_int, default=10, metavar="N",
+                   help="the most runs per configuration --resolve may take (default 10)")
+    p.add_argument("--max-seconds", type=float, default=300.0, metavar="S",
+                   help="the most seconds --resolve may take in all (default 300)")
     p.add_argument("-o", "--outdir", help="output folder (default: results/compare_<project>)")
     p.add_argument("--train-epochs", type=positive_int, metavar="N",
                    help="also train each configuration N epochs (NNabla's training loop) and compare "
@@ -37,6 +45,16 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     return p
+
+
+def _share(text: str) -> float:
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("'%s' is no share (examples: 5%%, 0.05)" % text)
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError("'%s' is out of range (0 to under 100%%)" % text)
+    return value
 
 
 def _is_result(path: str) -> bool:
@@ -73,7 +91,9 @@ def run(args) -> int:
         out.progress = progress
         try:
             comparison = compare_configurations(args.targets, configs, args.repeat, outdir, extra,
-                                                train_epochs=args.train_epochs, progress=out, on_run=progress.run)
+                                                train_epochs=args.train_epochs, progress=out, on_run=progress.run,
+                                                resolve=args.resolve or None, max_runs=max(args.repeat, args.max_runs),
+                                                max_seconds=args.max_seconds)
         finally:
             progress.close()
             out.progress = None

@@ -111,8 +111,10 @@ def compare_results(*results: ResultLike, names: Optional[Sequence[str]] = None)
 def compare_configurations(files: Sequence[str], configs: Sequence[Config], repeat: int, outdir: str,
                            extra: Sequence[str] = (), train_epochs: Optional[int] = None,
                            progress: Callable[[str], None] = lambda line: None,
-                           on_run: Optional[Callable[[int, int, str], None]] = None) -> Comparison:
-    """Profile (and optionally train) each configuration ``repeat`` times, alternating, in fresh processes;
+                           on_run: Optional[Callable[[int, int, str], None]] = None, resolve: Optional[float] = None,
+                           max_runs: int = 10, max_seconds: float = 300.0) -> Comparison:
+    """Profile (and optionally train) each configuration ``repeat`` times, alternating, in fresh processes, and with
+    ``resolve`` more until every headline ratio's 95% interval is within it (or ``max_runs`` runs, ``max_seconds``);
     ``on_run(done, total, what)`` as each process starts."""
     if len({c.name for c in configs}) != len(configs):
         raise ProfileError("the same configuration is given twice")
@@ -123,7 +125,10 @@ def compare_configurations(files: Sequence[str], configs: Sequence[Config], repe
         if on_run is not None:
             on_run(started[0], total, what)
         started[0] += 1
-    metrics, profiles = run_configurations(files, configs, repeat, outdir, extra, progress=progress, on_run=next_run)
+    metrics, profiles, resolution = run_configurations(files, configs, repeat, outdir, extra, progress=progress,
+                                                       on_run=next_run, resolve=resolve, max_runs=max_runs,
+                                                       max_seconds=max_seconds)
+    repeat = resolution.runs
     contexts = {c: p.header.context for c, p in profiles.items()}
     names = [c.name for c in configs]
     if train_epochs:
@@ -131,6 +136,14 @@ def compare_configurations(files: Sequence[str], configs: Sequence[Config], repe
     rows = metric_rows(metrics, names)
     header = ["nnprofile compare: %s, %d configurations x %d runs, each a fresh process, alternating; "
               "ratios to %s" % (" ".join(files), len(configs), repeat, names[0])]
+    if resolve is not None:
+        widest = ", ".join("%s +-%.1f%%" % (m, 100 * w) for m, w in resolution.widest.items())
+        header.append("  %s" % (
+            "resolved: every headline ratio's 95%% interval is within %g%% of it after %d runs each (%s)"
+            % (100 * resolve, repeat, widest) if resolution.resolved else
+            "not resolved to %g%%: the budget ended first (%s) after %d runs each; the intervals: %s"
+            % (100 * resolve, "%d runs" % max_runs if resolution.reason == "runs" else "%g s" % max_seconds, repeat,
+               widest)))
     header += ["  %s: ran on %s" % (c, contexts.get(c, "?")) for c in names]
     if train_epochs:
         header.append("  training: %d epochs with nnabla_cli train; 'validation error' is 1 - accuracy on "

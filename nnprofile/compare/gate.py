@@ -35,6 +35,7 @@ from ..result import Entry, Profile, Section
 from ..base.stats import percentile
 
 RUN_CV = 0.04      # run-to-run coefficient of variation assumed without --repeat (see make bench)
+REGRESSED, UNJUDGED = 1, 3  # the gate's exit codes besides 0 (2: an error, or a usage error)
 # The largest slowdown of the machine itself that can excuse a slower figure: this machine's slow spells reach
 # 1.2-1.7x; beyond that, the machine (or the reference's context) cannot be judged, and the gate fails.
 MACHINE_SPELL = 1.5
@@ -49,11 +50,17 @@ COMPARABLE = (("machine", "machine"), ("context", "context"), ("nnabla", "nnabla
 
 @dataclass(frozen=True)
 class Figure:
-    """A mean with its relative standard errors: within the run, and between runs."""
+    """A mean with its relative standard errors: within the run, and between runs (the spread of one process's
+    mean among fresh processes, and how many were pooled: the pooled mean's error is ``run_cv / sqrt(runs)``)."""
 
     mean_ms: float
     rse: float
     run_cv: float
+    runs: int = 1
+
+    @property
+    def run_error(self) -> float:
+        return self.run_cv / math.sqrt(max(1, self.runs))
 
 
 @dataclass
@@ -69,10 +76,14 @@ class Verdict:
     faster: bool
     note: str = ""
     p_value: Optional[float] = None
+    # Looks slower than the threshold, but its interval does not rule out no change (or the machine cannot be
+    # judged): neither a pass nor a failure. ``repeats``: the runs of each side that would resolve it, where known.
+    unresolved: bool = False
+    repeats: Optional[int] = None
 
     @property
     def word(self) -> str:
-        return "SLOWER" if self.slower else "faster" if self.faster else "ok"
+        return "SLOWER" if self.slower else "UNRESOLVED" if self.unresolved else "faster" if self.faster else "ok"
 
 
 @dataclass
@@ -89,9 +100,17 @@ class Check:
         return [v for v in self.verdicts if v.slower]
 
     @property
+    def unresolved(self) -> List[Verdict]:
+        return [v for v in self.verdicts if v.unresolved and not v.slower]
+
+    @property
     def exit_code(self) -> int:
+        """``REGRESSED`` (1) where something got slower; else ``UNJUDGED`` (3) where a figure could not be judged (a
+        CI job may run again, with more repeats); else 0. Errors and usage are 2 (the command line's)."""
         if self.slower or (self.strict_order and self.structure):
-            return 1
+            return REGRESSED
+        if self.unresolved:
+            return UNJUDGED
         return 0
 
 
@@ -105,9 +124,10 @@ def _figure(entries: Sequence[Entry]) -> Optional[Figure]:
         return None
     within = math.sqrt(sum((e.stats.rse * e.mean_ms) ** 2 for e in entries)) / mean
     runs = [e.run_cv for e in entries if e.run_cv is not None]
-    run_cv = (sum(r * e.mean_ms for r, e in zip(runs, entries)) / mean) if runs and len(runs) == len(entries) \
-        else RUN_CV
-    return Figure(mean, within, run_cv)
+    measured = bool(runs) and len(runs) == len(entries)
+    run_cv = (sum(r * e.mean_ms for r, e in zip(runs, entries)) / mean) if measured else RUN_CV
+    processes = min(len(e.run_means) for e in entries) if measured else 1
+    return Figure(mean, within, run_cv, max(1, processes))
 
 
 def _step_entries(section: Section) -> List[Entry]:
@@ -142,12 +162,17 @@ def _layer_metrics(section: Section) -> Dict[str, List[Entry]]:
     return out
 
 
-def _machine_ratio(base: Section, new: Section) -> Optional[float]:
-    if not base.reference_ns or not new.reference_ns:
-        return None
-    b = percentile(sorted(base.reference_ns), 50)
-    n = percentile(sorted(new.reference_ns), 50)
-    return n / b if b > 0 else None
+def _machine_ratio(base: Section, new: Section, baseline: Profile, other: Profile) -> Optional[float]:
+    """How much slower the new run's machine was: the fixed reference workload each round of a project timed (by
+    the thread's CPU time: another task's time is not the machine's), else what the header says each machine
+    reaches (its matrix product, measured likewise; a recorded program's sections)."""
+    if base.reference_ns and new.reference_ns:
+        b = percentile(sorted(base.reference_ns), 50)
+        n = percentile(sorted(new.reference_ns), 50)
+        return n / b if b > 0 else None
+    b_rate = (baseline.header.machine_rates or {}).get("gflops")
+    n_rate = (other.header.machine_rates or {}).get("gflops")
+    return b_rate / n_rate if b_rate and n_rate else None
 
 
 def _batch(profile: Profile, section: Section) -> Optional[int]:
@@ -165,28 +190,47 @@ def _verdict(section: str, metric: str, b: Figure, n: Figure, threshold: float, 
     if per_sample is not None:  # per sample, not per step: the batches differ
         ratio *= per_sample[0] / per_sample[1]
         note = "per sample (batch %d against %d)" % (per_sample[1], per_sample[0])
-    se = math.sqrt(b.rse ** 2 + n.rse ** 2 + b.run_cv ** 2 + n.run_cv ** 2)
+    se = math.sqrt(b.rse ** 2 + n.rse ** 2 + b.run_error ** 2 + n.run_error ** 2)
     low, high = ratio * math.exp(-Z95 * se), ratio * math.exp(Z95 * se)
     slower = ratio > 1 + threshold and low > 1
     faster = ratio < 1 / (1 + threshold) and high < 1
-    if slower and machine is not None and machine > 1:
+    unresolved = excused = False
+    if ratio > 1 + threshold and machine is not None and machine > 1:
         if machine > MACHINE_SPELL:  # no slow spell of a machine: the run cannot be judged, and is not excused
+            slower, unresolved = False, True
             note = (note + "; " if note else "") + ("the machine ran %.2fx slower, beyond its slow spells (%gx): "
-                                                    "it cannot be judged, not excused" % (machine, MACHINE_SPELL))
+                                                    "it cannot be judged, run again" % (machine, MACHINE_SPELL))
         elif ratio / machine <= 1 + threshold:  # no slower than the machine itself was
-            slower = False
+            slower, excused = False, True
             note = (note + "; " if note else "") + "within the machine's own slowdown (%.2fx)" % machine
+    repeats = None
+    if ratio > 1 + threshold and not (slower or unresolved or excused):  # looks slower, not shown: neither
+        unresolved = True
+        repeats = _repeats(ratio, b, n)
+        note = (note + "; " if note else "") + ("looks %.0f%% slower, but the interval holds no change: %s" % (
+            100 * (ratio - 1), "about %d runs of each, interleaved (--repeat %d), would resolve it" % (repeats, repeats)
+            if repeats else "repeats cannot resolve it (the runs' own uncertainty is as large)"))
     p = 1 - _phi((math.log(ratio) - math.log(1 + threshold)) / se) if se > 0 else (0.0 if slower else 1.0)
-    return Verdict(section, metric, b, n, ratio, low, high, slower, faster, note, p)
+    return Verdict(section, metric, b, n, ratio, low, high, slower, faster, note, p, unresolved, repeats)
+
+
+def _repeats(ratio: float, b: Figure, n: Figure) -> Optional[int]:
+    """How many fresh processes of each side would put the interval of this ratio above 1: the runs' spread falls
+    with their square root, the runs' own uncertainty stays."""
+    wanted = (math.log(ratio) / Z95) ** 2 - b.rse ** 2 - n.rse ** 2
+    spread = b.run_cv ** 2 + n.run_cv ** 2
+    if wanted <= 0:
+        return None
+    return max(2, min(1000, math.ceil(spread / wanted)))
 
 
 def _material(v: Verdict, step_ms: Optional[float]) -> Verdict:
     """A layer's verdict counts only when its change moves the step by LAYER_MATERIAL or more."""
-    if step_ms is None or step_ms <= 0 or not (v.slower or v.faster):
+    if step_ms is None or step_ms <= 0 or not (v.slower or v.faster or v.unresolved):
         return v
     moved = abs(v.new.mean_ms - v.baseline.mean_ms) / step_ms
-    if moved < LAYER_MATERIAL:
-        v.slower = v.faster = False
+    if moved < LAYER_MATERIAL:  # (nor is it left unjudged: whatever it did, it could not move the step enough)
+        v.slower = v.faster = v.unresolved = False
         v.note = (v.note + "; " if v.note else "") + "moves the step by %.2f%%: not counted (under %g%%)" % (
             100 * moved, 100 * LAYER_MATERIAL)
     return v
@@ -221,6 +265,31 @@ def _structure(base: Section, new: Section) -> List[str]:
     return out
 
 
+def _layer_tests(base: Section, other: Section, threshold: float, machine: Optional[float],
+                 per_sample: Optional[Tuple[int, int]]) -> List[Verdict]:
+    """Every layer of a section tested (forward + backward), its change counted where it moves the step enough."""
+    theirs = _layer_metrics(other)
+    whole = [_figure(entries) for entries in list(_metrics(base).values())[:1]]
+    step_ms = whole[0].mean_ms if whole and whole[0] is not None else None
+    out = []
+    for metric, entries in _layer_metrics(base).items():
+        b, n = _figure(entries), _figure(theirs.get(metric, []))
+        if b is not None and n is not None:
+            out.append(_material(_verdict(base.title, metric, b, n, threshold, machine, per_sample), step_ms))
+    return out
+
+
+def _holm(tests: List[Verdict]) -> None:
+    """Holm: the k-th smallest p-value is tested at ALPHA / (m - k); stop at the first that is not."""
+    ordered = sorted(tests, key=lambda v: v.p_value if v.p_value is not None else 1.0)
+    m = len(ordered)
+    still = True
+    for k, v in enumerate(ordered):
+        significant = still and v.p_value is not None and v.p_value <= ALPHA / (m - k)
+        still = significant
+        v.slower = v.slower and significant
+
+
 def check(baseline: Profile, new: Profile, threshold: float = 0.10, layers: bool = False,
           strict_order: bool = False) -> Check:
     """Compare two saved results; see the module's description for what counts as slower."""
@@ -238,7 +307,7 @@ def check(baseline: Profile, new: Profile, threshold: float = 0.10, layers: bool
             continue
         other = same[0]
         result.structure += _structure(base, other)
-        machine = _machine_ratio(base, other)
+        machine = _machine_ratio(base, other, baseline, new)
         if machine is not None and abs(machine - 1) > threshold:
             result.machine.append("%s: the machine's fixed reference workload took %.2fx as long in the new run "
                                   "(%s machine)%s" % (base.title, machine, "a slower" if machine > 1 else "a faster",
@@ -250,24 +319,15 @@ def check(baseline: Profile, new: Profile, threshold: float = 0.10, layers: bool
             b, n = _figure(entries), _figure(_metrics(other).get(metric, []))
             if b is not None and n is not None:
                 result.verdicts.append(_verdict(base.title, metric, b, n, threshold, machine, per_sample))
-        if layers:
-            theirs = _layer_metrics(other)
-            whole = [_figure(entries) for entries in list(_metrics(base).values())[:1]]
-            step_ms = whole[0].mean_ms if whole and whole[0] is not None else None
-            for metric, entries in _layer_metrics(base).items():
-                b, n = _figure(entries), _figure(theirs.get(metric, []))
-                if b is not None and n is not None:
-                    layer_tests.append(_material(_verdict(base.title, metric, b, n, threshold, machine, per_sample),
-                                                 step_ms))
-    # Holm: the k-th smallest p-value is tested at ALPHA / (m - k); stop at the first that is not.
-    ordered = sorted(layer_tests, key=lambda v: v.p_value if v.p_value is not None else 1.0)
-    m = len(ordered)
-    still = True
-    for k, v in enumerate(ordered):
-        significant = still and v.p_value is not None and v.p_value <= ALPHA / (m - k)
-        still = significant
-        v.slower = v.slower and significant
-    result.verdicts += layer_tests
+        layer_tests += _layer_tests(base, other, threshold, machine, per_sample)
+    _holm(layer_tests)
+    if layers:
+        result.verdicts += layer_tests
+    else:  # the layers are not judged, but a section that got slower names those that did
+        for v in result.verdicts:
+            slowed = [t.metric[len("layer "):] for t in layer_tests if t.section == v.section and t.slower]
+            if v.slower and slowed:
+                v.note = (v.note + "; " if v.note else "") + "layers that slowed: %s" % ", ".join(slowed)
     for section in new.sections:
         if not any((s.kind, s.name) == (section.kind, section.name) for s in baseline.sections):
             result.structure.append("%s is new" % section.title)

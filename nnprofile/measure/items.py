@@ -39,10 +39,14 @@ class Series(RoundSeries):
         self.spent_ns = 0.0
         self.final = False
 
-    def sample(self, per_call_ns: float, spent_ns: float, held: bool = False) -> None:
-        self.add(per_call_ns, held)
-        if not held:  # a sample other work held up is none of the entry's budget: it takes another
+    def sample(self, per_call_ns: float, spent_ns: float, held: bool = False, taken: Optional[float] = None) -> None:
+        """One sample; ``held``: other work held it up, taking ``taken`` ns of it (all its calls'; None: not known).
+        What other work took is none of the entry's budget; a sample it spoiled (a wait's) takes another."""
+        self.add(per_call_ns, held, None if taken is None else taken / max(1, self.calls))
+        if not held:
             self.spent_ns += spent_ns
+        elif taken is not None:
+            self.spent_ns += max(0.0, spent_ns - taken)
 
     def rse(self, dropped: Sequence[int] = (), per_ns: float = 0.0) -> float:
         """The relative standard error of the reported mean, over the samples other work did not hold up; infinite
@@ -58,7 +62,7 @@ class Series(RoundSeries):
     def entry(self, drift: Drift, complete: bool = True, per_ns: float = 0.0) -> Entry:
         e = self.make_entry(Measurement(list(self.samples), self.calls, self.overhead_ns))
         e.round_sizes = list(self.round_sizes)
-        e.disturbed, e.switch_rate = list(self.disturbed), per_ns
+        e.disturbed, e.taken_ns, e.switch_rate = list(self.disturbed), list(self.taken), per_ns
         drop(e, drift)
         e.complete = complete
         return e
@@ -161,7 +165,7 @@ class Probe:
             self.work()
             return
         spent = timer.sample(self.work, 1)
-        s.sample(spent, spent, timer.held)
+        s.sample(spent, spent, timer.held, timer.taken)
 
     def run_round(self, timer: Timer, fixed: bool) -> None:
         s = self.series[0]
@@ -178,10 +182,10 @@ class Probe:
             elif self.before is not None:
                 self.before()
             spent = timer.sample(self.work, s.calls, self.blocking)
-            held = timer.held
+            held, taken = timer.held, timer.taken
             if self.after is not None:
                 self.after()
-            s.sample(spent / s.calls, spent, held)
+            s.sample(spent / s.calls, spent, held, taken)
 
     def skip_round(self) -> None:
         """Another stratum's round: no sample, an empty round (rounds stay aligned across entries)."""
@@ -264,8 +268,9 @@ class PassProbe:
         for s, i in zip(self.series, self._slots):
             if not s.final:
                 s.round_sizes.append(0)
+                wall, on_cpu = ends[i] - starts[i], cpu[2 * i + 1] - cpu[2 * i] if marked else 0
                 held = marked and shortfall(starts[i], ends[i], cpu[2 * i], cpu[2 * i + 1], "cpu")
-                s.sample(ends[i] - starts[i], spent, held)
+                s.sample(wall, spent, held, float(max(0, wall - on_cpu)) if held else None)
         self.rounds += 1
         if self.timeline is not None:
             self.timeline.add_pass(self.rounds, self.phase, t0, t0 + spent, starts, ends, self.names, self.details)

@@ -32,6 +32,8 @@ from .timing import Measurement, Timer
 LEAN_EXTRA = 0.10
 # A partial layer round (see RoundRunner._stratum) plans to use at most this share of what is left.
 PARTIAL_SHARE = 0.9
+# A fixed number of runs (``--runs``) takes up to this many times as many rounds while other work holds samples up.
+FIXED_RETRIES = 3
 
 EntryCallback = Callable[[Section, Entry], None]
 RoundCallback = Callable[[Section, float], None]  # after each round: how far the section's sampling has got
@@ -339,8 +341,15 @@ class RoundRunner:
         all_series, rounds, drift, plan = st.all_series, st.rounds, st.drift, st.plan
         reason = ""
         if not sampling.adaptive:
-            if rounds >= (sampling.runs or 1):
-                reason = "runs"
+            # The runs asked for, undisturbed: an entry that has them is done; the rounds go on for those whose
+            # samples other work held up (up to FIXED_RETRIES times as many rounds; an entry still short says so).
+            wanted = sampling.runs or 1
+            if rounds >= wanted:
+                for s in all_series:
+                    if not s.final and s.usable() >= wanted:
+                        s.final = True
+                if rounds >= FIXED_RETRIES * wanted or all(s.final for s in all_series):
+                    reason = "runs"
         else:
             # An entry that has had its budget of timed work ends the sampling of all (a whole-step entry: every
             # round holds it), or its own (a per-layer entry whose share of the rounds is planned).

@@ -124,6 +124,7 @@ class Timer:
         self.probe = probe if probe is not None else (Probe() if clock is None or type(clock) is Clock else NoProbe())
         self.cpu: Optional[Callable[[], int]] = self.probe.cpu_ns if self.probe.available and sync is None else None
         self.held = False
+        self.taken: Optional[float] = None         # the time other work took of the last sample held up
         self.held_count, self.timed_ns = 0, 0.0   # samples held up, and the time sampled, for their rate
 
     def calibrate(self, readings: int = 2000) -> ClockInfo:
@@ -182,7 +183,10 @@ class Timer:
                 self.sync()
         spent = now() - t0
         if cpu is not None:
-            self.held = shortfall(0, spent, c0, cpu(), "switches" if blocking else "cpu")
+            c1 = cpu()
+            self.held = shortfall(0, spent, c0, c1, "switches" if blocking else "cpu")
+            # what other work took of it: its wall time less the thread's CPU time (not known for a wait)
+            self.taken = None if blocking or not self.held else float(max(0, spent - (c1 - c0)))
             self.held_count += self.held
             self.timed_ns += spent
         return spent

@@ -208,6 +208,8 @@ def _rank_data(rank: int, profile: Profile, host: str, steps: List[int], offset:
     parts: Dict[str, List[float]] = {p: [0.0] * len(steps) for p in STORED_PARTS}
     step_ns = [0.0] * len(steps)
     for s in profile.sections:
+        if s.outside_steps:  # (its rounds are the stretches outside the steps, not steps)
+            continue
         for e in s.entries:
             part = PART_OF_PHASE.get(e.phase)
             if part is None and e.phase != "step":

@@ -44,12 +44,15 @@ class Counting:
             return self.stacks.take(frame)
         return None
 
-    def _moved(self: Any, stack: Any, key: Optional[str], since: Optional[int] = None, frame: Any = None) -> None:
+    def _moved(self: Any, stack: Any, key: Optional[str], since: Optional[int] = None, frame: Any = None,
+               begun: Optional[Tuple[int, int, int]] = None) -> None:
         """A call of the program's that can begin a step, before it is recorded: fed to the count of the
         loop's iterations; a step that ended is followed by the schedule, its work (from ``since``, the
         clock's last reading) set aside as nnprofile's own. Once the loop is known, its iterations are counted
         from its own frame (``FastLoop``); the stack, where taken, is for the recording only."""
         counter = self.counter
+        if self.capturing and (since is not None or begun is not None):  # where a step may begin: the wait so far
+            self._note_wait(since if begun is None else begun[0], begun)
         if not self.hooks_on and self.capturing and frame is not None:
             self.past_the_loop(frame)
         if counter.fixed and self.fast and frame is not None:
@@ -69,7 +72,7 @@ class Counting:
                 self.steps_done = steps
                 self._step_ended()
                 if self.capturing:
-                    self.excluded.append((t0, self.clock()))
+                    self._aside(t0)
 
     def _follow(self: Any, stack: Any, frame: Any, key: Optional[str]) -> None:
         """A call, the loop kept: outside it, its stack is kept (a few); where the program's updates (its passes,

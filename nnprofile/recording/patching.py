@@ -9,11 +9,15 @@ holds that very object, and each replacement is undone afterwards, also where
 the replacement was copied to meanwhile (a module first imported while the
 program was recorded, such as ``nnabla.solvers`` copying ``nnabla.solver``'s
 names, holds the replacements: it gets the originals back too).
+
+A module the program may never import (``nnabla.utils.data_iterator`` brings SciPy, 17,000 objects that every full
+garbage collection of the program would then walk) is patched once the program imports it (``after_import``).
 """
 from __future__ import annotations
 
+import importlib.machinery
 import sys
-from typing import Any, Dict, Iterable, List, MutableMapping, Tuple
+from typing import Any, Callable, Dict, Iterable, List, MutableMapping, Optional, Tuple
 
 
 class Patches:
@@ -23,6 +27,17 @@ class Patches:
         self._done: List[Tuple[Any, str, Any, bool]] = []  # (owner, name, original, owner is a mapping)
         self._originals: Dict[int, Tuple[Any, Any]] = {}  # id(replacement) -> (replacement, original)
         self._namespaces: List[MutableMapping[str, Any]] = []
+        self._finders: List["AfterImport"] = []
+
+    def after_import(self, name: str, patch: Callable[[Any], None]) -> None:
+        """``patch(module)`` now, where the module is loaded already; else as soon as it is (until ``undo``)."""
+        module = sys.modules.get(name)
+        if module is not None:
+            patch(module)
+            return
+        finder = AfterImport(name, patch)
+        self._finders.append(finder)
+        sys.meta_path.insert(0, finder)
 
     def attribute(self, owner: Any, name: str, replacement: Any) -> None:
         """Replace one attribute (a class's method, a module's function)."""
@@ -61,6 +76,9 @@ class Patches:
 
     def undo(self) -> None:
         """Put back every original, the last replacement first; then wherever a replacement was copied."""
+        for finder in self._finders:
+            finder.remove()
+        self._finders.clear()
         for owner, name, original, is_mapping in reversed(self._done):
             _put(owner, name, original, is_mapping)
         self._done.clear()
@@ -104,3 +122,47 @@ def _put(owner: Any, name: str, value: Any, is_mapping: bool) -> None:
             setattr(owner, name, value)
     except (AttributeError, TypeError):  # an owner that went away meanwhile, or that cannot be set
         pass
+
+
+class AfterImport:
+    """An import finder for one module: its spec is Python's own, its loader runs ``patch(module)`` after the module
+    ran; it takes itself off the import path once it has (or when removed)."""
+
+    def __init__(self, name: str, patch: Callable[[Any], None]) -> None:
+        self.name, self.patch = name, patch
+
+    def remove(self) -> None:
+        try:
+            sys.meta_path.remove(self)
+        except ValueError:
+            pass
+
+    def find_spec(self, fullname: str, path: Optional[Any] = None, target: Any = None) -> Any:
+        if fullname != self.name:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return None
+        spec.loader = _ThenPatch(spec.loader, self)  # type: ignore[assignment]
+        return spec
+
+
+class _ThenPatch:
+    """A module's own loader, its module patched once it has run (a failing patch leaves the module as it is)."""
+
+    def __init__(self, loader: Any, finder: AfterImport) -> None:
+        self._loader, self._finder = loader, finder
+
+    def create_module(self, spec: Any) -> Any:
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        self._loader.exec_module(module)
+        self._finder.remove()
+        try:
+            self._finder.patch(module)
+        except Exception:  # nnprofile's failure: the program's import stands, its reads go untimed
+            pass
+
+    def __getattr__(self, name: str) -> Any:  # get_source, get_code, is_package...: the loader's own
+        return getattr(self._loader, name)

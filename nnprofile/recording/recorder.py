@@ -40,37 +40,36 @@ and wrapper is a guest: a failure of nnprofile's own is noted, never raised into
 """
 from __future__ import annotations
 
+import _thread
 import contextlib
 import gc
 import os
+import signal
 import sys
 import threading
 import time
-from typing import Any, Callable, Dict, Hashable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Hashable, Iterator, List, Optional, Tuple
 
-from ..assembly.events import STATIC, Call, Event, Hooks, IteratorInfo, StepMark
+from ..assembly.events import STATIC, Call, Event, IteratorInfo
 from ..assembly.iterations import Counter
 from ..assembly.events import CPU
 from ..base.interference import NoProbe, Probe
 from ..assembly.steps import Loop
-from .callsite import BACKWARD_NAMES, FORWARD_NAMES, call_at, first_outside
+from .callsite import BACKWARD_NAMES, FORWARD_NAMES, call_at
 from . import importlock
-from .counting import WATCH_EVERY, Counting
+from .counting import Counting
 from .patching import Patches
-from .proxies import TimedCommunicator, TimedFunction, TimedSolver
 from .sampler import Sampler
 from .schedule import OFF, Schedule, Windows
 from .stack import Stacks
 from .raw import EagerInfo, RawSolver, device_sync  # noqa: F401 (the recorder's vocabulary)
 from .wrappers import Wrappers
+from .installing import Installing
+from .windowing import HOOK_KEY, MAX_CREATED, SITE_STEPS, Windowing  # noqa: F401 (the recorder's vocabulary)
+from .bindings import all_parameters, communicator_factories
 
-HOOK_KEY = "nnprofile"
 _getframe = sys._getframe
 _ident = threading.get_ident
-MONITOR_CLASSES = ("MonitorSeries", "MonitorTimeElapsed", "MonitorImage", "MonitorImageTile")
-# Creation sites are noted for functions made in the first step and before (a dynamic graph makes
-# them anew every step; its layers are known by position, and named from the first step they ran in).
-SITE_STEPS = 1
 # After the kept steps, a few more measure what the hooks cost in the program itself: CALIBRATION, steps
 # without the function hooks (False) and with them (True). The second step without the hooks is the
 # program as it runs unrecorded (the first carries what the hooks before it left in the caches, and their
@@ -80,11 +79,10 @@ SITE_STEPS = 1
 # Only for steps that calls other than passes show (updates, reads, marks): without hooks, passes are unseen.
 CALIBRATION = (False, False, True, True) * 5
 MIN_PAIRS = 3  # pairs the estimate needs (``nnprofile.base.hookcost.measured_in_program``)
-MAX_CREATED = 20_000  # functions whose source is remembered across windows
 _nn: Any = None       # nnabla, once recording started (no import in a hook)
 
 
-class Recorder(Wrappers, Counting):
+class Recorder(Installing, Windowing, Wrappers, Counting):
     """Hooks into NNabla while started; keeps the raw events of a program's run.
 
     ``namespaces``: further namespaces (a notebook's) in which NNabla's factories are replaced,
@@ -101,23 +99,13 @@ class Recorder(Wrappers, Counting):
         self.skip_first, self.active = self.schedule.warmup, self.schedule.active
         self.calibrate = calibrate
         self.windows = Windows(self.schedule, CALIBRATION if calibrate else ())
-        self.on_window = on_window   # called as each window closes, with its events still here
-        self.on_active: Optional[Callable[["Recorder"], None]] = None  # called when a window's kept steps are done
-        self._active_handed = False
-        self.capturing = False       # a window is open: its events are kept
-        self.window = 0              # the window open, or the last closed
-        self.window_start = 0        # the steps of the run before the open window began
-        self.countable = True        # False: steps show only as passes, which only the hooks see
-        self._base = 0               # steps counted before the loop now followed began
-        self._per_step: Optional[Tuple[str, int]] = None  # counting without the hooks: (updates|marks|reads, per step)
-        self._light = 0              # updates (or marks, or reads) since then
-        self._reads: List[int] = []  # before any window, in a program without a solver: the iterators read
-        self._asked = False          # a window on demand was asked for (a signal)
-        self.last_step_ns = 0        # when the last step ended
-        self.window_end = 0          # the steps of the run when the last window closed
-        self.watch: Optional[Callable[[], None]] = None  # called every WATCH_EVERY steps between windows
-        self.ended_ns = 0            # when the recording ended (the program's end)
-        self.hooks_on = False
+        self._init_windows(on_window)
+        self._init_clock(clock, probe)
+        self.namespaces = namespaces
+        self._init_program()
+        self._init_passes()
+
+    def _init_clock(self, clock: Optional[Callable[[], int]], probe: Any) -> None:
         self.clock: Callable[[], int] = clock or time.perf_counter_ns
         self.real_clock = clock is None
         # The kernel's accounting of other work (``nnprofile.base.interference``): read around every timed call (its
@@ -126,13 +114,16 @@ class Recorder(Wrappers, Counting):
         # Each call's marks: the thread's CPU time (short of its wall time where it was kept from running); on an
         # asynchronous device (its waits are no CPU time) its involuntary context switches (``_marks_for``).
         self._mark: Callable[[], int] = self.probe.cpu_ns
-        # a wait (a read, a log, a collective): the involuntary context switches of the process's threads (the loader
-        # thread it waits for among them)
+        # a wait (a read, a log): the involuntary context switches of the process's threads (the loader thread it
+        # waits for among them)
         self._waits: Callable[[], int] = self.probe.process_switches
         self.marks = CPU if self.probe.available else ""
         self.waits: List[Tuple[int, int, int]] = []  # (ns, waited ns, switches so far) as steps ended, in a window
         self._gc_start = 0           # a collection nnprofile's own allocation began, under way
-        self.namespaces = namespaces
+        self._deferred: Optional[BaseException] = None  # a Ctrl-C Python would have dropped, for the next hook
+
+    def _init_program(self) -> None:
+        """What the recorder learns of the program: its solvers, iterators, loop, wrappers, faults."""
         self.events: List[Event] = []
         self.recording = False
         self.finished = False  # the schedule is done: hooks removed
@@ -167,6 +158,9 @@ class Recorder(Wrappers, Counting):
         self._subclasses_seen = -1
         self._solver_base: Any = None
         self._python_function: Any = None
+
+    def _init_passes(self) -> None:
+        """The pass under way, the sites seen, the names and sources kept, nnprofile's own stretches."""
         self._pass_site: Any = None
         self._pass_functions: set = set()
         self._pass_first: Any = None
@@ -186,7 +180,7 @@ class Recorder(Wrappers, Counting):
         self.excluded: List[Tuple[int, int]] = []  # nnprofile's own work between the program's calls
         # The program's own lines between NNabla's calls, sampled in windows (only on the real clock: a test's
         # scripted clock must not be read from another thread).
-        self.sampler: Optional[Sampler] = Sampler(self) if clock is None and os.environ.get(
+        self.sampler: Optional[Sampler] = Sampler(self) if self.real_clock and os.environ.get(
             "NNPROFILE_SAMPLER", "1") != "0" else None  # NNPROFILE_SAMPLER=0: none (make bench weighs its cost)
         self._patches = Patches()
         self._import_locks: Any = None  # importlib's own _blocking_on, while the reentrant one stands in
@@ -198,10 +192,15 @@ class Recorder(Wrappers, Counting):
         self.sync: Optional[Callable[[], None]] = None
         self._sync_known = False
 
+
     # -- hooks (called by NNabla from C++: nothing may be raised from here) ---------------------------
 
     def _pre(self, f: Any) -> None:
         try:
+            if self._deferred is not None:  # a Ctrl-C (or a SIGTERM) that landed in a garbage collection's callback
+                signum = signal.SIGTERM if getattr(self._deferred, "exit_code", 130) == 143 else signal.SIGINT
+                self._deferred = None
+                _thread.interrupt_main(signum)
             if _ident() == self._thread:
                 if self.sync is not None:
                     self.sync()  # what ran before this function is not its time
@@ -254,8 +253,8 @@ class Recorder(Wrappers, Counting):
                 self._pass_last = f
                 self._check_subclasses()
                 call.stack = self._take(frame)
-                self._moved(call.stack, "other", end, frame)
-                self.excluded.append((end, self.clock()))  # nnprofile's own work inside the pass
+                self._moved(call.stack, "other", end, frame, begun=(start, m0, m1))
+                self._aside(end)  # nnprofile's own work inside the pass
             else:
                 self._pass_functions.add(f)
                 self._pass_last = f
@@ -305,7 +304,7 @@ class Recorder(Wrappers, Counting):
         import nnabla.function as function_module
         import nnabla.parameter as parameter_module
         import nnabla.solver as solver_module
-        _nn = nn
+        _nn = self._nn = nn
         self._thread = _ident()
         self.stacks.around(_getframe(1))
         self._solver_base = solver_module.Solver
@@ -373,88 +372,6 @@ class Recorder(Wrappers, Counting):
             nn.unset_function_post_hook(HOOK_KEY)
             patches.undo()
 
-    def _patch_classes(self) -> None:
-        from nnabla import monitor
-        from nnabla.utils import data_iterator
-        self._patch_toggled("reads", data_iterator.DataIterator, "next", self._timed_next)
-        self._patches.attribute(data_iterator.DataIterator, "__init__",
-                                self._made_iterator(data_iterator.DataIterator.__init__))
-        for name in MONITOR_CLASSES:
-            cls = getattr(monitor, name, None)
-            if cls is not None and "add" in vars(cls):
-                self._patch_toggled("monitors", cls, "add", self._timed_add)
-
-    def _wrap_existing_solvers(self) -> None:
-        """Solvers and communicators the program made before recording started (a notebook's earlier
-        cell), where a namespace given holds them: replaced by timed ones for the recording."""
-        import nnabla.solver as solver_module
-        made: Dict[int, Tuple[Any, Any]] = {}
-        places = _one_level_down(self.namespaces)
-        for namespace in places:
-            for value in list(namespace.values()):
-                if type(value) is not TimedSolver and isinstance(value, solver_module.Solver) \
-                        and (type(value).__module__ or "").startswith("nnabla"):  # the program's own: patched
-                    made.setdefault(id(value), (value, self._track_solver(value)))
-                elif _is_communicator(value) and id(value) not in made:
-                    made[id(value)] = (value, self._track_communicator(value))
-                    try:  # initialised already: it knows its rank
-                        self.comm_rank = (int(value.rank), int(value.size))
-                    except Exception:
-                        pass
-        if made:
-            self._patches.everywhere(made, places)
-
-    def _track_solver(self, solver: Any) -> TimedSolver:
-        where = first_outside(sys._getframe(2), self._skip)
-        self.counter.expects_updates = True  # its loop is the one that updates (``Counter``)
-        self.solvers.append(RawSolver(solver, str(getattr(solver, "name", type(solver).__name__)),
-                                      created="%s:%d" % where if where is not None else None))
-        return TimedSolver(solver, self, len(self.solvers) - 1)
-
-    def _tracking_factory(self, factory: Callable, track: Callable[[Any], Any], kind: str) -> Callable:
-        """``factory`` whose products, made while recording, are timed (``track``: a solver's or a
-        communicator's proxy)."""
-        def make(*args: Any, **kwargs: Any) -> Any:
-            made = factory(*args, **kwargs)
-            if not self.recording:
-                return made
-            try:
-                return track(made)
-            except Exception as e:
-                self.fault("a new %s" % kind, e)
-                return made
-        make.__name__ = getattr(factory, "__name__", kind)
-        make.__doc__ = getattr(factory, "__doc__", None)
-        return make
-
-    def _track_communicator(self, comm: Any) -> TimedCommunicator:
-        self.communicators.append(type(comm).__name__)
-        return TimedCommunicator(comm, self)
-
-    def _function_factory(self, factory: Callable) -> Callable:
-        clock = self.clock
-
-        def make(*args: Any, **kwargs: Any) -> Any:
-            if not self.capturing:
-                return factory(*args, **kwargs)
-            made = clock()
-            function = factory(*args, **kwargs)
-            try:
-                return TimedFunction(function, self, made)
-            except Exception as e:
-                self.fault("a new function", e)
-                return function
-        return make
-
-    def _snapshot_first(self, original: Callable) -> Callable:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            if self.recording:
-                self.snapshot_parameters()
-                self.past_the_loop(_getframe(1))
-            return original(*args, **kwargs)
-        call.__name__, call.__doc__ = getattr(original, "__name__", "call"), getattr(original, "__doc__", None)
-        return call
-
     def snapshot_parameters(self) -> None:
         """Note every parameter's full name as it is now (names outlive clear_parameters)."""
         t0 = self.clock()
@@ -463,183 +380,7 @@ class Recorder(Wrappers, Counting):
                 self.parameter_names.setdefault(variable, name)
         except Exception as e:
             self.fault("reading the parameters' names", e)
-        self.excluded.append((t0, self.clock()))
-
-    def step(self, end_ns: Optional[int] = None) -> None:
-        """``nnprofile.step()``: the program marks the end of a step."""
-        try:
-            if _ident() != self._thread or not self.recording:
-                return
-            self._marked = True
-            if not self.capturing:
-                self._light_step("marks", 0)
-                return
-            at = self.clock() if end_ns is None else end_ns
-            self._break_pass()
-            self.events.append(StepMark(at, self.stacks.take(_getframe(1))))
-            self.loop.mark(at)
-            self._count_at_end()
-            self.excluded.append((at, self.clock()))
-        except Exception as e:
-            self.fault("nnprofile.step()", e)
-
-    def request_window(self) -> None:
-        """A window on demand (a signal): from the next step on. Only a flag: safe in a signal handler."""
-        self._asked = True
-        try:
-            self._toggle("reads", True)  # the step the window begins at is seen where it begins
-        except Exception:
-            pass
-
-    def _step_ended(self, late: bool = False) -> None:
-        """A step has ended (``steps_done`` counts it): close the window whose steps are done, open the next
-        where the schedule says, set the hooks for the step to come. ``late``: seen at an update, after the
-        step that follows began (its reads were not watched): a window asked for begins a step later."""
-        self.last_step_ns = self.clock()
-        if self.capturing:
-            self._note_wait(self.last_step_ns)
-        if self.steps_done < self._quiet_until and not self._asked and not self.capturing:
-            return  # between windows, nothing is due before then
-        if self.capturing and self.steps_done - self.window_start <= SITE_STEPS + 1:
-            self.snapshot_parameters()  # a dynamic graph makes its parameters in its first steps
-        if self.watch is not None and not self.capturing and self.steps_done % WATCH_EVERY == 0:
-            self.watch()
-        if self.capturing and self.windows.window_done(self.steps_done):
-            self._close_window()
-        elif self.capturing and not self._active_handed and self.on_active is not None \
-                and self.windows.active_done(self.steps_done):
-            self._active_handed = True  # its kept steps done: written now, not after the steps for the hooks' cost
-            try:
-                self.on_active(self)
-            except Exception as e:
-                self.fault("handing over window %d" % self.window, e)
-        if self._asked:
-            self._asked = False
-            self.windows.ask(self.steps_done + (1 if late else 0))
-        if not self.capturing and self.countable:
-            phase, window = self.windows.begin(self.steps_done)
-            if phase != OFF:
-                self._open_window(window)
-        if self.capturing:
-            self._switch_hooks(self.windows.hooked(self.steps_done) or self._passes_only())
-        self._sync_wrappers()
-        self._quiet_until = self._next_due() if not self.capturing else 0
-
-    def _passes_only(self) -> bool:
-        """The steps show only in passes (no update, read or mark in the window): the hooks stay on."""
-        if self._by_iterations():
-            return not self.loop.segments and not self.loop.read_at and not self.loop.marks and not self.solvers
-        return self.loop.rule().kind == "passes"
-
-    def _open_window(self, window: int) -> None:
-        """A window begins: its events from here, a loop of its own (the steps counted go on)."""
-        if self._per_step is None and self.loop.segments:
-            self._freeze()
-        self.window, self.window_start = window, self.steps_done
-        self._reads = []
-        self._patch_subclasses()
-        self.events, self.excluded, self.waits = [], [], []
-        if len(self.created) > MAX_CREATED:  # bounded over any number of windows (sources noted anew)
-            self.created = {}
-        self.loop = Loop()
-        self._base = self.steps_done
-        self.started_ns = self.clock()
-        self._note_wait(self.started_ns)
-        self.capturing = True
-        self._active_handed = False
-        self.note_sites = True
-        if self.sampler is not None:
-            self.sampler.clear()
-            self.sampler.start()
-        self._sync_wrappers()
-
-    def _close_window(self) -> None:
-        """The window's steps are done: the hooks off, the program runs on untouched; the window is handed
-        over (``on_window``), and its events then forgotten."""
-        self._break_pass()
-        self.capturing = False
-        if self.sampler is not None:
-            self.sampler.stop()
-        self._switch_hooks(False)
-        self.window_end = self.steps_done
-        self.stopped_ns = self.clock()
-        self._note_wait(self.stopped_ns)
-        self.snapshot_parameters()
-        self._freeze()
-        self._sync_wrappers()
-        if self.on_window is not None:
-            try:
-                self.on_window(self)
-            except Exception as e:  # the program goes on, whatever happened to the window's files
-                self.fault("handing over window %d" % self.window, e)
-        self.events, self.excluded = [], []
-
-    def _collected(self, phase: str, info: Any) -> None:
-        """Python's garbage collector, run by an allocation: where nnprofile's own code allocated (an event, a stack),
-        or NNabla inside a pass (the object it hands each hook: the program's own pass allocates none), its pause is
-        nnprofile's work, left out of every call, pass and step like the rest of it (a collection of the window's
-        many events once read 30 ms inside a 0.1 ms function). Where the program allocated, it is its time."""
-        try:
-            if not self.capturing or _ident() != self._thread:
-                return
-            if phase == "start":
-                frame = _getframe(1)
-                ours = frame is not None and (frame.f_globals.get("__name__", "").startswith("nnprofile.")
-                                              or (frame.f_code, frame.f_lasti) in self._site_phases)
-                self._gc_start = self.clock() if ours else 0
-            elif self._gc_start:
-                self.excluded.append((self._gc_start, self.clock()))
-                self._gc_start = 0
-        except Exception as e:
-            self.fault("timing a garbage collection", e)
-
-    def _note_wait(self, at_ns: int) -> None:
-        """The time the thread has waited for a CPU so far, as a step ends (what other work took of each step)."""
-        try:
-            waited = self.probe.waited_ns()
-            if waited is not None:
-                self.waits.append((at_ns, int(waited), int(self.probe.switches())))
-        except Exception as e:
-            self.fault("reading what other work took", e)
-
-    def past_the_loop(self, frame: Any) -> None:
-        """A call of the program's outside its step loop while the steps that measure the hooks' cost run without them:
-        the loop has ended (the program loads its best parameters, evaluates, saves): the hooks go back on, so that
-        what it does after its last step is recorded (it is in no step)."""
-        try:
-            if self.capturing and not self.hooks_on and self.calibrate and self.counter.loop is not None \
-                    and self._by_iterations() and self._outside_loop(frame):
-                self._switch_hooks(True)
-        except Exception as e:
-            self.fault("following the program past its loop", e)
-
-    def _outside_loop(self, frame: Any) -> bool:
-        loop = self.counter.loop
-        if loop is None:
-            return False
-        code, head = self.stacks.objects[loop[0]], loop[1]
-        end = next((e for h, e in self.stacks.codes[loop[0]].loops if h == head), head)
-        depth = 0
-        while frame is not None and depth < 64:
-            if frame.f_code is code:
-                return not (head <= frame.f_lasti <= end)
-            frame, depth = frame.f_back, depth + 1
-        return True
-
-    def _switch_hooks(self, on: bool) -> None:
-        if on == self.hooks_on:
-            return
-        nn = _nn
-        if on:
-            nn.set_function_pre_hook(HOOK_KEY, self._pre)
-            nn.set_function_post_hook(HOOK_KEY, self._post)
-        else:
-            nn.unset_function_pre_hook(HOOK_KEY)
-            nn.unset_function_post_hook(HOOK_KEY)
-        self.hooks_on = on
-        if self.capturing:
-            self.events.append(Hooks(on, self.clock()))
-            self.loop.hooks(on)
+        self._aside(t0)
 
     def stop(self) -> None:
         """Unhook and put everything back (the program's end); a window still open keeps its events."""
@@ -679,68 +420,3 @@ class Recorder(Wrappers, Counting):
             self.snapshot_parameters()
         self.stacks.release()
         self.finished = True
-
-
-COMMUNICATOR_FACTORIES = ("MultiProcessDataParallelCommunicator", "MultiProcessCommunicator",
-                          "MultiProcessDataParalellCommunicator", "Comm", "Dist", "DataParallelCommunicator")
-
-
-def _one_level_down(namespaces: Sequence[Any]) -> List[Any]:
-    """The namespaces, and one level down in them: the dicts they hold and the attributes of the objects
-    they hold (a notebook's ``trainer.solver``, ``solvers["gen"]``), where an earlier cell's solver may be."""
-    import types
-    places: List[Any] = list(namespaces)
-    seen = {id(ns) for ns in places}
-    for namespace in namespaces:
-        for value in list(namespace.values()):
-            if isinstance(value, (types.ModuleType, type, types.FunctionType, types.MethodType)):
-                continue
-            try:
-                inner = value if isinstance(value, dict) else getattr(value, "__dict__", None)
-            except Exception:  # a proxy that fails on being asked
-                continue
-            if isinstance(inner, dict) and id(inner) not in seen:
-                seen.add(id(inner))
-                places.append(inner)
-    return places
-
-
-def _is_communicator(value: Any) -> bool:
-    """An NNabla communicator (made before recording started): its type has the collectives."""
-    kind = type(value)
-    return kind is not TimedCommunicator and not isinstance(value, type) and all(
-        callable(getattr(kind, m, None)) for m in ("init", "all_reduce", "bcast", "barrier"))
-
-
-def communicator_factories() -> List[Callable]:
-    """NNabla's communicator factories, each once: bound in nnabla.communicator and
-    nnabla.communicators under several names (MultiProcessDataParallelCommunicator, its aliases Comm,
-    Dist, MultiProcessCommunicator and the misspelled MultiProcessDataParalellCommunicator, and
-    DataParallelCommunicator); none when NNabla cannot import its communicators."""
-    try:
-        import nnabla.communicators as communicators
-    except Exception:
-        return []
-    seen: Dict[int, Callable] = {}
-    for name in COMMUNICATOR_FACTORIES:
-        value = getattr(communicators, name, None)
-        if value is not None and callable(value):
-            seen.setdefault(id(value), value)
-    return list(seen.values())
-
-
-def all_parameters() -> Dict[str, Any]:
-    """Every parameter by its full name, whatever scope the program is in now (NNabla's own
-    get_parameters names them relative to the current scope)."""
-    from nnabla import parameter
-    out: Dict[str, Any] = {}
-
-    def walk(scope: Any, path: str) -> None:
-        for key, value in list(scope.items()):
-            name = "%s/%s" % (path, key) if path else key
-            if isinstance(value, dict):
-                walk(value, name)
-            else:
-                out[name] = value
-    walk(parameter.root_scope, "")
-    return out

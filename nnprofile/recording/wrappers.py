@@ -161,10 +161,10 @@ class Wrappers:
             self._check_subclasses()
             self.loop.pass_started("forward", None, "auto_forward", start)
             stack = self._take(frame)
-            self._moved(stack, "other", t0, frame)
+            self._moved(stack, "other", t0, frame, begun=(start, switches[0], switches[1]))
             if not self.solvers and not self.loop.marks:
                 self._count_steps()
-            self.excluded.append((t0, self.clock()))
+            self._aside(t0)
         self.events.append(Call(parent, start, end, None, DYNAMIC, 0, stack, *switches))
         self._recent_dynamic.add(parent)
         if self.note_sites and self.steps_done < self.SITE_STEPS:
@@ -272,7 +272,7 @@ class Wrappers:
                 self.loop.update(index, end)
                 self._recent_dynamic = set()  # type: set
                 self._count_at_end()
-            self.excluded.append((end, self.clock()))  # nnprofile's own work, no part of the step
+            self._aside(end)  # nnprofile's own work, no part of the step
         except Exception as e:
             self.fault("solver %s" % method, e)
         return result
@@ -300,7 +300,7 @@ class Wrappers:
             info.variable = receiver_of_caller(frame, (method,))
         if not info.parameters:
             info.parameters = solver_parameters(info.solver, info.own)
-        self.excluded.append((t0 if t0 is not None else self.clock(), self.clock()))
+        self._aside(t0 if t0 is not None else self.clock())
         return stack if depth == 0 else ()
 
     def _check_subclasses(self: Any) -> None:
@@ -395,7 +395,8 @@ class Wrappers:
                     data = args[0] if args else kwargs.get("data", kwargs.get("ndarray_list", kwargs.get("ndarray")))
                     moved = proxy._parameter_bytes if method == "allreduce" else array_bytes(data) if data is not None else 0
                     depth = len(self._open)
-                    event = CommCall(method, start, start, moved, depth, m0=self._waits())
+                    # its marks: the time the thread waited for a CPU inside it (see assembly.sections.waited)
+                    event = CommCall(method, start, start, moved, depth, m0=self._waited_ns())
             except Exception as e:
                 self.fault("communicator %s" % method, e)
                 timed = False
@@ -416,8 +417,8 @@ class Wrappers:
                     self.comm_rank = (int(getattr(proxy._comm, "rank", 0)), int(getattr(proxy._comm, "size", 1)))
                 elif method == "all_reduce_callback":
                     self.callback_used = True
+                event.m1 = max(event.m0, self._waited_ns())
                 event.end_ns = self.clock()
-                event.m1 = self._waits()
             except Exception as e:
                 self.fault("communicator %s" % method, e)
             return result
@@ -475,7 +476,7 @@ class Wrappers:
                 self._light_read(self._iterator_of(iterator, frame))
             return None
         index = self._iterator_of(iterator, frame)
-        self.excluded.append((t0 if t0 is not None else self.clock(), self.clock()))
+        self._aside(t0 if t0 is not None else self.clock())
         return index, 0
 
     def _iterator_of(self: Any, iterator: Any, frame: Any) -> int:

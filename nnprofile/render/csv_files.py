@@ -24,7 +24,7 @@ DETAIL_COLUMNS = ["section", "label", "phase", "layer", "layer_type", "class", "
                   "calls_per_sample", "overhead_ns", "output_shape", "params", "flops", "bytes_read",
                   "bytes_written", "gflops_per_s", "flop_per_byte", "coverage", "section_complete", "layer_id", "rounds",
                   "entry_complete", "run_cv", "output_bytes", "parameter_bytes", "gradient_bytes",
-                  "input_gradient_bytes", "source", "rank_cv"]
+                  "input_gradient_bytes", "source", "rank_cv", "disturbed"]
 
 
 def profile_rows(profile: Profile) -> List[List[str]]:
@@ -85,7 +85,8 @@ def detail_rows(profile: Profile, analysis: Optional[Analysis] = None) -> List[L
                            "" if e.run_cv is None else "%.4f" % e.run_cv]
                         + ["" if v is None else v for v in (e.output_bytes, e.parameter_bytes, e.gradient_bytes,
                                                             e.input_gradient_bytes)]
-                        + [csv_text(e.source or ""), "" if e.rank_cv is None else "%.4f" % e.rank_cv])
+                        + [csv_text(e.source or ""), "" if e.rank_cv is None else "%.4f" % e.rank_cv,
+                           len(e.disturbed)])
     return rows
 
 

@@ -21,8 +21,8 @@ def sentence(profile: Profile) -> Optional[str]:
         taken = ("other processes took %.0f%% of the measured time (the profiled thread waited %.1f ms for a CPU in "
                  "%.1f ms, the kernel's own count; %d involuntary context switches)"
                  % (100 * share, (found.waited_ns or 0) / 1e6, found.timed_ns / 1e6, found.switches))
-    held = ("%d of %d timed samples were held up by it (their thread off its CPU) and are left out of every figure, "
-            "the rest weighted by their chance to run undisturbed" % (found.disturbed, found.samples)
+    held = ("%d of %d timed samples were held up by it (their thread off its CPU): each counts the time it ran, what "
+            "other work took of it taken off (a wait held up is left out)" % (found.disturbed, found.samples)
             if found.disturbed else "no timed sample was held up by it")
     step = "; a step's time has what it waited for a CPU taken off" if getattr(profile.header, "mode", "") == "record" \
         and share else ""

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import List
 from xml.sax.saxutils import escape, quoteattr
 
-from ..compare.gate import Check, Verdict
+from ..compare.gate import UNJUDGED, Check, Verdict
 
 
 def _cells(v: Verdict) -> List[str]:
@@ -19,6 +19,12 @@ def summary_line(c: Check) -> str:
     if c.exit_code == 0:
         return "nnprofile check: PASS: nothing got slower by more than %g%%%s" % (
             c.threshold * 100, " (structure changed)" if c.structure else "")
+    if c.exit_code == UNJUDGED:
+        wanted = [v.repeats for v in c.unresolved if v.repeats]
+        return ("nnprofile check: UNRESOLVED: %d figure%s could not be judged%s" % (
+            len(c.unresolved), "" if len(c.unresolved) == 1 else "s",
+            " (about %d runs of each, interleaved, would resolve %s: --repeat %d)" % (
+                max(wanted), "them" if len(c.unresolved) > 1 else "it", max(wanted)) if wanted else ""))
     reasons = []
     if c.slower:
         reasons.append("%d figure%s slower by more than %g%% (95%% CI above 1)"

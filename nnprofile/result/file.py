@@ -53,9 +53,10 @@ Versions:
      steps the whole run went through (``run_steps``); ``files`` lists the files the run wrote into its
      folder (a later run removes those it does not write again). Earlier results have none of these.
  10. other work on the machine, measured: an entry may list the samples it interrupted (``disturbed``, their
-     indexes, left out of every figure) and the rate it interrupted the section's timed work at (``switch_rate``,
-     per ns: the undisturbed samples' weights), a step the time it waited for a CPU in each sample (``waited_ns``,
-     taken off); a section says what other work took of it (``interference``: the measured time, the time waited,
+     indexes) with the time it took of each (``taken_ns``: the sample's wall time less the thread's CPU time,
+     taken off it in every figure; null where not known: that sample is left out) and the rate it interrupted
+     the section's timed work at (``switch_rate``, per ns: the weights of the samples kept where some were left
+     out), a step the time it waited for a CPU in each sample (``waited_ns``, taken off); a section says what other work took of it (``interference``: the measured time, the time waited,
      the switches, the samples interrupted). Earlier results were measured without it: none of these, and their
      figures stand as they were.
 """
@@ -147,6 +148,11 @@ def _entry_from_dict(e: Dict[str, Any], where: str = "an entry") -> Entry:
     if not isinstance(disturbed, list) or not all(isinstance(i, int) and not isinstance(i, bool)
                                                   and 0 <= i < len(fields_["samples_ns"]) for i in disturbed):
         raise ProfileError("%s: disturbed must list the indexes of samples it holds" % where)
+    taken = fields_.get("taken_ns", [])
+    if not isinstance(taken, list) or len(taken) > len(disturbed) or not all(
+            t is None or (isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t)
+                          and 0 <= t <= MAX_SAMPLE_NS) for t in taken):
+        raise ProfileError("%s: taken_ns must give each disturbed sample the time taken of it (ns, or null)" % where)
     rate = fields_.get("switch_rate", 0.0)
     if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not math.isfinite(rate) or rate < 0:
         raise ProfileError("%s: switch_rate must be a rate of 0 or more, not %r" % (where, rate))

@@ -16,9 +16,9 @@ COLUMNS = ["section", "label", "phase", "layer", "layer_id", "layer_type", "clas
            "mean_ms", "median_ms", "std_ms", "min_ms", "max_ms", "p90_ms", "runs", "rse",
            "calls_per_sample", "overhead_ns", "output_shape", "params", "flops", "bytes_read",
            "bytes_written", "gflops_per_s", "flop_per_byte", "dtype", "section_kind", "section_complete",
-           "rounds", "run_cv", "entry_complete", "source", "rank_cv"]
+           "rounds", "run_cv", "entry_complete", "source", "rank_cv", "disturbed"]
 INTEGER_COLUMNS = ["layer_id", "runs", "calls_per_sample", "params", "flops", "bytes_read", "bytes_written",
-                   "rounds"]
+                   "rounds", "disturbed"]
 
 
 def profile_records(profile: Any) -> List[Dict[str, Any]]:
@@ -40,7 +40,7 @@ def profile_records(profile: Any) -> List[Dict[str, Any]]:
                 "gflops_per_s": e.gflops_per_s, "flop_per_byte": e.arithmetic_intensity,
                 "dtype": e.dtype, "section_kind": section.kind, "section_complete": section.complete,
                 "rounds": s.rounds, "run_cv": e.run_cv, "entry_complete": e.complete, "source": e.source,
-                "rank_cv": e.rank_cv,
+                "rank_cv": e.rank_cv, "disturbed": len(e.disturbed),  # samples other work held up, left out
             })
     return records
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
+from ..base.series import corrected
 from ..base.stats import NS_PER_MS, Stats, summarize_undisturbed
 from ..base.choices import LAYER_PHASES, OUTSIDE, PHASES  # noqa: F401  (PHASES: part of this module's vocabulary)
 from .header import Header, ProjectHeader, header_from_dict
@@ -68,11 +69,13 @@ class Entry:
     # {"label", "type", "calls" (per call of this entry), "mean_ms" (per child call)}; their time is
     # inside this entry's, never counted again beside it.
     children: List[Dict[str, Any]] = field(default_factory=list)
-    # Other work on the machine (``nnprofile.base.interference``): the samples it interrupted (their indexes), left
-    # out of every figure, and the rate it interrupted the section's timed work at (per ns), by which the
-    # undisturbed samples are weighted. A step's samples have the time other work took in them taken off
-    # (``waited_ns``, per sample) instead.
+    # Other work on the machine (``nnprofile.base.interference``): the samples it interrupted (their indexes) and,
+    # for each, the time it took of that sample (``taken_ns``: the sample's wall time less the thread's CPU time),
+    # taken off it in every figure; a sample whose time taken is not known (None: a wait) is left out, and the
+    # others weighted by the rate other work interrupted the section's timed work at (per ns). A step's samples
+    # have the time its thread waited for a CPU taken off already (``waited_ns``, per sample).
     disturbed: List[int] = field(default_factory=list)
+    taken_ns: List[Optional[float]] = field(default_factory=list)
     switch_rate: float = 0.0
     waited_ns: List[float] = field(default_factory=list)
 
@@ -90,12 +93,12 @@ class Entry:
         # samples, rounds or dropped rounds (always by a new list or by growing one) shows.
         key = (id(self.samples_ns), len(self.samples_ns), id(self.round_sizes), len(self.round_sizes),
                id(self.dropped_rounds), len(self.dropped_rounds), self.overhead_ns, id(self.disturbed),
-               len(self.disturbed), self.switch_rate)
+               len(self.disturbed), id(self.taken_ns), len(self.taken_ns), self.switch_rate)
         cached = self.__dict__.get("_stats")
         if cached is not None and cached[0] == key:
             return cached[1]
         stats = summarize_undisturbed(self.values(), self.round_sizes, self.dropped_rounds, self.disturbed,
-                                      self.switch_rate)
+                                      self.switch_rate, self.taken_ns)
         self.__dict__["_stats"] = (key, stats)
         return stats
 
@@ -107,15 +110,14 @@ class Entry:
 
     def round_totals(self) -> List[float]:
         """The entry's time in each round (a recorded program's step), in ns: its calls summed, the timing's
-        own cost taken off each, a call other work interrupted counted at the entry's undisturbed mean; a round
-        without a call counts as none."""
+        own cost taken off each, a call other work interrupted less the time it took (at the entry's mean where that
+        is not known); a round without a call counts as none."""
         totals: List[float] = []
         start = 0
-        values = self.values()
-        skip = set(self.disturbed)
-        stand_in = self.stats.mean if skip else 0.0
-        for n in self.round_sizes or [len(values)]:
-            totals.append(sum(stand_in if i in skip else values[i] for i in range(start, start + n)))
+        fixed: List[Optional[float]] = corrected(self.values(), self.disturbed, self.taken_ns)
+        stand_in = self.stats.mean if self.disturbed else 0.0
+        for n in self.round_sizes or [len(fixed)]:
+            totals.append(sum(stand_in if v is None else v for v in fixed[start:start + n]))
             start += n
         return totals
 
@@ -279,6 +281,12 @@ class Section:
 
     def entries_of(self, phase: str) -> List[Entry]:
         return [e for e in self.entries if e.phase == phase]
+
+    @property
+    def outside_steps(self) -> bool:
+        """What a recorded program ran only outside its kept steps (its calls there, a graph run only there): no
+        part of any step."""
+        return self.kind == OUTSIDE or bool((self.info or {}).get("outside"))
 
 
 @dataclass(repr=False)

@@ -1,0 +1,216 @@
+"""A recorded program's own calls made sections (``nnprofile.assembly.sections``' other half): the step section
+(each iterator's wait, each solver's calls, each monitor, each communicator call, the eager work by the line that
+called it, and the whole step, less the hooks' cost, nnprofile's own work and the time the thread waited for a CPU)
+and the section of the calls outside the kept steps; the program's own lines, and the steps' timeline events."""
+from __future__ import annotations
+
+import bisect
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from ..base.choices import OUTSIDE, PHASES, SCRIPT
+from ..base.series import RoundSeries, SeriesTable
+from ..result import Entry, Section
+from ..result.timeline import TimelineEvent
+from .events import EAGER, Call, CommCall, InputCall, MonitorCall, SolverCall, depth_of
+from .intervals import overlap
+from .passes import Pass, group_passes
+
+SOLVER_PHASES = {"zero_grad": "prepare_backward", "weight_decay": "weight_decay", "update": "update"}
+OWN_LINES = 12    # the program's own lines a step's section keeps (the most sampled)
+
+
+class ProgramPart:
+    """The Builder's part that makes the program's sections (a mixin: it reads the Builder's recording and costs)."""
+
+    def program_section(self: Any) -> Section:
+        capture, c = self.capture, self.costs
+        section = Section(kind=SCRIPT, name=self.name, network="", complete=True)
+        tables = _Tables()
+        step = SeriesTable()
+        step_waited: List[float] = []
+        for i in self.kept:
+            tables.next_round()
+            step.next_round()
+            events = self.per_step[i]
+            start, end = self.bounds[i]
+            step_passes = group_passes(events, capture.sites)
+            hooks = self._tally(events, tables, step_passes)
+            passes = sum(1 for p in step_passes if not p.dynamic)
+            carried = c.carry if i - 1 not in self.plain else 0.0  # the step before had the hooks
+            waited = self.waited(start, end)
+            step.get("step").add(max(0.0, end - start - overlap(start, end, self.excluded) - hooks
+                                     - passes * c.per_pass() - c.outside - carried - waited))
+            step_waited.append(waited)
+            self._step_events(i, events)
+        entries = self._entries(tables)
+        if "step" in step.series:
+            entries.append(entry_of("step", "step", step.series["step"]))
+            if any(step_waited):
+                entries[-1].waited_ns = step_waited
+        entries.sort(key=lambda e: PHASES.index(e.phase))  # NNC's order; stable within a phase
+        section.entries = entries
+        section.info.update(self.own_lines())
+        return section
+
+    def outside_section(self: Any, spans: Sequence[List[Any]], where: str) -> Section:
+        """The program's own calls outside the kept steps (``spans``: before the first kept step, after the last
+        step): each iterator's wait, each solver's and monitor's calls, the eager work; no step of theirs."""
+        section = Section(kind=OUTSIDE, name=self.name, network="", complete=True)
+        tables = _Tables()
+        for events in spans:
+            tables.next_round()
+            self._tally(events, tables, group_passes(events, self.capture.sites), timeline=False)
+        section.entries = sorted(self._entries(tables), key=lambda e: PHASES.index(e.phase))
+        section.info = {"outside": where}
+        return section
+
+    def _tally(self: Any, events: Sequence[Any], tables: "_Tables", step_passes: Sequence[Pass], timeline: bool = True) -> float:
+        """The program's own calls among ``events`` into their tables (the calls inside each are its children); returns
+        what the hooks cost the events' functions."""
+        c = self.costs
+        phase_of = {id(x): p.phase for p in step_passes for x in p.calls}
+        hooks = 0.0
+        for e in events:
+            if isinstance(e, Call):
+                phase = phase_of.get(id(e), "forward")
+                hooks += c.total(e.kind, self.signature(e, phase)) + self.own_cost(e, phase)
+            if depth_of(e):
+                continue  # inside another call: in its parent's time, and listed as its child
+            inside, cost = self.inner(e)
+            took = max(0.0, self.span(e) - cost)
+            hit = self.hit(e)
+            held = (hit, self.taken(e) if hit else None)
+            key: Any = None
+            if isinstance(e, Call):
+                if e.kind == EAGER:  # by function type and the program's line (any shapes)
+                    f = self.functions[e.function]
+                    key = ("eager", f.type, f.created)
+                    tables.eager.get(key[1:]).add(took, *held)
+            elif isinstance(e, InputCall):
+                key = ("input", e.iterator)
+                tables.inputs.get(e.iterator).add(took, *held)
+            elif isinstance(e, SolverCall):
+                key = ("solver", e.solver, e.method)
+                tables.solvers.get((e.solver, e.method)).add(took, *held)
+            elif isinstance(e, MonitorCall):
+                key = ("monitor", e.monitor)
+                tables.monitors.get(e.monitor).add(took, *held)
+            elif isinstance(e, CommCall):
+                key = ("comm", e.method)
+                tables.comms.get(e.method).add(took, *held)
+                tables.moved.setdefault(e.method, []).append(e.bytes)
+            if inside and key is not None:
+                tables.parents.setdefault(key, []).append((e, cost))
+                if timeline:
+                    self._nested_events(e)
+        return hooks
+
+    def _entries(self: Any, tables: "_Tables") -> List[Entry]:
+        """The entries of a program's calls (iterators, solvers, eager work, monitors, communication), NNC's phases."""
+        capture, c = self.capture, self.costs
+        entries: List[Entry] = []
+
+        def add(e: Entry, key: Any) -> None:
+            if key in tables.parents:
+                e.children = self.children(tables.parents[key])
+            entries.append(e)
+        for it, s in tables.inputs.series.items():
+            add(entry_of("load_dataset (%s)" % capture.iterators[it].name, "load_dataset", s), ("input", it))
+        for (solver, method), s in tables.solvers.series.items():
+            label = self.labels[solver] if solver < len(self.labels) else "solver %d" % (solver + 1)
+            add(entry_of("%s (%s)" % (method, label), SOLVER_PHASES.get(method, "solver"), s), ("solver", solver, method))
+        for (kind, created), s in tables.eager.series.items():
+            e = entry_of("eager (%s at %s)" % (kind, _short(created)), "eager", s)
+            mean = sum(s.samples) / len(s.samples) if s.samples else 0.0
+            e.overhead_ns, e.layer_type, e.source = self.resolved(e.label, mean, c.taken_off(mean, "eager")), kind, created
+            add(e, ("eager", kind, created))
+        for monitor, s in tables.monitors.series.items():
+            add(entry_of("monitor (%s)" % monitor, "monitor_loss", s), ("monitor", monitor))
+        kind = capture.communicators[0] if capture.communicators else "communicator"
+        for method, s in tables.comms.series.items():
+            e = entry_of("%s (%s)" % (method, kind), "communication", s)
+            sizes = tables.moved.get(method, [])
+            e.bytes_read = int(sum(sizes) / len(sizes)) if sizes else None  # bytes per call
+            add(e, ("comm", method))
+        return entries
+
+    def own_lines(self: Any) -> Dict[str, Any]:
+        """The program's own lines in the kept steps, as sampled between NNabla's calls: each line's samples
+        (the most first, at most OWN_LINES), and the samples in all (``other`` is shared out by them)."""
+        samples = self.capture.samples
+        if not samples or not self.kept:
+            return {}
+        times = [t for t, _ in samples]
+        counts: Dict[int, int] = {}
+        for i in self.kept:
+            start, end = self.bounds[i]
+            for _, where in samples[bisect.bisect_left(times, start):bisect.bisect_left(times, end)]:
+                counts[where] = counts.get(where, 0) + 1
+        total = sum(counts.values())
+        if not total:
+            return {}
+        sites = self.capture.sample_sites
+        top = sorted(counts.items(), key=lambda kv: -kv[1])[:OWN_LINES]
+        return {"own_samples": total, "own_lines": [
+            ["%s:%d" % (_base(sites[w][0]), sites[w][1]), sites[w][2], sites[w][3], n] for w, n in top]}
+
+    def _step_events(self: Any, i: int, events: Sequence[Any]) -> None:
+        o = self.origin
+        number = i + 1
+        start, end = self.bounds[i]
+        self.timeline.append(TimelineEvent("step %d" % number, "step", start - o, end - o, {"step": number}))
+        for e in events:
+            if depth_of(e):
+                continue  # nested inside its parent by ``_nested_events``
+            if isinstance(e, Call):
+                if e.kind == EAGER:
+                    f = self.functions[e.function]
+                    self.timeline.append(TimelineEvent("%s (eager)" % f.type, "eager", e.start_ns - o, e.end_ns - o,
+                                                       {"source": f.created}))
+            elif isinstance(e, SolverCall):
+                label = self.labels[e.solver] if e.solver < len(self.labels) else "solver"
+                self.timeline.append(TimelineEvent("%s (%s)" % (e.method, label), "update", e.start_ns - o,
+                                                   e.end_ns - o))
+            elif isinstance(e, InputCall):
+                self.timeline.append(TimelineEvent("load_dataset (%s)" % self.capture.iterators[e.iterator].name,
+                                                   "input", e.start_ns - o, e.end_ns - o))
+            elif isinstance(e, MonitorCall):
+                self.timeline.append(TimelineEvent("monitor (%s)" % e.monitor, "monitor", e.start_ns - o,
+                                                   e.end_ns - o))
+            elif isinstance(e, CommCall):
+                self.timeline.append(TimelineEvent(e.method, "communication", e.start_ns - o, e.end_ns - o,
+                                                   {"bytes": e.bytes}))
+
+
+class _Tables:
+    """A program's calls by kind, a round per step (or per span outside the steps)."""
+
+    def __init__(self) -> None:
+        self.inputs, self.solvers, self.monitors, self.comms, self.eager = (SeriesTable() for _ in range(5))
+        self.moved: Dict[str, List[int]] = {}
+        self.parents: Dict[Any, List[Tuple[Any, float]]] = {}
+
+    def next_round(self) -> None:
+        for table in (self.inputs, self.solvers, self.monitors, self.comms, self.eager):
+            table.next_round()
+
+
+def per_step_of(whole: SeriesTable, phase: str, rounds: int) -> float:
+    return round(sum(whole.series[phase].round_sizes) / rounds, 4) if phase in whole.series else 0
+
+
+def _base(path: str) -> str:
+    return path.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def _short(where: Optional[str]) -> str:
+    """``train.py:120`` for a program's line (its folder left out: the label names a line)."""
+    if not where:
+        return "an unknown line"
+    path, _, line = where.rpartition(":")
+    return "%s:%s" % (path.replace("\\", "/").rsplit("/", 1)[-1], line)
+
+
+def entry_of(label: str, phase: str, s: RoundSeries, per_ns: float = 0.0) -> Entry:
+    return Entry(label=label, phase=phase, samples_ns=[float(x) for x in s.samples], round_sizes=list(s.round_sizes),
+                 disturbed=list(s.disturbed), taken_ns=list(s.taken), switch_rate=per_ns if s.disturbed else 0.0)

@@ -1,0 +1,269 @@
+"""The recorder's windows (a mixin of ``Recorder``): a step's end and what it sets going (a window closed, the
+next opened, the hooks on or off for the step to come), a window on demand, the program's own step marks, and
+what other work on the machine took as they pass (the time the thread waited for a CPU, read where a step may
+begin; Python's full collections started by nnprofile's own allocation, left out of every figure)."""
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from ..assembly.events import CPU, Hooks, StepMark
+from ..assembly.steps import Loop
+from .counting import WATCH_EVERY
+from .schedule import OFF
+
+HOOK_KEY = "nnprofile"
+# Creation sites are noted for functions made in the first step and before (a dynamic graph makes
+# them anew every step; its layers are known by position, and named from the first step they ran in).
+SITE_STEPS = 1
+MAX_CREATED = 20_000  # functions whose source is remembered across windows
+_getframe = sys._getframe
+_ident = threading.get_ident
+
+
+class Windowing:
+    """The Recorder's part that follows its schedule's windows as the program's steps end."""
+
+    # (the Recorder's, set in its __init__)
+    _deferred: Optional[BaseException]
+    _reads: List[int]
+    events: List[Any]
+    excluded: List[Tuple[int, int]]
+    waits: List[Tuple[int, int, int]]
+    created: Dict[Any, str]
+
+    def _init_windows(self: Any, on_window: Optional[Callable[[Any], None]]) -> None:
+        """Where the schedule has got: the window open (or the last), the steps counted, what is due next."""
+        self.on_window = on_window   # called as each window closes, with its events still here
+        self.on_active: Optional[Callable[[Any], None]] = None  # called when a window's kept steps are done
+        self._active_handed = False
+        self.capturing = False       # a window is open: its events are kept
+        self.window = 0              # the window open, or the last closed
+        self.window_start = 0        # the steps of the run before the open window began
+        self.countable = True        # False: steps show only as passes, which only the hooks see
+        self._base = 0               # steps counted before the loop now followed began
+        self._per_step: Optional[Tuple[str, int]] = None  # counting without the hooks: (updates|marks|reads, per step)
+        self._light = 0              # updates (or marks, or reads) since then
+        self._reads: List[int] = []  # before any window, in a program without a solver: the iterators read
+        self._asked = False          # a window on demand was asked for (a signal)
+        self.last_step_ns = 0        # when the last step ended
+        self.window_end = 0          # the steps of the run when the last window closed
+        self.watch: Optional[Callable[[], None]] = None  # called every WATCH_EVERY steps between windows
+        self.ended_ns = 0            # when the recording ended (the program's end)
+        self.hooks_on = False
+
+    def step(self: Any, end_ns: Optional[int] = None) -> None:
+        """``nnprofile.step()``: the program marks the end of a step."""
+        try:
+            if _ident() != self._thread or not self.recording:
+                return
+            self._marked = True
+            if not self.capturing:
+                self._light_step("marks", 0)
+                return
+            at = self.clock() if end_ns is None else end_ns
+            self._break_pass()
+            self.events.append(StepMark(at, self.stacks.take(_getframe(1))))
+            self.loop.mark(at)
+            self._count_at_end()
+            self.excluded.append((at, self.clock()))
+        except Exception as e:
+            self.fault("nnprofile.step()", e)
+
+    def request_window(self: Any) -> None:
+        """A window on demand (a signal): from the next step on. Only a flag: safe in a signal handler."""
+        self._asked = True
+        try:
+            self._toggle("reads", True)  # the step the window begins at is seen where it begins
+        except Exception:
+            pass
+
+    def _step_ended(self: Any, late: bool = False) -> None:
+        """A step has ended (``steps_done`` counts it): close the window whose steps are done, open the next
+        where the schedule says, set the hooks for the step to come. ``late``: seen at an update, after the
+        step that follows began (its reads were not watched): a window asked for begins a step later."""
+        self.last_step_ns = self.clock()
+        if self.capturing:
+            self._note_wait(self.last_step_ns)
+        if self.steps_done < self._quiet_until and not self._asked and not self.capturing:
+            return  # between windows, nothing is due before then
+        if self.capturing and self.steps_done - self.window_start <= SITE_STEPS + 1:
+            self.snapshot_parameters()  # a dynamic graph makes its parameters in its first steps
+        if self.watch is not None and not self.capturing and self.steps_done % WATCH_EVERY == 0:
+            self.watch()
+        if self.capturing and self.windows.window_done(self.steps_done):
+            self._close_window()
+        elif self.capturing and not self._active_handed and self.on_active is not None \
+                and self.windows.active_done(self.steps_done):
+            self._active_handed = True  # its kept steps done: written now, not after the steps for the hooks' cost
+            try:
+                self.on_active(self)
+            except Exception as e:
+                self.fault("handing over window %d" % self.window, e)
+        if self._asked:
+            self._asked = False
+            self.windows.ask(self.steps_done + (1 if late else 0))
+        if not self.capturing and self.countable:
+            phase, window = self.windows.begin(self.steps_done)
+            if phase != OFF:
+                self._open_window(window)
+        if self.capturing:
+            self._switch_hooks(self.windows.hooked(self.steps_done) or self._passes_only())
+        self._sync_wrappers()
+        self._quiet_until = self._next_due() if not self.capturing else 0
+
+    def _passes_only(self: Any) -> bool:
+        """The steps show only in passes (no update, read or mark in the window): the hooks stay on."""
+        if self._by_iterations():
+            return not self.loop.segments and not self.loop.read_at and not self.loop.marks and not self.solvers
+        return self.loop.rule().kind == "passes"
+
+    def _open_window(self: Any, window: int) -> None:
+        """A window begins: its events from here, a loop of its own (the steps counted go on)."""
+        if self._per_step is None and self.loop.segments:
+            self._freeze()
+        self.window, self.window_start = window, self.steps_done
+        self._reads = []
+        self._patch_subclasses()
+        self.events, self.excluded, self.waits = [], [], []
+        if len(self.created) > MAX_CREATED:  # bounded over any number of windows (sources noted anew)
+            self.created = {}
+        self.loop = Loop()
+        self._base = self.steps_done
+        self.started_ns = self.clock()
+        self._note_wait(self.started_ns)
+        self.capturing = True
+        self._active_handed = False
+        self.note_sites = True
+        if self.sampler is not None:
+            self.sampler.clear()
+            self.sampler.start()
+        self._sync_wrappers()
+
+    def _close_window(self: Any) -> None:
+        """The window's steps are done: the hooks off, the program runs on untouched; the window is handed
+        over (``on_window``), and its events then forgotten."""
+        self._break_pass()
+        self.capturing = False
+        if self.sampler is not None:
+            self.sampler.stop()
+        self._switch_hooks(False)
+        self.window_end = self.steps_done
+        self.stopped_ns = self.clock()
+        self._note_wait(self.stopped_ns)
+        self.snapshot_parameters()
+        self._freeze()
+        self._sync_wrappers()
+        if self.on_window is not None:
+            try:
+                self.on_window(self)
+            except Exception as e:  # the program goes on, whatever happened to the window's files
+                self.fault("handing over window %d" % self.window, e)
+        self.events, self.excluded = [], []
+
+    def _collected(self: Any, phase: str, info: Any) -> None:
+        """Python's garbage collector, run by an allocation: where nnprofile's own code allocated (an event, a stack),
+        or NNabla inside a pass (the object it hands each hook: the program's own pass allocates none), its pause is
+        nnprofile's work, left out of every call, pass and step like the rest of it (a collection of the window's
+        many events once read 30 ms inside a 0.1 ms function). Where the program allocated, it is its time."""
+        try:
+            if not self.capturing or _ident() != self._thread or info.get("generation", 2) < 2:
+                return  # (young generations' collections take microseconds)
+            if phase == "start":
+                frame = _getframe(1)
+                ours = frame is not None and (frame.f_globals.get("__name__", "").startswith("nnprofile.")
+                                              or (frame.f_code, frame.f_lasti) in self._site_phases)
+                self._gc_start = self.clock() if ours else 0
+            elif self._gc_start:
+                self.excluded.append((self._gc_start, self.clock()))
+                self._gc_start = 0
+        except Exception as e:
+            self.fault("timing a garbage collection", e)
+        except BaseException as e:  # noqa: B036 (a Ctrl-C that landed here: Python would drop it; given back later)
+            self._deferred = e
+
+    def _aside(self: Any, t0: int) -> None:
+        """nnprofile's own work since ``t0`` set aside (no part of any call, pass or step), the wait for a CPU read as
+        it ends: what held that work up is no part of any step either (``assembly.intervals.waited_aside``)."""
+        if self.capturing:
+            t1 = self._note_wait(None)  # (read before the clock: the reading's own cost is nnprofile's too)
+        else:
+            t1 = self.clock()
+        self.excluded.append((t0, t1))
+
+    def _waited_ns(self: Any) -> int:
+        """The time the thread has waited for a CPU so far (0 where the kernel does not say)."""
+        try:
+            return int(self.probe.waited_ns() or 0)
+        except Exception:
+            return 0
+
+    def _note_wait(self: Any, at_ns: Optional[int], begun: Optional[Tuple[int, int, int]] = None) -> int:
+        """The time the thread has waited for a CPU so far (what other work took of each step), read where a step
+        can begin (a call of the program's loop) and as nnprofile's own work ends. ``at_ns`` None: dated by the clock
+        read after it (returned). ``begun``: read after a call that already ran (its start, and its marks): the
+        reading is dated at its start, what the call was held up taken off, so that it falls on the step's bound
+        as the assembly draws it."""
+        try:
+            waited = self.probe.waited_ns()
+            switches = int(self.probe.switches()) if waited is not None else 0
+        except Exception as e:
+            self.fault("reading what other work took", e)
+            waited = None
+        if at_ns is None:
+            at_ns = self.clock()
+        if waited is None:
+            return at_ns
+        try:
+            if begun is not None:
+                at_ns, m0, m1 = begun
+                if self.marks == CPU:
+                    waited -= max(0, (self.clock() - at_ns) - (self._mark() - m0))
+            waits = self.waits
+            if waits and at_ns <= waits[-1][0]:
+                return at_ns  # readings go forward in time (each step's share is read between them)
+            waited = max(int(waited), waits[-1][1] if waits else 0)
+            waits.append((at_ns, waited, switches))
+        except Exception as e:
+            self.fault("reading what other work took", e)
+        return at_ns
+
+    def past_the_loop(self: Any, frame: Any) -> None:
+        """A call of the program's outside its step loop while the steps that measure the hooks' cost run without them:
+        the loop has ended (the program loads its best parameters, evaluates, saves): the hooks go back on, so that
+        what it does after its last step is recorded (it is in no step)."""
+        try:
+            if self.capturing and not self.hooks_on and self.calibrate and self.counter.loop is not None \
+                    and self._by_iterations() and self._outside_loop(frame):
+                self._switch_hooks(True)
+        except Exception as e:
+            self.fault("following the program past its loop", e)
+
+    def _outside_loop(self: Any, frame: Any) -> bool:
+        loop = self.counter.loop
+        if loop is None:
+            return False
+        code, head = self.stacks.objects[loop[0]], loop[1]
+        end = next((e for h, e in self.stacks.codes[loop[0]].loops if h == head), head)
+        depth = 0
+        while frame is not None and depth < 64:
+            if frame.f_code is code:
+                return not (head <= frame.f_lasti <= end)
+            frame, depth = frame.f_back, depth + 1
+        return True
+
+    def _switch_hooks(self: Any, on: bool) -> None:
+        if on == self.hooks_on:
+            return
+        nn = self._nn
+        if on:
+            nn.set_function_pre_hook(HOOK_KEY, self._pre)
+            nn.set_function_post_hook(HOOK_KEY, self._post)
+        else:
+            nn.unset_function_pre_hook(HOOK_KEY)
+            nn.unset_function_post_hook(HOOK_KEY)
+        self.hooks_on = on
+        if self.capturing:
+            self.events.append(Hooks(on, self.clock()))
+            self.loop.hooks(on)
