@@ -116,7 +116,7 @@ def test_the_commands_of_the_page_run(page, tmp_path):
             _needs(command)
             done = subprocess.run(["bash", "-c", command], cwd=str(tmp_path), env=env, capture_output=True,
                                   text=True, timeout=900)
-            allowed = (0, 1) if re.search(r"\bnnprofile check\b", command) else (0,)
+            allowed = (0, 1, 3) if re.search(r"\bnnprofile check\b", command) else (0,)  # every verdict
             assert done.returncode in allowed, "%s:%d: %s\n%s" % (page, line, command,
                                                                  (done.stderr or done.stdout)[-3000:])
             assert "Traceback" not in done.stderr, "%s:%d: %s\n%s" % (page, line, command, done.stderr[-3000:])

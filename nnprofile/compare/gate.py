@@ -101,7 +101,15 @@ class Check:
 
     @property
     def unresolved(self) -> List[Verdict]:
-        return [v for v in self.verdicts if v.unresolved and not v.slower]
+        """The headline figures (steps, passes, updates) that could not be judged: the gate is undecided."""
+        return [v for v in self.verdicts if v.unresolved and not v.slower and not v.metric.startswith("layer ")]
+
+    @property
+    def unresolved_layers(self) -> List[Verdict]:
+        """Layers that could not be judged (``--layers``). Their sections' figures, which hold them, are judged: a
+        layer that looks slower by chance (one of dozens, each within its noise) is shown, with the repeats that
+        would resolve it, but leaves the gate decided."""
+        return [v for v in self.verdicts if v.unresolved and not v.slower and v.metric.startswith("layer ")]
 
     @property
     def exit_code(self) -> int:

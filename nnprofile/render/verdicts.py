@@ -17,8 +17,11 @@ HEAD = ["section", "metric", "baseline ms", "new ms", "ratio (95% CI)", "verdict
 
 def summary_line(c: Check) -> str:
     if c.exit_code == 0:
-        return "nnprofile check: PASS: nothing got slower by more than %g%%%s" % (
-            c.threshold * 100, " (structure changed)" if c.structure else "")
+        layers = c.unresolved_layers
+        return "nnprofile check: PASS: nothing got slower by more than %g%%%s%s" % (
+            c.threshold * 100, " (structure changed)" if c.structure else "",
+            "; %d layer%s could not be judged alone (see UNRESOLVED)" % (len(layers), "" if len(layers) == 1 else "s")
+            if layers else "")
     if c.exit_code == UNJUDGED:
         wanted = [v.repeats for v in c.unresolved if v.repeats]
         return ("nnprofile check: UNRESOLVED: %d figure%s could not be judged%s" % (
