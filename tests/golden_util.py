@@ -2,7 +2,7 @@
 from nnprofile.render.log import ENTRY_LINE
 
 FOOTERS = ("Coverage:", "Sampling:", "Missed the", "Too few samples", "FLOPs not counted", "Step:", "Half precision:", "Top layers", "Advice:",
-           "Drift:", "Repeat:", "Incomplete entries", "Memory", "Input:", "Interference:")
+           "Drift:", "Repeat:", "Incomplete entries", "Memory", "Input:", "Interference:", "Layers:")
 
 
 def skeleton(log_text):

@@ -37,15 +37,21 @@ class Coverage:
     layers_ms: float
     whole_ms: float
     engine_ms: float = 0.0     # a recorded program's: the graph engine's time between the functions
+    per_pass: bool = False     # layers that ran in only some passes count as often as they ran one
+    # Of layers_ms: the timing's own cost left in calls too short to take it off (``Entry.kept_cost_ns``), and
+    # how many layers hold it.
+    kept_cost_ms: float = 0.0
+    kept_in: int = 0
 
     @property
     def share(self) -> Optional[float]:
-        return self.layers_ms / self.whole_ms if self.whole_ms > 0 else None
+        """The layers' share of the pass, the timing's cost left in the shortest calls not counted."""
+        return (self.layers_ms - self.kept_cost_ms) / self.whole_ms if self.whole_ms > 0 else None
 
     @property
     def named_share(self) -> Optional[float]:
         """The functions and the engine between them together."""
-        return (self.layers_ms + self.engine_ms) / self.whole_ms if self.whole_ms > 0 else None
+        return (self.layers_ms - self.kept_cost_ms + self.engine_ms) / self.whole_ms if self.whole_ms > 0 else None
 
 
 @dataclass
@@ -131,6 +137,9 @@ def charted_layers(a: SectionAnalysis, limit: int = CHART_LAYERS) -> Tuple[List[
 
 
 def coverage(section: Section) -> List[Coverage]:
+    """Each pass's layers against the pass. A recorded program's graph can run some of its functions in only some of
+    its passes (a graph per index built at one place, a metric that shares the loss's trunk): there each layer counts
+    as often as it ran a pass (its calls per step over the passes per step), so that the sum is a pass's."""
     out = []
     for layer_phase, whole_phase in ((FORWARD, "forward_all"), (BACKWARD, "backward_all")):
         layers = section.entries_of(layer_phase)
@@ -138,9 +147,24 @@ def coverage(section: Section) -> List[Coverage]:
         if layers and whole:
             direction = whole_phase.split("_")[0]
             engine = [e for e in section.entries_of("engine") if e.label.startswith("engine (%s:" % direction)]
-            out.append(Coverage(layer_phase, whole_phase, round(sum(e.mean_ms for e in layers), 6),
-                                whole[0].mean_ms, round(sum(e.mean_ms for e in engine), 6)))
+            passes = whole[0].calls_per_round() if section.kind == GRAPH else 0.0
+            kept = [e for e in layers if e.kept_cost_ns]
+            out.append(Coverage(layer_phase, whole_phase, round(sum(_per_pass(e, passes) for e in layers), 6),
+                                whole[0].mean_ms, round(sum(e.mean_ms for e in engine), 6),
+                                per_pass=passes > 0 and any(e.calls_per_round() != passes for e in layers),
+                                kept_cost_ms=round(sum(_often(e, passes) * e.kept_cost_ns / 1e6 for e in kept), 6),
+                                kept_in=len(kept)))
     return out
+
+
+def _often(entry: Entry, passes: float) -> float:
+    """How often an entry ran in a pass (``passes``: the passes per step; 0: once a pass)."""
+    return entry.calls_per_round() / passes if passes > 0 else 1.0
+
+
+def _per_pass(entry: Entry, passes: float) -> float:
+    """An entry's mean as often as it ran in a pass."""
+    return entry.mean_ms * _often(entry, passes)
 
 
 def analyze_section(section: Section, header: Header,

@@ -123,8 +123,12 @@ def sampling_line(p: Precision) -> str:
     """What the budget allowed: rounds, samples per entry, the relative error reached."""
     how = []
     if p.seconds is not None:
-        how.append("%d round%s in %.2f s" % (p.rounds, "" if p.rounds == 1 else "s", p.seconds)
-                   + (" (budget %g s)" % p.budget_seconds if p.budget_seconds else ""))
+        budget = ""
+        if p.budget_seconds:
+            over = p.rounds == 1 and p.seconds > 1.2 * p.budget_seconds
+            budget = " (budget %g s%s)" % (p.budget_seconds, ", less than one round takes: one round ran, whatever "
+                                                            "the budget" if over else "")
+        how.append("%d round%s in %.2f s%s" % (p.rounds, "" if p.rounds == 1 else "s", p.seconds, budget))
     else:
         how.append("%d round%s" % (p.rounds, "" if p.rounds == 1 else "s"))
     if p.plan:
@@ -169,3 +173,13 @@ def load_line(section: Section) -> Optional[str]:
             "read as a training's first reads make it, each waiting for the batch the iterator loads next); %.6f ms "
             "a read in %d reads in a row%s (nnabla_cli profile's way: it reads for a second, nothing between "
             "reads)" % (entry.mean_ms, burst["mean_ms"], burst["reads"], after))
+
+
+def passes_line(section: Section) -> Optional[str]:
+    """How a section whose passes are long timed its layers (``nnprofile.measure.economy``); None: each alone."""
+    why = (section.info or {}).get("layers_in_passes")
+    if not why:
+        return None
+    return ("Layers: timed inside the section's whole passes, not each alone (between NNabla's function hooks, their "
+            "measured cost taken off; those passes are the samples of forward_all and backward_all too), since %s"
+            % why)

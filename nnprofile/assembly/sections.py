@@ -17,7 +17,7 @@ graph engine's work between functions (allocating, and clearing buffers where th
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..base import buffers
 from ..base.choices import GRAPH
@@ -39,6 +39,18 @@ from .program import ProgramPart, entry_of, per_step_of
 MAX_EVENTS_PER_STEP = 20_000
 COVERED = 0.9   # a graph's functions covering less of its passes: the rest is an engine entry
 UNRESOLVED = 0.9  # the hooks' cost inside a call, as a share of it, beyond which it is not taken off
+
+
+class PassRow(NamedTuple):
+    """One pass as its section counts it (ns): its time, its functions' (the hooks' cost off each), what other work
+    took inside its functions and between them (None: not known)."""
+
+    step: int
+    phase: str
+    passed: float
+    functions: float
+    inside: float
+    gaps: Optional[float]
 
 
 class Builder(ProgramPart):
@@ -230,7 +242,7 @@ class Builder(ProgramPart):
         for key, call, _ in layer_keys(graph, first):  # names follow first sight, in execution order
             layer(key, call)
         forward, backward, whole, engine = SeriesTable(), SeriesTable(), SeriesTable(), SeriesTable()
-        ran: List[Tuple[int, str, float, float, float, Optional[float]]] = []
+        ran: List[PassRow] = []
         parents: Dict[Tuple[str, Any], List[Tuple[Any, float]]] = {}
         clears: Dict[str, str] = {}
         for i in rounds_of:
@@ -249,12 +261,7 @@ class Builder(ProgramPart):
                 if timeline:
                     self._layer_event(i, known, phase, call)
             for p in graph.passes[i]:
-                inner = [self.inner(c)[1] for c in p.calls]  # the timing of calls inside its functions
-                passed = max(0.0, self.pass_time(p) - self.pass_hooks(p) - sum(inner))
-                own = sum(self.function_time(c, x, p.phase) for c, x in zip(p.calls, inner))
-                # what other work took of it: inside its functions, and between them
-                held_inside = sum(self.taken(c) or 0.0 for c in p.calls if self.hit(c))
-                ran.append((i, p.phase, passed, own, held_inside, self.gap_taken(p)))
+                ran.append(self._pass_row(i, p))
                 site = self.capture.sites.get(p.site) if p.site is not None else None
                 if site is not None and site.clears:
                     clears[p.phase] = site.clears
@@ -268,8 +275,10 @@ class Builder(ProgramPart):
                 mean = sum(s.samples) / len(s.samples) if s.samples else 0.0
                 cost_key = self.costs.key(self.capture.graph.signature(known.info),
                                           "backward" if phase == "backward_function" else "forward")
-                e = known.entry(phase, s.samples, 1, self.resolved(known.label(phase), mean,
-                                                                   self.costs.taken_off(mean, kind, cost_key)))
+                off = self.costs.taken_off(mean, kind, cost_key)
+                kept_off = self.resolved(known.label(phase), mean, off)
+                e = known.entry(phase, s.samples, 1, kept_off)
+                e.kept_cost_ns = off if off > 0 and not kept_off else 0.0
                 e.round_sizes = s.round_sizes
                 e.disturbed, e.taken_ns, e.switch_rate = list(s.disturbed), list(s.taken), self.switch_rate
                 calls = parents.get(("forward" if phase == "forward_function" else "backward", key), [])
@@ -304,19 +313,28 @@ class Builder(ProgramPart):
                                       if phase in whole.series}
         return section
 
-    def _whole_passes(self, passes: Sequence[Tuple[int, str, float, float, float, Optional[float]]],
-                      rounds_of: Sequence[int], whole: SeriesTable, engine: SeriesTable) -> None:
+    def _pass_row(self, step: int, p: Pass) -> "PassRow":
+        """A pass's time, its functions' (the hooks' cost off each, also where an entry keeps it: see ``resolved``),
+        and what other work took of it (inside its functions, and between them)."""
+        inner = [self.inner(c)[1] for c in p.calls]  # the timing of calls inside its functions
+        passed = max(0.0, self.pass_time(p) - self.pass_hooks(p) - sum(inner))
+        own = sum(self.function_time(c, x, p.phase) for c, x in zip(p.calls, inner))
+        held_inside = sum(self.taken(c) or 0.0 for c in p.calls if self.hit(c))
+        return PassRow(step, p.phase, passed, own, held_inside, self.gap_taken(p))
+
+    def _whole_passes(self, passes: Sequence["PassRow"], rounds_of: Sequence[int], whole: SeriesTable,
+                      engine: SeriesTable) -> None:
         """Each pass's time, and the rest its functions leave (the engine's), into their tables; what other work took
         of a pass (inside its functions, between them) is taken off it, and off the engine's rest what it took
         between the functions."""
-        by_round = {i: [x for x in passes if x[0] == i] for i in rounds_of}
+        by_round = {i: [x for x in passes if x.step == i] for i in rounds_of}
         for i in rounds_of:
             whole.next_round()
             engine.next_round()
-            for _, phase, passed, functions, inside, gaps in by_round[i]:
-                held = inside > 0 or gaps is not None
-                whole.get(phase).add(passed, held, inside + (gaps or 0.0) if held else None)
-                engine.get(phase).add(max(0.0, passed - functions), gaps is not None, gaps)
+            for row in by_round[i]:
+                held = row.inside > 0 or row.gaps is not None
+                whole.get(row.phase).add(row.passed, held, row.inside + (row.gaps or 0.0) if held else None)
+                engine.get(row.phase).add(max(0.0, row.passed - row.functions), row.gaps is not None, row.gaps)
 
     def _pass_event(self, graph: Graph, title: str, p: Pass) -> None:
         o = self.origin

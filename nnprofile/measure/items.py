@@ -4,7 +4,7 @@ they come, round by round."""
 from __future__ import annotations
 
 import math
-from typing import Callable, List, Optional, Sequence, Union
+from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 from ..base.errors import ProfileError
 from ..base.series import RoundSeries
@@ -82,8 +82,11 @@ class Probe:
     def __init__(self, make_entry: EntryFactory, work: Callable[[], object],
                  before: Optional[Callable[[], object]] = None,
                  after: Optional[Callable[[], object]] = None, batchable: bool = True, layer: bool = False,
-                 before_probe: Optional["Probe"] = None, blocking: bool = False):
+                 before_probe: Optional["Probe"] = None, blocking: bool = False,
+                 known: Optional[Tuple[float, float]] = None):
         self.work, self.before, self.after = work, before, after
+        # ``known``: (what the work costs, what a run with its before costs), ns, measured already: no warm-up run
+        self.known = known
         # Work that waits (reads a file, writes a log): its CPU time is no measure of it; other work holding it up
         # shows in the thread's involuntary context switches instead.
         self.blocking = blocking
@@ -93,6 +96,8 @@ class Probe:
         # samples: the forward pass before a backward_all is a forward_all like any other.
         self.before_probe = before_probe
         self.fed = False  # all this probe's samples come as other probes' before (see feeds)
+        self._opened = -1          # the round its own turn opened (a fed probe's samples go into it)
+        self._pending: List[tuple] = []  # samples fed before its turn in this round
         if before_probe is not None:
             before, self.before = before_probe.work, before_probe.work
         self.series = [Series(make_entry)]
@@ -105,6 +110,10 @@ class Probe:
         """The untimed warm-up runs; they size the batches and the samples per round (a probe
         that is fed needs none: the probes it feeds run its work in their own warm-up)."""
         if self.fed:
+            self.configure(timer, fixed)
+            return
+        if self.known is not None:
+            self.estimate, self.warm_ns = self.known
             self.configure(timer, fixed)
             return
         now = timer.clock.now_ns
@@ -167,12 +176,26 @@ class Probe:
         spent = timer.sample(self.work, 1)
         s.sample(spent, spent, timer.held, timer.taken)
 
+    def take(self, timer: Timer, value: float, spent: float, held: bool, taken: Optional[float]) -> None:
+        """A sample another item's run gave this (fed) probe: a whole pass a pass probe timed. Before the probe's
+        own turn in the round, kept until it comes."""
+        if self.series[0].final:
+            return
+        if self._opened == timer.round:
+            self.series[0].sample(value, spent, held, taken)
+        else:
+            self._pending.append((value, spent, held, taken))
+
     def run_round(self, timer: Timer, fixed: bool) -> None:
         s = self.series[0]
         if s.final:
             return
         s.round_sizes.append(0)
         if self.fed:
+            self._opened = timer.round
+            pending, self._pending = self._pending, []
+            for value, spent, held, taken in pending:
+                s.sample(value, spent, held, taken)
             return
         if self.rewarm:
             self._rewarm()
@@ -190,6 +213,7 @@ class Probe:
     def skip_round(self) -> None:
         """Another stratum's round: no sample, an empty round (rounds stay aligned across entries)."""
         s = self.series[0]
+        self._pending = []
         if not s.final:
             s.round_sizes.append(0)
 
@@ -223,8 +247,12 @@ class PassProbe:
                  run_pass: Callable[[object, object], None],
                  before: Optional[Callable[[], object]] = None,
                  timeline: Optional["Timeline"] = None, phase: str = "forward",
-                 names: Sequence[Optional[str]] = (), details: Sequence[Optional[dict]] = ()):
+                 names: Sequence[Optional[str]] = (), details: Sequence[Optional[dict]] = (),
+                 whole: Optional[Probe] = None, hook_ns: float = 0.0, estimate_ns: Optional[float] = None):
         self.order = list(order)  # an entry factory per function of the pass, None for a non-layer
+        # ``whole``: a fed probe that takes the whole pass as a sample, less what the hooks added (``hook_ns`` a
+        # function); ``estimate_ns``: what a pass costs, known already (no warm-up run of its own)
+        self.whole, self.hook_ns, self.estimate_ns = whole, hook_ns, estimate_ns
         self.run_pass, self.before = run_pass, before
         self.series = [Series(f) for f in self.order if f is not None]
         self._slots = [i for i, f in enumerate(self.order) if f is not None]
@@ -235,6 +263,11 @@ class PassProbe:
         self.layer = False
 
     def warm(self, timer: Timer, fixed: bool) -> None:
+        if self.estimate_ns is not None:  # the section's first step ran every function of the pass already
+            self.warm_ns = self.estimate_ns
+            for s in self.series:
+                s.overhead_ns = timer.hook_inside_ns
+            return
         now = timer.clock.now_ns
         t0 = now()
         for _ in range(timer.sampling.warmup):
@@ -249,7 +282,8 @@ class PassProbe:
         return self.warm_ns
 
     def run_round(self, timer: Timer, fixed: bool) -> None:
-        if all(s.final for s in self.series):
+        whole = self.whole if self.whole is not None and not self.whole.series[0].final else None
+        if all(s.final for s in self.series) and whole is None:
             return
         starts: List[int] = []
         ends: List[int] = []
@@ -257,10 +291,16 @@ class PassProbe:
         pre, post = timing_hooks(timer, starts, ends, cpu)
         if self.before is not None:
             self.before()
-        now = timer.clock.now_ns
+        now, thread = timer.clock.now_ns, timer.cpu
+        c0 = thread() if thread is not None else 0
         t0 = now()
         self.run_pass(pre, post)
         spent = now() - t0
+        if whole is not None:  # the pass as a whole, the hooks' cost taken off
+            c1 = thread() if thread is not None else 0
+            held = thread is not None and shortfall(0, spent, c0, c1, "cpu")
+            value = max(0.0, spent - self.hook_ns * len(self.order))
+            whole.take(timer, value, spent, held, float(max(0, spent - (c1 - c0))) if held else None)
         if len(starts) != len(self.order) or len(ends) != len(self.order):
             raise ProfileError("graph mode: a pass ran %d functions where %d were expected; "
                                "use --mode isolated" % (len(starts), len(self.order)))

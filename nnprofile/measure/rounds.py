@@ -148,6 +148,7 @@ class RoundRunner:
         """One round: every item in it (as the plan and the shares say), then the rule, the shares again, the
         entries now final handed over."""
         clock, timer, items, plan = self.timer.clock, self.timer, st.items, st.plan
+        timer.round += 1
         t0 = self._own()
         # Every entry gets its samples: the first round holds the layers, whatever the budget.
         layer_round = st.rounds == 0 or st.rounds >= st.next_layers and not (

@@ -28,7 +28,8 @@ from ..base.stats import Drift
 from ..base import buffers
 from ..result.layer import Layer
 from . import peak
-from .naming import LayerIndex, is_sink, layer_names, only_layers, parameters, pass_functions
+from .naming import LayerIndex, is_sink, layer_names, only_layers, parameters
+from .economy import FirstStep, in_passes, run_first_step
 from .items import Action, Item, PassProbe, Probe, Timeline
 from .rounds import EntryCallback, RoundCallback, RoundRunner
 from .timing import Measurement, Timer
@@ -97,6 +98,9 @@ class Profiler:
         self.runner = RoundRunner(timer, on_entry, on_round=on_round)
         self.backend = backend  # (backend, device id) the project runs on, for the memory measurement
         self.timeline = Timeline()
+        # What the timing hooks cost a function (in all, inside its interval), ns: measured once for the run where a
+        # section's layers are timed inside its passes (``economy``); graph mode's own measurement, where given.
+        self.hooks: Optional[Tuple[float, float]] = None
 
     # -- the items of a round -------------------------------------------------
 
@@ -151,7 +155,9 @@ class Profiler:
             items.append(Probe(layer_entry(layer, phase), work, layer=True))
         return items
 
-    def optimizer_items(self, optimizer, source) -> List[Item]:
+    def optimizer_items(self, optimizer, source, first: FirstStep, in_passes: Optional[str] = None) -> List[Item]:
+        """A training section's items in NNC's order; ``in_passes``: its layers are timed inside its whole passes
+        (``nnprofile.measure.economy``), and those passes are forward_all's and backward_all's samples."""
         o = optimizer
         items = self._inputs(source, o.dataset_assign, o.generator_assign)
         loss_grad = 1.0 / o.loss_variables[0].variable_instance.size
@@ -161,55 +167,76 @@ class Profiler:
 
         def backward_all(pre=None, post=None):
             o.target.backward(grad=loss_grad, clear_buffer=True, function_pre_hook=pre, function_post_hook=post)
-
+        # Each backward run follows a forward pass, as in training: that pass is timed as a sample of
+        # forward_all, which then needs no runs of its own.
+        whole_forward = Probe(simple("forward_all", "forward_all"), forward_all)
+        whole_forward.feeds()
+        if in_passes:
+            whole_backward = Probe(simple("backward_all", "backward_all"), backward_all)
+            whole_backward.feeds()
+        else:
+            whole_backward = Probe(simple("backward_all", "backward_all"), backward_all, before_probe=whole_forward)
         if self.layers:
             index = LayerIndex(layer_names(o.network), parameters())
-            forward_order = index.order(pass_functions(o.target))
-            o.target.forward(clear_no_need_grad=False)
-            backward_order = index.order(pass_functions(o.target, forward=False, loss_grad=loss_grad))
-
-            def refresh():
-                # The whole passes clear buffers (and setup may reallocate them): the
-                # per-layer runs of every round start from a real forward and backward.
-                o.target.forward(clear_no_need_grad=False)
-                o.target.backward(grad=loss_grad, clear_buffer=False)
+            forward_order, backward_order = index.order(first.forward), index.order(first.backward)
             items += self._setup(only_layers(forward_order))
-            items.append(Action(refresh, layer=True))
-            items += self._layer_work(FORWARD, forward_order, forward_all)
+            if in_passes:
+                items += self._in_passes(FORWARD, forward_order, forward_all, whole_forward, first.forward_ns)
+            else:
+                items += self._training_refresh(o, loss_grad)
+                items += self._layer_work(FORWARD, forward_order, forward_all)
         # NNabla's training loop zeroes the gradients between forward and backward.
         items.append(Probe(simple("prepare_backward", "prepare_backward"), o.solver.zero_grad))
-        if self.layers:
+        settling = None
+        if self.layers and in_passes:
+            items += self._in_passes(BACKWARD, backward_order, backward_all, whole_backward, first.backward_ns)
+        elif self.layers:
             items += self._layer_work(BACKWARD, backward_order, backward_all, before=forward_all)
             if self.mode != "graph":
                 # Lean rounds hold the layer entries in some rounds only. The refresh keeps every
                 # buffer alive, and the first clearing pass after it reads 10 to 20% slow: one
                 # untimed step after the layers leaves the whole passes of a layer round measured
                 # as those of the other rounds.
-                def settle():
-                    forward_all()
-                    backward_all()
-                settling = Action(settle, layer=True, lean_only=True)
+                settling = Action(lambda: (forward_all(), backward_all()), layer=True, lean_only=True,
+                                  costs_as=whole_backward)  # a forward and a backward pass, untimed
                 items.append(settling)
-
-        params = [p for name, p in o.parameters.items() if name[-2:] in ("/W", "/b")]
-
-        def backward_all_zeroing():
-            for p in params:
-                p.grad.zero()
-            backward_all()
-
-        # Each backward run follows a forward pass, as in training: that pass is timed as a sample of
-        # forward_all, which then needs no runs of its own.
-        whole_forward = Probe(simple("forward_all", "forward_all"), forward_all)
-        whole_forward.feeds()
-        items.append(whole_forward)
-        whole_backward = Probe(simple("backward_all", "backward_all"), backward_all, before_probe=whole_forward)
-        items.append(whole_backward)
-        if self.layers and self.mode != "graph":
-            settling.costs_as = whole_backward  # a forward and a backward pass, untimed
+        items += [whole_forward, whole_backward]
         if self.layers:  # a variant of backward_all, not part of the step: sampled with the layer entries
+            params = [p for name, p in o.parameters.items() if name[-2:] in ("/W", "/b")]
+
+            def backward_all_zeroing():
+                for p in params:
+                    p.grad.zero()
+                backward_all()
             items.append(Probe(simple("backward_all(wo param zero_grad)", "backward_all_wo_zero_grad"),
-                               backward_all_zeroing, before_probe=whole_forward, layer=True))
+                               backward_all_zeroing, before_probe=whole_forward, layer=True,
+                               known=(first.backward_ns, first.step_ns) if in_passes else None))
+        return items + self._solver_items(o)
+
+    def _training_refresh(self, o, loss_grad) -> List[Item]:
+        def refresh():
+            # The whole passes clear buffers (and setup may reallocate them): the
+            # per-layer runs of every round start from a real forward and backward.
+            o.target.forward(clear_no_need_grad=False)
+            o.target.backward(grad=loss_grad, clear_buffer=False)
+        return [Action(refresh, layer=True)]
+
+    def _in_passes(self, phase: str, order: List[Optional[Layer]], run_pass, whole: Probe,
+                   estimate_ns: float) -> List[Item]:
+        """Each layer timed inside the section's whole passes (its hooks' cost measured once for the run), every
+        such pass a sample of ``whole`` too."""
+        if self.hooks is None:
+            from .graph_mode import calibrate_hooks
+            self.hooks = calibrate_hooks(self.timer)
+            self.timer.hook_inside_ns = self.hooks[1]
+        direction = "forward" if phase == FORWARD else "backward"
+        return [PassProbe([layer_entry(l, phase) if l else None for l in order], run_pass, None,
+                          timeline=self.timeline, phase=direction, names=[l.name if l else None for l in order],
+                          details=[l.trace_args(direction) if l else None for l in order], whole=whole,
+                          hook_ns=self.hooks[0], estimate_ns=estimate_ns)]
+
+    def _solver_items(self, o) -> List[Item]:
+        items: List[Item] = []
         solver = o.solver.name
         snapshot = SolverSnapshot(o.solver, o.parameters)
         if o.weight_decay > 0:
@@ -225,20 +252,24 @@ class Profiler:
         items.append(Probe(simple("monitor_loss", "monitor_loss"), monitor_loss))
         return items
 
-    def executor_items(self, executor, source) -> List[Item]:
+    def executor_items(self, executor, source, first: FirstStep, in_passes: Optional[str] = None) -> List[Item]:
         e = executor
         items = self._inputs(source, e.dataset_assign, e.generator_assign)
 
         def forward_all(pre=None, post=None):
             e.forward_target.forward(clear_buffer=True, function_pre_hook=pre, function_post_hook=post)
-
+        whole = Probe(simple("forward_all", "forward_all"), forward_all)
         if self.layers:
             index = LayerIndex(layer_names(e.network), parameters())
-            order = index.order(pass_functions(e.forward_target))
+            order = index.order(first.forward)
             items += self._setup(only_layers(order))
-            items.append(Action(lambda: e.forward_target.forward(clear_no_need_grad=False), layer=True))
-            items += self._layer_work(FORWARD, order, forward_all)
-        items.append(Probe(simple("forward_all", "forward_all"), forward_all))
+            if in_passes:
+                whole.feeds()
+                items += self._in_passes(FORWARD, order, forward_all, whole, first.forward_ns)
+            else:
+                items.append(Action(lambda: e.forward_target.forward(clear_no_need_grad=False), layer=True))
+                items += self._layer_work(FORWARD, order, forward_all)
+        items.append(whole)
         return items
 
     # -- memory ------------------------------------------------------------------
@@ -264,17 +295,29 @@ class Profiler:
                                              [layer.name for layer in layers], params, itemsize, training,
                                              buffers.solver_state_bytes(solver) if training else 0)
 
-    def memory_measure(self, section: Section, run_step) -> None:
+    def memory_reader(self) -> Callable[[Callable[[Any], None]], Tuple[Optional[int], str]]:
+        """How a step's peak memory is read: the device's (NVML) on a GPU, else the allocator's."""
         device = None
         if self.backend is not None and self.backend[0] != "cpu":
             device = peak.device_reader(*self.backend)
         if device is not None:
-            grown, how = peak.measure_device_step(run_step, device[0], device[1], self.timer.sync)
-        elif self.backend is not None and self.backend[0] != "cpu":
-            grown, how = None, "not measured: the GPU's memory could not be read (NVML)"
-        else:
-            grown, how = peak.measure_step(run_step)
-        section.memory.update(peak_measured=grown, measured=how)
+            return lambda run_step: peak.measure_device_step(run_step, device[0], device[1], self.timer.sync)
+        if self.backend is not None and self.backend[0] != "cpu":
+            return lambda run_step: (None, "not measured: the GPU's memory could not be read (NVML)")
+        return peak.measure_step
+
+    def first_step(self, section: Section, forward, backward=None, update=None) -> FirstStep:
+        """The section's first step (``nnprofile.measure.economy``): its memory, its passes' order and cost; and
+        whether its layers are timed inside its whole passes (said in ``section.info``)."""
+        first = run_first_step(self.timer.clock.now_ns, forward, backward, update, self.memory_reader())
+        section.memory.update(peak_measured=first.grown, measured=first.how)
+        sampling = self.timer.sampling
+        reason = None
+        if self.layers and self.mode == "isolated" and sampling.adaptive:
+            reason = in_passes(first, backward is not None, sampling.min_rounds, sampling.max_seconds)
+        if reason:
+            section.info["layers_in_passes"] = reason
+        return first
 
     def load_burst(self, section: Section, source) -> None:
         """load_dataset as nnabla_cli profile times it, beside nnprofile's own figure: reads in a row, nothing
@@ -306,15 +349,16 @@ class Profiler:
         self.memory_estimate(section, o.target, o.network, o.solver, o.parameters)
         loss_grad = 1.0 / o.loss_variables[0].variable_instance.size
 
-        def one_step(post=None):
-            o.target.forward(clear_no_need_grad=True, function_post_hook=post)
+        def backward(pre, post):
             o.solver.zero_grad()
-            o.target.backward(grad=loss_grad, clear_buffer=True, function_post_hook=post)
-            o.solver.update()
+            o.target.backward(grad=loss_grad, clear_buffer=True, function_pre_hook=pre, function_post_hook=post)
         try:
-            drift = self.runner.run(section, self.optimizer_items(o, source))
+            first = self.first_step(section, lambda pre, post: o.target.forward(
+                clear_no_need_grad=True, function_pre_hook=pre, function_post_hook=post), backward, o.solver.update)
+            snapshot.restore()
+            items = self.optimizer_items(o, source, first, section.info.get("layers_in_passes"))
+            drift = self.runner.run(section, items)
             self.load_burst(section, source)
-            self.memory_measure(section, one_step)
             section.complete = True
             return drift
         finally:
@@ -324,9 +368,9 @@ class Profiler:
         e = executor
         self.timeline.section = section.title
         self.memory_estimate(section, e.forward_target, e.network)
-        drift = self.runner.run(section, self.executor_items(e, source))
+        first = self.first_step(section, lambda pre, post: e.forward_target.forward(
+            clear_buffer=True, function_pre_hook=pre, function_post_hook=post))
+        drift = self.runner.run(section, self.executor_items(e, source, first, section.info.get("layers_in_passes")))
         self.load_burst(section, source)
-        self.memory_measure(section, lambda post=None: e.forward_target.forward(clear_buffer=True,
-                                                                                  function_post_hook=post))
         section.complete = True
         return drift

@@ -124,6 +124,7 @@ class Timer:
         self.probe = probe if probe is not None else (Probe() if clock is None or type(clock) is Clock else NoProbe())
         self.cpu: Optional[Callable[[], int]] = self.probe.cpu_ns if self.probe.available and sync is None else None
         self.held = False
+        self.round = 0                             # the round under way (``RoundRunner``): fed samples land in it
         self.taken: Optional[float] = None         # the time other work took of the last sample held up
         self.held_count, self.timed_ns = 0, 0.0   # samples held up, and the time sampled, for their rate
 

@@ -21,7 +21,7 @@ from ..analysis import Analysis, SectionAnalysis, charted_layers
 from ..analysis.breakdown import named, per_step_ms, purpose
 from ..base.choices import GRAPH
 from . import interference
-from ..analysis.precision import load_line, sampling_line
+from ..analysis.precision import load_line, passes_line, sampling_line
 from ..analysis.ranks import RanksAnalysis, summary_lines as ranks_lines
 from ..analysis.windows import WindowsAnalysis
 from .log import section_line
@@ -88,7 +88,8 @@ def _section(a: SectionAnalysis, profile: Profile) -> Dict[str, Any]:
         "chart_note": chart_note,
         "coverage": [{"what": "%s of %s" % (c.layer_phase, c.whole_phase), "share": c.share} for c in a.coverage],
         "drift": a.drift.describe(),
-        "notes": ([sampling_line(a.precision)] if a.precision is not None and s.sampling else [])
+        "notes": ([passes_line(s)] if passes_line(s) else [])
+        + ([sampling_line(a.precision)] if a.precision is not None and s.sampling else [])
         + (["Input: %s" % load_line(s)] if load_line(s) else []) + list(a.memory_lines),
         "incomplete": [e.label for e in a.incomplete],
     }

@@ -6,7 +6,7 @@ from typing import List, Optional
 
 from ..analysis import SPREAD_FLOOR_MS, Analysis, SectionAnalysis, analyze
 from ..analysis.breakdown import purpose, summary_lines
-from ..analysis.precision import listed, load_line, sampling_line
+from ..analysis.precision import passes_line, listed, load_line, sampling_line
 from ..analysis.ranks import summary_lines as ranks_lines
 from ..result import Entry, Profile, Section, format_ms
 from ..base.choices import GRAPH, OUTSIDE
@@ -97,9 +97,16 @@ def section_footer(profile: Profile, a: SectionAnalysis) -> List[str]:
         share = "%.1f%%" % (c.share * 100) if c.share is not None else "n/a"
         engine = ("; the graph engine between them %s ms: %.1f%% named" % (format_ms(c.engine_ms), 100 * c.named_share)
                   if c.engine_ms and c.named_share is not None else "")
-        lines.append("Coverage: the %s entries add up to %s ms, %s of %s (%s ms)%s"
-                     % (c.layer_phase, format_ms(c.layers_ms), share, c.whole_phase, format_ms(c.whole_ms), engine))
+        often = ", each as often as it ran in a pass," if c.per_pass else ""
+        kept = (" (%s ms of it the timing's own cost, left in %d layer%s too short to take it off, not counted)"
+                % (format_ms(c.kept_cost_ms), c.kept_in, "" if c.kept_in == 1 else "s") if c.kept_cost_ms else "")
+        lines.append("Coverage: the %s entries%s add up to %s ms%s, %s of %s (%s ms)%s"
+                     % (c.layer_phase, often, format_ms(c.layers_ms), kept, share, c.whole_phase,
+                        format_ms(c.whole_ms), engine))
     lines += inside_lines(a.section)
+    passes = passes_line(a.section)
+    if passes:
+        lines.append(passes)
     p = a.precision
     if p is not None and a.section.sampling:
         lines.append(sampling_line(p))

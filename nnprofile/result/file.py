@@ -56,7 +56,8 @@ Versions:
      indexes) with the time it took of each (``taken_ns``: the sample's wall time less the thread's CPU time,
      taken off it in every figure; null where not known: that sample is left out) and the rate it interrupted
      the section's timed work at (``switch_rate``, per ns: the weights of the samples kept where some were left
-     out), a step the time it waited for a CPU in each sample (``waited_ns``, taken off); a section says what other work took of it (``interference``: the measured time, the time waited,
+     out), a step the time it waited for a CPU in each sample (``waited_ns``, taken off), a call too short to
+     take the timing's own cost off the cost left in it (``kept_cost_ns``, per call); a section says what other work took of it (``interference``: the measured time, the time waited,
      the switches, the samples interrupted). Earlier results were measured without it: none of these, and their
      figures stand as they were.
 """
@@ -156,6 +157,9 @@ def _entry_from_dict(e: Dict[str, Any], where: str = "an entry") -> Entry:
     rate = fields_.get("switch_rate", 0.0)
     if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not math.isfinite(rate) or rate < 0:
         raise ProfileError("%s: switch_rate must be a rate of 0 or more, not %r" % (where, rate))
+    kept = fields_.get("kept_cost_ns", 0.0)
+    if isinstance(kept, bool) or not isinstance(kept, (int, float)) or not 0 <= kept <= MAX_SAMPLE_NS:
+        raise ProfileError("%s: kept_cost_ns must be a time of 0 or more, not %r" % (where, kept))
     if "waited_ns" in fields_:
         fields_["waited_ns"] = _samples(fields_["waited_ns"], where, "waited_ns")
     try:

@@ -38,6 +38,9 @@ class Entry:
     in_place: bool = False
     calls_per_sample: int = 1
     overhead_ns: float = 0.0  # per call: the timing's own cost, subtracted in the statistics
+    # Per call: the timing's own cost estimated inside a call too short to take it off (it would leave almost
+    # nothing), so left in its figures, which are then at most what the call took; parts add up without it.
+    kept_cost_ns: float = 0.0
     # What the layer computes (forward and backward entries): None where not known.
     output_shape: Optional[str] = None
     params: Optional[int] = None
