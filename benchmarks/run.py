@@ -83,7 +83,7 @@ STEPS = {"cli": ("nnprofile against nnabla_cli profile on projects/lenet", _cli)
          "costs": ("the hooks in graph mode, scaling with layers, isolated against graph mode", _costs),
          "programs": ("programs recorded by nnprofile run, each against itself alone", _programs),
          "gate": ("the regression gate: A/A pairs and a wider layer", _gate),
-         "large": ("every stage on synthetic profiles; the 798-function LSTM against LeNet", _large),
+         "large": ("every stage on synthetic profiles; large real projects against LeNet", _large),
          "ranks": ("merging 16 and 128 synthetic ranks", _ranks),
          "windows": ("long trainings: 10 windows against the run alone, 100 windows", _windows),
          "busy": ("quiet against busy: a program and a project beside spinning processes; the gate", _busy)}

@@ -114,7 +114,7 @@ def test_markdown_and_junit():
     md = render.markdown(c)
     assert md.startswith("## nnprofile check: FAIL") and "| optimizer 'O' with network 'Main' | training step |" in md
     suite = ET.fromstring(render.junit(c))
-    assert suite.get("failures") == "4" and len(suite.findall("testcase")) == len(c.verdicts) + 1
+    assert suite.get("failures") == "4" and len(suite.findall("testcase")) == len(c.verdicts) + 2
 
 
 @pytest.mark.slow
@@ -195,3 +195,35 @@ def test_a_layer_that_cannot_be_judged_beside_a_judged_step_leaves_the_gate_deci
     assert layer.unresolved and not layer.slower
     assert c.exit_code == 0 and c.unresolved_layers == [layer] and not c.unresolved
     assert "1 layer could not be judged alone" in render.summary_line(c)
+
+
+def test_a_result_without_its_step_or_most_of_the_baselines_time_cannot_be_judged():
+    """A result 3x slower whose step and layer entries are missing passes nothing: the gate cannot judge it."""
+    base, new = _profile(), _profile(scale=3.0)
+    new.sections[0].entries = [e for e in new.sections[0].entries if e.phase == "load_dataset"]
+    c = check(base, new)
+    assert c.exit_code == 3 and c.refusals
+    line = render.summary_line(c)
+    assert line.startswith("nnprofile check: CANNOT JUDGE:") and "no training step" in line
+    assert "PASS" not in render.text(c) and "CANNOT JUDGE" in render.markdown(c)
+    suite = ET.fromstring(render.junit(c))
+    assert suite.get("errors") == "1" and "cannot judge" in ET.tostring(suite, encoding="unicode")
+    both = _profile()
+    inference = Section(kind="executor", name="E", network="Main", complete=True,
+                        entries=[e for e in _entries(0.1) if e.phase == "forward_all"], reference_ns=[1e5] * 9)
+    both.sections.append(inference)
+    only_inference = _profile()
+    only_inference.sections = [inference]  # the training, most of the baseline's time, is gone
+    step = sum(e.mean_ms for e in both.sections[0].entries if e.phase in ("forward_all", "backward_all", "update",
+                                                                         "load_dataset"))
+    share = 100 * inference.entries[0].mean_ms / (step + inference.entries[0].mean_ms)
+    assert "share %.0f%% of the baseline's time" % share in render.summary_line(check(both, only_inference))
+
+
+def test_an_incomplete_result_cannot_be_judged_unless_allowed():
+    base, cut = _profile(), _profile()
+    cut.complete, cut.failure = False, "interrupted by Ctrl-C"
+    c = check(base, cut)
+    assert c.exit_code == 3 and "the new result is incomplete (interrupted by Ctrl-C)" in render.summary_line(c)
+    assert "--allow-incomplete" in render.summary_line(c)
+    assert check(base, cut, allow_incomplete=True).exit_code == 0

@@ -203,6 +203,7 @@ def test_ctrl_c_says_at_once_that_it_writes_and_a_second_stops_with_whole_files(
         assert not nnprofile.load(out).complete
     else:  # stopped while writing: said so, never as a failure of nnprofile's own
         assert "a second Ctrl-C stopped it before all its files were written" in err and "--debug" not in err
+        assert "nnprofile: error:" not in err  # the user asked for it
     assert not out.exists() or not [f for f in os.listdir(out) if f.endswith(".tmp")]
 
 
@@ -317,3 +318,163 @@ def test_an_option_no_run_can_take_is_one_line(args, says):
 def test_on_demand_with_repeat_is_refused(tmp_path):
     proc = _run("run", "--on-demand", "--repeat", "3", "-o", str(tmp_path / "o"), LONG, cwd=tmp_path)
     assert proc.returncode == 2 and "means nothing with --on-demand" in proc.stderr and not (tmp_path / "o").exists()
+
+
+def test_capture_never_signals_a_stranger_named_as_a_launcher_beside_a_real_run(tmp_path):
+    """A process started as ``exec -a mpirun ... run --on-demand -o FOLDER`` while a real on-demand run writes FOLDER:
+    the real run's own record does not name it, so it gets no signal; nor does capture send any signal but USR1 or
+    USR2 to the real run."""
+    stop = tmp_path / "stop"
+    out = tmp_path / "out" / "odr"
+    real = subprocess.Popen([sys.executable, "-m", "nnprofile", "run", "-q", "--on-demand", "-o", str(out), LONG,
+                             "--iterations", "0", "--stop-file", str(stop)], cwd=str(tmp_path),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stranger = subprocess.Popen(["bash", "-c", 'exec -a mpirun %s -c "import time; time.sleep(60)" run --on-demand '
+                                 '-o out/odr' % sys.executable], cwd=str(tmp_path))
+    try:
+        _wait_for(out / "on-demand.json", real)
+        proc = run_cli("capture", str(stranger.pid))
+        assert proc.returncode == 2 and "no signal sent" in proc.stderr, proc.stderr
+        term = run_cli("capture", str(real.pid), "--signal", "TERM")
+        assert term.returncode == 2 and "USR1 or USR2" in term.stderr
+        assert stranger.poll() is None and real.poll() is None  # both alive: nothing was sent
+        assert not (out / "window-1").exists()
+    finally:
+        stranger.kill()
+        stranger.wait()
+        stop.write_text("")
+        real.communicate(timeout=120)
+    assert real.returncode == 0
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--on-demand", "--signal", "TERM"], "USR1 or USR2 only"),
+    (["--on-demand", "--signal", "SEGV"], "USR1 or USR2 only"),
+    (["--signal", "USR2", "--repeat", "2"], "--signal names the signal of --on-demand"),
+])
+def test_a_window_is_asked_for_by_usr1_or_usr2_of_an_on_demand_run_only(tmp_path, args, says):
+    proc = _run("run", *args, "-o", str(tmp_path / "o"), LONG, cwd=tmp_path)
+    assert proc.returncode == 2 and says in proc.stderr and not (tmp_path / "o").exists()
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_report_compare_and_merge_into_a_folder_in_use_are_refused(tmp_path):
+    """Every writer takes the folder's lock as the profile does: none adds to or overwrites a running profile's
+    files."""
+    source = tmp_path / "source"
+    assert run_cli(LENET, "--runs", "1", "--synthetic", "--no-inference", "-q", "-o", str(source)).returncode == 0
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "report.html").write_text("the running profile's")
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from nnprofile.base.outdir import Lock; "
+                               "Lock(sys.argv[1]).acquire(); print('held', flush=True); time.sleep(60)", str(busy)],
+                              cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        before = sorted(os.listdir(busy))
+        for args in (["report", str(source), "-o", str(busy)], ["compare", str(source), str(source), "-o", str(busy)]):
+            proc = run_cli(*args)
+            assert proc.returncode == 2 and "in use by another nnprofile run" in proc.stderr, (args, proc.stderr)
+        (busy / "rank-0").mkdir()
+        merged = run_cli("merge", str(busy))
+        assert merged.returncode == 2, merged.stderr
+        assert sorted(os.listdir(busy)) == sorted(before + ["rank-0"])
+        assert (busy / "report.html").read_text() == "the running profile's"
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_symlinked_output_file_is_refused_before_the_run(tmp_path):
+    users = tmp_path / "users_notes.txt"
+    users.write_text("the user's own")
+    out = tmp_path / "sym"
+    out.mkdir()
+    os.symlink(users, out / "profile.log")
+    proc = _run("run", "-q", "-o", str(out), LONG, "--iterations", "5", cwd=tmp_path)
+    assert proc.returncode == 2 and "profile.log in %s is a symbolic link" % out in proc.stderr, proc.stderr
+    assert "ran 5 iterations" not in proc.stdout  # refused before the program ran
+    assert users.read_text() == "the user's own" and sorted(os.listdir(out)) == ["profile.log"]
+    report = run_cli(LENET, "--runs", "1", "--synthetic", "-o", str(out))
+    assert report.returncode == 2 and len(report.stderr.strip().splitlines()) == 1
+
+
+HOSTILE = os.path.join(ROOT, "tests", "scripts", "hostile_train.py")
+
+
+@pytest.mark.parametrize("windows", [False, True])
+def test_a_program_that_changes_its_working_folder_moves_nothing_nnprofile_writes(tmp_path, windows):
+    """Every path is fixed as the run starts: the files land in the output folder, none under the new folder (where
+    a user's own profile.log stays untouched)."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "profile.log").write_text("the user's own")
+    schedule = ["--wait", "2", "--warmup", "0", "--active", "4", "--repeat", "0"] if windows else []
+    proc = _run("run", "-q", "-o", "out", *schedule, HOSTILE, "--iterations", "40", "--chdir", "elsewhere",
+                cwd=tmp_path)
+    assert proc.returncode == 0 and "ran 40 iterations" in proc.stdout, proc.stderr[-2000:]
+    assert sorted(os.listdir(elsewhere)) == ["profile.log"] and (elsewhere / "profile.log").read_text() == \
+        "the user's own"
+    profile = nnprofile.load(tmp_path / "out")
+    assert profile.complete and all((tmp_path / "out" / f).is_file() for f in profile.files)
+    if windows:
+        assert len(profile.windows) >= 3 and all((tmp_path / "out" / w.folder / "result.json").is_file()
+                                                 for w in profile.windows)
+
+
+def test_a_program_that_rewrites_sys_path_keeps_its_profile(tmp_path):
+    proc = _run("run", "-q", "-o", str(tmp_path / "out"), HOSTILE, "--iterations", "30", "--clear-sys-path",
+                cwd=tmp_path)
+    assert proc.returncode == 0 and "ran 30 iterations" in proc.stdout, proc.stderr[-2000:]
+    profile = nnprofile.load(tmp_path / "out")
+    assert profile.complete and "profile.xlsx" in profile.files and (tmp_path / "out" / "profile.xlsx").is_file()
+
+
+def test_a_damaged_earlier_record_is_set_aside_and_never_blocks_a_new_profile(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "result.json").write_text("[" * 100_000 + "]" * 100_000)
+    proc = _run("run", "-q", "-o", str(out), HOSTILE, "--iterations", "20", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    said = [line for line in proc.stderr.splitlines() if "could not be read" in line]
+    assert len(said) == 1 and "set aside as result.json.damaged" in said[0]
+    assert (out / "result.json.damaged").read_text().startswith("[[[") and nnprofile.load(out).complete
+
+
+def test_an_exception_in_on_window_is_the_users_said_with_its_traceback_and_recording_goes_on(tmp_path):
+    script = tmp_path / "callback.py"
+    script.write_text(
+        "import runpy, sys, nnprofile\n"
+        "def on_window(profile):\n"
+        "    raise RuntimeError('the user callback broke')\n"
+        "sys.argv = [%r, '--iterations', '40']\n"
+        "with nnprofile.record(outdir=%r, wait=2, warmup=0, active=4, repeat=3, on_window=on_window):\n"
+        "    runpy.run_path(%r, run_name='__main__')\n" % (HOSTILE, str(tmp_path / "out"), HOSTILE))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=str(tmp_path),
+                          env=_env(), timeout=600)
+    assert proc.returncode == 0 and "ran 40 iterations" in proc.stdout, proc.stderr[-3000:]
+    assert proc.stderr.count("on_window raised on window 1; the recording goes on") == 1
+    assert proc.stderr.count("Traceback (most recent call last)") == 1  # its traceback, once
+    assert "in on_window\n    raise RuntimeError('the user callback broke')" in proc.stderr
+    assert proc.stderr.count("on_window raised again") == 2
+    assert len(nnprofile.load(tmp_path / "out").windows) == 3
+
+
+def test_a_program_that_trains_in_a_thread_is_told_so_before_profile_completed(tmp_path):
+    proc = _run("run", "-o", str(tmp_path / "out"), HOSTILE, "--iterations", "30", "--in-thread", cwd=tmp_path)
+    assert proc.returncode == 0 and "ran 30 iterations" in proc.stdout, proc.stderr[-2000:]
+    said = proc.stdout.index("the program's NNabla work ran in another thread")
+    assert said < proc.stdout.index("Profile Completed.")
+    assert any("another thread" in n for n in nnprofile.load(tmp_path / "out").notes)
+
+
+def test_a_file_that_cannot_be_written_is_said_in_the_record_which_claims_only_what_is_there(tmp_path):
+    out = tmp_path / "out"
+    proc = _run("run", "-q", "-o", str(out), HOSTILE, "--iterations", "20", env=_env(NNPROFILE_TEST_FULL="profile.xlsx"),
+                cwd=tmp_path)
+    assert proc.returncode == 70 and "No space left on device" in proc.stderr, proc.stderr[-2000:]
+    record = json.loads((out / "result.json").read_text())
+    assert record["complete"] is False and "profile.xlsx could not be written" in record["failure"]
+    assert "profile.xlsx" not in record["files"] and all((out / f).is_file() for f in record["files"])
+    check = run_cli("check", str(out), str(out))
+    assert check.returncode == 3 and "incomplete" in check.stdout and "PASS" not in check.stdout

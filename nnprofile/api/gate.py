@@ -43,7 +43,7 @@ def interleaved(baseline: Sequence[str], new: Sequence[str], repeat: int, outdir
 
 def gate(baseline: str, new: str, threshold: float = 0.10, layers: bool = False, strict_order: bool = False,
          repeat: Optional[int] = None, outdir: Optional[str] = None,
-         progress: Callable[[str], None] = lambda line: None) -> Check:
+         progress: Callable[[str], None] = lambda line: None, allow_incomplete: bool = False) -> Check:
     """Check ``new`` against ``baseline``: two saved results (folders or result.json files), or with ``repeat``
     two NNC projects profiled in turns (``interleaved``) into ``outdir``."""
     if repeat is not None:
@@ -51,9 +51,11 @@ def gate(baseline: str, new: str, threshold: float = 0.10, layers: bool = False,
             raise ProfileError("--repeat profiles the two projects again, in turns: give two NNC project files "
                                "(.nntxt, .nnp), not saved results")
         a, b = interleaved([baseline], [new], repeat, outdir or os.path.join("results", "check"), progress=progress)
-        return check(a, b, threshold=threshold, layers=layers, strict_order=strict_order)
+        return check(a, b, threshold=threshold, layers=layers, strict_order=strict_order,
+                     allow_incomplete=allow_incomplete)
     for path in (baseline, new):
         if is_project(path):
             raise ProfileError("%s is a project, not a result: profile it first, or give --repeat N to profile both "
                                "projects in turns" % path)
-    return check(load(baseline), load(new), threshold=threshold, layers=layers, strict_order=strict_order)
+    return check(load(baseline), load(new), threshold=threshold, layers=layers, strict_order=strict_order,
+                 allow_incomplete=allow_incomplete)

@@ -9,8 +9,10 @@ whether the program has put a handler of its own in place of nnprofile's), which
     nnprofile capture PID            # the signal, to a process started with nnprofile run --on-demand
     nnprofile capture PID --rank 1   # under mpirun (PID: mpirun's), one rank; else every rank
 
-``mpirun`` passes SIGUSR1 and SIGUSR2 on to every rank of its job; one rank is found among its
-descendants by the rank its launcher gave it.
+``mpirun`` passes SIGUSR1 and SIGUSR2 on to every rank of its job. A launcher is signalled only where a
+listening rank's own status (``OUTDIR/rank-R/on-demand.json``) names it among the rank's ancestors, and it is
+one still; a rank alone (``--rank``) is signalled by the pid its status gives. No other signal than USR1 and
+USR2 is sent, and no process is trusted by its name.
 """
 from __future__ import annotations
 
@@ -23,20 +25,34 @@ import uuid
 from typing import Any, Callable, Dict, List, Optional
 
 from ..base.errors import ProfileError
+from ..base.options import WINDOW_SIGNALS
 from ..base.outdir import LOCK_NAME, write_whole
 
 STATUS = "on-demand.json"
-LAUNCHERS = ("mpirun", "mpiexec", "orterun", "prterun", "srun")
-RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID")
 
 
 def signal_number(name: str) -> int:
+    """SIGUSR1 or SIGUSR2: no other signal asks for a window (a program or its launcher depends on the rest)."""
     name = name.upper()
-    name = name if name.startswith("SIG") else "SIG" + name
-    number = getattr(signals, name, None)
-    if not isinstance(number, int) or name in ("SIGKILL", "SIGSTOP"):
-        raise ProfileError("unknown signal %s (use USR1 or USR2)" % name[3:])
-    return int(number)
+    name = name[3:] if name.startswith("SIG") else name
+    if name not in WINDOW_SIGNALS:
+        raise ProfileError("signal %s cannot ask for a window (use USR1 or USR2)" % name[:20])
+    return int(getattr(signals, "SIG" + name))
+
+
+def ancestors(pid: int) -> List[int]:
+    """The pids above ``pid``, its parent first, up to init (what a launcher's capture is checked against)."""
+    out: List[int] = []
+    while pid > 1 and len(out) < 64:
+        try:
+            stat = _proc(pid, "stat").decode(errors="replace")
+        except OSError:
+            break
+        pid = int(stat.rsplit(")", 1)[1].split()[1])
+        if pid <= 0:
+            break
+        out.append(pid)
+    return out
 
 
 class Listener:
@@ -79,7 +95,8 @@ class Listener:
         try:
             write_whole(os.path.join(self.folder, STATUS), json.dumps(
                 {"pid": os.getpid(), "token": self.token, "signal": self.name, "windows": self.windows,
-                 "handler": "replaced by the program" if self.replaced else "nnprofile"}))
+                 "handler": "replaced by the program" if self.replaced else "nnprofile",
+                 "ancestors": ancestors(os.getpid())}))
         except OSError as e:  # a full disk: the program goes on, the capture will say it cannot find the status
             print("nnprofile: warning: %s could not be written (%s)" % (STATUS, e.strerror or e), file=sys.stderr)
 
@@ -121,36 +138,11 @@ def _outdir(argv: List[str], cwd: str) -> Optional[str]:
     return None
 
 
-def _children() -> Dict[int, List[int]]:
-    out: Dict[int, List[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = _proc(int(entry), "stat").decode(errors="replace")
-        except OSError:
-            continue
-        parent = int(stat.rsplit(")", 1)[1].split()[1])
-        out.setdefault(parent, []).append(int(entry))
-    return out
-
-
-def _rank_process(launcher: int, rank: int) -> int:
-    """The process of rank ``rank`` among the launcher's descendants (by the rank its launcher gave it)."""
-    children, todo = _children(), [launcher]
-    while todo:
-        pid = todo.pop()
-        todo += children.get(pid, [])
-        if pid == launcher:
-            continue
-        try:
-            env = dict(v.split(b"=", 1) for v in _proc(pid, "environ").split(b"\0") if b"=" in v)
-        except OSError:
-            continue
-        for variable in RANK_VARIABLES:
-            if env.get(variable.encode()) == str(rank).encode() and "--on-demand" in _cmdline(pid):
-                return pid
-    raise ProfileError("no rank %d found under process %d" % (rank, launcher))
+def launches(pid: int, rank_pid: int, status: Dict[str, Any]) -> bool:
+    """Whether ``pid`` launched the listening process ``rank_pid``: the status it wrote names ``pid`` among its
+    ancestors, and it is one still (a pid reused since is not)."""
+    recorded = status.get("ancestors")
+    return isinstance(recorded, list) and pid in recorded and pid in ancestors(rank_pid)
 
 
 def _alive(pid: int) -> bool:
@@ -194,7 +186,7 @@ def _status(folder: Optional[str], pid: int, launched: bool, wait_s: float) -> D
         try:
             with open(path, encoding="utf-8") as f:
                 status = json.load(f)
-            if status.get("pid") == pid or (launched and _alive(int(status.get("pid", 0)))):
+            if status.get("pid") == pid or _alive(int(status.get("pid", 0))):  # a run going on: capture judges it
                 return status
         except (OSError, ValueError):
             pass
@@ -206,9 +198,10 @@ def _status(folder: Optional[str], pid: int, launched: bool, wait_s: float) -> D
 
 def capture(pid: int, signal_name: Optional[str] = None, rank: Optional[int] = None, wait_s: float = 60.0) -> str:
     """Ask a process started with ``nnprofile run --on-demand`` for a window: sends it its signal (to one
-    rank, or through ``mpirun`` to all); returns where the window will go. Refuses a process that was not
-    started so, and one whose program replaced nnprofile's handler; waits up to ``wait_s`` for a process
-    just started to listen."""
+    rank, or through its launcher to all); returns where the window will go. Signals only a process that a
+    listening run's status names with its token while it holds its folder's lock, or the launcher that status
+    records among its ancestors and that is still one (never a process by its name); refuses one whose program
+    replaced nnprofile's handler; waits up to ``wait_s`` for a process just started to listen."""
     argv = _cmdline(pid)
     if "--on-demand" not in argv:
         raise ProfileError("process %d was not started with nnprofile run --on-demand: nothing in it listens "
@@ -218,25 +211,28 @@ def capture(pid: int, signal_name: Optional[str] = None, rank: Optional[int] = N
     except OSError:
         cwd = "."
     outdir = _outdir(argv, cwd)
-    launched = os.path.basename(argv[0]) in LAUNCHERS
-    folder = outdir
-    if outdir is not None and launched:
-        folder = os.path.join(outdir, "rank-%d" % (rank if rank is not None else 0))
+    if outdir is None:
+        raise ProfileError("process %d is no nnprofile run --on-demand: no output folder to find its status in" % pid)
+    launched = not os.path.isfile(os.path.join(outdir, STATUS)) and os.path.isdir(os.path.join(outdir, "rank-0"))
+    folder = os.path.join(outdir, "rank-%d" % (rank or 0)) if launched else outdir
+    if rank is not None and not launched:
+        raise ProfileError("process %d is not a launcher (mpirun, srun): --rank names one of a launcher's ranks" % pid)
     status = _status(folder, pid, launched, wait_s)
-    name = signal_name or status.get("signal") or next(
-        (argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--signal"), "USR1")
+    name = signal_name or status.get("signal") or "USR1"
+    number = signal_number(name)
     if status.get("handler", "nnprofile") != "nnprofile":
         raise ProfileError("the program in process %d installed its own SIG%s handler: a capture would reach the "
                            "program, not nnprofile (start it with --signal USR2)" % (pid, name.upper()))
-    target = _rank_process(pid, rank) if launched and rank is not None else pid
-    if rank is not None and not launched:
-        raise ProfileError("process %d is not a launcher (mpirun, srun): --rank names one of a launcher's ranks" % pid)
-    checked = target if not launched or rank is not None else int(status.get("pid", 0))
-    assert folder is not None
-    if not listening(status, checked, folder):
+    rank_pid = int(status.get("pid") or 0)
+    if not listening(status, rank_pid, folder):
         raise ProfileError("process %d does not listen for a capture: no status of an --on-demand run with its pid "
-                           "and token in %s, or it does not hold that folder (no signal sent)" % (checked, folder))
-    os.kill(target, signal_number(name))
+                           "and token in %s, or it does not hold that folder (no signal sent)" % (rank_pid, folder))
+    if launched and not launches(pid, rank_pid, status):
+        raise ProfileError("process %d is not the launcher of the run in %s: that run's own record does not name it "
+                           "among its ancestors (no signal sent)" % (pid, folder))
+    if not launched and rank_pid != pid:
+        raise ProfileError("process %d is not the run in %s (no signal sent)" % (pid, folder))
+    os.kill(rank_pid if launched and rank is not None else pid, number)
     where = "%s/window-%d" % (folder, int(status.get("windows", 0)) + 1) if folder else "its output folder"
     if launched and rank is None:
         where = "%s/rank-K/window-%d (every rank)" % (outdir, int(status.get("windows", 0)) + 1)

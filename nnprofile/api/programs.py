@@ -32,7 +32,7 @@ from ..render.files import claim_outdir, prepare_outdir, release_outdir
 from ..recording.schedule import Schedule
 from ..result import Profile
 from ..result.header import ProgramHeader
-from .quiet import quiet_nnabla
+from .quiet import own_imports, quiet_nnabla
 from .windows import WindowWriter
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -117,7 +117,11 @@ class Recording:
         from ..pooling.ranks import DEFAULT_WAIT
         from ..recording import launcher
         from ..recording.recorder import Recorder
-        self.outdir = os.fspath(outdir) if outdir is not None else None
+        # Fixed now: a program that changes its working folder (os.chdir) moves nothing nnprofile writes.
+        self.outdir = os.path.abspath(os.fspath(outdir)) if outdir is not None else None
+        self._imports: Optional[List[str]] = None  # sys.path as the recording began (``own_imports``)
+        self._callback_failed = False
+        self.stopped = False  # a second Ctrl-C or SIGTERM stopped the writing, as asked
         self.name = name
         self.command = command or name
         self.schedule = schedule or Schedule(warmup=max(0, skip_first), active=max(1, active))
@@ -163,6 +167,7 @@ class Recording:
 
     def __enter__(self) -> "Recording":
         from ..recording.calibrate import calibrate
+        self._imports = list(sys.path)
         if self.outdir is not None:  # one run at a time in a folder: the second is refused, in one line
             if self.world is not None and self.world.several:
                 prepare_outdir(self.outdir)
@@ -254,11 +259,14 @@ class Recording:
         except Exception as e:
             self.recorder.fault("ending the recording", e)
         try:
-            self._finish(kind, error, tb)
+            with own_imports(self._imports):
+                self._finish(kind, error, tb)
         except (Exception, KeyboardInterrupt) as e:
-            if interrupted(e, before=error):  # a second Ctrl-C (also inside NNabla's C++): stop, as it asks
+            if interrupted(e, before=error):  # a second Ctrl-C or SIGTERM (also inside NNabla's C++): stop, as asked
                 self.profile = None
-                self.error = "a second Ctrl-C stopped it before all its files were written (any written is whole)"
+                self.error = "a second %s stopped it before all its files were written (any written is whole)" % (
+                    "SIGTERM" if terminated(e) else "Ctrl-C")
+                self.stopped = True  # as the user asked: no error of nnprofile's
             else:
                 import traceback
                 self.error = _reason(e)
@@ -337,8 +345,9 @@ class Recording:
         """A window's steps are done (the recorder calls this with the hooks off, from the program's thread,
         between its calls): its profile, written at once; then the program runs on untouched."""
         try:
-            profile = self._profile(None, recorder)
-            self._add_window(profile, recorder, complete=True)
+            with own_imports(self._imports):
+                profile = self._profile(None, recorder)
+                self._add_window(profile, recorder, complete=True)
         except Exception as e:  # a full disk, a bug of nnprofile's: said once, noted in the next files; the program goes on
             text = "window %d could not be written (%s)" % (recorder.window, _reason(e))
             warn("nnprofile: %s; the program goes on" % text)
@@ -346,7 +355,25 @@ class Recording:
             return
         self.missed = []
         if self.on_window is not None:
-            self.on_window(profile)
+            self._call_on_window(profile, recorder.window)
+
+    def _call_on_window(self, profile: Profile, window: int) -> None:
+        """The user's callback: its exception is the user's, said on stderr with its traceback (in full the first
+        time, in one line after), and the recording goes on."""
+        try:
+            self.on_window(profile)  # type: ignore[misc]
+        except Exception as e:
+            import traceback
+            if not self._callback_failed:
+                warn("nnprofile: on_window raised on window %d; the recording goes on. Its traceback:" % window)
+                try:  # the user's own code's traceback, as Python shows it
+                    traceback.print_exception(type(e), e, e.__traceback__, file=sys.stderr)
+                except Exception:
+                    pass
+            else:
+                warn("nnprofile: on_window raised again on window %d (%s: %s)" % (window, type(e).__name__,
+                                                                                   shorten(str(e))))
+            self._callback_failed = True
 
     def _window_kept(self, recorder: Any) -> None:
         """A window's kept steps are done and steps that measure the hooks' cost follow: its files now, with the
@@ -354,14 +381,16 @@ class Recording:
         if self.writer is None or self.writer.folder is None:
             return
         try:
-            profile = self._profile(None, recorder, measure_signatures=False)
-            profile.notes.append("written when the window's kept steps were done; the steps that measure what the "
-                                 "hooks cost in this program were still to come (files of the whole window replace these)")
-            progress, self.writer.progress = self.writer.progress, lambda line: None
-            try:
-                self._add_window(profile, recorder, complete=True, quiet=True)
-            finally:
-                self.writer.progress = progress
+            with own_imports(self._imports):
+                profile = self._profile(None, recorder, measure_signatures=False)
+                profile.notes.append("written when the window's kept steps were done; the steps that measure what "
+                                     "the hooks cost in this program were still to come (files of the whole window "
+                                     "replace these)")
+                progress, self.writer.progress = self.writer.progress, lambda line: None
+                try:
+                    self._add_window(profile, recorder, complete=True, quiet=True)
+                finally:
+                    self.writer.progress = progress
         except Exception:  # said when the window closes and its files are written again (or cannot be)
             pass
 
@@ -400,12 +429,11 @@ class Recording:
         if world is None or not world.several:
             return
         if world.rank == 0:
-            from ..pooling.ranks import collect, merge
+            from ..pooling.ranks import collect, merge, spans
             found = collect(self.outdir, world.size, 0.0, world.launch, self._started_unix - 60)
             if found.missing and self.merge_wait > 0:
                 self.progress("nnprofile: waiting up to %g s for the results of rank%s %s"
-                              % (self.merge_wait, "s" if len(found.missing) > 1 else "",
-                                 ", ".join(str(k) for k in found.missing)))
+                              % (self.merge_wait, "s" if len(found.missing) > 1 else "", spans(found.missing)))
                 found = collect(self.outdir, world.size, self.merge_wait, world.launch, self._started_unix - 60)
             self.merged = merge(found)
             self._write(self.merged, self.outdir)
@@ -467,8 +495,14 @@ class Recording:
         if a.how.startswith("one step:"):
             notes.append("no steps were found (no solver update seen, no nnprofile.step(), no repeating pass): "
                          "the whole run is one step; mark the end of each step with nnprofile.step()")
-        if not recorder.events:
-            notes.append("nothing was recorded: the program ran no NNabla function")
+        if recorder.elsewhere and (not recorder.events or a.steps == 0):
+            notes.append("the program's NNabla work ran in another thread (%d functions there): nnprofile records "
+                         "the thread that started it, so none of it is in these figures; put nnprofile.record() "
+                         "around the loop inside that thread" % recorder.elsewhere)
+        elif not recorder.events:
+            notes.append("nothing was recorded: the program ran no NNabla function in this process (one that "
+                         "trains in a child process, as multiprocessing starts it, is recorded by "
+                         "nnprofile.record() inside that child)")
         # What ran (ConvolutionCudaCudnn under cuDNN) and at which batch, as a project's header says.
         header.implementation_classes = sorted({e.impl_class for s in a.sections for e in s.entries
                                                 if e.impl_class})

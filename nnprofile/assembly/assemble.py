@@ -277,8 +277,8 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
                                                            "; ".join(emptied(sections, slow))))
     if builder.unresolved:
         first = builder.unresolved[:5]
-        notes.append("shorter than the timing's own cost estimated inside them, so shown as measured (that cost not "
-                     "taken off): %s%s" % ("; ".join("%s, %.3f us a call against %.3f us" % (label, mean / 1e3, off / 1e3)
+        notes.append("shorter than the timing's own cost estimated inside them, so shown at a tenth of what was "
+                     "measured (an upper bound; the rest of that cost taken off): %s%s" % ("; ".join("%s, %.3f us a call against %.3f us" % (label, mean / 1e3, off / 1e3)
                                                      for label, mean, off in first),
                                            "; and %d more" % (len(builder.unresolved) - 5)
                                            if len(builder.unresolved) > 5 else ""))

@@ -65,7 +65,7 @@ class Builder(ProgramPart):
         self.kept, self.per_step, self.bounds = kept, per_step, bounds
         self.plain = plain or set()  # the steps run without the hooks
         self.kids = kids or {}       # id(call) -> the calls that ran inside it
-        self.unresolved: List[Tuple[str, float, float]] = []  # (label, mean, the hooks' cost) shown as measured
+        self.unresolved: List[Tuple[str, float, float]] = []  # (label, mean, the hooks' cost): a tenth shown
         self.timeline: List[TimelineEvent] = []
         self.origin = bounds[kept[0]][0] if kept else 0
         self.layers: Dict[str, Dict[Any, Layer]] = {}  # graph name -> layer key -> layer
@@ -101,11 +101,12 @@ class Builder(ProgramPart):
         return sum(c.total(x.kind, self.signature(x, phase)) + self.own_cost(x, phase) for x in calls)
 
     def resolved(self, label: str, mean: float, off: float) -> float:
-        """The hooks' cost to take off a call of mean ``mean``: none where it would leave (almost) nothing of a call
-        that ran, which is then shown as measured and said (``unresolved``): no layer that ran reads zero."""
+        """The hooks' cost to take off a call of mean ``mean``: where it would leave (almost) nothing of a call that
+        ran, only so much that a tenth of what was measured is left (1 - UNRESOLVED), and said (``unresolved``): no
+        layer that ran reads zero, and the cost left in (``Entry.kept_cost_ns``) is small beside the pass's."""
         if mean > 0 and off >= UNRESOLVED * mean:
             self.unresolved.append((label, mean, off))
-            return 0.0
+            return UNRESOLVED * mean
         return off
 
     def inner(self, call: Any) -> Tuple[List[Any], float]:
@@ -278,7 +279,7 @@ class Builder(ProgramPart):
                 off = self.costs.taken_off(mean, kind, cost_key)
                 kept_off = self.resolved(known.label(phase), mean, off)
                 e = known.entry(phase, s.samples, 1, kept_off)
-                e.kept_cost_ns = off if off > 0 and not kept_off else 0.0
+                e.kept_cost_ns = max(0.0, off - kept_off)
                 e.round_sizes = s.round_sizes
                 e.disturbed, e.taken_ns, e.switch_rate = list(s.disturbed), list(s.taken), self.switch_rate
                 calls = parents.get(("forward" if phase == "forward_function" else "backward", key), [])

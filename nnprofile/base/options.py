@@ -210,6 +210,20 @@ SCHEDULE_EXAMPLE = ("a long training: a window of 20 steps every 500 or so, unti
                     "or when asked:  nnprofile run --on-demand train.py  then  nnprofile capture PID")
 
 
+# The signals that may ask for a window: the user-defined ones. Any other (TERM, INT, SEGV, ...) is one a program
+# or its launcher depends on for its own handling.
+WINDOW_SIGNALS = ("USR1", "USR2")
+
+
+def window_signal(text: str) -> str:
+    """USR1 or USR2 (SIGUSR1, usr2, ... as well)."""
+    name = text.upper()
+    name = name[3:] if name.startswith("SIG") else name
+    if name not in WINDOW_SIGNALS:
+        raise argparse.ArgumentTypeError("%r: a window is asked for by USR1 or USR2 only" % text)
+    return name
+
+
 def add_schedule(parser: Any, on_demand: bool = True) -> None:
     """The schedule's options (``nnprofile.recording.schedule.Schedule``) as one group of a parser."""
     group = parser.add_argument_group(
@@ -234,6 +248,6 @@ def add_schedule(parser: Any, on_demand: bool = True) -> None:
         group.add_argument("--on-demand", action="store_true",
                            help="no window until asked: run untouched, then record a window each time the process "
                                 "gets the signal (nnprofile capture PID), as many times as asked")
-        group.add_argument("--signal", default="USR1", metavar="NAME",
+        group.add_argument("--signal", default=None, type=window_signal, metavar="USR1|USR2",
                            help="the signal that asks for a window on demand (default USR1; USR2 where the program "
                                 "handles USR1 itself)")

@@ -74,15 +74,45 @@ def write_whole(path: str, data: Data) -> str:
     return path
 
 
-def listed(folder: str, result_name: str = "result.json") -> List[str]:
-    """The files an earlier run listed as its own in the folder's result.json (none where it lists none)."""
+# The largest record an earlier run can have left (its samples of a long windowed run are a few MB): one larger is
+# no record of nnprofile's, and is not read whole.
+MAX_RECORD_BYTES = 256 << 20
+
+
+def listed(folder: str, result_name: str = "result.json", damaged: Optional[List[str]] = None) -> List[str]:
+    """The files an earlier run listed as its own in the folder's result.json (none where it lists none). A record
+    that cannot be read (damaged, too large, nested too deep) never blocks a new run: it is set aside under a new
+    name in the folder, appended to ``damaged`` (its new name) for the caller to say."""
+    path = os.path.join(folder, result_name)
     try:
-        with open(os.path.join(folder, result_name), encoding="utf-8") as f:
+        if os.path.getsize(path) > MAX_RECORD_BYTES:
+            raise ValueError("larger than %d MB" % (MAX_RECORD_BYTES >> 20))
+        with open(path, encoding="utf-8") as f:
             data = json.load(f)
-    except (OSError, ValueError):
+    except OSError:
+        return []
+    except (ValueError, RecursionError, MemoryError):
+        aside = set_aside(path)
+        if aside is not None and damaged is not None:
+            damaged.append(aside)
         return []
     files = data.get("files") if isinstance(data, dict) and data.get("format") == "nnprofile-result" else None
     return [f for f in files if isinstance(f, str)] if isinstance(files, list) else []
+
+
+def set_aside(path: str) -> Optional[str]:
+    """Rename a damaged file to ``NAME.damaged`` (``NAME.damaged-2``, ... where taken); its new path, None where it
+    could not be moved (it is then left as it is)."""
+    for n in range(1, 1000):
+        target = "%s.damaged%s" % (path, "" if n == 1 else "-%d" % n)
+        if os.path.lexists(target):
+            continue
+        try:
+            os.rename(path, target)
+            return target
+        except OSError:
+            return None
+    return None
 
 
 def prune(folder: str, earlier: Iterable[str], now: Iterable[str]) -> List[str]:

@@ -11,6 +11,7 @@ import traceback
 from typing import List, Optional
 
 from ..base.errors import ProfileError, ProgramDidNotCompile
+from ..render.safe import safe_text
 from . import capture_cmd, check_cmd, compare_cmd, merge_cmd, profile_cmd, report_cmd, run_cmd
 
 EXIT_INTERNAL = 1
@@ -92,6 +93,6 @@ def _main(argv: Optional[List[str]] = None) -> int:
 
 def _error(line: str) -> None:
     try:
-        print(line, file=sys.stderr)
+        print(safe_text(line), file=sys.stderr)  # a path or name in the message is data
     except (BrokenPipeError, ValueError):
         pass

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 
 from ..api.ondemand import capture
+from ..base.options import window_signal
 from .common import Parser, Printer
 
 SUMMARY = "ask a program running under 'nnprofile run --on-demand' to record a window now (its PID; mpirun's)"
@@ -18,7 +19,8 @@ def parser() -> argparse.ArgumentParser:
                     "rank records (or --rank R, that rank only).",
         epilog="Example: nnprofile run --on-demand -o results/train train.py &  then  nnprofile capture $!")
     p.add_argument("pid", type=int, metavar="PID", help="the process (nnprofile run --on-demand ..., or mpirun)")
-    p.add_argument("--signal", metavar="NAME", help="the signal (default: the one the process listens for, USR1)")
+    p.add_argument("--signal", metavar="USR1|USR2", type=window_signal,
+                   help="the signal (default: the one the process listens for, USR1)")
     p.add_argument("--rank", type=int, metavar="R", help="under mpirun: that rank only (default: every rank)")
     p.add_argument("--debug", action="store_true", help="show nnprofile's own tracebacks")
     return p

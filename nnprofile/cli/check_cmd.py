@@ -45,6 +45,8 @@ def parser() -> argparse.ArgumentParser:
                    help="also test every layer (forward + backward), Holm-corrected for their number")
     p.add_argument("--strict-order", action="store_true",
                    help="fail when the ordered list of layers changed (added, removed, reordered, another class)")
+    p.add_argument("--allow-incomplete", action="store_true",
+                   help="judge an incomplete or interrupted result too (by default it cannot be judged: exit 3)")
     p.add_argument("--markdown", metavar="FILE", help="write a Markdown summary (for a pull-request comment)")
     p.add_argument("--junit", metavar="FILE", help="write JUnit XML")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
@@ -55,7 +57,8 @@ def parser() -> argparse.ArgumentParser:
 def run(args) -> int:
     from ..render import verdicts
     result = gate(args.baseline, args.new, threshold=args.threshold, layers=args.layers, strict_order=args.strict_order,
-                  repeat=args.repeat, outdir=args.outdir, progress=Printer(args.quiet))
+                  repeat=args.repeat, outdir=args.outdir, progress=Printer(args.quiet),
+                  allow_incomplete=args.allow_incomplete)
     for path, render in ((args.markdown, verdicts.markdown), (args.junit, verdicts.junit)):
         if path:
             try:

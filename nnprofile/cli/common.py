@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Any, List, Optional, TextIO, NoReturn
 
-from ..render.files import prepare_outdir  # noqa: F401  (re-exported for the commands)
+from ..render.files import claimed, prepare_outdir  # noqa: F401  (re-exported for the commands)
 from ..render.safe import safe_text
 from ..base.errors import ProfileError
 from ..base.options import non_negative_float, positive_float, positive_int  # noqa: F401  (for the commands)

@@ -8,7 +8,7 @@ from ..base.errors import ProfileError
 from ..base.options import ProfileOptions
 from ..compare import compare_configurations, compare_results, parse_set
 from ..render.comparison import write as write_comparison
-from .common import Parser, Printer, positive_int, prepare_outdir
+from .common import Parser, Printer, claimed, positive_int
 from .progress import Progress
 
 
@@ -71,7 +71,8 @@ def run(args) -> int:
             raise ProfileError("give two or more result folders to compare")
         comparison = compare_results(*args.targets)
         outdir = args.outdir or os.path.join("results", "compare")
-        prepare_outdir(outdir)
+        with claimed(outdir):
+            write_comparison(outdir, comparison)
     else:
         bad = [t for t in args.targets if os.path.isdir(t)]
         if bad:
@@ -85,19 +86,20 @@ def run(args) -> int:
             raise ProfileError("%s: no such file" % main_file)
         name = os.path.splitext(os.path.basename(main_file))[0]
         outdir = args.outdir or os.path.join("results", "compare_" + name)
-        prepare_outdir(outdir)
         extra = ProfileOptions.from_args(args).argv()
         progress = Progress.for_terminal(args.quiet)
         out.progress = progress
         try:
-            comparison = compare_configurations(args.targets, configs, args.repeat, outdir, extra,
-                                                train_epochs=args.train_epochs, progress=out, on_run=progress.run,
-                                                resolve=args.resolve or None, max_runs=max(args.repeat, args.max_runs),
-                                                max_seconds=args.max_seconds)
+            with claimed(outdir):  # the runs go into folders of their own inside it
+                comparison = compare_configurations(args.targets, configs, args.repeat, outdir, extra,
+                                                    train_epochs=args.train_epochs, progress=out,
+                                                    on_run=progress.run, resolve=args.resolve or None,
+                                                    max_runs=max(args.repeat, args.max_runs),
+                                                    max_seconds=args.max_seconds)
+                write_comparison(outdir, comparison)
         finally:
             progress.close()
             out.progress = None
-    write_comparison(outdir, comparison)
     with open(os.path.join(outdir, "compare.log")) as f:
         out.write(f.read())
     out("written to %s (compare.csv, compare.xlsx, box plots)" % outdir)

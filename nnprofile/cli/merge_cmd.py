@@ -5,9 +5,9 @@ import argparse
 import os
 import sys
 
-from ..pooling.ranks import collect, merge, rank_folders
+from ..pooling.ranks import collect, merge, rank_folders, spans
 from ..base.errors import ProfileError
-from .common import Parser, Printer, non_negative_float
+from .common import Parser, Printer, claimed, non_negative_float
 
 
 SUMMARY = "merge the results of a distributed run's ranks (OUTDIR/rank-K/) into one view"
@@ -39,13 +39,14 @@ def run(args) -> int:
     if not found.profiles:
         raise ProfileError("%s: no rank left a result (rank-K/result.json)" % args.outdir)
     merged = merge(found)
-    write_all(merged, args.outdir)
+    with claimed(args.outdir):
+        write_all(merged, args.outdir)
     out = Printer(args.quiet)
     out.write(log.render(merged))
     out("Written to %s: the merged view of %d of %d ranks" % (args.outdir, len(found.profiles), found.size))
     if found.missing:
         print("nnprofile: error: no result from rank%s %s of %d (merged: %s)"
-              % ("s" if len(found.missing) > 1 else "", ", ".join(str(k) for k in found.missing), found.size,
-                 ", ".join(str(k) for k in sorted(found.profiles))), file=sys.stderr)
+              % ("s" if len(found.missing) > 1 else "", spans(found.missing), found.size,
+                 spans(list(found.profiles))), file=sys.stderr)
         return 1
     return 0

@@ -6,7 +6,7 @@ import os
 
 from .. import api
 from ..render import FORMATS
-from .common import Parser, Printer, prepare_outdir
+from .common import Parser, Printer, claimed
 
 
 SUMMARY = "re-render the files of a saved result (any format version), without profiling again"
@@ -30,8 +30,8 @@ def run(args) -> int:
     profile = api.load(args.result)
     source = args.result if os.path.isdir(args.result) else os.path.dirname(os.path.abspath(args.result))
     outdir = args.outdir or source
-    prepare_outdir(outdir)
-    write_all(profile, outdir, save_result=os.path.abspath(outdir) != os.path.abspath(source),
-              formats=args.format)
+    with claimed(outdir):
+        write_all(profile, outdir, save_result=os.path.abspath(outdir) != os.path.abspath(source),
+                  formats=args.format)
     Printer(args.quiet).write(log.render(profile))
     return 0

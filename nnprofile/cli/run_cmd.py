@@ -55,8 +55,16 @@ def parser() -> argparse.ArgumentParser:
 
 def parse(argv: List[str]) -> argparse.Namespace:
     """The options, then the program: a script and its arguments, or -m MODULE and its arguments (whatever
-    follows the module is its own, as for python -m)."""
+    follows the module is its own, as for python -m). An option that needs another is refused without it."""
     p = parser()
+    args = _parse(p, argv)
+    if args.signal is not None and not args.on_demand:
+        p.error("--signal names the signal of --on-demand, which is not given")
+    args.signal = args.signal or "USR1"
+    return args
+
+
+def _parse(p: argparse.ArgumentParser, argv: List[str]) -> argparse.Namespace:
     valued = {s for a in p._actions if a.option_strings and a.nargs != 0 for s in a.option_strings} - {"-m"}
     i = 0
     while i < len(argv) and argv[i] != "-m":  # nnprofile's options, up to the program
@@ -95,7 +103,7 @@ def run(args) -> int:
 
     def progress(line: str) -> None:
         if not args.quiet or line.startswith("nnprofile: window") or "waiting for SIG" in line:
-            print(line, file=sys.stderr, flush=True)
+            print(safe_text(line), file=sys.stderr, flush=True)  # paths are data too
     recording, status = run_recording(target, *args.args, outdir=outdir, merge_wait=args.merge_wait, launched=True,
                                       progress=progress, save_events=args.save_events, module=bool(args.module),
                                       schedule=schedule)
@@ -104,6 +112,9 @@ def run(args) -> int:
         if args.debug and recording.error_traceback:
             sys.stderr.write(recording.error_traceback)
         what = recording.error or recording.unrecorded or "nothing was recorded"
+        if recording.stopped:  # the user asked: said, not an error
+            print("nnprofile: %s" % safe_text(what), file=sys.stderr)
+            return status or EXIT_NOT_WRITTEN
         print("nnprofile: error: the program %s, but its profile could not be %s: %s%s"
               % ("ended normally" if status == 0 else "exited with status %s" % status,
                  "made" if recording.unrecorded is None else "recorded", safe_text(what),

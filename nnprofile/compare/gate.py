@@ -94,6 +94,9 @@ class Check:
     verdicts: List[Verdict] = field(default_factory=list)
     machine: List[str] = field(default_factory=list)
     strict_order: bool = False
+    # Why the two results cannot be judged at all (an incomplete result; a headline figure or most of the
+    # baseline's time missing from the new one): the gate then says so, whatever its figures read.
+    refusals: List[str] = field(default_factory=list)
 
     @property
     def slower(self) -> List[Verdict]:
@@ -115,6 +118,8 @@ class Check:
     def exit_code(self) -> int:
         """``REGRESSED`` (1) where something got slower; else ``UNJUDGED`` (3) where a figure could not be judged (a
         CI job may run again, with more repeats); else 0. Errors and usage are 2 (the command line's)."""
+        if self.refusals:
+            return UNJUDGED
         if self.slower or (self.strict_order and self.structure):
             return REGRESSED
         if self.unresolved:
@@ -298,10 +303,54 @@ def _holm(tests: List[Verdict]) -> None:
         v.slower = v.slower and significant
 
 
+# Of the baseline's time (its sections' headline figures), the share the new result must hold to be judged.
+SHARED_AT_LEAST = 0.5
+
+
+def _incomplete(profile: Profile, side: str) -> List[str]:
+    if profile.complete and not profile.failure:
+        return []
+    return ["the %s result is incomplete (%s): its figures stop where it stopped (--allow-incomplete judges it "
+            "anyway)" % (side, profile.failure or "interrupted")]
+
+
+def _missing_time(baseline: Profile, new: Profile) -> List[str]:
+    """A headline figure (a step, an inference pass) of the baseline that the new result lacks, and the share of
+    the baseline's time the two share, where it is below SHARED_AT_LEAST."""
+    out: List[str] = []
+    total = shared = 0.0
+    for base in baseline.sections:
+        figures = _metrics(base)
+        if not figures:
+            continue
+        headline, entries = next(iter(figures.items()))
+        b = _figure(entries)
+        if b is None:
+            continue
+        total += b.mean_ms
+        same = [s for s in new.sections if (s.kind, s.name) == (base.kind, base.name)]
+        theirs = _metrics(same[0]).get(headline, []) if same else []
+        lacking = sorted({e.label for e in entries} - {e.label for e in theirs})
+        if same and _figure(theirs) is not None and not lacking:
+            shared += b.mean_ms
+        elif same:  # no figure, or one made of fewer parts: a step without its passes reads faster
+            out.append("%s: the new result has no %s%s" % (base.title, headline, " of the same parts (it lacks %s)"
+                                                            % ", ".join(lacking[:5]) if theirs else ""))
+    if total > 0 and shared / total < SHARED_AT_LEAST:
+        out.append("the two results share %.0f%% of the baseline's time (sections and their headline figures): "
+                   "too little to judge" % (100 * shared / total))
+    return out
+
+
 def check(baseline: Profile, new: Profile, threshold: float = 0.10, layers: bool = False,
-          strict_order: bool = False) -> Check:
-    """Compare two saved results; see the module's description for what counts as slower."""
+          strict_order: bool = False, allow_incomplete: bool = False) -> Check:
+    """Compare two saved results; see the module's description for what counts as slower. Results that cannot be
+    judged (incomplete, unless ``allow_incomplete``; a headline figure or most of the baseline's time missing from
+    the new one) are refused: ``Check.refusals``, exit UNJUDGED."""
     result = Check(threshold=threshold, strict_order=strict_order)
+    if not allow_incomplete:
+        result.refusals += _incomplete(baseline, "baseline") + _incomplete(new, "new")
+    result.refusals += _missing_time(baseline, new)
     for key, what in COMPARABLE:
         a, b = getattr(baseline.header, key, None), getattr(new.header, key, None)
         if a != b:

@@ -58,8 +58,13 @@ class Found:
     launch: Optional[str] = None
 
 
+# No world has more ranks (the largest MPI jobs have about a million): a rank number or world size beyond it is no
+# run's, and nothing is sized by it.
+MAX_RANKS = 1 << 20
+
+
 def rank_folders(outdir: str) -> Dict[int, str]:
-    """rank -> OUTDIR/rank-K for every rank folder there."""
+    """rank -> OUTDIR/rank-K for every rank folder there; a rank beyond MAX_RANKS is refused, named."""
     out = {}
     try:
         names = os.listdir(outdir)
@@ -68,8 +73,28 @@ def rank_folders(outdir: str) -> Dict[int, str]:
     for name in names:
         m = _RANK_DIR.match(name)
         if m and os.path.isdir(os.path.join(outdir, name)):
+            if len(m.group(1)) > 7 or int(m.group(1)) >= MAX_RANKS:
+                raise ProfileError("%s: rank-%s... is no rank of a run (at most %d ranks)"
+                                   % (outdir, m.group(1)[:12], MAX_RANKS))
             out[int(m.group(1))] = os.path.join(outdir, name)
     return out
+
+
+def spans(ranks: List[int], most: int = 8) -> str:
+    """Ranks as a short text: runs as ranges ("1 to 99999"), at most ``most`` items, the rest counted."""
+    items: List[str] = []
+    ordered = sorted(ranks)
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        items.append(str(ordered[i]) if i == j else "%d%s%d" % (ordered[i], ", " if j == i + 1 else " to ",
+                                                                 ordered[j]))
+        i = j + 1
+    if len(items) > most:
+        return "%s and %d more" % (", ".join(items[:most]), len(items) - most)
+    return ", ".join(items)
 
 
 def collect(outdir: str, size: Optional[int] = None, wait: float = 0.0, launch: Optional[str] = None,
@@ -119,6 +144,8 @@ def _sort_out(present: Dict[int, Profile], size: Optional[int], launch: Optional
         else:
             profiles[rank] = p
     n = size or max([_rank(p).world_size or 0 for p in profiles.values()] + [max(profiles, default=-1) + 1])
+    if n > MAX_RANKS:
+        raise ProfileError("a world of %d ranks: no run's (at most %d)" % (n, MAX_RANKS))
     launcher = next((_rank(p).launcher for p in profiles.values() if _rank(p).launcher), "")
     return Found(profiles, n, [k for k in range(n) if k not in profiles], sorted(stale), launcher, launch)
 
@@ -153,8 +180,8 @@ def merge(found: Found) -> Profile:
                  "own result is in %s" % (len(ranks), "" if len(ranks) == 1 else "s", folders))
     failure = None
     if found.missing:
-        failure = "no result from rank%s %s of %d" % ("s" if len(found.missing) > 1 else "",
-                                                       ", ".join(str(k) for k in found.missing), found.size)
+        failure = "no result from rank%s %s of %d" % ("s" if len(found.missing) > 1 else "", spans(found.missing),
+                                                       found.size)
     else:
         failure = next(("rank %d: %s" % (k, p.failure) for k, p in zip(ranks, profiles) if p.failure), None)
     sections = pool_profiles(profiles, base.drift_threshold, "rank_means")

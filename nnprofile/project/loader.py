@@ -112,6 +112,46 @@ def _sha256(paths: Sequence[str]) -> str:
     return h.hexdigest()
 
 
+# What a project may hold, checked before NNabla reads it whole: a network's text (NNabla's parser takes ten times
+# its size in memory; the largest unrolled networks are a few MB) and a parameter file.
+MAX_TEXT_BYTES = 64 << 20
+MAX_PARAMETER_BYTES = 8 << 30
+TEXT_EXTENSIONS = (".nntxt", ".prototxt", ".txt")
+
+
+def _limit(name: str) -> int:
+    return MAX_TEXT_BYTES if name.lower().endswith(TEXT_EXTENSIONS) else MAX_PARAMETER_BYTES
+
+
+def check_sizes(path: str) -> None:
+    """A project file, or each member of an .nnp, within its limit: a member by its declared size and by what it
+    really unpacks to (read as a stream, never whole), so that no archive unpacks beyond what it says."""
+    import zipfile
+    if not path.lower().endswith(".nnp"):
+        if os.path.getsize(path) > _limit(path):
+            raise ProfileError("%s: larger than a project file can be (%d MB)" % (path, _limit(path) >> 20))
+        return
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for member in archive.infolist():
+                limit = _limit(member.filename)
+                if member.file_size > limit:
+                    raise ProfileError("%s: its member %s unpacks to %d MB, more than a project's can (%d MB)"
+                                       % (path, member.filename[:80], member.file_size >> 20, limit >> 20))
+                read = 0
+                with archive.open(member) as f:
+                    while True:
+                        chunk = f.read(1 << 20)
+                        if not chunk:
+                            break
+                        read += len(chunk)
+                        if read > limit:
+                            raise ProfileError("%s: its member %s unpacks beyond what it declares and a project's "
+                                               "can (%d MB)" % (path, member.filename[:80], limit >> 20))
+    except zipfile.BadZipFile:
+        raise ProfileError("%s: not a valid .nnp file (not a zip archive)" % path)
+
+
 def _read_proto(info, paths: Sequence[str]) -> None:
     from google.protobuf import text_format
     from nnabla.utils.get_file_handle import get_initial_file_loader, load_files
@@ -119,6 +159,7 @@ def _read_proto(info, paths: Sequence[str]) -> None:
 
     for p in paths:
         try:
+            check_sizes(p)
             load_files(info, get_initial_file_loader(), [p])
         except text_format.ParseError as e:
             line, col = e.GetLine(), e.GetColumn()

@@ -151,6 +151,7 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
         self._marked = False         # the program marks its steps (nnprofile.step())
         self.steps_done = 0
         self._open: List[Any] = []   # the calls open now: (function, start) for a hooked one, else a marker
+        self.elsewhere = 0           # functions run by other threads than the recorded one (not recorded)
         self._thread = _ident()      # the thread recorded (the program's own)
         self.faults: Dict[str, List[Any]] = {}  # what could not be recorded: text, count, traceback
         self._own_solvers: Dict[int, int] = {}  # id(a solver of the program's own class) -> its index
@@ -205,6 +206,8 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
                 if self.sync is not None:
                     self.sync()  # what ran before this function is not its time
                 self._open.append((f, self.clock(), self._mark()))
+            else:
+                self.elsewhere += 1  # a function another thread ran: not recorded, but counted and said
         except BaseException as e:  # noqa: B036 (a Ctrl-C is given back by hook_fault)
             self.hook_fault("the function pre-hook", e)
 

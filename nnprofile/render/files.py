@@ -8,12 +8,15 @@ that this one does not write are removed (``prune``), and nothing else.
 from __future__ import annotations
 
 import os
-from typing import Callable, List, Optional, Sequence
+import sys
+from contextlib import contextmanager
+from typing import Callable, Iterator, List, Optional, Sequence
 
 from ..base.errors import ProfileError
 from ..base.outdir import FolderInUse, Lock, join, listed, prune, write_whole
 from ..result import Profile, file as result_file
 from .base import Contents
+from .safe import safe_text
 
 
 def prepare_outdir(outdir: str) -> None:
@@ -40,7 +43,40 @@ def claim_outdir(outdir: str) -> Lock:
     except OSError as e:
         raise ProfileError("output folder %s is not writable (%s)" % (outdir, e.strerror or e))
     lock.created = not existed  # type: ignore[attr-defined]
+    linked = linked_outputs(outdir)
+    if linked:
+        lock.release()
+        raise ProfileError("%s in %s %s a symbolic link: nnprofile writes only files of its own there (remove the "
+                           "link, or choose another -o)" % (", ".join(linked[:3]), outdir,
+                                                           "is" if len(linked) == 1 else "are"))
     return lock
+
+
+# The names nnprofile writes into an output folder (and the folders of windows and ranks).
+OUTPUT_NAMES = frozenset(("result.json", "profile.log", "profile.csv", "profile_detail.csv", "summary.csv",
+                          "profile.xlsx", "report.html", "trace.json.gz", "compare.log", "compare.csv",
+                          "compare.xlsx", "compare.html", "on-demand.json", "events.json.gz"))
+
+
+def linked_outputs(outdir: str) -> List[str]:
+    """The names in ``outdir`` nnprofile would write that are symbolic links (to a file it must not touch)."""
+    try:
+        entries = list(os.scandir(outdir))
+    except OSError:
+        return []
+    return sorted(e.name for e in entries if e.is_symlink() and (
+        e.name in OUTPUT_NAMES or e.name.startswith(("window-", "rank-", "runs"))))
+
+
+@contextmanager
+def claimed(outdir: str) -> Iterator[Lock]:
+    """The output folder locked while a command writes into it (``report``, ``compare``, ``merge`` as the profile
+    does): a folder a running profile holds is refused in one line."""
+    lock = claim_outdir(outdir)
+    try:
+        yield lock
+    finally:
+        release_outdir(lock)
 
 
 def release_outdir(lock: Optional[Lock]) -> None:
@@ -67,12 +103,37 @@ def write_all(profile: Profile, outdir: str, render: Callable[[Profile, Optional
     every output file; returns the paths. ``also``: files written into the folder besides (a window's, as
     ``window-K/result.json``), listed with them."""
     contents = render(profile, formats)
-    earlier = listed(outdir) if save_result else []
-    if save_result:
-        profile.files = sorted({result_file.FILENAME, *contents, *also})
-    written = [result_file.save(profile, outdir)] if save_result else []
-    written += write_files(contents, outdir)
+    if not save_result:
+        written = write_files(contents, outdir)
+        profile.location = outdir
+        return written
+    damaged: List[str] = []
+    earlier = listed(outdir, damaged=damaged)
+    for path in damaged:  # said, never blocking: the earlier run's files stay where they are
+        print(safe_text("nnprofile: warning: the earlier result.json in %s could not be read; set aside as %s"
+                        % (outdir, os.path.basename(path))), file=sys.stderr)
+    # First the record of what exists (itself, and ``also``), should the process be stopped while the rest is
+    # written; then each file; then the record again, listing what was written, whole. A file that could not be
+    # written is said in the record (incomplete, with the reason) and the error raised.
+    profile.files = sorted({result_file.FILENAME, *also})
+    written = [result_file.save(profile, outdir)]
+    done = []
+    try:
+        for name, data in contents.items():
+            written.append(write_whole(join(outdir, name), data))
+            done.append(name)
+    except OSError as e:
+        profile.files = sorted({result_file.FILENAME, *also, *done})
+        profile.complete = False
+        reason = "%s could not be written (%s)" % (name, e.strerror or e)
+        profile.failure = "%s; %s" % (profile.failure, reason) if profile.failure else reason
+        try:
+            result_file.save(profile, outdir)
+        except OSError:
+            pass  # the first record stands: it claims only itself
+        raise
+    profile.files = sorted({result_file.FILENAME, *contents, *also})
+    result_file.save(profile, outdir)
     profile.location = outdir
-    if save_result:
-        prune(outdir, earlier, profile.files)
+    prune(outdir, earlier, profile.files)
     return written

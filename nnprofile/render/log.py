@@ -98,7 +98,7 @@ def section_footer(profile: Profile, a: SectionAnalysis) -> List[str]:
         engine = ("; the graph engine between them %s ms: %.1f%% named" % (format_ms(c.engine_ms), 100 * c.named_share)
                   if c.engine_ms and c.named_share is not None else "")
         often = ", each as often as it ran in a pass," if c.per_pass else ""
-        kept = (" (%s ms of it the timing's own cost, left in %d layer%s too short to take it off, not counted)"
+        kept = (" (%s ms of it the timing's own cost left in %d layer%s at the timing's resolution, not counted)"
                 % (format_ms(c.kept_cost_ms), c.kept_in, "" if c.kept_in == 1 else "s") if c.kept_cost_ms else "")
         lines.append("Coverage: the %s entries%s add up to %s ms%s, %s of %s (%s ms)%s"
                      % (c.layer_phase, often, format_ms(c.layers_ms), kept, share, c.whole_phase,

@@ -4,9 +4,10 @@ Layer, scope, optimizer, dataset and iterator names come from files people share
 nnprofile never saw. Each output keeps them as data:
 
 - the log and the terminal (``safe_text``): one entry is one line, whatever a name holds. Control
-  characters (CR, LF, ESC and the rest of C0 and C1, DEL) and Unicode's line and paragraph separators
-  are written as escapes (``\\r``, ``\\n``, ``\\x1b``, ``\\u2028``), so no name forges a line or moves the
-  terminal's cursor;
+  characters (CR, LF, ESC and the rest of C0 and C1, DEL), format characters (bidi overrides such as U+202E,
+  zero-width ones such as U+200B) and Unicode's line and paragraph separators are written as escapes
+  (``\\r``, ``\\n``, ``\\x1b``, ``\\u202e``, ``\\u2028``), so no name forges a line, moves the terminal's
+  cursor or reorders the figures beside it;
 - CSV (``csv_text``): a spreadsheet evaluates a cell that begins with ``=``, ``+``, ``-``, ``@``, a tab, CR
   or LF as a formula (OWASP's CSV-injection list); such a cell, also after leading whitespace or control
   characters, is prefixed with a single quote. A cell holding a control character is quoted by the
@@ -19,6 +20,7 @@ nnprofile never saw. Each output keeps them as data:
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any, Iterable, Optional
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n")
@@ -38,10 +40,26 @@ def _escape(match: "re.Match[str]") -> str:
     return "\\x%02x" % code if code < 0x100 else "\\u%04x" % code
 
 
+# Unicode's categories a name shows as data only escaped: controls, format characters (bidi overrides and
+# isolates, zero-width ones: a name would reverse or hide its line's figures), line and paragraph separators, and
+# lone surrogates (no file can hold them).
+_ESCAPED_CATEGORIES = frozenset(("Cc", "Cf", "Zl", "Zp", "Cs"))
+
+
+def _escaped(c: str) -> str:
+    if c in _NAMED:
+        return _NAMED[c]
+    code = ord(c)
+    return "\\x%02x" % code if code < 0x100 else "\\u%04x" % code if code < 0x10000 else "\\U%08x" % code
+
+
 def safe_text(value: Any) -> str:
-    """Text for the log or the terminal: every control character escaped (one line, no escape sequence)."""
+    """Text for the log or the terminal: every control and format character (categories Cc, Cf, Zl, Zp) escaped:
+    one line, no escape sequence, no reordering or hidden character."""
     text = value if isinstance(value, str) else str(value)
-    return _CONTROL.sub(_escape, text) if _CONTROL.search(text) else text
+    if text.isprintable():  # the usual name: nothing to look at
+        return text
+    return "".join(_escaped(c) if unicodedata.category(c) in _ESCAPED_CATEGORIES else c for c in text)
 
 
 def csv_text(value: Any) -> Any:

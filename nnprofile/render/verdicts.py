@@ -16,6 +16,8 @@ HEAD = ["section", "metric", "baseline ms", "new ms", "ratio (95% CI)", "verdict
 
 
 def summary_line(c: Check) -> str:
+    if c.refusals:
+        return "nnprofile check: CANNOT JUDGE: %s" % "; ".join(c.refusals)
     if c.exit_code == 0:
         layers = c.unresolved_layers
         return "nnprofile check: PASS: nothing got slower by more than %g%%%s%s" % (
@@ -73,6 +75,9 @@ def junit(c: Check) -> str:
     structure_failed = c.strict_order and bool(c.structure)
     body = "<failure message=%s/>" % quoteattr("; ".join(c.structure)) if structure_failed else ""
     cases.append("  <testcase classname=\"nnprofile.check\" name=\"structure\">%s</testcase>" % body)
+    body = "<error message=%s/>" % quoteattr("cannot judge: " + "; ".join(c.refusals)) if c.refusals else ""
+    cases.append("  <testcase classname=\"nnprofile.check\" name=\"judgeable\">%s</testcase>" % body)
     failures = len(c.slower) + int(structure_failed)
     return ("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"nnprofile check\" tests=\"%d\" "
-            "failures=\"%d\">\n%s\n</testsuite>\n" % (len(cases), failures, "\n".join(cases)))
+            "failures=\"%d\" errors=\"%d\">\n%s\n</testsuite>\n" % (len(cases), failures, int(bool(c.refusals)),
+                                                             "\n".join(cases)))

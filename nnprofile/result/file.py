@@ -71,7 +71,8 @@ from dataclasses import MISSING, fields
 from typing import Any, Callable, Dict, List, Optional
 
 from ..base.errors import ProfileError
-from ..base.outdir import write_whole
+from ..base.outdir import MAX_RECORD_BYTES, write_whole
+from .checks import check_fields, declared
 from .header import header_from_dict
 from .model import Entry, Interference, Profile, Section
 from .timeline import TimelineEvent
@@ -125,11 +126,32 @@ def entry_dict(e: Entry) -> Dict[str, Any]:
 MAX_SAMPLE_NS = 86_400e9
 
 
+_ENTRY_TYPES = declared(Entry)
+_WINDOW_TYPES = declared(WindowSummary)
+_EVENT_TYPES = {"name": "str", "cat": "str", "start": "int", "end": "int", "args": "Dict[str, Any]",
+                "rank": "Optional[int]"}
+_CHILD_TYPES = {"label": "str", "type": "str", "calls": "float", "mean_ms": "float"}
+
+
+def _record(value: Any, types: Dict[str, str], where: str) -> Dict[str, Any]:
+    """A record of a list (a window, an event, a child): an object whose fields hold their types, all present."""
+    if not isinstance(value, dict) or any(name not in value for name in types if not types[name].startswith(
+            "Optional") and name not in ("args", "parts", "layers", "complete", "folder", "step_error_ms")):
+        raise ProfileError("%s: not a record with %s" % (where, ", ".join(sorted(types))[:120]))
+    check_fields(types, value, where)
+    return value
+_SECTION_TYPES = declared(Section)
+_PROFILE_TYPES = declared(Profile)
+
+
 def _entry_from_dict(e: Dict[str, Any], where: str = "an entry") -> Entry:
     if not isinstance(e, dict) or not isinstance(e.get("label"), str) or not isinstance(e.get("phase"), str):
         raise ProfileError("%s: an entry without a label and a phase" % where)
     fields_ = {k: v for k, v in e.items() if k in _ENTRY_FIELDS}
     where = "%s, entry %r" % (where, e["label"][:80])
+    check_fields(_ENTRY_TYPES, fields_, where, skip=("samples_ns", "taken_ns", "waited_ns"))
+    for k, child in enumerate(fields_.get("children", [])):
+        _record(child, _CHILD_TYPES, "%s, child %d" % (where, k + 1))
     calls = e.get("calls_per_sample", 1)
     if not isinstance(calls, int) or isinstance(calls, bool) or calls < 1:
         raise ProfileError("%s: calls_per_sample must be a whole number of 1 or more, not %r" % (where, calls))
@@ -137,7 +159,8 @@ def _entry_from_dict(e: Dict[str, Any], where: str = "an entry") -> Entry:
         fields_["samples_ns"] = [t / calls for t in _samples(e["samples_total_ns"], where, "samples_total_ns")]
     elif "samples_ns" in e:
         fields_["samples_ns"] = _samples(e["samples_ns"], where, "samples_ns")
-    fields_.setdefault("samples_ns", [])
+    if not fields_.get("samples_ns"):
+        raise ProfileError("%s: samples_ns holds no sample (an entry is of at least one)" % where)
     for name in ("round_sizes", "dropped_rounds"):
         value = fields_.get(name, [])
         if not isinstance(value, list) or not all(isinstance(x, int) and x >= 0 for x in value):
@@ -190,9 +213,11 @@ def _samples(values: Any, where: str, name: str) -> List[float]:
         raise ProfileError("%s: %s must be a list of numbers" % (where, name))
     out = []
     for x in values:
-        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x < 0 or x > MAX_SAMPLE_NS:
-            raise ProfileError("%s: %s holds %r, not a time in nanoseconds (finite, 0 or more, under a day)"
-                               % (where, name, x))
+        # (an int is compared before it is made a float: 10**400 is no float)
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 <= x <= MAX_SAMPLE_NS or \
+                not math.isfinite(x):
+            raise ProfileError("%s: %s holds %s, not a time in nanoseconds (finite, 0 or more, under a day)"
+                               % (where, name, repr(x)[:40]))
         out.append(float(x))
     return out
 
@@ -356,11 +381,13 @@ def from_dict(data: Dict[str, Any]) -> Profile:
         raise ProfileError("the result has no header (what was profiled, where, how): not a result nnprofile wrote")
     if not isinstance(data.get("sections", []), list):
         raise ProfileError("the result's sections are not a list")
+    check_fields(_PROFILE_TYPES, data, "the result")
     sections = []
     for k, s in enumerate(data.get("sections", [])):
         if not isinstance(s, dict) or not all(isinstance(s.get(f), str) for f in ("kind", "name", "network")):
             raise ProfileError("section %d: without its kind, name and network" % (k + 1))
         where = "section %r" % s["name"][:80]
+        check_fields(_SECTION_TYPES, s, where)
         entries = [_entry_from_dict(e, where) for e in s.get("entries", [])]
         sections.append(Section(kind=s["kind"], name=s["name"], network=s["network"],
                                 entries=entries, complete=s.get("complete", False),
@@ -370,9 +397,11 @@ def from_dict(data: Dict[str, Any]) -> Profile:
                                 interference=_interference(s.get("interference"), where)))
     return Profile(header=header_from_dict(dict(data.get("header", {}))), notes=list(data.get("notes", [])),
                    sections=sections, complete=data.get("complete", False), failure=data.get("failure"),
-                   timeline=[TimelineEvent.from_dict(e) for e in data.get("timeline", [])],
+                   timeline=[TimelineEvent.from_dict(_record(e, _EVENT_TYPES, "timeline event %d" % (k + 1)))
+                             for k, e in enumerate(data.get("timeline", []))],
                    ranks=dict(data.get("ranks", {})),
-                   windows=[WindowSummary.from_dict(w) for w in data.get("windows", [])],
+                   windows=[WindowSummary.from_dict(_record(w, _WINDOW_TYPES, "window %d" % (k + 1)))
+                            for k, w in enumerate(data.get("windows", []))],
                    files=[str(f) for f in data.get("files", []) if isinstance(f, str)])
 
 
@@ -385,17 +414,25 @@ def load(path: str) -> Profile:
     if os.path.isdir(path):
         path = os.path.join(path, FILENAME)
     try:
+        if os.path.getsize(path) > MAX_RECORD_BYTES:
+            raise ProfileError("%s: larger than a result file can be (%d MB), not read" % (path, MAX_RECORD_BYTES >> 20))
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
     except FileNotFoundError:
         raise ProfileError("%s: no such result (profile into that folder first)" % path)
+    except RecursionError:
+        raise ProfileError("%s: not a result file (nested deeper than any result)" % path)
+    except MemoryError:
+        raise ProfileError("%s: not a result file (too large to read)" % path)
     except (OSError, ValueError) as e:
-        raise ProfileError("%s: not a readable result file (%s)" % (path, e))
+        raise ProfileError("%s: not a readable result file (%s)" % (path, str(e)[:200]))
     try:
         profile = from_dict(data)
         profile.location = os.path.dirname(os.path.abspath(path))
         return profile
     except ProfileError as e:
         raise ProfileError("%s: %s" % (path, e))
-    except (KeyError, TypeError, AttributeError) as e:
-        raise ProfileError("%s: damaged result file (%s: %s)" % (path, type(e).__name__, e))
+    except RecursionError:
+        raise ProfileError("%s: not a result file (nested deeper than any result)" % path)
+    except (KeyError, TypeError, AttributeError, ValueError, OverflowError) as e:
+        raise ProfileError("%s: damaged result file (%s: %s)" % (path, type(e).__name__, str(e)[:200]))

@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Dict, List, Optional, Tuple, Type, Union
 
+from ..base.errors import ProfileError
+from .checks import check_fields, declared
+
 BatchSize = Union[None, int, Dict[str, int]]
 
 
@@ -117,9 +120,21 @@ def header_from_dict(data: Dict[str, Any]) -> Header:
     kind = KINDS.get(str(data.get("kind", "project")), ProjectHeader)
     names = {f.name for f in fields(kind)} - {"extra"}
     known = {k: v for k, v in data.items() if k in names}
+    check_fields(declared(kind), known, "header")
+    _check_batch_size(known.get("batch_size"))
     extra = dict(data.get("extra") or {})
     extra.update({k: v for k, v in data.items() if k not in names and k not in ("kind", "extra")})
     return kind(extra=extra, **known)
+
+
+def _check_batch_size(size: Any) -> None:
+    """A batch size is a whole number of 1 or more (one, or one per network)."""
+    sizes = list(size.values()) if isinstance(size, dict) else [size]
+    for n in sizes:
+        if n is None and not isinstance(size, dict):
+            continue
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1 << 40:
+            raise ProfileError("header.batch_size must be a whole number of 1 or more, not %s" % repr(n)[:40])
 
 
 def as_merged(rank: ProgramHeader, **changes: Any) -> MergedHeader:
