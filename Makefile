@@ -48,7 +48,7 @@ $(DIGITS): $(STAMP) $(LENET)/make_digits.py
 	@$(PY) $(LENET)/make_digits.py > /dev/null
 
 demo: $(STAMP) $(DIGITS)
-	@echo "nnprofile: profiling $(LENET)/lenet.nntxt, training and inference (about a minute)"
+	@echo "nnprofile: profiling $(LENET)/lenet.nntxt, training and inference (a few seconds once set up)"
 	@$(PY) -m nnprofile $(LENET)/lenet.nntxt -o results/lenet -q
 	@grep -E "^(Step|Advice):" results/lenet/profile.log | cut -c1-240
 	@echo "Open results/lenet/report.html in a browser, or results/lenet/profile.xlsx in Excel or LibreOffice."
@@ -67,20 +67,20 @@ corpus: $(TEST_STAMP)
 	$(PY) -m pytest -q -m corpus
 
 # The lowest version setup.cfg declares of every dependency, in an environment of its own: the user's
-# own pandas, matplotlib and scipy first (as a user's environment holds them), then nnprofile beside
-# them; then the tests.
+# own pandas and numpy first (as a user's environment holds them), then nnprofile beside them; then the
+# tests (TESTS="-m 'not slow'" for the quick ones).
 test-oldest:
 	@if [ -z "$(PYTHON310)" ]; then echo "error: Python 3.10 not found (see make setup)" >&2; exit 1; fi
 	rm -rf $(OLDEST)
 	$(PYTHON310) -m venv $(OLDEST)
 	$(OLDEST)/bin/python -m pip install --quiet --upgrade pip
 	$(OLDEST)/bin/python .ci/lowest_constraints.py setup.cfg constraints.txt > $(OLDEST)/lowest.txt
-	$(OLDEST)/bin/python -m pip install --quiet -c $(OLDEST)/lowest.txt pandas matplotlib scipy numpy
+	$(OLDEST)/bin/python -m pip install --quiet -c $(OLDEST)/lowest.txt pandas numpy
 	$(OLDEST)/bin/python -m pip install --quiet -c $(OLDEST)/lowest.txt -e '.[test,samples]'
-	$(OLDEST)/bin/python -m pip list 2>/dev/null | grep -iE '^(nnabla|numpy|pandas|openpyxl|xlsxwriter|matplotlib|scipy|pyyaml|protobuf|tqdm) '
+	$(OLDEST)/bin/python -m pip list 2>/dev/null | grep -iE '^(nnabla|numpy|pandas|openpyxl|xlsxwriter|matplotlib|pyyaml|protobuf|tqdm) '
 	test -f $(DIGITS) || $(OLDEST)/bin/python $(LENET)/make_digits.py
 	$(OLDEST)/bin/python -m mypy
-	$(OLDEST)/bin/python -m pytest -q
+	$(OLDEST)/bin/python -m pytest -q $(TESTS)
 
 bench: $(TEST_STAMP) $(DIGITS)
 	$(PY) benchmarks/run.py

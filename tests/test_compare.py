@@ -2,11 +2,13 @@
 import csv
 import math
 import os
+import subprocess
+import sys
 
 import openpyxl
 import pytest
 
-from conftest import FIXTURES, LENET, run_cli
+from conftest import FIXTURES, LENET, ROOT, run_cli
 from nnprofile.compare.findings import findings
 from nnprofile.compare.saved import compare_saved
 from nnprofile.compare.configs import Config, parse_set
@@ -131,6 +133,16 @@ def test_compare_saved_results_on_the_command_line(tmp_path):
     wb = openpyxl.load_workbook(out / "compare.xlsx")
     assert {"Compare", "Per entry", "Per layer", "Box plots", "Info"} <= set(wb.sheetnames)
     assert (out / "box_forward_all.png").read_bytes()[:4] == b"\x89PNG"
+    said = proc.stdout.strip().splitlines()[-1]  # every file it wrote, named
+    assert said.startswith("Written to %s: " % out) and all(
+        name in said for name in ("compare.log", "compare.csv", "compare.xlsx", "compare.html", "box_forward_all.png"))
+    # without matplotlib (an extra): the tables, and one line that names the extra
+    code = ("import sys; sys.modules['matplotlib'] = None; from nnprofile.cli import main; "
+            "sys.exit(main(['compare', %r, %r, '-o', %r]))" % (str(tmp_path / "a"), str(tmp_path / "b"),
+                                                               str(tmp_path / "plain")))
+    plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert plain.returncode == 0 and "pip install 'nnprofile[plots]'" in plain.stderr, plain.stderr
+    assert (tmp_path / "plain" / "compare.xlsx").exists() and not list((tmp_path / "plain").glob("box_*.png"))
 
 
 @pytest.mark.slow

@@ -41,7 +41,12 @@ def _holds(profile, analysis):
     than the step."""
     for a in analysis.sections:
         for c in a.coverage:
-            assert c.share is not None and c.share <= 1.02, (a.section.name, c.whole_phase, c.share)
+            # within what the pass's own figure is known to: its standard error (a 55 us backward pass under load
+            # reads a few percent either way)
+            whole = a.section.entries_of(c.whole_phase)[0].stats
+            tolerance = 0.02 + 2 * (whole.rse if whole.rse_known else 0.0)
+            assert c.share is not None and c.share <= 1 + tolerance, (a.section.name, c.whole_phase, c.share,
+                                                                      tolerance)
             assert 0.9 <= c.named_share <= 1.1, (a.section.name, c.whole_phase, c.named_share)
     [step] = analysis.steps
     assert dict(step.parts)["other"] >= 0 and not any("more than the step" in n for n in step.notes), step.parts

@@ -72,7 +72,7 @@ def run(args) -> int:
         comparison = compare_results(*args.targets)
         outdir = args.outdir or os.path.join("results", "compare")
         with claimed(outdir):
-            write_comparison(outdir, comparison)
+            written = write_comparison(outdir, comparison)
     else:
         bad = [t for t in args.targets if os.path.isdir(t)]
         if bad:
@@ -96,11 +96,11 @@ def run(args) -> int:
                                                     on_run=progress.run, resolve=args.resolve or None,
                                                     max_runs=max(args.repeat, args.max_runs),
                                                     max_seconds=args.max_seconds)
-                write_comparison(outdir, comparison)
+                written = write_comparison(outdir, comparison)
         finally:
             progress.close()
             out.progress = None
     with open(os.path.join(outdir, "compare.log")) as f:
         out.write(f.read())
-    out("written to %s (compare.csv, compare.xlsx, box plots)" % outdir)
+    out("Written to %s: %s" % (outdir, ", ".join(os.path.relpath(p, outdir) for p in written)))
     return 0

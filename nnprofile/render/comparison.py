@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import re
 from typing import List, Optional, Sequence
 
@@ -58,11 +59,19 @@ def table_lines(rows: Sequence[Row]) -> List[str]:
     return lines
 
 
+MIN_BOX_POINTS = 5  # runs of a configuration below which its box plot shows the runs as points only
+
+
 def box_plots(metrics: Sequence[Metric], configs: Sequence[str], outdir: str, what: str) -> List[str]:
     """One PNG per metric: a box and whiskers per configuration, side by side, every run shown."""
     # matplotlib caches fonts in the user's home unless told otherwise; keep it in the output.
     os.environ.setdefault("MPLCONFIGDIR", os.path.join(outdir, ".matplotlib"))
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:  # an extra: the tables stand without it
+        print("nnprofile: compare: the box plots need matplotlib (pip install 'nnprofile[plots]'); the tables are "
+              "written without them", file=sys.stderr)
+        return []
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     paths = []
@@ -70,8 +79,10 @@ def box_plots(metrics: Sequence[Metric], configs: Sequence[str], outdir: str, wh
         names = [c for c in configs if m.values.get(c)]
         data = [m.values[c] for c in names]
         fig, ax = plt.subplots(figsize=(max(4.5, 1.6 * len(names) + 2), 4.2), dpi=100)
-        ax.boxplot(data, showmeans=True, widths=0.5,
-                   meanprops={"marker": "D", "markerfacecolor": "white", "markeredgecolor": "black"})
+        boxed = [i for i, values in enumerate(data, start=1) if len(values) >= MIN_BOX_POINTS]
+        if boxed:  # a box of fewer points than MIN_BOX_POINTS would draw quartiles no one measured: points only
+            ax.boxplot([data[i - 1] for i in boxed], positions=boxed, showmeans=True, widths=0.5,
+                       meanprops={"marker": "D", "markerfacecolor": "white", "markeredgecolor": "black"})
         for i, values in enumerate(data, start=1):
             offsets = [i + 0.12 * ((k % 5) - 2) / 2 for k in range(len(values))]
             ax.plot(offsets, values, "o", alpha=0.6, markersize=4, color="tab:blue")
