@@ -2,7 +2,9 @@
 from nnprofile.render.log import ENTRY_LINE
 
 FOOTERS = ("Coverage:", "Sampling:", "Missed the", "Too few samples", "FLOPs not counted", "Step:", "Half precision:", "Top layers", "Advice:",
-           "Drift:", "Repeat:", "Incomplete entries", "Memory", "Input:", "Interference:", "Layers:")
+           "Drift:", "Repeat:", "Incomplete entries", "Memory", "Input:", "Interference:", "Layers:",
+           # "About this run": how it was measured, after the sections
+           "About this run:", "Timing:", "Schedule:", "Clock:", "Hooks", "Calls:", "Other:")
 
 
 def skeleton(log_text):

@@ -227,3 +227,15 @@ def test_an_incomplete_result_cannot_be_judged_unless_allowed():
     assert c.exit_code == 3 and "the new result is incomplete (interrupted by Ctrl-C)" in render.summary_line(c)
     assert "--allow-incomplete" in render.summary_line(c)
     assert check(base, cut, allow_incomplete=True).exit_code == 0
+
+
+def test_a_programs_step_is_its_step_whatever_the_script_is_called():
+    def program(name, scale):
+        step = Section(kind="script", name=name, network="", complete=True,
+                       entries=[e for e in _entries(scale) if e.phase in ("update", "load_dataset")] +
+                       [Entry(label="step", phase="step", samples_ns=[8e6 * scale] * 9, round_sizes=[1] * 9)])
+        return Profile(header={"machine": "m", "context": "cpu:float", "nnabla": "1.39.0"}, sections=[step],
+                       complete=True)
+    c = check(program("train.py", 1.0), program("train_heavy.py", 1.5))
+    assert c.exit_code == 1 and not c.structure and not c.refusals
+    assert [v.metric for v in c.slower] == ["training step", "update"]

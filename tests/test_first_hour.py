@@ -60,11 +60,22 @@ def test_a_slow_python_line_in_the_loop_leads_other_and_the_advice_names_it(tmp_
     assert "slow_line.py:%d" % line in profile._repr_html_()
 
 
-def _summary(other_ms, lines):
+def _summary(other_ms, lines, samples=40):
+    from nnprofile.analysis.breakdown import wilson
     return Summary(section="s", parts=[("forward (loss)", 1.0), ("other", other_ms)], half_functions=0, functions=1,
                    layers=[], coverage=None, backend="cpu", type_config="float", advice=[],
-                   own_lines=[OwnLine(w, "main", text, 1, share, other_ms * share) for w, text, share in lines],
-                   own_samples=10)
+                   own_lines=[OwnLine(w, "main", text, round(share * samples), share, other_ms * share,
+                                      *wilson(round(share * samples), samples)) for w, text, share in lines],
+                   own_samples=samples)
+
+
+def test_the_own_python_advice_names_no_line_its_samples_do_not_show():
+    """4 samples, 2 of them on one line: its share's interval reaches far below a fifth of other, so the advice
+    says other is large without naming it."""
+    [advice] = own_python(_summary(3.0, [("train.py:57", "x.d = rows", 0.5)], samples=4))
+    assert "train.py:57" not in advice.text and "no one line's share of it is shown by its samples" in advice.text
+    [named] = own_python(_summary(3.0, [("train.py:57", "x.d = rows", 0.75)], samples=40))
+    assert "most of it at train.py:57" in named.text
 
 
 @pytest.mark.parametrize("text, hint", [

@@ -23,8 +23,11 @@ def test_outputs_agree(run):
 
 
 def test_printed_text_is_the_log_file(run):
+    """What is printed is the log, then where it was written, every file named."""
     out, stdout, _, log = run
-    assert stdout == log
+    printed, _, last = stdout.rstrip("\n").rpartition("\n")
+    assert printed + "\n" == log
+    assert last.startswith("Written to %s: " % out) and "report.html" in last and "result.json" in last
 
 
 def test_log_has_training_and_inference_sections(run):

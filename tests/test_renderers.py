@@ -43,10 +43,23 @@ def test_log_text_is_exact(profile):
     assert log.render(profile).splitlines() == [
         "nnprofile 0 (nnabla 1.39.0): p.nntxt",
         "Context: cpu:float",
+        # the answer first: the step, its top layers sorted, their types, the first advice; the inference pass
+        "Step of optimizer 'Optimizer' with network 'Main': 15.000 ms = input 2.000 ms (13.3%) + forward 3.000 ms "
+        "(20.0%) + backward 2.000 ms (13.3%) + update 8.000 ms (53.3%) + monitor 0.000 ms (0.0%) + other 0.000 ms "
+        "(0.0%)",
+        "Top layers by time a step:",
+        "    #  layer     type       ms a step     of it",
+        "    1  Affine    Affine        3.7346     24.9%",
+        "    2  Affine_2  Mystery       0.0050      0.0%",
+        "By layer type (layers): Affine 24.9% (1), Mystery 0.0% (1)",
+        "First advice: The solver update is a large part of the step: a network with many parameters and little "
+        "computation; a simpler solver (SGD, Momentum) or larger batches help.",
+        "Inference pass of executor 'Executor' with network 'MainRuntime': 5.000 ms",
+        "Top layers by time a pass:",
+        "    #  layer   type      ms a pass     of it",
+        "    1  Affine  Affine       1.0000     20.0%",
+        "By layer type (layers): Affine 20.0% (1)",
         "Note: a note",
-        "Timing: isolated mode (each function re-run on its own); fixed",
-        "Clock: fake, smallest step 40 ns; timing one sample costs 80 ns, taken off every figure; "
-        "calls under 8 us are timed in batches",
         "Profiling optimizer 'Optimizer' with network 'Main' ...",
         "load_dataset 2.000000(ms)",
         "forward_function (Affine : Affine) 2.500000(ms)",
@@ -82,15 +95,27 @@ def test_log_text_is_exact(profile):
         "Coverage: the forward_function entries add up to 1.000000 ms, 20.0% of forward_all (5.000000 ms)",
         "Too few samples for a relative error (one sample, or all in one round): load_dataset, "
         "forward_function (Affine : Affine), forward_all",
+        "About this run:",
+        "Timing: isolated mode (each function re-run on its own); fixed",
+        "Clock: fake, smallest step 40 ns; timing one sample costs 80 ns, taken off every figure; "
+        "calls under 8 us are timed in batches",
         "Profile Completed.",
     ]
+
+
+def test_the_answers_table_takes_top_sort_and_layer_types(profile):
+    from nnprofile.render.answer import View
+    lines = log.render(profile, view=View(top=1, sort="name", group_by="type")).splitlines()
+    assert lines[3:7] == ["Top layer types by time a step:", "    #  layer type  layers    ms a step     of it",
+                          "    1  Affine           1       3.7346     24.9%", "  (1 more type; --top N shows more)"]
 
 
 def test_graph_mode_header_names_the_hook_cost(profile):
     profile.header.mode, profile.header.hook_overhead_ns = "graph", 4850.0
     lines = log.render(profile).splitlines()
-    assert lines[3].startswith("Timing: graph mode (each function timed inside whole forward and backward passes)")
-    assert lines[5] == ("Hooks: NNabla's function hooks add 4.85 us per function to a pass, 0 us of it inside the "
+    at = lines.index("About this run:")
+    assert lines[at + 1].startswith("Timing: graph mode (each function timed inside whole forward and backward passes)")
+    assert lines[at + 3] == ("Hooks: NNabla's function hooks add 4.85 us per function to a pass, 0 us of it inside the "
                         "function's own time; measured on a chain of 200 tiny functions and taken off every function")
 
 

@@ -261,23 +261,29 @@ OWN_HINTS = [
 ]
 
 
+# A line is named in the advice where its share of ``other`` is at least this, by its interval's lower end.
+OWN_LINE_NAMED = 0.2
+
+
 def own_python(s: Summary) -> List[Advice]:
     """The program's own Python is a large share of the step: its lines, and what usually helps with each."""
     other, step = dict(s.parts).get("other", 0.0), s.step_ms
     rest = evidence.combined(e for p, e in s.errors.items() if p != "other")
-    if not s.own_lines or step <= 0 or not evidence.past(
+    if not s.own_samples or step <= 0 or not evidence.past(
             evidence.rest_share_interval(step - other, rest, step, s.step_error), OWN_PYTHON_SHARE):
         return []
-    top = s.own_lines[:3]
+    top = [l for l in s.own_lines[:3] if l.share_low >= OWN_LINE_NAMED]  # named where the samples show it
     hints = []
     for l in top:
         hint = next((h for pattern, h in OWN_HINTS if pattern.search(l.text)), None)
         if hint is not None and hint not in hints:
             hints.append(hint)
-    text = ("The program's own Python between NNabla's calls takes %s of the step, most of it at %s%s. What usually "
-            "helps: %s." % (pct(other / step), top[0].where, " (`%s`)" % top[0].text if top[0].text else "",
-                            "; ".join(hints) if hints else "converting data in Python, reading `.d` every step, building "
-                            "graphs inside the loop and logging every step are the usual causes"))
+    where = (", most of it at %s%s" % (top[0].where, " (`%s`)" % top[0].text if top[0].text else "") if top else
+             " (no one line's share of it is shown by its samples)")
+    text = ("The program's own Python between NNabla's calls takes %s of the step%s. What usually helps: %s."
+            % (pct(other / step), where, "; ".join(hints) if hints else "converting data in Python, reading `.d` "
+               "every step, building graphs inside the loop and logging every step are the usual causes"))
+    top = top or s.own_lines[:3]
     shown = "other %.3f ms of the %.3f ms step (threshold %s); sampled lines: %s" % (
         other, step, pct(OWN_PYTHON_SHARE), ", ".join("%s %s (%.3f ms)" % (l.where, pct(l.share), l.ms) for l in top))
     return [Advice("own_python", text, shown)]

@@ -13,7 +13,7 @@ import math
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..base.choices import HALF_DTYPES, OPTIMIZER, SCRIPT
 from ..result import Entry, Section
@@ -121,6 +121,14 @@ class GraphTime:
         return not self.trained and not self.backward_per_step
 
 
+class Part(NamedTuple):
+    """A part of a step: its name (input, forward, update (Adam), other, ...) and its time per step (ms). A tuple,
+    so that ``dict(summary.parts)`` reads it."""
+
+    name: str
+    ms: float
+
+
 @dataclass(frozen=True)
 class OwnLine:
     """One of the program's own lines in the step's ``other``: its share of the samples, and of ``other``'s time."""
@@ -131,6 +139,8 @@ class OwnLine:
     samples: int
     share: float        # of the samples in other
     ms: float           # per step: other's time times the share
+    share_low: float = 0.0   # the share's 95% interval (Wilson's, over the samples in other)
+    share_high: float = 1.0
 
 
 @dataclass
@@ -139,7 +149,7 @@ class Summary:
     # (part, ms per step): a project's in PARTS order; a program's named by what they are
     # ("input (data)", "forward (loss)", "update (Adam: gen)", "monitor", "other"), the first
     # word of the name its kind (part_kind).
-    parts: List[Tuple[str, float]]
+    parts: List["Part"]
     half_functions: int
     functions: int
     layers: List[LayerTime]         # forward order
@@ -332,7 +342,7 @@ def summarize_program(script: Section, graphs: Sequence[Section], context: str =
     every = [l for g in graphs for l in named.get(g.name, [])]
     forward = [e for g in graphs for e in g.entries_of("forward_function")]
     backend, _, type_config = context.partition(":")
-    return Summary(section=script.title, parts=[(p, round(ms, 6)) for p, ms in parts],
+    return Summary(section=script.title, parts=[Part(p, round(ms, 6)) for p, ms in parts],
                    half_functions=sum(1 for e in forward if (e.dtype or "") in HALF_DTYPES),
                    functions=len(forward), layers=every, coverage=forward_coverage, backend=backend,
                    type_config=type_config or "float", advice=[], graphs=graph_times, notes=notes,
@@ -340,16 +350,33 @@ def summarize_program(script: Section, graphs: Sequence[Section], context: str =
                    step_error=step_error)
 
 
+# The samples a line needs to be named: fewer say where the time may be, not that it is there (one sample is no
+# share of 100%).
+MIN_LINE_SAMPLES = 3
+
+
+def wilson(k: int, n: int, z: float = 1.959964) -> Tuple[float, float]:
+    """The 95% interval of a share of ``k`` in ``n`` (Wilson's score interval: sound for few samples and for 0 or n)."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
 def own_lines(info: Dict[str, object], other_ms: float) -> List[OwnLine]:
-    """The program's own lines, each its share of the samples and so of ``other``'s time per step."""
+    """The program's own lines with MIN_LINE_SAMPLES samples or more, each its share of the samples (with its
+    interval) and so of ``other``'s time per step."""
     total = int(info.get("own_samples") or 0)  # type: ignore[call-overload]
     rows = list(info.get("own_lines") or [])  # type: ignore[call-overload]
     if not total:
         return []
     other = round(other_ms, 6)  # as the step's part reads; each line's time rounded down, so that they never
     # add up to more than it
-    return [OwnLine(str(w), str(fn), str(text), int(n), n / total, math.floor(other * n / total * 1e6) / 1e6)
-            for w, fn, text, n in rows]
+    return [OwnLine(str(w), str(fn), str(text), int(n), n / total, math.floor(other * n / total * 1e6) / 1e6,
+                    *wilson(int(n), total))
+            for w, fn, text, n in rows if int(n) >= MIN_LINE_SAMPLES]
 
 
 def program_layers(graph: Section, several: bool) -> List[LayerTime]:
@@ -385,7 +412,7 @@ def summarize_section(section: Section, context: str = "cpu:float",
     forward = section.entries_of("forward_function")
     half = sum(1 for e in forward if (e.dtype or "") in HALF_DTYPES)
     backend, _, type_config = context.partition(":")
-    return Summary(section=section.title, parts=[(p, round(totals[p], 6)) for p in PARTS],
+    return Summary(section=section.title, parts=[Part(p, round(totals[p], 6)) for p in PARTS],
                    half_functions=half, functions=len(forward), layers=layer_times(section) if layers is None else layers,
                    coverage=forward_coverage, backend=backend, type_config=type_config or "float", advice=[],
                    errors=errors, step_error=step_error)
@@ -411,11 +438,16 @@ def summary_lines(s: Summary) -> List[str]:
         lines.append("Top layers (forward + backward): %s" % ", ".join(
             "%s %.3f ms (%s)" % (named(l), l.step_ms, pct(l.step_ms / step if step > 0 else 0))
             for l in s.top_layers))
+    if s.own_samples and not s.own_lines:
+        lines.append("Other: %.3f ms a step is the program's own Python between NNabla's calls (%d samples): no line "
+                     "drew %d of them, too few to name one" % (dict(s.parts).get("other", 0.0), s.own_samples,
+                                                               MIN_LINE_SAMPLES))
     if s.own_lines:
         other = dict(s.parts).get("other", 0.0)
         lines.append("Other: %.3f ms a step is the program's own Python between NNabla's calls (%d samples): %s" % (
-            other, s.own_samples, "; ".join("%s in %s %s (%s)" % (l.where, l.function, "`%s`" % l.text if l.text else "",
-                                                                 pct(l.share)) for l in s.own_lines[:5])))
+            other, s.own_samples, "; ".join("%s in %s %s (%d samples, %s [%s, %s])" % (
+                l.where, l.function, "`%s`" % l.text if l.text else "", l.samples, pct(l.share), pct(l.share_low),
+                pct(l.share_high)) for l in s.own_lines[:5])))
     lines += ["Note: %s" % n for n in s.notes]
     for a in s.advice:
         lines.append("Advice: %s Evidence: %s." % (a.text, a.evidence))

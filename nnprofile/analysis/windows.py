@@ -61,11 +61,11 @@ class WindowsAnalysis:
     moved: List[Tuple[str, float, float]] = field(default_factory=list)  # layer, first window's ms, last's
 
     def lines(self) -> List[str]:
-        """The log's block over the windows."""
+        """The log's block over the windows (text made here: issue 38 moves it to the renderers)."""
         out = ["Windows: %d recorded" % len(self.windows)]
         for w in self.windows:
-            out.append("Window %d: %s, %.1f s to %.1f s into the run%s: step %.3f ms = %s" % (
-                w.window, w.span, w.started_s, w.ended_s, "" if w.complete else " (not filled)", w.step_ms,
+            out.append("Window %d: %s, %s into the run%s: step %.3f ms = %s" % (
+                w.window, w.span, _when(w.started_s, w.ended_s), "" if w.complete else " (not filled)", w.step_ms,
                 " + ".join("%s %.3f ms" % (p, ms) for p, ms in w.parts)))
         if self.slowdown is not None:
             out.append("Finding: %s" % self.slowdown.text())
@@ -164,3 +164,11 @@ def window_rows(a: WindowsAnalysis) -> List[List[object]]:
         rows.append([w.window, w.first_step, w.last_step, w.steps, w.started_s, w.ended_s, w.step_ms,
                      w.step_error_ms, *[held.get(p) for p in parts], w.complete, w.folder])
     return rows
+
+
+def _when(started_s: float, ended_s: float) -> str:
+    """A window's time in the run, at a precision that tells its ends apart ("1.8 s to 1.8 s" says nothing)."""
+    for digits in (1, 2, 3):
+        if round(started_s, digits) != round(ended_s, digits):
+            return "%.*f s to %.*f s" % (digits, started_s, digits, ended_s)
+    return "at %.3f s" % started_s

@@ -473,7 +473,7 @@ class Recording:
             nnprofile=__version__, nnabla=nnabla.__version__, project=self.command,
             context=",".join(context.backend) if context.backend else "cpu:float",
             sampling="%s%s of %d recorded (%s %d, active %d)%s; each figure (the time of one call) is "
-                     "the mean over those steps, leaving out steps the machine ran slow in"
+                     "the mean over those steps (the Drift line says which steps, if any, it leaves out)"
                      % ("window %d: " % recorder.window if windowed else "", _span(kept),
                         offset + a.steps, "warmup" if windowed else "skip first", a.skip, self.active,
                         "; steps %s ran without the hooks, for what they cost" % _numbers(plain) if plain else ""),

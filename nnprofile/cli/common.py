@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any, List, Optional, TextIO, NoReturn
+from typing import Any, List, NoReturn, Optional, Sequence, TextIO
 
 from ..render.files import claimed, prepare_outdir  # noqa: F401  (re-exported for the commands)
 from ..render.safe import safe_text
@@ -121,3 +121,37 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> "NoReturn":
         self.exit(2, "%s: error: %s (see %s --help)\n" % (self.prog, safe_text(message), self.prog))
+
+
+def add_view(p: argparse.ArgumentParser) -> None:
+    """The options of what is printed (the answer's table) and of opening the report."""
+    from ..render.answer import GROUPS, SORTS, TOP
+    p.add_argument("--top", type=positive_int, default=TOP, metavar="N",
+                   help="rows of the top layers' table the printed log opens with (default %d)" % TOP)
+    p.add_argument("--sort", choices=SORTS, default="time",
+                   help="its order: time a step (default), forward, backward, name")
+    p.add_argument("--group-by", choices=GROUPS, default="layer", dest="group_by",
+                   help="its rows: each layer (default), or each layer type summed")
+    p.add_argument("--open", action="store_true", help="open report.html in the browser when it is written")
+
+
+def view_of(args: argparse.Namespace) -> Any:
+    from ..render.answer import View
+    return View(top=getattr(args, "top", 10), sort=getattr(args, "sort", "time"),
+                group_by=getattr(args, "group_by", "layer"))
+
+
+def written(out: Printer, outdir: str, files: Sequence[str], open_report: bool = False) -> None:
+    """The last line of every command that writes: where, and every file; then the report opened if asked."""
+    out("Written to %s: %s" % (outdir, ", ".join(files) if files else "nothing"))
+    if open_report:
+        report = os.path.abspath(os.path.join(outdir, "report.html"))
+        if not os.path.isfile(report):
+            print("nnprofile: no report.html in %s to open" % outdir, file=sys.stderr)
+            return
+        import webbrowser
+        try:
+            if not webbrowser.open("file://" + report):
+                print("nnprofile: no browser to open %s with" % report, file=sys.stderr)
+        except Exception as e:  # no browser is no failure of the profile's
+            print("nnprofile: could not open %s (%s)" % (report, e), file=sys.stderr)

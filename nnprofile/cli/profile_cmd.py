@@ -5,12 +5,13 @@ import argparse
 import dataclasses
 import os
 import sys
+from typing import Any
 
 from .. import api
 from .._version import __version__
 from ..base.errors import ProfileError
 from ..base.options import ProfileOptions
-from .common import Parser, NativeStderr, Printer, terminal_stderr
+from .common import Parser, NativeStderr, Printer, add_view, terminal_stderr, view_of, written
 from .progress import Progress
 
 
@@ -32,46 +33,40 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--outdir", help="output folder (default: results/<project name>)")
     ProfileOptions.add_arguments(p)  # every profiling option, defined once (nnprofile.base.options)
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    add_view(p)
     p.add_argument("--debug", action="store_true", help="show tracebacks and NNabla's own log")
     p.add_argument("--version", action="version", version="nnprofile %s" % __version__)
     return p
 
 
 class LiveLog:
-    """The log, printed as it is measured: header, sections, entries, section footers."""
+    """While it is measured, the progress bar (on a terminal) follows the sections; the log is printed whole once
+    it is measured (or stopped), the answer first: so that the progress bar has finished before it, and what is
+    printed is profile.log (``view``: the answer's table as --top, --sort and --group-by ask)."""
 
-    def __init__(self, out: Printer):
+    def __init__(self, out: Printer, view: Any = None):
         self.out = out
         self.profile = None
+        self.view = view
 
     def start(self, profile) -> None:
-        from ..render import log
         self.profile = profile
-        for line in log.header_lines(profile):
-            self.out(line)
 
     def section(self, section) -> None:
-        from ..render import log
-        self.out(log.section_line(section))
         if self.out.progress is not None:
             self.out.progress.section(section)
 
     def entry(self, section, entry) -> None:
-        from ..render import log
-        self.out(log.entry_line(entry))
+        pass
 
     def section_end(self, section, analysis) -> None:
-        from ..render import log
-        assert self.profile is not None  # start() came first
         if self.out.progress is not None:
             self.out.progress.section_end(section)
-        for line in log.section_footer(self.profile, analysis):
-            self.out(line)
 
     def finish(self, profile) -> None:
-        """Whatever the live lines did not show (an incomplete end), so that stdout is the log."""
-        from ..render import log
-        self.out.finish(log.render(profile))
+        """The log, whole (also of an incomplete profile)."""
+        from ..render import answer, log
+        self.out.finish(log.render(profile, view=self.view or answer.DEFAULT))
 
 
 def run(args) -> int:
@@ -79,7 +74,7 @@ def run(args) -> int:
     outdir = args.outdir or os.path.join("results", name)
     terminal = terminal_stderr()
     progress = Progress.for_terminal(args.quiet, terminal)
-    live = LiveLog(Printer(args.quiet, progress))
+    live = LiveLog(Printer(args.quiet, progress), view_of(args))
     native = NativeStderr(enabled=not args.debug)
     try:
         with native:
@@ -97,4 +92,5 @@ def run(args) -> int:
         if terminal is not sys.stderr:
             terminal.close()
     live.finish(profile)
+    written(live.out, outdir, profile.files, args.open)
     return 0

@@ -6,7 +6,7 @@ import os
 
 from .. import api
 from ..render import FORMATS
-from .common import Parser, Printer, claimed
+from .common import Parser, Printer, add_view, claimed, view_of, written
 
 
 SUMMARY = "re-render the files of a saved result (any format version), without profiling again"
@@ -21,6 +21,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--format", action="append", choices=FORMATS,
                    help="re-render only this kind of file (repeatable; default: all)")
     p.add_argument("-q", "--quiet", action="store_true", help="do not print the log")
+    add_view(p)
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     return p
 
@@ -31,7 +32,9 @@ def run(args) -> int:
     source = args.result if os.path.isdir(args.result) else os.path.dirname(os.path.abspath(args.result))
     outdir = args.outdir or source
     with claimed(outdir):
-        write_all(profile, outdir, save_result=os.path.abspath(outdir) != os.path.abspath(source),
-                  formats=args.format)
-    Printer(args.quiet).write(log.render(profile))
+        paths = write_all(profile, outdir, save_result=os.path.abspath(outdir) != os.path.abspath(source),
+                          formats=args.format)
+    out = Printer(args.quiet)
+    out.write(log.render(profile, view=view_of(args)))
+    written(out, outdir, [os.path.relpath(p, outdir) for p in paths], args.open)
     return 0

@@ -10,7 +10,8 @@ from ..base.errors import ProfileError
 from ..api.launch import run_recording
 from ..base.options import add_schedule
 from ..render.safe import safe_text
-from .common import Parser, Printer, non_negative_float
+from ..pooling.ranks import spans
+from .common import Parser, Printer, add_view, non_negative_float, view_of, written
 
 # The program ran (and succeeded), but nnprofile could not make or write its profile: an exit status of its own,
 # so that a CI job does not take a missing profile for a written one (sysexits' EX_SOFTWARE).
@@ -49,6 +50,7 @@ def parser() -> argparse.ArgumentParser:
                    help="under mpirun or srun: how long rank 0 waits at the end for the other ranks' results "
                         "before it merges those there and names the missing (default 60)")
     p.add_argument("-q", "--quiet", action="store_true", help="do not print the log at the end")
+    add_view(p)
     p.add_argument("--debug", action="store_true", help="show nnprofile's own tracebacks")
     return p
 
@@ -134,11 +136,11 @@ def run(args) -> int:
         missing = merged.ranks.get("missing") or []
         if missing:
             print("nnprofile: error: no result from rank%s %s of %d within %g s (see %s)"
-                  % ("s" if len(missing) > 1 else "", ", ".join(str(k) for k in missing), world.size,
+                  % ("s" if len(missing) > 1 else "", spans(missing), world.size,
                      args.merge_wait, os.path.join(outdir, "rank-%d" % missing[0])), file=sys.stderr)
             return status or 1
         return status
     out = Printer(args.quiet)
-    out.write(log.render(profile))
-    out("Written to %s (%s)" % (outdir, FILES % (", trace.json.gz" if profile.timeline else "")))
+    out.write(log.render(profile, view=view_of(args)))
+    written(out, outdir, profile.files, args.open)
     return status

@@ -307,6 +307,19 @@ def _holm(tests: List[Verdict]) -> None:
 SHARED_AT_LEAST = 0.5
 
 
+def _counterpart(section: Section, other: Profile) -> Optional[Section]:
+    """The section of ``other`` that is ``section``: the same kind and name; a program's step (its script's
+    section, named after the script's file) is the other's one script section, whatever the file is called."""
+    same = [s for s in other.sections if (s.kind, s.name) == (section.kind, section.name)]
+    if same:
+        return same[0]
+    if section.kind == SCRIPT:
+        scripts = [s for s in other.sections if s.kind == SCRIPT]
+        if len(scripts) == 1:
+            return scripts[0]
+    return None
+
+
 def _incomplete(profile: Profile, side: str) -> List[str]:
     if profile.complete and not profile.failure:
         return []
@@ -328,12 +341,12 @@ def _missing_time(baseline: Profile, new: Profile) -> List[str]:
         if b is None:
             continue
         total += b.mean_ms
-        same = [s for s in new.sections if (s.kind, s.name) == (base.kind, base.name)]
-        theirs = _metrics(same[0]).get(headline, []) if same else []
+        same = _counterpart(base, new)
+        theirs = _metrics(same).get(headline, []) if same is not None else []
         lacking = sorted({e.label for e in entries} - {e.label for e in theirs})
-        if same and _figure(theirs) is not None and not lacking:
+        if same is not None and _figure(theirs) is not None and not lacking:
             shared += b.mean_ms
-        elif same:  # no figure, or one made of fewer parts: a step without its passes reads faster
+        elif same is not None:  # no figure, or one made of fewer parts: a step without its passes reads faster
             out.append("%s: the new result has no %s%s" % (base.title, headline, " of the same parts (it lacks %s)"
                                                             % ", ".join(lacking[:5]) if theirs else ""))
     if total > 0 and shared / total < SHARED_AT_LEAST:
@@ -358,11 +371,10 @@ def check(baseline: Profile, new: Profile, threshold: float = 0.10, layers: bool
     analyze(baseline)  # both load and analyse cleanly before anything is compared
     layer_tests: List[Verdict] = []
     for base in baseline.sections:
-        same = [s for s in new.sections if (s.kind, s.name) == (base.kind, base.name)]
-        if not same:
+        other = _counterpart(base, new)
+        if other is None:
             result.structure.append("%s is missing from the new result" % base.title)
             continue
-        other = same[0]
         result.structure += _structure(base, other)
         machine = _machine_ratio(base, other, baseline, new)
         if machine is not None and abs(machine - 1) > threshold:
@@ -386,7 +398,7 @@ def check(baseline: Profile, new: Profile, threshold: float = 0.10, layers: bool
             if v.slower and slowed:
                 v.note = (v.note + "; " if v.note else "") + "layers that slowed: %s" % ", ".join(slowed)
     for section in new.sections:
-        if not any((s.kind, s.name) == (section.kind, section.name) for s in baseline.sections):
+        if _counterpart(section, baseline) is None:
             result.structure.append("%s is new" % section.title)
     if not result.verdicts:
         raise ProfileError("the two results share no entry to compare (%s against %s): nothing can pass or fail"

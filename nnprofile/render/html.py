@@ -116,7 +116,8 @@ def _lead(index: int, a: SectionAnalysis, purposes: Dict[str, str]) -> Dict[str,
                     "bwd": g.backward_per_step, "ms": g.forward_ms + g.backward_ms,
                     "share": share(g.forward_ms + g.backward_ms)} for g in s.graphs],
         "notes": list(s.notes),
-        "own": [{"where": x.where, "function": x.function, "text": x.text, "ms": x.ms, "share": x.share}
+        "own": [{"where": x.where, "function": x.function, "text": x.text, "ms": x.ms, "share": x.share,
+                 "samples": x.samples, "interval": "%.0f%% to %.0f%%" % (100 * x.share_low, 100 * x.share_high)}
                 for x in s.own_lines],
         "own_samples": s.own_samples,
     }

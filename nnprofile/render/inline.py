@@ -112,8 +112,9 @@ def _lead(a: Any, purposes: Dict[str, str]) -> List[str]:
     if step.own_lines:
         body = "".join(
             "<tr><td style=\"%s\">%s</td><td style=\"%s\">%s</td><td style=\"%s\"><code>%s</code></td>"
-            "<td style=\"%s\">%.3f ms</td><td style=\"%s\">%.1f%%</td></tr>"
-            % (CELL, _e(x.where), CELL, _e(x.function), CELL, _e(x.text[:80]), NUMBER, x.ms, NUMBER, 100 * x.share)
+            "<td style=\"%s\">%.3f ms</td><td style=\"%s\">%.1f%% (%d samples, %.0f%% to %.0f%%)</td></tr>"
+            % (CELL, _e(x.where), CELL, _e(x.function), CELL, _e(x.text[:80]), NUMBER, x.ms, NUMBER, 100 * x.share,
+               x.samples, 100 * x.share_low, 100 * x.share_high)
             for x in step.own_lines[:5])
         out.append('<table style="border-collapse: collapse; margin: 4px 0"><tr><th style="%s">other: the program\'s '
                    'own line</th><th style="%s">function</th><th style="%s">code</th><th style="%s">per step</th>'

@@ -10,7 +10,7 @@ from ..analysis.precision import passes_line, listed, load_line, sampling_line
 from ..analysis.ranks import summary_lines as ranks_lines
 from ..result import Entry, Profile, Section, format_ms
 from ..base.choices import GRAPH, OUTSIDE
-from . import interference
+from . import answer, interference
 from ..result.header import ProgramHeader, ProjectHeader
 from .base import Contents
 from .safe import safe_text
@@ -20,23 +20,32 @@ FILENAME = "profile.log"
 ENTRY_LINE = re.compile(r"^(?P<label>.*) (?P<ms>-?\d+\.\d{6})\(ms\)$")
 
 
-def header_lines(profile: Profile) -> List[str]:
+def title_lines(profile: Profile) -> List[str]:
+    """What was profiled, where, and (a program's) what its step is."""
     h = profile.header
-    lines = ["nnprofile %s (nnabla %s): %s" % (h.nnprofile, h.nnabla, h.project)]
-    lines.append("Context: %s" % h.context)
-    for note in profile.notes:
-        lines.append("Note: %s" % note)
+    lines = ["nnprofile %s (nnabla %s): %s" % (h.nnprofile, h.nnabla, h.project), "Context: %s" % h.context]
+    if isinstance(h, ProgramHeader) and h.steps:
+        lines.append("Steps: %s" % h.steps)
+    return lines
+
+
+def header_lines(profile: Profile) -> List[str]:
+    """The title, the notes and the method: what ``log.render`` shows around the answer and the sections."""
+    return title_lines(profile) + ["Note: %s" % note for note in profile.notes] + method_lines(profile)
+
+
+def method_lines(profile: Profile) -> List[str]:
+    """How it was measured (the "About this run" block at the log's end): timing, schedule, clock, hooks."""
+    h = profile.header
     how = {"isolated": "each function re-run on its own",
            "graph": "each function timed inside whole forward and backward passes",
            "record": "every call of the program's own run, between NNabla's hooks"}.get(h.mode, h.mode)
-    lines.append("Timing: %s mode (%s); %s" % (h.mode, how, h.sampling))
+    lines = ["Timing: %s mode (%s); %s" % (h.mode, how, h.sampling)]
     program = h if isinstance(h, ProgramHeader) else None
     one_window = program is not None and program.schedule.startswith("wait 0,") and \
         program.schedule.endswith("repeat 1 (1 window)")  # the default: as the Timing line says
     if program is not None and program.schedule and not one_window:
         lines.append("Schedule: %s" % program.schedule)
-    if program is not None and program.steps:
-        lines.append("Steps: %s" % program.steps)
     if isinstance(h, ProjectHeader) and h.clock:
         overhead = h.timing_overhead_ns or 0.0
         lines.append("Clock: %s, smallest step %s ns; timing one sample costs %s ns, taken off every figure; "
@@ -75,7 +84,9 @@ def header_lines(profile: Profile) -> List[str]:
                          % (measured.get("plain_steps", 0), measured.get("plain_ms", 0),
                             measured.get("hooked_steps", 0), measured.get("hooked_ms", 0),
                             100 * float(measured.get("eviction", 0))))
-    if program is not None and program.call_overhead_ns is not None:
+    dynamic = any(s.info.get("dynamic") for s in profile.sections) or any(
+        e.phase == "eager" for s in profile.sections for e in s.entries)
+    if program is not None and program.call_overhead_ns is not None and dynamic:  # only where such calls ran
         lines.append("Calls: timing a function called under auto_forward adds %s per call, %s of it inside "
                      "its own time; taken off likewise"
                      % (_duration(max(0.0, program.call_overhead_ns)), _duration(max(0.0, program.call_inside_ns or 0.0))))
@@ -204,9 +215,13 @@ def footer_lines(profile: Profile) -> List[str]:
     return lines + ["Profile incomplete: %s." % (profile.failure or "stopped")]
 
 
-def render(profile: Profile, analysis: Optional[Analysis] = None) -> str:
+def render(profile: Profile, analysis: Optional[Analysis] = None, view: answer.View = answer.DEFAULT) -> str:
+    """The log: the answer first (each step, its top layers and layer types: ``view``), the notes, every section
+    as NNC's Profile command logs it, then how it was measured ("About this run")."""
     analysis = analysis or analyze(profile)
-    lines = header_lines(profile)
+    lines = title_lines(profile)
+    lines.extend(answer.lines(analysis, view))
+    lines.extend("Note: %s" % note for note in profile.notes)
     if analysis.windows is not None:
         lines.extend(analysis.windows.lines())
     if analysis.ranks is not None:
@@ -219,6 +234,8 @@ def render(profile: Profile, analysis: Optional[Analysis] = None) -> str:
             lines.extend(section_footer(profile, a))
         elif a.incomplete:
             lines.append(incomplete_line(a))
+    lines.append("About this run:")
+    lines.extend(method_lines(profile))
     lines.extend(footer_lines(profile))
     # Names are data: a name holding a line break or an escape sequence stays inside its own line.
     return "\n".join(safe_text(line) for line in lines) + "\n"

@@ -103,3 +103,24 @@ def layer_frame(profile: Any) -> "pandas.DataFrame":
     for column in ("params", "flops"):
         frame[column] = frame[column].astype("Int64")
     return frame
+
+
+TYPE_COLUMNS = ["section", "layer_type", "layers", "ms_per_step", "share_of_section"]
+
+
+def layer_type_frame(profile: Any) -> "pandas.DataFrame":
+    """One row per layer type of each section: how many layers, their time a step together (forward and backward,
+    each as often as it runs a step) and their share of the section's layers; the heaviest first in each section."""
+    import pandas as pd
+    layers = layer_frame(profile)
+    if layers.empty:
+        return pd.DataFrame(columns=TYPE_COLUMNS)
+    layers = layers.assign(ms_per_step=layers["total_ms"] * layers["calls_per_step"].fillna(1.0),
+                           layer_type=layers["layer_type"].fillna("?"))
+    grouped = layers.groupby(["section", "layer_type"], sort=False).agg(
+        layers=("layer", "size"), ms_per_step=("ms_per_step", "sum"), share_of_section=("share_of_section", "sum"))
+    frame = grouped.reset_index()
+    order = {name: i for i, name in enumerate(dict.fromkeys(layers["section"]))}
+    frame = frame.assign(_order=frame["section"].map(order)).sort_values(
+        ["_order", "ms_per_step"], ascending=[True, False]).drop(columns="_order").reset_index(drop=True)
+    return frame[TYPE_COLUMNS]
