@@ -4,7 +4,7 @@ from nnprofile.render.log import ENTRY_LINE
 FOOTERS = ("Coverage:", "Sampling:", "Missed the", "Too few samples", "FLOPs not counted", "Step:", "Half precision:", "Top layers", "Advice:",
            "Drift:", "Repeat:", "Incomplete entries", "Memory", "Input:", "Interference:", "Layers:",
            # "About this run": how it was measured, after the sections
-           "About this run:", "Timing:", "Schedule:", "Clock:", "Hooks", "Calls:", "Other:")
+           "About this run:", "Timing:", "Schedule:", "Clock:", "Hooks", "Calls:", "Other:", "Written to")
 
 
 def skeleton(log_text):

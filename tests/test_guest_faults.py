@@ -162,6 +162,25 @@ def _start(tmp_path, *options, iterations="100000", script=()):
     return out, proc
 
 
+def _line_with(proc, text, timeout=120):
+    """stderr read up to and with the first line holding ``text`` (what the process says as it gets there)."""
+    import selectors
+    seen = []
+    deadline = time.time() + timeout
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stderr, selectors.EVENT_READ)
+        while time.time() < deadline:
+            if not sel.select(timeout=max(0.0, deadline - time.time())):
+                break
+            line = proc.stderr.readline()
+            if not line:
+                break
+            seen.append(line)
+            if text in line:
+                return "".join(seen)
+    raise AssertionError("%r never said; stderr: %s" % (text, "".join(seen)[-2000:]))
+
+
 def _wait_for(path, proc, timeout=120):
     deadline = time.time() + timeout
     while not os.path.exists(path):
@@ -189,9 +208,10 @@ def test_ctrl_c_says_at_once_that_it_writes_and_a_second_stops_with_whole_files(
                        script=("--mark-at", "50", "--mark-file", str(tmp_path / "mark")))
     _wait_for(tmp_path / "mark", proc)  # steps recorded
     proc.send_signal(signal.SIGINT)
-    time.sleep(0.05)
+    first = _line_with(proc, "nnprofile: interrupted by Ctrl-C")  # the state the second Ctrl-C is for: writing
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=300)
+    _, rest = proc.communicate(timeout=300)
+    err = first + rest
     assert proc.returncode == 130, err[-2000:]
     said = [line for line in err.splitlines() if line.startswith("nnprofile:")]  # (the program's own lines besides)
     assert said[0] == "nnprofile: interrupted by Ctrl-C: writing what was recorded (Ctrl-C again to stop without " \

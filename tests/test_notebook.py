@@ -58,7 +58,7 @@ def test_a_cell_is_recorded_and_its_value_is_the_profile(shell, tmp_path):
     from nnprofile import Profile as P
     assert isinstance(profile, P)
     assert profile.header.active_steps == 3 and profile.header.steps.startswith(
-        "one step per iteration of the program's loop at <ipython-input-")
+        "one step per iteration of the program's loop at In [")  # the cell, as IPython names it
     program = profile.sections[-1]
     assert "update (Adam)" in [e.label for e in program.entries]  # the earlier cell's solver, timed
     assert [s.name for s in profile.sections[:-1]] == ["loss"]

@@ -89,4 +89,5 @@ def test_xlsx_colour_scale_covers_exactly_forward_to_backward(run):
         assert ranges == ["B%d:B%d" % (rows[0], rows[-1])]
         rules = [r for cf in ws.conditional_formatting for r in cf.rules]
         assert [r.type for r in rules] == ["colorScale"]
-        assert len(ws._charts) == 1
+        assert "Chart " + ws.title in wb.sheetnames  # its chart: a sheet of its own, first
+    assert wb.sheetnames[0].startswith("Chart ") and wb.active.title == wb.sheetnames[0]

@@ -153,7 +153,10 @@ def test_detail_csv_statistics(profile):
 def test_xlsx_layout(profile, tmp_path):
     write_all(profile, str(tmp_path), formats=["xlsx"], save_result=False)
     wb = openpyxl.load_workbook(tmp_path / "profile.xlsx")
-    assert wb.sheetnames == ["Optimizer Main", "Executor MainRuntime", "Summary", "Info", "Chart data"]
+    # each section's chart on a sheet of its own, first: the workbook opens on the first
+    assert wb.sheetnames == ["Chart Optimizer Main", "Chart Executor MainRuntime", "Optimizer Main",
+                             "Executor MainRuntime", "Summary", "Info", "Chart data"]
+    assert wb.active.title == "Chart Optimizer Main"
     ws = wb["Optimizer Main"]
     assert [c.value for c in ws["B"]][1:] == [2.0, 2.5, 0.001, 0.0001, 0.004, 1.234567, 3.0, 2.0, 8.0]
     assert ws["B2"].number_format == "0.000000"
@@ -170,6 +173,8 @@ def test_xlsx_layout(profile, tmp_path):
     assert data.cell(row=2, column=7).value is None  # the second block: no backward column
     # It prints one page wide, its header row on every page.
     assert ws.page_setup.fitToHeight == 0 and ws.sheet_properties.pageSetUpPr.fitToPage and ws.print_title_rows == "$1:$1"
+    # a printed page holds the narrow set of columns, entry to relative error (25 on a page are unreadable)
+    assert ws.print_area.endswith("$I$10") and xlsx.COLUMNS[xlsx.PRINTED - 1] == "rel. std. error"
     assert ws.page_setup.fitToWidth in (None, 1)  # one page wide (1 is the file format's default, left out)
     info = {r[0].value: r[1].value for r in wb["Info"].iter_rows()}
     assert info["status"] == "complete" and info["context"] == "cpu:float"

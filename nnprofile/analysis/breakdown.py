@@ -203,7 +203,7 @@ def layer_times(section: Section) -> List[LayerTime]:
     Results of version 1 carry no ids; there, the layer name (then unique per
     section) stands for the identity.
     """
-    def key(e):
+    def key(e: Entry) -> object:
         return e.layer_id if e.layer_id is not None else e.layer
     backward = {key(e): e for e in section.entries_of("backward_function")}
     out = []

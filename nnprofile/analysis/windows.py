@@ -72,8 +72,9 @@ class WindowsAnalysis:
         elif len(self.windows) > 1:
             out.append("Finding: the step did not slow over the run by more than the windows' own spread")
         if self.moved:
+            ends = compared(self.windows)
             out.append("Layers that moved most from window %d to window %d (ms per step): %s" % (
-                self.windows[0].window, self.windows[-1].window,
+                ends[0].window, ends[-1].window,
                 ", ".join("%s %.3f to %.3f" % (name, a, b) for name, a, b in self.moved)))
         return out
 
@@ -117,8 +118,16 @@ def change_point(windows: Sequence[WindowSummary], earliest: int) -> int:
     return min(costs)[1] if costs else earliest
 
 
+def compared(windows: Sequence[WindowSummary]) -> List[WindowSummary]:
+    """The windows layers are compared between: the filled ones (a last window the program cut short holds a few
+    steps, whose figures are no window's), all where fewer than two are filled."""
+    filled = [w for w in windows if w.complete]
+    return filled if len(filled) >= 2 else list(windows)
+
+
 def moved_layers(windows: Sequence[WindowSummary], top: int = MOVED_LAYERS) -> List[Tuple[str, float, float]]:
-    """The layers whose time per step changed most between the first window and the last."""
+    """The layers whose time per step changed most between the first filled window and the last."""
+    windows = compared(windows)
     if len(windows) < 2:
         return []
     a, b = windows[0].layers, windows[-1].layers

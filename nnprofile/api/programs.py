@@ -95,12 +95,12 @@ class Recording:
 
     Every NNabla function's forward and backward, every solver call, every wait for a
     batch and every monitor inside the block is recorded; steps are the iterations of
-    the program's loop (see ``nnprofile.measure.steps``), or what ``rec.step()`` marks.
+    the program's loop (see ``nnprofile.assembly.steps``), or what ``rec.step()`` marks.
     After the block, ``rec.profile`` is a ``Profile`` (and the files are in ``outdir``,
     if given). ``namespaces``: where solvers made before the block are (a notebook's
     namespace): they are timed too.
 
-    Under a launcher (``mpirun``, ``srun``; see ``nnprofile.distributed.launcher``), or once the
+    Under a launcher (``mpirun``, ``srun``; see ``nnprofile.recording.launcher``), or once the
     program's communicator says it is one rank of several, each rank writes into
     ``outdir/rank-K/``, and rank 0 then waits up to ``merge_wait`` seconds for the other ranks'
     results and writes their merged view into ``outdir`` (``rec.merged``). A rank ended by SIGTERM

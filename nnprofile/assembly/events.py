@@ -24,6 +24,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple, Union
 
+from ..base.places import place
 from ..base.functions import FunctionInfo, Graph, VariableInfo
 from ..base.hookcost import HookCosts
 from ..base.interference import CPU, SWITCHES, shortfall  # noqa: F401 (the events' vocabulary)
@@ -175,7 +176,7 @@ class SiteInfo:
 
     @property
     def where(self) -> str:
-        return "%s:%d" % (self.file, self.line)
+        return place(self.file, self.line)
 
 
 @dataclass

@@ -33,6 +33,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
+from ..base.places import place, short
 from ..base.functions import FunctionInfo, Graph as Functions
 from .events import DYNAMIC, Call, Capture, SolverCall
 from .iterations import Stack, kind, stored_name
@@ -130,7 +131,7 @@ def split_by_graph(steps: Sequence[List[Any]], passes: Sequence[List[Pass]], cap
         if g.key == UNDETERMINED:
             g.name = DYNAMIC_FORWARD
         elif not g.name and g.dynamic and g.made:  # built by a line that stores nothing: named by that line
-            g.name = "forward at %s" % os.path.basename(g.made)
+            g.name = "forward at %s" % short(g.made)
         elif not g.name:
             unnamed += 1
             g.name = "graph %d" % unnamed
@@ -201,7 +202,7 @@ def _where(stack: Optional[Stack], capture: Capture) -> Optional[str]:
     if not inside:
         return None
     c, at = inside[0]
-    return "%s:%d" % (codes[c].file, codes[c].line_at(at))
+    return place(codes[c].file, codes[c].line_at(at))
 
 
 def fingerprint(graph: Graph, capture: Capture) -> Optional[str]:
@@ -266,8 +267,8 @@ def tell_apart(graphs: List[Graph], codes: Sequence[Any] = ()) -> None:
             where = places[i]
             if where is None:
                 g.name = "%s (%d)" % (name, i + 1)
-            elif len(files) > 1:
-                g.name = "%s (%s)" % (name, "%s:%s" % (os.path.basename(where.rsplit(":", 1)[0]), where.rsplit(":", 1)[1]))
+            elif len(files) > 1 or where.startswith("In ["):  # (a notebook's cell is named whole)
+                g.name = "%s (%s)" % (name, short(where))
             else:
                 g.name = "%s (line %s)" % (name, where.rsplit(":", 1)[1])
         if len({g.name for g in same}) < len(same):  # one line made several: by the line that called it, else numbered
@@ -292,7 +293,7 @@ def _called_from(stacks: Sequence[Optional[Stack]], codes: Sequence[Any]) -> Lis
         if len(k) <= level or k[level][0] >= len(codes):
             return []
         code = codes[k[level][0]]
-        out.append("%s:%d" % (os.path.basename(code.file), code.line_at(k[level][1])))
+        out.append(short(place(code.file, code.line_at(k[level][1]))))
     return out if len(set(out)) == len(out) else []
 
 

@@ -25,6 +25,7 @@ that the recorder, counting steps while the program runs, and the assembly, cutt
 steps, read one rule.
 """
 from __future__ import annotations
+from ..base.places import place, short
 
 from dataclasses import dataclass, field
 from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple
@@ -301,7 +302,7 @@ def select(flags: Sequence[Optional[str]], updates: Sequence[bool], gated: bool)
 def loop_where(loop: LoopRef, codes: Sequence[CodeInfo]) -> str:
     """``train.py:57`` for the loop's head line."""
     code = codes[loop[0]]
-    return "%s:%d" % (code.file.replace("\\", "/").rsplit("/", 1)[-1], code.line_at(loop[1]))
+    return short(place(code.file, code.line_at(loop[1])))
 
 
 KEEP = 4096   # stacks a counter keeps to choose its loop again (then the loop is kept as found)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import bisect
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ..base.places import place, short
 from ..base.choices import OUTSIDE, PHASES, SCRIPT
 from ..base.series import RoundSeries, SeriesTable
 from ..result import Entry, Section
@@ -152,7 +153,7 @@ class ProgramPart:
         sites = self.capture.sample_sites
         top = sorted(counts.items(), key=lambda kv: -kv[1])[:OWN_LINES]
         return {"own_samples": total, "own_lines": [
-            ["%s:%d" % (_base(sites[w][0]), sites[w][1]), sites[w][2], sites[w][3], n] for w, n in top]}
+            [short(place(sites[w][0], sites[w][1])), sites[w][2], sites[w][3], n] for w, n in top]}
 
     def _step_events(self: Any, i: int, events: Sequence[Any]) -> None:
         o = self.origin
@@ -199,16 +200,9 @@ def per_step_of(whole: SeriesTable, phase: str, rounds: int) -> float:
     return round(sum(whole.series[phase].round_sizes) / rounds, 4) if phase in whole.series else 0
 
 
-def _base(path: str) -> str:
-    return path.replace("\\", "/").rsplit("/", 1)[-1]
-
-
 def _short(where: Optional[str]) -> str:
-    """``train.py:120`` for a program's line (its folder left out: the label names a line)."""
-    if not where:
-        return "an unknown line"
-    path, _, line = where.rpartition(":")
-    return "%s:%s" % (path.replace("\\", "/").rsplit("/", 1)[-1], line)
+    """``train.py:120`` for a program's line (its folder left out: the label names a line); a cell's as it is."""
+    return short(where)
 
 
 def entry_of(label: str, phase: str, s: RoundSeries, per_ns: float = 0.0) -> Entry:

@@ -64,7 +64,8 @@ class Progress:
     # -- the callbacks of the API ---------------------------------------------------------
 
     def section(self, section: Any) -> None:
-        self.start(100, "measuring %s" % _short(section.title), "%")
+        kind, name = getattr(section, "kind", ""), getattr(section, "name", "")
+        self.start(100, "measuring %s" % _short("%s '%s'" % (kind, name) if kind and name else section.title), "%")
 
     def round(self, section: Any, done: float) -> None:
         self.update_to(round(100 * done, 1))
@@ -99,5 +100,5 @@ def _width(stream: Any) -> Optional[int]:
     return columns or None
 
 
-def _short(title: str, limit: int = 40) -> str:
+def _short(title: str, limit: int = 60) -> str:
     return title if len(title) <= limit else title[:limit - 1] + "…"

@@ -87,7 +87,7 @@ def half_width(low: Optional[float], high: Optional[float], ratio: Optional[floa
 
 
 def run_configurations(files: Sequence[str], configs: Sequence[Config], repeat: int, outdir: str,
-                       extra: Sequence[str], progress=print,
+                       extra: Sequence[str], progress: Callable[[str], None] = print,
                        on_run: Optional[Callable[[str], None]] = None, resolve: Optional[float] = None,
                        max_runs: int = 10, max_seconds: float = 300.0
                        ) -> Tuple[List[Metric], Dict[str, Profile], Resolution]:

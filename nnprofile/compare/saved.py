@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..analysis.breakdown import layer_times as analyze_layers
 from ..base.choices import OPTIMIZER
-from ..result import Profile
+from ..result import Entry, Profile
 from ..base.stats import ratio_ci, summarize
 from .metrics import Metric
 
@@ -30,7 +30,7 @@ class EntryRow:
     ci_high: Optional[float]
 
 
-def _samples_ms(entry) -> List[float]:
+def _samples_ms(entry: Entry) -> List[float]:
     return [max(0.0, s - entry.overhead_ns) / 1e6 for s in entry.samples_ns]
 
 

@@ -4,7 +4,7 @@ A machine that slows down for a few seconds then touches every entry alike,
 instead of the few that happened to be measured during the slow spell. The
 per-round totals measure the machine's speed during the run
 (``nnprofile.result.drift``); rounds that ran slower than the usual
-speed are left out of every entry's mean (``nnprofile.stats.summarize_rounds``),
+speed are left out of every entry's mean (``nnprofile.base.stats.summarize_rounds``),
 and sampling goes on until enough undisturbed rounds are in, up to the
 section's time budget.
 

@@ -4,7 +4,7 @@ This follows ``nnabla.utils.load.base_load`` step by step, so that projects
 load exactly as NNC and ``nnabla_cli`` load them, with three differences that
 a profiler needs: the context is chosen here (with an honest CPU fallback),
 dataset paths are resolved against the project file's folder, and data
-iterators are not created (``nnprofile.data`` does that, inside the output
+iterators are not created (``nnprofile.project.data`` does that, inside the output
 folder). No timing happens here.
 """
 from __future__ import annotations

@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable, Dict, Optional, Tuple
 
+from ..base.places import place
 from .bindings import is_communicator, one_level_down
 from .callsite import first_outside
 from .proxies import TimedCommunicator, TimedFunction, TimedSolver
@@ -60,7 +61,7 @@ class Installing:
         where = first_outside(sys._getframe(2), self._skip)
         self.counter.expects_updates = True  # its loop is the one that updates (``Counter``)
         self.solvers.append(RawSolver(solver, str(getattr(solver, "name", type(solver).__name__)),
-                                      created="%s:%d" % where if where is not None else None))
+                                      created=place(*where) if where is not None else None))
         return TimedSolver(solver, self, len(self.solvers) - 1)
 
     def _tracking_factory(self: Any, factory: Callable, track: Callable[[Any], Any], kind: str) -> Callable:

@@ -16,6 +16,7 @@ import threading
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from ..base.places import place
 from ..assembly.events import DYNAMIC, EAGER, Call, CommCall, InputCall, IteratorInfo, MonitorCall, SolverCall
 from .callsite import assigned_name, first_outside, line_at, outside_frame, parameter_of, receiver_of_caller, receiver_path
 from .proxies import SOLVER_CALLS, array_bytes
@@ -194,7 +195,7 @@ class Wrappers:
         key = (function.name, where, tuple([getattr(v, "shape", None) for v in inputs]))
         if key not in self.eager:
             self.eager[key] = EagerInfo(str(function.name), dict(getattr(function, "args", {}) or {}),
-                                        _arrays(inputs), _arrays(outputs), "%s:%d" % where if where is not None else None)
+                                        _arrays(inputs), _arrays(outputs), place(*where) if where is not None else None)
         if not depth:
             self._break_pass()
         self.events.append(Call(key, start, end, None, EAGER, depth, None, *switches))
@@ -207,7 +208,7 @@ class Wrappers:
             return
         where = first_outside(_getframe(depth), self._skip)
         if where is not None:
-            self.created[parent] = "%s:%d" % where
+            self.created[parent] = place(*where)
 
     # -- solvers -------------------------------------------------------------------------------------
 
@@ -359,7 +360,7 @@ class Wrappers:
         if index is None or self.solvers[index].solver is not solver:
             where = first_outside(_getframe(3), self._skip)
             self.counter.expects_updates = True  # its loop is the one that updates (``Counter``)
-            self.solvers.append(RawSolver(solver, cls.__name__, created=None if where is None else "%s:%d" % where,
+            self.solvers.append(RawSolver(solver, cls.__name__, created=None if where is None else place(*where),
                                           own=True))
             index = self._own_solvers[id(solver)] = len(self.solvers) - 1
         return index
@@ -525,7 +526,7 @@ class Wrappers:
                 if recorder.recording:
                     where = first_outside(_getframe(1), recorder._skip)
                     if where is not None:
-                        recorder._iterators_made[id(iterator)] = "%s:%d" % where
+                        recorder._iterators_made[id(iterator)] = place(*where)
                     outside = outside_frame(_getframe(1), recorder._skip)
                     if outside is not None:
                         recorder._iterators_named[id(iterator)] = assigned_name(outside)

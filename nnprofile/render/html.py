@@ -24,6 +24,7 @@ from . import interference
 from ..analysis.precision import load_line, passes_line, sampling_line
 from ..analysis.ranks import RanksAnalysis, summary_lines as ranks_lines
 from ..analysis.windows import WindowsAnalysis
+from .colours import PART_COLOURS
 from .log import section_line
 from ..result import Entry, Profile, Section
 from .base import Contents
@@ -161,7 +162,7 @@ def report_data(profile: Profile, analysis: Analysis, trace: Optional[str]) -> D
     return {"header": header, "notes": profile.notes, "complete": profile.complete, "failure": profile.failure,
             "interference": {"text": busy, "share": found.share if found is not None else None,
                              "measured": bool(found is not None and found.measured)} if busy else None,
-            "trace": trace, "sections": [_section(a, profile) for a in analysis.sections],
+            "trace": trace, "sections": [_section(a, profile) for a in analysis.sections], "colours": PART_COLOURS,
             "lead": [_lead(i, a, purposes) for i, a in enumerate(analysis.sections) if a.step is not None],
             "windows": _windows(analysis.windows) if analysis.windows is not None else None,
             "ranks": _ranks(analysis.ranks) if analysis.ranks is not None else None}

@@ -23,6 +23,7 @@ from ..analysis.ranks import summary_lines as ranks_lines
 from ..base.choices import LAYER_PHASES
 from ..result import Profile, Section, ms
 from . import interference
+from .colours import BACKWARD, FORWARD, part_colour
 from .base import Contents
 from .safe import cell_text, sheet_name
 from .csv_files import SUMMARY_COLUMNS, work_cells
@@ -34,6 +35,7 @@ COLUMNS = ["entry", "time (ms)", "median (ms)", "std (ms)", "min (ms)", "max (ms
            "output shape", "params", "FLOPs", "bytes read", "bytes written", "GFLOP/s", "FLOP/byte",
            "output bytes", "parameter bytes", "gradient bytes", "input gradient bytes", "source"]
 TIME_COLUMN = "B"
+PRINTED = COLUMNS.index("rel. std. error") + 1  # the columns a printed page holds: entry to relative error
 MS_FORMAT = "0.000000"
 CHART_DATA = "Chart data"  # the per-layer tables the charts draw, a block of columns per section
 # Excel's own green-yellow-red scale: slow cells stand out in red.
@@ -101,9 +103,11 @@ SECTION_FORMATS = {**{c: MS_FORMAT for c in range(1, 7)}, 8: "0.00%", 18: "0.000
 LAYER_FORMATS = {1: MS_FORMAT, 2: MS_FORMAT}
 
 
-def _section_sheet(book: _Book, ws: Any, a: SectionAnalysis, failure: Optional[str], data: Any, block: int) -> None:
-    """One section: its entries, with the bar chart of its layers beside them; the chart's data on the Chart data
-    sheet (``data``), in its own block of columns (``block``). It prints one page wide, its header on every page."""
+def _section_sheet(book: _Book, ws: Any, a: SectionAnalysis, failure: Optional[str], data: Any,
+                   block: int) -> Optional[Any]:
+    """One section: its entries; the bar chart of its layers (returned, for a sheet of its own), its data on the
+    Chart data sheet (``data``), in its own block of columns (``block``). It prints one page wide, its header on
+    every page, the narrow set of columns (PRINTED: the rest are on screen and in profile_detail.csv)."""
     section = a.section
     layers, chart_note = chart_layers(a)
     has_backward = any(e.phase == "backward_function" for e in section.entries)
@@ -131,11 +135,12 @@ def _section_sheet(book: _Book, ws: Any, a: SectionAnalysis, failure: Optional[s
     if chart_note:
         last += 2
         ws.write_string(last, 0, cell_text("Note: %s." % chart_note))
-    # Printed: landscape, one page wide, the header row on every page, the table only (the chart is on screen).
+    # Printed: landscape, one page wide, the header row on every page, the narrow set of columns (25 on a page are
+    # unreadable); the chart has a sheet of its own.
     ws.set_landscape()
     ws.fit_to_pages(1, 0)
     ws.repeat_rows(0)
-    ws.print_area(0, 0, max(last, 1), len(COLUMNS) - 1)
+    ws.print_area(0, 0, max(last, 1), PRINTED - 1)
 
     first, end = colour_scale_rows(section)
     if first:
@@ -143,7 +148,7 @@ def _section_sheet(book: _Book, ws: Any, a: SectionAnalysis, failure: Optional[s
             "type": "3_color_scale", "min_color": "#" + COLOUR_LOW, "mid_color": "#" + COLOUR_MID,
             "max_color": "#" + COLOUR_HIGH, "mid_type": "percentile", "mid_value": 50})
     if not layers or data is None:
-        return
+        return None
     data.set_column(c0, c0, min(80, max(len(l[0]) for l in layers) + 2))
     data.set_column(c0 + 1, c0 + 2, 14)
     data.write_string(0, c0, cell_text(section.title[:200]), book.bold)
@@ -155,15 +160,14 @@ def _section_sheet(book: _Book, ws: Any, a: SectionAnalysis, failure: Optional[s
     for j in range(1, len(head)):
         chart.add_series({"name": [data.name, 1, c0 + j], "categories": [data.name, 2, c0, n + 1, c0],
                           "values": [data.name, 2, c0 + j, n + 1, c0 + j],
-                          "fill": {"color": "#4C78A8" if j == 1 else "#F58518"}})
-    chart.set_title({"name": "Time per layer (ms)"})
+                          "fill": {"color": FORWARD if j == 1 else BACKWARD}})
     chart.set_x_axis({"name": "ms per call", "num_format": "0.0##"})
     # The first layer at the top, as in the log; the value axis below the last layer.
     chart.set_y_axis({"name": "layer", "reverse": True, "crossing": "max", "interval_unit": 1})
     chart.set_legend({"position": "bottom"})
     chart.set_style(10)
-    chart.set_size({"width": 760, "height": int(max(7.5, 0.7 * n + 4) * 37.8)})  # cm to pixels
-    ws.insert_chart(0, len(COLUMNS) + 1, chart)
+    chart.set_title({"name": "Time per layer (ms): %s" % cell_text(section.title[:120])})
+    return chart
 
 
 SUMMARY_FORMATS = {3: MS_FORMAT, 6: "#,##0"}
@@ -186,6 +190,11 @@ def _summary_sheet(book: _Book, ws: Any, rows: List[List[object]]) -> None:
         lines = max(1, -(-len(str(detail or "")) // 105))
         if lines > 1:
             ws.set_row(i, 15 * lines)
+    # Printed: landscape, one page wide, its header on every page, the table (the pie is on screen).
+    ws.set_landscape()
+    ws.fit_to_pages(1, 0)
+    ws.repeat_rows(0)
+    ws.print_area(0, 0, max(1, len(rows) - 1), len(rows[0]) - 1)
     parts = [i for i, r in enumerate(rows) if r[1] == "part"]
     if parts:  # the first training section's step, as a pie
         first = parts[0]
@@ -193,7 +202,8 @@ def _summary_sheet(book: _Book, ws: Any, rows: List[List[object]]) -> None:
         while last + 1 < len(rows) and rows[last + 1][1] == "part" and rows[last + 1][0] == rows[first][0]:
             last += 1
         pie = book.wb.add_chart({"type": "pie"})
-        pie.add_series({"categories": [ws.name, first, 2, last, 2], "values": [ws.name, first, 3, last, 3]})
+        pie.add_series({"categories": [ws.name, first, 2, last, 2], "values": [ws.name, first, 3, last, 3],
+                        "points": [{"fill": {"color": part_colour(str(rows[i][2]))}} for i in range(first, last + 1)]})
         pie.set_title({"name": "One training step"})
         pie.set_size({"width": 454, "height": 340})
         ws.insert_chart(1, 8, pie)
@@ -321,7 +331,18 @@ def workbook_bytes(profile: Profile, analysis: Optional[Analysis] = None) -> byt
         _windows_sheet(book, book.wb.add_worksheet("Windows"), analysis.windows)
     if analysis.ranks is not None:  # a merged view of ranks: who is slow comes first
         _ranks_sheet(book, book.wb.add_worksheet("Ranks"), analysis.ranks)
-    sheets = [book.wb.add_worksheet(name) for name in sheet_names(profile)]
+    # Each section's chart of its layers on a sheet of its own, first: what the workbook opens on.
+    names = sheet_names(profile)
+    taken = names + ["Info", "Summary", "Ranks", "Windows", CHART_DATA]
+    charts: Dict[int, Any] = {}
+    for i, section in enumerate(profile.sections):
+        if chart_layers(analysis.of(section))[0]:
+            name = sheet_name("Chart %s" % names[i], taken, fallback="Chart")
+            taken.append(name)
+            charts[i] = book.wb.add_chartsheet(name)
+    if charts and analysis.windows is None and analysis.ranks is None:
+        charts[min(charts)].activate()
+    sheets = [book.wb.add_worksheet(name) for name in names]
     summary: List[List[object]] = [list(SUMMARY_COLUMNS)]
     for a in analysis.sections:
         if a.step is not None:
@@ -333,8 +354,10 @@ def workbook_bytes(profile: Profile, analysis: Optional[Analysis] = None) -> byt
     for block, (ws, section) in enumerate(zip(sheets, profile.sections)):
         if not section.complete:
             ws.set_tab_color("#F8696B")
-        _section_sheet(book, ws, analysis.of(section), None if section.complete else (profile.failure or "stopped"),
-                       data, block)
+        chart = _section_sheet(book, ws, analysis.of(section),
+                               None if section.complete else (profile.failure or "stopped"), data, block)
+        if chart is not None and block in charts:
+            charts[block].set_chart(chart)
     if summary_sheet is not None:
         _summary_sheet(book, summary_sheet, summary)
     _info_sheet(book, info, profile, analysis)

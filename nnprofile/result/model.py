@@ -87,7 +87,7 @@ class Entry:
         """Statistics of the per-call times, the measured timing overhead taken off.
 
         When the samples were taken in rounds, the mean is that of the round
-        means, slow rounds left out (see ``nnprofile.stats.summarize_rounds``).
+        means, slow rounds left out (see ``nnprofile.base.stats.summarize_rounds``).
 
         Renderers ask for them many times; they are computed once for the
         samples and overhead at hand.
@@ -256,7 +256,7 @@ class Section:
     entries: List[Entry] = field(default_factory=list)
     complete: bool = False
     # The machine's speed in each round of measuring, relative to its usual speed
-    # (1.2: that round ran 20% slower); see ``nnprofile.stats.Drift``.
+    # (1.2: that round ran 20% slower); see ``nnprofile.base.stats.Drift``.
     speed_levels: List[float] = field(default_factory=list)
     # The step's memory (see ``nnprofile.base.buffers``): parameters, gradients, solver_state,
     # activations_at_peak, peak_estimated, peak_layer, peak_phase, alive_at_peak, peak_measured,

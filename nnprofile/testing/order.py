@@ -16,6 +16,7 @@ PathLike = Union[str, "os.PathLike[str]"]
 PROJECT_SUFFIXES = (".nntxt", ".nnp", ".prototxt")
 # A label: phase (layer name : class[ : in_place]); whole-step entries have no parentheses.
 ORDERLESS = ("engine",)
+SCRIPT_LINE = "Profiling the program's step ..."
 _LABEL = re.compile(r"^(?P<phase>\S+) \((?P<name>.+) : (?P<cls>[^:()]+?)(?P<in_place> : in_place)?\)$")
 
 
@@ -47,7 +48,8 @@ def layer_order(source: Union["Profile", PathLike], synthetic: bool = True) -> L
             profile = result_file.load(path)
     lines: List[str] = []
     for section in profile.sections:
-        lines.append(section_line(section))
+        # A program's step is named after its script's file: a renamed script is the same program.
+        lines.append(SCRIPT_LINE if section.kind == "script" else section_line(section))
         # The engine's time between functions is measured, not a layer: its entry comes and goes with coverage.
         lines.extend(e.label for e in section.entries if e.phase not in ORDERLESS)
     lines.append("Profile Completed." if profile.complete else footer_lines(profile)[-1].split(":")[0] + ".")
