@@ -15,8 +15,8 @@ def skeleton(log_text):
             started = True
         if not started:
             continue  # the header names paths, versions and dates
-        if line.startswith(FOOTERS):
-            continue  # figures that vary from run to run; tested on fixed data elsewhere
+        if line.startswith(FOOTERS) or line.startswith("  "):
+            continue  # figures that vary from run to run (and their wrapped continuations); tested elsewhere
         m = ENTRY_LINE.match(line)
         lines.append(m.group("label") if m else line)
     return lines

@@ -70,9 +70,11 @@ def _summary(other_ms, lines, samples=40):
 
 
 def test_the_own_python_advice_names_no_line_its_samples_do_not_show():
-    """4 samples, 2 of them on one line: its share's interval reaches far below a fifth of other, so the advice
-    says other is large without naming it."""
-    [advice] = own_python(_summary(3.0, [("train.py:57", "x.d = rows", 0.5)], samples=4))
+    """10 samples, 4 of them on one line: its share's interval reaches below a fifth of other, so the advice says
+    other is large without naming it; 4 samples in all are too few for any share."""
+    [advice] = own_python(_summary(3.0, [("train.py:57", "x.d = rows", 0.4)], samples=10))
+    assert "train.py:57" not in advice.text and "no one line's share of it is shown by its samples" in advice.text
+    [advice] = own_python(_summary(3.0, [("train.py:57", "x.d = rows", 1.0)], samples=4))
     assert "train.py:57" not in advice.text and "no one line's share of it is shown by its samples" in advice.text
     [named] = own_python(_summary(3.0, [("train.py:57", "x.d = rows", 0.75)], samples=40))
     assert "most of it at train.py:57" in named.text
@@ -199,3 +201,13 @@ def test_the_own_lines_never_add_up_to_more_than_other_as_it_reads():
         lines = own_lines({"own_samples": sum(counts) + rng.randint(0, 3),
                            "own_lines": [("f.py:%d" % i, "main", "x = 1", n) for i, n in enumerate(counts)]}, other)
         assert sum(l.ms for l in lines) <= round(other, 6) + 1e-9
+
+
+def test_other_lines_show_their_samples_and_interval_and_no_share_from_too_few():
+    from nnprofile.analysis.breakdown import summary_lines
+    [line] = [l for l in summary_lines(_summary(3.0, [("train.py:57", "x.d = rows", 0.75)], samples=40))
+              if l.startswith("Other:")]
+    assert "(40 samples): train.py:57 in main `x.d = rows` (30 samples, 75.0% [" in line
+    [line] = [l for l in summary_lines(_summary(3.0, [("train.py:57", "x.d = rows", 1.0)], samples=1))
+              if l.startswith("Other:")]
+    assert "(1 samples, too few for a share)" in line and "(1 of 1 samples)" in line and "100" not in line

@@ -13,7 +13,7 @@ from typing import Callable, List, Optional, Tuple
 from ..base import kinds, machine
 from ..base.choices import GPU_BACKENDS
 from . import evidence
-from .breakdown import Advice, LayerTime, Summary, named, pct
+from .breakdown import MIN_SHARE_SAMPLES, Advice, LayerTime, Summary, named, pct
 
 INPUT_BOUND_SHARE = 0.20
 DOMINANT_LAYER_SHARE = 0.50
@@ -261,7 +261,8 @@ OWN_HINTS = [
 ]
 
 
-# A line is named in the advice where its share of ``other`` is at least this, by its interval's lower end.
+# A line is named in the advice where its share of ``other`` is at least this, by its interval's lower end (and
+# ``other`` has MIN_SHARE_SAMPLES samples).
 OWN_LINE_NAMED = 0.2
 
 
@@ -272,7 +273,7 @@ def own_python(s: Summary) -> List[Advice]:
     if not s.own_samples or step <= 0 or not evidence.past(
             evidence.rest_share_interval(step - other, rest, step, s.step_error), OWN_PYTHON_SHARE):
         return []
-    top = [l for l in s.own_lines[:3] if l.share_low >= OWN_LINE_NAMED]  # named where the samples show it
+    top = [l for l in s.own_lines[:3] if l.share_low >= OWN_LINE_NAMED and s.own_samples >= MIN_SHARE_SAMPLES]
     hints = []
     for l in top:
         hint = next((h for pattern, h in OWN_HINTS if pattern.search(l.text)), None)

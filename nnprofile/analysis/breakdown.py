@@ -350,9 +350,9 @@ def summarize_program(script: Section, graphs: Sequence[Section], context: str =
                    step_error=step_error)
 
 
-# The samples a line needs to be named: fewer say where the time may be, not that it is there (one sample is no
-# share of 100%).
-MIN_LINE_SAMPLES = 3
+# The samples of ``other`` below which no line's share is given (one sample is no share of 100%): the lines are
+# listed with their counts, and no advice names one.
+MIN_SHARE_SAMPLES = 5
 
 
 def wilson(k: int, n: int, z: float = 1.959964) -> Tuple[float, float]:
@@ -366,8 +366,8 @@ def wilson(k: int, n: int, z: float = 1.959964) -> Tuple[float, float]:
 
 
 def own_lines(info: Dict[str, object], other_ms: float) -> List[OwnLine]:
-    """The program's own lines with MIN_LINE_SAMPLES samples or more, each its share of the samples (with its
-    interval) and so of ``other``'s time per step."""
+    """The program's own lines, each its share of the samples (with its interval) and so of ``other``'s time per
+    step."""
     total = int(info.get("own_samples") or 0)  # type: ignore[call-overload]
     rows = list(info.get("own_lines") or [])  # type: ignore[call-overload]
     if not total:
@@ -376,7 +376,7 @@ def own_lines(info: Dict[str, object], other_ms: float) -> List[OwnLine]:
     # add up to more than it
     return [OwnLine(str(w), str(fn), str(text), int(n), n / total, math.floor(other * n / total * 1e6) / 1e6,
                     *wilson(int(n), total))
-            for w, fn, text, n in rows if int(n) >= MIN_LINE_SAMPLES]
+            for w, fn, text, n in rows]
 
 
 def program_layers(graph: Section, several: bool) -> List[LayerTime]:
@@ -438,16 +438,16 @@ def summary_lines(s: Summary) -> List[str]:
         lines.append("Top layers (forward + backward): %s" % ", ".join(
             "%s %.3f ms (%s)" % (named(l), l.step_ms, pct(l.step_ms / step if step > 0 else 0))
             for l in s.top_layers))
-    if s.own_samples and not s.own_lines:
-        lines.append("Other: %.3f ms a step is the program's own Python between NNabla's calls (%d samples): no line "
-                     "drew %d of them, too few to name one" % (dict(s.parts).get("other", 0.0), s.own_samples,
-                                                               MIN_LINE_SAMPLES))
     if s.own_lines:
         other = dict(s.parts).get("other", 0.0)
-        lines.append("Other: %.3f ms a step is the program's own Python between NNabla's calls (%d samples): %s" % (
-            other, s.own_samples, "; ".join("%s in %s %s (%d samples, %s [%s, %s])" % (
-                l.where, l.function, "`%s`" % l.text if l.text else "", l.samples, pct(l.share), pct(l.share_low),
-                pct(l.share_high)) for l in s.own_lines[:5])))
+        few = s.own_samples < MIN_SHARE_SAMPLES
+        lines.append("Other: %.3f ms a step is the program's own Python between NNabla's calls (%d samples%s): %s" % (
+            other, s.own_samples, ", too few for a share" if few else "", "; ".join(
+                "%s in %s %s (%s)" % (l.where, l.function, "`%s`" % l.text if l.text else "",
+                                      "%d of %d samples" % (l.samples, s.own_samples) if few else
+                                      "%d samples, %s [%s, %s]" % (l.samples, pct(l.share), pct(l.share_low),
+                                                                   pct(l.share_high)))
+                for l in s.own_lines[:5])))
     lines += ["Note: %s" % n for n in s.notes]
     for a in s.advice:
         lines.append("Advice: %s Evidence: %s." % (a.text, a.evidence))

@@ -18,7 +18,7 @@ import os
 from typing import Any, Dict, List, Optional
 
 from ..analysis import Analysis, SectionAnalysis, charted_layers
-from ..analysis.breakdown import named, per_step_ms, purpose
+from ..analysis.breakdown import MIN_SHARE_SAMPLES, named, per_step_ms, purpose
 from ..base.choices import GRAPH
 from . import interference
 from ..analysis.precision import load_line, passes_line, sampling_line
@@ -117,7 +117,9 @@ def _lead(index: int, a: SectionAnalysis, purposes: Dict[str, str]) -> Dict[str,
                     "bwd": g.backward_per_step, "ms": g.forward_ms + g.backward_ms,
                     "share": share(g.forward_ms + g.backward_ms)} for g in s.graphs],
         "notes": list(s.notes),
-        "own": [{"where": x.where, "function": x.function, "text": x.text, "ms": x.ms, "share": x.share,
+        "own": [{"where": x.where, "function": x.function, "text": x.text, "samples": x.samples}
+                if s.own_samples < MIN_SHARE_SAMPLES else  # too few samples for a share: the counts only
+                {"where": x.where, "function": x.function, "text": x.text, "ms": x.ms, "share": x.share,
                  "samples": x.samples, "interval": "%.0f%% to %.0f%%" % (100 * x.share_low, 100 * x.share_high)}
                 for x in s.own_lines],
         "own_samples": s.own_samples,

@@ -237,8 +237,36 @@ def render(profile: Profile, analysis: Optional[Analysis] = None, view: answer.V
     lines.append("About this run:")
     lines.extend(method_lines(profile))
     lines.extend(footer_lines(profile))
-    # Names are data: a name holding a line break or an escape sequence stays inside its own line.
-    return "\n".join(safe_text(line) for line in lines) + "\n"
+    # Names are data: a name holding a line break or an escape sequence stays inside its own line. A line of
+    # nnprofile's own words is at most WIDTH characters (NNC's entry lines stay whole).
+    return "\n".join(part for line in lines for part in wrap(safe_text(line))) + "\n"
+
+
+WIDTH = 200
+CONTINUED = "  "  # a wrapped line's continuation starts so: it reads as part of the line above
+
+
+def wrap(line: str, width: int = WIDTH) -> List[str]:
+    """A line of at most ``width`` characters, or its clauses on lines that are (at "; ", then ", ", then spaces,
+    the separator kept at the end of the line it ends); an entry line (``label  0.123456(ms)``) stays whole."""
+    if len(line) <= width or ENTRY_LINE.match(line):
+        return [line]
+    out: List[str] = []
+    rest = line
+    while len(rest) > width:
+        cut = -1
+        for separator in ("; ", ", ", " "):
+            cut = rest.rfind(separator, 0, width - len(separator) + 1)
+            if cut > width // 3:
+                cut += len(separator)
+                break
+            cut = -1
+        if cut <= 0:
+            cut = width
+        out.append(rest[:cut].rstrip())
+        rest = CONTINUED + rest[cut:].lstrip()
+    out.append(rest)
+    return out
 
 
 def files(profile: Profile, analysis: Analysis) -> Contents:
