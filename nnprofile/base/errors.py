@@ -35,3 +35,16 @@ class Terminated(KeyboardInterrupt):
     as from a Ctrl-C, what was recorded is written (marked interrupted), and the run exits with 143."""
 
     exit_code = 143
+
+
+def caused_by_interrupt(error: BaseException) -> bool:
+    """Whether ``error`` is a Ctrl-C that arrived inside NNabla's C++ (a pass calling back into Python): Python
+    then raises SystemError ("returned a result with an exception set") with the KeyboardInterrupt in its chain."""
+    seen = set()
+    found: "BaseException | None" = error
+    while found is not None and id(found) not in seen:
+        if isinstance(found, KeyboardInterrupt):
+            return True
+        seen.add(id(found))
+        found = found.__cause__ or found.__context__
+    return False

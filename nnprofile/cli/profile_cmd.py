@@ -12,7 +12,6 @@ from .._version import __version__
 from ..base.errors import ProfileError
 from ..base.options import ProfileOptions
 from .common import Parser, NativeStderr, Printer, add_view, terminal_stderr, view_of, written
-from ..render.safe import safe_text
 from .progress import Progress
 
 
@@ -56,8 +55,6 @@ class LiveLog:
     def section(self, section) -> None:
         if self.out.progress is not None:
             self.out.progress.section(section)
-        elif not self.out.quiet:  # no bar (stderr is no terminal: a CI log): a line for each section instead
-            print(safe_text("nnprofile: measuring %s ..." % section.title), file=sys.stderr, flush=True)
 
     def entry(self, section, entry) -> None:
         pass

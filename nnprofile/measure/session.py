@@ -12,7 +12,7 @@ import numpy as np
 from typing import Callable, List, Optional
 
 from ..base.choices import EXECUTOR, OPTIMIZER
-from ..base.errors import Interrupted, ProfileError
+from ..base.errors import Interrupted, ProfileError, caused_by_interrupt
 from ..project import Project
 from ..project.loader import validation_datasets
 from ..project.data import DatasetPool, SyntheticSource
@@ -153,6 +153,9 @@ def run(project: Project, sections: List[Section], timer: Timer, cache_root: str
         profile.failure = str(e)
         raise
     except Exception as e:
+        if caused_by_interrupt(e):  # Ctrl-C inside NNabla's C++ (a SystemError with it in its chain)
+            profile.failure = "interrupted by Ctrl-C"
+            raise Interrupted("interrupted by Ctrl-C; partial results written") from None
         if out_of_memory(e):
             message = explain_out_of_memory(e, profile.sections[-1] if profile.sections else None, project)
             profile.failure = message

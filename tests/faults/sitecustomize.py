@@ -39,3 +39,21 @@ def _disk_full(marker):
 
 if os.environ.get("NNPROFILE_TEST_FULL"):
     _disk_full(os.environ["NNPROFILE_TEST_FULL"])
+
+
+def _mark_sections(path):
+    """NNPROFILE_TEST_MARK_SECTIONS=FILE: a line (the section's kind) appended to FILE as each section of a
+    project's profile begins: a state a test can wait for (the log is printed once it is measured)."""
+    from nnprofile.cli import profile_cmd
+
+    original = profile_cmd.LiveLog.section
+
+    def section(self, s):
+        with open(path, "a") as f:
+            f.write("%s\n" % s.kind)
+        return original(self, s)
+    profile_cmd.LiveLog.section = section
+
+
+if os.environ.get("NNPROFILE_TEST_MARK_SECTIONS"):
+    _mark_sections(os.environ["NNPROFILE_TEST_MARK_SECTIONS"])
