@@ -19,7 +19,6 @@ import datetime
 import gc
 import os
 import platform
-import re
 import sys
 import threading
 import time
@@ -27,17 +26,17 @@ from typing import Any, Callable, Dict, List, MutableMapping, Optional, Sequence
 
 from .._version import __version__
 from ..base import machine
-from ..base.errors import ProfileError, Terminated
 from ..render.files import claim_outdir, prepare_outdir, release_outdir
-from ..recording.schedule import Schedule
+from ..recording.schedule import Schedule, make_schedule  # noqa: F401 (the API's, and run's)
 from ..result import Profile
 from ..result.header import ProgramHeader
+from .outcome import (_numbers, _reason, _span, interrupted, interruption, offset_steps, shorten,  # noqa: F401
+                      terminated, warn, whole_run)
 from .quiet import own_imports, quiet_nnabla
 from .windows import WindowWriter
 
 PathLike = Union[str, "os.PathLike[str]"]
 EVENTS = "events.json.gz"  # the recording as data (--save-events)
-MESSAGE_LIMIT = 300  # characters of a program's exception message in the log
 
 _ACTIVE: list = []  # the recordings in progress, innermost last
 
@@ -46,48 +45,6 @@ def step() -> None:
     """Mark the end of a step of the program being recorded (a no-op when nothing records)."""
     if _ACTIVE:
         _ACTIVE[-1].step()
-
-
-def shorten(text: str, limit: int = MESSAGE_LIMIT) -> str:
-    """A message on one line: whole, or cut at a word with an ellipsis, never in the middle of one."""
-    text = " ".join(str(text).split())
-    if len(text) <= limit:
-        return text
-    cut = text[:limit - 1]
-    if " " in cut and not text[limit - 1].isspace():
-        cut = cut[:cut.rindex(" ")]
-    return cut.rstrip(" ,;:") + "…"
-
-
-def terminated(error: Optional[BaseException]) -> bool:
-    """SIGTERM (``Terminated``), also as a cause inside NNabla's C++."""
-    seen = set()
-    while error is not None and id(error) not in seen:
-        if isinstance(error, Terminated):
-            return True
-        seen.add(id(error))
-        error = error.__cause__ or error.__context__
-    return False
-
-
-def interruption(error: Optional[BaseException]) -> Optional[str]:
-    """How a program was interrupted, as its profile says it (SIGTERM, else Ctrl-C); None where it was not."""
-    if not interrupted(error):
-        return None
-    return "interrupted by SIGTERM" if terminated(error) else "interrupted by Ctrl-C"
-
-
-def interrupted(error: Optional[BaseException], before: Optional[BaseException] = None) -> bool:
-    """Ctrl-C, also when it arrived inside NNabla's C++ (a pass calling a hook): Python then raises
-    SystemError ("returned a result with an exception set") with the KeyboardInterrupt as its cause.
-    ``before``: an exception being handled meanwhile, whose own chain does not count."""
-    seen = set()
-    while error is not None and id(error) not in seen and error is not before:
-        if isinstance(error, KeyboardInterrupt):
-            return True
-        seen.add(id(error))
-        error = error.__cause__ or error.__context__
-    return False
 
 
 class Recording:
@@ -518,46 +475,6 @@ class Recording:
                        failure=failure, timeline=a.timeline)
 
 
-def _reason(e: BaseException) -> str:
-    """An error in a few words: an OSError by its own (No space left on device: /out/x), else its type and text."""
-    if isinstance(e, OSError) and e.strerror:
-        return "%s%s" % (e.strerror, ": %s" % e.filename if e.filename else "")
-    return "%s: %s" % (type(e).__name__, e)
-
-
-def warn(line: str) -> None:
-    """One line on stderr (never raised: a closed stderr is no reason to stop the program)."""
-    try:
-        from ..render.safe import safe_text
-        print(safe_text(line), file=sys.stderr, flush=True)
-    except Exception:
-        pass
-
-
-def offset_steps(profile: Optional[Profile]) -> int:
-    """The last step a profile's header names."""
-    h = getattr(profile, "header", None)
-    kept = list(getattr(h, "kept_steps", []) or []) + list(getattr(h, "plain_steps", []) or [])
-    return max(kept) if kept else 0
-
-
-def whole_run(header: ProgramHeader, steps: int) -> None:
-    """The final files' header: the steps the whole run went through (a window's own files keep theirs)."""
-    header.run_steps = steps
-    header.sampling = re.sub(r" of \d+ recorded", " of %d (the whole run) recorded" % steps, header.sampling, count=1)
-
-
-def _span(steps: Sequence[int]) -> str:
-    if not steps:
-        return "no steps"
-    return "step %d" % steps[0] if len(steps) == 1 else "steps %d to %d" % (steps[0], steps[-1])
-
-
-def _numbers(steps: Sequence[int]) -> str:
-    shown = ", ".join(str(s) for s in steps[:6])
-    return shown + (", ..." if len(steps) > 6 else "")
-
-
 def record(outdir: Optional[PathLike] = None, skip_first: Optional[int] = None, active: int = 20,
            save_events: bool = False, name: str = "recording", namespaces: Sequence[MutableMapping[str, Any]] = (),
            merge_wait: Optional[float] = None, wait: int = 0, warmup: Optional[int] = None, repeat: int = 1,
@@ -578,17 +495,3 @@ def record(outdir: Optional[PathLike] = None, skip_first: Optional[int] = None, 
     return Recording(outdir=outdir, name=name, save_events=save_events, namespaces=tuple(namespaces) + (caller,),
                      merge_wait=merge_wait, on_window=on_window,
                      schedule=make_schedule(wait, warmup, skip_first, active, repeat, max_windows, on_demand, signal))
-
-
-def make_schedule(wait: int = 0, warmup: Optional[int] = None, skip_first: Optional[int] = None, active: int = 20,
-                  repeat: int = 1, max_windows: int = 0, on_demand: bool = False, signal: str = "USR1") -> Schedule:
-    """A schedule from the options as users give them (``skip_first`` is ``warmup``'s older name); a bad value is
-    one clear error."""
-    if warmup is not None and skip_first is not None and warmup != skip_first:
-        raise ProfileError("warmup and skip_first are one option (skip_first is its older name): give one")
-    chosen = warmup if warmup is not None else (skip_first if skip_first is not None else 1)
-    try:
-        return Schedule(wait=wait, warmup=chosen, active=active, repeat=repeat, max_windows=max_windows,
-                        on_demand=on_demand, signal=signal.upper().replace("SIG", ""))
-    except ValueError as e:
-        raise ProfileError(str(e))

@@ -23,10 +23,12 @@ from .events import (DYNAMIC, EAGER, Call, Capture, CommCall, Hooks, InputCall, 
                      end_of, stack_of, start_of)
 from .iterations import entries, loop_where, select, step_loop
 from .tree import children, descendants, top_level
-from .graphs import EVALUATION, UNDETERMINED, UPDATES, Graph, roles, solver_labels, split_by_graph, trainers
+from .graphs import UNDETERMINED, Graph, split_by_graph
+from .roles import EVALUATION, UPDATES, roles, solver_labels, trainers
 from .passes import Pass, group_passes
-from .intervals import merged, overlap
+from .intervals import merged
 from .sections import Builder
+from .notes import after_the_loop, own_work_note, updates_per_step  # noqa: F401 (the tests')
 
 INPUT_NOTE = ("input (load_dataset) is the time the program waited in DataIterator.next(); NNabla's "
               "iterators load the next batch in a thread while the step runs (use_thread, the default), so "
@@ -39,7 +41,6 @@ INPUT_NOTE = ("input (load_dataset) is the time the program waited in DataIterat
 DRIFT = 0.25
 # nnprofile's own work in a kept step (left out of every figure) at this share of the step or more: said, with
 # what it does to the figures (the program's own code after it runs from colder caches).
-OWN_WORK_NOTE = 0.2
 
 
 @dataclass
@@ -312,25 +313,6 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
                     [i + 1 for i in kept], [i + 1 for i in plain_kept])
 
 
-def own_work_note(program: Section, kept_bounds: Sequence[Tuple[int, int]],
-                  excluded: Sequence[Tuple[int, int]]) -> Optional[str]:
-    """What nnprofile's own work between the program's calls took in a kept step (its mean), where that is
-    ``OWN_WORK_NOTE`` of the step (its mean, the figure every output shows) or more: it is left out of every
-    figure, but in so short a step the program's own Python after it runs from caches it filled, and ``other``
-    reads high."""
-    steps = program.entries_of("step")
-    if not steps or not steps[0].samples_ns or not kept_bounds:
-        return None
-    own = sum(overlap(a, b, excluded) for a, b in kept_bounds) / len(kept_bounds) / 1e6
-    step = steps[0].mean_ms
-    if step <= 0 or own < OWN_WORK_NOTE * step:
-        return None
-    return ("nnprofile's own work between the program's calls took %.3f ms of each kept step (the mean), %.0f%% "
-            "of the step's %.3f ms: it is left out of every figure, but in steps this short the program's own code "
-            "after it runs from colder caches, so that 'other' (and the step) can read higher than the program "
-            "runs without nnprofile" % (own, 100.0 * own / step, step))
-
-
 def evaluation_inputs(graphs: Sequence[Graph], graph_roles: Dict[Any, Tuple[str, List[str]]],
                       per_step: List[List[Any]], kept: Sequence[int], capture: Capture) -> Dict[str, str]:
     """Iterator name -> the evaluation graph it feeds, for each iterator whose every read in the kept steps is
@@ -361,20 +343,6 @@ def evaluation_inputs(graphs: Sequence[Graph], graph_roles: Dict[Any, Tuple[str,
         if len(keys) == 1 and graph_roles.get(next(iter(keys)), ("",))[0] == EVALUATION and it < len(capture.iterators):
             out[capture.iterators[it].name] = names[next(iter(keys))]
     return out
-
-
-def updates_per_step(per_step: List[List[Any]], kept: Sequence[int], labels: Sequence[str]) -> str:
-    """`` (updates a step: Adam: critic 1, Adam: actor 0.5)`` over the kept steps; "" without an update."""
-    counts: Dict[int, int] = {}
-    for i in kept:
-        for e in per_step[i]:
-            if isinstance(e, SolverCall) and e.method == "update" and not e.depth:
-                counts[e.solver] = counts.get(e.solver, 0) + 1
-    if not counts or not kept:
-        return ""
-    return " (updates a step: %s)" % ", ".join(
-        "%s %s" % (labels[s] if s < len(labels) else "solver %d" % (s + 1), ("%.2f" % (n / len(kept))).rstrip("0").rstrip("."))
-        for s, n in sorted(counts.items()))
 
 
 def fit_costs(capture: Capture, costs: HookCosts, per_step: List[List[Any]], bounds: List[Tuple[int, int]],
@@ -483,24 +451,6 @@ def outside_sections(builder: Builder, graphs: Sequence[Graph], kept: Sequence[i
                                         bool(call_keys(late_span, functions)))
         out.append(program)
     return out
-
-
-def after_the_loop(graphs: Sequence[Graph], kept: Sequence[int], steps: int) -> List[str]:
-    """The passes, after the last step, of graphs the kept steps run too (a final evaluation): in no figure, said."""
-    ran = []
-    for g in graphs:
-        passes = g.passes[steps + 1]
-        if not passes or not any(g.passes[i] for i in kept):
-            continue
-        counts: Dict[str, int] = {}
-        for p in passes:
-            counts[p.phase] = counts.get(p.phase, 0) + 1
-        ran.append("graph '%s' %s, %.3f ms in all" % (g.name, " and ".join(
-            "%d %s pass%s" % (n, phase, "" if n == 1 else "es") for phase, n in sorted(counts.items(), reverse=True)),
-            sum(p.end_ns - p.start_ns for p in passes) / 1e6))
-    if not ran:
-        return []
-    return ["after the last step (work after the loop: a final evaluation, saving), in no figure: %s" % "; ".join(ran)]
 
 
 def call_key(e: Any, functions: Dict[int, Any]) -> Any:

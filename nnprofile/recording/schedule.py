@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
+from ..base.errors import ProfileError
+
 OFF, WARMUP, ACTIVE, CALIBRATE = "off", "warmup", "active", "calibrate"
 
 
@@ -136,3 +138,17 @@ class Windows:
         elif self.queued:
             self.queued, self.next_start = False, steps_done
         return True
+
+
+def make_schedule(wait: int = 0, warmup: Optional[int] = None, skip_first: Optional[int] = None, active: int = 20,
+                  repeat: int = 1, max_windows: int = 0, on_demand: bool = False, signal: str = "USR1") -> Schedule:
+    """A schedule from the options as users give them (``skip_first`` is ``warmup``'s older name); a bad value is
+    one clear error."""
+    if warmup is not None and skip_first is not None and warmup != skip_first:
+        raise ProfileError("warmup and skip_first are one option (skip_first is its older name): give one")
+    chosen = warmup if warmup is not None else (skip_first if skip_first is not None else 1)
+    try:
+        return Schedule(wait=wait, warmup=chosen, active=active, repeat=repeat, max_windows=max_windows,
+                        on_demand=on_demand, signal=signal.upper().replace("SIG", ""))
+    except ValueError as e:
+        raise ProfileError(str(e))

@@ -17,16 +17,16 @@ import traceback
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..base.places import place
-from ..assembly.events import DYNAMIC, EAGER, Call, CommCall, InputCall, IteratorInfo, MonitorCall, SolverCall
-from .callsite import assigned_name, first_outside, line_at, outside_frame, parameter_of, receiver_of_caller, receiver_path
+from ..assembly.events import DYNAMIC, EAGER, Call, CommCall, SolverCall
+from .callsite import first_outside, line_at, receiver_of_caller
 from .proxies import SOLVER_CALLS, array_bytes
+from .inputs import OPENED, InputWrappers
 from .raw import EagerInfo, RawSolver
 
 _getframe = sys._getframe
 _ident = threading.get_ident
 MAX_FAULTS = 20          # kinds of fault kept (each with its count)
 PLAIN, MADE, EAGER_CALL, DYNAMIC_CALL = 0, 1, 2, 3   # how a function proxy's call is recorded
-OPENED = object()        # a wrapper's call on the open-call stack
 
 
 def _arrays(values: Any) -> List[Tuple[Tuple[int, ...], Optional[str]]]:
@@ -52,7 +52,7 @@ def _dtype_name(dtype: Optional[str]) -> Optional[str]:
     return dtype
 
 
-class Wrappers:
+class Wrappers(InputWrappers):
     """The wrappers' part of ``Recorder`` (a mix-in: the state is the recorder's)."""
 
     comm_rank: Optional[Tuple[int, int]]
@@ -424,152 +424,6 @@ class Wrappers:
                 self.fault("communicator %s" % method, e)
             return result
         return call
-
-    # -- data iterators and monitors -----------------------------------------------------------------
-
-    def _timed_next(self: Any, original: Callable) -> Callable:
-        recorder = self
-
-        def next(iterator: Any) -> Any:  # noqa: A001 (DataIterator's own name)
-            try:
-                plan = recorder._read_plan(iterator, _getframe(1))
-            except Exception as e:
-                recorder.fault("data iterator", e)
-                plan = None
-            if plan is None:
-                return original(iterator)
-            index, depth = plan
-            start = recorder.clock()
-            m0 = recorder._waits()
-            recorder._open.append(OPENED)
-            try:
-                return original(iterator)
-            finally:
-                del recorder._open[depth:]
-                try:
-                    end = recorder.clock()
-                    recorder.events.append(InputCall(index, start, end, depth, recorder._read_stack, m0,
-                                                     recorder._waits()))
-                    if not depth:
-                        recorder.loop.input(index)
-                    recorder.excluded.append((end, recorder.clock()))
-                except Exception as e:
-                    recorder.fault("data iterator", e)
-        return next
-
-    def _read_plan(self: Any, iterator: Any, frame: Any) -> Optional[Tuple[int, int]]:
-        """None: not timed (counted, between windows); else (iterator, depth). A read may end the pass before
-        it, and begin a step: the window that step closes or opens decides whether the read is timed."""
-        if not self.recording or _ident() != self._thread:
-            return None
-        depth = len(self._open)
-        if depth:
-            return (self._iterator_of(iterator, frame), depth) if self.capturing else None
-        t0 = None
-        if self.capturing:
-            t0 = self.clock()
-            self._break_pass()
-            self._check_subclasses()
-        self._read_stack = self._take(frame)
-        self._moved(self._read_stack, "other", t0, frame)
-        if not self.capturing:  # between windows (or the window just closed): counted only
-            if self.counts_reads():
-                self._light_read(self._iterator_of(iterator, frame))
-            return None
-        index = self._iterator_of(iterator, frame)
-        self._aside(t0 if t0 is not None else self.clock())
-        return index, 0
-
-    def _iterator_of(self: Any, iterator: Any, frame: Any) -> int:
-        """The iterator's index (named, the first time, as the program names it)."""
-        index = self._iterator_index.get(id(iterator))
-        if index is None or self._iterator_objects[index] is not iterator:
-            name = self._iterator_name(iterator, frame)
-            index = self._iterator_index[id(iterator)] = len(self.iterators)
-            self._iterator_objects.append(iterator)
-            self.iterators.append(IteratorInfo(name, bool(getattr(iterator, "_use_thread", False))))
-        return index
-
-    def _iterator_name(self: Any, iterator: Any, frame: Any) -> str:
-        """What the program calls the iterator: its variable (``di_train``), through the program's own
-        wrapper (``train.itr0`` for ``self.itr0.next()`` inside ``train.next()``), else the line that made
-        it; distinct iterators get distinct names."""
-        if frame.f_code.co_name == "__next__" and frame.f_back is not None:
-            frame = frame.f_back  # for batch in data / next(data): the program's frame
-        path = receiver_path(frame, ("next",))
-        if path.startswith("self.") and frame.f_back is not None:
-            outer = receiver_of_caller(frame.f_back, (frame.f_code.co_name,))
-            path = "%s.%s" % (outer, path[5:]) if outer else path[5:]
-        made = self._iterators_made.get(id(iterator))
-        stored = self._iterators_named.get(id(iterator), "")
-        if stored and path and "." not in path and parameter_of(frame, path):
-            path = stored  # read through a function's parameter (``iterator``): named where it was made
-        name = path or stored or ("line %s" % made.rsplit(":", 1)[1] if made else
-                                  type(getattr(iterator, "_data_source", iterator)).__name__)
-        taken = {i.name for i in self.iterators}
-        if name in taken and stored and stored not in taken:
-            name = stored
-        if name in taken and made and "line" not in name:
-            name = "%s (line %s)" % (name, made.rsplit(":", 1)[1])
-        base, n = name, 1
-        while name in taken:
-            n += 1
-            name = "%s (%d)" % (base, n)
-        return name
-
-    def _made_iterator(self: Any, original: Callable) -> Callable:
-        recorder = self
-
-        def init(iterator: Any, *args: Any, **kwargs: Any) -> Any:
-            result = original(iterator, *args, **kwargs)
-            try:
-                if recorder.recording:
-                    where = first_outside(_getframe(1), recorder._skip)
-                    if where is not None:
-                        recorder._iterators_made[id(iterator)] = place(*where)
-                    outside = outside_frame(_getframe(1), recorder._skip)
-                    if outside is not None:
-                        recorder._iterators_named[id(iterator)] = assigned_name(outside)
-            except Exception as e:
-                recorder.fault("data iterator", e)
-            return result
-        return init
-
-    def _timed_add(self: Any, original: Callable) -> Callable:
-        recorder = self
-
-        def add(monitor: Any, *args: Any, **kwargs: Any) -> Any:
-            try:
-                timed = recorder.capturing and not recorder._in_monitor and _ident() == recorder._thread
-                if timed:
-                    depth = len(recorder._open)
-                    stack = None
-                    if not depth:
-                        recorder._break_pass()
-                        stack = recorder.stacks.take(_getframe(1))
-                        if not recorder.hooks_on:
-                            recorder.past_the_loop(_getframe(1))
-                    recorder._in_monitor = True
-                    start = recorder.clock()
-                    m0 = recorder._waits()
-            except Exception as e:
-                recorder.fault("monitor", e)
-                timed = False
-            if not timed:  # one monitor's add calling another's, or no window open
-                return original(monitor, *args, **kwargs)
-            recorder._open.append(OPENED)
-            try:
-                return original(monitor, *args, **kwargs)
-            finally:
-                del recorder._open[depth:]
-                recorder._in_monitor = False
-                try:
-                    end = recorder.clock()
-                    recorder.events.append(MonitorCall(str(getattr(monitor, "name", type(monitor).__name__)), start, end,
-                                                       depth, stack, m0, recorder._waits()))
-                except Exception as e:
-                    recorder.fault("monitor", e)
-        return add
 
 
 def solver_parameters(solver: Any, own: bool = False) -> Dict[str, Any]:

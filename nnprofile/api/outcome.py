@@ -1,0 +1,95 @@
+"""How a recording ended, in words: a program's exception shortened, a Ctrl-C or SIGTERM told apart (also inside
+NNabla's C++), one line on stderr that never raises, and the spans of steps a header names."""
+from __future__ import annotations
+
+import re
+import sys
+from typing import Optional, Sequence
+
+from ..base.errors import Terminated
+from ..result import Profile
+from ..result.header import ProgramHeader
+
+MESSAGE_LIMIT = 300  # characters of a program's exception message in the log
+
+
+def shorten(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """A message on one line: whole, or cut at a word with an ellipsis, never in the middle of one."""
+    text = " ".join(str(text).split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 1]
+    if " " in cut and not text[limit - 1].isspace():
+        cut = cut[:cut.rindex(" ")]
+    return cut.rstrip(" ,;:") + "…"
+
+
+def terminated(error: Optional[BaseException]) -> bool:
+    """SIGTERM (``Terminated``), also as a cause inside NNabla's C++."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, Terminated):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def interruption(error: Optional[BaseException]) -> Optional[str]:
+    """How a program was interrupted, as its profile says it (SIGTERM, else Ctrl-C); None where it was not."""
+    if not interrupted(error):
+        return None
+    return "interrupted by SIGTERM" if terminated(error) else "interrupted by Ctrl-C"
+
+
+def interrupted(error: Optional[BaseException], before: Optional[BaseException] = None) -> bool:
+    """Ctrl-C, also when it arrived inside NNabla's C++ (a pass calling a hook): Python then raises
+    SystemError ("returned a result with an exception set") with the KeyboardInterrupt as its cause.
+    ``before``: an exception being handled meanwhile, whose own chain does not count."""
+    seen = set()
+    while error is not None and id(error) not in seen and error is not before:
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def _reason(e: BaseException) -> str:
+    """An error in a few words: an OSError by its own (No space left on device: /out/x), else its type and text."""
+    if isinstance(e, OSError) and e.strerror:
+        return "%s%s" % (e.strerror, ": %s" % e.filename if e.filename else "")
+    return "%s: %s" % (type(e).__name__, e)
+
+
+def warn(line: str) -> None:
+    """One line on stderr (never raised: a closed stderr is no reason to stop the program)."""
+    try:
+        from ..render.safe import safe_text
+        print(safe_text(line), file=sys.stderr, flush=True)
+    except Exception:
+        pass
+
+
+def offset_steps(profile: Optional[Profile]) -> int:
+    """The last step a profile's header names."""
+    h = getattr(profile, "header", None)
+    kept = list(getattr(h, "kept_steps", []) or []) + list(getattr(h, "plain_steps", []) or [])
+    return max(kept) if kept else 0
+
+
+def whole_run(header: ProgramHeader, steps: int) -> None:
+    """The final files' header: the steps the whole run went through (a window's own files keep theirs)."""
+    header.run_steps = steps
+    header.sampling = re.sub(r" of \d+ recorded", " of %d (the whole run) recorded" % steps, header.sampling, count=1)
+
+
+def _span(steps: Sequence[int]) -> str:
+    if not steps:
+        return "no steps"
+    return "step %d" % steps[0] if len(steps) == 1 else "steps %d to %d" % (steps[0], steps[-1])
+
+
+def _numbers(steps: Sequence[int]) -> str:
+    shown = ", ".join(str(s) for s in steps[:6])
+    return shown + (", ..." if len(steps) > 6 else "")

@@ -1,0 +1,165 @@
+"""What each graph of a recorded program is for: which solvers train it (their updates after its backward), and its
+role (trained, backward only, updating parameters, feeding a trained graph, or an evaluation); the solvers'
+labels and the scopes they update."""
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List, Sequence, Set, Tuple
+
+from .events import Capture, SolverCall
+from .graphs import WRITERS, Graph, scope_of
+
+def trainers(graph: Graph, steps: Sequence[List[Any]], capture: Capture) -> List[int]:
+    """The solvers that train a graph: a backward pass of it falls between a solver's zero_grad (or
+    its previous update) and its update, and the solver holds parameters the graph uses."""
+    found: List[int] = []
+    functions = capture.graph.functions
+    uses: Set[int] = set()
+    for step_passes in graph.passes:
+        for p in step_passes:
+            for c in p.calls:
+                f = functions.get(c.function)
+                if f is not None:
+                    uses.update(v for v in f.inputs if capture.graph.variables[v].parameter)
+    for s, events in enumerate(steps):
+        backward_times = [p.start_ns for p in graph.passes[s] if p.phase == "backward"]
+        if not backward_times:
+            continue
+        opened: Dict[int, float] = {}  # solver -> when its current window opened
+        for e in events:
+            if not isinstance(e, SolverCall):
+                continue
+            if e.method == "update":
+                start = opened.get(e.solver, float("-inf"))
+                if any(start <= t < e.start_ns for t in backward_times) and e.solver not in found:
+                    held = capture.solvers[e.solver].parameters if e.solver < len(capture.solvers) else []
+                    if not held or any(v in uses for v in held):
+                        found.append(e.solver)
+                opened[e.solver] = e.end_ns
+            elif e.method == "zero_grad":
+                opened[e.solver] = e.end_ns
+    return sorted(found)
+
+
+def solver_labels(capture: Capture) -> List[str]:
+    """How each solver is called in labels: its type alone when no other solver shares it; else with
+    the common scope of its parameters (Adam: gen), else the program's name for it (Adam:
+    solver_dis), else the line that made it (Adam: line 40), else the order in which it was made."""
+    solvers = capture.solvers
+    types = [s.type_name for s in solvers]
+    labels = list(types)
+    for type_name in set(types):
+        same = [i for i, t in enumerate(types) if t == type_name]
+        if len(same) < 2:
+            continue
+        for names in (_scopes(capture, same), [solvers[i].variable for i in same],
+                      ["line %s" % str(solvers[i].created).rsplit(":", 1)[1] if solvers[i].created else "" for i in same],
+                      [str(k + 1) for k in range(len(same))]):
+            if all(names) and len(set(names)) == len(names):
+                for i, name in zip(same, names):
+                    labels[i] = "%s: %s" % (type_name, name)
+                break
+    return labels
+
+
+def _scopes(capture: Capture, which: Sequence[int]) -> List[str]:
+    out = []
+    variables = capture.graph.variables
+    for i in which:
+        names = [variables[v].parameter or "" for v in capture.solvers[i].parameters]
+        parts = [n.split("/")[:-1] for n in names if n]  # each parameter's scope
+        out.append("/".join(os.path.commonprefix(parts)) if parts else "")
+    return out
+
+
+# What a graph is for, as its section says it (``Section.info["role"]``).
+TRAINED, BACKWARD, FEEDS, EVALUATION, UPDATES = "trained", "backward", "feeds", "evaluation", "updates"
+
+
+def writes(graph: Graph, capture: Capture) -> List[str]:
+    """The scopes of the parameters a graph writes (``F.assign`` into a parameter: a target network's copy, a
+    moving average), in order."""
+    functions, variables = capture.graph.functions, capture.graph.variables
+    written: List[str] = []
+    for step in graph.passes:
+        for p in step:
+            for c in p.calls:
+                f = functions.get(c.function)
+                if f is None or f.type not in WRITERS or not f.inputs:
+                    continue
+                name = variables[f.inputs[0]].parameter
+                if name and name not in written:
+                    written.append(name)
+    if not written:
+        return []
+    common = "/".join(os.path.commonprefix([scope_of(n).split("/") for n in written]))
+    return [common] if common else sorted({scope_of(n) for n in written})
+
+
+def roles(graphs: Sequence[Graph], kept: Sequence[int], capture: Capture) -> Dict[Any, Tuple[str, List[str]]]:
+    """Graph key -> (role, the graphs it feeds). A graph a solver updates is trained; one run forward and
+    backward without an update after it (a power iteration) computes gradients; a forward-only graph whose
+    outputs a graph run backward reads in the same step, without computing them itself (through a variable
+    unlinked from it, which shares its buffer), feeds that graph and is part of training; a forward-only
+    graph whose outputs no such graph reads is an evaluation."""
+    functions = capture.graph.functions
+    backward = {g.key for g in graphs if any(p.phase == "backward" for i in kept for p in g.passes[i])}
+    out: Dict[Any, Tuple[str, List[str]]] = {}
+    for g in graphs:
+        if g.trained_by:
+            out[g.key] = (TRAINED, [])
+            continue
+        written = writes(g, capture)
+        if written:
+            out[g.key] = (UPDATES, written)
+            continue
+        if g.key in backward:
+            out[g.key] = (BACKWARD, [])
+            continue
+        fed: List[str] = []
+        for i in kept:
+            made = {v for p in g.passes[i] if p.phase == "forward" and p.root in functions
+                    for v in functions[p.root].outputs}
+            if not made:
+                continue
+            for t in graphs:
+                if t.key not in backward or t.name in fed or not t.passes[i]:
+                    continue
+                reads, computes = set(), set()
+                for p in t.passes[i]:
+                    for c in p.calls:
+                        f = functions.get(c.function)
+                        if f is not None:
+                            reads.update(f.inputs)
+                            computes.update(f.outputs)
+                if made & (reads - computes):
+                    fed.append(t.name)
+        for i in kept:
+            fed += [t for t in backward_through(g, graphs, i) if t not in fed]
+        out[g.key] = (FEEDS, fed) if fed else (EVALUATION, [])
+    return out
+
+
+def backward_through(g: Graph, graphs: Sequence[Graph], step: int) -> List[str]:
+    """The graphs whose backward, in this step, runs back through functions that no forward pass of their own ran
+    before it, and whose last forward was one of ``g``'s passes (``result.forward()`` of a whole graph, then
+    ``loss.backward()`` of a part of it never run forward on its own): ``g`` computed what those backwards read. A
+    graph that ran those functions forward itself computed them (another graph running them again, an accuracy on
+    the same network, feeds it nothing)."""
+    forwards = sorted(((p.start_ns, h.key, p) for h in graphs for p in h.passes[step] if p.phase == "forward"),
+                      key=lambda x: x[0])
+    names = {h.key: h.name for h in graphs}
+    out: List[str] = []
+    for t in graphs:
+        for b in (p for p in t.passes[step] if p.phase == "backward"):
+            last: Dict[Any, Any] = {}
+            for start, key, p in forwards:
+                if start >= b.start_ns:
+                    break
+                for c in p.calls:
+                    last[c.function] = key
+            own = {c.function for p in t.passes[step] if p.phase == "forward" and p.start_ns < b.start_ns for c in p.calls}
+            if t.key != g.key and names[t.key] not in out and any(
+                    last.get(c.function) == g.key and c.function not in own for c in b.calls):
+                out.append(names[t.key])
+    return out
