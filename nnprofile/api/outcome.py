@@ -6,7 +6,7 @@ import re
 import sys
 from typing import Optional, Sequence
 
-from ..base.errors import Terminated
+from ..base.errors import Terminated, in_chain
 from ..result import Profile
 from ..result.header import ProgramHeader
 
@@ -26,13 +26,7 @@ def shorten(text: str, limit: int = MESSAGE_LIMIT) -> str:
 
 def terminated(error: Optional[BaseException]) -> bool:
     """SIGTERM (``Terminated``), also as a cause inside NNabla's C++."""
-    seen = set()
-    while error is not None and id(error) not in seen:
-        if isinstance(error, Terminated):
-            return True
-        seen.add(id(error))
-        error = error.__cause__ or error.__context__
-    return False
+    return in_chain(error, Terminated)
 
 
 def interruption(error: Optional[BaseException]) -> Optional[str]:
@@ -46,13 +40,7 @@ def interrupted(error: Optional[BaseException], before: Optional[BaseException] 
     """Ctrl-C, also when it arrived inside NNabla's C++ (a pass calling a hook): Python then raises
     SystemError ("returned a result with an exception set") with the KeyboardInterrupt as its cause.
     ``before``: an exception being handled meanwhile, whose own chain does not count."""
-    seen = set()
-    while error is not None and id(error) not in seen and error is not before:
-        if isinstance(error, KeyboardInterrupt):
-            return True
-        seen.add(id(error))
-        error = error.__cause__ or error.__context__
-    return False
+    return in_chain(error, KeyboardInterrupt, before)
 
 
 def _reason(e: BaseException) -> str:

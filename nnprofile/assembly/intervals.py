@@ -3,7 +3,7 @@ program's thread waited for a CPU between two readings (``waited_at``)."""
 from __future__ import annotations
 
 import bisect
-from typing import List, Sequence, Tuple
+from typing import Iterator, List, Sequence, Tuple
 
 _LAST = float("inf")
 
@@ -19,19 +19,23 @@ def merged(intervals: Sequence[Tuple[int, int]]) -> List[Tuple[int, int]]:
     return out
 
 
-def overlap(start: int, end: int, excluded: Sequence[Tuple[int, int]]) -> int:
-    """How much of [start, end) nnprofile's own work took (``excluded``: merged intervals, in order): found by
-    bisection, so that every call of a long window can ask."""
+def clipped(excluded: Sequence[Tuple[int, int]], start: int, end: int) -> Iterator[Tuple[int, int]]:
+    """The pieces of ``excluded`` (merged intervals, in order) inside [start, end), found by bisection, so that
+    every call of a long window can ask."""
     i = max(0, bisect.bisect_right(excluded, (start, _LAST)) - 1)
-    total, n = 0, len(excluded)
+    n = len(excluded)
     while i < n:
         a, b = excluded[i]
         if a >= end:
             break
         if b > start:
-            total += min(b, end) - max(a, start)
+            yield max(a, start), min(b, end)
         i += 1
-    return total
+
+
+def overlap(start: int, end: int, excluded: Sequence[Tuple[int, int]]) -> int:
+    """How much of [start, end) nnprofile's own work took (``excluded``: merged intervals, in order)."""
+    return sum(b - a for a, b in clipped(excluded, start, end))
 
 
 def waited_at(waits: Sequence[Tuple[int, int, int]], at: int, field: int = 1) -> float:
@@ -50,13 +54,4 @@ def waited_aside(waits: Sequence[Tuple[int, int, int]], excluded: Sequence[Tuple
                  end: int) -> float:
     """The time waited for a CPU inside nnprofile's own work within [start, end) (``excluded``: merged, in order):
     that work is left out of every call, pass and step already, with whatever held it up."""
-    i = max(0, bisect.bisect_right(excluded, (start, _LAST)) - 1)
-    total, n = 0.0, len(excluded)
-    while i < n:
-        a, b = excluded[i]
-        if a >= end:
-            break
-        if b > start:
-            total += waited_at(waits, min(b, end)) - waited_at(waits, max(a, start))
-        i += 1
-    return total
+    return float(sum(waited_at(waits, b) - waited_at(waits, a) for a, b in clipped(excluded, start, end)))

@@ -37,14 +37,20 @@ class Terminated(KeyboardInterrupt):
     exit_code = 143
 
 
-def caused_by_interrupt(error: BaseException) -> bool:
-    """Whether ``error`` is a Ctrl-C that arrived inside NNabla's C++ (a pass calling back into Python): Python
-    then raises SystemError ("returned a result with an exception set") with the KeyboardInterrupt in its chain."""
+def in_chain(error: Optional[BaseException], kind: type, before: Optional[BaseException] = None) -> bool:
+    """Whether ``error`` or an exception in its chain (its causes and contexts) is a ``kind``; ``before``: an
+    exception being handled meanwhile, whose own chain does not count."""
     seen = set()
-    found: "BaseException | None" = error
-    while found is not None and id(found) not in seen:
-        if isinstance(found, KeyboardInterrupt):
+    found = error
+    while found is not None and id(found) not in seen and found is not before:
+        if isinstance(found, kind):
             return True
         seen.add(id(found))
         found = found.__cause__ or found.__context__
     return False
+
+
+def caused_by_interrupt(error: BaseException) -> bool:
+    """Whether ``error`` is a Ctrl-C that arrived inside NNabla's C++ (a pass calling back into Python): Python
+    then raises SystemError ("returned a result with an exception set") with the KeyboardInterrupt in its chain."""
+    return in_chain(error, KeyboardInterrupt)

@@ -33,11 +33,7 @@ _SHEET_BAD = re.compile(r"[\[\]:*?/\\\x00-\x1f]")
 
 
 def _escape(match: "re.Match[str]") -> str:
-    c = match.group(0)
-    if c in _NAMED:
-        return _NAMED[c]
-    code = ord(c)
-    return "\\x%02x" % code if code < 0x100 else "\\u%04x" % code
+    return _escaped(match.group(0))
 
 
 # Unicode's categories a name shows as data only escaped: controls, format characters (bidi overrides and
