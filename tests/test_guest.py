@@ -13,6 +13,7 @@ import sys
 
 import pytest
 
+import nnprofile
 from conftest import ROOT
 
 SCRIPT = os.path.join(ROOT, "tests", "scripts", "everything.py")
@@ -116,3 +117,35 @@ def test_import_waits_plain_between_windows_stacked_again_in_a_window():
     finally:
         uninstall(saved)
     assert StackedLocks.__setitem__ is not dict.__setitem__  # a recording to come starts stacked
+
+
+def _draws():
+    import numpy as np
+
+    import nnabla as nn
+    import nnabla.functions as F
+    with nn.auto_forward():
+        made = F.rand(shape=(4,)).d.tolist()
+    return np.random.rand(4).tolist(), nn.random.prng.rand(4).tolist(), made
+
+
+def _seeded():
+    import numpy as np
+
+    import nnabla as nn
+    np.random.seed(7)
+    nn.random.seed(7)
+    nn.random.set_function_seed(7)
+
+
+def test_the_programs_random_draws_are_what_they_are_without_nnprofile(tmp_path, monkeypatch):
+    """A program seeds its generators, then records: NumPy's global one, NNabla's and the functions' draw the same
+    numbers as without nnprofile (what nnprofile measures first draws from generators of its own)."""
+    import nnprofile.base.machine as machine
+    monkeypatch.setattr(machine, "_MEASURED", None)  # measured again here, as in a program's first record()
+    _seeded()
+    alone = _draws()
+    _seeded()
+    with nnprofile.record(str(tmp_path / "out")):
+        recorded = _draws()
+    assert recorded == alone
