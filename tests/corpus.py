@@ -13,7 +13,8 @@ import subprocess
 import sys
 from collections import Counter
 from dataclasses import dataclass
-from typing import Dict, List
+from functools import reduce
+from typing import Dict, Iterable, List, Sequence
 
 from conftest import ROOT
 
@@ -70,6 +71,14 @@ class Prepared:
     def alone(self) -> Run:
         return self._run([sys.executable])
 
+    def sources(self) -> List[str]:
+        """The program's own files, as text."""
+        out = []
+        for name in self.program["files"]:
+            with open(os.path.join(self.places["src"], name), encoding="utf-8", errors="replace") as f:
+                out.append(f.read())
+        return out
+
     def profiled(self, out: str, *options: str) -> Run:
         return self._run([sys.executable, "-m", "nnprofile", "run", "-q", "-o", out, *options])
 
@@ -102,17 +111,30 @@ def lines(text: str) -> List[str]:
     return out
 
 
-def differences(alone: str, profiled: str, counted: bool) -> List[str]:
-    """Lines one run printed and the other did not (``counted``: also how many times each was printed). Text the
-    same but for where it wraps (NumPy wraps an array's rows by the width of its numbers) is the same."""
-    if counted and "".join(lines(alone)).replace(" ", "") == "".join(lines(profiled)).replace(" ", ""):
+def differences(alone: Sequence[str], profiled: str, counted: bool) -> List[str]:
+    """Lines the profiled run printed that no run alone did, and lines every run alone printed that it did not
+    (``counted``: also how many times each was printed, against the fewest and the most of the runs alone). Text
+    the same but for where it wraps (NumPy wraps an array's rows by the width of its numbers) is the same."""
+    squeezed = "".join(lines(profiled)).replace(" ", "")
+    if counted and any("".join(lines(a)).replace(" ", "") == squeezed for a in alone):
         return []
-    a, b = Counter(lines(alone)), Counter(lines(profiled))
+    runs = [Counter(lines(a)) for a in alone]
+    b = Counter(lines(profiled))
     if not counted:
-        a, b = Counter(set(a)), Counter(set(b))
-    missing = ["only alone (%d): %s" % (n, line) for line, n in (a - b).items()]
-    extra = ["only profiled (%d): %s" % (n, line) for line, n in (b - a).items()]
+        runs, b = [Counter(set(a)) for a in runs], Counter(set(b))
+    fewest = reduce(lambda x, y: x & y, runs)
+    most = reduce(lambda x, y: x | y, runs)
+    missing = ["only alone (%d): %s" % (n, line) for line, n in (fewest - b).items()]
+    extra = ["only profiled (%d): %s" % (n, line) for line, n in (b - most).items()]
     return missing + extra
+
+
+def own_text(line: str, sources: Iterable[str]) -> bool:
+    """Whether a printed line's words (its longest run of them: "Decreased learning rate to" of
+    ``### #:#:#,# [nnabla][INFO]: Decreased learning rate to #``) are written in the program's own source."""
+    runs = re.findall(r"[A-Za-z][A-Za-z ,'()-]*[A-Za-z)]", line)
+    words = max(runs, key=len, default="")
+    return len(words.split()) >= 2 and any(words in text for text in sources)
 
 
 def progress_bar(line: str) -> bool:

@@ -210,6 +210,26 @@ def test_the_hooks_cost_is_fitted_to_the_gaps_of_the_passes_together():
     assert gap_ratio([NS(dynamic=False, calls=passes[0].calls[:1], start_ns=0, end_ns=10e3)], cost) is None
 
 
+def test_a_graph_run_only_outside_the_steps_scales_the_hooks_cost_to_its_own_passes():
+    """The steps' passes set a scale of 2 (their gaps hold twice the measured cost); a test after the training runs
+    passes whose gaps hold 1.5 times the cost at that scale: its own scale is 3, per phase, within the bounds, and
+    only where the phase ran OWN_PASSES passes."""
+    from types import SimpleNamespace as NS
+    from nnprofile.assembly.hookfit import OWN_PASSES, own_scale
+    from nnprofile.base.hookcost import BACKWARD, HookCosts, MAX_SCALE
+
+    def a_pass(gap_ns):
+        calls = [NS(start_ns=k * (10e3 + gap_ns), end_ns=k * (10e3 + gap_ns) + 10e3) for k in range(3)]
+        return NS(dynamic=False, calls=calls, start_ns=0.0, end_ns=calls[-1].end_ns)
+    costs = HookCosts(static_total=5e3, static_inside=1e3, scale=2.0, backward_scale=1.0)
+    at_scale = lambda call, p: 2.0 * 4e3  # what the costs given say outside a function
+    passes = [a_pass(1.5 * 8e3)] * OWN_PASSES
+    own = own_scale(costs, {"forward": passes, "backward": passes[:OWN_PASSES - 1]}, at_scale)
+    assert own.scale == pytest.approx(3.0) and own._scale(BACKWARD) == 1.0  # too few backward passes: kept
+    assert own_scale(costs, {"forward": passes[:1]}, at_scale) is None
+    assert own_scale(costs, {"forward": [a_pass(10 * 8e3)] * OWN_PASSES}, at_scale).scale == MAX_SCALE
+
+
 def test_nnprofiles_own_work_is_said_where_it_is_a_fifth_of_the_step_or_more():
     """Kept steps of 100 us (as the step entry reads, its own work taken off), each holding 30 us of nnprofile's own
     work, then 10 us: said with the figures (its mean, its share of the step's mean, as every output shows the step)

@@ -435,7 +435,7 @@ def outside_sections(builder: Builder, graphs: Sequence[Graph], kept: Sequence[i
     found = roles(graphs, early + late, capture)
     for g in sorted(ran, key=lambda g: min(p.start_ns for i in early + late for p in g.passes[i])):
         indexes = [i for i in early + late if g.passes[i]]
-        section = builder.graph_section(g, (indexes, where(any(i in early for i in indexes), late[0] in indexes)))
+        section = own_graph_section(builder, g, indexes, where(any(i in early for i in indexes), late[0] in indexes))
         _role(section, found[g.key])
         out.append(section)
     functions = capture.graph.functions
@@ -451,6 +451,28 @@ def outside_sections(builder: Builder, graphs: Sequence[Graph], kept: Sequence[i
                                         bool(call_keys(late_span, functions)))
         out.append(program)
     return out
+
+
+def own_graph_section(builder: Builder, g: Graph, indexes: List[int], where: str) -> Section:
+    """The section of a graph that ran only outside the kept steps, its hooks' cost scaled to its own passes where
+    they are enough (``hookfit.own_scale``; said in its info, ``hook_scale``)."""
+    def outside_of(c: Any, p: Any) -> float:
+        key = builder.signature(c, p.phase)
+        return builder.costs.total(c.kind, key) - builder.costs.inside(c.kind, key)
+    marks = builder.capture.marks
+    passes = {phase: [p for i in indexes for p in g.passes[i] if p.phase == phase and not interference.pass_disturbed(p, marks)]
+              for phase in ("forward", "backward")}
+    own = hookfit.own_scale(builder.costs, passes, outside_of, builder.excluded)
+    saved = builder.costs
+    builder.costs = own or saved
+    try:
+        section = builder.graph_section(g, (indexes, where))
+    finally:
+        builder.costs = saved
+    if own is not None:
+        section.info["hook_scale"] = {phase: round(own._scale(phase_key), 4) for phase, phase_key in
+                                      (("forward", None), ("backward", BACKWARD)) if passes[phase]}
+    return section
 
 
 def call_key(e: Any, functions: Dict[int, Any]) -> Any:

@@ -13,8 +13,10 @@ the program's own Python stays out of the passes' figure.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from dataclasses import replace
+from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple
 
+from ..base.hookcost import BACKWARD, MAX_SCALE, MIN_SCALE, HookCosts
 from ..base.stats import median
 
 from .events import CommCall, InputCall, MonitorCall, SolverCall, StepMark
@@ -107,3 +109,29 @@ def gap_ratio(passes: Sequence[Any], outside_of: Callable[[Any, Any], float],
     typical = median([g / c for g, c in measured])
     kept = [(g, c) for g, c in measured if g <= OUTLIER * typical * c] or measured
     return sum(g for g, _ in kept) / sum(c for _, c in kept)
+
+
+# Passes of a phase a graph that ran only outside the kept steps needs for its own scale (else the steps' stands).
+OWN_PASSES = 5
+
+
+def own_scale(costs: HookCosts, passes: Mapping[str, Sequence[Any]], outside_of: Callable[[Any, Any], float],
+              excluded: Sequence[Tuple[int, int]] = ()) -> Optional[HookCosts]:
+    """The costs (as scaled to the kept steps' passes) scaled again to a graph's own passes, per phase where it ran
+    ``OWN_PASSES`` of two functions or more, for a graph that ran only outside the kept steps (a test after the
+    training, batch by batch): its work leaves the hooks' code other caches than the steps' (a small batch's,
+    warm). ``outside_of`` reads the costs given. None where no phase has the passes."""
+    ratios = {}
+    for phase, ps in passes.items():
+        usable = [p for p in ps if not p.dynamic and len(p.calls) >= 2]
+        if len(usable) >= OWN_PASSES:
+            ratios[phase] = gap_ratio(usable, outside_of, excluded)
+    forward, backward = ratios.get("forward"), ratios.get("backward")
+    if forward is None and backward is None:
+        return None
+
+    def clamp(x: float) -> float:
+        return max(MIN_SCALE, min(MAX_SCALE, x))
+    return replace(costs, scale=clamp(costs.scale * forward) if forward is not None else costs.scale,
+                   backward_scale=clamp(costs._scale(BACKWARD) * backward) if backward is not None
+                   else costs._scale(BACKWARD))

@@ -183,8 +183,11 @@ def section_line(section: Section) -> str:
     if info.get("outside"):  # a graph that ran only outside the kept steps: its passes there, in no step
         passes = dict(info.get("passes") or {})
         ran = " and ".join("%d %s pass%s" % (n, phase, "" if n == 1 else "es") for phase, n in passes.items() if n)
-        return "Profiling %s (%s; %s %s, in no step%s) ..." % (section.title, what, ran or "no pass", info["outside"],
-                                                             "; auto_forward" if info.get("dynamic") else "")
+        scale = dict(info.get("hook_scale") or {})
+        own = ("; the hooks' cost scaled to these passes: %s" % ", ".join("%.2fx %s" % (float(x), phase)
+                                                                         for phase, x in scale.items())) if scale else ""
+        return "Profiling %s (%s; %s %s, in no step%s%s) ..." % (section.title, what, ran or "no pass", info["outside"],
+                                                               "; auto_forward" if info.get("dynamic") else "", own)
 
     def rate(phase: str) -> object:  # passes per step over the steps every part counts (as the breakdown)
         whole = section.entries_of("%s_all" % phase)
