@@ -40,8 +40,9 @@ def _section(**ms):
 
 def test_breakdown_arithmetic():
     s = summarize_section(_section())
-    assert s.parts == [("input", 2.0), ("forward", 8.0), ("backward", 11.0), ("update", 1.5),
-                       ("monitor", 0.5), ("other", 0.5)]
+    # prepare_backward (zeroing the gradients) is the solver's, as a program's solver.zero_grad()
+    assert s.parts == [("input", 2.0), ("forward", 8.0), ("backward", 11.0), ("update", 2.0),
+                       ("monitor", 0.5), ("other", 0.0)]
     assert s.step_ms == 23.5  # backward_all(wo param zero_grad) is an alternative, not a part
     assert s.share("forward") == pytest.approx(8 / 23.5)
     assert sum(s.share(p) for p in breakdown.PARTS) == pytest.approx(1.0)

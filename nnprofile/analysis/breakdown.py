@@ -13,19 +13,13 @@ import math
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-from ..base.choices import HALF_DTYPES, OPTIMIZER, SCRIPT
+from ..base.choices import HALF_DTYPES, OPTIMIZER, PART_OF_PHASE, SCRIPT
 from ..result import Entry, Section
 from . import evidence
 
 PARTS = ("input", "forward", "backward", "update", "monitor", "other")
-PHASE_PART = {
-    "load_dataset": "input", "let_data": "input", "generate_data": "input",
-    "forward_all": "forward", "backward_all": "backward",
-    "update": "update", "weight_decay": "update", "solver": "update",
-    "monitor_loss": "monitor", "prepare_backward": "other",
-}
 TOP_LAYERS = 5
 
 
@@ -272,6 +266,35 @@ def _inside(label: str) -> str:
     return label[label.index("(") + 1:label.rindex(")")] if "(" in label and label.endswith(")") else label
 
 
+def _graph_parts(graphs: Sequence[Section], add: Callable[[str, Sequence[Entry]], None]) -> List["GraphTime"]:
+    """Each graph's forward and backward, as parts of the step (``add``), and its passes per step."""
+    graph_times: List[GraphTime] = []
+    for g in graphs:
+        f, b = g.entries_of("forward_all"), g.entries_of("backward_all")
+        info = g.info or {}
+        if f:
+            add("forward (%s)" % g.name, f[:1])
+        if b:
+            add("backward (%s)" % g.name, b[:1])
+        # Passes per step and time per pass over the steps the parts count: their product is the part.
+        forward_passes = f[0].calls_per_round() if f else 0.0
+        forward_ms = per_step_ms(f[0]) if f else 0.0
+        graph_times.append(GraphTime(g.name, bool(info.get("trained_by")), forward_passes,
+                                     b[0].calls_per_round() if b else 0.0, forward_ms,
+                                     per_step_ms(b[0]) if b else 0.0, forward_ms / forward_passes if forward_passes else 0.0,
+                                     str(info.get("role") or ""), tuple(info.get("feeds") or ())))
+    return graph_times
+
+
+def _by_solver(script: Section) -> Dict[str, List[Entry]]:
+    """A program's solver calls (update's part) by the solver they name, in order of first call."""
+    solvers: Dict[str, List[Entry]] = {}
+    for e in script.entries:
+        if PART_OF_PHASE.get(e.phase) == "update":
+            solvers.setdefault(_inside(e.label), []).append(e)
+    return solvers
+
+
 def summarize_program(script: Section, graphs: Sequence[Section], context: str = "cpu:float",
                       layers: Optional[Dict[str, List[LayerTime]]] = None,
                       forward_coverage: Optional[float] = None) -> Optional[Summary]:
@@ -300,29 +323,11 @@ def summarize_program(script: Section, graphs: Sequence[Section], context: str =
             add("evaluation input (%s, for '%s')" % (name, validation[name]), [e])
         else:
             add("input (%s)" % name, [e])
-    graph_times: List[GraphTime] = []
-    for g in graphs:
-        f, b = g.entries_of("forward_all"), g.entries_of("backward_all")
-        info = g.info or {}
-        if f:
-            add("forward (%s)" % g.name, f[:1])
-        if b:
-            add("backward (%s)" % g.name, b[:1])
-        # Passes per step and time per pass over the steps the parts count: their product is the part.
-        forward_passes = f[0].calls_per_round() if f else 0.0
-        forward_ms = per_step_ms(f[0]) if f else 0.0
-        graph_times.append(GraphTime(g.name, bool(info.get("trained_by")), forward_passes,
-                                     b[0].calls_per_round() if b else 0.0, forward_ms,
-                                     per_step_ms(b[0]) if b else 0.0, forward_ms / forward_passes if forward_passes else 0.0,
-                                     str(info.get("role") or ""), tuple(info.get("feeds") or ())))
+    graph_times = _graph_parts(graphs, add)
     eager = script.entries_of("eager")
     if eager:
         add("eager", eager)
-    solvers: Dict[str, List[Entry]] = {}
-    for e in script.entries:
-        if e.phase in ("prepare_backward", "weight_decay", "update", "solver"):
-            solvers.setdefault(_inside(e.label), []).append(e)
-    for key, entries in solvers.items():
+    for key, entries in _by_solver(script).items():
         add("update (%s)" % key, entries)
     for kind, phase in (("monitor", "monitor_loss"), ("communication", "communication")):
         entries = script.entries_of(phase)
@@ -398,8 +403,8 @@ def summarize_section(section: Section, context: str = "cpu:float",
     totals = {part: 0.0 for part in PARTS}
     spread: Dict[str, List[float]] = {part: [] for part in PARTS}
     for e in section.entries:
-        part = PHASE_PART.get(e.phase)
-        if part:
+        part = PART_OF_PHASE.get(e.phase)
+        if part in totals:
             totals[part] += e.mean_ms
             spread[part].append(evidence.entry_error(e, e.mean_ms))
     measured_step = section.entries_of("step")

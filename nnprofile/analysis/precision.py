@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
 
 from ..result import Entry, Section
-from .breakdown import PHASE_PART, LayerTime, base_layers, base_name
+from ..base.choices import PART_OF_PHASE
+from .breakdown import LayerTime, base_layers, base_name
 
 # The layers whose error is reported: those that make up this share of the step, slowest first.
 MAIN_LAYERS_SHARE = 0.80
@@ -56,7 +57,7 @@ def step_rse(section: Section) -> Optional[float]:
     measured = section.entries_of("step")
     if measured:
         return measured[0].stats.rse if not is_thin(measured[0]) else None
-    parts = [e for e in section.entries if e.phase in PHASE_PART]
+    parts = [e for e in section.entries if e.phase in PART_OF_PHASE]
     total = sum(e.stats.mean for e in parts)
     if not parts or total <= 0 or any(is_thin(e) for e in parts if e.stats.mean > 0.01 * total):
         return None

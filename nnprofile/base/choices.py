@@ -31,6 +31,17 @@ PHASES: Tuple[str, ...] = (
 # (F.pow_scalar(p.grad), p.grad ** 2, +=), by the line that called them; "engine": a graph's passes' time
 # between their functions (NNabla's graph engine: allocating, clearing buffers); "step": a script's whole step.
 LAYER_PHASES: Tuple[str, ...] = ("forward_function", "backward_function")
+# The part of a step each phase's entries count toward (the step breakdown, the ranks' view, the gate's figures):
+# one table for projects and programs. Zeroing the gradients before a backward is the solver's work, whether NNC's
+# optimizer does it (a project's prepare_backward) or the program calls solver.zero_grad() (recorded as
+# prepare_backward): both count in "update". A phase not here (a layer's, setup_function, engine, eager, step) is
+# no part of its own: a program's step measures the rest ("other"), its eager work is a part of its own.
+PART_OF_PHASE: Dict[str, str] = {
+    "load_dataset": "input", "let_data": "input", "generate_data": "input",
+    "forward_all": "forward", "backward_all": "backward",
+    "prepare_backward": "update", "weight_decay": "update", "update": "update", "solver": "update",
+    "monitor_loss": "monitor", "communication": "communication",
+}
 FORWARD, BACKWARD = LAYER_PHASES
 
 # Kinds of section: a training optimizer or an inference executor of a project; a recorded program's

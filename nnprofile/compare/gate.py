@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..analysis import analyze
-from ..analysis.breakdown import PHASE_PART
+from ..base.choices import PART_OF_PHASE
 from ..base.errors import ProfileError
 from ..base.choices import EXECUTOR, GRAPH, LAYER_PHASES, OPTIMIZER, SCRIPT
 from ..result import Entry, Profile, Section
@@ -147,7 +147,7 @@ def _step_entries(section: Section) -> List[Entry]:
     measured = section.entries_of("step")
     if measured:
         return measured
-    return [e for e in section.entries if e.phase in PHASE_PART]
+    return [e for e in section.entries if e.phase in PART_OF_PHASE]
 
 
 def _metrics(section: Section) -> Dict[str, List[Entry]]:

@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..analysis.breakdown import round_totals
 from ..analysis.ranks import STORED_PARTS
-from ..base.choices import SCRIPT
+from ..base.choices import PART_OF_PHASE, SCRIPT
 from ..base.errors import ProfileError
 from ..recording.launcher import RANK_DIR
 from ..result import Profile, file as result_file
@@ -40,10 +40,6 @@ from .profiles import left_out, pool_profiles
 DEFAULT_WAIT = 60.0   # seconds rank 0 waits at the end for the other ranks' results
 POLL_SECONDS = 0.1
 _RANK_DIR = re.compile(r"^rank-(\d+)$")
-PART_OF_PHASE = {"load_dataset": "input", "let_data": "input", "forward_all": "forward",
-                 "backward_all": "backward", "prepare_backward": "update", "weight_decay": "update",
-                 "update": "update", "solver": "update", "monitor_loss": "monitor",
-                 "communication": "communication"}
 
 
 @dataclass
