@@ -51,7 +51,8 @@ def record_cell(shell: Any, line: str, cell: str) -> Optional[Any]:
     except ValueError as e:
         raise UsageError("%%%%nnprofile: %s (options: %s)" % (e, usage()))
     try:
-        schedule = make_schedule(args.wait, args.warmup, None, args.active, args.repeat, args.max_windows)
+        schedule = make_schedule(wait=args.wait, warmup=args.warmup, active=args.active, repeat=args.repeat,
+                                 max_windows=args.max_windows)
     except ProfileError as e:
         raise UsageError("%%%%nnprofile: %s" % e)
     recording = Recording(outdir=args.outdir, name="cell", schedule=schedule,

@@ -199,3 +199,14 @@ def test_every_module_stays_under_500_lines():
     """Small modules with one job (STYLE.md): a module that grows past 500 lines is split by what it does."""
     big = {name: _lines(path) for name, path in modules().items() if _lines(path) > 500}
     assert big == {}
+
+
+def test_every_function_stays_under_60_lines():
+    """Functions that do one thing (STYLE.md): one over 60 lines (its docstring counted) is split by what it does."""
+    big = []
+    for name, path in modules().items():
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        big += ["%s.%s (%d lines)" % (name, node.name, node.end_lineno - node.lineno + 1) for node in ast.walk(tree)
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 60]
+    assert big == []

@@ -23,8 +23,9 @@ from .programs import PathLike, Recording, interrupted, make_schedule, terminate
 
 
 def run(script: PathLike, *args: str, outdir: Optional[PathLike] = None, skip_first: Optional[int] = None,
-        save_events: bool = False, active: int = 20, merge_wait: Optional[float] = None, module: bool = False,
-        wait: int = 0, warmup: Optional[int] = None, repeat: int = 1, max_windows: int = 0,
+        save_events: bool = False, active: int = Schedule.active, merge_wait: Optional[float] = None, module: bool = False,
+        wait: int = Schedule.wait, warmup: Optional[int] = None, repeat: int = Schedule.repeat,
+        max_windows: int = Schedule.max_windows,
         on_window: Optional[Callable[[Profile], None]] = None) -> Tuple[Profile, int]:
     """Run a Python program unmodified as ``__main__`` (its own ``sys.argv``), recording it; ``module``:
     ``script`` names a module to run as ``python -m`` does. The schedule's options are ``record``'s.
@@ -36,7 +37,8 @@ def run(script: PathLike, *args: str, outdir: Optional[PathLike] = None, skip_fi
     anything is written. Under ``mpirun`` each rank returns its own profile (``Recording.merged``,
     through ``run_recording``, holds rank 0's merged view).
     """
-    schedule = make_schedule(wait, warmup, skip_first, active, repeat, max_windows)
+    schedule = make_schedule(wait=wait, warmup=warmup, skip_first=skip_first, active=active, repeat=repeat,
+                             max_windows=max_windows)
     recording, status = run_recording(script, *args, outdir=outdir, schedule=schedule, merge_wait=merge_wait,
                                       save_events=save_events, module=module, on_window=on_window)
     assert recording.profile is not None
@@ -72,7 +74,7 @@ def _provides_nnprofile(entry: str) -> bool:
 
 
 def run_recording(script: PathLike, *args: str, outdir: Optional[PathLike] = None, skip_first: Optional[int] = None,
-                  save_events: bool = False, active: int = 20, merge_wait: Optional[float] = None,
+                  save_events: bool = False, active: int = Schedule.active, merge_wait: Optional[float] = None,
                   progress: Callable[[str], None] = lambda line: None, module: bool = False,
                   schedule: Optional[Schedule] = None,
                   on_window: Optional[Callable[[Profile], None]] = None,
@@ -94,18 +96,7 @@ def run_recording(script: PathLike, *args: str, outdir: Optional[PathLike] = Non
         name, shown = target, "-m %s" % target
     else:
         path = target
-        if os.path.isdir(path):
-            raise ProfileError("%s is a folder, not a program: give its script (nnprofile run %s/train.py), or "
-                               "-m MODULE" % (path, path.rstrip("/")))
-        if not os.path.isfile(path):
-            raise ProfileError("%s: no such file" % path)
-        try:
-            with open(path, "rb") as f:
-                compile(f.read(), path, "exec")
-        except SyntaxError as e:
-            raise ProgramDidNotCompile("".join(traceback.format_exception_only(type(e), e)).rstrip("\n"))
-        except (OSError, ValueError) as e:
-            raise ProfileError("%s: cannot read the program (%s)" % (path, e))
+        _check_script(path)
         name, shown = os.path.basename(path), path
         sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
     schedule = schedule or make_schedule(skip_first=skip_first, active=active)
@@ -142,6 +133,22 @@ def run_recording(script: PathLike, *args: str, outdir: Optional[PathLike] = Non
         sys.argv, sys.path[:] = saved_argv, saved_path
         _restore_sigterm(previous_term)
     return recording, status
+
+
+def _check_script(path: str) -> None:
+    """A script that can run: a file, readable, that compiles (else one clear error, before any work)."""
+    if os.path.isdir(path):
+        raise ProfileError("%s is a folder, not a program: give its script (nnprofile run %s/train.py), or "
+                           "-m MODULE" % (path, path.rstrip("/")))
+    if not os.path.isfile(path):
+        raise ProfileError("%s: no such file" % path)
+    try:
+        with open(path, "rb") as f:
+            compile(f.read(), path, "exec")
+    except SyntaxError as e:
+        raise ProgramDidNotCompile("".join(traceback.format_exception_only(type(e), e)).rstrip("\n"))
+    except (OSError, ValueError) as e:
+        raise ProfileError("%s: cannot read the program (%s)" % (path, e))
 
 
 class _entered:

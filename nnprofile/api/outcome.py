@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 from ..base.errors import Terminated, in_chain
 from ..result import Profile
@@ -81,3 +81,24 @@ def _span(steps: Sequence[int]) -> str:
 def _numbers(steps: Sequence[int]) -> str:
     shown = ", ".join(str(s) for s in steps[:6])
     return shown + (", ..." if len(steps) > 6 else "")
+
+
+def run_notes(a: Any, missed: List[str], skip_first: int, recorder: Any) -> List[str]:
+    """A recorded run's notes: the assembly's (``a``), what could not be recorded (``missed``), and what the run's
+    shape says (fewer steps than set aside, no step found, its work in another thread, nothing recorded)."""
+    notes = list(a.notes) + missed
+    if a.skip < skip_first:
+        notes.append("the program ran %d step%s, fewer than --skip-first %d and one active step: the skip "
+                     "was shrunk to %d" % (a.steps, "" if a.steps == 1 else "s", skip_first, a.skip))
+    if a.how.startswith("one step:"):
+        notes.append("no steps were found (no solver update seen, no nnprofile.step(), no repeating pass): "
+                     "the whole run is one step; mark the end of each step with nnprofile.step()")
+    if recorder.elsewhere and (not recorder.events or a.steps == 0):
+        notes.append("the program's NNabla work ran in another thread (%d functions there): nnprofile records "
+                     "the thread that started it, so none of it is in these figures; put nnprofile.record() "
+                     "around the loop inside that thread" % recorder.elsewhere)
+    elif not recorder.events:
+        notes.append("nothing was recorded: the program ran no NNabla function in this process (one that "
+                     "trains in a child process, as multiprocessing starts it, is recorded by "
+                     "nnprofile.record() inside that child)")
+    return notes

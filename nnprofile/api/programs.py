@@ -30,7 +30,7 @@ from ..render.files import claim_outdir, prepare_outdir, release_outdir
 from ..recording.schedule import Schedule, make_schedule  # noqa: F401 (the API's, and run's)
 from ..result import Profile
 from ..result.header import ProgramHeader
-from .outcome import (_numbers, _reason, _span, interrupted, interruption, offset_steps, shorten,  # noqa: F401
+from .outcome import (_numbers, _reason, _span, interrupted, interruption, offset_steps, run_notes, shorten,  # noqa: F401
                       terminated, warn, whole_run)
 from .quiet import own_imports, quiet_nnabla
 from .windows import WindowWriter
@@ -64,7 +64,7 @@ class Recording:
     (``mpirun`` ends them all when one dies) still writes what it recorded.
     """
 
-    def __init__(self, outdir: Optional[PathLike] = None, skip_first: int = 1, active: int = 20,
+    def __init__(self, outdir: Optional[PathLike] = None, skip_first: int = Schedule.warmup, active: int = Schedule.active,
                  name: str = "recording", command: Optional[str] = None,
                  clock: Optional[Callable[[], int]] = None, hook_costs: Optional[Any] = None,
                  namespaces: Sequence[MutableMapping[str, Any]] = (), merge_wait: Optional[float] = None,
@@ -445,21 +445,7 @@ class Recording:
         if a.in_program is not None:
             header.hooks_in_program = {k: round(v, 4) for k, v in a.in_program.items()}
             header.hook_eviction = round(costs.eviction, 4)
-        notes = list(a.notes) + list(self.missed)
-        if a.skip < self.skip_first:
-            notes.append("the program ran %d step%s, fewer than --skip-first %d and one active step: the skip "
-                         "was shrunk to %d" % (a.steps, "" if a.steps == 1 else "s", self.skip_first, a.skip))
-        if a.how.startswith("one step:"):
-            notes.append("no steps were found (no solver update seen, no nnprofile.step(), no repeating pass): "
-                         "the whole run is one step; mark the end of each step with nnprofile.step()")
-        if recorder.elsewhere and (not recorder.events or a.steps == 0):
-            notes.append("the program's NNabla work ran in another thread (%d functions there): nnprofile records "
-                         "the thread that started it, so none of it is in these figures; put nnprofile.record() "
-                         "around the loop inside that thread" % recorder.elsewhere)
-        elif not recorder.events:
-            notes.append("nothing was recorded: the program ran no NNabla function in this process (one that "
-                         "trains in a child process, as multiprocessing starts it, is recorded by "
-                         "nnprofile.record() inside that child)")
+        notes = run_notes(a, list(self.missed), self.skip_first, recorder)
         # What ran (ConvolutionCudaCudnn under cuDNN) and at which batch, as a project's header says.
         header.implementation_classes = sorted({e.impl_class for s in a.sections for e in s.entries
                                                 if e.impl_class})
@@ -475,11 +461,12 @@ class Recording:
                        failure=failure, timeline=a.timeline)
 
 
-def record(outdir: Optional[PathLike] = None, skip_first: Optional[int] = None, active: int = 20,
+def record(outdir: Optional[PathLike] = None, skip_first: Optional[int] = None, active: int = Schedule.active,
            save_events: bool = False, name: str = "recording", namespaces: Sequence[MutableMapping[str, Any]] = (),
-           merge_wait: Optional[float] = None, wait: int = 0, warmup: Optional[int] = None, repeat: int = 1,
-           max_windows: int = 0, on_window: Optional[Callable[[Profile], None]] = None,
-           on_demand: bool = False, signal: str = "USR1") -> Recording:
+           merge_wait: Optional[float] = None, wait: int = Schedule.wait, warmup: Optional[int] = None,
+           repeat: int = Schedule.repeat, max_windows: int = Schedule.max_windows,
+           on_window: Optional[Callable[[Profile], None]] = None, on_demand: bool = False,
+           signal: str = Schedule.signal) -> Recording:
     """Record the NNabla work of a block of code: ``with nnprofile.record() as rec: ...; rec.profile``.
 
     The schedule is torch.profiler's: ``wait`` steps untouched, ``warmup`` (``skip_first``) recorded and
@@ -494,4 +481,6 @@ def record(outdir: Optional[PathLike] = None, skip_first: Optional[int] = None, 
     caller = sys._getframe(1).f_globals
     return Recording(outdir=outdir, name=name, save_events=save_events, namespaces=tuple(namespaces) + (caller,),
                      merge_wait=merge_wait, on_window=on_window,
-                     schedule=make_schedule(wait, warmup, skip_first, active, repeat, max_windows, on_demand, signal))
+                     schedule=make_schedule(wait=wait, warmup=warmup, skip_first=skip_first, active=active,
+                                            repeat=repeat, max_windows=max_windows, on_demand=on_demand,
+                                            signal=signal))

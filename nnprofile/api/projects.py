@@ -110,9 +110,7 @@ def profile_project(project: PathLike, *params: PathLike, outdir: Optional[PathL
     files = resolve_files([os.fspath(project)] + [os.fspath(p) for p in params])
     if opts.repeat > 1:
         return _repeated(files, opts, outdir, on_progress, on_run)
-    sampling = Sampling(runs=opts.runs, warmup=max(0, opts.warmup), target_rse=opts.target_rse,
-                        min_rounds=opts.min_rounds, max_seconds=opts.max_seconds,
-                        max_seconds_per_entry=opts.max_seconds_per_entry, drift_threshold=opts.drift_threshold)
+    sampling = Sampling.of(opts)
     out = os.fspath(outdir) if outdir is not None else None
     lock = claim_outdir(out) if out is not None else None
     try:
@@ -134,29 +132,7 @@ def _profile_into(files: Sequence[str], opts: ProfileOptions, out: Optional[str]
     sections = plan(loaded, Selection(optimizers=list(opts.optimizers) if opts.optimizers else None,
                                       executors=list(opts.executors) if opts.executors else None,
                                       training=opts.training, inference=opts.inference))
-    clock, probe = clocks
-    timer = Timer(sampling, clock=clock or Clock(), sync=loaded.run_context.synchronize, probe=probe)
-    calibration = timer.calibrate()
-    if overhead_ns is not None:
-        timer.overhead_ns = overhead_ns
-        calibration = dataclasses.replace(calibration, overhead_ns=overhead_ns)
-    header = _header(loaded, sampling, opts)
-    header.clock, header.clock_resolution_ns = calibration.name, calibration.resolution_ns
-    header.timing_overhead_ns = round(calibration.overhead_ns, 1)
-    header.memory_limit = limit
-    result = Profile(header=header, notes=list(loaded.run_context.notes))
-    if opts.mode == "graph":
-        from ..measure.graph_mode import calibrate_hooks
-        total, inside = calibrate_hooks(timer)
-        timer.hook_inside_ns = inside if overhead_ns is None else overhead_ns
-        header.hook_overhead_ns, header.hook_inside_ns = round(total, 1), round(inside, 1)
-    if not opts.layers:
-        result.notes.append("per-layer entries were skipped (--no-layers)")
-    if opts.zero_weights:
-        result.notes.append("weights and biases were zeroed (--zero-weights), as nnabla_cli profile does")
-    if opts.synthetic:
-        result.notes.append("the data was synthetic (--synthetic): random batches of the declared "
-                            "shapes; load_dataset does not measure reading a dataset")
+    timer, result = _timed_profile(loaded, opts, sampling, clocks, overhead_ns, limit)
     if on_start is not None:
         on_start(result)
     cache = os.path.join(out, "cache") if out is not None else tempfile.mkdtemp(prefix="nnprofile-cache-")
@@ -187,6 +163,35 @@ def _profile_into(files: Sequence[str], opts: ProfileOptions, out: Optional[str]
         if out is None:
             shutil.rmtree(cache, ignore_errors=True)
     return result
+
+
+def _timed_profile(loaded: Any, opts: ProfileOptions, sampling: Sampling, clocks: Tuple[Optional[Clock], Any],
+                   overhead_ns: Optional[float], limit: Optional[int]) -> Tuple[Timer, Profile]:
+    """The timer, calibrated (and, in graph mode, the hooks' cost measured), and the profile its header starts."""
+    clock, probe = clocks
+    timer = Timer(sampling, clock=clock or Clock(), sync=loaded.run_context.synchronize, probe=probe)
+    calibration = timer.calibrate()
+    if overhead_ns is not None:
+        timer.overhead_ns = overhead_ns
+        calibration = dataclasses.replace(calibration, overhead_ns=overhead_ns)
+    header = _header(loaded, sampling, opts)
+    header.clock, header.clock_resolution_ns = calibration.name, calibration.resolution_ns
+    header.timing_overhead_ns = round(calibration.overhead_ns, 1)
+    header.memory_limit = limit
+    result = Profile(header=header, notes=list(loaded.run_context.notes))
+    if opts.mode == "graph":
+        from ..measure.graph_mode import calibrate_hooks
+        total, inside = calibrate_hooks(timer)
+        timer.hook_inside_ns = inside if overhead_ns is None else overhead_ns
+        header.hook_overhead_ns, header.hook_inside_ns = round(total, 1), round(inside, 1)
+    if not opts.layers:
+        result.notes.append("per-layer entries were skipped (--no-layers)")
+    if opts.zero_weights:
+        result.notes.append("weights and biases were zeroed (--zero-weights), as nnabla_cli profile does")
+    if opts.synthetic:
+        result.notes.append("the data was synthetic (--synthetic): random batches of the declared "
+                            "shapes; load_dataset does not measure reading a dataset")
+    return timer, result
 
 
 @functools.wraps(profile_project)

@@ -23,12 +23,13 @@ from .events import (DYNAMIC, EAGER, Call, Capture, CommCall, Hooks, InputCall, 
                      end_of, stack_of, start_of)
 from .iterations import entries, loop_where, select, step_loop
 from .tree import children, descendants, top_level
-from .graphs import UNDETERMINED, Graph, split_by_graph
+from .graphs import Graph, split_by_graph
 from .roles import EVALUATION, UPDATES, roles, solver_labels, trainers
 from .passes import Pass, group_passes
 from .intervals import merged
 from .sections import Builder
-from .notes import after_the_loop, own_work_note, updates_per_step  # noqa: F401 (the tests')
+from .notes import (after_the_loop, capture_notes, hooks_off_note, own_work_note, spoiled_note,  # noqa: F401
+                    unresolved_note, updates_per_step)
 
 INPUT_NOTE = ("input (load_dataset) is the time the program waited in DataIterator.next(); NNabla's "
               "iterators load the next batch in a thread while the step runs (use_thread, the default), so "
@@ -115,6 +116,14 @@ def hook_states(per_step: List[List[Any]]) -> List[str]:
         # A switch after the step's last call (where the next step was seen to begin) is the next step's.
         out.append(state or (HOOKED if began else PLAIN))
     return out
+
+
+def kept_steps(states: Sequence[str], skip: int, active: int) -> Tuple[List[int], List[int], List[int]]:
+    """The kept steps (one run of the loop after those set aside, with the hooks), and after the skip, those without
+    the hooks and those with them (the calibration's, ``nnprofile.recording.recorder.CALIBRATION``)."""
+    after = range(skip, len(states))
+    return ([i for i in range(skip, min(len(states), skip + active)) if states[i] == HOOKED],
+            [i for i in after if states[i] == PLAIN], [i for i in after if states[i] == HOOKED])
 
 
 def iteration_bounds(top: Sequence[Any], capture: Capture) -> Optional[Tuple[List[Tuple[int, int]], str, str]]:
@@ -214,32 +223,15 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
     per_step = [with_children(span, kids) for span in step_rule.split(top, bounds, start_of)]
     before, after = (with_children(span, kids) for span in step_rule.outside(top, bounds, start_of))
     skip = min(capture.skip_first, max(0, len(bounds) - 1))
-    states = hook_states(per_step)
-    # The kept steps: one run of the loop after those set aside; after them, the calibration's steps with
-    # the hooks and without (``nnprofile.recording.recorder.CALIBRATION``).
-    kept = [i for i in range(skip, min(len(bounds), skip + capture.active)) if states[i] == HOOKED]
-    plain_kept = [i for i in range(skip, len(bounds)) if states[i] == PLAIN]
-    hooked = [i for i in range(skip, len(bounds)) if states[i] == HOOKED]
+    kept, plain_kept, hooked = kept_steps(hook_states(per_step), skip, capture.active)
 
     excluded = merged(capture.excluded)  # nnprofile's own work between the program's calls
     costs, hooks = fit_costs(capture, costs, per_step, bounds, kept, hooked, plain_kept, excluded)
-    # The graphs of every step, and of what ran before the first step and after the last (pseudo-steps
-    # at both ends: they name every graph the same way, wherever it ran).
-    spans = [before] + per_step + [after]
-    passes = [group_passes(span, capture.sites) for span in spans]
-    # The graphs of the steps the profile shows or notes: kept, set aside, before the first, after the last.
-    noted = {0, len(spans) - 1} | {1 + i for i in kept} | {1 + i for i in range(skip)}
-    graphs = split_by_graph(spans, passes, capture, noted)
+    graphs = graphs_of(capture, before, per_step, after, kept, skip)
     labels = solver_labels(capture)
-    for g in graphs:
-        g.trained_by = trainers(g, spans, capture)
-    for g in graphs:  # back to the steps' own indexes
-        g.passes = g.passes[1:-1] + [g.passes[0], g.passes[-1]]
     graph_roles = roles(graphs, kept, capture)
     builder = Builder(capture, costs, name, labels, kept, per_step, bounds, set(plain_kept), kids)
-    shown = sorted((g for g in graphs if any(g.passes[i] for i in kept)),
-                   key=lambda g: next((n, min(p.start_ns for p in g.passes[i])) for n, i in enumerate(kept)
-                                      if g.passes[i]))  # in order of first use in the kept steps
+    shown = in_kept_steps(graphs, kept)
     sections = [builder.graph_section(g) for g in shown]
     for g, section in zip(shown, sections):
         _role(section, graph_roles[g.key])
@@ -257,32 +249,9 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
     if trained and kept:
         trained[0].memory = builder.memory(trained[0])
     names = _namer(graphs, capture, labels)
-    notes = ["%s" % fault for fault in capture.faults]
-    if capture.iterators:
-        notes.append(INPUT_NOTE)
-    if capture.callback_used:
-        notes.append("the program reduces its gradients with all_reduce_callback: NNabla's backward runs that "
-                     "communication itself, where no hook sees it, so it is inside backward_all and the "
-                     "backward_function entries, not separated from them (the call that sets it up is timed)")
-    undetermined = [g.name for g in graphs if g.key == UNDETERMINED]
-    if undetermined:
-        notes.append("under auto_forward, functions that no backward reached are in the graph '%s': the rule "
-                     "(a function belongs to the graph whose backward reaches it) cannot tell their graph"
-                     % undetermined[0])
-    if math.isinf(drift.threshold):
-        slow = Drift(drift.levels, DRIFT, drift.exempt)
-        for s in sections:  # no round is left out: no section says one is
-            s.speed_levels = []
-        notes.append("every kept step counts, also those the machine ran slow in (steps %s): leaving them out "
-                     "would leave out every call of %s" % (", ".join(str(kept[r] + 1) for r in slow.dropped),
-                                                           "; ".join(emptied(sections, slow))))
-    if builder.unresolved:
-        first = builder.unresolved[:5]
-        notes.append("shorter than the timing's own cost estimated inside them, so shown at a tenth of what was "
-                     "measured (an upper bound; the rest of that cost taken off): %s%s" % ("; ".join("%s, %.3f us a call against %.3f us" % (label, mean / 1e3, off / 1e3)
-                                                     for label, mean, off in first),
-                                           "; and %d more" % (len(builder.unresolved) - 5)
-                                           if len(builder.unresolved) > 5 else ""))
+    notes = capture_notes(capture, graphs, INPUT_NOTE)
+    notes += every_step_counts(drift, sections, kept)
+    notes += unresolved_note(builder.unresolved)
     own = own_work_note(sections[-1], [bounds[i] for i in kept], excluded)
     if own:
         notes.append(own)
@@ -293,24 +262,53 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
     outside = outside_sections(builder, graphs, kept, skip, before, after, capture)
     interrupted(outside)
     sections[-1:-1] = outside
-    spoiled = interference.spoiled(sections)
-    if spoiled:
-        notes.append("few calls ran undisturbed by other work for these figures (they stand on those few, or on "
-                     "every call where none did): %s%s" % ("; ".join(spoiled[:5]), "; and %d more" % (len(spoiled) - 5)
-                                                  if len(spoiled) > 5 else ""))
+    notes += spoiled_note(interference.spoiled(sections))
     notes += after_the_loop(graphs, kept, len(per_step))
-    hooks_at_end = [e.on for e in events if isinstance(e, Hooks)]
-    if hooks_at_end and not hooks_at_end[-1]:
-        notes.append("the program ended while steps ran without the hooks (those that measure what the hooks "
-                     "cost, after the kept steps): what it did after its last step (a final evaluation, saving) "
-                     "was not seen")
+    notes += hooks_off_note([e.on for e in events if isinstance(e, Hooks)])
+    how = step_rule.describe(rule, len(bounds), names) + (
+        updates_per_step(per_step, kept, labels) if rule.kind == "iterations" else "") + (
+        "; %s" % rule.note if rule.note else "")
     return Assembly(sections if any(s.entries for s in sections) else [], builder.timeline, len(bounds), skip,
-                    len(kept), step_rule.describe(rule, len(bounds), names) + (
-                        updates_per_step(per_step, kept, labels) if rule.kind == "iterations" else "") + (
-                        "; %s" % rule.note if rule.note else ""),
-                    notes, costs,
+                    len(kept), how, notes, costs,
                     hooks, builder.origin, graphs,
                     [i + 1 for i in kept], [i + 1 for i in plain_kept])
+
+
+def graphs_of(capture: Capture, before: List[Any], per_step: List[List[Any]], after: List[Any], kept: Sequence[int],
+              skip: int) -> List[Graph]:
+    """The graphs of every step, and of what ran before the first step and after the last (pseudo-steps at both ends:
+    they name every graph the same way, wherever it ran), each with its trainers; its passes per step at the steps'
+    own indexes, then those before the first step and after the last."""
+    spans = [before] + per_step + [after]
+    passes = [group_passes(span, capture.sites) for span in spans]
+    # The graphs of the steps the profile shows or notes: kept, set aside, before the first, after the last.
+    noted = {0, len(spans) - 1} | {1 + i for i in kept} | {1 + i for i in range(skip)}
+    graphs = split_by_graph(spans, passes, capture, noted)
+    for g in graphs:
+        g.trained_by = trainers(g, spans, capture)
+    for g in graphs:  # back to the steps' own indexes
+        g.passes = g.passes[1:-1] + [g.passes[0], g.passes[-1]]
+    return graphs
+
+
+def in_kept_steps(graphs: Sequence[Graph], kept: Sequence[int]) -> List[Graph]:
+    """The graphs the kept steps ran, in order of first use there."""
+    return sorted((g for g in graphs if any(g.passes[i] for i in kept)),
+                  key=lambda g: next((n, min(p.start_ns for p in g.passes[i])) for n, i in enumerate(kept)
+                                     if g.passes[i]))
+
+
+def every_step_counts(drift: Drift, sections: Sequence[Section], kept: Sequence[int]) -> List[str]:
+    """Where leaving out the steps the machine ran slow in would leave some entry no call, every step counts: no
+    section says a round is left out, and a note says which steps ran slow."""
+    if not math.isinf(drift.threshold):
+        return []
+    slow = Drift(drift.levels, DRIFT, drift.exempt)
+    for s in sections:
+        s.speed_levels = []
+    return ["every kept step counts, also those the machine ran slow in (steps %s): leaving them out "
+            "would leave out every call of %s" % (", ".join(str(kept[r] + 1) for r in slow.dropped),
+                                                  "; ".join(emptied(sections, slow)))]
 
 
 def evaluation_inputs(graphs: Sequence[Graph], graph_roles: Dict[Any, Tuple[str, List[str]]],

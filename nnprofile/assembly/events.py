@@ -27,6 +27,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 from ..base.places import place
 from ..base.functions import FunctionInfo, Graph, VariableInfo
 from ..base.hookcost import HookCosts
+from ..base.options import Schedule
 from ..base.interference import CPU, SWITCHES, shortfall  # noqa: F401 (the events' vocabulary)
 from .iterations import CodeInfo, Stack
 
@@ -209,8 +210,8 @@ class Capture:
     excluded: List[Tuple[int, int]] = field(default_factory=list)  # nnprofile's own work between calls
     comm_rank: Optional[Tuple[int, int]] = None
     callback_used: bool = False         # all_reduce_callback: its communication runs inside backward
-    skip_first: int = 1
-    active: int = 20
+    skip_first: int = Schedule.warmup
+    active: int = Schedule.active
     costs: Optional[HookCosts] = None   # what the hooks cost, as measured (chain, per signature)
     codes: List[CodeInfo] = field(default_factory=list)  # the program's code objects the stacks name
     # The program's own lines between NNabla's calls, sampled (``nnprofile.recording.sampler``): each sample
@@ -326,8 +327,8 @@ def from_dict(d: Dict[str, Any]) -> Capture:
         communicators=list(d.get("communicators", [])), started_ns=int(d["started_ns"]),
         stopped_ns=int(d["stopped_ns"]), excluded=[(int(a), int(b)) for a, b in d.get("excluded", [])],
         comm_rank=(int(d["comm_rank"][0]), int(d["comm_rank"][1])) if d.get("comm_rank") else None,
-        callback_used=bool(d.get("callback_used")), skip_first=int(d.get("skip_first", 1)),
-        active=int(d.get("active", 20)), costs=costs,
+        callback_used=bool(d.get("callback_used")), skip_first=int(d.get("skip_first", Schedule.warmup)),
+        active=int(d.get("active", Schedule.active)), costs=costs,
         codes=[CodeInfo.from_list(x) for x in d.get("codes", [])], faults=[str(x) for x in d.get("faults", [])],
         samples=[(int(a), int(b)) for a, b in d.get("samples", [])],
         sample_sites=[(str(a), int(b), str(c), str(t)) for a, b, c, t in d.get("sample_sites", [])],

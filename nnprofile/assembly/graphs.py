@@ -95,12 +95,7 @@ def split_by_graph(steps: Sequence[List[Any]], passes: Sequence[List[Pass]], cap
                     owner.setdefault(call.function, key)
             graph = graphs.get(key)
             if graph is None:
-                root = functions.get(p.root)
-                made = root.created if root is not None and key[0] == "static" else None
-                if made is None and p.site is not None and p.site in capture.sites:
-                    made = capture.sites[p.site].where
-                graph = graphs[key] = Graph(key, p.name, key[0] == "auto_forward", passes=[[] for _ in range(s)],
-                                            made=made, stack=p.calls[0].stack)
+                graph = graphs[key] = _new_graph(key, p, s, capture)
             elif not graph.name and p.name:
                 graph.name = p.name
             if p.phase == "backward" and p.name and key not in by_backward:
@@ -127,8 +122,26 @@ def split_by_graph(steps: Sequence[List[Any]], passes: Sequence[List[Pass]], cap
     out = merge_rebuilt([g for g in graphs.values() if any(g.passes[i] for i in range(len(g.passes))
                                                          if shown is None or i in shown)], capture)
     out.sort(key=_first_use)
+    _name_unnamed(out)
+    tell_apart(out, capture.codes)
+    return out
+
+
+def _new_graph(key: Any, p: Pass, steps_before: int, capture: Capture) -> Graph:
+    """The graph a pass first ran, with no passes in the steps before, and where the program built it."""
+    root = capture.graph.functions.get(p.root)
+    made = root.created if root is not None and key[0] == "static" else None
+    if made is None and p.site is not None and p.site in capture.sites:
+        made = capture.sites[p.site].where
+    return Graph(key, p.name, key[0] == "auto_forward", passes=[[] for _ in range(steps_before)], made=made,
+                 stack=p.calls[0].stack)
+
+
+def _name_unnamed(graphs: Sequence[Graph]) -> None:
+    """A name for each graph no call named: what auto_forward ran that no graph owns, the line that built it
+    (a build stored nowhere), or its number among the rest."""
     unnamed = 0
-    for g in out:
+    for g in graphs:
         if g.key == UNDETERMINED:
             g.name = DYNAMIC_FORWARD
         elif not g.name and g.dynamic and g.made:  # built by a line that stores nothing: named by that line
@@ -136,8 +149,6 @@ def split_by_graph(steps: Sequence[List[Any]], passes: Sequence[List[Pass]], cap
         elif not g.name:
             unnamed += 1
             g.name = "graph %d" % unnamed
-    tell_apart(out, capture.codes)
-    return out
 
 
 def read_from(owner: Dict[Any, Any], made: Sequence[Sequence[Any]], functions: Dict[int, FunctionInfo]) -> None:

@@ -6,7 +6,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..result import Section
 from .events import SolverCall
-from .graphs import Graph
+from .graphs import UNDETERMINED, Graph
 from .intervals import overlap
 
 OWN_WORK_NOTE = 0.2
@@ -61,3 +61,50 @@ def after_the_loop(graphs: Sequence[Graph], kept: Sequence[int], steps: int) -> 
     if not ran:
         return []
     return ["after the last step (work after the loop: a final evaluation, saving), in no figure: %s" % "; ".join(ran)]
+
+
+def capture_notes(capture: Any, graphs: Sequence[Graph], input_note: str) -> List[str]:
+    """What the recording itself says: its faults, what input entries are, a backward that communicates where no
+    hook sees it, functions under auto_forward whose graph cannot be told."""
+    notes = ["%s" % fault for fault in capture.faults]
+    if capture.iterators:
+        notes.append(input_note)
+    if capture.callback_used:
+        notes.append("the program reduces its gradients with all_reduce_callback: NNabla's backward runs that "
+                     "communication itself, where no hook sees it, so it is inside backward_all and the "
+                     "backward_function entries, not separated from them (the call that sets it up is timed)")
+    undetermined = [g.name for g in graphs if g.key == UNDETERMINED]
+    if undetermined:
+        notes.append("under auto_forward, functions that no backward reached are in the graph '%s': the rule "
+                     "(a function belongs to the graph whose backward reaches it) cannot tell their graph"
+                     % undetermined[0])
+    return notes
+
+
+def unresolved_note(unresolved: Sequence[Tuple[str, float, float]]) -> List[str]:
+    """Entries shorter than the timing's cost inside them (label, mean, that cost; ns): shown at a tenth."""
+    if not unresolved:
+        return []
+    first = "; ".join("%s, %.3f us a call against %.3f us" % (label, mean / 1e3, off / 1e3)
+                      for label, mean, off in unresolved[:5])
+    more = "; and %d more" % (len(unresolved) - 5) if len(unresolved) > 5 else ""
+    return ["shorter than the timing's own cost estimated inside them, so shown at a tenth of what was "
+            "measured (an upper bound; the rest of that cost taken off): %s%s" % (first, more)]
+
+
+def spoiled_note(spoiled: Sequence[str]) -> List[str]:
+    """Figures that stand on few undisturbed calls."""
+    if not spoiled:
+        return []
+    return ["few calls ran undisturbed by other work for these figures (they stand on those few, or on "
+            "every call where none did): %s%s" % ("; ".join(spoiled[:5]), "; and %d more" % (len(spoiled) - 5)
+                                                 if len(spoiled) > 5 else "")]
+
+
+def hooks_off_note(hooks: Sequence[bool]) -> List[str]:
+    """Where the program ended with the hooks off (``hooks``: each switch, on or off, in order)."""
+    if hooks and not hooks[-1]:
+        return ["the program ended while steps ran without the hooks (those that measure what the hooks "
+                "cost, after the kept steps): what it did after its last step (a final evaluation, saving) "
+                "was not seen"]
+    return []

@@ -271,8 +271,18 @@ class Builder(ProgramPart):
                     clears[p.phase] = site.clears
                 if timeline:
                     self._pass_event(graph, section.title, p)
+        entries = self._layer_entries(graph, layers, (forward, backward), parents)
+        self._whole_passes(ran, rounds_of, whole, engine)
+        section.entries = entries + pass_entries(whole, engine, clears, graph.dynamic)
+        section.info = self._graph_info(graph, whole, outside)
+        return section
+
+    def _layer_entries(self, graph: Graph, layers: Dict[Any, Layer], tables: Tuple[SeriesTable, SeriesTable],
+                       parents: Dict[Tuple[str, Any], List[Tuple[Any, float]]]) -> List[Entry]:
+        """Each layer's forward and backward entry (``tables``: their series), the hooks' cost taken off, with the
+        calls that ran inside them (``parents``)."""
         entries: List[Entry] = []
-        for table, phase in ((forward, "forward_function"), (backward, "backward_function")):
+        for table, phase in zip(tables, ("forward_function", "backward_function")):
             for key, s in table.series.items():
                 known = layers[key]
                 kind = "dynamic" if graph.dynamic and phase == "forward_function" else "static"
@@ -289,33 +299,23 @@ class Builder(ProgramPart):
                 if calls:
                     e.children = self.children(calls)
                 entries.append(e)
-        self._whole_passes(ran, rounds_of, whole, engine)
-        for phase in ("forward", "backward"):
-            if phase in whole.series:
-                entries.append(entry_of("%s_all" % phase, "%s_all" % phase, whole.series[phase]))
-        for phase in ("forward", "backward"):  # the rest of a pass its functions leave, where it is large
-            gaps, passes = engine.series.get(phase), whole.series.get(phase)
-            if gaps is None or passes is None or not passes.samples:
-                continue
-            if sum(gaps.samples) > (1 - COVERED) * sum(passes.samples):
-                how = ("clearing buffers (%s=True)" % clears[phase] if phase in clears else
-                       "the program's Python making them (auto_forward)" if graph.dynamic and phase == "forward"
-                       else "allocating")
-                e = entry_of("engine (%s: between functions, %s)" % (phase, how), "engine", gaps)
-                entries.append(e)
-        section.entries = entries
+        return entries
+
+    def _graph_info(self, graph: Graph, whole: SeriesTable, outside: Optional[Tuple[Sequence[int], str]]) -> Dict[str, Any]:
+        """A graph section's info: its name, whether it ran under auto_forward, its trainers, its passes per kept
+        step; for a graph that ran only outside the kept steps, where, and its passes there."""
         rounds = max(1, len(self.kept))
-        section.info = {
+        info: Dict[str, Any] = {
             "graph": graph.name, "dynamic": graph.dynamic,
             "trained_by": [self.labels[t] for t in graph.trained_by if t < len(self.labels)],
-            "forward_per_step": per_step_of(whole, "forward", rounds) if timeline else 0,
-            "backward_per_step": per_step_of(whole, "backward", rounds) if timeline else 0,
+            "forward_per_step": per_step_of(whole, "forward", rounds) if outside is None else 0,
+            "backward_per_step": per_step_of(whole, "backward", rounds) if outside is None else 0,
         }
         if outside is not None:
-            section.info["outside"] = outside[1]
-            section.info["passes"] = {phase: len(whole.series[phase].samples) for phase in ("forward", "backward")
-                                      if phase in whole.series}
-        return section
+            info["outside"] = outside[1]
+            info["passes"] = {phase: len(whole.series[phase].samples) for phase in ("forward", "backward")
+                              if phase in whole.series}
+        return info
 
     def _pass_row(self, step: int, p: Pass) -> "PassRow":
         """A pass's time, its functions' (the hooks' cost off each, also where an entry keeps it: see ``resolved``),
@@ -370,3 +370,20 @@ class Builder(ProgramPart):
             solver_state=sum(s.state_bytes for s in self.capture.solvers),
             measured="not measured for a recorded program (its steps are its own); the estimate "
                      "follows the functions of the graph as first recorded")
+
+
+def pass_entries(whole: SeriesTable, engine: SeriesTable, clears: Dict[str, str], dynamic: bool) -> List[Entry]:
+    """A graph's whole passes (forward_all, backward_all), and the rest of a pass its functions leave, where it is
+    large: an entry of its own, named by what fills it (clearing buffers, auto_forward's Python, allocating)."""
+    entries = [entry_of("%s_all" % phase, "%s_all" % phase, whole.series[phase]) for phase in ("forward", "backward")
+               if phase in whole.series]
+    for phase in ("forward", "backward"):
+        gaps, passes = engine.series.get(phase), whole.series.get(phase)
+        if gaps is None or passes is None or not passes.samples:
+            continue
+        if sum(gaps.samples) > (1 - COVERED) * sum(passes.samples):
+            how = ("clearing buffers (%s=True)" % clears[phase] if phase in clears else
+                   "the program's Python making them (auto_forward)" if dynamic and phase == "forward"
+                   else "allocating")
+            entries.append(entry_of("engine (%s: between functions, %s)" % (phase, how), "engine", gaps))
+    return entries

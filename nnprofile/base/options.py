@@ -210,6 +210,48 @@ SCHEDULE_EXAMPLE = ("a long training: a window of 20 steps every 500 or so, unti
                     "or when asked:  nnprofile run --on-demand train.py  then  nnprofile capture PID")
 
 
+@dataclass(frozen=True)
+class Schedule:
+    """How many steps each phase of a window holds, and how many windows."""
+
+    wait: int = 0
+    warmup: int = 1
+    active: int = 20
+    repeat: int = 1          # windows; 0: one after the other until the program ends
+    max_windows: int = 0     # the files of the last N windows are kept (0: all)
+    on_demand: bool = False  # a window only when asked (a signal), as many times as asked
+    signal: str = "USR1"
+
+    def __post_init__(self) -> None:
+        for name in ("wait", "warmup", "active", "repeat", "max_windows"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ValueError("%s must be a whole number, not %r" % (name, value))
+            if value < (1 if name == "active" else 0):
+                raise ValueError("%s must be %s, not %d" % (name, "1 or more" if name == "active" else "0 or more", value))
+        if self.on_demand and self.repeat not in (0, 1):
+            raise ValueError("on demand, a window comes each time it is asked for: --repeat %d means nothing with "
+                             "--on-demand" % self.repeat)
+        if self.on_demand and self.wait:
+            raise ValueError("on demand, a window begins when asked for: --wait %d means nothing with --on-demand"
+                             % self.wait)
+
+    @property
+    def windowed(self) -> bool:
+        """Whether each window gets a folder of its own (OUTDIR/window-K): several windows, or on demand."""
+        return self.on_demand or self.repeat != 1
+
+    def describe(self) -> str:
+        """The log's line: the schedule in torch.profiler's words."""
+        if self.on_demand:
+            return ("on demand (SIG%s or nnprofile capture PID): each time, warmup %d and active %d steps"
+                    % (self.signal, self.warmup, self.active))
+        windows = "until the program ends" if self.repeat == 0 else \
+            "%d window%s" % (self.repeat, "" if self.repeat == 1 else "s")
+        return "wait %d, warmup %d, active %d, repeat %d (%s)" % (self.wait, self.warmup, self.active, self.repeat,
+                                                                 windows)
+
+
 # The signals that may ask for a window: the user-defined ones. Any other (TERM, INT, SEGV, ...) is one a program
 # or its launcher depends on for its own handling.
 WINDOW_SIGNALS = ("USR1", "USR2")
@@ -231,17 +273,17 @@ def add_schedule(parser: Any, on_demand: bool = True) -> None:
         "Each window: --wait steps untouched (no hook), --warmup recorded and set aside, --active kept; "
         "--repeat windows. One window: its files in OUTDIR. Several (or on demand): window K in OUTDIR/window-K "
         "as soon as it closes, and in OUTDIR the view over all of them. Example, " + SCHEDULE_EXAMPLE)
-    group.add_argument("--wait", type=non_negative_int, default=0, metavar="N",
+    group.add_argument("--wait", type=non_negative_int, default=Schedule.wait, metavar="N",
                        help="steps the program runs untouched before each window (default 0)")
-    group.add_argument("--warmup", "--skip-first", dest="warmup", type=non_negative_int, default=1, metavar="N",
+    group.add_argument("--warmup", "--skip-first", dest="warmup", type=non_negative_int, default=Schedule.warmup, metavar="N",
                        help="steps recorded and set aside first in each window, while buffers are built "
                             "(default 1; --skip-first is its older name)")
-    group.add_argument("--active", type=positive_int, default=20, metavar="N",
+    group.add_argument("--active", type=positive_int, default=Schedule.active, metavar="N",
                        help="steps kept in each window (default 20)")
-    group.add_argument("--repeat", type=non_negative_int, default=1, metavar="N",
+    group.add_argument("--repeat", type=non_negative_int, default=Schedule.repeat, metavar="N",
                        help="windows, 0: one after the other until the program ends (default 1). Not the "
                             "project profile's --repeat, which runs fresh processes")
-    group.add_argument("--max-windows", type=non_negative_int, default=0, metavar="N",
+    group.add_argument("--max-windows", type=non_negative_int, default=Schedule.max_windows, metavar="N",
                        help="keep the files of the last N windows only (default 0: all); the view keeps every "
                             "window's figures")
     if on_demand:

@@ -8,7 +8,7 @@ from typing import List
 
 from ..base.errors import ProfileError
 from ..api.launch import run_recording
-from ..base.options import add_schedule
+from ..base.options import Schedule, add_schedule
 from ..render.safe import safe_text
 from ..pooling.ranks import spans
 from .common import Parser, Printer, add_view, non_negative_float, view_of, written
@@ -62,7 +62,7 @@ def parse(argv: List[str]) -> argparse.Namespace:
     args = _parse(p, argv)
     if args.signal is not None and not args.on_demand:
         p.error("--signal names the signal of --on-demand, which is not given")
-    args.signal = args.signal or "USR1"
+    args.signal = args.signal or Schedule.signal
     return args
 
 
@@ -97,8 +97,8 @@ def run(args) -> int:
                            "(or -m MODULE [ARGS...])")
     name = args.module.rsplit(".", 1)[-1] if args.module else os.path.splitext(os.path.basename(args.script))[0]
     outdir = args.outdir or os.path.join("results", name)
-    schedule = make_schedule(args.wait, args.warmup, None, args.active, args.repeat, args.max_windows,
-                             args.on_demand, args.signal)
+    schedule = make_schedule(wait=args.wait, warmup=args.warmup, active=args.active, repeat=args.repeat,
+                             max_windows=args.max_windows, on_demand=args.on_demand, signal=args.signal)
     if schedule.on_demand:
         from ..api.ondemand import signal_number
         signal_number(schedule.signal)  # a bad name: one line now, not later

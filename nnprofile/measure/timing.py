@@ -13,6 +13,7 @@ from typing import Any, Callable, List, Optional
 
 from ..base.clock import Clock
 from ..base.interference import NoProbe, Probe, rate, shortfall
+from ..base.options import ProfileOptions
 from ..base.stats import RunningStats, summarize
 
 # Calls so short that the timing overhead would exceed this share of a sample
@@ -35,14 +36,21 @@ class Sampling:
     had ``max_seconds_per_entry`` of timed work (every round holds every entry).
     """
 
-    runs: Optional[int] = None
-    warmup: int = 1
-    target_rse: float = 0.02
-    min_rounds: int = 5
+    runs: Optional[int] = ProfileOptions.runs
+    warmup: int = ProfileOptions.warmup
+    target_rse: float = ProfileOptions.target_rse
+    min_rounds: int = ProfileOptions.min_rounds
     max_rounds: int = 1000
-    max_seconds_per_entry: float = 0.25
-    max_seconds: float = 1.5
-    drift_threshold: float = 0.10
+    max_seconds_per_entry: float = ProfileOptions.max_seconds_per_entry
+    max_seconds: float = ProfileOptions.max_seconds
+    drift_threshold: float = ProfileOptions.drift_threshold
+
+    @classmethod
+    def of(cls, options: ProfileOptions) -> "Sampling":
+        """The sampling the options ask for."""
+        return cls(runs=options.runs, warmup=max(0, options.warmup), target_rse=options.target_rse,
+                   min_rounds=options.min_rounds, max_seconds=options.max_seconds,
+                   max_seconds_per_entry=options.max_seconds_per_entry, drift_threshold=options.drift_threshold)
 
     @property
     def adaptive(self) -> bool:

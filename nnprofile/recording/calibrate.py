@@ -39,15 +39,12 @@ def call_time(call: Any, recorder: Any) -> float:
     return float(call.end_ns - call.start_ns)
 
 
-def calibrate(recorder_factory: Callable[[], Any], n_functions: int = 200, short: int = 20,
-              pairs: int = 11) -> HookCosts:
-    """Measure what recording costs per function (static hooks, auto_forward calls, eager calls on
-    NdArrays) on chains of tiny functions, and per static pass: a chain of ``n_functions`` and one of
-    ``short`` differ only by their functions, so what is left of the hooks' cost is the pass's own."""
+def _chain_works(n_functions: int, short: int) -> Dict[str, Callable[[], None]]:
+    """What the calibration times, with the hooks and without: a static pass over a chain of ``n_functions`` tiny
+    functions, ``REPEAT_SHORT`` passes over one of ``short``, the chain under auto_forward, and eager on NdArrays."""
     import nnabla as nn
     import nnabla.functions as F
     import numpy as np
-    from ..assembly.events import Call
     x = nn.Variable((1,))
     x.d = 1.0
     long_chain, short_chain = x, x
@@ -55,8 +52,6 @@ def calibrate(recorder_factory: Callable[[], Any], n_functions: int = 200, short
         long_chain = F.relu(long_chain)
         if i < short:
             short_chain = F.relu(short_chain)
-    recorder = recorder_factory()
-    clock = busy_clock(recorder)
 
     def static_pass(root: Any = long_chain) -> None:
         root.forward(clear_no_need_grad=True)
@@ -72,16 +67,28 @@ def calibrate(recorder_factory: Callable[[], Any], n_functions: int = 200, short
         for _ in range(n_functions):
             z = F.relu(z)
 
+    def short_passes() -> None:  # (several: a short chain's difference is small against the clock's noise)
+        for _ in range(REPEAT_SHORT):
+            static_pass(short_chain)
+
+    return {"static": static_pass, "short": short_passes, "dynamic": dynamic_pass, "eager": eager_pass}
+
+
+def calibrate(recorder_factory: Callable[[], Any], n_functions: int = 200, short: int = 20,
+              pairs: int = 11) -> HookCosts:
+    """Measure what recording costs per function (static hooks, auto_forward calls, eager calls on
+    NdArrays) on chains of tiny functions, and per static pass: a chain of ``n_functions`` and one of
+    ``short`` differ only by their functions, so what is left of the hooks' cost is the pass's own."""
+    from ..assembly.events import Call
+    works = _chain_works(n_functions, short)
+    recorder = recorder_factory()
+    clock = busy_clock(recorder)
+
     def timed(work: Any) -> float:
         start = clock()
         work()
         return float(clock() - start)
 
-    def short_passes() -> None:  # (several: a short chain's difference is small against the clock's noise)
-        for _ in range(REPEAT_SHORT):
-            static_pass(short_chain)
-
-    works = {"static": static_pass, "short": short_passes, "dynamic": dynamic_pass, "eager": eager_pass}
     plain: Dict[str, List[float]] = {k: [] for k in works}
     hooked: Dict[str, List[float]] = {k: [] for k in works}
     inside: Dict[str, List[float]] = {k: [] for k in ("static", "dynamic", "eager")}

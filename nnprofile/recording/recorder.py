@@ -91,7 +91,7 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
 
     SITE_STEPS = SITE_STEPS
 
-    def __init__(self, skip_first: int = 1, active: int = 20,
+    def __init__(self, skip_first: int = Schedule.warmup, active: int = Schedule.active,
                  clock: Optional[Callable[[], int]] = None, namespaces: Tuple[Any, ...] = (),
                  calibrate: bool = True, schedule: Optional[Schedule] = None,
                  on_window: Optional[Callable[["Recorder"], None]] = None, probe: Any = None):

@@ -11,54 +11,12 @@ without NNabla.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
 from ..base.errors import ProfileError
+from ..base.options import Schedule  # noqa: F401 (the recording's, and its users')
 
 OFF, WARMUP, ACTIVE, CALIBRATE = "off", "warmup", "active", "calibrate"
-
-
-@dataclass(frozen=True)
-class Schedule:
-    """How many steps each phase of a window holds, and how many windows."""
-
-    wait: int = 0
-    warmup: int = 1
-    active: int = 20
-    repeat: int = 1          # windows; 0: one after the other until the program ends
-    max_windows: int = 0     # the files of the last N windows are kept (0: all)
-    on_demand: bool = False  # a window only when asked (a signal), as many times as asked
-    signal: str = "USR1"
-
-    def __post_init__(self) -> None:
-        for name in ("wait", "warmup", "active", "repeat", "max_windows"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise ValueError("%s must be a whole number, not %r" % (name, value))
-            if value < (1 if name == "active" else 0):
-                raise ValueError("%s must be %s, not %d" % (name, "1 or more" if name == "active" else "0 or more", value))
-        if self.on_demand and self.repeat not in (0, 1):
-            raise ValueError("on demand, a window comes each time it is asked for: --repeat %d means nothing with "
-                             "--on-demand" % self.repeat)
-        if self.on_demand and self.wait:
-            raise ValueError("on demand, a window begins when asked for: --wait %d means nothing with --on-demand"
-                             % self.wait)
-
-    @property
-    def windowed(self) -> bool:
-        """Whether each window gets a folder of its own (OUTDIR/window-K): several windows, or on demand."""
-        return self.on_demand or self.repeat != 1
-
-    def describe(self) -> str:
-        """The log's line: the schedule in torch.profiler's words."""
-        if self.on_demand:
-            return ("on demand (SIG%s or nnprofile capture PID): each time, warmup %d and active %d steps"
-                    % (self.signal, self.warmup, self.active))
-        windows = "until the program ends" if self.repeat == 0 else \
-            "%d window%s" % (self.repeat, "" if self.repeat == 1 else "s")
-        return "wait %d, warmup %d, active %d, repeat %d (%s)" % (self.wait, self.warmup, self.active, self.repeat,
-                                                                 windows)
 
 
 class Windows:
@@ -140,13 +98,14 @@ class Windows:
         return True
 
 
-def make_schedule(wait: int = 0, warmup: Optional[int] = None, skip_first: Optional[int] = None, active: int = 20,
-                  repeat: int = 1, max_windows: int = 0, on_demand: bool = False, signal: str = "USR1") -> Schedule:
+def make_schedule(*, wait: int = Schedule.wait, warmup: Optional[int] = None, skip_first: Optional[int] = None,
+                  active: int = Schedule.active, repeat: int = Schedule.repeat, max_windows: int = Schedule.max_windows,
+                  on_demand: bool = False, signal: str = Schedule.signal) -> Schedule:
     """A schedule from the options as users give them (``skip_first`` is ``warmup``'s older name); a bad value is
     one clear error."""
     if warmup is not None and skip_first is not None and warmup != skip_first:
         raise ProfileError("warmup and skip_first are one option (skip_first is its older name): give one")
-    chosen = warmup if warmup is not None else (skip_first if skip_first is not None else 1)
+    chosen = warmup if warmup is not None else (skip_first if skip_first is not None else Schedule.warmup)
     try:
         return Schedule(wait=wait, warmup=chosen, active=active, repeat=repeat, max_windows=max_windows,
                         on_demand=on_demand, signal=signal.upper().replace("SIG", ""))

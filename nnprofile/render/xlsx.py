@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime
 import io
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..analysis import Analysis, SectionAnalysis, analyze, charted_layers
 from ..analysis.breakdown import summary_rows as advice_rows
@@ -110,9 +110,14 @@ def _section_sheet(book: _Book, ws: Any, a: SectionAnalysis, failure: Optional[s
     every page, the narrow set of columns (PRINTED: the rest are on screen and in profile_detail.csv)."""
     section = a.section
     layers, chart_note = chart_layers(a)
-    has_backward = any(e.phase == "backward_function" for e in section.entries)
-    c0 = block * 4  # 0-based, on the Chart data sheet
-    head = ["layer", "forward (ms)"] + (["backward (ms)"] if has_backward else [])
+    _entry_rows(book, ws, section, failure, chart_note)
+    if not layers or data is None:
+        return None
+    return _layer_chart(book, data, section, layers, block)
+
+
+def _entry_rows(book: _Book, ws: Any, section: Section, failure: Optional[str], chart_note: Optional[str]) -> None:
+    """A section's sheet: its entries, a row each, what stopped it and what its chart leaves out, set up to print."""
     ws.freeze_panes(1, 1)  # B2
     ws.set_column(0, 0, min(80, max([len(COLUMNS[0])] + [len(e.label) for e in section.entries]) + 2))
     for col, width in zip(range(1, len(COLUMNS)), [13] * 9 + [26, 24, 26, 16, 10, 14, 13, 13, 10, 10, 14, 15, 14, 19, 30]):
@@ -147,8 +152,13 @@ def _section_sheet(book: _Book, ws: Any, a: SectionAnalysis, failure: Optional[s
         ws.conditional_format("%s%d:%s%d" % (TIME_COLUMN, first, TIME_COLUMN, end), {
             "type": "3_color_scale", "min_color": "#" + COLOUR_LOW, "mid_color": "#" + COLOUR_MID,
             "max_color": "#" + COLOUR_HIGH, "mid_type": "percentile", "mid_value": 50})
-    if not layers or data is None:
-        return None
+
+
+def _layer_chart(book: _Book, data: Any, section: Section, layers: Sequence[Any], block: int) -> Any:
+    """The bar chart of a section's layers, forward and backward, over its data on the Chart data sheet."""
+    has_backward = any(e.phase == "backward_function" for e in section.entries)
+    c0 = block * 4  # 0-based, on the Chart data sheet
+    head = ["layer", "forward (ms)"] + (["backward (ms)"] if has_backward else [])
     data.set_column(c0, c0, min(80, max(len(l[0]) for l in layers) + 2))
     data.set_column(c0 + 1, c0 + 2, 14)
     data.write_string(0, c0, cell_text(section.title[:200]), book.bold)
