@@ -103,7 +103,7 @@ def write_ranks(folder: str, size: int) -> None:
 
 def merge_once(folder: str) -> float:
     """What ``nnprofile merge`` does, timed: load, merge, analyse, render, write."""
-    from nnprofile.pooling.ranks import collect, merge
+    from nnprofile.merging.ranks import collect, merge
     from nnprofile.render import write_all
     t0 = time.perf_counter()
     found = collect(folder)

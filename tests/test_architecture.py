@@ -19,7 +19,7 @@ LAYERS = [
     ("project", ["nnprofile.project"]),
     ("measure and recording", ["nnprofile.measure", "nnprofile.recording", "nnprofile.assembly"]),
     ("analysis", ["nnprofile.analysis"]),
-    ("pooling and merge", ["nnprofile.pooling"]),
+    ("merging", ["nnprofile.merging"]),
     ("compare", ["nnprofile.compare"]),
     ("render", ["nnprofile.render"]),
     ("api, notebook, testing and cli", ["nnprofile", "nnprofile.__main__", "nnprofile.api", "nnprofile.notebook",

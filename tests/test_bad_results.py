@@ -187,7 +187,7 @@ def test_a_rank_folder_beyond_any_world_is_one_line(tmp_path):
 
 
 def test_a_list_of_ranks_is_summarised():
-    from nnprofile.pooling.ranks import spans
+    from nnprofile.merging.ranks import spans
     assert spans(list(range(1, 100000))) == "1 to 99999"
     assert spans([0, 2, 3, 5, 6, 7]) == "0, 2, 3, 5 to 7"
     assert spans(list(range(0, 40, 2))) == "0, 2, 4, 6, 8, 10, 12, 14 and 12 more"

@@ -133,10 +133,10 @@ def test_updates_alone_count_the_steps_when_every_iteration_has_one():
             if i == 150:
                 seen["reads wrapped"] = recorder._toggled["reads"]
                 seen["monitors wrapped"] = recorder._toggled.get("monitors")
-                seen["lean"] = recorder.lean
+                seen["by frame only"] = recorder.by_frame_only
     recorder = _record(Schedule(wait=10 ** 6), program)
     assert recorder.steps_done == 200
-    assert seen == {"reads wrapped": False, "monitors wrapped": False, "lean": True}
+    assert seen == {"reads wrapped": False, "monitors wrapped": False, "by frame only": True}
     assert _original_next() is recorder._toggles["reads"][0][2]  # put back at the end
 
 

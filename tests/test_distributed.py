@@ -23,7 +23,7 @@ from conftest import ROOT, require, run_cli
 from nnprofile.analysis import analyze
 from nnprofile.analysis.ranks import STRAGGLER_FACTOR, analyze_ranks, summary_lines
 from nnprofile.recording import launcher
-from nnprofile.pooling.ranks import Found, align_clocks, collect, merge
+from nnprofile.merging.ranks import Found, align_clocks, collect, merge
 from nnprofile.result import Entry, Profile, Section, file as result_file
 
 SCRIPTS = os.path.join(ROOT, "tests", "scripts")

@@ -1,6 +1,6 @@
 """One pooling of profiles for --repeat and for the ranks of a distributed run: samples and rounds pooled
 source after source, and the machine's drift recomputed over the pooled rounds (one rule)."""
-from nnprofile.pooling.profiles import merge_runs, pool_profiles
+from nnprofile.merging.profiles import merge_runs, pool_profiles
 from nnprofile.result import Entry, Profile, Section
 
 MS = 1_000_000

@@ -17,7 +17,7 @@ from conftest import FakeClock, ROOT, interruptible, run_cli
 from nnprofile.analysis import analyze
 from nnprofile.analysis.breakdown import per_step_ms
 from nnprofile.base.hookcost import HookCosts
-from nnprofile.assembly.steps import Loop, bounds, describe, period, update_period
+from nnprofile.assembly.steps import Loop, bounds, period, rule_sentence, update_period
 from nnprofile.api.programs import interrupted, shorten
 
 SCRIPTS = os.path.join(ROOT, "tests", "scripts")
@@ -50,8 +50,8 @@ def _loop(updates=(), marks=(), passes=()):
 
 def _steps(loop, started_ns, last_ns):
     rule = loop.rule()
-    return bounds(loop, rule, started_ns, last_ns), describe(rule, len(bounds(loop, rule, started_ns, last_ns)),
-                                                             lambda what: str(what[1]))
+    return bounds(loop, rule, started_ns, last_ns), rule_sentence(rule, len(bounds(loop, rule, started_ns, last_ns)),
+                                                                  lambda what: str(what[1]))
 
 
 def test_steps_end_at_the_last_update_of_each_pattern_and_what_follows_is_no_step():

@@ -20,7 +20,7 @@ from . import memory
 from .advice import implausible, advise
 from .breakdown import (Advice, LayerTime, Summary, base_layers, layer_times, program_layers, summarize_program,
                         summarize_section)
-from .precision import Precision, precision
+from .sampling import Precision, precision
 from .ranks import RanksAnalysis, analyze_ranks, ranks_frame
 from .windows import WindowsAnalysis, analyze_windows
 

@@ -1,7 +1,7 @@
 """The ranks of a distributed run, side by side: who is slow, why, and who waits for it.
 
 Pure functions over a merged profile's ``ranks`` data (see
-``nnprofile.pooling.ranks``): each rank's step parts, per step. In
+``nnprofile.merging.ranks``): each rank's step parts, per step. In
 data-parallel training every rank leaves each collective together, so their
 steps last alike; what differs is where the time goes. A rank that arrives
 late at a collective makes the others wait inside it. So:

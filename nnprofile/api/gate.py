@@ -13,8 +13,8 @@ from typing import Callable, Optional, Sequence
 
 from ..base.errors import ProfileError
 from ..compare.gate import Check, check
-from ..pooling.fresh import profile_in_fresh_process
-from ..pooling.profiles import merge_runs
+from ..merging.fresh import profile_in_fresh_process
+from ..merging.profiles import merge_runs
 from ..result import Profile
 from .projects import load
 

@@ -71,7 +71,7 @@ class Recording:
                  world: Optional[Any] = None, progress: Callable[[str], None] = lambda line: None,
                  save_events: bool = False, schedule: Optional[Schedule] = None,
                  on_window: Optional[Callable[[Profile], None]] = None, probe: Optional[Any] = None):
-        from ..pooling.ranks import DEFAULT_WAIT
+        from ..merging.ranks import DEFAULT_WAIT
         from ..recording import launcher
         from ..recording.recorder import Recorder
         # Fixed now: a program that changes its working folder (os.chdir) moves nothing nnprofile writes.
@@ -386,7 +386,7 @@ class Recording:
         if world is None or not world.several:
             return
         if world.rank == 0:
-            from ..pooling.ranks import collect, merge, spans
+            from ..merging.ranks import collect, merge, spans
             found = collect(self.outdir, world.size, 0.0, world.launch, self._started_unix - 60)
             if found.missing and self.merge_wait > 0:
                 self.progress("nnprofile: waiting up to %g s for the results of rank%s %s"
@@ -407,11 +407,11 @@ class Recording:
                  measure_signatures: bool = True) -> Profile:
         import nnabla
         from ..assembly.assemble import DRIFT, assemble
-        from ..recording.describe import describe
+        from ..recording.capturing import capture_of
         assert self.hook_costs is not None  # measured on entry
         recorder = recorder or self.recorder
         costs = self.hook_costs
-        capture = describe(recorder, costs)
+        capture = capture_of(recorder, costs)
         if measure_signatures and self._measure_again:
             from ..recording.calibrate import signature_costs
             self._signatures.update(signature_costs(capture, self._new, self._signatures))

@@ -88,7 +88,7 @@ def profile_project(project: PathLike, *params: PathLike, outdir: Optional[PathL
     fresh process starts (``on_progress`` hears a line for each).
 
     ``repeat`` > 1 profiles in that many fresh processes (their files in OUTDIR/runs/<n>/) and pools
-    the results (``nnprofile.pooling``): samples and rounds per entry, the machine's usual speed
+    the results (``nnprofile.merging``): samples and rounds per entry, the machine's usual speed
     taken over all runs, each run's mean kept for the run-to-run spread.
 
     ``clock`` replaces the monotonic clock (tests drive it with a scripted one); ``overhead_ns`` sets
@@ -213,7 +213,7 @@ def _memory_limit(value: Optional[Union[int, str]]) -> Optional[int]:
 def _repeated(files: Sequence[str], options: ProfileOptions, outdir: Optional[PathLike],
               on_progress: Optional[Callable[[str], None]],
               on_run: Optional[Callable[[int, int], None]] = None) -> Profile:
-    from ..pooling.profiles import repeat_profiles
+    from ..merging.profiles import repeat_profiles
     from ..render import write_all
     out = os.fspath(outdir) if outdir is not None else tempfile.mkdtemp(prefix="nnprofile-repeat-")
     lock = claim_outdir(out)

@@ -265,7 +265,7 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
     notes += spoiled_note(interference.spoiled(sections))
     notes += after_the_loop(graphs, kept, len(per_step))
     notes += hooks_off_note([e.on for e in events if isinstance(e, Hooks)])
-    how = step_rule.describe(rule, len(bounds), names) + (
+    how = step_rule.rule_sentence(rule, len(bounds), names) + (
         updates_per_step(per_step, kept, labels) if rule.kind == "iterations" else "") + (
         "; %s" % rule.note if rule.note else "")
     return Assembly(sections if any(s.entries for s in sections) else [], builder.timeline, len(bounds), skip,

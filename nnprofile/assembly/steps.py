@@ -346,7 +346,7 @@ def outside(events: Sequence[Any], steps: Sequence[Tuple[int, int]], start_of: A
     return [e for e in events if start_of(e) < first], [e for e in events if start_of(e) >= last]
 
 
-def describe(rule: Rule, steps: int, name: Any = str) -> str:
+def rule_sentence(rule: Rule, steps: int, name: Any = str) -> str:
     """The log's ``Steps:`` line: which rule applied, and on what (``name`` names a pattern's graph,
     iterator or solver: ``name(("graph", key))``, ``name(("iterator", i))``, ``name(("solver", i))``)."""
     if rule.kind == "marks":

@@ -5,7 +5,7 @@ import argparse
 import os
 import sys
 
-from ..pooling.ranks import collect, merge, rank_folders, spans
+from ..merging.ranks import collect, merge, rank_folders, spans
 from ..base.errors import ProfileError
 from .common import Parser, Printer, claimed, non_negative_float
 

@@ -10,7 +10,7 @@ from ..base.errors import ProfileError
 from ..api.launch import run_recording
 from ..base.options import Schedule, add_schedule
 from ..render.safe import safe_text
-from ..pooling.ranks import spans
+from ..merging.ranks import spans
 from .common import Parser, Printer, add_view, non_negative_float, view_of, written
 
 # The program ran (and succeeded), but nnprofile could not make or write its profile: an exit status of its own,

@@ -19,7 +19,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..base.errors import ProfileError
 from ..base.options import configurable
-from ..pooling.fresh import profile_in_fresh_process
+from ..merging.fresh import profile_in_fresh_process
 from ..result import Profile
 from .metrics import STEP_METRICS, Metric, metric_rows, step_metrics, throughput_metrics
 

@@ -84,7 +84,7 @@ class SolverSnapshot:
         self.solver.set_states(states)
 
 
-class Profiler:
+class SectionMeasurer:
     """Profiles sections of a project: plans each section's items, then runs them in rounds."""
 
     def __init__(self, timer: Timer, on_entry: Optional[EntryCallback] = None, mode: str = "isolated",

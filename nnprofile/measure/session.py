@@ -1,7 +1,7 @@
 """One profiling run: project -> sections -> Profile, robust to failure and Ctrl-C.
 
 Chooses what to profile and where each section's data comes from, then hands
-each section to the Profiler. Whatever happens, the returned Profile holds all
+each section to the SectionMeasurer. Whatever happens, the returned Profile holds all
 entries measured so far, with ``complete`` and ``failure`` saying how it ended.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ from ..project.loader import validation_datasets
 from ..project.data import DatasetPool, SyntheticSource
 from ..result import Profile, Section
 from .rounds import EntryCallback, RoundCallback
-from .sequence import Profiler
+from .sequence import SectionMeasurer
 from .timing import Timer
 
 SectionCallback = Callable[[Section], None]
@@ -128,8 +128,8 @@ def run(project: Project, sections: List[Section], timer: Timer, cache_root: str
         on_section_end: Optional[SectionCallback] = None, layers: bool = True,
         on_round: Optional[RoundCallback] = None) -> Profile:
     """Profile each planned section into ``profile``; never loses measured entries."""
-    profiler = Profiler(timer, on_entry=on_entry, mode=mode, layers=layers,
-                        backend=(project.run_context.backend, project.run_context.device_id), on_round=on_round)
+    measurer = SectionMeasurer(timer, on_entry=on_entry, mode=mode, layers=layers,
+                               backend=(project.run_context.backend, project.run_context.device_id), on_round=on_round)
     pool = DatasetPool(project.datasets, cache_root)
     try:
         # Open every data source first: a missing dataset stops the run before any timing.
@@ -140,9 +140,9 @@ def run(project: Project, sections: List[Section], timer: Timer, cache_root: str
             if on_section:
                 on_section(section)
             if section.kind == OPTIMIZER:
-                profiler.profile_optimizer(section, project.optimizers[section.name], source)
+                measurer.profile_optimizer(section, project.optimizers[section.name], source)
             else:
-                profiler.profile_executor(section, project.executors[section.name], source)
+                measurer.profile_executor(section, project.executors[section.name], source)
             if on_section_end:
                 on_section_end(section)
         profile.complete = True
@@ -164,7 +164,7 @@ def run(project: Project, sections: List[Section], timer: Timer, cache_root: str
         raise
     finally:
         pool.close()
-        profile.timeline = profiler.timeline.events
+        profile.timeline = measurer.timeline.events
         # Which implementations ran (ConvolutionCudaCudnn under cuDNN): part of what was measured.
         profile.header.implementation_classes = sorted(
             {e.impl_class for s in profile.sections for e in s.entries if e.impl_class})

@@ -273,7 +273,7 @@ def load_project(paths: Sequence[str], backend: Optional[str] = None,
     except ProfileError:
         raise
     except Exception as e:  # NNabla reports graph problems with many exception types
-        raise ProfileError("%s: %s" % (main, building.describe(e)))
+        raise ProfileError("%s: %s" % (main, building.error_text(e)))
 
     folder = os.path.dirname(os.path.abspath(main))
     name = os.path.splitext(os.path.basename(main))[0]
@@ -379,7 +379,7 @@ class _LayerTracker:
         ProtoFunction.graph_call = self._original
         return False
 
-    def describe(self, e: Exception) -> str:
+    def error_text(self, e: Exception) -> str:
         text = " ".join(str(e).split())
         unsupported = re.match(r'Function "([^"]+)" is not supported', text)
         if unsupported:

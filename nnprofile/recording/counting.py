@@ -40,7 +40,7 @@ class Counting:
     def _take(self: Any, frame: Any) -> Any:
         """The program's stack at a call, where the recording keeps it or the loop is still being chosen; between
         windows, once the loop is known, none is taken (``_moved`` reads the loop's frame alone)."""
-        if self.capturing or not self.counter.fixed or not self.fast:
+        if self.capturing or not self.counter.fixed or not self.frame_loop:
             return self.stacks.take(frame)
         return None
 
@@ -55,14 +55,14 @@ class Counting:
             self._note_wait(since if begun is None else begun[0], begun)
         if not self.hooks_on and self.capturing and frame is not None:
             self.past_the_loop(frame)
-        if counter.fixed and self.fast and frame is not None:
-            counter.moved(self.fast.event(frame), key)
+        if counter.fixed and self.frame_loop and frame is not None:
+            counter.moved(self.frame_loop.event(frame), key)
         elif not stack:
             return
         else:
             counter.feed(stack, key)
-            if counter.fixed and self.fast is None:  # the loop was kept as found: counted from its frame now
-                self.fast = FastLoop.of(counter, self.stacks) or False
+            if counter.fixed and self.frame_loop is None:  # the loop was kept as found: counted from its frame now
+                self.frame_loop = FastLoop.of(counter, self.stacks) or False
         if counter.fixed:
             self._follow(stack, frame, key)
         if self._by_iterations():
@@ -79,18 +79,18 @@ class Counting:
         without a solver) go on outside it, the program moved on to another loop (a second stage, a fine-tuning):
         the loop is chosen again, from the calls made since it left the old one, the steps counted so far kept."""
         if self.counter.inside:
-            if self._left or self._outside:
-                self._left, self._outside = 0, []
+            if self._updates_outside or self._outside:
+                self._updates_outside, self._outside = 0, []
             return
         if len(self._outside) < OUTSIDE_KEPT:
             self._outside.append((stack or self.stacks.take(frame), key))
         if key == "update" or (key == "other" and not self.solvers):
-            self._left += 1
-            if self._left >= LEFT_LOOP:
-                calls, self._outside, self._left = self._outside, [], 0
+            self._updates_outside += 1
+            if self._updates_outside >= LEFT_LOOP:
+                calls, self._outside, self._updates_outside = self._outside, [], 0
                 self._counter_base = self.steps_done
                 self.counter = Counter(self.stacks.codes, expects_updates=bool(self.solvers))
-                self.fast, self.lean = None, False
+                self.frame_loop, self.by_frame_only = None, False
                 for s, k in calls:
                     self.counter.feed(s, k)
 
@@ -121,16 +121,16 @@ class Counting:
             importlock.stacked(self.capturing)
         w = self.windows
         near = self._asked or w.queued or (w.next_start is not None and self.steps_done + 1 >= w.next_start)
-        by_updates = bool(self.fast) and bool(self.solvers) and self._by_iterations() and self.counter.updates_show_it
+        by_updates = bool(self.frame_loop) and bool(self.solvers) and self._by_iterations() and self.counter.updates_show_it
         self._toggle("reads", self.capturing or near or not by_updates)
-        self.lean = bool(self.fast) and self._by_iterations() and not self.capturing and self.recording
+        self.by_frame_only = bool(self.frame_loop) and self._by_iterations() and not self.capturing and self.recording
 
     def lean_update(self: Any, frame: Any) -> None:
         """A solver's update between windows, the loop known (``lean``): its iteration counted from the loop's
         frame, and nothing else (``_moved``'s work for an update, in the fewest steps)."""
         counter = self.counter
-        counter.moved(self.fast.event(frame), "update")
-        if not counter.inside or self._left or self._outside:
+        counter.moved(self.frame_loop.event(frame), "update")
+        if not counter.inside or self._updates_outside or self._outside:
             self._follow(None, frame, "update")
         steps = self._counter_base + self.counter.completed
         if steps > self.steps_done and self._by_iterations():
@@ -155,7 +155,7 @@ class Counting:
         if self._by_iterations():
             return
         before = self.steps_done
-        self.steps_done = max(before, self._base + self.loop.steps())
+        self.steps_done = max(before, self._steps_before + self.loop.steps())
         if self.steps_done != before:
             self._step_ended()
 
@@ -169,7 +169,7 @@ class Counting:
         if self._by_iterations():
             return
         before = self.steps_done
-        self.steps_done = max(before, self._base + self.loop.steps())
+        self.steps_done = max(before, self._steps_before + self.loop.steps())
         if self.steps_done != before:
             self._step_ended()
 
@@ -184,12 +184,12 @@ class Counting:
                 self.loop.update(solver, 0)
             else:
                 self.loop.mark(0)
-            self.steps_done = max(before, self._base + self.loop.steps())
+            self.steps_done = max(before, self._steps_before + self.loop.steps())
             if len(self.loop.segments) + len(self.loop.marks) >= FREEZE_AT:
                 self._freeze()
         elif kind == self._per_step[0]:
-            self._light += 1
-            self.steps_done = self._base + self._light // self._per_step[1]
+            self._counted_since += 1
+            self.steps_done = self._steps_before + self._counted_since // self._per_step[1]
         if self.steps_done != before:
             self._step_ended()
 
@@ -211,14 +211,14 @@ class Counting:
             found = pattern(self._reads) if len(self._reads) >= MIN_READS else None
             if found is not None:
                 offset, period, _ = found
-                self.steps_done = max(self.steps_done, self._base + max(0, len(self._reads) - offset - 1) // period)
+                self.steps_done = max(self.steps_done, self._steps_before + max(0, len(self._reads) - offset - 1) // period)
                 if len(self._reads) >= FREEZE_AT:
-                    counted = self.steps_done - self._base
-                    self._per_step, self._light = ("reads", period), len(self._reads) - offset - counted * period
-                    self._base, self._reads = self.steps_done, []  # type: ignore[var-annotated]
+                    counted = self.steps_done - self._steps_before
+                    self._per_step, self._counted_since = ("reads", period), len(self._reads) - offset - counted * period
+                    self._steps_before, self._reads = self.steps_done, []  # type: ignore[var-annotated]
         else:
-            self._light += 1
-            self.steps_done = self._base + max(0, self._light - 1) // self._per_step[1]
+            self._counted_since += 1
+            self.steps_done = self._steps_before + max(0, self._counted_since - 1) // self._per_step[1]
         if self.steps_done != before:
             self._step_ended()
 
@@ -227,7 +227,7 @@ class Counting:
         by the pattern: updates (or marks) per step, and how many of the step under way are done."""
         if self.counter.loop is not None:
             self.counter.fix()
-            self.fast = FastLoop.of(self.counter, self.stacks) or False
+            self.frame_loop = FastLoop.of(self.counter, self.stacks) or False
         rule = self.loop.rule()
         counted = self.loop.steps()
         if self._by_iterations():
@@ -235,14 +235,14 @@ class Counting:
                 self.countable = False  # its iterations show only in passes, which only the hooks see
         elif rule.kind == "updates":
             done = max(0, len(self.loop.segments) - rule.offset) - counted * rule.period
-            self._per_step, self._light = ("updates", rule.period), max(0, done)
+            self._per_step, self._counted_since = ("updates", rule.period), max(0, done)
         elif rule.kind == "marks":
-            self._per_step, self._light = ("marks", 1), 0
+            self._per_step, self._counted_since = ("marks", 1), 0
         elif rule.kind == "passes" and (reads := self.loop.reads_per_step(rule)):
-            self._per_step, self._light = ("reads", reads), self.loop.reads_after(rule)
+            self._per_step, self._counted_since = ("reads", reads), self.loop.reads_after(rule)
         elif self.counter.loop is None:
             self.countable = False
-        self._base += counted
+        self._steps_before += counted
         self.loop = Loop()
 
 

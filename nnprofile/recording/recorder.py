@@ -140,12 +140,12 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
         self.loop = Loop()
         self.stacks = Stacks()
         self.counter = Counter(self.stacks.codes)
-        self.fast: Any = None        # the loop's iterations counted from its own frame, once the loop is known
+        self.frame_loop: Any = None  # the loop's iterations counted from its own frame, once the loop is known
         self._toggles: Dict[str, List[Tuple[Any, str, Any, Any]]] = {}  # wrappers on in windows (or as needed)
         self._toggled: Dict[str, bool] = {}
-        self.lean = False            # between windows, the loop known: updates counted by its frame alone
+        self.by_frame_only = False   # between windows, the loop known: updates counted by its frame alone
         self._quiet_until = 0        # between windows: the step count before which a step's end needs nothing
-        self._left = 0               # updates in a row outside the loop kept
+        self._updates_outside = 0  # updates in a row outside the loop kept
         self._outside: List[Tuple[Any, Optional[str]]] = []  # the calls since the program left it (stack, key)
         self._counter_base = 0       # steps counted before the count of iterations began
         self._marked = False         # the program marks its steps (nnprofile.step())
@@ -398,12 +398,12 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
                     self._close_window()
         except Exception as e:  # what was recorded stays; everything is put back below, whatever happened
             self.fault("ending the recording", e)
-        self.recording = self.lean = False
+        self.recording = self.by_frame_only = False
         if self.sampler is not None:
             self.sampler.stop()
         self.ended_ns = self.clock()
         if not self.capturing and self._per_step is not None and self._per_step[0] == "reads":
-            self.steps_done = max(self.steps_done, self._base + self._light // self._per_step[1])  # the last step ran
+            self.steps_done = max(self.steps_done, self._steps_before + self._counted_since // self._per_step[1])  # the last step ran
         if self.capturing:
             self.stopped_ns = self.ended_ns
             self._note_wait(self.ended_ns)

@@ -42,9 +42,9 @@ class Windowing:
         self.window = 0              # the window open, or the last closed
         self.window_start = 0        # the steps of the run before the open window began
         self.countable = True        # False: steps show only as passes, which only the hooks see
-        self._base = 0               # steps counted before the loop now followed began
+        self._steps_before = 0     # steps counted before the loop now followed began
         self._per_step: Optional[Tuple[str, int]] = None  # counting without the hooks: (updates|marks|reads, per step)
-        self._light = 0              # updates (or marks, or reads) since then
+        self._counted_since = 0    # updates (or marks, or reads) since then
         self._reads: List[int] = []  # before any window, in a program without a solver: the iterators read
         self._asked = False          # a window on demand was asked for (a signal)
         self.last_step_ns = 0        # when the last step ended
@@ -130,7 +130,7 @@ class Windowing:
         if len(self.created) > MAX_CREATED:  # bounded over any number of windows (sources noted anew)
             self.created = {}
         self.loop = Loop()
-        self._base = self.steps_done
+        self._steps_before = self.steps_done
         self.started_ns = self.clock()
         self._note_wait(self.started_ns)
         self.capturing = True

@@ -217,7 +217,7 @@ class Wrappers(InputWrappers):
         recorder, solver = self, self.solvers[index].solver
         if method == "update":
             def call(*args: Any, **kwargs: Any) -> Any:
-                if recorder.lean and _ident() == recorder._thread:  # between windows, counted by the loop's frame
+                if recorder.by_frame_only and _ident() == recorder._thread:  # between windows, counted by the loop's frame
                     try:
                         recorder.lean_update(_getframe(1))
                     except Exception as e:

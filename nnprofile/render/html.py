@@ -21,7 +21,7 @@ from ..analysis import Analysis, SectionAnalysis, charted_layers
 from ..analysis.breakdown import MIN_SHARE_SAMPLES, named, per_step_ms, purpose
 from ..base.choices import GRAPH
 from . import interference
-from ..analysis.precision import load_line, passes_line, sampling_line
+from ..analysis.sampling import load_line, passes_line, sampling_line
 from ..analysis.ranks import RanksAnalysis, summary_lines as ranks_lines
 from ..analysis.windows import WindowsAnalysis
 from .colours import PART_COLOURS

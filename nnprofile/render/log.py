@@ -6,7 +6,7 @@ from typing import List, Optional
 
 from ..analysis import SPREAD_FLOOR_MS, Analysis, SectionAnalysis, analyze
 from ..analysis.breakdown import purpose, summary_lines
-from ..analysis.precision import passes_line, listed, load_line, sampling_line
+from ..analysis.sampling import passes_line, listed, load_line, sampling_line
 from ..analysis.ranks import summary_lines as ranks_lines
 from ..result import Entry, Profile, Section, format_ms
 from ..base.choices import GRAPH, OUTSIDE

@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..analysis import Analysis, SectionAnalysis, analyze, charted_layers
 from ..analysis.breakdown import summary_rows as advice_rows
-from ..analysis.precision import load_line
+from ..analysis.sampling import load_line
 from ..analysis.ranks import RANK_COLUMNS, STEP_COLUMNS, RanksAnalysis, rank_rows, step_rows
 from ..analysis.windows import WindowsAnalysis, window_columns, window_rows
 from ..analysis.ranks import summary_lines as ranks_lines

@@ -27,7 +27,7 @@ Versions:
      carry ``source``, where the program created the layer ("train.py:42"). Version 3 files of
      programs (one ``script`` section holding every layer) load as they were.
   5. distributed runs: a merged view of several ranks carries ``ranks`` (the world, each rank's
-     step parts per step, how the clocks were aligned; see ``nnprofile.pooling.ranks``), its
+     step parts per step, how the clocks were aligned; see ``nnprofile.merging.ranks``), its
      entries ``rank_means`` (each rank's mean) and its timeline events their ``rank``; a rank's
      own result states ``rank``, ``world_size``, ``launch``, ``host`` and ``clock_origin_ns`` in
      its header. Earlier files are of one process: empty ``ranks``.

@@ -304,7 +304,7 @@ class Profile:
     failure: Optional[str] = None
     # A recorded program's timeline (its kept steps) or graph mode's (its first hooked passes).
     timeline: List[TimelineEvent] = field(default_factory=list)
-    # A merged view of the ranks of a distributed run (see ``nnprofile.pooling.ranks``): the
+    # A merged view of the ranks of a distributed run (see ``nnprofile.merging.ranks``): the
     # world, each rank's step parts per step, how the clocks were aligned; empty otherwise.
     ranks: Dict[str, Any] = field(default_factory=dict)
     # A long training recorded in windows (``nnprofile.result.windows``): each window in a few figures,

@@ -4,7 +4,7 @@
 there yet, and leaves out a result another launch left in the folder.
 ``merge`` makes one ``Profile`` of them:
 
-- every section pooled over the ranks (``nnprofile.pooling.profiles``, the
+- every section pooled over the ranks (``nnprofile.merging.profiles``, the
   rule ``--repeat`` pools by): an entry's samples are every rank's calls, its
   rounds every rank's steps, rank after rank (the figure is the average
   rank's), the steps any rank ran slow in left out, and ``rank_means`` keeps

@@ -5,10 +5,10 @@ source, each sample less its own source's timing overhead; the machine's usual s
 taken over all the pooled rounds and the rounds (of any source) that ran slower than it are left
 out, as within one run (``nnprofile.result.drift``). Each entry keeps every source's own mean:
 ``run_means`` for fresh processes (``--repeat``), ``rank_means`` for the ranks of a distributed run
-(``nnprofile.pooling.ranks``).
+(``nnprofile.merging.ranks``).
 
 ``--repeat N``: a whole run can land on a slow machine, and nothing inside that run can tell;
-across N fresh processes (``nnprofile.pooling.fresh``, as pyperf spawns workers) it shows.
+across N fresh processes (``nnprofile.merging.fresh``, as pyperf spawns workers) it shows.
 """
 from __future__ import annotations
 

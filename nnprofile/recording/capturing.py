@@ -53,7 +53,7 @@ def _clears(code: Any, line: int) -> str:
     return ""
 
 
-def describe(recorder: Any, costs: Optional[HookCosts] = None) -> Capture:
+def capture_of(recorder: Any, costs: Optional[HookCosts] = None) -> Capture:
     """The recorder's events and what they refer to, as data."""
     describer = Describer(parameter_names=recorder.parameter_names, created=recorder.created)
     sites: Dict[Any, SiteInfo] = {}
