@@ -33,7 +33,7 @@ class TimedSolver:
         object.__setattr__(self, "_index", index)
 
     @property  # type: ignore[misc]
-    def __class__(self):  # isinstance(solver, nnabla.solver.Solver) still holds
+    def __class__(self) -> Any:  # isinstance(solver, nnabla.solver.Solver) still holds
         return type(self._solver)
 
     def __getattr__(self, name: str) -> Any:
@@ -82,7 +82,7 @@ class TimedCommunicator:
         object.__setattr__(self, "_parameter_bytes", 0)
 
     @property  # type: ignore[misc]
-    def __class__(self):
+    def __class__(self) -> Any:
         return type(self._comm)
 
     def __getattr__(self, name: str) -> Any:

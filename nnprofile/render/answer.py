@@ -9,7 +9,7 @@ read as the sections below them read.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Sequence, Tuple
+from typing import Callable, Dict, List, Sequence, Tuple
 
 from ..analysis import Analysis, SectionAnalysis
 from ..analysis.breakdown import LayerTime, Summary, named
@@ -28,11 +28,11 @@ class View:
     group_by: str = "layer"
 
 
-def _key(sort: str):
+def _key(sort: str) -> Callable[[Tuple[str, str, float, float, float, int]], Tuple[str, float]]:
     if sort == "name":
         return lambda row: (row[0].lower(), 0.0)
     index = {"time": 2, "forward": 3, "backward": 4}[sort]
-    return lambda row: ("", -row[index])
+    return lambda row: ("", -float(row[index]))
 
 
 def _rows(layers: Sequence[LayerTime], group_by: str) -> List[Tuple[str, str, float, float, float, int]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import sys
 import re
-from typing import List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 from ..compare import Comparison
 from ..compare.metrics import ROW_COLUMNS, Metric, Row
@@ -25,14 +25,14 @@ def _plain(text: str) -> str:
     return text
 
 
-def row_cells(r: Row, text=csv_text) -> List[object]:
+def row_cells(r: Row, text: Callable[[str], str] = csv_text) -> List[object]:
     """The cells of one row; ``text`` neutralises names for a CSV file (the workbook keeps them as text)."""
     d = r.stats
     return [r.metric, r.unit, text(r.config), d.n, _num(d.mean), _num(d.median), _num(d.std), _num(d.p90),
             _num(d.min), _num(d.max), _num(r.ratio, "%.4f"), _num(r.ci_low, "%.4f"), _num(r.ci_high, "%.4f")]
 
 
-def entry_cells(r: EntryRow, text=csv_text) -> List[object]:
+def entry_cells(r: EntryRow, text: Callable[[str], str] = csv_text) -> List[object]:
     return [text(r.section), text(r.label), text(r.config), "" if r.n is None else r.n,
             _num(r.mean_ms), _num(r.median_ms), _num(r.std_ms),
             _num(r.ratio, "%.4f"), _num(r.ci_low, "%.4f"), _num(r.ci_high, "%.4f")]
@@ -105,7 +105,7 @@ def box_plots(metrics: Sequence[Metric], configs: Sequence[str], outdir: str, wh
     return paths
 
 
-def _sheet(wb, title, columns, rows, ratio_col: Optional[int]):
+def _sheet(wb: Any, title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], ratio_col: Optional[int]) -> Any:
     from openpyxl.formatting.rule import ColorScaleRule
     from openpyxl.styles import Font
     from openpyxl.utils import get_column_letter
@@ -131,7 +131,7 @@ def _sheet(wb, title, columns, rows, ratio_col: Optional[int]):
     return ws
 
 
-def _as_number(v):
+def _as_number(v: Any) -> Any:
     if isinstance(v, str):
         try:
             return float(v) if v else v

@@ -5,7 +5,7 @@ formula injection (``nnprofile.render.safe``).
 """
 from __future__ import annotations
 
-from typing import Callable, List, Optional
+from typing import Callable, List, Optional, Sequence
 
 from ..analysis import Analysis, analyze
 from ..analysis.breakdown import summary_rows as advice_rows
@@ -90,7 +90,7 @@ def detail_rows(profile: Profile, analysis: Optional[Analysis] = None) -> List[L
     return rows
 
 
-def _csv(rows) -> str:
+def _csv(rows: Sequence[Sequence[object]]) -> str:
     return csv_document(rows)
 
 

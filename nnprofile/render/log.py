@@ -93,7 +93,7 @@ def method_lines(profile: Profile) -> List[str]:
     return lines
 
 
-def _num(x) -> str:
+def _num(x: Optional[float]) -> str:
     return "%g" % round(float(x or 0), 1)
 
 
