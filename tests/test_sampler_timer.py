@@ -39,15 +39,56 @@ def test_the_timer_runs_only_in_a_window_and_gives_sigprof_back():
     s = Sampler(r)
     s.start()
     try:
-        assert s._timer and s._thread is None
-        assert signal.getsignal(signal.SIGPROF) == s._on_timer and any(signal.getitimer(signal.ITIMER_PROF))
+        assert s._timer and s._thread is None and signal.getsignal(signal.SIGPROF) == s._on_timer
+        # the thread's CPU clock where the kernel gives it, else the profiling timer
+        assert (s.clock[0] == "cpu" and s._cpu is not None) or (s.clock[0] == "timer"
+                                                                and any(signal.getitimer(signal.ITIMER_PROF)))
         total = 0
-        while s.taken < 3:  # the process's CPU time makes the timer fire
+        while s.taken < 3:  # the thread's CPU time makes the clock fire
             total += sum(i * i for i in range(1000))
     finally:
         s.stop()
     assert signal.getsignal(signal.SIGPROF) == signal.SIG_DFL and not any(signal.getitimer(signal.ITIMER_PROF))
-    assert len(r.excluded) == s.taken
+    assert len(r.excluded) == s.taken and s._cpu is None
+
+
+def test_where_the_kernel_refuses_the_cpu_clock_the_profiling_timer_samples(monkeypatch):
+    import nnprofile.recording.sampler as sampler
+    monkeypatch.setattr(sampler, "open_cpu_clock", lambda period, number: None)
+    r = _Recorder()
+    s = Sampler(r)
+    s.start()
+    try:
+        assert s.clock == ("timer", 1.0) and any(signal.getitimer(signal.ITIMER_PROF))
+    finally:
+        s.stop()
+    assert signal.getsignal(signal.SIGPROF) == signal.SIG_DFL and not any(signal.getitimer(signal.ITIMER_PROF))
+
+
+def test_the_cpu_clock_signals_once_a_period_of_the_thread_s_cpu_time():
+    """Counted against the thread's own CPU time (no wall clock): some 40 periods of CPU time spent, the signals
+    come within a factor of two of that (a period's signal waits for its handler before the next is armed)."""
+    import time
+
+    import pytest
+    from nnprofile.recording.cpuclock import open_cpu_clock
+    seen = []
+    previous = signal.signal(signal.SIGPROF, lambda signum, frame: (seen.append(signum), clock.rearm()))
+    clock = open_cpu_clock(1_000_000, signal.SIGPROF)
+    try:
+        if clock is None:
+            pytest.skip("the kernel refuses perf_event_open here (perf_event_paranoid, or a seccomp filter)")
+        clock.rearm()
+        start = time.thread_time()
+        total = 0
+        while time.thread_time() - start < 0.04:
+            total += sum(i * i for i in range(200))
+        spent = time.thread_time() - start
+    finally:
+        if clock is not None:
+            clock.close()
+        signal.signal(signal.SIGPROF, previous)
+    assert spent / 1e-3 / 2 <= len(seen) <= spent / 1e-3 + 2
 
 
 def test_a_program_s_own_sigprof_handler_is_left_alone_and_the_thread_samples_instead():

@@ -18,6 +18,8 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 from ..base.choices import HALF_DTYPES, OPTIMIZER, PART_OF_PHASE, SCRIPT
 from ..result import Entry, Section
 from . import evidence
+from .ownlines import (CLOCK_WORDS, MIN_SHARE_SAMPLES, OwnLine, clock_words, own_clock,  # noqa: F401
+                       own_lines, wilson)
 
 PARTS = ("input", "forward", "backward", "update", "monitor", "other")
 TOP_LAYERS = 5
@@ -123,20 +125,6 @@ class Part(NamedTuple):
     ms: float
 
 
-@dataclass(frozen=True)
-class OwnLine:
-    """One of the program's own lines in the step's ``other``: its share of the samples, and of ``other``'s time."""
-
-    where: str          # train.py:57
-    function: str
-    text: str           # the line, as the program has it
-    samples: int
-    share: float        # of the samples in other
-    ms: float           # per step: other's time times the share
-    share_low: float = 0.0   # the share's 95% interval (Wilson's, over the samples in other)
-    share_high: float = 1.0
-
-
 @dataclass
 class Summary:
     section: str
@@ -157,6 +145,9 @@ class Summary:
     # A recorded program's own lines in ``other`` (sampled between NNabla's calls), the most first.
     own_lines: List["OwnLine"] = field(default_factory=list)
     own_samples: int = 0
+    # What those samples came from ("cpu": the thread's CPU clock; "timer": the profiling timer, at the kernel's tick;
+    # "thread": a thread of nnprofile's, on the wall clock), and how far apart they were asked for (ms).
+    own_clock: Tuple[str, float] = ("", 0.0)
     # Each part's standard error (ms per step) and the step's (``nnprofile.analysis.evidence``): how sure advice is.
     errors: Dict[str, float] = field(default_factory=dict)
     step_error: float = 0.0
@@ -351,37 +342,9 @@ def summarize_program(script: Section, graphs: Sequence[Section], context: str =
                    half_functions=sum(1 for e in forward if (e.dtype or "") in HALF_DTYPES),
                    functions=len(forward), layers=every, coverage=forward_coverage, backend=backend,
                    type_config=type_config or "float", advice=[], graphs=graph_times, notes=notes,
-                   own_lines=own, own_samples=int((script.info or {}).get("own_samples") or 0), errors=errors,
+                   own_lines=own, own_samples=int((script.info or {}).get("own_samples") or 0),
+                   own_clock=own_clock(script.info or {}), errors=errors,
                    step_error=step_error)
-
-
-# The samples of ``other`` below which no line's share is given (one sample is no share of 100%): the lines are
-# listed with their counts, and no advice names one.
-MIN_SHARE_SAMPLES = 5
-
-
-def wilson(k: int, n: int, z: float = 1.959964) -> Tuple[float, float]:
-    """The 95% interval of a share of ``k`` in ``n`` (Wilson's score interval: sound for few samples and for 0 or n)."""
-    if n <= 0:
-        return 0.0, 1.0
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def own_lines(info: Dict[str, object], other_ms: float) -> List[OwnLine]:
-    """The program's own lines, each its share of the samples (with its interval) and so of ``other``'s time per
-    step."""
-    total = int(info.get("own_samples") or 0)  # type: ignore[call-overload]
-    rows = list(info.get("own_lines") or [])  # type: ignore[call-overload]
-    if not total:
-        return []
-    other = round(other_ms, 6)  # as the step's part reads; each line's time rounded down, so that they never
-    # add up to more than it
-    return [OwnLine(str(w), str(fn), str(text), int(n), n / total, math.floor(other * n / total * 1e6) / 1e6,
-                    *wilson(int(n), total))
-            for w, fn, text, n in rows]
 
 
 def program_layers(graph: Section, several: bool) -> List[LayerTime]:
@@ -446,8 +409,9 @@ def summary_lines(s: Summary) -> List[str]:
     if s.own_lines:
         other = dict(s.parts).get("other", 0.0)
         few = s.own_samples < MIN_SHARE_SAMPLES
-        lines.append("Other: %.3f ms a step is the program's own Python between NNabla's calls (%d samples%s): %s" % (
-            other, s.own_samples, ", too few for a share" if few else "", "; ".join(
+        how = clock_words(s.own_clock)
+        lines.append("Other: %.3f ms a step is the program's own Python between NNabla's calls (%d samples%s%s): %s" % (
+            other, s.own_samples, ", %s" % how if how else "", ", too few for a share" if few else "", "; ".join(
                 "%s in %s %s (%s)" % (l.where, l.function, "`%s`" % l.text if l.text else "",
                                       "%d of %d samples" % (l.samples, s.own_samples) if few else
                                       "%d samples, %s [%s, %s]" % (l.samples, pct(l.share), pct(l.share_low),

@@ -356,9 +356,10 @@ def fit_costs(capture: Capture, costs: HookCosts, per_step: List[List[Any]], bou
            for ps in phases.values() for p in ps for c in p.calls}
     ratios = {}
     for phase in ("forward", "backward"):
-        # over the passes other work did not touch (a pass it held up has gaps no hook made)
-        ratios[phase] = hookfit.gap_ratio([p for i in kept for p in phases[i] if p.phase == phase
-                                           and not interference.pass_disturbed(p, capture.marks)],
+        # over the passes other work did not touch (a pass it held up has gaps no hook made), nor the sampler
+        ours = [p for i in kept for p in phases[i] if p.phase == phase and not interference.pass_disturbed(p, capture.marks)]
+        ratios[phase] = hookfit.gap_ratio([p for p in ours if not interference.pass_disturbed(p, "", capture.handled)]
+                                          or ours,
                                           lambda c, p: costs.total(c.kind, key[id(c)]) - costs.inside(c.kind, key[id(c)]),
                                           excluded)
     costs = scaled(costs, ratios["forward"], ratios["backward"])
@@ -458,7 +459,9 @@ def own_graph_section(builder: Builder, g: Graph, indexes: List[int], where: str
         key = builder.signature(c, p.phase)
         return builder.costs.total(c.kind, key) - builder.costs.inside(c.kind, key)
     marks = builder.capture.marks
-    passes = {phase: [p for i in indexes for p in g.passes[i] if p.phase == phase and not interference.pass_disturbed(p, marks)]
+    handled = builder.capture.handled
+    passes = {phase: [p for i in indexes for p in g.passes[i]
+                      if p.phase == phase and not interference.pass_disturbed(p, marks, handled)]
               for phase in ("forward", "backward")}
     own = hookfit.own_scale(builder.costs, passes, outside_of, builder.excluded)
     saved = builder.costs

@@ -219,6 +219,12 @@ class Capture:
     samples: List[Tuple[int, int]] = field(default_factory=list)
     sample_sites: List[Tuple[str, int, str, str]] = field(default_factory=list)
     sampled: int = 0                    # samples tried (the sampler's cost's count)
+    # What the samples came from, and how far apart (ms): "cpu" (the thread's CPU clock), "timer" (the profiling timer,
+    # at the kernel's tick), "thread" (a thread of nnprofile's, on the wall clock); "" in a file that does not say.
+    sample_clock: Tuple[str, float] = ("", 0.0)
+    # When the sampler's handler ran in the program's thread (ns): a pass it ran in fits no costs (its leavings in the
+    # caches slow the hooks' code after it), though its time is left out of every figure as the rest of nnprofile's.
+    handled: List[Tuple[int, int]] = field(default_factory=list)
     faults: List[str] = field(default_factory=list)      # what could not be recorded, and why
     # Other work on the machine (``nnprofile.base.interference``): what each call's marks are ("" none read, CPU:
     # the thread's CPU time, SWITCHES: its involuntary context switches), and as steps ended, the thread's time
@@ -301,7 +307,9 @@ def to_dict(c: Capture) -> Dict[str, Any]:
             "iterators": [[i.name, i.threaded] for i in c.iterators],
             "codes": [x.to_list() for x in c.codes], "faults": list(c.faults),
             "samples": [list(x) for x in c.samples], "sample_sites": [list(x) for x in c.sample_sites],
-            "sampled": c.sampled, "marks": c.marks, "waits": [list(x) for x in c.waits],
+            "sampled": c.sampled, "sample_clock": list(c.sample_clock), "handled": [list(x) for x in c.handled],
+            "marks": c.marks,
+            "waits": [list(x) for x in c.waits],
             "events": [_event_list(e) for e in c.events]}
 
 
@@ -333,6 +341,7 @@ def from_dict(d: Dict[str, Any]) -> Capture:
         samples=[(int(a), int(b)) for a, b in d.get("samples", [])],
         sample_sites=[(str(a), int(b), str(c), str(t)) for a, b, c, t in d.get("sample_sites", [])],
         sampled=int(d.get("sampled", 0)), marks=str(d.get("marks", "")),
+        sample_clock=_clock(d.get("sample_clock")), handled=[(int(a), int(b)) for a, b in d.get("handled", [])],
         waits=[(int(a), int(b), int(c)) for a, b, c in d.get("waits", [])])
 
 
@@ -345,6 +354,13 @@ def save(c: Capture, path: str) -> str:
         f.write(gzip.compress(raw, mtime=0))
     os.replace(tmp, path)
     return path
+
+
+def _clock(value: Any) -> Tuple[str, float]:
+    """A capture's sample clock as stored: [kind, ms apart]; ("", 0.0) where it was not stored."""
+    if isinstance(value, (list, tuple)) and len(value) == 2:
+        return str(value[0]), float(value[1])
+    return "", 0.0
 
 
 def load(path: str) -> Capture:

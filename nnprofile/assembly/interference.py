@@ -9,6 +9,7 @@ samples have the time waited in them taken off already (``nnprofile.assembly.sec
 """
 from __future__ import annotations
 
+import bisect
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from ..base.interference import rate
@@ -29,9 +30,14 @@ def disturbance_rate(per_step: Sequence[Sequence[Any]], kept: Sequence[int], mar
     return rate(hits, timed)
 
 
-def pass_disturbed(p: Any, marks: str) -> bool:
-    """Whether other work kept the program from running anywhere in a pass (in a function or between two)."""
+def pass_disturbed(p: Any, marks: str, handled: Sequence[Tuple[int, int]] = ()) -> bool:
+    """Whether other work kept the program from running anywhere in a pass (in a function or between two), or the
+    sampler's handler ran in it (``handled``, in order)."""
     first, last = p.calls[0], p.calls[-1]
+    if handled:
+        k = bisect.bisect_left(handled, (first.start_ns, 0))
+        if (k < len(handled) and handled[k][0] < last.end_ns) or (k > 0 and handled[k - 1][1] > first.start_ns):
+            return True
     return shortfall(first.start_ns, last.end_ns, first.m0, last.m1, marks)
 
 

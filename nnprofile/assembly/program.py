@@ -152,8 +152,11 @@ class ProgramPart:
             return {}
         sites = self.capture.sample_sites
         top = sorted(counts.items(), key=lambda kv: -kv[1])[:OWN_LINES]
-        return {"own_samples": total, "own_lines": [
+        out: Dict[str, Any] = {"own_samples": total, "own_lines": [
             [short(place(sites[w][0], sites[w][1])), sites[w][2], sites[w][3], n] for w, n in top]}
+        if self.capture.sample_clock[0]:
+            out["own_clock"] = list(self.capture.sample_clock)
+        return out
 
     def _step_events(self: Any, i: int, events: Sequence[Any]) -> None:
         o = self.origin

@@ -99,7 +99,8 @@ def sampled(recorder: Any) -> Dict[str, Any]:
     if s is None:
         return {}
     sites = [(f, int(n or 0), fn, linecache.getline(f, n).strip()[:160] if n else "") for f, n, fn in s.wheres]
-    return {"samples": list(s.samples), "sample_sites": sites, "sampled": s.taken}
+    return {"samples": list(s.samples), "sample_sites": sites, "sampled": s.taken,
+            "sample_clock": (str(s.clock[0]), float(s.clock[1])), "handled": list(s.handled)}
 
 
 def _eager_info(describer: Describer, raw: Any) -> FunctionInfo:

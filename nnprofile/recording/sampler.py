@@ -3,11 +3,15 @@
 A step's ``other`` part is the program's own Python between NNabla's calls: converting data, reading ``.d``,
 building graphs inside the loop, logging. It is often the first thing to fix, and the recording knows only
 its total. Where the program runs in the main thread (scripts, notebooks, mpirun's ranks), the sampler is a
-profiling timer (``SIGPROF`` every millisecond of the process's CPU time, as yappi's and gperftools'
-samplers are; the kernel counts that time at its tick, so that it fires every 4 ms on a kernel of 250 Hz; a
-wall-clock timer would fire while the process is switched out: see TIMERS): its handler runs in the
+signal every quarter millisecond of the thread's CPU time, from its CPU clock (``nnprofile.recording.cpuclock``:
+the kernel's task clock, on a high-resolution timer); where the kernel refuses that, the profiling timer
+(``SIGPROF`` every millisecond of the process's CPU time, as yappi's and gperftools' samplers are, which the
+kernel counts at its tick, so that it fires every 4 ms on a kernel of 250 Hz). Either counts CPU time only; a
+wall-clock timer would fire while the process is switched out (see TIMERS). The signal's handler runs in the
 program's own thread between bytecodes, is handed the frame the thread is on, and times itself, so that what
-it costs is known to the nanosecond. A program that has a SIGPROF handler or timer of its own keeps it, and is
+it costs is known to the nanosecond; a pass it ran in fits no hook costs (``Capture.handled``). A sample inside a
+pass disarms the CPU clock until the program's next pass or wrapped call (``resume``), so that a pass draws one
+handler at most. A program that has a SIGPROF handler or timer of its own keeps it, and is
 sampled as a program in another thread is: a thread of nnprofile's wakes every
 millisecond and, holding the interpreter's lock (the program's thread waits
 meanwhile), reads the program's thread's stack, as pyinstrument and py-spy do.
@@ -37,8 +41,23 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .stack import SKIP, HOSTS, _STDLIB
 from .callsite import line_of
+from .cpuclock import CpuClock, open_cpu_clock
+from .inputs import OPENED
 
 INTERVAL_S = 0.001
+# The CPU clock's period (``nnprofile.recording.cpuclock``): a quarter of a millisecond of the thread's CPU time, so
+# that a window of 20 steps whose own Python takes 0.3 ms a step holds some 24 samples of it (the profiling timer,
+# at the kernel's 4 ms tick, held one or two); a sample costs some 5 us, left out of every figure as the rest of
+# nnprofile's own work is.
+CPU_PERIOD_NS = 250_000
+# A sample that lands inside a call of the program's that nnprofile wraps (a solver's update, a collective, a batch
+# read: C++ that runs on without a hook) is dropped, and its handler runs as the call returns, between the
+# program's own clock and the wrapper's: each such sample doubles the clock's period, up to the kernel's tick
+# (4 ms here), and a sample of the program's own Python brings it back, so that a long call draws one handler
+# every 4 ms of its CPU time, as the profiling timer's did; each sample of the program's own Python halves it again.
+# Inside a pass, the hooks' own Python takes the signal at once (its time left out of the function's): the period
+# stays.
+MAX_CPU_PERIOD_NS = 4_000_000
 SWITCH_S = 0.0001
 # The timers a sample may come from, the first free one taken: CPU time (SIGPROF) only. The wall-clock timer
 # (SIGALRM) would keep its millisecond where SIGPROF waits for the kernel's tick, but it fires while the process
@@ -66,8 +85,13 @@ class Sampler:
         self._thread: Optional[threading.Thread] = None
         self._switch: Optional[float] = None
         self.taken = 0                               # samples tried (the cost's count)
+        self.handled: List[Tuple[int, int]] = []     # when the timer's handler ran (ns): no pass it held up fits costs
         self._timer = False                          # sampling by a timer's signal now
         self._which: Tuple[Any, Any] = TIMERS[-1]    # (its signal, its timer)
+        self._cpu: Optional[CpuClock] = None         # the CPU clock the timer's signal comes from, where it opened
+        self._period = CPU_PERIOD_NS                 # its period now (ns of the thread's CPU time)
+        self._waiting = False                        # disarmed by a sample inside a pass, until ``resume``
+        self.clock: Tuple[str, float] = ("", 0.0)    # what the samples came from ("cpu", "timer", "thread"), ms apart
 
     def start(self) -> None:
         if self._thread is not None or self._timer:
@@ -80,6 +104,7 @@ class Sampler:
             sys.setswitchinterval(min(self._switch, SWITCH_S))
         except Exception:
             self._switch = None
+        self.clock = ("thread", self.interval_s * 1e3)
         self._thread = threading.Thread(target=self._run, name="nnprofile-sampler", daemon=True)
         self._thread.start()
 
@@ -98,7 +123,14 @@ class Sampler:
             signal.signal(number, self._on_timer)
             signal.siginterrupt(number, False)  # a system call the signal lands in is restarted, not failed
             self._timer, self._which = True, (number, which)
-            signal.setitimer(which, self.interval_s, self.interval_s)
+            self._period = CPU_PERIOD_NS
+            self._cpu = open_cpu_clock(CPU_PERIOD_NS, number) if self.interval_s == INTERVAL_S else None
+            if self._cpu is not None:
+                self._cpu.rearm()
+                self.clock = ("cpu", CPU_PERIOD_NS / 1e6)
+            else:
+                signal.setitimer(which, self.interval_s, self.interval_s)
+                self.clock = ("timer", self.interval_s * 1e3)
             return True
         except Exception:
             self._stop_timer()
@@ -111,6 +143,12 @@ class Sampler:
             return
         self._timer = False
         number, which = self._which
+        cpu, self._cpu = self._cpu, None
+        if cpu is not None:
+            try:
+                cpu.close()  # no signal comes after this
+            except Exception:
+                pass
         try:
             if signal.getsignal(number) == self._on_timer:
                 signal.setitimer(which, 0, 0)
@@ -129,21 +167,58 @@ class Sampler:
         clock = time.perf_counter_ns
         t0 = clock()
         self.taken += 1
+        kept: Optional[bool] = None  # None: dropped inside a pass; False: inside a wrapped call of the program's
         try:
-            if not r._open and r.capturing and frame is not None:
-                self._keep(t0, self._where(frame, r))
+            if r._open:
+                kept = None if r._open[-1] is not OPENED else False
+            elif r.capturing and frame is not None:
+                kept = self._keep(t0, self._where(frame, r)) or None
         except Exception:  # never a failure of the sampler's into the program
             pass
         finally:
-            r.excluded.append((t0, clock()))
+            if self._cpu is not None:
+                self._next(kept)
+            t1 = clock()
+            r.excluded.append((t0, t1))
+            self.handled.append((t0, t1))
 
-    def _keep(self, t0: int, where: Optional[Where]) -> None:
-        if where is not None:
-            index = self._index.get(where)
-            if index is None:
-                index = self._index[where] = len(self.wheres)
-                self.wheres.append(where)
-            self.samples.append((t0, index))
+    def _next(self, kept: Optional[bool]) -> None:
+        """The CPU clock armed for the next sample: at half the period after a sample of the program's own Python
+        (down to CPU_PERIOD_NS), at twice the period after one dropped inside a wrapped call (up to
+        MAX_CPU_PERIOD_NS), as it was after one dropped inside a pass."""
+        if kept is None:  # inside a pass: disarmed until the program's next pass or wrapped call (``resume``)
+            self._waiting = True
+            return
+        period = max(CPU_PERIOD_NS, self._period // 2) if kept else min(MAX_CPU_PERIOD_NS, 2 * self._period)
+        try:
+            if period != self._period and self._cpu is not None:
+                self._cpu.set_period(period)
+                self._period = period
+            if self._cpu is not None:
+                self._cpu.rearm()
+        except Exception:
+            pass
+
+    def resume(self) -> None:
+        """The CPU clock armed again where a sample inside a pass disarmed it: as a pass starts, and as a call of the
+        program's that nnprofile wraps ends, so that a pass draws one handler at most and the program's own Python
+        after it is sampled at the period."""
+        if self._waiting and self._cpu is not None:
+            self._waiting = False
+            try:
+                self._cpu.rearm()
+            except Exception:
+                pass
+
+    def _keep(self, t0: int, where: Optional[Where]) -> bool:
+        if where is None:
+            return False
+        index = self._index.get(where)
+        if index is None:
+            index = self._index[where] = len(self.wheres)
+            self.wheres.append(where)
+        self.samples.append((t0, index))
+        return True
 
     def stop(self) -> None:
         self._stop_timer()
@@ -160,7 +235,7 @@ class Sampler:
             self._switch = None
 
     def clear(self) -> None:
-        self.samples, self.taken = [], 0
+        self.samples, self.taken, self.handled = [], 0, []
 
     def _run(self) -> None:
         wait, sample = self._stop.wait, self._sample

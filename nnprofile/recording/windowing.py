@@ -186,6 +186,8 @@ class Windowing:
     def _aside(self: Any, t0: int) -> None:
         """nnprofile's own work since ``t0`` set aside (no part of any call, pass or step), the wait for a CPU read as
         it ends: what held that work up is no part of any step either (``assembly.intervals.waited_aside``)."""
+        if self.sampler is not None:
+            self.sampler.resume()  # (its own cost is nnprofile's too)
         if self.capturing:
             t1 = self._note_wait(None)  # (read before the clock: the reading's own cost is nnprofile's too)
         else:

@@ -18,7 +18,7 @@ import os
 from typing import Any, Dict, List, Optional
 
 from ..analysis import Analysis, SectionAnalysis, charted_layers
-from ..analysis.breakdown import MIN_SHARE_SAMPLES, named, per_step_ms, purpose
+from ..analysis.breakdown import MIN_SHARE_SAMPLES, clock_words, named, per_step_ms, purpose
 from ..base.choices import GRAPH
 from . import interference
 from ..analysis.sampling import load_line, passes_line, sampling_line
@@ -123,6 +123,7 @@ def _lead(index: int, a: SectionAnalysis, purposes: Dict[str, str]) -> Dict[str,
                  "samples": x.samples, "interval": "%.0f%% to %.0f%%" % (100 * x.share_low, 100 * x.share_high)}
                 for x in s.own_lines],
         "own_samples": s.own_samples,
+        "own_clock": clock_words(s.own_clock),
     }
 
 

@@ -1,0 +1,68 @@
+"""The program's own lines in a step's ``other``: each its share of the samples taken between NNabla's calls, with
+its interval (Wilson's: sound for few samples), and so its share of ``other``'s time; and how the samples were taken."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Dict, List, Tuple
+
+
+@dataclass(frozen=True)
+class OwnLine:
+    """One of the program's own lines in the step's ``other``: its share of the samples, and of ``other``'s time."""
+
+    where: str          # train.py:57
+    function: str
+    text: str           # the line, as the program has it
+    samples: int
+    share: float        # of the samples in other
+    ms: float           # per step: other's time times the share
+    share_low: float = 0.0   # the share's 95% interval (Wilson's, over the samples in other)
+    share_high: float = 1.0
+
+
+# The samples of ``other`` below which no line's share is given (one sample is no share of 100%): the lines are
+# listed with their counts, and no advice names one.
+MIN_SHARE_SAMPLES = 5
+
+
+def wilson(k: int, n: int, z: float = 1.959964) -> Tuple[float, float]:
+    """The 95% interval of a share of ``k`` in ``n`` (Wilson's score interval: sound for few samples and for 0 or n)."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def own_clock(info: Dict[str, object]) -> Tuple[str, float]:
+    """What a program's own lines were sampled by, as its section's info says (("", 0.0) where it does not)."""
+    value = info.get("own_clock")
+    if isinstance(value, (list, tuple)) and len(value) == 2:
+        return str(value[0]), float(value[1])
+    return "", 0.0
+
+
+CLOCK_WORDS = {"cpu": "one every %g ms of the thread's CPU time", "timer": "the profiling timer, at the kernel's tick",
+               "thread": "one every %g ms of the wall clock, from a thread of nnprofile's"}
+
+
+def clock_words(clock: Tuple[str, float]) -> str:
+    """How the samples were taken, in words ("" where that is not known)."""
+    words = CLOCK_WORDS.get(clock[0], "")
+    return words % clock[1] if "%g" in words else words
+
+
+def own_lines(info: Dict[str, object], other_ms: float) -> List[OwnLine]:
+    """The program's own lines, each its share of the samples (with its interval) and so of ``other``'s time per
+    step."""
+    total = int(info.get("own_samples") or 0)  # type: ignore[call-overload]
+    rows = list(info.get("own_lines") or [])  # type: ignore[call-overload]
+    if not total:
+        return []
+    other = round(other_ms, 6)  # as the step's part reads; each line's time rounded down, so that they never
+    # add up to more than it
+    return [OwnLine(str(w), str(fn), str(text), int(n), n / total, math.floor(other * n / total * 1e6) / 1e6,
+                    *wilson(int(n), total))
+            for w, fn, text, n in rows]
