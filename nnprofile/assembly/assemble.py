@@ -356,10 +356,12 @@ def fit_costs(capture: Capture, costs: HookCosts, per_step: List[List[Any]], bou
            for ps in phases.values() for p in ps for c in p.calls}
     ratios = {}
     for phase in ("forward", "backward"):
-        # over the passes other work did not touch (a pass it held up has gaps no hook made), nor the sampler
-        ours = [p for i in kept for p in phases[i] if p.phase == phase and not interference.pass_disturbed(p, capture.marks)]
-        ratios[phase] = hookfit.gap_ratio([p for p in ours if not interference.pass_disturbed(p, "", capture.handled)]
-                                          or ours,
+        # over the passes other work did not touch (a pass it held up has gaps no hook made), and where some are
+        # left, those the sampler's handler did not run in (what it leaves in the caches slows the hooks after it)
+        calm = [p for i in kept for p in phases[i]
+                if p.phase == phase and not interference.pass_disturbed(p, capture.marks)]
+        ratios[phase] = hookfit.gap_ratio([p for p in calm if not interference.sampled_in(p, capture.handled)]
+                                          or calm,
                                           lambda c, p: costs.total(c.kind, key[id(c)]) - costs.inside(c.kind, key[id(c)]),
                                           excluded)
     costs = scaled(costs, ratios["forward"], ratios["backward"])
@@ -461,7 +463,8 @@ def own_graph_section(builder: Builder, g: Graph, indexes: List[int], where: str
     marks = builder.capture.marks
     handled = builder.capture.handled
     passes = {phase: [p for i in indexes for p in g.passes[i]
-                      if p.phase == phase and not interference.pass_disturbed(p, marks, handled)]
+                      if p.phase == phase and not interference.pass_disturbed(p, marks)
+                      and not interference.sampled_in(p, handled)]
               for phase in ("forward", "backward")}
     own = hookfit.own_scale(builder.costs, passes, outside_of, builder.excluded)
     saved = builder.costs

@@ -30,15 +30,17 @@ def disturbance_rate(per_step: Sequence[Sequence[Any]], kept: Sequence[int], mar
     return rate(hits, timed)
 
 
-def pass_disturbed(p: Any, marks: str, handled: Sequence[Tuple[int, int]] = ()) -> bool:
-    """Whether other work kept the program from running anywhere in a pass (in a function or between two), or the
-    sampler's handler ran in it (``handled``, in order)."""
+def pass_disturbed(p: Any, marks: str) -> bool:
+    """Whether other work kept the program from running anywhere in a pass (in a function or between two)."""
     first, last = p.calls[0], p.calls[-1]
-    if handled:
-        k = bisect.bisect_left(handled, (first.start_ns, 0))
-        if (k < len(handled) and handled[k][0] < last.end_ns) or (k > 0 and handled[k - 1][1] > first.start_ns):
-            return True
     return shortfall(first.start_ns, last.end_ns, first.m0, last.m1, marks)
+
+
+def sampled_in(p: Any, handled: Sequence[Tuple[int, int]]) -> bool:
+    """Whether the sampler's handler ran anywhere in a pass (``handled``: its intervals, in order)."""
+    start, end = p.calls[0].start_ns, p.calls[-1].end_ns
+    k = bisect.bisect_left(handled, (start, 0))
+    return (k < len(handled) and handled[k][0] < end) or (k > 0 and handled[k - 1][1] > start)
 
 
 def apply(sections: Sequence[Section], capture: Any, per_step: Sequence[Sequence[Any]], kept: Sequence[int],

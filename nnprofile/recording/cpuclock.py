@@ -47,9 +47,8 @@ class _Attr(ctypes.Structure):
 class CpuClock:
     """An open ``task-clock`` event of one thread that signals it every ``period_ns`` of its CPU time."""
 
-    def __init__(self, fd: int, kernel: bool):
+    def __init__(self, fd: int):
         self.fd = fd
-        self.kernel = kernel  # whether the kernel's time on the thread's behalf counts too
 
     def rearm(self) -> None:
         """One more overflow: the signal's handler calls this once it has taken its sample."""
@@ -84,7 +83,7 @@ def open_cpu_clock(period_ns: int, signal_number: int, tid: Optional[int] = None
     time, counting the kernel's time on its behalf where allowed, else its user time; None where the kernel
     refuses. The caller sets the signal's handler first and calls ``rearm`` once to start."""
     tid = tid if tid is not None else _native_id()
-    for kernel, flags in ((True, _DISABLED), (False, _DISABLED | _EXCLUDE_KERNEL | _EXCLUDE_HV)):
+    for flags in (_DISABLED, _DISABLED | _EXCLUDE_KERNEL | _EXCLUDE_HV):  # the kernel's time too, where allowed
         try:
             fd = _open(period_ns, tid, flags)
         except Exception:
@@ -98,7 +97,7 @@ def open_cpu_clock(period_ns: int, signal_number: int, tid: Optional[int] = None
         except Exception:
             os.close(fd)
             return None
-        return CpuClock(fd, kernel)
+        return CpuClock(fd)
     return None
 
 

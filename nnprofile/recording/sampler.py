@@ -46,17 +46,17 @@ from .inputs import OPENED
 
 INTERVAL_S = 0.001
 # The CPU clock's period (``nnprofile.recording.cpuclock``): a quarter of a millisecond of the thread's CPU time, so
-# that a window of 20 steps whose own Python takes 0.3 ms a step holds some 24 samples of it (the profiling timer,
-# at the kernel's 4 ms tick, held one or two); a sample costs some 5 us, left out of every figure as the rest of
-# nnprofile's own work is.
+# that a window of 20 steps whose own Python takes 0.2 ms a step holds some 16 samples of it (the profiling timer,
+# at the kernel's 4 ms tick, held one to four). A sample costs some 10 us, left out of every figure as the rest of
+# nnprofile's own work is; what it leaves in the caches is not (docs/reading-programs.md says how much).
 CPU_PERIOD_NS = 250_000
 # A sample that lands inside a call of the program's that nnprofile wraps (a solver's update, a collective, a batch
 # read: C++ that runs on without a hook) is dropped, and its handler runs as the call returns, between the
 # program's own clock and the wrapper's: each such sample doubles the clock's period, up to the kernel's tick
-# (4 ms here), and a sample of the program's own Python brings it back, so that a long call draws one handler
-# every 4 ms of its CPU time, as the profiling timer's did; each sample of the program's own Python halves it again.
-# Inside a pass, the hooks' own Python takes the signal at once (its time left out of the function's): the period
-# stays.
+# (4 ms here), so that long calls draw handlers about as rarely as the profiling timer's did, and each sample of
+# the program's own Python halves it again. A sample inside a pass (the hooks' own Python takes the signal at once,
+# its time left out of the function's) leaves the period, and the clock waits for the program's next pass or
+# wrapped call (``resume``).
 MAX_CPU_PERIOD_NS = 4_000_000
 SWITCH_S = 0.0001
 # The timers a sample may come from, the first free one taken: CPU time (SIGPROF) only. The wall-clock timer
