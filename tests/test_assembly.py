@@ -210,6 +210,29 @@ def test_the_hooks_cost_is_fitted_to_the_gaps_of_the_passes_together():
     assert gap_ratio([NS(dynamic=False, calls=passes[0].calls[:1], start_ns=0, end_ns=10e3)], cost) is None
 
 
+def test_the_hooks_cost_between_functions_is_never_more_than_the_time_there():
+    """Three 10 us functions with 3 us between them, the hooks' cost outside a function estimated at 5 us: the
+    estimate is 2 us a gap above the time there, 4 us in all; where the gaps hold 5 us, none. A stretch of an
+    auto_forward pass counts its own gaps only, nnprofile's own work in a gap is no time of the hooks', and a
+    pass of one function has no gap to bound."""
+    from types import SimpleNamespace as NS
+    from nnprofile.assembly.hookfit import overshoot
+
+    def a_pass(gaps_us, stretches=()):
+        calls, t = [], 0.0
+        for gap in list(gaps_us) + [0]:
+            calls.append(NS(start_ns=t, end_ns=t + 10e3))
+            t += 10e3 + gap * 1e3
+        return NS(calls=calls, stretches=list(stretches))
+    cost = lambda call, p: 5e3
+    assert overshoot(a_pass([3, 3]), cost) == pytest.approx(2e3 * 2)
+    assert overshoot(a_pass([5, 5]), cost) == 0.0
+    assert overshoot(a_pass([3, 3]), cost, excluded=[(10e3, 12e3)]) == pytest.approx(4e3 + 2e3)
+    # two stretches (another graph's calls came in the 50 us gap): one gap of 3 us is bounded, none between them
+    assert overshoot(a_pass([3, 50, 3], stretches=[(0, 1), (2, 3)]), cost) == pytest.approx(2e3 * 2)
+    assert overshoot(a_pass([]), cost) == 0.0
+
+
 def test_a_graph_run_only_outside_the_steps_scales_the_hooks_cost_to_its_own_passes():
     """The steps' passes set a scale of 2 (their gaps hold twice the measured cost); a test after the training runs
     passes whose gaps hold 1.5 times the cost at that scale: its own scale is 3, per phase, within the bounds, and

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..base.hookcost import BACKWARD, HookCosts, measured_in_program, scaled
+from ..base.hookcost import BACKWARD, HookCosts
 from ..base.stats import Drift
 from ..result import Section
 from ..result.drift import drift_over, emptied
@@ -226,7 +226,7 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
     kept, plain_kept, hooked = kept_steps(hook_states(per_step), skip, capture.active)
 
     excluded = merged(capture.excluded)  # nnprofile's own work between the program's calls
-    costs, hooks = fit_costs(capture, costs, per_step, bounds, kept, hooked, plain_kept, excluded)
+    costs, hooks = hookfit.fit(capture, costs, per_step, bounds, kept, hooked, plain_kept, excluded)
     graphs = graphs_of(capture, before, per_step, after, kept, skip)
     labels = solver_labels(capture)
     graph_roles = roles(graphs, kept, capture)
@@ -341,44 +341,6 @@ def evaluation_inputs(graphs: Sequence[Graph], graph_roles: Dict[Any, Tuple[str,
         if len(keys) == 1 and graph_roles.get(next(iter(keys)), ("",))[0] == EVALUATION and it < len(capture.iterators):
             out[capture.iterators[it].name] = names[next(iter(keys))]
     return out
-
-
-def fit_costs(capture: Capture, costs: HookCosts, per_step: List[List[Any]], bounds: List[Tuple[int, int]],
-              kept: List[int], hooked: List[int], plain: List[int],
-              excluded: List[Tuple[int, int]]) -> Tuple[HookCosts, Dict[str, float]]:
-    """The hooks' costs as measured (on a chain, on replicas of the program's functions), fitted to the program:
-    scaled per phase to the gaps between the functions of its passes (``hookfit.gap_ratio``), and what
-    else a step takes longer with the hooks, from its steps without them (``hookfit.pairs``). Returns the
-    costs and what the header says of them."""
-    graph = capture.graph
-    phases = {i: group_passes(per_step[i], capture.sites) for i in set(kept) | set(hooked)}
-    key = {id(c): costs.key(graph.signature(graph.functions[c.function]), p.phase)
-           for ps in phases.values() for p in ps for c in p.calls}
-    ratios = {}
-    for phase in ("forward", "backward"):
-        # over the passes other work did not touch (a pass it held up has gaps no hook made), and where some are
-        # left, those the sampler's handler did not run in (what it leaves in the caches slows the hooks after it)
-        calm = [p for i in kept for p in phases[i]
-                if p.phase == phase and not interference.pass_disturbed(p, capture.marks)]
-        ratios[phase] = hookfit.gap_ratio([p for p in calm if not interference.sampled_in(p, capture.handled)]
-                                          or calm,
-                                          lambda c, p: costs.total(c.kind, key[id(c)]) - costs.inside(c.kind, key[id(c)]),
-                                          excluded)
-    costs = scaled(costs, ratios["forward"], ratios["backward"])
-    info: Dict[str, float] = {"signatures": float(len(costs.by_signature)), "forward_scale": round(costs.scale, 4),
-                              "backward_scale": round(costs._scale(BACKWARD), 4)}
-
-    def hooks_of(i: int) -> float:  # what the hooks cost a kept step's calls and passes, as fitted
-        passes = phases[i]
-        phase_of = {id(x): p.phase for p in passes for x in p.calls}
-        return sum(costs.total(e.kind, costs.key(graph.signature(graph.functions[e.function]), phase_of.get(id(e), "forward")))
-                   for e in per_step[i] if isinstance(e, Call)) + sum(1 for p in passes if not p.dynamic) * costs.per_pass()
-    pairs, carried = hookfit.pairs(per_step, bounds, hooked, plain, excluded, hooks_of)
-    in_program = measured_in_program(costs, pairs, carried)
-    if in_program is not None:
-        costs = in_program[0]
-        info.update(in_program[1])
-    return costs, info
 
 
 def hold_parts(sections: Sequence[Section]) -> int:

@@ -10,17 +10,22 @@ stretch that holds passes, by the hooks' cost there (which the program's cold ca
 than where it was measured); in one that holds only the program's own Python, by what the hooks'
 leavings cost that code. Stretch by stretch, the slow spells of the machine cancel, and the noise of
 the program's own Python stays out of the passes' figure.
+
+``fit`` puts it together: the costs as measured, scaled to the program's passes, bounded in each pass by the
+time between its functions, and what else a step takes longer with the hooks.
 """
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..base.hookcost import BACKWARD, MAX_SCALE, MIN_SCALE, HookCosts
+from ..base.hookcost import BACKWARD, MAX_SCALE, MIN_SCALE, HookCosts, measured_in_program, scaled
 from ..base.stats import median
 
-from .events import CommCall, InputCall, MonitorCall, SolverCall, StepMark
+from . import interference
+from .events import Call, Capture, CommCall, InputCall, MonitorCall, SolverCall, StepMark
 from .intervals import overlap
+from .passes import group_passes
 
 Marker = Any  # a timed call of the program's own: solver, input, monitor, communicator, step mark
 MARKERS = (SolverCall, InputCall, MonitorCall, CommCall, StepMark)
@@ -111,6 +116,21 @@ def gap_ratio(passes: Sequence[Any], outside_of: Callable[[Any, Any], float],
     return sum(g for g, _ in kept) / sum(c for _, c in kept)
 
 
+def overshoot(p: Any, outside_of: Callable[[Any, Any], float], excluded: Sequence[Tuple[int, int]] = ()) -> float:
+    """What the hooks' cost between a pass's functions, as estimated (``outside_of(call, pass)`` for each function
+    but the last of a stretch), is above the time there was between them (nnprofile's own work left out): the
+    hooks cannot have taken more than that, so the estimate stands at it there. One scale fits every graph's
+    passes (``gap_ratio``); a graph whose passes leave less between their functions than the others (small, warm
+    functions) would otherwise lose more than its gaps, and read shorter than its own functions."""
+    over = 0.0
+    for first, last in (p.stretches or [(0, len(p.calls) - 1)]):
+        calls = p.calls[first:last + 1]
+        gaps = sum(max(0, b.start_ns - a.end_ns) - overlap(a.end_ns, b.start_ns, excluded)
+                   for a, b in zip(calls, calls[1:]))
+        over += max(0.0, sum(outside_of(c, p) for c in calls[:-1]) - max(0.0, gaps))
+    return over
+
+
 # Passes of a phase a graph that ran only outside the kept steps needs for its own scale (else the steps' stands).
 OWN_PASSES = 5
 
@@ -135,3 +155,43 @@ def own_scale(costs: HookCosts, passes: Mapping[str, Sequence[Any]], outside_of:
     return replace(costs, scale=clamp(costs.scale * forward) if forward is not None else costs.scale,
                    backward_scale=clamp(costs._scale(BACKWARD) * backward) if backward is not None
                    else costs._scale(BACKWARD))
+
+
+def fit(capture: Capture, costs: HookCosts, per_step: List[List[Any]], bounds: List[Tuple[int, int]],
+        kept: List[int], hooked: List[int], plain: List[int],
+        excluded: List[Tuple[int, int]]) -> Tuple[HookCosts, Dict[str, float]]:
+    """The hooks' costs as measured (on a chain, on replicas of the program's functions), fitted to the program:
+    scaled per phase to the gaps between the functions of its passes (``gap_ratio``), and what else a step takes
+    longer with the hooks, from its steps without them (``pairs``), the cost between a pass's functions no more
+    than the time there (``overshoot``). Returns the costs and what the header says of them."""
+    graph = capture.graph
+    phases = {i: group_passes(per_step[i], capture.sites) for i in set(kept) | set(hooked)}
+    key = {id(c): costs.key(graph.signature(graph.functions[c.function]), p.phase)
+           for ps in phases.values() for p in ps for c in p.calls}
+    ratios = {}
+
+    def outside(c: Call, p: Any) -> float:  # a function's cost between it and the next, as ``costs`` stand
+        return costs.total(c.kind, key[id(c)]) - costs.inside(c.kind, key[id(c)])
+    for phase in ("forward", "backward"):
+        # over the passes other work did not touch (a pass it held up has gaps no hook made), and where some are
+        # left, those the sampler's handler did not run in (what it leaves in the caches slows the hooks after it)
+        calm = [p for i in kept for p in phases[i]
+                if p.phase == phase and not interference.pass_disturbed(p, capture.marks)]
+        ratios[phase] = gap_ratio([p for p in calm if not interference.sampled_in(p, capture.handled)] or calm,
+                                  outside, excluded)
+    costs = scaled(costs, ratios["forward"], ratios["backward"])  # ``outside`` reads them from here on
+    info: Dict[str, float] = {"signatures": float(len(costs.by_signature)), "forward_scale": round(costs.scale, 4),
+                              "backward_scale": round(costs._scale(BACKWARD), 4)}
+
+    def hooks_of(i: int) -> float:  # what the hooks cost a kept step's calls and passes, as fitted
+        passes = phases[i]
+        phase_of = {id(x): p.phase for p in passes for x in p.calls}
+        return sum(costs.total(e.kind, costs.key(graph.signature(graph.functions[e.function]), phase_of.get(id(e), "forward")))
+                   for e in per_step[i] if isinstance(e, Call)) + sum(1 for p in passes if not p.dynamic) * costs.per_pass() \
+            - sum(overshoot(p, outside, excluded) for p in passes)
+    found, carried = pairs(per_step, bounds, hooked, plain, excluded, hooks_of)
+    in_program = measured_in_program(costs, found, carried)
+    if in_program is not None:
+        costs = in_program[0]
+        info.update(in_program[1])
+    return costs, info

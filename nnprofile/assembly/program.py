@@ -35,7 +35,7 @@ class ProgramPart:
             events = self.per_step[i]
             start, end = self.bounds[i]
             step_passes = group_passes(events, capture.sites)
-            hooks = self._tally(events, tables, step_passes)
+            hooks = self._tally(events, tables, step_passes) - sum(self.overshoot(p) for p in step_passes)
             passes = sum(1 for p in step_passes if not p.dynamic)
             carried = c.carry if i - 1 not in self.plain else 0.0  # the step before had the hooks
             waited = self.waited(start, end)

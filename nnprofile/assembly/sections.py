@@ -30,6 +30,7 @@ from .events import WAITS, Call, Capture, CommCall, InputCall, MonitorCall, Solv
 from ..base.interference import CPU
 from .interference import disturbance_rate
 from .intervals import merged, overlap, waited_aside, waited_at
+from . import hookfit
 from .tree import descendants
 from .graphs import Graph, Namer, layer_keys
 from .passes import Pass
@@ -162,13 +163,22 @@ class Builder(ProgramPart):
 
     def pass_hooks(self, p: Pass) -> float:
         """What the hooks added inside a pass (from its first function's start to its last one's end): each
-        call's cost, but the part of each stretch's last one's that falls after its end, outside the pass."""
+        call's cost, but the part of each stretch's last one's that falls after its end, outside the pass, and
+        between them no more than there was (``overshoot``)."""
         c = self.costs
         after = 0.0
         for _, _, last in p.spans():
             key = self.signature(last, p.phase)
             after += c.total(last.kind, key) - c.inside(last.kind, key)
-        return self.hook_total(p.calls, p.phase) - after
+        return self.hook_total(p.calls, p.phase) - after - self.overshoot(p)
+
+    def overshoot(self, p: Pass) -> float:
+        """What the hooks' cost between a pass's functions, as estimated, is above the time between them
+        (``hookfit.overshoot``): not taken off the pass, nor off the step that holds it."""
+        def outside_of(call: Call, _: Pass) -> float:
+            key = self.signature(call, p.phase)
+            return self.costs.total(call.kind, key) - self.costs.inside(call.kind, key)
+        return hookfit.overshoot(p, outside_of, self.excluded)
 
     def hit(self, call: Any) -> bool:
         """Whether other work kept the program from running while the call ran (its marks)."""
