@@ -17,52 +17,13 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..base.choices import HALF_DTYPES, OPTIMIZER, PART_OF_PHASE, SCRIPT
 from ..result import Entry, Section
+from ..result.paired import LayerTime, layer_times  # noqa: F401  (the one pairing rule)
 from . import evidence
 from .ownlines import (CLOCK_WORDS, MIN_SHARE_SAMPLES, OwnLine, clock_words, own_clock,  # noqa: F401
                        own_lines, wilson)
 
 PARTS = ("input", "forward", "backward", "update", "monitor", "other")
 TOP_LAYERS = 5
-
-
-@dataclass(frozen=True)
-class LayerTime:
-    """One layer's forward and backward, paired by the layer's identity (not its name)."""
-
-    layer: str
-    layer_type: str
-    forward_ms: float
-    backward_ms: float
-    flops: Optional[int]  # forward + backward, None when unknown
-    bytes_moved: int = 0  # read and written, forward + backward
-    forward: Optional[Entry] = field(default=None, compare=False)   # the entries behind the figures
-    backward: Optional[Entry] = field(default=None, compare=False)
-    copies: int = 1  # a base layer: how many unrolled (or repeated) copies it sums
-    # A recorded program's layer: its time per step (its calls in a step, summed), which differs
-    # from a call's where its graph runs more or less than once a step; None: one call a step.
-    per_step: Optional[float] = None
-
-    @property
-    def total_ms(self) -> float:
-        """Forward and backward, per call."""
-        return self.forward_ms + self.backward_ms
-
-    @property
-    def step_ms(self) -> float:
-        """Its time in a step: what its share of the step is made of."""
-        return self.total_ms if self.per_step is None else self.per_step
-
-    @property
-    def gflops_per_s(self) -> Optional[float]:
-        if self.flops is None or self.total_ms <= 0:
-            return None
-        return self.flops / (self.total_ms * 1e6)
-
-    @property
-    def gbytes_per_s(self) -> Optional[float]:
-        if not self.bytes_moved or self.total_ms <= 0:
-            return None
-        return self.bytes_moved / (self.total_ms * 1e6)
 
 
 @dataclass(frozen=True)
@@ -180,27 +141,6 @@ class Summary:
     @property
     def top_layers(self) -> List[LayerTime]:
         return sorted(self.base_layers, key=lambda l: -l.step_ms)[:TOP_LAYERS]
-
-
-def layer_times(section: Section) -> List[LayerTime]:
-    """Forward and backward of each layer, in forward order, paired by ``layer_id``.
-
-    Results of version 1 carry no ids; there, the layer name (then unique per
-    section) stands for the identity.
-    """
-    def key(e: Entry) -> object:
-        return e.layer_id if e.layer_id is not None else e.layer
-    backward = {key(e): e for e in section.entries_of("backward_function")}
-    out = []
-    for f in section.entries_of("forward_function"):
-        b = backward.get(key(f))
-        flops: Optional[int] = None
-        if f.flops is not None and (b is None or b.flops is not None):
-            flops = f.flops + (b.flops or 0 if b is not None else 0)
-        moved = sum((e.bytes_read or 0) + (e.bytes_written or 0) for e in (f, b) if e is not None)
-        out.append(LayerTime(f.layer or "", f.layer_type or "", f.mean_ms, b.mean_ms if b else 0.0, flops, moved,
-                             f, b))
-    return out
 
 
 # An unrolled copy of a layer: NNabla names it ``<layer>_<repeat id>[<i>]`` (Affine_2_RecurrentInput[3]),

@@ -5,13 +5,14 @@ formula injection (``nnprofile.render.safe``).
 """
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
 from ..analysis import Analysis, analyze
 from ..analysis.breakdown import summary_rows as advice_rows
 from ..analysis.ranks import RANK_COLUMNS, STEP_COLUMNS, advice_rows as rank_advice_rows, rank_rows, step_rows
 from ..analysis.windows import window_columns, window_rows
-from ..result import Entry, Profile, format_ms, ms
+from ..result import Profile, format_ms
+from ..result.columns import FLAG, Column, Row, columns, is_unknown
 from .base import Contents
 from .safe import csv_document, csv_text
 
@@ -47,46 +48,26 @@ def profile_rows(profile: Profile) -> List[List[str]]:
     return [header] + [[csv_text(label)] + cells[label] for label in order]
 
 
-def work_cells(e: Entry, rate: Callable[[float], object] = lambda x: "%.3f" % x) -> List[object]:
-    """output_shape, params, flops, bytes_read, bytes_written, GFLOP/s, FLOP/byte of one entry.
-
-    ``rate`` renders GFLOP/s and FLOP/byte: text with three decimals for the CSV,
-    the number itself for the workbook. "unknown" where no FLOP formula exists.
-    """
-    if e.layer is None:
-        return [""] * 7
-    if not e.is_layer_work:
-        return [csv_text(e.output_shape or ""), e.params if e.params is not None else ""] + [""] * 5
-    unknown = "unknown"
-    gflops, intensity = e.gflops_per_s, e.arithmetic_intensity
-    return [csv_text(e.output_shape or ""), e.params if e.params is not None else "",
-            e.flops if e.flops is not None else unknown,
-            e.bytes_read if e.bytes_read is not None else "",
-            e.bytes_written if e.bytes_written is not None else "",
-            rate(gflops) if gflops is not None else unknown,
-            rate(intensity) if intensity is not None else unknown]
+def cell(column: Column, row: Row) -> object:
+    """A column's cell in a CSV file: its text (``Column.text``), a project's or program's text neutralised, a flag
+    as 0 or 1, empty where not known (``unknown`` where no formula gives a layer's figure)."""
+    value = column.get(row)
+    if value is None:
+        return "unknown" if is_unknown(column, row, value) else ""
+    if column.kind == FLAG:
+        return int(value)
+    if column.from_user:
+        return csv_text(value)
+    return column.text % value if column.text else value
 
 
 def detail_rows(profile: Profile, analysis: Optional[Analysis] = None) -> List[List[object]]:
     analysis = analysis or analyze(profile)
+    chosen = columns(DETAIL_COLUMNS)
     rows: List[List[object]] = [list(DETAIL_COLUMNS)]
     for section in profile.sections:
         coverage = analysis.of(section).coverage_by_whole_phase
-        for e in section.entries:
-            s = e.stats
-            rows.append([csv_text(section.title), csv_text(e.label), e.phase, csv_text(e.layer or ""),
-                         csv_text(e.layer_type or ""), csv_text(e.impl_class or ""), int(e.in_place),
-                         format_ms(e.mean_ms), format_ms(ms(s.median)), format_ms(ms(s.std)),
-                         format_ms(ms(s.min)), format_ms(ms(s.max)), format_ms(ms(s.p90)), s.n,
-                         "%.4f" % s.rse if s.rse_known else "", e.calls_per_sample, "%.1f" % e.overhead_ns]
-                        + work_cells(e)
-                        + ["%.4f" % coverage[e.phase] if e.phase in coverage else "", int(section.complete),
-                           "" if e.layer_id is None else e.layer_id, s.rounds, int(e.complete),
-                           "" if e.run_cv is None else "%.4f" % e.run_cv]
-                        + ["" if v is None else v for v in (e.output_bytes, e.parameter_bytes, e.gradient_bytes,
-                                                            e.input_gradient_bytes)]
-                        + [csv_text(e.source or ""), "" if e.rank_cv is None else "%.4f" % e.rank_cv,
-                           len(e.disturbed)])
+        rows += [[cell(c, Row(section, e, coverage)) for c in chosen] for e in section.entries]
     return rows
 
 

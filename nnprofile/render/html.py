@@ -47,19 +47,18 @@ def _layers(a: SectionAnalysis) -> List[Dict[str, Any]]:
     step = a.step.step_ms if a.step is not None and a.step.step_ms > 0 else a.program_step_ms
     rows = []
     for lt in a.layers:
-        f, b = lt.forward, lt.backward
-        assert f is not None  # layer_times builds every layer from its forward entry
+        f, b, e = lt.forward, lt.backward, lt.first
         total = lt.total_ms
-        per_step = sum(per_step_ms(e) for e in (f, b) if e is not None) if a.program_step_ms else total
+        per_step = sum(per_step_ms(x) for x in (f, b) if x is not None) if a.program_step_ms else total
         rows.append({
-            "layer": f.layer, "type": f.layer_type, "class": f.impl_class,
-            "fwd_mean": f.mean_ms, "fwd_median": f.stats.median / 1e6, "fwd_p90": f.stats.p90 / 1e6,
-            "fwd_rse": _rse(f),
+            "layer": e.layer, "type": e.layer_type, "class": e.impl_class,
+            "fwd_mean": f.mean_ms if f else None, "fwd_median": f.stats.median / 1e6 if f else None,
+            "fwd_p90": f.stats.p90 / 1e6 if f else None, "fwd_rse": _rse(f) if f else None,
             "bwd_mean": b.mean_ms if b else None, "bwd_median": b.stats.median / 1e6 if b else None,
             "bwd_p90": b.stats.p90 / 1e6 if b else None, "bwd_rse": _rse(b) if b else None,
             "total": total, "flops": lt.flops, "gflops": lt.gflops_per_s,
             "bytes": lt.bytes_moved, "share": (per_step / step) if step else None,
-            "out_bytes": f.output_bytes, "param_bytes": f.parameter_bytes, "source": f.source or "",
+            "out_bytes": e.output_bytes, "param_bytes": e.parameter_bytes, "source": e.source or "",
             "inside": _inside(f, b),
         })
     return rows

@@ -21,22 +21,25 @@ from ..analysis.ranks import RANK_COLUMNS, STEP_COLUMNS, RanksAnalysis, rank_row
 from ..analysis.windows import WindowsAnalysis, window_columns, window_rows
 from ..analysis.ranks import summary_lines as ranks_lines
 from ..base.choices import LAYER_PHASES
-from ..result import Profile, Section, ms
+from ..result import Profile, Section
+from ..result.columns import MS_FORMAT, Column, Row, columns, is_unknown
 from . import interference
 from .colours import BACKWARD, FORWARD, part_colour
 from .base import Contents
 from .safe import cell_text, sheet_name
-from .csv_files import SUMMARY_COLUMNS, work_cells
+from .csv_files import SUMMARY_COLUMNS
 
 NAME = "xlsx"
 FILENAME = "profile.xlsx"
-COLUMNS = ["entry", "time (ms)", "median (ms)", "std (ms)", "min (ms)", "max (ms)",
-           "p90 (ms)", "runs", "rel. std. error", "calls/sample", "phase", "layer", "class",
-           "output shape", "params", "FLOPs", "bytes read", "bytes written", "GFLOP/s", "FLOP/byte",
-           "output bytes", "parameter bytes", "gradient bytes", "input gradient bytes", "source"]
+# The section sheets' columns (``nnprofile.result.columns``): the figures a reader looks at first, then what the
+# layer computes and holds; profile_detail.csv has every column.
+SHEET_COLUMNS = columns(["label", "mean_ms", "median_ms", "std_ms", "min_ms", "max_ms", "p90_ms", "runs", "rse",
+                         "calls_per_sample", "phase", "layer", "class", "output_shape", "params", "flops",
+                         "bytes_read", "bytes_written", "gflops_per_s", "flop_per_byte", "output_bytes",
+                         "parameter_bytes", "gradient_bytes", "input_gradient_bytes", "source"])
+COLUMNS = [c.header for c in SHEET_COLUMNS]
 TIME_COLUMN = "B"
 PRINTED = COLUMNS.index("rel. std. error") + 1  # the columns a printed page holds: entry to relative error
-MS_FORMAT = "0.000000"
 CHART_DATA = "Chart data"  # the per-layer tables the charts draw, a block of columns per section
 # Excel's own green-yellow-red scale: slow cells stand out in red.
 COLOUR_LOW, COLOUR_MID, COLOUR_HIGH = "63BE7B", "FFEB84", "F8696B"
@@ -83,6 +86,13 @@ class _Book:
         return self._formats[number_format]
 
 
+def _cell(column: Column, row: Row) -> Any:
+    """A column's cell in a section sheet: the number itself, text as text, ``unknown`` where no formula gives a
+    layer's figure, None (left empty) where not known."""
+    value = column.get(row)
+    return "unknown" if is_unknown(column, row, value) else value
+
+
 def _write_row(book: _Book, ws: Any, row: int, values: list, formats: Dict[int, str], first_col: int = 0) -> None:
     """One row of values: empty ones left out, text as text, numbers formatted by column (0-based)."""
     for col, value in enumerate(values):
@@ -98,8 +108,7 @@ def _write_row(book: _Book, ws: Any, row: int, values: list, formats: Dict[int, 
             ws.write_number(row, first_col + col, value)
 
 
-# Number formats of the section sheet's columns (0-based): times, relative error, rates.
-SECTION_FORMATS = {**{c: MS_FORMAT for c in range(1, 7)}, 8: "0.00%", 18: "0.000", 19: "0.000"}
+SECTION_FORMATS = {i: c.number_format for i, c in enumerate(SHEET_COLUMNS) if c.number_format}
 LAYER_FORMATS = {1: MS_FORMAT, 2: MS_FORMAT}
 
 
@@ -120,19 +129,13 @@ def _entry_rows(book: _Book, ws: Any, section: Section, failure: Optional[str], 
     """A section's sheet: its entries, a row each, what stopped it and what its chart leaves out, set up to print."""
     ws.freeze_panes(1, 1)  # B2
     ws.set_column(0, 0, min(80, max([len(COLUMNS[0])] + [len(e.label) for e in section.entries]) + 2))
-    for col, width in zip(range(1, len(COLUMNS)), [13] * 9 + [26, 24, 26, 16, 10, 14, 13, 13, 10, 10, 14, 15, 14, 19, 30]):
-        ws.set_column(col, col, width)
+    for col, column in enumerate(SHEET_COLUMNS[1:], start=1):
+        ws.set_column(col, col, column.width)
 
     ws.write_row(0, 0, COLUMNS, book.bold)
     for i, e in enumerate(section.entries, start=1):
-        s = e.stats
-        work = work_cells(e, rate=float)
-        _write_row(book, ws, i, [e.label, e.mean_ms, ms(s.median), ms(s.std), ms(s.min), ms(s.max), ms(s.p90),
-                                 s.n, round(s.rse, 4) if s.rse_known else None, e.calls_per_sample, e.phase, e.layer or "", e.impl_class or ""]
-                   + work + [v if v is not None else "" for v in (e.output_bytes, e.parameter_bytes,
-                                                                   e.gradient_bytes, e.input_gradient_bytes)]
-                   + [e.source or ""],
-                   SECTION_FORMATS)
+        row = Row(section, e)
+        _write_row(book, ws, i, [_cell(c, row) for c in SHEET_COLUMNS], SECTION_FORMATS)
     last = len(section.entries)
     if failure is not None:
         last += 2

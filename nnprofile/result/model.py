@@ -341,20 +341,18 @@ class Profile:
 
     def to_dataframe(self) -> "pandas.DataFrame":
         """One row per entry, in log order, every figure as a number (see ``nnprofile.result.frames``)."""
-        from .frames import profile_frame
-        return profile_frame(self)
+        from .views import make
+        return make("profile_frame", self)
 
     def layers(self, group_by: str = "layer") -> "pandas.DataFrame":
         """One row per layer of every section (forward and backward paired, no pass totals): what a profile is
         read for first (``profile.layers().nlargest(3, "total_ms")``); ``group_by="type"``: one row per layer type
         of each section, its layers summed ("all BatchNormalization: 33 % of the step"); see
         ``nnprofile.result.frames``."""
-        from .frames import layer_frame, layer_type_frame
-        if group_by == "type":
-            return layer_type_frame(self)
-        if group_by != "layer":
+        from .views import make
+        if group_by not in ("layer", "type"):
             raise ValueError("group_by is 'layer' or 'type', not %r" % (group_by,))
-        return layer_frame(self)
+        return make("layer_type_frame" if group_by == "type" else "layer_frame", self)
 
     def ranks_dataframe(self) -> "pandas.DataFrame":
         """A merged view's ranks: one row per rank, its step and parts (ms per step); empty otherwise."""
