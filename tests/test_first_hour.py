@@ -202,12 +202,14 @@ def test_help_names_every_file_and_every_command():
 
 def test_the_own_lines_never_add_up_to_more_than_other_as_it_reads():
     from nnprofile.analysis.breakdown import own_lines
+    from nnprofile.result.details import SampledLine, SectionInfo
     rng = random.Random(5)
     for _ in range(2000):
         counts = [rng.randint(1, 50) for _ in range(rng.randint(1, 12))]
         other = rng.uniform(0, 10)
-        lines = own_lines({"own_samples": sum(counts) + rng.randint(0, 3),
-                           "own_lines": [("f.py:%d" % i, "main", "x = 1", n) for i, n in enumerate(counts)]}, other)
+        info = SectionInfo(own_samples=sum(counts) + rng.randint(0, 3),
+                           own_lines=[SampledLine("f.py:%d" % i, "main", "x = 1", n) for i, n in enumerate(counts)])
+        lines = own_lines(info, other)
         assert sum(l.ms for l in lines) <= round(other, 6) + 1e-9
 
 

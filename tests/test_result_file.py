@@ -280,3 +280,36 @@ def test_a_version_10_file_keeps_loading(tmp_path):
     assert len(step.waited_ns) == len(step.samples_ns) and any(step.waited_ns)
     write_all(profile, str(tmp_path))
     assert "Interference: other processes took" in (tmp_path / "profile.log").read_text()
+
+
+def test_a_sections_info_reads_typed_and_writes_back_as_every_version_wrote_it():
+    """Each checked-in file's section info loads into its typed fields (a graph's trainers, the program's own lines
+    as sampled) and is written back as read, key for key; a field a later version adds is kept as read; a field of
+    the wrong kind is one clear error naming the section."""
+    import json
+    from nnprofile.base.errors import ProfileError
+    from nnprofile.result.details import SampledLine, SectionInfo
+    for name in sorted(os.listdir(GOLDEN)):
+        if not name.startswith("result_v"):
+            continue
+        with open(os.path.join(GOLDEN, name), encoding="utf-8") as f:
+            raw = json.load(f)
+        profile = result_file.load(os.path.join(GOLDEN, name))
+        for section, written in zip(profile.sections, raw["sections"]):
+            assert section.info.to_json() == written.get("info", {}), (name, section.name)
+    v10 = result_file.load(os.path.join(GOLDEN, "result_v10.json"))
+    graphs = [s for s in v10.sections if s.kind == "graph"]
+    assert graphs and all(isinstance(s.info.trained_by, list) and s.info.role for s in graphs)
+    from nnprofile.result.details import LoadBurst
+    step = SectionInfo(own_samples=40, own_lines=[SampledLine("train.py:57", "main", "x.d = rows", 30)],
+                       own_clock=("cpu", 0.25), load_dataset_burst=LoadBurst(0.5, 100, 3))
+    written = step.to_json()
+    assert written["own_lines"] == [["train.py:57", "main", "x.d = rows", 30]] and written["own_clock"] == ["cpu", 0.25]
+    assert SectionInfo.from_json(json.loads(json.dumps(written))) == step
+    later = SectionInfo.from_json({"role": "trained", "what_v99_says": [1, 2]})
+    assert later.role == "trained" and later.to_json() == {"role": "trained", "what_v99_says": [1, 2]}
+    assert later["role"] == "trained" and later.get("graph") is None and "role" in later  # read as the old dict
+    data = json.loads(result_file.dumps(v10))
+    data["sections"][0]["info"]["trained_by"] = "Adam"
+    with pytest.raises(ProfileError, match="info holds a field of the wrong kind .*trained_by"):
+        result_file.from_dict(data)

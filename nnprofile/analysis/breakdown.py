@@ -17,6 +17,7 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..base.choices import HALF_DTYPES, OPTIMIZER, PART_OF_PHASE, SCRIPT
 from ..result import Entry, Section
+from ..result.details import SectionInfo
 from ..result.paired import LayerTime, layer_times  # noqa: F401  (the one pairing rule)
 from . import evidence
 from .ownlines import (CLOCK_WORDS, MIN_SHARE_SAMPLES, OwnLine, clock_words, own_clock,  # noqa: F401
@@ -38,19 +39,18 @@ def _quoted(names: Sequence[str]) -> str:
     return items[0] if len(items) == 1 else "%s and %s" % (", ".join(items[:-1]), items[-1])
 
 
-def purpose(info: Dict[str, object]) -> str:
+def purpose(info: SectionInfo) -> str:
     """What a recorded program's graph is for, from its section's ``info`` (older results: what it ran)."""
-    trained = list(info.get("trained_by") or [])  # type: ignore[call-overload]
-    role = info.get("role")
+    trained = list(info.trained_by or [])
+    role = info.role
     if trained:
         return "trained by %s" % ", ".join(trained)
-    if role == "backward" or (role is None and info.get("backward_per_step")):
+    if role == "backward" or (role is None and info.backward_per_step):
         return "forward and backward, no solver update after its backward"
     if role == "feeds":
-        return "forward only, part of training: feeds %s" % _quoted(list(info.get("feeds") or []))  # type: ignore[call-overload]
+        return "forward only, part of training: feeds %s" % _quoted(list(info.feeds or []))
     if role == "updates":
-        return "forward only, part of training: updates parameters of %s (F.assign)" % _quoted(
-            list(info.get("writes") or []))  # type: ignore[call-overload]
+        return "forward only, part of training: updates parameters of %s (F.assign)" % _quoted(list(info.writes or []))
     if role == "evaluation":
         return "forward only: an evaluation, no graph run backward reads its outputs"
     return "forward only"
@@ -202,7 +202,6 @@ def _graph_parts(graphs: Sequence[Section], add: Callable[[str, Sequence[Entry]]
     graph_times: List[GraphTime] = []
     for g in graphs:
         f, b = g.entries_of("forward_all"), g.entries_of("backward_all")
-        info = g.info or {}
         if f:
             add("forward (%s)" % g.name, f[:1])
         if b:
@@ -210,10 +209,10 @@ def _graph_parts(graphs: Sequence[Section], add: Callable[[str, Sequence[Entry]]
         # Passes per step and time per pass over the steps the parts count: their product is the part.
         forward_passes = f[0].calls_per_round() if f else 0.0
         forward_ms = per_step_ms(f[0]) if f else 0.0
-        graph_times.append(GraphTime(g.name, bool(info.get("trained_by")), forward_passes,
+        graph_times.append(GraphTime(g.name, bool(g.info.trained_by), forward_passes,
                                      b[0].calls_per_round() if b else 0.0, forward_ms,
                                      per_step_ms(b[0]) if b else 0.0, forward_ms / forward_passes if forward_passes else 0.0,
-                                     str(info.get("role") or ""), tuple(info.get("feeds") or ())))
+                                     g.info.role or "", tuple(g.info.feeds or ())))
     return graph_times
 
 
@@ -247,7 +246,7 @@ def summarize_program(script: Section, graphs: Sequence[Section], context: str =
     def add(name: str, entries: Sequence[Entry]) -> None:
         parts.append((name, sum(per_step_ms(e) for e in entries)))
         errors[name] = evidence.combined(evidence.entry_error(e, per_step_ms(e)) for e in entries)
-    validation = dict((script.info or {}).get("inputs_of") or {})
+    validation = dict(script.info.inputs_of or {})
     for e in script.entries_of("load_dataset"):
         name = _inside(e.label)
         if name in validation:  # a validation's data: part of the evaluation, not the training's input
@@ -273,7 +272,7 @@ def summarize_program(script: Section, graphs: Sequence[Section], context: str =
     other = max(0.0, step - held)
     parts.append(("other", other))
     errors["other"] = evidence.combined([step_error] + list(errors.values()))
-    own = own_lines(script.info or {}, other)
+    own = own_lines(script.info, other)
     named = layers or {}
     every = [l for g in graphs for l in named.get(g.name, [])]
     forward = [e for g in graphs for e in g.entries_of("forward_function")]
@@ -282,8 +281,8 @@ def summarize_program(script: Section, graphs: Sequence[Section], context: str =
                    half_functions=sum(1 for e in forward if (e.dtype or "") in HALF_DTYPES),
                    functions=len(forward), layers=every, coverage=forward_coverage, backend=backend,
                    type_config=type_config or "float", advice=[], graphs=graph_times, notes=notes,
-                   own_lines=own, own_samples=int((script.info or {}).get("own_samples") or 0),
-                   own_clock=own_clock(script.info or {}), errors=errors,
+                   own_lines=own, own_samples=script.info.own_samples or 0,
+                   own_clock=own_clock(script.info), errors=errors,
                    step_error=step_error)
 
 

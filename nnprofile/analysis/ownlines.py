@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Dict, List, Tuple
+from typing import List, Tuple
+
+from ..result.details import SectionInfo
 
 
 @dataclass(frozen=True)
@@ -36,12 +38,9 @@ def wilson(k: int, n: int, z: float = 1.959964) -> Tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def own_clock(info: Dict[str, object]) -> Tuple[str, float]:
+def own_clock(info: SectionInfo) -> Tuple[str, float]:
     """What a program's own lines were sampled by, as its section's info says (("", 0.0) where it does not)."""
-    value = info.get("own_clock")
-    if isinstance(value, (list, tuple)) and len(value) == 2:
-        return str(value[0]), float(value[1])
-    return "", 0.0
+    return info.own_clock or ("", 0.0)
 
 
 CLOCK_WORDS = {"cpu": "one every %g ms of the thread's CPU time", "timer": "the profiling timer, at the kernel's tick",
@@ -54,15 +53,15 @@ def clock_words(clock: Tuple[str, float]) -> str:
     return words % clock[1] if "%g" in words else words
 
 
-def own_lines(info: Dict[str, object], other_ms: float) -> List[OwnLine]:
+def own_lines(info: SectionInfo, other_ms: float) -> List[OwnLine]:
     """The program's own lines, each its share of the samples (with its interval) and so of ``other``'s time per
     step."""
-    total = int(info.get("own_samples") or 0)  # type: ignore[call-overload]
-    rows = list(info.get("own_lines") or [])  # type: ignore[call-overload]
+    total = info.own_samples or 0
+    rows = info.own_lines or []
     if not total:
         return []
     other = round(other_ms, 6)  # as the step's part reads; each line's time rounded down, so that they never
     # add up to more than it
-    return [OwnLine(str(w), str(fn), str(text), int(n), n / total, math.floor(other * n / total * 1e6) / 1e6,
-                    *wilson(int(n), total))
-            for w, fn, text, n in rows]
+    return [OwnLine(r.where, r.function, r.text, r.samples, r.samples / total,
+                    math.floor(other * r.samples / total * 1e6) / 1e6, *wilson(r.samples, total))
+            for r in rows]

@@ -164,21 +164,21 @@ def listed(entries: List[Entry], figure: Callable[[Entry], str], total: int, wor
 def load_line(section: Section) -> Optional[str]:
     """load_dataset two ways, each with its definition: nnprofile's entry (a read as training makes it) and a
     burst of reads in a row (as nnabla_cli profile times it); None where no burst was timed."""
-    burst = (section.info or {}).get("load_dataset_burst")
+    burst = section.info.load_dataset_burst
     entry = next((e for e in section.entries if e.phase == "load_dataset"), None)
     if not burst or entry is None:
         return None
-    after = (" after %d to pass through the dataset once (its memory cache then holds it)" % burst["after"]
-             if burst.get("after") else "")
+    after = (" after %d to pass through the dataset once (its memory cache then holds it)" % burst.after
+             if burst.after else "")
     return ("load_dataset two ways: %.6f ms a read with the rest of the step between reads (the entry above: a "
             "read as a training's first reads make it, each waiting for the batch the iterator loads next); %.6f ms "
             "a read in %d reads in a row%s (nnabla_cli profile's way: it reads for a second, nothing between "
-            "reads)" % (entry.mean_ms, burst["mean_ms"], burst["reads"], after))
+            "reads)" % (entry.mean_ms, burst.mean_ms, burst.reads, after))
 
 
 def passes_line(section: Section) -> Optional[str]:
     """How a section whose passes are long timed its layers (``nnprofile.measure.economy``); None: each alone."""
-    why = (section.info or {}).get("layers_in_passes")
+    why = section.info.layers_in_passes
     if not why:
         return None
     return ("Layers: timed inside the section's whole passes, not each alone (between NNabla's function hooks, their "

@@ -242,7 +242,7 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
     interrupted(sections)
     validation = evaluation_inputs(graphs, graph_roles, per_step, kept, capture)
     if validation:
-        sections[-1].info["inputs_of"] = validation
+        sections[-1].info.inputs_of = validation
     raised = hold_parts(sections)
     drift = drift_over(sections, len(kept), DRIFT, keep_rare=True)
     trained = [s for s, g in zip(sections, shown) if g.trained_by] or sections[:-1]
@@ -376,9 +376,11 @@ def _namer(graphs: Sequence[Graph], capture: Capture, labels: Sequence[str]) -> 
 
 
 def _role(section: Section, role: Tuple[str, List[str]]) -> None:
-    section.info["role"] = role[0]
-    if role[1]:
-        section.info["writes" if role[0] == UPDATES else "feeds"] = role[1]
+    section.info.role = role[0]
+    if role[1] and role[0] == UPDATES:
+        section.info.writes = role[1]
+    elif role[1]:
+        section.info.feeds = role[1]
 
 
 def outside_sections(builder: Builder, graphs: Sequence[Graph], kept: Sequence[int], skip: int, before: List[Any],
@@ -410,7 +412,7 @@ def outside_sections(builder: Builder, graphs: Sequence[Graph], kept: Sequence[i
     late_span = only_outside(after)
     program = builder.outside_section(early_spans + [late_span], "")
     if program.entries:
-        program.info["outside"] = where(any(call_keys(span, functions) for span in early_spans),
+        program.info.outside = where(any(call_keys(span, functions) for span in early_spans),
                                         bool(call_keys(late_span, functions)))
         out.append(program)
     return out
@@ -436,7 +438,7 @@ def own_graph_section(builder: Builder, g: Graph, indexes: List[int], where: str
     finally:
         builder.costs = saved
     if own is not None:
-        section.info["hook_scale"] = {phase: round(own._scale(phase_key), 4) for phase, phase_key in
+        section.info.hook_scale = {phase: round(own._scale(phase_key), 4) for phase, phase_key in
                                       (("forward", None), ("backward", BACKWARD)) if passes[phase]}
     return section
 

@@ -11,6 +11,7 @@ from ..base.places import place, short
 from ..base.choices import OUTSIDE, PHASES, SCRIPT
 from ..base.series import RoundSeries, SeriesTable
 from ..result import Entry, Section
+from ..result.details import SampledLine, SectionInfo
 from ..result.timeline import TimelineEvent
 from .events import EAGER, Call, CommCall, InputCall, MonitorCall, SolverCall, depth_of
 from .intervals import overlap
@@ -50,7 +51,7 @@ class ProgramPart:
                 entries[-1].waited_ns = step_waited
         entries.sort(key=lambda e: PHASES.index(e.phase))  # NNC's order; stable within a phase
         section.entries = entries
-        section.info.update(self.own_lines())
+        self.own_lines(section.info)
         return section
 
     def outside_section(self: Any, spans: Sequence[List[Any]], where: str) -> Section:
@@ -62,7 +63,7 @@ class ProgramPart:
             tables.next_round()
             self._tally(events, tables, group_passes(events, self.capture.sites), timeline=False)
         section.entries = sorted(self._entries(tables), key=lambda e: PHASES.index(e.phase))
-        section.info = {"outside": where}
+        section.info = SectionInfo(outside=where)
         return section
 
     def _tally(self: Any, events: Sequence[Any], tables: "_Tables", step_passes: Sequence[Pass], timeline: bool = True) -> float:
@@ -135,12 +136,13 @@ class ProgramPart:
             add(e, ("comm", method))
         return entries
 
-    def own_lines(self: Any) -> Dict[str, Any]:
-        """The program's own lines in the kept steps, as sampled between NNabla's calls: each line's samples
-        (the most first, at most OWN_LINES), and the samples in all (``other`` is shared out by them)."""
+    def own_lines(self: Any, info: SectionInfo) -> None:
+        """The program's own lines in the kept steps, as sampled between NNabla's calls, into the step's ``info``:
+        each line's samples (the most first, at most OWN_LINES), the samples in all (``other`` is shared out by
+        them), the clock that took them."""
         samples = self.capture.samples
         if not samples or not self.kept:
-            return {}
+            return
         times = [t for t, _ in samples]
         counts: Dict[int, int] = {}
         for i in self.kept:
@@ -149,14 +151,15 @@ class ProgramPart:
                 counts[where] = counts.get(where, 0) + 1
         total = sum(counts.values())
         if not total:
-            return {}
+            return
         sites = self.capture.sample_sites
         top = sorted(counts.items(), key=lambda kv: -kv[1])[:OWN_LINES]
-        out: Dict[str, Any] = {"own_samples": total, "own_lines": [
-            [short(place(sites[w][0], sites[w][1])), sites[w][2], sites[w][3], n] for w, n in top]}
+        info.own_samples = total
+        info.own_lines = [SampledLine(short(place(sites[w][0], sites[w][1])), sites[w][2], sites[w][3], n)
+                          for w, n in top]
         if self.capture.sample_clock[0]:
-            out["own_clock"] = list(self.capture.sample_clock)
-        return out
+            kind, period = self.capture.sample_clock
+            info.own_clock = (str(kind), float(period))
 
     def _step_events(self: Any, i: int, events: Sequence[Any]) -> None:
         o = self.origin

@@ -72,7 +72,7 @@ def _scopes(capture: Capture, which: Sequence[int]) -> List[str]:
     return out
 
 
-# What a graph is for, as its section says it (``Section.info["role"]``).
+# What a graph is for, as its section says it (``Section.info.role``).
 TRAINED, BACKWARD, FEEDS, EVALUATION, UPDATES = "trained", "backward", "feeds", "evaluation", "updates"
 
 

@@ -24,6 +24,7 @@ from ..base.choices import GRAPH
 from ..base.hookcost import HookCosts
 from ..base.series import SeriesTable
 from ..result import Entry, Section
+from ..result.details import SectionInfo
 from ..result.layer import Layer
 from ..result.timeline import TimelineEvent
 from .events import WAITS, Call, Capture, CommCall, InputCall, MonitorCall, SolverCall, disturbed, shortfall
@@ -311,20 +312,19 @@ class Builder(ProgramPart):
                 entries.append(e)
         return entries
 
-    def _graph_info(self, graph: Graph, whole: SeriesTable, outside: Optional[Tuple[Sequence[int], str]]) -> Dict[str, Any]:
+    def _graph_info(self, graph: Graph, whole: SeriesTable, outside: Optional[Tuple[Sequence[int], str]]) -> SectionInfo:
         """A graph section's info: its name, whether it ran under auto_forward, its trainers, its passes per kept
         step; for a graph that ran only outside the kept steps, where, and its passes there."""
         rounds = max(1, len(self.kept))
-        info: Dict[str, Any] = {
-            "graph": graph.name, "dynamic": graph.dynamic,
-            "trained_by": [self.labels[t] for t in graph.trained_by if t < len(self.labels)],
-            "forward_per_step": per_step_of(whole, "forward", rounds) if outside is None else 0,
-            "backward_per_step": per_step_of(whole, "backward", rounds) if outside is None else 0,
-        }
+        info = SectionInfo(
+            graph=graph.name, dynamic=graph.dynamic,
+            trained_by=[self.labels[t] for t in graph.trained_by if t < len(self.labels)],
+            forward_per_step=per_step_of(whole, "forward", rounds) if outside is None else 0,
+            backward_per_step=per_step_of(whole, "backward", rounds) if outside is None else 0)
         if outside is not None:
-            info["outside"] = outside[1]
-            info["passes"] = {phase: len(whole.series[phase].samples) for phase in ("forward", "backward")
-                              if phase in whole.series}
+            info.outside = outside[1]
+            info.passes = {phase: len(whole.series[phase].samples) for phase in ("forward", "backward")
+                           if phase in whole.series}
         return info
 
     def _pass_row(self, step: int, p: Pass) -> "PassRow":
@@ -376,7 +376,7 @@ class Builder(ProgramPart):
         params = [v.id for v in self.capture.graph.variables.values() if v.parameter]
         return buffers.step_memory(
             [layer.info for layer in layers], self.capture.graph, [layer.name for layer in layers], params,
-            layers[0].itemsize, training=bool(section.info.get("backward_per_step")),
+            layers[0].itemsize, training=bool(section.info.backward_per_step),
             solver_state=sum(s.state_bytes for s in self.capture.solvers),
             measured="not measured for a recorded program (its steps are its own); the estimate "
                      "follows the functions of the graph as first recorded")

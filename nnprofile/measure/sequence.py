@@ -24,6 +24,7 @@ import numpy as np
 from ..base.choices import BACKWARD, FORWARD, MODES
 from ..base.errors import ProfileError
 from ..result import Entry, Section
+from ..result.details import LoadBurst
 from ..base.stats import Drift
 from ..base import buffers
 from ..result.layer import Layer
@@ -316,7 +317,7 @@ class SectionMeasurer:
         if self.layers and self.mode == "isolated" and sampling.adaptive:
             reason = in_passes(first, backward is not None, sampling.min_rounds, sampling.max_seconds)
         if reason:
-            section.info["layers_in_passes"] = reason
+            section.info.layers_in_passes = reason
         return first
 
     def load_burst(self, section: Section, source) -> None:
@@ -337,8 +338,7 @@ class SectionMeasurer:
             source.next()
             times.append(max(0.0, clock.now_ns() - t0 - overhead))
         if times:
-            section.info["load_dataset_burst"] = {"mean_ms": round(sum(times) / len(times) / 1e6, 6),
-                                                  "reads": len(times), "after": skipped}
+            section.info.load_dataset_burst = LoadBurst(round(sum(times) / len(times) / 1e6, 6), len(times), skipped)
 
     # -- sections ---------------------------------------------------------------
 
@@ -356,7 +356,7 @@ class SectionMeasurer:
             first = self.first_step(section, lambda pre, post: o.target.forward(
                 clear_no_need_grad=True, function_pre_hook=pre, function_post_hook=post), backward, o.solver.update)
             snapshot.restore()
-            items = self.optimizer_items(o, source, first, section.info.get("layers_in_passes"))
+            items = self.optimizer_items(o, source, first, section.info.layers_in_passes)
             drift = self.runner.run(section, items)
             self.load_burst(section, source)
             section.complete = True
@@ -370,7 +370,7 @@ class SectionMeasurer:
         self.memory_estimate(section, e.forward_target, e.network)
         first = self.first_step(section, lambda pre, post: e.forward_target.forward(
             clear_buffer=True, function_pre_hook=pre, function_post_hook=post))
-        drift = self.runner.run(section, self.executor_items(e, source, first, section.info.get("layers_in_passes")))
+        drift = self.runner.run(section, self.executor_items(e, source, first, section.info.layers_in_passes))
         self.load_burst(section, source)
         section.complete = True
         return drift

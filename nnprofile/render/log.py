@@ -84,7 +84,7 @@ def method_lines(profile: Profile) -> List[str]:
                          % (measured.get("plain_steps", 0), measured.get("plain_ms", 0),
                             measured.get("hooked_steps", 0), measured.get("hooked_ms", 0),
                             100 * float(measured.get("eviction", 0))))
-    dynamic = any(s.info.get("dynamic") for s in profile.sections) or any(
+    dynamic = any(s.info.dynamic for s in profile.sections) or any(
         e.phase == "eager" for s in profile.sections for e in s.entries)
     if program is not None and program.call_overhead_ns is not None and dynamic:  # only where such calls ran
         lines.append("Calls: timing a function called under auto_forward adds %s per call, %s of it inside "
@@ -176,25 +176,26 @@ def section_line(section: Section) -> str:
     solver trains it and how often it runs per step."""
     info = section.info
     if section.kind == OUTSIDE:
-        return "Profiling %s (%s: in no step) ..." % (section.title, info.get("outside") or "outside")
+        return "Profiling %s (%s: in no step) ..." % (section.title, info.outside or "outside")
     if section.kind != GRAPH or not info:
         return "Profiling %s ..." % section.title
     what = purpose(info)
-    if info.get("outside"):  # a graph that ran only outside the kept steps: its passes there, in no step
-        passes = dict(info.get("passes") or {})
+    if info.outside:  # a graph that ran only outside the kept steps: its passes there, in no step
+        passes = dict(info.passes or {})
         ran = " and ".join("%d %s pass%s" % (n, phase, "" if n == 1 else "es") for phase, n in passes.items() if n)
-        scale = dict(info.get("hook_scale") or {})
+        scale = dict(info.hook_scale or {})
         own = ("; the hooks' cost scaled to these passes: %s" % ", ".join("%.2fx %s" % (float(x), phase)
                                                                          for phase, x in scale.items())) if scale else ""
-        return "Profiling %s (%s; %s %s, in no step%s%s) ..." % (section.title, what, ran or "no pass", info["outside"],
-                                                               "; auto_forward" if info.get("dynamic") else "", own)
+        return "Profiling %s (%s; %s %s, in no step%s%s) ..." % (section.title, what, ran or "no pass", info.outside,
+                                                               "; auto_forward" if info.dynamic else "", own)
 
     def rate(phase: str) -> object:  # passes per step over the steps every part counts (as the breakdown)
         whole = section.entries_of("%s_all" % phase)
-        return whole[0].calls_per_round() if whole else info.get("%s_per_step" % phase)
+        return whole[0].calls_per_round() if whole else (info.forward_per_step if phase == "forward"
+                                                          else info.backward_per_step)
     runs = [_per_step(rate("forward"), "forward"), _per_step(rate("backward"), "backward")]
     return "Profiling %s (%s; %s per step%s) ..." % (section.title, what, " and ".join(r for r in runs if r),
-                                                     "; auto_forward" if info.get("dynamic") else "")
+                                                     "; auto_forward" if info.dynamic else "")
 
 
 def _per_step(n: object, what: str) -> str:

@@ -78,7 +78,7 @@ def drift_over(sections: Sequence[Section], rounds: int, threshold: float, keep_
         drift = Drift(drift.levels, threshold, tuple(range(len(drift.levels))))
         for s in sections:
             if drift.exempt:
-                s.info["drift_exempt"] = list(drift.exempt)
+                s.info.drift_exempt = list(drift.exempt)
     if drift.dropped and emptied(sections, drift):
         drift = Drift(drift.levels, math.inf, drift.exempt)
     apply_drift(sections, drift)

@@ -74,6 +74,7 @@ from ..base.errors import ProfileError
 from ..base.outdir import MAX_RECORD_BYTES, write_whole
 from .checks import check_fields, declared
 from .header import header_from_dict
+from .details import SectionInfo
 from .model import Entry, Interference, Profile, Section
 from .timeline import TimelineEvent
 from .windows import WindowSummary
@@ -191,6 +192,15 @@ def _entry_from_dict(e: Dict[str, Any], where: str = "an entry") -> Entry:
         raise ProfileError("%s: %s" % (where, error))
 
 
+def _info(d: Any, where: str) -> SectionInfo:
+    if not isinstance(d, dict):
+        raise ProfileError("%s: info must be an object" % where)
+    try:
+        return SectionInfo.from_json(d)
+    except (TypeError, ValueError, KeyError) as e:
+        raise ProfileError("%s: info holds a field of the wrong kind (%s)" % (where, e))
+
+
 def _interference(d: Any, where: str) -> Optional[Interference]:
     if d is None:
         return None
@@ -227,7 +237,7 @@ def to_dict(profile: Profile) -> Dict[str, Any]:
     for s in profile.sections:
         sections.append({"kind": s.kind, "name": s.name, "network": s.network,
                          "complete": s.complete, "speed_levels": s.speed_levels, "memory": s.memory,
-                         "reference_ns": s.reference_ns, "sampling": s.sampling, "info": s.info,
+                         "reference_ns": s.reference_ns, "sampling": s.sampling, "info": s.info.to_json(),
                          "interference": s.interference.to_dict() if s.interference is not None else None,
                          "entries": [entry_dict(e) for e in s.entries]})
     return {"format": FORMAT, "version": VERSION, "header": profile.header.to_dict(), "notes": profile.notes,
@@ -393,7 +403,7 @@ def from_dict(data: Dict[str, Any]) -> Profile:
                                 entries=entries, complete=s.get("complete", False),
                                 speed_levels=list(s.get("speed_levels", [])), memory=dict(s.get("memory", {})),
                                 reference_ns=list(s.get("reference_ns", [])),
-                                sampling=dict(s.get("sampling", {})), info=dict(s.get("info", {})),
+                                sampling=dict(s.get("sampling", {})), info=_info(s.get("info", {}), where),
                                 interference=_interference(s.get("interference"), where)))
     return Profile(header=header_from_dict(dict(data.get("header", {}))), notes=list(data.get("notes", [])),
                    sections=sections, complete=data.get("complete", False), failure=data.get("failure"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
+from .details import SectionInfo
 from ..base.series import corrected
 from ..base.stats import NS_PER_MS, Stats, summarize_undisturbed
 from ..base.choices import LAYER_PHASES, OUTSIDE, PHASES  # noqa: F401  (PHASES: part of this module's vocabulary)
@@ -268,11 +269,15 @@ class Section:
     # What the time budget allowed (``nnprofile.measure.rounds``): rounds, seconds, budget_seconds,
     # plan (how entries were sampled), lean, strata, stopped (why sampling ended); empty when unknown.
     sampling: Dict[str, Any] = field(default_factory=dict)
-    # A recorded program's graph: graph (its name), dynamic, trained_by (solver labels),
-    # forward_per_step and backward_per_step (passes per step); empty for other sections.
-    info: Dict[str, Any] = field(default_factory=dict)
+    # What the section says besides its entries (a recorded program's graph: its name, what trains it, its passes
+    # per step, what it is for; its step: the program's own lines): ``nnprofile.result.details``.
+    info: SectionInfo = field(default_factory=SectionInfo)
     # Other work on the machine while it was measured (None: not measured: an older result, a hand-made one).
     interference: Optional[Interference] = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.info, dict):  # a section made by hand with the dict of earlier versions
+            self.info = SectionInfo.from_json(self.info)
 
     @property
     def title(self) -> str:
@@ -289,7 +294,7 @@ class Section:
     def outside_steps(self) -> bool:
         """What a recorded program ran only outside its kept steps (its calls there, a graph run only there): no
         part of any step."""
-        return self.kind == OUTSIDE or bool((self.info or {}).get("outside"))
+        return self.kind == OUTSIDE or bool(self.info.outside)
 
 
 @dataclass(repr=False)

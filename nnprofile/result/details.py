@@ -1,0 +1,144 @@
+"""What a section says besides its entries (result.json's section ``info``), typed: the one hand-over from the
+stages that make sections (``nnprofile.assembly``, ``nnprofile.measure``) to those that read them.
+
+Every field is None where the section does not say it (a project's section says none of a graph's). In the
+file a field is written only where it is set, under its own name, as every earlier version wrote it; a name
+this version does not know is kept as read (``extra``) and written back. Reading a field by its name
+(``info["role"]``, ``info.get("role")``) is kept for code written against the dict of earlier versions.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+
+@dataclass(frozen=True)
+class SampledLine:
+    """One of the program's own lines as the sampler found it in the kept steps: where, in which function, its
+    text, and how many samples fell on it."""
+
+    where: str
+    function: str
+    text: str
+    samples: int
+
+    def to_json(self) -> List[Any]:
+        return [self.where, self.function, self.text, self.samples]
+
+    @classmethod
+    def from_json(cls, row: Any) -> "SampledLine":
+        where, function, text, samples = row
+        return cls(str(where), str(function), str(text), int(samples))
+
+
+@dataclass(frozen=True)
+class LoadBurst:
+    """A project's data source read in a burst after its epochs' first reads: the mean read, how many, after how
+    many reads set aside."""
+
+    mean_ms: float
+    reads: int
+    after: int
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"mean_ms": self.mean_ms, "reads": self.reads, "after": self.after}
+
+    @classmethod
+    def from_json(cls, value: Any) -> "LoadBurst":
+        return cls(float(value.get("mean_ms", 0.0)), int(value.get("reads", 0)), int(value.get("after", 0)))
+
+
+@dataclass
+class SectionInfo:
+    # A recorded program's graph: its name, whether auto_forward made it, the solvers that train it (their
+    # labels), its passes per kept step.
+    graph: Optional[str] = None
+    dynamic: Optional[bool] = None
+    trained_by: Optional[List[str]] = None
+    forward_per_step: Optional[float] = None
+    backward_per_step: Optional[float] = None
+    # What ran only outside the kept steps: where ("before the first kept step", "after the last step"), and a
+    # graph's passes there, per phase.
+    outside: Optional[str] = None
+    passes: Optional[Dict[str, int]] = None
+    # What a graph is for (``nnprofile.assembly.roles``): trained, backward, feeds, evaluation, updates; the
+    # graphs it feeds, the scopes it writes.
+    role: Optional[str] = None
+    writes: Optional[List[str]] = None
+    feeds: Optional[List[str]] = None
+    # A graph run only outside the kept steps: the hooks' cost scaled to its own passes, per phase.
+    hook_scale: Optional[Dict[str, float]] = None
+    # The program's step: its own lines as sampled (the most first), the samples in all, and the clock that
+    # took them (kind, period in ms); which iterator feeds which evaluation graph.
+    own_samples: Optional[int] = None
+    own_lines: Optional[List[SampledLine]] = None
+    own_clock: Optional[Tuple[str, float]] = None
+    inputs_of: Optional[Dict[str, str]] = None
+    # Rounds never left out of the means as slow (steps holding rare work).
+    drift_exempt: Optional[List[int]] = None
+    # A project's section: why its layers are timed inside its whole passes, and its data source read in a burst.
+    layers_in_passes: Optional[str] = None
+    load_dataset_burst: Optional[LoadBurst] = None
+    # What a later version wrote that this one does not know: kept as read, written back.
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "extra" or value is None:
+                continue
+            if f.name == "own_lines":
+                value = [line.to_json() for line in value]
+            elif f.name == "own_clock":
+                value = list(value)
+            elif f.name == "load_dataset_burst":
+                value = value.to_json()
+            out[f.name] = value
+        out.update(self.extra)
+        return out
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any]) -> "SectionInfo":
+        """The info as a file holds it; ValueError where a field is not of its kind."""
+        values: Dict[str, Any] = {k: v for k, v in data.items() if k in KINDS and v is not None}
+        for name, value in values.items():
+            if not isinstance(value, KINDS[name]) or (isinstance(value, bool) and KINDS[name] is not bool):
+                raise ValueError("%s is %s" % (name, type(value).__name__))
+        if values.get("own_lines") is not None:
+            values["own_lines"] = [SampledLine.from_json(row) for row in values["own_lines"]]
+        if values.get("own_clock") is not None:
+            kind, period = values["own_clock"]
+            values["own_clock"] = (str(kind), float(period))
+        if isinstance(values.get("load_dataset_burst"), dict):
+            values["load_dataset_burst"] = LoadBurst.from_json(values["load_dataset_burst"])
+        return cls(**values, extra={k: v for k, v in data.items() if k not in KINDS})
+
+    # -- read by name, as the dict of earlier versions ----------------------------------
+
+    def __getitem__(self, name: str) -> Any:
+        value = self.to_json().get(name)
+        if value is None:
+            raise KeyError(name)
+        return value
+
+    def get(self, name: str, default: Any = None) -> Any:
+        value = self.to_json().get(name)
+        return default if value is None else value
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.to_json()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.to_json())
+
+    def __bool__(self) -> bool:
+        return bool(self.to_json())
+
+
+# What each field is in the file (a number may be written as an integer).
+KINDS: Dict[str, Any] = {
+    "graph": str, "dynamic": bool, "trained_by": list, "forward_per_step": (int, float),
+    "backward_per_step": (int, float), "outside": str, "passes": dict, "role": str, "writes": list, "feeds": list,
+    "hook_scale": dict, "own_samples": int, "own_lines": list, "own_clock": list, "inputs_of": dict,
+    "drift_exempt": list, "layers_in_passes": str, "load_dataset_burst": dict}
