@@ -1,8 +1,9 @@
 """The step's memory, as the outputs say it: rows for summary.csv, lines for the log."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import List, Optional
 
+from ..base.buffers import StepMemory
 from ..base.sizes import human, largest_batch
 from ..result import Section
 
@@ -12,17 +13,16 @@ ROWS = ("parameters", "gradients", "solver_state", "activations_at_peak", "peak_
 def fits(section: Section, limit: Optional[int]) -> Optional[int]:
     """The largest batch whose estimated peak fits in ``limit`` bytes."""
     m = section.memory
-    if "peak_estimated" not in m or not limit:
+    if not m.estimated or not limit:
         return None
-    fixed = m["parameters"] + m["gradients"] + m["solver_state"]
-    return largest_batch(limit, fixed, m["activations_at_peak"], m["batch_size"])
+    return largest_batch(limit, m.fixed, m.activations_at_peak or 0, m.batch_size or 1)
 
 
-def difference(m: Dict[str, Any]) -> str:
-    measured = m.get("peak_measured")
+def difference(m: StepMemory) -> str:
+    measured = m.peak_measured
     if measured is None:
         return ""
-    delta = measured - m["activations_at_peak"]
+    delta = measured - (m.activations_at_peak or 0)
     return ("the measured growth is %s %s the estimated activations: NNabla's allocator rounds buffers up to "
             "its block sizes and keeps freed blocks for reuse, functions allocate workspaces the estimate does "
             "not count (im2col buffers of convolutions), and the resident memory grows by whole pages; the input "
@@ -32,20 +32,20 @@ def difference(m: Dict[str, Any]) -> str:
 def rows(section: Section, limit: Optional[int]) -> List[List[object]]:
     """summary.csv rows: section, item 'memory', name, ms, percent, detail, bytes."""
     m = section.memory
-    if "peak_estimated" not in m:  # not measured (results of an earlier version)
+    if not m.estimated:  # not measured (results of an earlier version)
         return []
-    alive = ", ".join("%s %s" % (name, human(b)) for name, b in m.get("alive_at_peak", [])[:5])
+    alive = ", ".join("%s %s" % (name, human(b)) for name, b in m.alive_at_peak[:5])
     detail = {
         "parameters": "every parameter of the network",
         "gradients": "the parameters' gradients",
         "solver_state": "what the solver keeps per parameter (Adam two states, Momentum one, SGD none)",
         "activations_at_peak": "alive at the peak: %s" % alive,
         "peak_estimated": "reached at %s (%s), from the buffers' lifetimes under NNabla's release rules"
-                          % (m.get("peak_layer"), m.get("peak_phase")),
-        "peak_measured": "%s%s" % (m.get("measured", ""), ("; " + difference(m)) if difference(m) else ""),
+                          % (m.peak_layer, m.peak_phase),
+        "peak_measured": "%s%s" % (m.measured or "", ("; " + difference(m)) if difference(m) else ""),
     }
     out: List[List[object]] = [[section.title, "memory", name, "", "", detail[name],
-                                "" if m.get(name) is None else m[name]] for name in ROWS]
+                                "" if getattr(m, name) is None else getattr(m, name)] for name in ROWS]
     batch = fits(section, limit)
     if batch is not None:
         out.append([section.title, "memory", "largest_batch", "", "",
@@ -56,17 +56,17 @@ def rows(section: Section, limit: Optional[int]) -> List[List[object]]:
 
 def lines(section: Section, limit: Optional[int]) -> List[str]:
     m = section.memory
-    if "peak_estimated" not in m:  # not measured (results of an earlier version)
+    if not m.estimated:  # not measured (results of an earlier version)
         return []
     out = ["Memory: parameters %s, gradients %s, solver state %s; estimated peak %s at %s (%s), of which "
-           "activations %s (%s)" % (human(m["parameters"]), human(m["gradients"]), human(m["solver_state"]),
-                                    human(m["peak_estimated"]), m.get("peak_layer"), m.get("peak_phase"),
-                                    human(m["activations_at_peak"]),
-                                    ", ".join("%s %s" % (n, human(b)) for n, b in m.get("alive_at_peak", [])[:3]))]
-    if m.get("peak_measured") is not None:
-        out.append("Memory measured: %s: %s; %s" % (m.get("measured"), human(m["peak_measured"]), difference(m)))
+           "activations %s (%s)" % (human(m.parameters or 0), human(m.gradients or 0), human(m.solver_state or 0),
+                                    human(m.peak_estimated or 0), m.peak_layer, m.peak_phase,
+                                    human(m.activations_at_peak or 0),
+                                    ", ".join("%s %s" % (n, human(b)) for n, b in m.alive_at_peak[:3]))]
+    if m.peak_measured is not None:
+        out.append("Memory measured: %s: %s; %s" % (m.measured, human(m.peak_measured), difference(m)))
     batch = fits(section, limit)
     if batch is not None:
         out.append("Memory limit %s: the largest batch whose estimated peak fits is %d (now %d)"
-                   % (human(limit), batch, m["batch_size"]))
+                   % (human(limit), batch, m.batch_size or 1))
     return out

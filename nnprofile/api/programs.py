@@ -449,7 +449,7 @@ class Recording:
         # What ran (ConvolutionCudaCudnn under cuDNN) and at which batch, as a project's header says.
         header.implementation_classes = sorted({e.impl_class for s in a.sections for e in s.entries
                                                 if e.impl_class})
-        batch = next((s.memory.get("batch_size") for s in a.sections if s.memory.get("batch_size")), None)
+        batch = next((s.memory.batch_size for s in a.sections if s.memory.batch_size), None)
         if batch:
             header.batch_size = batch
         world = self.run_world()

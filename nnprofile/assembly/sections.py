@@ -368,11 +368,11 @@ class Builder(ProgramPart):
 
     # -- memory --------------------------------------------------------------------------
 
-    def memory(self, section: Section) -> Dict[str, Any]:
+    def memory(self, section: Section) -> buffers.StepMemory:
         """The step memory of a (training) graph, estimated from its functions as first recorded."""
         layers = list(self.layers.get(section.name, {}).values())
         if not layers:
-            return {}
+            return buffers.StepMemory()
         params = [v.id for v in self.capture.graph.variables.values() if v.parameter]
         return buffers.step_memory(
             [layer.info for layer in layers], self.capture.graph, [layer.name for layer in layers], params,

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import AbstractSet, Any, Dict, List, Optional, Sequence, Tuple
 
 from .functions import FunctionInfo, Graph, VariableInfo, dtype_name
+from .records import Record
 
 ITEMSIZE = {"float16": 2, "half": 2, "float32": 4, "float64": 8, "int8": 1, "uint8": 1, "int16": 2, "int32": 4,
             "int64": 8, "bool": 1}
@@ -140,8 +141,44 @@ def estimate(functions: Sequence[FunctionInfo], graph: Graph, names: Sequence[st
     return est
 
 
+@dataclass
+class StepMemory(Record):
+    """A section's step memory (bytes; empty where not estimated, as in results of early versions): what stays for
+    the whole step, the activations at the estimated peak (where, what is alive there), the estimate along the
+    step (``curve``: [label, bytes] per point), the batch it was for, and the growth measured (how)."""
+
+    SPARSE = False
+    parameters: Optional[int] = None
+    gradients: Optional[int] = None
+    solver_state: Optional[int] = None
+    activations_at_peak: Optional[int] = None
+    peak_estimated: Optional[int] = None
+    peak_layer: Optional[str] = None
+    peak_phase: Optional[str] = None
+    alive_at_peak: List[List[Any]] = field(default_factory=list)
+    curve: List[List[Any]] = field(default_factory=list)
+    batch_size: Optional[int] = None
+    peak_measured: Optional[int] = None
+    measured: Optional[str] = None
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def estimated(self) -> bool:
+        return self.peak_estimated is not None
+
+    @property
+    def fixed(self) -> int:
+        """What stays for the whole step: parameters, their gradients, the solver's state."""
+        return (self.parameters or 0) + (self.gradients or 0) + (self.solver_state or 0)
+
+
+StepMemory.KINDS = {"parameters": int, "gradients": int, "solver_state": int, "activations_at_peak": int,
+                    "peak_estimated": int, "peak_layer": str, "peak_phase": str, "alive_at_peak": list, "curve": list,
+                    "batch_size": int, "peak_measured": int, "measured": str}
+
+
 def step_memory(functions: Sequence[FunctionInfo], graph: Graph, names: Sequence[str], parameters: Sequence[int],
-                itemsize: int, training: bool, solver_state: int, measured: str = "") -> Dict[str, Any]:
+                itemsize: int, training: bool, solver_state: int, measured: str = "") -> StepMemory:
     """A section's ``memory``: what stays for the whole step, and the activations estimated along it.
 
     ``functions`` run in forward order and are named by ``names``; ``parameters`` are the ids of
@@ -151,15 +188,15 @@ def step_memory(functions: Sequence[FunctionInfo], graph: Graph, names: Sequence
     known = frozenset(parameters)
     est = estimate(functions, graph, names, known, itemsize, training)
     params = [graph.variables[p] for p in parameters]
-    fixed = {"parameters": sum(nbytes(p) for p in params),
-             "gradients": sum(nbytes(p) for p in params if p.need_grad) if training else 0,
-             "solver_state": solver_state}
+    weights = sum(nbytes(p) for p in params)
+    gradients = sum(nbytes(p) for p in params if p.need_grad) if training else 0
     inputs = [graph.variables[v] for f in functions for v, parent in zip(f.inputs, f.parents or [None] * len(f.inputs))
               if parent is None and v not in known and graph.variables[v].shape]
-    return dict(fixed, activations_at_peak=est.peak, peak_estimated=est.peak + sum(fixed.values()),
-                peak_layer=est.peak_layer, peak_phase=est.peak_phase,
-                alive_at_peak=[list(x) for x in est.alive_at_peak], curve=[list(x) for x in est.curve],
-                batch_size=int(inputs[0].shape[0]) if inputs else 1, peak_measured=None, measured=measured)
+    return StepMemory(weights, gradients, solver_state, activations_at_peak=est.peak,
+                      peak_estimated=est.peak + weights + gradients + solver_state, peak_layer=est.peak_layer,
+                      peak_phase=est.peak_phase, alive_at_peak=[list(x) for x in est.alive_at_peak],
+                      curve=[list(x) for x in est.curve], batch_size=int(inputs[0].shape[0]) if inputs else 1,
+                      peak_measured=None, measured=measured)
 
 
 def solver_state_bytes(solver: Any) -> int:

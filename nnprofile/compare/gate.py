@@ -189,9 +189,8 @@ def _machine_ratio(base: Section, new: Section, baseline: Profile, other: Profil
 
 
 def _batch(profile: Profile, section: Section) -> Optional[int]:
-    size = section.memory.get("batch_size") if section.memory else None
-    if size:
-        return int(size)
+    if section.memory.batch_size:
+        return section.memory.batch_size
     size = profile.header.batch_size
     return size if isinstance(size, int) else None
 

@@ -311,7 +311,7 @@ class SectionMeasurer:
         """The section's first step (``nnprofile.measure.economy``): its memory, its passes' order and cost; and
         whether its layers are timed inside its whole passes (said in ``section.info``)."""
         first = run_first_step(self.timer.clock.now_ns, forward, backward, update, self.memory_reader())
-        section.memory.update(peak_measured=first.grown, measured=first.how)
+        section.memory.peak_measured, section.memory.measured = first.grown, first.how
         sampling = self.timer.sampling
         reason = None
         if self.layers and self.mode == "isolated" and sampling.adaptive:

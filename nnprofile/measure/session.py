@@ -93,16 +93,16 @@ def explain_out_of_memory(e: BaseException, section: Optional[Section], project:
     elif getattr(e, "nnprofile_entry", None):
         where = "in %s" % getattr(e, "nnprofile_entry")  # noqa: B009 (an attribute nnprofile sets on it)
     text = "out of memory%s %s%s" % (" in %s," % section.title if section is not None else "", where, asked)
-    m = section.memory if section is not None else {}
+    m = section.memory if section is not None else None
     available, source = available_memory()
-    if m:
+    estimated = m is not None and m.estimated
+    if m is not None and estimated:
         text += "; the estimated peak of a step is %s (activations %s at batch size %d)" % (
-            human(m["peak_estimated"]), human(m["activations_at_peak"]), m["batch_size"])
+            human(m.peak_estimated or 0), human(m.activations_at_peak or 0), m.batch_size or 1)
     if available is not None:
         text += "; the memory available is %s (%s)" % (human(available), source)
-    if m and available is not None:
-        fixed = m["parameters"] + m["gradients"] + m["solver_state"]
-        fits = largest_batch(available, fixed, m["activations_at_peak"], m["batch_size"])
+    if m is not None and estimated and available is not None:
+        fits = largest_batch(available, m.fixed, m.activations_at_peak or 0, m.batch_size or 1)
         if fits:
             text += "; a batch size of %d fits (--batch-size %d)" % (fits, fits)
         else:

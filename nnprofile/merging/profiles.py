@@ -12,6 +12,7 @@ across N fresh processes (``nnprofile.merging.fresh``, as pyperf spawns workers)
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import os
 from typing import Callable, Dict, List, Optional, Sequence
@@ -66,7 +67,7 @@ def pool_sections(same: Sequence[Optional[Section]], threshold: float, means: st
                                                                         if label in t), **kept))
     section = dataclasses.replace(
         base, entries=pooled, complete=all(s.complete for s in present) and len(present) == len(same),
-        memory=dict(base.memory), reference_ns=[x for s in present for x in s.reference_ns])
+        memory=copy.deepcopy(base.memory), reference_ns=[x for s in present for x in s.reference_ns])
     drift_over([section], sum(rounds), threshold)
     return section
 

@@ -93,10 +93,8 @@ def _section(a: SectionAnalysis, profile: Profile) -> Dict[str, Any]:
         + (["Input: %s" % load_line(s)] if load_line(s) else []) + list(a.memory_lines),
         "incomplete": [e.label for e in a.incomplete],
     }
-    if s.memory.get("curve"):
-        data["memory"] = {"curve": s.memory["curve"], "peak": s.memory.get("peak_estimated"),
-                          "fixed": s.memory.get("parameters", 0) + s.memory.get("gradients", 0)
-                          + s.memory.get("solver_state", 0)}
+    if s.memory.curve:
+        data["memory"] = {"curve": s.memory.curve, "peak": s.memory.peak_estimated, "fixed": s.memory.fixed}
     return data
 
 

@@ -53,7 +53,7 @@ def trace_events(profile: Profile) -> List[Dict[str, Any]]:
             {"ph": "M", "pid": PID, "tid": TID, "name": "thread_name", "args": {"name": "main thread"}},
         ]
     ordered = sorted(profile.timeline, key=lambda e: (e.rank or 0, e.start, -e.end, CATEGORY_DEPTH.get(e.cat, 2)))
-    curves = {s.title: s.memory.get("curve", []) for s in profile.sections if s.memory} if not ranks else {}
+    curves = {s.title: s.memory.curve for s in profile.sections if s.memory.estimated} if not ranks else {}
     counters: List[Dict[str, Any]] = []
     current: Dict[str, Any] = {}
     for e in ordered:

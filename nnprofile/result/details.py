@@ -4,12 +4,15 @@ stages that make sections (``nnprofile.assembly``, ``nnprofile.measure``) to tho
 Every field is None where the section does not say it (a project's section says none of a graph's). In the
 file a field is written only where it is set, under its own name, as every earlier version wrote it; a name
 this version does not know is kept as read (``extra``) and written back. Reading a field by its name
-(``info["role"]``, ``info.get("role")``) is kept for code written against the dict of earlier versions.
+(``info["role"]``, ``info.get("role")``) is kept for code written against the dict of earlier versions
+(``nnprofile.base.records``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+from ..base.records import Record
 
 
 @dataclass(frozen=True)
@@ -49,7 +52,7 @@ class LoadBurst:
 
 
 @dataclass
-class SectionInfo:
+class SectionInfo(Record):
     # A recorded program's graph: its name, whether auto_forward made it, the solvers that train it (their
     # labels), its passes per kept step.
     graph: Optional[str] = None
@@ -82,62 +85,29 @@ class SectionInfo:
     # What a later version wrote that this one does not know: kept as read, written back.
     extra: Dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> Dict[str, Any]:
-        out: Dict[str, Any] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name == "extra" or value is None:
-                continue
-            if f.name == "own_lines":
-                value = [line.to_json() for line in value]
-            elif f.name == "own_clock":
-                value = list(value)
-            elif f.name == "load_dataset_burst":
-                value = value.to_json()
-            out[f.name] = value
-        out.update(self.extra)
-        return out
-
-    @classmethod
-    def from_json(cls, data: Dict[str, Any]) -> "SectionInfo":
-        """The info as a file holds it; ValueError where a field is not of its kind."""
-        values: Dict[str, Any] = {k: v for k, v in data.items() if k in KINDS and v is not None}
-        for name, value in values.items():
-            if not isinstance(value, KINDS[name]) or (isinstance(value, bool) and KINDS[name] is not bool):
-                raise ValueError("%s is %s" % (name, type(value).__name__))
-        if values.get("own_lines") is not None:
-            values["own_lines"] = [SampledLine.from_json(row) for row in values["own_lines"]]
-        if values.get("own_clock") is not None:
-            kind, period = values["own_clock"]
-            values["own_clock"] = (str(kind), float(period))
-        if isinstance(values.get("load_dataset_burst"), dict):
-            values["load_dataset_burst"] = LoadBurst.from_json(values["load_dataset_burst"])
-        return cls(**values, extra={k: v for k, v in data.items() if k not in KINDS})
-
-    # -- read by name, as the dict of earlier versions ----------------------------------
-
-    def __getitem__(self, name: str) -> Any:
-        value = self.to_json().get(name)
-        if value is None:
-            raise KeyError(name)
+    def encode(self, name: str, value: Any) -> Any:
+        if name == "own_lines":
+            return [line.to_json() for line in value]
+        if name == "own_clock":
+            return list(value)
+        if name == "load_dataset_burst":
+            return value.to_json()
         return value
 
-    def get(self, name: str, default: Any = None) -> Any:
-        value = self.to_json().get(name)
-        return default if value is None else value
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.to_json()
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.to_json())
-
-    def __bool__(self) -> bool:
-        return bool(self.to_json())
+    @classmethod
+    def decode(cls, name: str, value: Any) -> Any:
+        if name == "own_lines":
+            return [SampledLine.from_json(row) for row in value]
+        if name == "own_clock":
+            kind, period = value
+            return str(kind), float(period)
+        if name == "load_dataset_burst":
+            return LoadBurst.from_json(value)
+        return value
 
 
 # What each field is in the file (a number may be written as an integer).
-KINDS: Dict[str, Any] = {
+SectionInfo.KINDS = {
     "graph": str, "dynamic": bool, "trained_by": list, "forward_per_step": (int, float),
     "backward_per_step": (int, float), "outside": str, "passes": dict, "role": str, "writes": list, "feeds": list,
     "hook_scale": dict, "own_samples": int, "own_lines": list, "own_clock": list, "inputs_of": dict,

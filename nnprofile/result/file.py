@@ -68,12 +68,14 @@ import json
 import math
 import os
 from dataclasses import MISSING, fields
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Type
 
 from ..base.errors import ProfileError
 from ..base.outdir import MAX_RECORD_BYTES, write_whole
 from .checks import check_fields, declared
 from .header import header_from_dict
+from ..base.buffers import StepMemory
+from ..base.records import R
 from .details import SectionInfo
 from .model import Entry, Interference, Profile, Section
 from .timeline import TimelineEvent
@@ -192,13 +194,14 @@ def _entry_from_dict(e: Dict[str, Any], where: str = "an entry") -> Entry:
         raise ProfileError("%s: %s" % (where, error))
 
 
-def _info(d: Any, where: str) -> SectionInfo:
+def _typed(kind: Type[R], d: Any, where: str, name: str) -> R:
+    """A section's typed record (``nnprofile.base.records``) as the file holds it, or one clear error."""
     if not isinstance(d, dict):
-        raise ProfileError("%s: info must be an object" % where)
+        raise ProfileError("%s: %s must be an object" % (where, name))
     try:
-        return SectionInfo.from_json(d)
+        return kind.from_json(d)
     except (TypeError, ValueError, KeyError) as e:
-        raise ProfileError("%s: info holds a field of the wrong kind (%s)" % (where, e))
+        raise ProfileError("%s: %s holds a field of the wrong kind (%s)" % (where, name, e))
 
 
 def _interference(d: Any, where: str) -> Optional[Interference]:
@@ -236,7 +239,7 @@ def to_dict(profile: Profile) -> Dict[str, Any]:
     sections = []
     for s in profile.sections:
         sections.append({"kind": s.kind, "name": s.name, "network": s.network,
-                         "complete": s.complete, "speed_levels": s.speed_levels, "memory": s.memory,
+                         "complete": s.complete, "speed_levels": s.speed_levels, "memory": s.memory.to_json(),
                          "reference_ns": s.reference_ns, "sampling": s.sampling, "info": s.info.to_json(),
                          "interference": s.interference.to_dict() if s.interference is not None else None,
                          "entries": [entry_dict(e) for e in s.entries]})
@@ -401,9 +404,9 @@ def from_dict(data: Dict[str, Any]) -> Profile:
         entries = [_entry_from_dict(e, where) for e in s.get("entries", [])]
         sections.append(Section(kind=s["kind"], name=s["name"], network=s["network"],
                                 entries=entries, complete=s.get("complete", False),
-                                speed_levels=list(s.get("speed_levels", [])), memory=dict(s.get("memory", {})),
+                                speed_levels=list(s.get("speed_levels", [])), memory=_typed(StepMemory, s.get("memory", {}), where, "memory"),
                                 reference_ns=list(s.get("reference_ns", [])),
-                                sampling=dict(s.get("sampling", {})), info=_info(s.get("info", {}), where),
+                                sampling=dict(s.get("sampling", {})), info=_typed(SectionInfo, s.get("info", {}), where, "info"),
                                 interference=_interference(s.get("interference"), where)))
     return Profile(header=header_from_dict(dict(data.get("header", {}))), notes=list(data.get("notes", [])),
                    sections=sections, complete=data.get("complete", False), failure=data.get("failure"),

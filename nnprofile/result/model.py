@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from .details import SectionInfo
+from ..base.buffers import StepMemory
 from ..base.series import corrected
 from ..base.stats import NS_PER_MS, Stats, summarize_undisturbed
 from ..base.choices import LAYER_PHASES, OUTSIDE, PHASES  # noqa: F401  (PHASES: part of this module's vocabulary)
@@ -262,7 +263,7 @@ class Section:
     # The step's memory (see ``nnprofile.base.buffers``): parameters, gradients, solver_state,
     # activations_at_peak, peak_estimated, peak_layer, peak_phase, alive_at_peak, peak_measured,
     # measured (how), batch_size, curve; empty when not measured.
-    memory: Dict[str, Any] = field(default_factory=dict)
+    memory: StepMemory = field(default_factory=StepMemory)
     # A fixed workload's time in each round (``nnprofile.measure.rounds.Reference``): the
     # machine's speed, comparable between runs.
     reference_ns: List[float] = field(default_factory=list)
@@ -276,8 +277,10 @@ class Section:
     interference: Optional[Interference] = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.info, dict):  # a section made by hand with the dict of earlier versions
+        if isinstance(self.info, dict):  # a section made by hand with the dicts of earlier versions
             self.info = SectionInfo.from_json(self.info)
+        if isinstance(self.memory, dict):
+            self.memory = StepMemory.from_json(self.memory)
 
     @property
     def title(self) -> str:
