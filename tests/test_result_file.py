@@ -282,7 +282,7 @@ def test_a_version_10_file_keeps_loading(tmp_path):
     assert "Interference: other processes took" in (tmp_path / "profile.log").read_text()
 
 
-def test_a_sections_info_and_memory_read_typed_and_write_back_as_every_version_wrote_them():
+def test_a_sections_details_read_typed_and_write_back_as_every_version_wrote_them():
     """Each checked-in file's section info loads into its typed fields (a graph's trainers, the program's own lines
     as sampled) and is written back as read, key for key; a field a later version adds is kept as read; a field of
     the wrong kind is one clear error naming the section."""
@@ -299,6 +299,7 @@ def test_a_sections_info_and_memory_read_typed_and_write_back_as_every_version_w
             assert section.info.to_json() == written.get("info", {}), (name, section.name)
             assert section.memory.to_json() == written.get("memory", {}), (name, section.name)
             assert list(section.memory.to_json()) == list(written.get("memory", {}))  # in the order written
+            assert section.sampling.to_json() == written.get("sampling", {}), (name, section.name)
     v10 = result_file.load(os.path.join(GOLDEN, "result_v10.json"))
     graphs = [s for s in v10.sections if s.kind == "graph"]
     assert graphs and all(isinstance(s.info.trained_by, list) and s.info.role for s in graphs)

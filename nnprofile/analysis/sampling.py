@@ -87,7 +87,6 @@ def layer_rse(entries: List[Entry]) -> Optional[float]:
 
 def precision(section: Section, layers: List[LayerTime], step_ms: Optional[float],
               bases: Optional[List[LayerTime]] = None) -> Precision:
-    sampling: Dict[str, object] = section.sampling or {}
     counts = sorted(rounds_with_samples(e) for e in section.entries) or [0]
     whole: List[Tuple[str, Optional[float]]] = [
         (e.phase, e.stats.rse if not is_thin(e) else None) for e in section.entries
@@ -104,12 +103,10 @@ def precision(section: Section, layers: List[LayerTime], step_ms: Optional[float
         rse = layer_rse(by_base.get(l.layer, []))
         if rse is not None and (worst is None or rse > worst[1]):
             worst = (l.layer, rse)
-    seconds = sampling.get("seconds")
-    budget = sampling.get("budget_seconds")
-    return Precision(rounds=int(sampling.get("rounds") or max(len(e.round_sizes) for e in section.entries or [Entry("", "", [])])),  # type: ignore[call-overload]
-                     seconds=float(seconds) if seconds is not None else None,  # type: ignore[arg-type]
-                     budget_seconds=float(budget) if budget is not None else None,  # type: ignore[arg-type]
-                     plan=str(sampling.get("plan") or ""), stopped=str(sampling.get("stopped") or ""),
+    sampling = section.sampling
+    return Precision(rounds=sampling.rounds or max(len(e.round_sizes) for e in section.entries or [Entry("", "", [])]),
+                     seconds=sampling.seconds, budget_seconds=sampling.budget_seconds,
+                     plan=sampling.plan or "", stopped=sampling.stopped or "",
                      samples=(counts[0], counts[len(counts) // 2], counts[-1]), whole=whole,
                      main_layers=len(chosen), main_layers_rse=worst,
                      thin=[e for e in section.entries if is_thin(e)])

@@ -20,6 +20,7 @@ import math
 from typing import Callable, List, Optional, Sequence, Tuple
 
 from ..result import Entry, Interference, Section
+from ..result.details import Sampling
 from ..result.drift import apply_drift, measure_drift
 from ..base.stats import Drift
 from .allocation import FIRST_PLAN, MARGIN, REPLAN, Allocation, Need, RoundLevels, shares
@@ -243,7 +244,7 @@ class RoundRunner:
                 s.final = True  # sure enough: its rounds go to the others
         st.allocation.plan([id(p) for p in probes], planned)
 
-    def _sampling(self, st: "_State") -> dict:
+    def _sampling(self, st: "_State") -> Sampling:
         """What the budget allowed, as the section keeps it."""
         sampling = self.timer.sampling
         described = st.plan.describe()
@@ -254,9 +255,9 @@ class RoundRunner:
             described += ("; then %d partial layer round%s: the layer entries short of %d rounds, the "
                           "heaviest first, as many as the rest of the budget allowed"
                           % (st.partial_rounds, "" if st.partial_rounds == 1 else "s", MIN_LAYER_ROUNDS))
-        return {"rounds": st.rounds, "seconds": round(st.measured_ns / 1e9, 3),
-                "budget_seconds": None if st.fixed else sampling.max_seconds,
-                "plan": described, "lean": st.plan.lean, "layer_every": st.plan.layer_every, "stopped": st.stopped}
+        return Sampling(rounds=st.rounds, seconds=round(st.measured_ns / 1e9, 3),
+                        budget_seconds=None if st.fixed else sampling.max_seconds, plan=described, lean=st.plan.lean,
+                        layer_every=st.plan.layer_every, stopped=st.stopped)
 
     def _plan(self, items: Sequence[Item], elapsed_ns: float) -> Plan:
         """After the warm-up pass: lean rounds when normal rounds do not fit the budget."""

@@ -1,4 +1,4 @@
-"""What a section says besides its entries (result.json's section ``info``), typed: the one hand-over from the
+"""What a section says besides its entries (result.json's section ``info``, and a project's ``sampling``), typed: the one hand-over from the
 stages that make sections (``nnprofile.assembly``, ``nnprofile.measure``) to those that read them.
 
 Every field is None where the section does not say it (a project's section says none of a graph's). In the
@@ -112,3 +112,24 @@ SectionInfo.KINDS = {
     "backward_per_step": (int, float), "outside": str, "passes": dict, "role": str, "writes": list, "feeds": list,
     "hook_scale": dict, "own_samples": int, "own_lines": list, "own_clock": list, "inputs_of": dict,
     "drift_exempt": list, "layers_in_passes": str, "load_dataset_burst": dict}
+
+
+@dataclass
+class Sampling(Record):
+    """What a project's section's time budget allowed (``nnprofile.measure.rounds``): the rounds run, the seconds
+    they took against the budget (None: a fixed number of rounds), how entries were sampled (``plan``), whether
+    rounds were lean and how often a layer round came, and why sampling stopped; empty where not known."""
+
+    SPARSE = False
+    rounds: Optional[int] = None
+    seconds: Optional[float] = None
+    budget_seconds: Optional[float] = None
+    plan: Optional[str] = None
+    lean: Optional[bool] = None
+    layer_every: Optional[int] = None
+    stopped: Optional[str] = None
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+
+Sampling.KINDS = {"rounds": int, "seconds": (int, float), "budget_seconds": (int, float), "plan": str, "lean": bool,
+                  "layer_every": int, "stopped": str}

@@ -76,7 +76,7 @@ from .checks import check_fields, declared
 from .header import header_from_dict
 from ..base.buffers import StepMemory
 from ..base.records import R
-from .details import SectionInfo
+from .details import Sampling, SectionInfo
 from .model import Entry, Interference, Profile, Section
 from .timeline import TimelineEvent
 from .windows import WindowSummary
@@ -240,7 +240,7 @@ def to_dict(profile: Profile) -> Dict[str, Any]:
     for s in profile.sections:
         sections.append({"kind": s.kind, "name": s.name, "network": s.network,
                          "complete": s.complete, "speed_levels": s.speed_levels, "memory": s.memory.to_json(),
-                         "reference_ns": s.reference_ns, "sampling": s.sampling, "info": s.info.to_json(),
+                         "reference_ns": s.reference_ns, "sampling": s.sampling.to_json(), "info": s.info.to_json(),
                          "interference": s.interference.to_dict() if s.interference is not None else None,
                          "entries": [entry_dict(e) for e in s.entries]})
     return {"format": FORMAT, "version": VERSION, "header": profile.header.to_dict(), "notes": profile.notes,
@@ -406,7 +406,8 @@ def from_dict(data: Dict[str, Any]) -> Profile:
                                 entries=entries, complete=s.get("complete", False),
                                 speed_levels=list(s.get("speed_levels", [])), memory=_typed(StepMemory, s.get("memory", {}), where, "memory"),
                                 reference_ns=list(s.get("reference_ns", [])),
-                                sampling=dict(s.get("sampling", {})), info=_typed(SectionInfo, s.get("info", {}), where, "info"),
+                                sampling=_typed(Sampling, s.get("sampling", {}), where, "sampling"),
+                                info=_typed(SectionInfo, s.get("info", {}), where, "info"),
                                 interference=_interference(s.get("interference"), where)))
     return Profile(header=header_from_dict(dict(data.get("header", {}))), notes=list(data.get("notes", [])),
                    sections=sections, complete=data.get("complete", False), failure=data.get("failure"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
-from .details import SectionInfo
+from .details import Sampling, SectionInfo
 from ..base.buffers import StepMemory
 from ..base.series import corrected
 from ..base.stats import NS_PER_MS, Stats, summarize_undisturbed
@@ -269,7 +269,7 @@ class Section:
     reference_ns: List[float] = field(default_factory=list)
     # What the time budget allowed (``nnprofile.measure.rounds``): rounds, seconds, budget_seconds,
     # plan (how entries were sampled), lean, strata, stopped (why sampling ended); empty when unknown.
-    sampling: Dict[str, Any] = field(default_factory=dict)
+    sampling: Sampling = field(default_factory=Sampling)
     # What the section says besides its entries (a recorded program's graph: its name, what trains it, its passes
     # per step, what it is for; its step: the program's own lines): ``nnprofile.result.details``.
     info: SectionInfo = field(default_factory=SectionInfo)
@@ -281,6 +281,8 @@ class Section:
             self.info = SectionInfo.from_json(self.info)
         if isinstance(self.memory, dict):
             self.memory = StepMemory.from_json(self.memory)
+        if isinstance(self.sampling, dict):
+            self.sampling = Sampling.from_json(self.sampling)
 
     @property
     def title(self) -> str:
