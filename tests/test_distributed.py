@@ -147,7 +147,7 @@ def test_merging_pools_every_ranks_calls_and_keeps_each_ranks_mean():
     assert not any("class" in e.args for e in merged.timeline)
     # It is a result like any other: saved, loaded, rendered, with a process per rank in the trace.
     again = result_file.from_dict(json.loads(result_file.dumps(merged)))
-    assert again.ranks == json.loads(json.dumps(merged.ranks))
+    assert again.ranks.to_json() == json.loads(json.dumps(merged.ranks.to_json()))
     assert again.sections[0].entries[0].rank_means == conv.rank_means
     from nnprofile.render import render
     files = render(again)

@@ -164,15 +164,15 @@ def _mean(values: Sequence[float]) -> float:
 def analyze_ranks(profile: Profile) -> Optional[RanksAnalysis]:
     """The ranks of a merged view; None for a profile of one process."""
     data = profile.ranks
-    if not data or not data.get("ranks"):
+    if not data.ranks:
         return None
-    rows: List[Dict[str, Any]] = data["ranks"]
-    steps: List[int] = list(data.get("steps", []))
+    rows = data.ranks
+    steps: List[int] = list(data.steps)
     n_steps = len(steps)
     # Per step and rank: the parts, the step (the parts and what they leave), communication.
-    parts_at = [[{p: float((r["parts_ns"].get(p) or [0.0] * n_steps)[i]) for p in STORED_PARTS}
+    parts_at = [[{p: float((r.parts_ns.get(p) or [0.0] * n_steps)[i]) for p in STORED_PARTS}
                  for r in rows] for i in range(n_steps)]
-    step_at = [[max(float(r["step_ns"][i]), sum(parts_at[i][k].values())) for k, r in enumerate(rows)]
+    step_at = [[max(float(r.step_ns[i]), sum(parts_at[i][k].values())) for k, r in enumerate(rows)]
                for i in range(n_steps)]
     wait_at = []
     for i in range(n_steps):
@@ -185,25 +185,22 @@ def analyze_ranks(profile: Profile) -> Optional[RanksAnalysis]:
     for k, r in enumerate(rows):
         parts = {p: _mean([parts_at[i][k][p] for i in range(n_steps)]) / 1e6 for p in STORED_PARTS}
         parts["other"] = _mean([step_at[i][k] - sum(parts_at[i][k].values()) for i in range(n_steps)]) / 1e6
-        ranks.append(RankTime(int(r["rank"]), str(r.get("host", "")), n_steps, parts,
-                              _mean([wait_at[i][k] for i in range(n_steps)]) / 1e6,
-                              bool(r.get("complete", True)), r.get("failure")))
+        ranks.append(RankTime(r.rank, r.host, n_steps, parts, _mean([wait_at[i][k] for i in range(n_steps)]) / 1e6,
+                              r.complete, r.failure))
 
-    aligned = not str(data.get("clock", {}).get("method", "")).startswith("not aligned")
-    enter = [(r.get("collective") or {}).get("enter_ns") or [None] * n_steps for r in rows]
+    aligned = not data.clock_method.startswith("not aligned")
+    enter = [(r.collective.enter_ns if r.collective is not None else None) or [None] * n_steps for r in rows]
     spreads = []
     for i, step in enumerate(steps):
         busy = busy_at[i]
         slowest = max(range(len(rows)), key=lambda k: busy[k])
         times = [(enter[k][i], k) for k in range(len(rows)) if i < len(enter[k]) and enter[k][i] is not None]
-        last_in = rows[max(times)[1]]["rank"] if aligned and len(times) == len(rows) and len(rows) > 1 else None
-        spreads.append(StepSpread(step, int(rows[slowest]["rank"]), (max(busy) - min(busy)) / 1e6,
+        last_in = rows[max(times)[1]].rank if aligned and len(times) == len(rows) and len(rows) > 1 else None
+        spreads.append(StepSpread(step, rows[slowest].rank, (max(busy) - min(busy)) / 1e6,
                                   last_in, tuple(b / 1e6 for b in busy), tuple(w / 1e6 for w in wait_at[i])))
 
-    analysis = RanksAnalysis(size=int(data.get("size", len(rows))), ranks=ranks,
-                             missing=list(data.get("missing", [])), stale=list(data.get("stale", [])),
-                             launcher=str(data.get("launcher", "")),
-                             clock=str(data.get("clock", {}).get("method", "")), steps=spreads,
+    analysis = RanksAnalysis(size=data.size or len(rows), ranks=ranks, missing=list(data.missing),
+                             stale=list(data.stale), launcher=data.launcher or "", clock=data.clock_method, steps=spreads,
                              straggler=_straggler(ranks, busy_at, parts_at, spreads),
                              layer_spread=_layer_spread(profile))
     analysis.advice = [a for rule in RULES for a in rule(analysis)]

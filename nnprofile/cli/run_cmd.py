@@ -131,9 +131,9 @@ def run(args) -> int:
         out = Printer(args.quiet)
         out.write(log.render(merged))
         out("Written to %s: the merged view of %d of %d ranks (%s), each rank's own result in %s"
-            % (outdir, len(merged.ranks.get("ranks", [])), world.size, FILES % (", trace.json.gz"),
+            % (outdir, len(merged.ranks.ranks), world.size, FILES % (", trace.json.gz"),
                os.path.join(outdir, "rank-K")))
-        missing = merged.ranks.get("missing") or []
+        missing = merged.ranks.missing
         if missing:
             print("nnprofile: error: no result from rank%s %s of %d within %g s (see %s)"
                   % ("s" if len(missing) > 1 else "", spans(missing), world.size,

@@ -25,7 +25,7 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..analysis.breakdown import round_totals
 from ..analysis.ranks import STORED_PARTS
@@ -34,6 +34,7 @@ from ..base.errors import ProfileError
 from ..recording.launcher import RANK_DIR
 from ..result import Profile, file as result_file
 from ..result.header import ProgramHeader, as_merged
+from ..result.ranks import Collective, RankRow, RanksView
 from ..result.timeline import TimelineEvent
 from .profiles import left_out, pool_profiles
 
@@ -187,11 +188,10 @@ def merge(found: Found) -> Profile:
     steps = _common_steps(profiles)
     offsets, method = align_clocks(profiles, hosts, steps)
     merged.timeline = _timeline(ranks, profiles, offsets)
-    merged.ranks = {
-        "size": found.size, "launcher": found.launcher, "launch": found.launch, "missing": found.missing,
-        "stale": found.stale, "clock": {"method": method, "offsets_ns": offsets}, "steps": steps,
-        "ranks": [_rank_data(k, p, host, steps, offset) for k, p, host, offset in zip(ranks, profiles, hosts, offsets)],
-    }
+    merged.ranks = RanksView(
+        size=found.size, launcher=found.launcher, launch=found.launch, missing=found.missing, stale=found.stale,
+        clock={"method": method, "offsets_ns": offsets}, steps=steps,
+        ranks=[_rank_data(k, p, host, steps, offset) for k, p, host, offset in zip(ranks, profiles, hosts, offsets)])
     return merged
 
 
@@ -225,7 +225,7 @@ def _common_steps(profiles: Sequence[Profile]) -> List[int]:
     return sorted(common or ())
 
 
-def _rank_data(rank: int, profile: Profile, host: str, steps: List[int], offset: int) -> Dict[str, Any]:
+def _rank_data(rank: int, profile: Profile, host: str, steps: List[int], offset: int) -> RankRow:
     mine = rank_steps(profile)
     index = [mine.index(s) for s in steps]
     parts: Dict[str, List[float]] = {p: [0.0] * len(steps) for p in STORED_PARTS}
@@ -244,17 +244,17 @@ def _rank_data(rank: int, profile: Profile, host: str, steps: List[int], offset:
                     step_ns[j] = value
                 else:
                     parts[part][j] += value
-    return {"rank": rank, "host": host, "complete": profile.complete, "failure": profile.failure,
-            "step_ns": [round(x, 1) for x in step_ns],
-            "parts_ns": {p: [round(x, 1) for x in v] for p, v in parts.items()},
-            "collective": _collectives(profile, steps, offset)}
+    return RankRow(rank=rank, host=host, complete=profile.complete, failure=profile.failure,
+                   step_ns=[round(x, 1) for x in step_ns],
+                   parts_ns={p: [round(x, 1) for x in v] for p, v in parts.items()},
+                   collective=_collectives(profile, steps, offset))
 
 
 def _step_spans(profile: Profile) -> Dict[int, Tuple[int, int]]:
     return {int(e.args.get("step", 0)): (e.start, e.end) for e in profile.timeline if e.cat == "step"}
 
 
-def _collectives(profile: Profile, steps: List[int], offset: int) -> Optional[Dict[str, Any]]:
+def _collectives(profile: Profile, steps: List[int], offset: int) -> Optional[Collective]:
     """Each step's longest collective: when the rank entered and left it, on the aligned clock."""
     spans = _step_spans(profile)
     comm = [e for e in profile.timeline if e.cat == "communication"]
@@ -274,7 +274,7 @@ def _collectives(profile: Profile, steps: List[int], offset: int) -> Optional[Di
         name = name or longest.name
         enter.append(longest.start + offset)
         leave.append(longest.end + offset)
-    return {"name": name, "enter_ns": enter, "exit_ns": leave}
+    return Collective(name, enter, leave)
 
 
 # -- clocks and the timeline --------------------------------------------------------------

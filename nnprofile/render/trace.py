@@ -38,8 +38,8 @@ def trace_events(profile: Profile) -> List[Dict[str, Any]]:
     title = profile.header.project or "nnabla program"
     ranks = sorted({e.rank for e in profile.timeline if e.rank is not None})
     if ranks:
-        method = str(profile.ranks.get("clock", {}).get("method", ""))
-        hosts = {int(r.get("rank", -1)): r.get("host", "") for r in profile.ranks.get("ranks", [])}
+        method = profile.ranks.clock_method
+        hosts = {r.rank: r.host for r in profile.ranks.ranks}
         events: List[Dict[str, Any]] = []
         for rank in ranks:
             events += [{"ph": "M", "pid": rank + 1, "tid": TID, "name": "process_name",

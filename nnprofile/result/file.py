@@ -77,6 +77,7 @@ from .header import header_from_dict
 from ..base.buffers import StepMemory
 from ..base.records import R
 from .details import Sampling, SectionInfo
+from .ranks import RanksView
 from .model import Entry, Interference, Profile, Section
 from .timeline import TimelineEvent
 from .windows import WindowSummary
@@ -244,7 +245,7 @@ def to_dict(profile: Profile) -> Dict[str, Any]:
                          "interference": s.interference.to_dict() if s.interference is not None else None,
                          "entries": [entry_dict(e) for e in s.entries]})
     return {"format": FORMAT, "version": VERSION, "header": profile.header.to_dict(), "notes": profile.notes,
-            "complete": profile.complete, "failure": profile.failure, "ranks": profile.ranks,
+            "complete": profile.complete, "failure": profile.failure, "ranks": profile.ranks.to_json(),
             "windows": [w.to_dict() for w in profile.windows], "files": list(profile.files),
             "sections": sections, "timeline": [e.to_dict() for e in profile.timeline]}
 
@@ -413,7 +414,7 @@ def from_dict(data: Dict[str, Any]) -> Profile:
                    sections=sections, complete=data.get("complete", False), failure=data.get("failure"),
                    timeline=[TimelineEvent.from_dict(_record(e, _EVENT_TYPES, "timeline event %d" % (k + 1)))
                              for k, e in enumerate(data.get("timeline", []))],
-                   ranks=dict(data.get("ranks", {})),
+                   ranks=_typed(RanksView, data.get("ranks", {}), "the result", "ranks"),
                    windows=[WindowSummary.from_dict(_record(w, _WINDOW_TYPES, "window %d" % (k + 1)))
                             for k, w in enumerate(data.get("windows", []))],
                    files=[str(f) for f in data.get("files", []) if isinstance(f, str)])

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from .details import Sampling, SectionInfo
+from .ranks import RanksView
 from ..base.buffers import StepMemory
 from ..base.series import corrected
 from ..base.stats import NS_PER_MS, Stats, summarize_undisturbed
@@ -67,7 +68,7 @@ class Entry:
     # A recorded program's layer: where the program created it ("train.py:42"), None where not known.
     source: Optional[str] = None
     # A merged view of several ranks: the entry's mean (ms) on each rank, in the order of
-    # ``Profile.ranks["ranks"]``; None for a rank without the entry.
+    # ``Profile.ranks.ranks``; None for a rank without the entry.
     rank_means: List[Optional[float]] = field(default_factory=list)
     # A recorded program's call that ran others inside it (a custom layer's functions on NdArrays, a
     # double backward's functions, a solver's own arithmetic): each kind of child as
@@ -316,7 +317,7 @@ class Profile:
     timeline: List[TimelineEvent] = field(default_factory=list)
     # A merged view of the ranks of a distributed run (see ``nnprofile.merging.ranks``): the
     # world, each rank's step parts per step, how the clocks were aligned; empty otherwise.
-    ranks: Dict[str, Any] = field(default_factory=dict)
+    ranks: RanksView = field(default_factory=RanksView)
     # A long training recorded in windows (``nnprofile.result.windows``): each window in a few figures,
     # the view over the run; its sections are then the last window's. Empty for one window.
     windows: List[WindowSummary] = field(default_factory=list)
@@ -332,6 +333,8 @@ class Profile:
             self.header = header_from_dict(self.header)
         self.timeline = [TimelineEvent.from_dict(e) if isinstance(e, dict) else e for e in self.timeline]
         self.windows = [WindowSummary.from_dict(w) if isinstance(w, dict) else w for w in self.windows]
+        if isinstance(self.ranks, dict):
+            self.ranks = RanksView.from_json(self.ranks)
 
     def __repr__(self) -> str:
         """One line: what was profiled, its sections, how it ended (the figures are in to_dataframe())."""
