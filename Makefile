@@ -19,7 +19,7 @@ PYTHON310 ?= $(shell \
 
 OLDEST := .venv-oldest
 
-.PHONY: setup demo test test-fast test-oldest corpus bench clean
+.PHONY: setup demo test test-fast format test-oldest corpus bench clean
 
 setup: $(STAMP)
 
@@ -55,12 +55,17 @@ demo: $(STAMP) $(DIGITS)
 
 test: $(TEST_STAMP) $(DIGITS)
 	$(PY) -m ruff check nnprofile tests benchmarks examples
+	$(PY) -m ruff format --check nnprofile tests benchmarks examples
 	$(PY) -m mypy
 	$(PY) -m pytest -q
 
 # The inner loop: every test but those marked slow (subprocesses, mpirun, Chromium, the corpus, the docs).
 test-fast: $(TEST_STAMP) $(DIGITS)
 	$(PY) -m pytest -q -m "not slow"
+
+# The code as the formatter writes it (make test checks it): run before committing.
+format: $(TEST_STAMP)
+	$(PY) -m ruff format nnprofile tests benchmarks examples
 
 # The real programs of ../shared/corpus, alone and under nnprofile run (about 20 minutes; make test runs them too).
 corpus: $(TEST_STAMP)

@@ -5,6 +5,7 @@ pairs, so that the machine's slow spells hit both sides alike; its interval is t
 interval of the pairs' mean log-ratio (the geometric mean of the pairs' ratios), which needs no
 assumption about either side's own spread.
 """
+
 from __future__ import annotations
 
 import math
@@ -86,8 +87,9 @@ def lenet_copy(work):
         text = f.read()
     for name in ("training", "validation"):
         text = text.replace('uri: "digits/%s.csv"' % name, 'uri: "%s"' % os.path.join(digits, name + ".csv"))
-        text = text.replace('cache_dir: "digits/%s.cache"' % name,
-                            'cache_dir: "%s"' % os.path.join(work, name + ".cache"))
+        text = text.replace(
+            'cache_dir: "digits/%s.cache"' % name, 'cache_dir: "%s"' % os.path.join(work, name + ".cache")
+        )
     path = os.path.join(work, "lenet.nntxt")
     with open(path, "w") as f:
         f.write(text)
@@ -103,6 +105,7 @@ def cv(values):
 
 class Ratio(NamedTuple):
     """The geometric mean of paired ratios with its 95% interval (None with a single pair)."""
+
     value: float
     low: Optional[float]
     high: Optional[float]
@@ -127,6 +130,7 @@ class Ratio(NamedTuple):
 def paired_ratio(numerators: Sequence[float], denominators: Sequence[float]) -> Ratio:
     """numerator/denominator over pairs taken one after the other: the mean log-ratio's t interval."""
     from nnprofile.base.stats import mean_ci
+
     logs = [math.log(a / b) for a, b in zip(numerators, denominators)]
     centre, low, high = mean_ci(logs)
     if low is None or high is None:
@@ -136,6 +140,7 @@ def paired_ratio(numerators: Sequence[float], denominators: Sequence[float]) -> 
 
 class Target(NamedTuple):
     """One of the issue's targets: what it asks, the figure measured, and whether it is met."""
+
     name: str
     figure: str
     met: bool

@@ -1,5 +1,6 @@
 """Section 6: the regression gate: false alarms of ``nnprofile check`` over A/A pairs, and its detection of a
 real slowdown."""
+
 from __future__ import annotations
 
 import os
@@ -34,6 +35,7 @@ def measure(work, pairs):
         if p.returncode not in (0, 1, 3):  # 3: could not judge (the machine's speed moved too far)
             raise SystemExit("nnprofile check failed: %s" % p.stderr)
         return p.returncode
+
     same = [verdict(plain[i], plain[i + 1]) for i in range(pairs)]
     wider = [verdict(plain[i], slow[i]) for i in range(pairs)]
     false_alarms, detected = same.count(1), wider.count(1)
@@ -42,28 +44,55 @@ def measure(work, pairs):
         base_step = re.search(r"^Step: ([\d.]+) ms", f.read(), re.M).group(1)
     with open(os.path.join(slow[0], "profile.log")) as f:
         slow_step = re.search(r"^Step: ([\d.]+) ms", f.read(), re.M).group(1)
-    return {"pairs": pairs, "false_alarms": false_alarms, "detected": detected, "unjudged": unjudged,
-            "slowdown": float(slow_step) / float(base_step)}
+    return {
+        "pairs": pairs,
+        "false_alarms": false_alarms,
+        "detected": detected,
+        "unjudged": unjudged,
+        "slowdown": float(slow_step) / float(base_step),
+    }
 
 
 def targets(gate):
-    return [Target("the gate's false alarms ≤ 5% of A/A pairs", "%d of %d" % (gate["false_alarms"], gate["pairs"]),
-                   gate["false_alarms"] <= 0.05 * gate["pairs"]),
-            Target("the gate detects a real slowdown in ≥ 95% of pairs", "%d of %d (a %.2fx step)" % (
-                gate["detected"], gate["pairs"], gate["slowdown"]), gate["detected"] >= 0.95 * gate["pairs"])]
+    return [
+        Target(
+            "the gate's false alarms ≤ 5% of A/A pairs",
+            "%d of %d" % (gate["false_alarms"], gate["pairs"]),
+            gate["false_alarms"] <= 0.05 * gate["pairs"],
+        ),
+        Target(
+            "the gate detects a real slowdown in ≥ 95% of pairs",
+            "%d of %d (a %.2fx step)" % (gate["detected"], gate["pairs"], gate["slowdown"]),
+            gate["detected"] >= 0.95 * gate["pairs"],
+        ),
+    ]
 
 
 def lines(gate):
-    return ["## 6. The regression gate (`nnprofile check`, projects/lenet, `--no-layers`)", "",
-            "%d A/A pairs (LeNet against itself, consecutive runs) and %d pairs of LeNet against LeNet with its "
-            "hidden Affine ten times wider (a step %.2fx as long in the first pair)."
-            % (gate["pairs"], gate["pairs"], gate["slowdown"]), "",
-            "| | rate | target |", "|---|---|---|",
-            "| false alarms (exit 1 on A/A) | %d of %d = %.0f%% | ≤ 5%%: %s |"
-            % (gate["false_alarms"], gate["pairs"], 100.0 * gate["false_alarms"] / gate["pairs"],
-               met(gate["false_alarms"] <= 0.05 * gate["pairs"])),
-            "| detection (exit 1 on the wider layer) | %d of %d = %.0f%% | ≥ 95%%: %s |"
-            % (gate["detected"], gate["pairs"], 100.0 * gate["detected"] / gate["pairs"],
-               met(gate["detected"] >= 0.95 * gate["pairs"])),
-            "| could not judge (exit 3: the machine's speed moved beyond what the check accepts) | %d of %d | |"
-            % (gate["unjudged"], 2 * gate["pairs"]), ""]
+    return [
+        "## 6. The regression gate (`nnprofile check`, projects/lenet, `--no-layers`)",
+        "",
+        "%d A/A pairs (LeNet against itself, consecutive runs) and %d pairs of LeNet against LeNet with its "
+        "hidden Affine ten times wider (a step %.2fx as long in the first pair)."
+        % (gate["pairs"], gate["pairs"], gate["slowdown"]),
+        "",
+        "| | rate | target |",
+        "|---|---|---|",
+        "| false alarms (exit 1 on A/A) | %d of %d = %.0f%% | ≤ 5%%: %s |"
+        % (
+            gate["false_alarms"],
+            gate["pairs"],
+            100.0 * gate["false_alarms"] / gate["pairs"],
+            met(gate["false_alarms"] <= 0.05 * gate["pairs"]),
+        ),
+        "| detection (exit 1 on the wider layer) | %d of %d = %.0f%% | ≥ 95%%: %s |"
+        % (
+            gate["detected"],
+            gate["pairs"],
+            100.0 * gate["detected"] / gate["pairs"],
+            met(gate["detected"] >= 0.95 * gate["pairs"]),
+        ),
+        "| could not judge (exit 3: the machine's speed moved beyond what the check accepts) | %d of %d | |"
+        % (gate["unjudged"], 2 * gate["pairs"]),
+        "",
+    ]

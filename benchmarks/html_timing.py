@@ -7,6 +7,7 @@ Filter, sort and "show all" (a long table shows its first 100 rows): the table's
 handlers, then a forced layout, timed in the page.
 Uses Debian's chromium through playwright (the test extra), as the tests do.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,14 @@ import shutil
 import sys
 import time
 
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--no-first-run", "--disable-sync"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
 
 FILTER = """() => {
   const input = document.getElementById("filter-0");
@@ -45,6 +52,7 @@ SHOW_ALL = """() => {
 
 def timings(path: str) -> dict:
     from playwright.sync_api import sync_playwright
+
     browser_path = shutil.which("chromium") or shutil.which("chromium-browser")
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=browser_path, args=ARGS)
@@ -56,15 +64,24 @@ def timings(path: str) -> dict:
             opened = time.perf_counter() - t0
             rows = page.evaluate("() => document.querySelectorAll('#layers-0 tbody tr').length")
             filtered = page.evaluate(FILTER)
-            page.evaluate("() => { const i = document.getElementById('filter-0'); i.value = '';"
-                          " i.dispatchEvent(new Event('input')); }")
+            page.evaluate(
+                "() => { const i = document.getElementById('filter-0'); i.value = '';"
+                " i.dispatchEvent(new Event('input')); }"
+            )
             sort = page.evaluate(SORT)
             show_all = page.evaluate(SHOW_ALL)
             every_row = page.evaluate("() => document.querySelectorAll('#layers-0 tbody tr').length")
         finally:
             browser.close()
-    return {"bytes": os.path.getsize(path), "rows_shown": rows, "rows_all": every_row, "open_s": opened,
-            "filter_s": filtered, "sort_s": sort, "show_all_s": show_all}
+    return {
+        "bytes": os.path.getsize(path),
+        "rows_shown": rows,
+        "rows_all": every_row,
+        "open_s": opened,
+        "filter_s": filtered,
+        "sort_s": sort,
+        "show_all_s": show_all,
+    }
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ Between windows no hook is set; a step of the program still goes through nnprofi
 without nnprofile, with the wrappers in place and no window open, and without it again; the best of
 three runs of each. Prints JSON: microseconds per step of each.
 """
+
 import json
 import time
 

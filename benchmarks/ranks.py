@@ -9,6 +9,7 @@ input, solver and communication calls, and each layer's calls), one rank a strag
 timed is what ``nnprofile merge OUTDIR`` does: load every rank's result.json, pool and align them,
 analyse, render every file and write them. Each figure is the fastest of several runs.
 """
+
 from __future__ import annotations
 
 import os
@@ -24,9 +25,18 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 SIZES = (16, 128)
 STEPS = 20
-LAYERS = ("conv1/conv:Convolution", "ReLU:ReLU", "MaxPooling:MaxPooling", "conv2/conv:Convolution", "ReLU_2:ReLU",
-          "MaxPooling_2:MaxPooling", "fc3/affine:Affine", "ReLU_3:ReLU", "fc4/affine:Affine",
-          "SoftmaxCrossEntropy:SoftmaxCrossEntropy")
+LAYERS = (
+    "conv1/conv:Convolution",
+    "ReLU:ReLU",
+    "MaxPooling:MaxPooling",
+    "conv2/conv:Convolution",
+    "ReLU_2:ReLU",
+    "MaxPooling_2:MaxPooling",
+    "fc3/affine:Affine",
+    "ReLU_3:ReLU",
+    "fc4/affine:Affine",
+    "SoftmaxCrossEntropy:SoftmaxCrossEntropy",
+)
 TARGET_PER_RANK_RATIO = 1.5
 MS = 1_000_000
 
@@ -34,6 +44,7 @@ MS = 1_000_000
 def rank_profile(rank: int, size: int, rng: random.Random):
     """A rank's result: LeNet's layers, 20 steps, its timeline; rank 1 reads its data 10 ms slower."""
     from nnprofile.result import Entry, Profile, Section
+
     layers = [tuple(x.split(":")) for x in LAYERS]
     base = [rng.uniform(0.05, 0.8) * MS for _ in layers]
     graph = []
@@ -41,59 +52,136 @@ def rank_profile(rank: int, size: int, rng: random.Random):
         order = range(len(layers)) if phase == "forward_function" else reversed(range(len(layers)))
         for i in order:
             name, kind = layers[i]
-            graph.append(Entry("%s (%s : %s)" % (phase, name, kind), phase,
-                               [round(base[i] * rng.uniform(0.95, 1.1)) for _ in range(STEPS)], layer=name,
-                               layer_id=i, layer_type=kind, impl_class=kind, round_sizes=[1] * STEPS))
-    passes = {p: [sum(e.samples_ns[s] for e in graph if e.phase.startswith(p)) * 1.1 for s in range(STEPS)]
-              for p in ("forward", "backward")}
-    graph += [Entry("forward_all", "forward_all", passes["forward"], round_sizes=[1] * STEPS),
-              Entry("backward_all", "backward_all", passes["backward"], round_sizes=[1] * STEPS)]
+            graph.append(
+                Entry(
+                    "%s (%s : %s)" % (phase, name, kind),
+                    phase,
+                    [round(base[i] * rng.uniform(0.95, 1.1)) for _ in range(STEPS)],
+                    layer=name,
+                    layer_id=i,
+                    layer_type=kind,
+                    impl_class=kind,
+                    round_sizes=[1] * STEPS,
+                )
+            )
+    passes = {
+        p: [sum(e.samples_ns[s] for e in graph if e.phase.startswith(p)) * 1.1 for s in range(STEPS)]
+        for p in ("forward", "backward")
+    }
+    graph += [
+        Entry("forward_all", "forward_all", passes["forward"], round_sizes=[1] * STEPS),
+        Entry("backward_all", "backward_all", passes["backward"], round_sizes=[1] * STEPS),
+    ]
     slow = 10 * MS if rank == 1 else 0
     inputs = [round(0.2 * MS * rng.uniform(0.9, 1.2) + slow) for _ in range(STEPS)]
     comm = [round(1.0 * MS * rng.uniform(0.9, 1.2) + (10 * MS if rank != 1 else 0)) for _ in range(STEPS)]
     update = [round(0.3 * MS * rng.uniform(0.9, 1.2)) for _ in range(STEPS)]
-    step = [inputs[s] + passes["forward"][s] + passes["backward"][s] + comm[s] + update[s] + 0.2 * MS
-            for s in range(STEPS)]
-    script = [Entry("load_dataset (data)", "load_dataset", inputs, round_sizes=[1] * STEPS),
-              Entry("zero_grad (Momentum)", "prepare_backward", [20_000] * STEPS, round_sizes=[1] * STEPS),
-              Entry("all_reduce (MultiProcessDataParallelCommunicator)", "communication", comm, round_sizes=[1] * STEPS,
-                    bytes_read=1_725_000),
-              Entry("update (Momentum)", "update", update, round_sizes=[1] * STEPS),
-              Entry("step", "step", step, round_sizes=[1] * STEPS)]
+    step = [
+        inputs[s] + passes["forward"][s] + passes["backward"][s] + comm[s] + update[s] + 0.2 * MS for s in range(STEPS)
+    ]
+    script = [
+        Entry("load_dataset (data)", "load_dataset", inputs, round_sizes=[1] * STEPS),
+        Entry("zero_grad (Momentum)", "prepare_backward", [20_000] * STEPS, round_sizes=[1] * STEPS),
+        Entry(
+            "all_reduce (MultiProcessDataParallelCommunicator)",
+            "communication",
+            comm,
+            round_sizes=[1] * STEPS,
+            bytes_read=1_725_000,
+        ),
+        Entry("update (Momentum)", "update", update, round_sizes=[1] * STEPS),
+        Entry("step", "step", step, round_sizes=[1] * STEPS),
+    ]
     timeline = []
     t = 0.0
     for s in range(STEPS):
         number = s + 2
         start = t
-        timeline.append({"name": "step %d" % number, "cat": "step", "start": int(start), "end": int(start + step[s]),
-                         "args": {"step": number}})
-        timeline.append({"name": "load_dataset (data)", "cat": "input", "start": int(t), "end": int(t + inputs[s]),
-                         "args": {}})
+        timeline.append(
+            {
+                "name": "step %d" % number,
+                "cat": "step",
+                "start": int(start),
+                "end": int(start + step[s]),
+                "args": {"step": number},
+            }
+        )
+        timeline.append(
+            {"name": "load_dataset (data)", "cat": "input", "start": int(t), "end": int(t + inputs[s]), "args": {}}
+        )
         t += inputs[s]
         for p in ("forward", "backward"):
-            timeline.append({"name": "%s (loss)" % p, "cat": p, "start": int(t), "end": int(t + passes[p][s]),
-                             "args": {"graph": "loss", "functions": len(layers), "section": "graph 'loss'"}})
+            timeline.append(
+                {
+                    "name": "%s (loss)" % p,
+                    "cat": p,
+                    "start": int(t),
+                    "end": int(t + passes[p][s]),
+                    "args": {"graph": "loss", "functions": len(layers), "section": "graph 'loss'"},
+                }
+            )
             for e in graph:
                 if e.phase == "%s_function" % p:
-                    timeline.append({"name": e.layer, "cat": p, "start": int(t), "end": int(t + e.samples_ns[s]),
-                                     "args": {"class": e.impl_class, "type": e.layer_type, "phase": p}})
+                    timeline.append(
+                        {
+                            "name": e.layer,
+                            "cat": p,
+                            "start": int(t),
+                            "end": int(t + e.samples_ns[s]),
+                            "args": {"class": e.impl_class, "type": e.layer_type, "phase": p},
+                        }
+                    )
                     t += e.samples_ns[s]
             t = start + inputs[s] + passes["forward"][s] + (passes["backward"][s] if p == "backward" else 0)
-        timeline.append({"name": "all_reduce", "cat": "communication", "start": int(t), "end": int(t + comm[s]),
-                         "args": {"bytes": 1_725_000}})
+        timeline.append(
+            {
+                "name": "all_reduce",
+                "cat": "communication",
+                "start": int(t),
+                "end": int(t + comm[s]),
+                "args": {"bytes": 1_725_000},
+            }
+        )
         t = start + step[s]
-    header = {"kind": "program", "project": "train.py", "mode": "record", "nnprofile": "bench", "context": "cpu:float",
-              "sampling": "steps 2 to 21 of 21 recorded", "skipped_steps": 1, "active_steps": STEPS,
-              "rank": rank, "world_size": size, "launcher": "Open MPI", "launch": "bench", "host": "node%d" % (rank // 8),
-              "clock_origin_ns": rank * 1000, "started_unix": 1000.0, "drift_threshold": 0.1}
-    return Profile(header=header, sections=[
-        Section("graph", "loss", "", graph, complete=True, info={"graph": "loss", "trained_by": ["Momentum"],
-                                                                 "forward_per_step": 1, "backward_per_step": 1}),
-        Section("script", "train.py", "", script, complete=True)], complete=True, timeline=timeline)
+    header = {
+        "kind": "program",
+        "project": "train.py",
+        "mode": "record",
+        "nnprofile": "bench",
+        "context": "cpu:float",
+        "sampling": "steps 2 to 21 of 21 recorded",
+        "skipped_steps": 1,
+        "active_steps": STEPS,
+        "rank": rank,
+        "world_size": size,
+        "launcher": "Open MPI",
+        "launch": "bench",
+        "host": "node%d" % (rank // 8),
+        "clock_origin_ns": rank * 1000,
+        "started_unix": 1000.0,
+        "drift_threshold": 0.1,
+    }
+    return Profile(
+        header=header,
+        sections=[
+            Section(
+                "graph",
+                "loss",
+                "",
+                graph,
+                complete=True,
+                info={"graph": "loss", "trained_by": ["Momentum"], "forward_per_step": 1, "backward_per_step": 1},
+            ),
+            Section("script", "train.py", "", script, complete=True),
+        ],
+        complete=True,
+        timeline=timeline,
+    )
 
 
 def write_ranks(folder: str, size: int) -> None:
     from nnprofile.result import file as result_file
+
     rng = random.Random(size)
     for rank in range(size):
         out = os.path.join(folder, "rank-%d" % rank)
@@ -105,6 +193,7 @@ def merge_once(folder: str) -> float:
     """What ``nnprofile merge`` does, timed: load, merge, analyse, render, write."""
     from nnprofile.merging.ranks import collect, merge
     from nnprofile.render import write_all
+
     t0 = time.perf_counter()
     found = collect(folder)
     write_all(merge(found), folder)
@@ -134,8 +223,11 @@ def lines(best: Dict[int, float]) -> list:
     ratio = (best[large] / large) / (best[small] / small)
     out = ["| ranks | merge (s) | per rank (ms) |", "|---|---|---|"]
     out += ["| %d | %.2f | %.1f |" % (n, best[n], 1000 * best[n] / n) for n in sorted(best)]
-    out += ["", "Per rank at %d ranks / at %d: **%.2f** (target at most %.1f: %s)." % (
-        large, small, ratio, TARGET_PER_RANK_RATIO, "met" if ratio <= TARGET_PER_RANK_RATIO else "NOT met")]
+    out += [
+        "",
+        "Per rank at %d ranks / at %d: **%.2f** (target at most %.1f: %s)."
+        % (large, small, ratio, TARGET_PER_RANK_RATIO, "met" if ratio <= TARGET_PER_RANK_RATIO else "NOT met"),
+    ]
     return out
 
 

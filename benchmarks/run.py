@@ -7,6 +7,7 @@ measured in this run, on this machine; comparisons are ratios of figures taken i
 alternating pairs, since absolute times on a shared machine drift (common.py says how the intervals
 are made).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -62,11 +63,21 @@ def _large(work, quick):
 
 def _ranks(work, quick):
     from ranks import SIZES, STEPS, lines, time_merges
+
     best = time_merges(SIZES, 3)
-    return (["## 9. Merging the ranks of a distributed run (`nnprofile merge`)", "",
-             "Synthetic rank results shaped as a recorded LeNet's under mpirun (10 layers, %d steps, its timeline), "
-             "merged as `nnprofile merge` does (load, pool, align, analyse, render, write); the fastest of 3 runs per "
-             "world size, interleaved (`benchmarks/ranks.py`)." % STEPS, ""] + lines(best) + [""], [])
+    return (
+        [
+            "## 9. Merging the ranks of a distributed run (`nnprofile merge`)",
+            "",
+            "Synthetic rank results shaped as a recorded LeNet's under mpirun (10 layers, %d steps, its timeline), "
+            "merged as `nnprofile merge` does (load, pool, align, analyse, render, write); the fastest of 3 runs per "
+            "world size, interleaved (`benchmarks/ranks.py`)." % STEPS,
+            "",
+        ]
+        + lines(best)
+        + [""],
+        [],
+    )
 
 
 def _busy(work, quick):
@@ -79,26 +90,32 @@ def _windows(work, quick):
     return between.lines(figures), between.targets(figures)
 
 
-STEPS = {"cli": ("nnprofile against nnabla_cli profile on projects/lenet", _cli),
-         "costs": ("the hooks in graph mode, scaling with layers, isolated against graph mode", _costs),
-         "programs": ("programs recorded by nnprofile run, each against itself alone", _programs),
-         "gate": ("the regression gate: A/A pairs and a wider layer", _gate),
-         "large": ("every stage on synthetic profiles; large real projects against LeNet", _large),
-         "ranks": ("merging 16 and 128 synthetic ranks", _ranks),
-         "windows": ("long trainings: 10 windows against the run alone, 100 windows", _windows),
-         "busy": ("quiet against busy: a program and a project beside spinning processes; the gate", _busy)}
+STEPS = {
+    "cli": ("nnprofile against nnabla_cli profile on projects/lenet", _cli),
+    "costs": ("the hooks in graph mode, scaling with layers, isolated against graph mode", _costs),
+    "programs": ("programs recorded by nnprofile run, each against itself alone", _programs),
+    "gate": ("the regression gate: A/A pairs and a wider layer", _gate),
+    "large": ("every stage on synthetic profiles; large real projects against LeNet", _large),
+    "ranks": ("merging 16 and 128 synthetic ranks", _ranks),
+    "windows": ("long trainings: 10 windows against the run alone, 100 windows", _windows),
+    "busy": ("quiet against busy: a program and a project beside spinning processes; the gate", _busy),
+}
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer sizes and repetitions")
-    parser.add_argument("--only", nargs="+", choices=PARTS, metavar="PART",
-                        help="run only these parts: %s" % ", ".join(PARTS))
-    parser.add_argument("--output", help="where to write the results (default: benchmarks/results.md; with --only, "
-                                         "nowhere unless given)")
+    parser.add_argument(
+        "--only", nargs="+", choices=PARTS, metavar="PART", help="run only these parts: %s" % ", ".join(PARTS)
+    )
+    parser.add_argument(
+        "--output",
+        help="where to write the results (default: benchmarks/results.md; with --only, nowhere unless given)",
+    )
     args = parser.parse_args(argv)
     import nnabla
     import nnprofile
+
     parts = args.only or PARTS
     output = args.output or (None if args.only else os.path.join(HERE, "results.md"))
     body, targets = [], []
@@ -111,19 +128,36 @@ def main(argv=None):
                 lines, met = step(work, args.quick)
             except (Exception, SystemExit) as e:  # one part failing leaves the others' figures standing
                 print("   %s failed: %s" % (part, str(e).splitlines()[0] if str(e) else type(e).__name__), flush=True)
-                lines, met = ["## %s: failed" % title, "", "```", str(e)[-3000:], "```", ""], \
-                    [Target("the part '%s' ran" % part, type(e).__name__, False)]
+                lines, met = (
+                    ["## %s: failed" % title, "", "```", str(e)[-3000:], "```", ""],
+                    [Target("the part '%s' ran" % part, type(e).__name__, False)],
+                )
             body += lines
             targets += met
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    head = ["# nnprofile benchmarks", "",
-            "Measured %s on %s (%s, %d cores, Python %s), nnabla %s, nnprofile %s. Produced by `make bench`%s; every "
-            "figure comes from this one run. Ratios are geometric means over alternating pairs, with 95%% intervals "
-            "in brackets." % (datetime.datetime.now().astimezone().isoformat(timespec="minutes"), platform.node(),
-                              platform.machine(), os.cpu_count(), platform.python_version(), nnabla.__version__,
-                              nnprofile.__version__, " --only " + " ".join(parts) if args.only else ""), "",
-            "## Targets", "", "%d of %d met." % (sum(t.met for t in targets), len(targets)), ""]
+    head = [
+        "# nnprofile benchmarks",
+        "",
+        "Measured %s on %s (%s, %d cores, Python %s), nnabla %s, nnprofile %s. Produced by `make bench`%s; every "
+        "figure comes from this one run. Ratios are geometric means over alternating pairs, with 95%% intervals "
+        "in brackets."
+        % (
+            datetime.datetime.now().astimezone().isoformat(timespec="minutes"),
+            platform.node(),
+            platform.machine(),
+            os.cpu_count(),
+            platform.python_version(),
+            nnabla.__version__,
+            nnprofile.__version__,
+            " --only " + " ".join(parts) if args.only else "",
+        ),
+        "",
+        "## Targets",
+        "",
+        "%d of %d met." % (sum(t.met for t in targets), len(targets)),
+        "",
+    ]
     text = "\n".join(head + target_lines(targets) + [""] + body) + "\n"
     print()
     print(text)

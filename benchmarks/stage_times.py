@@ -5,6 +5,7 @@
 Stages: starting (imports, calibration), loading the project, measuring (every section, memory
 included), the analysis and each renderer, result.json. What is not in a stage is in "other".
 """
+
 from __future__ import annotations
 
 import json
@@ -30,11 +31,13 @@ def _timed(module, name, stage):
             return real(*args, **kwargs)
         finally:
             STAGES[stage] = STAGES.get(stage, 0.0) + time.perf_counter() - t
+
     setattr(module, name, wrapper)
 
 
 def run(argv):
     import nnprofile.project as project
+
     STAGES["start (imports)"] = time.perf_counter() - T0
     _timed(project, "load_project", "load")
     _timed(api_projects, "run_sections", "measure")

@@ -12,6 +12,7 @@ most 1.5 times its marginal cost from 100 to 1,000:
 Each figure is the fastest of several rounds over all sizes (the machine's slow spells only add
 time, and interleaving the sizes spreads a spell over them).
 """
+
 from __future__ import annotations
 
 import gc
@@ -54,11 +55,14 @@ def measure_stage(entries: int) -> Callable[[], object]:
 
     def run() -> object:
         timer = Timer(Sampling(), clock=_FakeClock())
-        probes = [Probe(simple("forward_function (L%d : Affine)" % i, "forward_function"), lambda: None, layer=True)
-                  for i in range(entries)]
+        probes = [
+            Probe(simple("forward_function (L%d : Affine)" % i, "forward_function"), lambda: None, layer=True)
+            for i in range(entries)
+        ]
         section = Section(kind="optimizer", name="O", network="N")
         RoundRunner(timer, reference=False).run(section, probes)
         return section
+
     return run
 
 
@@ -67,6 +71,7 @@ def stage_functions(entries: int, work: str) -> Dict[str, Callable[[], object]]:
     from nnprofile.render import RENDERERS
     from nnprofile.result import file as result_file
     from synthetic import synthetic_profile
+
     profile = synthetic_profile(entries)
     folder = os.path.join(work, "n%d" % entries)
     os.makedirs(folder, exist_ok=True)
@@ -116,18 +121,24 @@ def linear(t: Dict[int, float], sizes: Sequence[int] = SIZES) -> bool:
 def result_json_bytes(entries: int) -> int:
     from nnprofile.result import file as result_file
     from synthetic import synthetic_profile
+
     return len(result_file.dumps(synthetic_profile(entries)).encode())
 
 
 def table(times: Dict[str, Dict[int, float]], sizes: Sequence[int] = SIZES) -> List[str]:
     small, middle, large = sizes
-    lines = ["| stage | %s | marginal 100→1,000 (µs/entry) | marginal 1,000→5,000 (µs/entry) | linear |"
-             % " | ".join("%s entries" % format(n, ",") for n in sizes), "|---" * (len(sizes) + 4) + "|"]
+    lines = [
+        "| stage | %s | marginal 100→1,000 (µs/entry) | marginal 1,000→5,000 (µs/entry) | linear |"
+        % " | ".join("%s entries" % format(n, ",") for n in sizes),
+        "|---" * (len(sizes) + 4) + "|",
+    ]
     for stage, t in times.items():
         early = (t[middle] - t[small]) / (middle - small) * 1e6
         late = (t[large] - t[middle]) / (large - middle) * 1e6
-        lines.append("| %s | %s | %.1f | %.1f | %s |" % (stage, " | ".join("%.3f s" % t[n] for n in sizes),
-                                                      early, late, "yes" if linear(t, sizes) else "**NO**"))
+        lines.append(
+            "| %s | %s | %.1f | %.1f | %s |"
+            % (stage, " | ".join("%.3f s" % t[n] for n in sizes), early, late, "yes" if linear(t, sizes) else "**NO**")
+        )
     return lines
 
 

@@ -3,6 +3,7 @@
 `make demo` (or `python projects/lenet/make_digits.py`) writes them: 28x28 PNG images and
 NNC-style CSV files, made from scikit-learn's own digits, no download.
 """
+
 import csv
 import os
 

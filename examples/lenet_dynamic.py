@@ -1,7 +1,8 @@
 """Train LeNet on the bundled digits in dynamic mode (nn.auto_forward): the graph is built as it runs.
 
-    nnprofile run examples/lenet_dynamic.py --iterations 30
+nnprofile run examples/lenet_dynamic.py --iterations 30
 """
+
 import argparse
 
 import numpy as np

@@ -5,6 +5,7 @@ nnprofile.step() when nnprofile is there (it runs the same without it).
 
     nnprofile run examples/lenet_infer.py --batches 25
 """
+
 import argparse
 
 import nnabla as nn
@@ -16,6 +17,7 @@ from lenet_train import lenet
 try:
     from nnprofile import step
 except ImportError:  # profiling is optional
+
     def step():
         pass
 
@@ -31,9 +33,9 @@ def main():
     correct = seen = 0
     for b in range(args.batches):
         start = (b * args.batch_size) % (len(images) - args.batch_size)
-        x.d = images[start:start + args.batch_size]
+        x.d = images[start : start + args.batch_size]
         y.forward(clear_buffer=True)
-        correct += int((y.d.argmax(axis=1) == labels[start:start + args.batch_size, 0]).sum())
+        correct += int((y.d.argmax(axis=1) == labels[start : start + args.batch_size, 0]).sum())
         seen += args.batch_size
         step()
     print("accuracy of the untrained network: %.3f" % (correct / seen))

@@ -1,8 +1,9 @@
 """Train LeNet on the bundled digits with a static graph (nnabla.parametric_functions).
 
-    python examples/lenet_train.py --iterations 60
-    nnprofile run examples/lenet_train.py --iterations 60     # the same, profiled
+python examples/lenet_train.py --iterations 60
+nnprofile run examples/lenet_train.py --iterations 60     # the same, profiled
 """
+
 import argparse
 
 import numpy as np

@@ -20,29 +20,82 @@ name of its API is used, so that its pytest plugin costs nothing in a session
 that does not use it. It changes nothing in NNabla (its logger included); the
 command line quiets NNabla's log for its own run only.
 """
+
 from typing import TYPE_CHECKING, Any, List
 
 from ._version import __version__
 
 # name -> the module that defines it, imported on first use (PEP 562).
 # (every name through nnprofile.api, which also loads the renderers that show a result in a notebook)
-_API = {name: "api" for name in ("profile", "load", "record", "run", "step", "Recording", "capture", "analyze",
-                                 "Analysis",
-                                 "compare_results", "Comparison", "Interrupted", "ProfileError", "Entry", "Profile",
-                                 "Section")}
+_API = {
+    name: "api"
+    for name in (
+        "profile",
+        "load",
+        "record",
+        "run",
+        "step",
+        "Recording",
+        "capture",
+        "analyze",
+        "Analysis",
+        "compare_results",
+        "Comparison",
+        "Interrupted",
+        "ProfileError",
+        "Entry",
+        "Profile",
+        "Section",
+    )
+}
 
-__all__ = ["__version__", "profile", "load", "record", "run", "step", "Recording", "capture", "compare_results",
-           "analyze", "Analysis", "Comparison",
-           "Entry", "Profile", "Section", "ProfileError", "Interrupted", "testing", "LayerOrderError"]
+__all__ = [
+    "__version__",
+    "profile",
+    "load",
+    "record",
+    "run",
+    "step",
+    "Recording",
+    "capture",
+    "compare_results",
+    "analyze",
+    "Analysis",
+    "Comparison",
+    "Entry",
+    "Profile",
+    "Section",
+    "ProfileError",
+    "Interrupted",
+    "testing",
+    "LayerOrderError",
+]
 
 if TYPE_CHECKING:  # what the names are, for type checkers and editors
     from . import testing
-    from .api import (Analysis, Comparison, Entry, Interrupted, Profile, ProfileError, Recording, Section, analyze,
-                      capture, compare_results, load, profile, record, run, step)
+    from .api import (
+        Analysis,
+        Comparison,
+        Entry,
+        Interrupted,
+        Profile,
+        ProfileError,
+        Recording,
+        Section,
+        analyze,
+        capture,
+        compare_results,
+        load,
+        profile,
+        record,
+        run,
+        step,
+    )
 
 
 def __getattr__(name: str) -> Any:
     import importlib
+
     if name == "testing":
         return importlib.import_module(".testing", __name__)
     if name == "LayerOrderError":  # the golden layer order's failure (nnprofile.testing), pickled by this name
@@ -62,4 +115,5 @@ def __dir__() -> List[str]:
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext nnprofile``: the ``%%nnprofile`` cell magic (see ``nnprofile.notebook``)."""
     from .notebook import load_ipython_extension as load_extension
+
     load_extension(ipython)

@@ -13,6 +13,7 @@ name or one level down (in a dict, or an attribute of an object), is timed for
 the cell. Where no step can be found, the output says so and how to mark steps
 (``nnprofile.step()``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,8 +30,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="%%nnprofile", add_help=False,
-                description="Record the NNabla work of this cell, as nnprofile run records a program.")
+    p = _Parser(
+        prog="%%nnprofile",
+        add_help=False,
+        description="Record the NNabla work of this cell, as nnprofile run records a program.",
+    )
     p.add_argument("-o", "--outdir", help="write every file here too (report.html, profile.xlsx, ...)")
     add_schedule(p, on_demand=False)
     return p
@@ -46,18 +50,24 @@ def record_cell(shell: Any, line: str, cell: str) -> Optional[Any]:
     """Run ``cell`` in ``shell`` while recording it; returns the Profile (None when the magic's line is wrong)."""
     from IPython.core.error import UsageError
     from .api.programs import Recording, make_schedule
+
     try:
         args = parser().parse_args(shlex.split(line))
     except ValueError as e:
         raise UsageError("%%%%nnprofile: %s (options: %s)" % (e, usage()))
     try:
-        schedule = make_schedule(wait=args.wait, warmup=args.warmup, active=args.active, repeat=args.repeat,
-                                 max_windows=args.max_windows)
+        schedule = make_schedule(
+            wait=args.wait, warmup=args.warmup, active=args.active, repeat=args.repeat, max_windows=args.max_windows
+        )
     except ProfileError as e:
         raise UsageError("%%%%nnprofile: %s" % e)
-    recording = Recording(outdir=args.outdir, name="cell", schedule=schedule,
-                          command="%%nnprofile " + line.strip() if line.strip() else "%%nnprofile",
-                          namespaces=(shell.user_ns,))
+    recording = Recording(
+        outdir=args.outdir,
+        name="cell",
+        schedule=schedule,
+        command="%%nnprofile " + line.strip() if line.strip() else "%%nnprofile",
+        namespaces=(shell.user_ns,),
+    )
     try:
         recording.__enter__()
     except ProfileError as e:
@@ -76,5 +86,6 @@ def load_ipython_extension(ipython: Any) -> None:
 
     def nnprofile(line: str, cell: str) -> Optional[Any]:
         return record_cell(ipython, line, cell)
+
     nnprofile.__doc__ = parser().format_help()
     ipython.register_magic_function(nnprofile, magic_kind="cell", magic_name="nnprofile")

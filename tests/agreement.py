@@ -1,4 +1,5 @@
 """Check that one output folder's log, CSV files and workbook agree entry for entry."""
+
 import csv
 
 import openpyxl
@@ -11,7 +12,7 @@ def parse_log(text):
     sections = []
     for line in text.splitlines():
         if line.startswith("Profiling ") and line.endswith(" ..."):
-            sections.append((line[len("Profiling "):-len(" ...")], []))
+            sections.append((line[len("Profiling ") : -len(" ...")], []))
             continue
         m = ENTRY_LINE.match(line)
         if m and sections:
@@ -31,7 +32,7 @@ def check_outputs_agree(outdir):
         rows = list(csv.reader(f))
     assert [h.replace(" (incomplete)", "") for h in rows[0]] == ["time in ms"] + [t for t, _ in sections]
     first = sections[0][1]
-    assert [(r[0], r[1]) for r in rows[1:len(first) + 1]] == first
+    assert [(r[0], r[1]) for r in rows[1 : len(first) + 1]] == first
     for col, (_, entries) in enumerate(sections, start=1):
         assert [(r[0], r[col]) for r in rows[1:] if r[col] != ""] == entries
 
@@ -44,15 +45,15 @@ def check_outputs_agree(outdir):
     extra = (2 if "Summary" in wb.sheetnames else 1) + ("Chart data" in wb.sheetnames)
     assert len(wb.worksheets) == len(sections) + extra and wb.sheetnames[-1] in ("Info", "Chart data")
     for ws, (_, entries) in zip(wb.worksheets, sections):
-        values = [(ws.cell(row=i, column=1).value, ws.cell(row=i, column=2).value)
-                  for i in range(2, len(entries) + 2)]
+        values = [(ws.cell(row=i, column=1).value, ws.cell(row=i, column=2).value) for i in range(2, len(entries) + 2)]
         assert [l for l, _ in values] == [l for l, _ in entries]
         assert ws.cell(row=len(entries) + 2, column=1).value is None
         for (_, number), (_, figure) in zip(values, entries):
             assert isinstance(number, (int, float))
             assert "%f" % number == figure
-        rows_fb = [i + 2 for i, (label, _) in enumerate(entries)
-                   if label.startswith(("forward_function", "backward_function"))]
+        rows_fb = [
+            i + 2 for i, (label, _) in enumerate(entries) if label.startswith(("forward_function", "backward_function"))
+        ]
         if rows_fb:
             ranges = [str(cf.sqref) for cf in ws.conditional_formatting]
             want = "B%d" % rows_fb[0] if rows_fb[0] == rows_fb[-1] else "B%d:B%d" % (rows_fb[0], rows_fb[-1])

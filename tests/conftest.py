@@ -46,13 +46,15 @@ def interruptible():
     control starts background commands with SIGINT ignored, and Python keeps that, so a suite run
     in the background (`make test &`, some CI runners) would see Ctrl-C do nothing."""
     import signal
+
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def run_cli(*args, cwd=None, timeout=600):
     """python -m nnprofile as a user runs it; returns the CompletedProcess."""
-    return subprocess.run([sys.executable, "-m", "nnprofile", *args], cwd=cwd or ROOT,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "nnprofile", *args], cwd=cwd or ROOT, capture_output=True, text=True, timeout=timeout
+    )
 
 
 @pytest.fixture
@@ -74,6 +76,7 @@ def lenet_with_validation(folder, uri):
 def lenet_with_wrong_size_validation(folder, images=3):
     """LeNet whose validation images are 20x20 instead of 28x28: training runs, inference fails."""
     from PIL import Image
+
     (folder / "small").mkdir()
     rows = ["x:image,y:label"]
     for i in range(images):

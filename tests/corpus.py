@@ -5,6 +5,7 @@ gives its environment; this module runs it both ways and keeps what each run pri
 
 CI points ``NNPROFILE_PROGRAMS`` at the corpus (``.ci/run``); elsewhere it is looked for beside the clone.
 """
+
 import importlib.util
 import json
 import os
@@ -64,8 +65,15 @@ class Prepared:
     def _run(self, head: List[str]) -> Run:
         runner = _runner()
         args = head + [runner.script(self.program)] + list(self.program["argv"])
-        proc = subprocess.run(args, cwd=self.places["cwd"], env=self.environment(), capture_output=True, text=True,
-                              errors="replace", timeout=TIMEOUT)
+        proc = subprocess.run(
+            args,
+            cwd=self.places["cwd"],
+            env=self.environment(),
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=TIMEOUT,
+        )
         return Run(proc.returncode, proc.stdout, proc.stderr)
 
     def alone(self) -> Run:
@@ -88,8 +96,20 @@ def prepare(program: dict, base: str) -> Prepared:
     work = os.path.join(base, program["id"])
     done = os.path.join(work, "prepared.json")
     if not os.path.isfile(done):
-        proc = subprocess.run([sys.executable, os.path.join(CORPUS, "run.py"), "prepare", program["id"], work,
-                               "--python", sys.executable], capture_output=True, text=True, timeout=TIMEOUT)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                os.path.join(CORPUS, "run.py"),
+                "prepare",
+                program["id"],
+                work,
+                "--python",
+                sys.executable,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        )
         if proc.returncode != 0:
             raise RuntimeError("preparing %s failed:\n%s%s" % (program["id"], proc.stdout[-3000:], proc.stderr[-3000:]))
     return Prepared(program, work)

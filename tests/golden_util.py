@@ -1,11 +1,35 @@
 """Turn a log into its skeleton: section headers and entry labels, times removed."""
+
 from nnprofile.render.log import ENTRY_LINE
 
-FOOTERS = ("Coverage:", "Sampling:", "Missed the", "Too few samples", "FLOPs not counted", "Step:", "Half precision:", "Top layers", "Advice:",
-           "Drift:", "Repeat:", "Incomplete entries", "Memory", "Input:", "Interference:", "Layers:",
-           "Note:",  # what this machine reaches, its own interference: machine-dependent
-           # "About this run": how it was measured, after the sections
-           "About this run:", "Timing:", "Schedule:", "Clock:", "Hooks", "Calls:", "Other:", "Written to")
+FOOTERS = (
+    "Coverage:",
+    "Sampling:",
+    "Missed the",
+    "Too few samples",
+    "FLOPs not counted",
+    "Step:",
+    "Half precision:",
+    "Top layers",
+    "Advice:",
+    "Drift:",
+    "Repeat:",
+    "Incomplete entries",
+    "Memory",
+    "Input:",
+    "Interference:",
+    "Layers:",
+    "Note:",  # what this machine reaches, its own interference: machine-dependent
+    # "About this run": how it was measured, after the sections
+    "About this run:",
+    "Timing:",
+    "Schedule:",
+    "Clock:",
+    "Hooks",
+    "Calls:",
+    "Other:",
+    "Written to",
+)
 
 
 def skeleton(log_text):

@@ -1,4 +1,5 @@
 """The step breakdown's arithmetic and each recommendation's trigger, on hand-made figures."""
+
 import pytest
 
 from nnprofile.analysis import advice, breakdown
@@ -14,8 +15,17 @@ def summarize_section(section, context="cpu:float", rates=None):
 
 def _e(phase, ms, layer=None, ltype=None, flops=None, dtype=None, moved=0):
     label = phase if layer is None else "%s (%s : %s)" % (phase, layer, ltype)
-    return Entry(label=label, phase=phase, samples_ns=[ms * 1e6], layer=layer, layer_type=ltype,
-                 flops=flops, dtype=dtype, bytes_read=moved, bytes_written=0)
+    return Entry(
+        label=label,
+        phase=phase,
+        samples_ns=[ms * 1e6],
+        layer=layer,
+        layer_type=ltype,
+        flops=flops,
+        dtype=dtype,
+        bytes_read=moved,
+        bytes_written=0,
+    )
 
 
 def _section(**ms):
@@ -41,8 +51,14 @@ def _section(**ms):
 def test_breakdown_arithmetic():
     s = summarize_section(_section())
     # prepare_backward (zeroing the gradients) is the solver's, as a program's solver.zero_grad()
-    assert s.parts == [("input", 2.0), ("forward", 8.0), ("backward", 11.0), ("update", 2.0),
-                       ("monitor", 0.5), ("other", 0.0)]
+    assert s.parts == [
+        ("input", 2.0),
+        ("forward", 8.0),
+        ("backward", 11.0),
+        ("update", 2.0),
+        ("monitor", 0.5),
+        ("other", 0.0),
+    ]
     assert s.step_ms == 23.5  # backward_all(wo param zero_grad) is an alternative, not a part
     assert s.share("forward") == pytest.approx(8 / 23.5)
     assert sum(s.share(p) for p in breakdown.PARTS) == pytest.approx(1.0)
@@ -91,7 +107,7 @@ def test_no_half_precision_fires_on_gpu_backends_only():
 
 
 def test_dominant_layer_threshold_both_sides():
-    big = summarize_section(_section(conv_f=6.0, conv_b=10.0))   # 16 / 23.5 = 68%
+    big = summarize_section(_section(conv_f=6.0, conv_b=10.0))  # 16 / 23.5 = 68%
     small = summarize_section(_section(conv_f=2.0, conv_b=3.0))  # 5 / 23.5 = 21%
     assert [a.rule for a in big.advice].count("dominant_layer") == 1
     assert "Conv" in [a for a in big.advice if a.rule == "dominant_layer"][0].evidence
@@ -101,17 +117,28 @@ def test_dominant_layer_threshold_both_sides():
 CONV_WORDS = ("maps", "kernel", "stride", "pooling")
 
 
-@pytest.mark.parametrize("ltype, kind, says", [
-    ("Convolution", "convolution", "kernel"), ("DepthwiseDeconvolution", "convolution", "kernel"),
-    ("Mul2", "element-wise", "element-wise"), ("AddScalar", "element-wise", "element-wise"),
-    ("ReLU", "element-wise", "element-wise"), ("Sum", "reduction", "reduces"),
-    ("Embed", "embedding", "table"), ("LSTM", "recurrent", "time step"), ("Affine", "affine", "units"),
-    ("BinaryConnectAffine", "affine", "units"), ("BatchNormalization", "normalization", "fuse"),
-    ("SoftmaxCrossEntropy", "loss", "classes"), ("Transpose", "data movement", "copy"),
-    ("SomethingNew", "other", "layer table"),
-])
+@pytest.mark.parametrize(
+    "ltype, kind, says",
+    [
+        ("Convolution", "convolution", "kernel"),
+        ("DepthwiseDeconvolution", "convolution", "kernel"),
+        ("Mul2", "element-wise", "element-wise"),
+        ("AddScalar", "element-wise", "element-wise"),
+        ("ReLU", "element-wise", "element-wise"),
+        ("Sum", "reduction", "reduces"),
+        ("Embed", "embedding", "table"),
+        ("LSTM", "recurrent", "time step"),
+        ("Affine", "affine", "units"),
+        ("BinaryConnectAffine", "affine", "units"),
+        ("BatchNormalization", "normalization", "fuse"),
+        ("SoftmaxCrossEntropy", "loss", "classes"),
+        ("Transpose", "data movement", "copy"),
+        ("SomethingNew", "other", "layer table"),
+    ],
+)
 def test_the_dominant_layers_advice_fits_what_the_layer_does(ltype, kind, says):
     from nnprofile.base.kinds import layer_kind
+
     assert layer_kind(ltype) == kind
     section = _section(conv_f=6.0, conv_b=10.0)
     for e in section.entries:
@@ -142,7 +169,7 @@ def test_an_elementwise_layer_is_judged_by_the_bytes_it_moves_never_by_flops():
         if e.layer == "ReLU":
             e.bytes_read = 3_000_000
     assert not _slow(section, {"gflops": 10.0, "gbytes_per_s": 15.0})  # 2 GB/s: above a tenth of 15
-    [slow] = _slow(section, {"gflops": 10.0, "gbytes_per_s": 40.0})    # below a tenth of 40
+    [slow] = _slow(section, {"gflops": 10.0, "gbytes_per_s": 40.0})  # below a tenth of 40
     assert slow.evidence.startswith("ReLU (ReLU) achieves 2.000 GB/s") and "memory" in slow.text
     assert "GFLOP/s" not in slow.evidence
 
@@ -172,17 +199,36 @@ def test_heavy_update_fires_above_a_fifth():
 
 def test_every_rule_is_registered():
     assert {r.__name__ for r in advice.RULES} == {
-        "input_bound", "no_half_on_gpu", "dominant_layer", "slow_layer", "between_layers", "heavy_update",
-        "costly_evaluation", "own_python"}
+        "input_bound",
+        "no_half_on_gpu",
+        "dominant_layer",
+        "slow_layer",
+        "between_layers",
+        "heavy_update",
+        "costly_evaluation",
+        "own_python",
+    }
 
 
 def _program(validation_ms, trained=False):
     """A recorded program's step: a training graph, and a graph run forward every other step."""
-    graphs = [breakdown.GraphTime("loss", True, 1, 1, 4.0, 5.0, 4.0),
-              breakdown.GraphTime("vpred", trained, 0.5, 0, validation_ms, 0.0, 2 * validation_ms)]
+    graphs = [
+        breakdown.GraphTime("loss", True, 1, 1, 4.0, 5.0, 4.0),
+        breakdown.GraphTime("vpred", trained, 0.5, 0, validation_ms, 0.0, 2 * validation_ms),
+    ]
     parts = [("forward (loss)", 4.0), ("backward (loss)", 5.0), ("forward (vpred)", validation_ms), ("other", 1.0)]
-    return breakdown.Summary(section="script 'p.py'", parts=parts, half_functions=0, functions=0, layers=[],
-                          coverage=None, backend="cpu", type_config="float", advice=[], graphs=graphs)
+    return breakdown.Summary(
+        section="script 'p.py'",
+        parts=parts,
+        half_functions=0,
+        functions=0,
+        layers=[],
+        coverage=None,
+        backend="cpu",
+        type_config="float",
+        advice=[],
+        graphs=graphs,
+    )
 
 
 def test_costly_evaluation_fires_for_a_forward_only_graph_over_a_tenth_of_the_step():

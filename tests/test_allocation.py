@@ -1,6 +1,7 @@
 """Rounds go where the variance is: the shares of the rounds each layer entry is planned from the spread it has
 shown (Neyman allocation), the samples a round by where its spread lies, the rounds' levels kept as rounds end.
 Pure functions, and a section on a fake clock: exact."""
+
 import math
 import random
 
@@ -105,12 +106,26 @@ def test_a_section_gives_its_noisy_layer_entries_the_rounds_its_steady_ones_do_n
     clock = FakeClock(steps=(0,))
     state = {"round": 0}
     timer = Timer(Sampling(warmup=0, max_seconds=0.5, min_rounds=5), clock=clock)
-    items = [Action(lambda: state.update(round=state["round"] + 1)),
-             Probe(simple("forward_all", "forward_all"), Noisy(clock, 2_000_000, 0.0, state))]
-    items += [Probe(simple("forward_function (S%d : Affine)" % i, "forward_function"),
-                    Noisy(clock, 2_000_000, 0.0, state), layer=True) for i in range(20)]
-    items += [Probe(simple("forward_function (N%d : Affine)" % i, "forward_function"),
-                    Noisy(clock, 2_000_000, 0.2, state), layer=True) for i in range(2)]
+    items = [
+        Action(lambda: state.update(round=state["round"] + 1)),
+        Probe(simple("forward_all", "forward_all"), Noisy(clock, 2_000_000, 0.0, state)),
+    ]
+    items += [
+        Probe(
+            simple("forward_function (S%d : Affine)" % i, "forward_function"),
+            Noisy(clock, 2_000_000, 0.0, state),
+            layer=True,
+        )
+        for i in range(20)
+    ]
+    items += [
+        Probe(
+            simple("forward_function (N%d : Affine)" % i, "forward_function"),
+            Noisy(clock, 2_000_000, 0.2, state),
+            layer=True,
+        )
+        for i in range(2)
+    ]
     section = Section(kind="optimizer", name="O", network="N")
     RoundRunner(timer, reference=False).run(section, items)
     rounds = {e.label: sum(1 for n in e.round_sizes if n) for e in section.entries}

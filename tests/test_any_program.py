@@ -8,6 +8,7 @@ longer than its window, an LSTM whose passes clear their buffers.
 What the programs' structure fixes is asserted exactly: sections, steps, names, roles, parts. Times only where a
 relation must hold (a layer that ran is above zero; the rest of a pass is named).
 """
+
 import os
 
 import pytest
@@ -22,7 +23,9 @@ pytestmark = pytest.mark.slow
 
 def _run(tmp_path_factory, name, *args, options=()):
     out = tmp_path_factory.mktemp(name) / "result"
-    proc = run_cli("run", "-q", *options, "-o", str(out), os.path.join(SCRIPTS, name + ".py"), *args, cwd=str(out.parent))
+    proc = run_cli(
+        "run", "-q", *options, "-o", str(out), os.path.join(SCRIPTS, name + ".py"), *args, cwd=str(out.parent)
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     profile = nnprofile.load(out)
     return profile, analyze(profile), (out / "profile.log").read_text(), proc
@@ -45,14 +48,26 @@ def test_a_custom_python_function_is_a_layer_and_its_ndarray_work_its_children(t
     profile, analysis, log, _ = _run(tmp_path_factory, "custom_layer", "--iterations", "12")
     assert [s.name for s in profile.sections] == ["loss", "verror", "custom_layer.py"]
     loss, verror, program = profile.sections
-    assert _layers(loss) == ["fc1/affine", "ReLU", "PythonMul2", "PassThrough", "fc2/affine", "SoftmaxCrossEntropy",
-                             "Mean"]
+    assert _layers(loss) == [
+        "fc1/affine",
+        "ReLU",
+        "PythonMul2",
+        "PassThrough",
+        "fc2/affine",
+        "SoftmaxCrossEntropy",
+        "Mean",
+    ]
     mul = next(e for e in loss.entries_of("forward_function") if e.layer == "PythonMul2")
     assert (mul.layer_type, [c["label"] for c in mul.children]) == (
-        "PythonMul2", ["Mul2 (on NdArrays)", "Identity (on NdArrays)"])
+        "PythonMul2",
+        ["Mul2 (on NdArrays)", "Identity (on NdArrays)"],
+    )
     assert not program.entries_of("eager")  # the layer's inner calls are inside it, not beside it
     assert loss.info["role"] == "trained" and verror.info["role"] == "evaluation"
-    assert profile.header.steps == _loop("custom_layer.py", "for i in range(args.iterations)") + " (updates a step: Adam 1)"
+    assert (
+        profile.header.steps
+        == _loop("custom_layer.py", "for i in range(args.iterations)") + " (updates a step: Adam 1)"
+    )
     assert "Inside: forward_function (PythonMul2 : PythonMul2) ran Mul2 (on NdArrays) 1 call of" in log
     # The trace nests the children inside the layer's call (Perfetto draws slices inside slices).
     calls = [e for e in profile.timeline if e.name == "PythonMul2"]
@@ -90,12 +105,21 @@ def test_iterators_are_named_as_the_program_names_them_and_a_validations_belong_
     profile, analysis, log, _ = _run(tmp_path_factory, "pair_iterators", "--iterations", "12")
     program = profile.sections[-1]
     assert [e.label for e in program.entries_of("load_dataset")] == [
-        "load_dataset (train.itr0)", "load_dataset (train.itr1)", "load_dataset (val.itr0)", "load_dataset (val.itr1)"]
+        "load_dataset (train.itr0)",
+        "load_dataset (train.itr1)",
+        "load_dataset (val.itr0)",
+        "load_dataset (val.itr1)",
+    ]
     parts = [p for p, _ in analysis.sections[-1].step.parts]
-    assert parts[:4] == ["input (train.itr0)", "input (train.itr1)", "evaluation input (val.itr0, for 'vloss')",
-                         "evaluation input (val.itr1, for 'vloss')"]
+    assert parts[:4] == [
+        "input (train.itr0)",
+        "input (train.itr1)",
+        "evaluation input (val.itr0, for 'vloss')",
+        "evaluation input (val.itr1, for 'vloss')",
+    ]
     assert analysis.sections[-1].step.kind_ms("input") == pytest.approx(
-        sum(ms for p, ms in analysis.sections[-1].step.parts if p.startswith("input (train.")))
+        sum(ms for p, ms in analysis.sections[-1].step.parts if p.startswith("input (train."))
+    )
 
 
 def test_no_layer_that_ran_reads_zero_in_a_validation_run_in_few_steps(tmp_path_factory):
@@ -113,7 +137,9 @@ def test_a_solver_of_the_programs_own_is_a_solver(tmp_path_factory):
     loss, program = profile.sections
     assert loss.info["trained_by"] == ["RiemannianSgd"] and loss.info["role"] == "trained"
     assert [e.label for e in program.entries if e.phase in ("prepare_backward", "update")] == [
-        "zero_grad (RiemannianSgd)", "update (RiemannianSgd)"]
+        "zero_grad (RiemannianSgd)",
+        "update (RiemannianSgd)",
+    ]
     [update] = program.entries_of("update")
     assert {"PowScalar (on NdArrays)", "Sub2 (on NdArrays)"} <= {c["label"] for c in update.children}
     assert profile.header.steps.endswith("(updates a step: RiemannianSgd 1)")
@@ -126,8 +152,14 @@ def test_three_and_three_updates_an_iteration_with_new_solvers_at_each_stage_are
     assert h.run_steps == 24 and h.kept_steps == list(range(2, 22))  # 3 stages of 8 iterations
     assert h.steps.startswith(_loop("multiscale_gan.py", "for i in range(iterations)"))
     trained = [s for s in profile.sections if s.info.get("role") == "trained"]
-    assert [s.info["trained_by"] for s in trained] == [["Adam: dis0"], ["Adam: gen0"], ["Adam: dis1"], ["Adam: gen1"],
-                                                       ["Adam: dis2"], ["Adam: gen2"]]
+    assert [s.info["trained_by"] for s in trained] == [
+        ["Adam: dis0"],
+        ["Adam: gen0"],
+        ["Adam: dis1"],
+        ["Adam: gen1"],
+        ["Adam: dis2"],
+        ["Adam: gen2"],
+    ]
 
 
 def test_a_reinforcement_learning_loop_steps_by_iteration_and_its_target_update_is_training(tmp_path_factory):

@@ -1,4 +1,5 @@
 """The library: nnprofile.profile, load, compare_results, DataFrames, and what an import changes."""
+
 import os
 import subprocess
 import sys
@@ -13,9 +14,26 @@ from conftest import FIXTURES, LENET, ROOT, lenet_with_wrong_size_validation
 from nnprofile.compare.saved import ENTRY_COLUMNS
 
 SHARED = os.path.join(FIXTURES, "shared_types.nntxt")
-FRAME_COLUMNS = ["section", "label", "phase", "layer", "layer_type", "class", "mean_ms", "median_ms",
-                 "std_ms", "min_ms", "max_ms", "p90_ms", "runs", "rse", "flops", "bytes_read",
-                 "bytes_written", "gflops_per_s"]
+FRAME_COLUMNS = [
+    "section",
+    "label",
+    "phase",
+    "layer",
+    "layer_type",
+    "class",
+    "mean_ms",
+    "median_ms",
+    "std_ms",
+    "min_ms",
+    "max_ms",
+    "p90_ms",
+    "runs",
+    "rse",
+    "flops",
+    "bytes_read",
+    "bytes_written",
+    "gflops_per_s",
+]
 
 
 @pytest.fixture(scope="module")
@@ -79,16 +97,26 @@ def test_a_failure_keeps_the_partial_profile_on_the_exception(tmp_path):
 
 @pytest.mark.slow
 def test_importing_nnprofile_leaves_nnabla_alone():
-    code = ("import logging, nnprofile, nnabla; "
-            "print(logging.getLogger('nnabla').level, 'nnabla' in dir(nnprofile))")
+    code = "import logging, nnprofile, nnabla; print(logging.getLogger('nnabla').level, 'nnabla' in dir(nnprofile))"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == [str(0), "False"]  # NOTSET: the user's logging configuration rules
 
 
 def test_the_api_is_exported():
-    for name in ("profile", "load", "compare_results", "analyze", "Profile", "Entry", "Section",
-                 "ProfileError", "Interrupted", "Comparison", "__version__"):
+    for name in (
+        "profile",
+        "load",
+        "compare_results",
+        "analyze",
+        "Profile",
+        "Entry",
+        "Section",
+        "ProfileError",
+        "Interrupted",
+        "Comparison",
+        "__version__",
+    ):
         assert hasattr(nnprofile, name), name
 
 
@@ -101,10 +129,10 @@ def test_compare_results_gives_a_dataframe_of_compare_entries(tmp_path):
     frame = comparison.to_dataframe()
     assert list(frame.columns) == ENTRY_COLUMNS
     assert set(frame["configuration"]) == {"run 1", "run 2", "c"}
-    entries = frame.iloc[:len(comparison.entry_rows)]
+    entries = frame.iloc[: len(comparison.entry_rows)]
     assert (entries["n"] == 3).all()
     # Per layer, forward + backward means: no invented sample count, median or spread.
-    layers = frame.iloc[len(comparison.entry_rows):]
+    layers = frame.iloc[len(comparison.entry_rows) :]
     assert len(layers) == 3 * len(a.sections[0].entries_of("forward_function"))
     assert layers["n"].isna().all() and layers["median_ms"].isna().all() and layers["std_ms"].isna().all()
     assert layers["ci95_low"].isna().all()

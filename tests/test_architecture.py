@@ -3,6 +3,7 @@
 Every import of ``nnprofile/`` counts, also those inside functions and under ``TYPE_CHECKING``:
 the modules are read with ``ast``, not imported. ARCHITECTURE.md draws the same layers.
 """
+
 import ast
 import os
 
@@ -22,13 +23,26 @@ LAYERS = [
     ("merging", ["nnprofile.merging"]),
     ("compare", ["nnprofile.compare"]),
     ("render", ["nnprofile.render"]),
-    ("api, notebook, testing and cli", ["nnprofile", "nnprofile.__main__", "nnprofile.api", "nnprofile.notebook",
-                                        "nnprofile.testing", "nnprofile.cli"]),
+    (
+        "api, notebook, testing and cli",
+        [
+            "nnprofile",
+            "nnprofile.__main__",
+            "nnprofile.api",
+            "nnprofile.notebook",
+            "nnprofile.testing",
+            "nnprofile.cli",
+        ],
+    ),
 ]
 # Two pipelines side by side: a project is measured, a program recorded; neither reads the other.
-APART = [("nnprofile.measure", "nnprofile.recording"), ("nnprofile.recording", "nnprofile.measure"),
-         ("nnprofile.measure", "nnprofile.assembly"), ("nnprofile.assembly", "nnprofile.measure"),
-         ("nnprofile.assembly", "nnprofile.recording")]  # assembly reads data only: it never records
+APART = [
+    ("nnprofile.measure", "nnprofile.recording"),
+    ("nnprofile.recording", "nnprofile.measure"),
+    ("nnprofile.measure", "nnprofile.assembly"),
+    ("nnprofile.assembly", "nnprofile.measure"),
+    ("nnprofile.assembly", "nnprofile.recording"),
+]  # assembly reads data only: it never records
 API_NAMES = ("record", "run", "step", "profile", "load")
 
 
@@ -64,7 +78,7 @@ def imports(name, path, known):
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
-                base = base[:len(base) - node.level + 1]
+                base = base[: len(base) - node.level + 1]
                 source = ".".join(base + ([node.module] if node.module else []))
             else:
                 source = node.module or ""
@@ -100,14 +114,23 @@ def test_every_module_has_a_layer(graph):
 
 
 def test_no_import_runs_back_up(graph):
-    upward = ["%s (%s) imports %s (%s)" % (m, LAYERS[layer_of(m)][0], t, LAYERS[layer_of(t)][0])
-              for m, targets in sorted(graph.items()) for t in sorted(targets) if layer_of(t) > layer_of(m)]
+    upward = [
+        "%s (%s) imports %s (%s)" % (m, LAYERS[layer_of(m)][0], t, LAYERS[layer_of(t)][0])
+        for m, targets in sorted(graph.items())
+        for t in sorted(targets)
+        if layer_of(t) > layer_of(m)
+    ]
     assert upward == []
 
 
 def test_a_project_is_measured_and_a_program_recorded_apart(graph):
-    crossing = ["%s imports %s" % (m, t) for m, targets in graph.items() for t in targets
-                for a, b in APART if m.startswith(a) and t.startswith(b)]
+    crossing = [
+        "%s imports %s" % (m, t)
+        for m, targets in graph.items()
+        for t in targets
+        for a, b in APART
+        if m.startswith(a) and t.startswith(b)
+    ]
     assert crossing == []
 
 
@@ -135,6 +158,7 @@ def test_no_import_circles(graph):
                     break
             if len(component) > 1:
                 circles.append(sorted(component))
+
     for v in sorted(graph):
         if v not in index:
             visit(v)
@@ -175,6 +199,7 @@ def test_every_module_a_docstring_names_is_there():
     moved code leaves no reader at a dead end."""
     import importlib
     import re
+
     refs = set()
     for path in modules().values():
         with open(path, encoding="utf-8") as f:
@@ -207,6 +232,9 @@ def test_every_function_stays_under_60_lines():
     for name, path in modules().items():
         with open(path, encoding="utf-8") as f:
             tree = ast.parse(f.read())
-        big += ["%s.%s (%d lines)" % (name, node.name, node.end_lineno - node.lineno + 1) for node in ast.walk(tree)
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 60]
+        big += [
+            "%s.%s (%d lines)" % (name, node.name, node.end_lineno - node.lineno + 1)
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 60
+        ]
     assert big == []

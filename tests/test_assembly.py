@@ -5,6 +5,7 @@ What a stored file holds was recorded from a program of tests/scripts/; what is 
 program's structure fixes (its steps, graphs, names, passes per step) and figures computed from the
 file's own times.
 """
+
 import os
 import subprocess
 import sys
@@ -31,16 +32,19 @@ def test_a_capture_round_trips_through_its_file(tmp_path):
     again = events.load(path)
     assert events.to_dict(again) == events.to_dict(capture)
     first, second = assemble(capture, capture.costs, "gan.py"), assemble(again, again.costs, "gan.py")
-    assert [[(e.label, e.samples_ns) for e in s.entries] for s in first.sections] == \
-        [[(e.label, e.samples_ns) for e in s.entries] for s in second.sections]
+    assert [[(e.label, e.samples_ns) for e in s.entries] for s in first.sections] == [
+        [(e.label, e.samples_ns) for e in s.entries] for s in second.sections
+    ]
 
 
 @pytest.mark.slow
 def test_assembling_a_stored_recording_needs_no_nnabla():
-    code = ("import sys; from nnprofile.assembly import events; from nnprofile.assembly.assemble import assemble; "
-            "c = events.load(%r); a = assemble(c, c.costs, 'x'); "
-            "print(len(a.sections), 'nnabla' in sys.modules, 'numpy' in sys.modules)"
-            % os.path.join(EVENTS, "train_validate.json.gz"))
+    code = (
+        "import sys; from nnprofile.assembly import events; from nnprofile.assembly.assemble import assemble; "
+        "c = events.load(%r); a = assemble(c, c.costs, 'x'); "
+        "print(len(a.sections), 'nnabla' in sys.modules, 'numpy' in sys.modules)"
+        % os.path.join(EVENTS, "train_validate.json.gz")
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["3", "False", "False"]
@@ -62,8 +66,21 @@ def test_calls_become_passes_and_passes_graphs():
     per_step = split(capture.events, steps, events.start_of)
     graphs = split_by_graph(per_step, [group_passes(s, capture.sites) for s in per_step], capture)
     assert [g.name for g in graphs] == ["loss", "vpred"]
-    assert [sum(1 for p in g.passes[i] if p.phase == "forward") for g in graphs[1:] for i in range(13)] == \
-        [0, 0, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0, 2]
+    assert [sum(1 for p in g.passes[i] if p.phase == "forward") for g in graphs[1:] for i in range(13)] == [
+        0,
+        0,
+        0,
+        0,
+        2,
+        0,
+        0,
+        0,
+        2,
+        0,
+        0,
+        0,
+        2,
+    ]
 
 
 def test_the_stored_classifier_assembles_as_it_ran():
@@ -86,7 +103,9 @@ def test_two_solvers_and_their_graphs_are_one_step():
     assert a.how.startswith("solver updates: one step per 2 updates of 2 solvers")
     assert "Adam: gen after the backward of 'loss_gen'" in a.how
     assert [(s.name, s.info.get("trained_by")) for s in a.sections[:2]] == [
-        ("loss_gen", ["Adam: gen"]), ("loss_dis", ["Adam: dis"])]
+        ("loss_gen", ["Adam: gen"]),
+        ("loss_dis", ["Adam: dis"]),
+    ]
 
 
 def test_a_static_then_a_dynamic_graph_and_their_solvers():
@@ -94,7 +113,9 @@ def test_a_static_then_a_dynamic_graph_and_their_solvers():
     a = assemble(capture, capture.costs, "static_then_dynamic.py")
     static, dynamic = a.sections[:2]
     assert (static.name, dynamic.name) == ("loss", "dyn_loss") and dynamic.info["dynamic"]
-    assert a.how.startswith("solver updates: one step per update (the updates form no repeating pattern")  # one, then the other
+    assert a.how.startswith(
+        "solver updates: one step per update (the updates form no repeating pattern"
+    )  # one, then the other
     assert "nnprofile.step()" in a.how
     assert static.info["trained_by"][0].startswith("Adam: line ")
     assert static.info["trained_by"] != dynamic.info["trained_by"]
@@ -107,8 +128,14 @@ def test_the_step_parts_come_from_the_stored_times():
     a = assemble(capture, capture.costs, "mlp_dynamic.py")
     program = a.sections[-1]
     [step] = program.entries_of("step")
-    kept = [s for s in bounds(*(lambda loop: (loop, loop.rule()))(replay(capture.events, group_passes(
-        capture.events, capture.sites))), capture.started_ns, capture.stopped_ns)][a.skip:a.skip + a.kept]
+    kept = [
+        s
+        for s in bounds(
+            *(lambda loop: (loop, loop.rule()))(replay(capture.events, group_passes(capture.events, capture.sites))),
+            capture.started_ns,
+            capture.stopped_ns,
+        )
+    ][a.skip : a.skip + a.kept]
     assert len(step.samples_ns) == len(kept) == a.kept
     for (start, end), sample in zip(kept, step.samples_ns):
         assert sample <= end - start  # the hooks' cost and nnprofile's own work only ever taken off
@@ -119,10 +146,19 @@ def test_every_stored_recording_renders(name, tmp_path):
     """Through the whole house: a profile of a stored recording renders every output."""
     from nnprofile.render import write_all
     from nnprofile.result import Profile
+
     capture = load(name)
     a = assemble(capture, capture.costs, name + ".py")
-    written = write_all(Profile(header={"kind": "program", "steps": a.how}, notes=a.notes, sections=a.sections,
-                                complete=True, timeline=a.timeline), str(tmp_path))
+    written = write_all(
+        Profile(
+            header={"kind": "program", "steps": a.how},
+            notes=a.notes,
+            sections=a.sections,
+            complete=True,
+            timeline=a.timeline,
+        ),
+        str(tmp_path),
+    )
     assert {os.path.basename(p) for p in written} >= {"profile.log", "result.json", "report.html", "trace.json.gz"}
 
 
@@ -130,6 +166,7 @@ def _slowed(capture, steps, factor):
     """The capture with every function call of the given steps (indexes) taking ``factor`` times as long, as
     a slow spell of the machine over those steps would make them."""
     import copy
+
     capture = copy.deepcopy(capture)
     rule_loop = replay(capture.events, group_passes(capture.events, capture.sites))
     spans = bounds(rule_loop, rule_loop.rule(), capture.started_ns, capture.stopped_ns)
@@ -144,12 +181,14 @@ def test_a_graph_that_ran_only_in_slow_steps_keeps_its_part():
     They are kept, and said to be; every part counts the same steps, and the parts add up to the step."""
     from nnprofile.analysis import analyze_section
     from nnprofile.result.header import ProgramHeader
+
     capture = load("train_validate")
     passes = group_passes(capture.events, capture.sites)
     loop = replay(capture.events, passes)
     spans = bounds(loop, loop.rule(), capture.started_ns, capture.stopped_ns)
-    validation = sorted({i for p in passes if p.name == "vpred" for i, (a, b) in enumerate(spans)
-                         if a <= p.start_ns < b})
+    validation = sorted(
+        {i for p in passes if p.name == "vpred" for i, (a, b) in enumerate(spans) if a <= p.start_ns < b}
+    )
     assert validation  # the validations at iterations 4, 8 and 12 fall in steps
     slow, _ = _slowed(capture, validation, 1.6)
     a = assemble(slow, slow.costs, "train_validate.py")
@@ -174,6 +213,7 @@ def test_steps_that_ran_slow_are_kept_in_every_part_and_said():
     part (no entry leaves a round out), and the parts still add up to the step."""
     from nnprofile.analysis import analyze_section
     from nnprofile.result.header import ProgramHeader
+
     capture = load("train_validate")
     passes = group_passes(capture.events, capture.sites)
     loop = replay(capture.events, passes)
@@ -203,6 +243,7 @@ def test_the_hooks_cost_is_fitted_to_the_gaps_of_the_passes_together():
             calls.append(NS(start_ns=t, end_ns=t + 10e3))
             t += 10e3 + (gap_us * 1e3 if k < 2 else 0) + (stall_us * 1e3 if k == 0 else 0)
         return NS(dynamic=False, calls=calls, start_ns=0.0, end_ns=calls[-1].end_ns)
+
     cost = lambda call, p: 4e3
     passes = [a_pass(6), a_pass(6), a_pass(9)]
     assert gap_ratio(passes, cost) == pytest.approx(7 / 4)
@@ -224,6 +265,7 @@ def test_the_hooks_cost_between_functions_is_never_more_than_the_time_there():
             calls.append(NS(start_ns=t, end_ns=t + 10e3))
             t += 10e3 + gap * 1e3
         return NS(calls=calls, stretches=list(stretches))
+
     cost = lambda call, p: 5e3
     assert overshoot(a_pass([3, 3]), cost) == pytest.approx(2e3 * 2)
     assert overshoot(a_pass([5, 5]), cost) == 0.0
@@ -244,10 +286,11 @@ def test_a_graph_run_only_outside_the_steps_scales_the_hooks_cost_to_its_own_pas
     def a_pass(gap_ns):
         calls = [NS(start_ns=k * (10e3 + gap_ns), end_ns=k * (10e3 + gap_ns) + 10e3) for k in range(3)]
         return NS(dynamic=False, calls=calls, start_ns=0.0, end_ns=calls[-1].end_ns)
+
     costs = HookCosts(static_total=5e3, static_inside=1e3, scale=2.0, backward_scale=1.0)
     at_scale = lambda call, p: 2.0 * 4e3  # what the costs given say outside a function
     passes = [a_pass(1.5 * 8e3)] * OWN_PASSES
-    own = own_scale(costs, {"forward": passes, "backward": passes[:OWN_PASSES - 1]}, at_scale)
+    own = own_scale(costs, {"forward": passes, "backward": passes[: OWN_PASSES - 1]}, at_scale)
     assert own.scale == pytest.approx(3.0) and own._scale(BACKWARD) == 1.0  # too few backward passes: kept
     assert own_scale(costs, {"forward": passes[:1]}, at_scale) is None
     assert own_scale(costs, {"forward": [a_pass(10 * 8e3)] * OWN_PASSES}, at_scale).scale == MAX_SCALE
@@ -259,6 +302,7 @@ def test_nnprofiles_own_work_is_said_where_it_is_a_fifth_of_the_step_or_more():
     where it is 20 % or more."""
     from nnprofile.assembly.assemble import own_work_note
     from nnprofile.result import Entry, Section
+
     program = Section(kind="script", name="p", network="", complete=True)
     program.entries.append(Entry(label="step", phase="step", samples_ns=[100e3, 90e3, 110e3]))
     bounds = [(k * 200_000, k * 200_000 + 130_000) for k in range(3)]
@@ -275,6 +319,7 @@ def test_a_loop_of_passes_says_how_many_reads_a_step_holds():
     """Two reads before each forward pass; the first step's reads came before the loop was followed (a
     window opens after them); a step under way has read once. A step holding another number: none."""
     from nnprofile.assembly.steps import Loop
+
     loop = Loop()
     for k in range(5):
         if k:

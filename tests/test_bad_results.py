@@ -1,5 +1,6 @@
 """A result.json is input like any other: damaged, forged, huge, empty, nested or negative values end in one line
 naming the field and exit 2, within a memory bound; never a traceback, never the machine's memory."""
+
 import copy
 import json
 import os
@@ -33,14 +34,22 @@ def _first_entry(d):
 
 def _bounded_cli(path, *args):
     """``nnprofile report PATH`` in a process whose address space is bounded."""
+
     def limit():
         resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BOUND, MEMORY_BOUND))
-    return subprocess.run([sys.executable, "-m", "nnprofile", "report", str(path), *args], capture_output=True,
-                          text=True, cwd=ROOT, preexec_fn=limit, timeout=300)
+
+    return subprocess.run(
+        [sys.executable, "-m", "nnprofile", "report", str(path), *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        preexec_fn=limit,
+        timeout=300,
+    )
 
 
 def _huge(d):
-    _first_entry(d)["samples_ns"] = [10 ** 400]
+    _first_entry(d)["samples_ns"] = [10**400]
 
 
 def _empty(d):
@@ -59,11 +68,16 @@ def _zero_batch(d):
     d["header"]["batch_size"] = 0
 
 
-@pytest.mark.parametrize("damage, says", [
-    (_huge, "samples_ns holds 1000000000"), (_empty, "samples_ns holds no sample"),
-    (_negative, "samples_ns holds -5.0"), (_batch, "header.batch_size must be a whole number of 1 or more, not -64"),
-    (_zero_batch, "header.batch_size"),
-])
+@pytest.mark.parametrize(
+    "damage, says",
+    [
+        (_huge, "samples_ns holds 1000000000"),
+        (_empty, "samples_ns holds no sample"),
+        (_negative, "samples_ns holds -5.0"),
+        (_batch, "header.batch_size must be a whole number of 1 or more, not -64"),
+        (_zero_batch, "header.batch_size"),
+    ],
+)
 def test_a_bad_value_is_refused_naming_its_field(tmp_path, damage, says):
     d = _golden()
     damage(d)
@@ -76,11 +90,14 @@ def test_a_bad_value_is_refused_naming_its_field(tmp_path, damage, says):
     assert len(proc.stderr.strip().splitlines()) == 1 and len(proc.stderr) < 600
 
 
-@pytest.mark.parametrize("text, says", [
-    ("[" * 100_000 + "]" * 100_000, "nested deeper than any result"),
-    ('{"format": "nnprofile-result", "version": 10, "sections": ' + "[" * 5000 + "]" * 5000 + "}", "result"),
-    ("", "not a readable result file"),
-])
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested deeper than any result"),
+        ('{"format": "nnprofile-result", "version": 10, "sections": ' + "[" * 5000 + "]" * 5000 + "}", "result"),
+        ("", "not a readable result file"),
+    ],
+)
 def test_a_nested_or_empty_file_is_one_line(tmp_path, text, says):
     path = tmp_path / "result.json"
     path.write_text(text)
@@ -91,6 +108,7 @@ def test_a_nested_or_empty_file_is_one_line(tmp_path, text, says):
 
 def test_a_file_larger_than_any_result_is_not_read(tmp_path, monkeypatch):
     from nnprofile.result import file as result_file
+
     path = tmp_path / "result.json"
     path.write_text(json.dumps(_golden()))
     monkeypatch.setattr(result_file, "MAX_RECORD_BYTES", 100)
@@ -98,9 +116,11 @@ def test_a_file_larger_than_any_result_is_not_read(tmp_path, monkeypatch):
         result_file.load(str(path))
 
 
-JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=20),
-                    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=12), inner,
-                                                                               max_size=5), max_leaves=40)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=12), inner, max_size=5),
+    max_leaves=40,
+)
 
 
 @st.composite
@@ -128,8 +148,11 @@ def forged(draw):
 GOLDEN_DATA = _golden()
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                       HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(forged())
 def test_arbitrary_json_loads_or_is_refused_in_one_error(tmp_path, data):
     path = tmp_path / "result.json"
@@ -139,6 +162,7 @@ def test_arbitrary_json_loads_or_is_refused_in_one_error(tmp_path, data):
     except ProfileError:
         return
     from nnprofile.render import render  # a profile that loads renders
+
     render(profile, ["log", "csv"])
 
 
@@ -146,12 +170,13 @@ def test_arbitrary_json_loads_or_is_refused_in_one_error(tmp_path, data):
 def test_arbitrary_json_through_the_command_line_is_a_report_or_one_line(tmp_path):
     """A few forged files through ``nnprofile report`` in a process of bounded memory."""
     import random
+
     rng = random.Random(7)
     for i in range(6):
         d = copy.deepcopy(GOLDEN_DATA)
         entry = rng.choice(d["sections"][rng.randrange(len(d["sections"]))]["entries"])
         key = rng.choice(sorted(entry))
-        entry[key] = rng.choice([None, -1, 10 ** 30, "x", [], {}, [[[]]], 1e308, True])
+        entry[key] = rng.choice([None, -1, 10**30, "x", [], {}, [[[]]], 1e308, True])
         path = tmp_path / ("r%d.json" % i)
         path.write_text(json.dumps(d))
         proc = _bounded_cli(path, "-o", str(tmp_path / ("o%d" % i)))
@@ -163,31 +188,47 @@ def test_arbitrary_json_through_the_command_line_is_a_report_or_one_line(tmp_pat
 def test_an_nnp_that_unpacks_beyond_a_projects_size_is_refused_unread(tmp_path):
     """A zip bomb: 200 MB of network text in a 200 KB .nnp. NNabla's parser would take ten times that in memory."""
     import zipfile
+
     bomb = tmp_path / "bomb.nnp"
     with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as z:
         with z.open("network.nntxt", "w", force_zip64=True) as f:
             for _ in range(200):
                 f.write(b" " * (1 << 20))
+
     def limit():
         resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BOUND, MEMORY_BOUND))
-    proc = subprocess.run([sys.executable, "-m", "nnprofile", str(bomb), "-o", str(tmp_path / "out")],
-                          capture_output=True, text=True, cwd=ROOT, preexec_fn=limit, timeout=300)
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "nnprofile", str(bomb), "-o", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        preexec_fn=limit,
+        timeout=300,
+    )
     assert proc.returncode == 2 and "unpacks to 200 MB, more than a project's can" in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
 
 
 def test_a_rank_folder_beyond_any_world_is_one_line(tmp_path):
     import shutil
+
     (tmp_path / "rank-0").mkdir()
     shutil.copy(GOLDEN, tmp_path / "rank-0" / "result.json")
     (tmp_path / "rank-99999999999999999999").mkdir()
-    proc = subprocess.run([sys.executable, "-m", "nnprofile", "merge", str(tmp_path)], capture_output=True, text=True,
-                          cwd=ROOT, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nnprofile", "merge", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert proc.returncode == 2 and "is no rank of a run" in proc.stderr and len(proc.stderr) < 300, proc.stderr
 
 
 def test_a_list_of_ranks_is_summarised():
     from nnprofile.merging.ranks import spans
+
     assert spans(list(range(1, 100000))) == "1 to 99999"
     assert spans([0, 2, 3, 5, 6, 7]) == "0, 2, 3, 5 to 7"
     assert spans(list(range(0, 40, 2))) == "0, 2, 4, 6, 8, 10, 12, 14 and 12 more"

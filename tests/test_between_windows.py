@@ -8,6 +8,7 @@ monitors' wrappers come off until a step before the next window. Where some iter
 accumulated over several reads), the reads stay counted. A program that moves on to another loop is followed
 there.
 """
+
 import sys
 
 import numpy as np
@@ -21,20 +22,22 @@ from nnprofile.recording.stack import Stacks
 
 # -- the rule on real frames ---------------------------------------------------------------------------------
 
+
 def gan(probe, n):
     for _ in range(n):
         for _ in range(3):
             probe("update")  # the critic
-        probe("update")      # the generator
+        probe("update")  # the generator
 
 
 def actor_critic(probe, n):
     def step(t):
-        probe("update")      # the critic, every iteration
+        probe("update")  # the critic, every iteration
         if t % 2:
             probe("update")  # the actor, every second
+
     for t in range(n):
-        probe("other")       # a read
+        probe("other")  # a read
         step(t)
 
 
@@ -43,8 +46,9 @@ def stages(probe, n):
         for _ in range(2):
             probe("update")
             probe("update")
+
     for _ in range(n):
-        train_scale()        # a new frame holding the loop at each stage
+        train_scale()  # a new frame holding the loop at each stage
 
 
 def one_line(probe, n):
@@ -55,7 +59,8 @@ def one_line(probe, n):
 def helper_loop(probe, n):
     def accumulate():
         for _ in range(2):
-            probe("other")   # the same instruction, run again by the helper's own loop
+            probe("other")  # the same instruction, run again by the helper's own loop
+
     for _ in range(n):
         accumulate()
         probe("update")
@@ -70,6 +75,7 @@ def test_the_loops_frame_tells_where_iterations_begin_as_the_stacks_do(program):
     def record(key):
         taken.append(stacks.take(sys._getframe(1)))
         keys.append(key)
+
     program(record, 5)
     loop = it.step_loop([s for s, k in zip(taken, keys) if k == "update"], stacks.codes)
     assert loop is not None
@@ -83,17 +89,20 @@ def test_the_loops_frame_tells_where_iterations_begin_as_the_stacks_do(program):
 
 # -- a recording between windows ----------------------------------------------------------------------------
 
+
 def _network():
     import nnabla as nn
     import nnabla.functions as F
     import nnabla.parametric_functions as PF
     from nnabla.utils.data_iterator import data_iterator_simple
+
     nn.clear_parameters()
     rng = np.random.RandomState(0)
     images = rng.rand(64, 4).astype(np.float32)
     labels = rng.randint(0, 3, size=(64, 1)).astype(np.int32)
-    data = data_iterator_simple(lambda i: (images[i], labels[i]), 64, 8, shuffle=False, with_memory_cache=False,
-                                with_file_cache=False)
+    data = data_iterator_simple(
+        lambda i: (images[i], labels[i]), 64, 8, shuffle=False, with_memory_cache=False, with_file_cache=False
+    )
     data._use_thread = False
     x, t = nn.Variable((8, 4)), nn.Variable((8, 1))
     loss = F.mean(F.softmax_cross_entropy(PF.affine(x, 3, name="fc"), t))
@@ -102,6 +111,7 @@ def _network():
 
 def _record(schedule, program, on_window=None):
     from nnprofile.recording.recorder import Recorder
+
     recorder = Recorder(schedule=schedule, calibrate=False, on_window=on_window).start()
     try:
         program(recorder)
@@ -112,12 +122,14 @@ def _record(schedule, program, on_window=None):
 
 def _original_next():
     from nnabla.utils.data_iterator import DataIterator
+
     return DataIterator.next
 
 
 def test_updates_alone_count_the_steps_when_every_iteration_has_one():
     import nnabla as nn
     import nnabla.solvers as S
+
     seen = {}
 
     def program(recorder):
@@ -134,7 +146,8 @@ def test_updates_alone_count_the_steps_when_every_iteration_has_one():
                 seen["reads wrapped"] = recorder._toggled["reads"]
                 seen["monitors wrapped"] = recorder._toggled.get("monitors")
                 seen["by frame only"] = recorder.by_frame_only
-    recorder = _record(Schedule(wait=10 ** 6), program)
+
+    recorder = _record(Schedule(wait=10**6), program)
     assert recorder.steps_done == 200
     assert seen == {"reads wrapped": False, "monitors wrapped": False, "by frame only": True}
     assert _original_next() is recorder._toggles["reads"][0][2]  # put back at the end
@@ -143,6 +156,7 @@ def test_updates_alone_count_the_steps_when_every_iteration_has_one():
 def test_reads_stay_counted_where_gradients_accumulate_over_several():
     import nnabla as nn
     import nnabla.solvers as S
+
     seen = {}
 
     def program(recorder):
@@ -158,7 +172,8 @@ def test_reads_stay_counted_where_gradients_accumulate_over_several():
                 solver.update()
                 solver.zero_grad()
         seen["reads wrapped"] = recorder._toggled["reads"]
-    recorder = _record(Schedule(wait=10 ** 6), program)
+
+    recorder = _record(Schedule(wait=10**6), program)
     assert seen == {"reads wrapped": True}
     assert recorder.counter.bare > 0 and recorder.steps_done == 240
 
@@ -186,7 +201,8 @@ def test_a_program_that_moves_on_to_another_loop_is_counted_there():
             loss.backward()
             solver.update()
         train(data, x, t, loss, solver, 150)  # then a loop elsewhere
-    recorder = _record(Schedule(wait=10 ** 6), program)
+
+    recorder = _record(Schedule(wait=10**6), program)
     assert recorder.steps_done == 270, recorder.steps_done
 
 
@@ -194,6 +210,7 @@ def test_the_wrappers_are_back_a_step_before_the_window_it_begins_at_a_read():
     import nnabla as nn
     import nnabla.solvers as S
     from nnprofile.assembly.events import InputCall, SolverCall
+
     windows = []
 
     def program(recorder):
@@ -206,8 +223,12 @@ def test_the_wrappers_are_back_a_step_before_the_window_it_begins_at_a_read():
             solver.zero_grad()
             loss.backward()
             solver.update()
-    recorder = _record(Schedule(wait=100, warmup=0, active=5), program,
-                       on_window=lambda r: windows.append((r.window_start, list(r.events))))
+
+    recorder = _record(
+        Schedule(wait=100, warmup=0, active=5),
+        program,
+        on_window=lambda r: windows.append((r.window_start, list(r.events))),
+    )
     assert recorder.steps_done == 130 and len(windows) == 1
     start, events = windows[0]
     timed = [e for e in events if isinstance(e, (InputCall, SolverCall)) and e.depth == 0]
@@ -219,6 +240,7 @@ def test_a_window_asked_for_between_reads_begins_at_the_next_read():
     import nnabla as nn
     import nnabla.solvers as S
     from nnprofile.assembly.events import InputCall, SolverCall
+
     windows = []
 
     def program(recorder):
@@ -234,8 +256,12 @@ def test_a_window_asked_for_between_reads_begins_at_the_next_read():
             solver.zero_grad()
             loss.backward()
             solver.update()
-    recorder = _record(Schedule(on_demand=True, warmup=0, active=5), program,
-                       on_window=lambda r: windows.append((r.window_start, list(r.events))))
+
+    recorder = _record(
+        Schedule(on_demand=True, warmup=0, active=5),
+        program,
+        on_window=lambda r: windows.append((r.window_start, list(r.events))),
+    )
     assert len(windows) == 1
     start, events = windows[0]
     timed = [e for e in events if isinstance(e, (InputCall, SolverCall)) and e.depth == 0]
@@ -254,7 +280,7 @@ def _epoch(data, x, t, loss, solver, n, train):
             solver.update()
 
 
-@pytest.mark.parametrize("schedule", [Schedule(), Schedule(wait=10 ** 6)], ids=["windowed", "between windows"])
+@pytest.mark.parametrize("schedule", [Schedule(), Schedule(wait=10**6)], ids=["windowed", "between windows"])
 def test_a_validation_through_the_trainings_own_loop_is_no_step(schedule):
     import nnabla as nn
     import nnabla.solvers as S
@@ -266,11 +292,12 @@ def test_a_validation_through_the_trainings_own_loop_is_no_step(schedule):
         for _ in range(5):
             _epoch(data, x, t, loss, solver, 6, True)
             _epoch(data, x, t, loss, solver, 2, False)  # a new run of the loop, without an update
+
     recorder = _record(schedule, program)
     assert recorder.steps_done == 30
 
 
-@pytest.mark.parametrize("schedule", [Schedule(), Schedule(wait=10 ** 6)], ids=["windowed", "between windows"])
+@pytest.mark.parametrize("schedule", [Schedule(), Schedule(wait=10**6)], ids=["windowed", "between windows"])
 def test_an_environments_steps_before_training_starts_are_no_steps(schedule):
     import nnabla as nn
     import nnabla.solvers as S
@@ -286,5 +313,6 @@ def test_an_environments_steps_before_training_starts_are_no_steps(schedule):
                 solver.zero_grad()
                 loss.backward()
                 solver.update()
+
     recorder = _record(schedule, program)
     assert recorder.steps_done == 80

@@ -2,6 +2,7 @@
 
 Fake clocks only: every figure here is exact, none depends on the machine's speed.
 """
+
 import math
 import sys
 
@@ -54,8 +55,10 @@ def _section(layers, layer_ns, whole_ns, max_seconds, min_rounds=5):
     timer = Timer(Sampling(warmup=1, max_seconds=max_seconds, min_rounds=min_rounds), clock=clock)
     refresh = Action(Costly(clock, whole_ns), layer=True)
     items = [Probe(simple("load_dataset", "load_dataset"), Costly(clock, 1_000_000)), refresh]
-    items += [Probe(simple("forward_function (L%d : Affine)" % i, "forward_function"), Costly(clock, layer_ns),
-                    layer=True) for i in range(layers)]
+    items += [
+        Probe(simple("forward_function (L%d : Affine)" % i, "forward_function"), Costly(clock, layer_ns), layer=True)
+        for i in range(layers)
+    ]
     items += [Probe(simple("forward_all", "forward_all"), Costly(clock, whole_ns))]
     section = Section(kind="optimizer", name="O", network="N")
     RoundRunner(timer, reference=False).run(section, items)
@@ -88,10 +91,18 @@ def test_when_a_layer_round_no_longer_fits_the_heaviest_short_layers_take_what_t
     # first.
     clock = FakeClock(steps=(0,))
     timer = Timer(Sampling(warmup=1, max_seconds=1.5, min_rounds=5), clock=clock)
-    items = [Probe(simple("load_dataset", "load_dataset"), Costly(clock, 1_000_000)),
-             Action(Costly(clock, 20_000_000), layer=True)]
-    items += [Probe(simple("forward_function (L%d : Affine)" % i, "forward_function"),
-                    Costly(clock, 2_000_000 if i % 5 == 0 else 1_200_000), layer=True) for i in range(400)]
+    items = [
+        Probe(simple("load_dataset", "load_dataset"), Costly(clock, 1_000_000)),
+        Action(Costly(clock, 20_000_000), layer=True),
+    ]
+    items += [
+        Probe(
+            simple("forward_function (L%d : Affine)" % i, "forward_function"),
+            Costly(clock, 2_000_000 if i % 5 == 0 else 1_200_000),
+            layer=True,
+        )
+        for i in range(400)
+    ]
     items += [Probe(simple("forward_all", "forward_all"), Costly(clock, 20_000_000))]
     section = Section(kind="optimizer", name="O", network="N")
     RoundRunner(timer, reference=False).run(section, items)
@@ -129,10 +140,18 @@ def test_a_slow_spell_in_a_partial_round_stops_it_at_its_deadline_and_the_budget
     # short by half, and its deadline, not its plan, ends it.
     clock = FakeClock(steps=(0,))
     timer = Timer(Sampling(warmup=1, max_seconds=1.5, min_rounds=5), clock=clock)
-    items = [Action(Spell(clock, 20_000_000, 1_180_000_000), layer=True),
-             Action(Spell(clock, 20_000_000, 1_180_000_000), layer=True, lean_only=True)]
-    items[1:1] = [Probe(simple("forward_function (L%d : Affine)" % i, "forward_function"),
-                        Spell(clock, 1_200_000, 1_180_000_000), layer=True) for i in range(400)]
+    items = [
+        Action(Spell(clock, 20_000_000, 1_180_000_000), layer=True),
+        Action(Spell(clock, 20_000_000, 1_180_000_000), layer=True, lean_only=True),
+    ]
+    items[1:1] = [
+        Probe(
+            simple("forward_function (L%d : Affine)" % i, "forward_function"),
+            Spell(clock, 1_200_000, 1_180_000_000),
+            layer=True,
+        )
+        for i in range(400)
+    ]
     items += [Probe(simple("forward_all", "forward_all"), Spell(clock, 20_000_000, 1_180_000_000))]
     items[-2].costs_as = items[-1]  # the settling pass costs what a whole pass does (as in sequence.py)
     section = Section(kind="optimizer", name="O", network="N")
@@ -149,14 +168,17 @@ def test_the_partial_round_is_said_in_the_log():
     clock = FakeClock(steps=(0,))
     timer = Timer(Sampling(warmup=1, max_seconds=1.5, min_rounds=5), clock=clock)
     items = [Action(Costly(clock, 20_000_000), layer=True)]
-    items += [Probe(simple("forward_function (L%d : Affine)" % i, "forward_function"), Costly(clock, 1_200_000),
-                    layer=True) for i in range(400)]
+    items += [
+        Probe(simple("forward_function (L%d : Affine)" % i, "forward_function"), Costly(clock, 1_200_000), layer=True)
+        for i in range(400)
+    ]
     items += [Probe(simple("forward_all", "forward_all"), Costly(clock, 20_000_000))]
     section = Section(kind="optimizer", name="O", network="N")
     RoundRunner(timer, reference=False).run(section, items)
     profile = Profile(header={"target_rse": 0.02}, sections=[section])
-    [line] = [line for line in log.section_footer(profile, analyze(profile).of(section))
-              if line.startswith("Sampling:")]
+    [line] = [
+        line for line in log.section_footer(profile, analyze(profile).of(section)) if line.startswith("Sampling:")
+    ]
     assert "partial layer round" in line and "rounds with samples per entry: 1 to 3" in line
 
 
@@ -181,8 +203,10 @@ def test_an_entry_with_one_round_has_no_relative_error_anywhere(tmp_path):
     frame = profile.to_dataframe()
     assert math.isnan(frame.loc[0, "rse"]) and frame.loc[1, "rse"] == pytest.approx(two.stats.rse)
     from nnprofile.render import write_all
+
     write_all(profile, str(tmp_path))
     import csv
+
     with open(tmp_path / "profile_detail.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     assert rows[0]["rse"] == "" and rows[1]["rse"] != ""
@@ -198,8 +222,13 @@ def test_unrolled_copies_sum_into_their_base_layer():
     layers = [LayerTime("Affine_RecurrentInput[%d]" % i, "Affine", 1.0, 2.0, 10) for i in range(4)]
     layers.append(LayerTime("Softmax", "Softmax", 0.5, 0.5, None))
     [affine, softmax] = base_layers(layers)
-    assert (affine.layer, affine.copies, affine.forward_ms, affine.backward_ms, affine.flops) == \
-        ("Affine", 4, 4.0, 8.0, 40)
+    assert (affine.layer, affine.copies, affine.forward_ms, affine.backward_ms, affine.flops) == (
+        "Affine",
+        4,
+        4.0,
+        8.0,
+        40,
+    )
     assert (softmax.layer, softmax.copies) == ("Softmax", 1)
 
 
@@ -207,9 +236,18 @@ def test_a_chart_of_many_layers_shows_base_layers_then_the_slowest():
     def entries(names):
         out = []
         for i, name in enumerate(names):
-            out.append(Entry(label="forward_function (%s : Affine)" % name, phase="forward_function",
-                             samples_ns=[1000.0 * (i + 1)], layer=name, layer_id=i, layer_type="Affine"))
+            out.append(
+                Entry(
+                    label="forward_function (%s : Affine)" % name,
+                    phase="forward_function",
+                    samples_ns=[1000.0 * (i + 1)],
+                    layer=name,
+                    layer_id=i,
+                    layer_type="Affine",
+                )
+            )
         return out
+
     unrolled = [name for t in range(31) for name in ("Affine_RecurrentInput[%d]" % t, "Tanh_RecurrentInput[%d]" % t)]
     a = analyze(Profile(sections=[Section("executor", "E", "N", entries(unrolled), complete=True)])).sections[0]
     shown, note = charted_layers(a)
@@ -225,6 +263,7 @@ def test_a_chart_of_many_layers_shows_base_layers_then_the_slowest():
 def test_an_unrolled_lstm_profiles_within_its_budget_naming_its_copies():
     """About 800 functions when unrolled over 53 steps: lean rounds, every entry sampled."""
     import tempfile
+
     with tempfile.TemporaryDirectory() as folder:
         path = folder + "/lstm.nntxt"
         with open(path, "w") as f:

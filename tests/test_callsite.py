@@ -1,6 +1,7 @@
 """What a program's line called, read off its bytecode: the name a graph is run on (a subscript of a dict or a
 list too), the name a call's result is stored in, and a function's parameter told from the program's own names.
 Real frames, no NNabla."""
+
 import sys
 
 from nnprofile.recording.callsite import assigned_name, call_at, line_at, parameter_of
@@ -48,6 +49,7 @@ def test_a_code_objects_calls_know_the_names_their_lines_store():
         mu, logvar = encoder(x)
         prior(codes)
         return mu, logvar
+
     info = describe_code(program.__code__)
     assert sorted({name for _, name in info.stores}) == ["codes", "mu, logvar"]
 
@@ -57,6 +59,7 @@ def test_a_parameter_is_told_from_a_local_name():
         local = 1
         frame = sys._getframe()
         return parameter_of(frame, "iterator"), parameter_of(frame, "n"), parameter_of(frame, "local") and local
+
     assert epoch(None, n=1) == (True, True, False)
 
 

@@ -5,6 +5,7 @@ A stack is the program's frames at a call, outermost first, each (frame token, c
 loops are (head, last jump back) offsets, as its bytecode gives them. The programs below are written as
 offsets in made-up code: what matters is which loop holds which call.
 """
+
 import os
 
 import pytest
@@ -19,6 +20,7 @@ EVENTS = os.path.join(ROOT, "tests", "events")
 
 
 # -- the call tree -----------------------------------------------------------------------------------------
+
 
 def test_a_calls_children_are_the_deeper_calls_that_ended_just_before_it():
     # A custom layer's forward (depth 0) ran two functions on NdArrays (depth 1); the second ran one of its
@@ -76,7 +78,7 @@ def test_an_actor_updated_every_second_iteration_leaves_one_step_an_iteration():
 
 
 def test_an_update_made_once_before_the_loop_does_not_choose_it():
-    before = at((1, 0, 5))        # outside every loop
+    before = at((1, 0, 5))  # outside every loop
     calls = [before] + [at((1, 0, 120))] * 4
     loop = it.step_loop(calls, CODES)
     assert loop == (0, 10)
@@ -116,6 +118,7 @@ def test_the_counter_chooses_the_loop_as_calls_come_and_counts_again_when_it_wid
 
 
 # -- which iterations are steps ------------------------------------------------------------------------------
+
 
 def _gate(iterations, gated=True):
     """Steps of a loop whose iterations are given as the runs of the loop: each run a string, an iteration a
@@ -160,6 +163,7 @@ def test_the_stacks_tell_a_new_run_of_the_loop_from_its_next_iteration():
 
 # -- stored recordings (version 2: depth and stack) ----------------------------------------------------------
 
+
 def load(name):
     return events.load(os.path.join(EVENTS, "%s.json.gz" % name))
 
@@ -172,8 +176,10 @@ def test_a_custom_layers_functions_on_ndarrays_are_its_children_not_eager_work()
     forward = [e.layer for e in loss.entries_of("forward_function")]
     assert forward == ["fc1/affine", "ReLU", "PythonMul2", "PassThrough", "fc2/affine", "SoftmaxCrossEntropy", "Mean"]
     mul = next(e for e in loss.entries_of("forward_function") if e.layer == "PythonMul2")
-    assert mul.layer_type == "PythonMul2" and [c["label"] for c in mul.children] == ["Mul2 (on NdArrays)",
-                                                                                     "Identity (on NdArrays)"]
+    assert mul.layer_type == "PythonMul2" and [c["label"] for c in mul.children] == [
+        "Mul2 (on NdArrays)",
+        "Identity (on NdArrays)",
+    ]
     back = next(e for e in loss.entries_of("backward_function") if e.layer == "PythonMul2")
     assert {c["label"]: c["calls"] for c in back.children}["Mul2 (on NdArrays)"] == 2  # dx0 and dx1
     assert not a.sections[-1].entries_of("eager")  # nothing counted twice beside the layer
@@ -182,8 +188,9 @@ def test_a_custom_layers_functions_on_ndarrays_are_its_children_not_eager_work()
     # The trace nests each child inside its layer's call.
     calls = [e for e in a.timeline if e.cat in ("forward", "backward") and e.name == "PythonMul2"]
     inside = [e for e in a.timeline if e.cat == "inside"]
-    assert inside and all(any(c.start <= x.start and x.end <= c.end for c in calls) for x in inside
-                          if x.name.startswith("Mul2"))
+    assert inside and all(
+        any(c.start <= x.start and x.end <= c.end for c in calls) for x in inside if x.name.startswith("Mul2")
+    )
 
 
 def test_a_loop_with_an_actor_every_second_iteration_is_one_step_an_iteration():
@@ -191,11 +198,19 @@ def test_a_loop_with_an_actor_every_second_iteration_is_one_step_an_iteration():
     a = assemble(capture, capture.costs, "td3.py")
     # 14 iterations, the first 3 filling the replay buffer (before the first update): 11 steps
     assert a.steps == 11 and a.kept_steps == list(range(2, 10))
-    assert a.how.endswith("(updates a step: Adam: critic 1, Adam: actor 0.5); the 3 iterations before its first "
-                          "update are before the first step")
+    assert a.how.endswith(
+        "(updates a step: Adam: critic 1, Adam: actor 0.5); the 3 iterations before its first "
+        "update are before the first step"
+    )
     roles = {s.name: s.info.get("role") for s in a.sections[:-1]}
-    assert roles == {"policy": "evaluation", "target_q": "feeds", "critic_loss": "trained", "actor_loss": "trained",
-                     "update_actor_target": "updates", "update_critic_target": "updates"}
+    assert roles == {
+        "policy": "evaluation",
+        "target_q": "feeds",
+        "critic_loss": "trained",
+        "actor_loss": "trained",
+        "update_actor_target": "updates",
+        "update_critic_target": "updates",
+    }
     target = next(s for s in a.sections if s.name == "update_actor_target")
     assert target.info["writes"] == ["target/actor"]
     labels = [e.layer for e in target.entries_of("forward_function")]
@@ -209,7 +224,9 @@ def test_a_solver_of_the_programs_own_is_timed_with_its_arithmetic_inside():
     assert loss.info["trained_by"] == ["RiemannianSgd"] and loss.info["role"] == "trained"
     [update] = program.entries_of("update")
     assert update.label == "update (RiemannianSgd)"
-    assert {"PowScalar (on NdArrays)", "Sum (on NdArrays)", "Sub2 (on NdArrays)"} <= {c["label"] for c in update.children}
+    assert {"PowScalar (on NdArrays)", "Sum (on NdArrays)", "Sub2 (on NdArrays)"} <= {
+        c["label"] for c in update.children
+    }
     assert not program.entries_of("eager")
 
 

@@ -1,4 +1,5 @@
 """nnprofile check: the regression gate, on hand-made results and as CI runs it."""
+
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -12,23 +13,43 @@ from nnprofile.result import file as result_file
 
 def _entries(scale, layers=("conv", "relu"), noise=0.01):
     """Rounds of one sample, spread +-noise around the base figure times scale."""
+
     def samples(ms):
         return [ms * 1e6 * scale * (1 + noise * ((i % 3) - 1)) for i in range(9)]
+
     out = []
     for i, name in enumerate(layers):
-        out.append(Entry(label="forward_function (%s : X)" % name, phase="forward_function", layer=name,
-                         layer_id=i, impl_class="X", samples_ns=samples(1.0 + i), round_sizes=[1] * 9))
+        out.append(
+            Entry(
+                label="forward_function (%s : X)" % name,
+                phase="forward_function",
+                layer=name,
+                layer_id=i,
+                impl_class="X",
+                samples_ns=samples(1.0 + i),
+                round_sizes=[1] * 9,
+            )
+        )
     for phase, ms in (("forward_all", 3.0), ("backward_all", 4.0), ("update", 0.5), ("load_dataset", 0.2)):
         out.append(Entry(label=phase, phase=phase, samples_ns=samples(ms), round_sizes=[1] * 9))
     return out
 
 
 def _profile(scale=1.0, machine=1.0, layers=("conv", "relu"), batch=64, noise=0.01):
-    section = Section(kind="optimizer", name="O", network="Main", complete=True,
-                      entries=_entries(scale, layers, noise), reference_ns=[1e5 * machine] * 9,
-                      memory={"batch_size": batch})
-    return Profile(header={"machine": "m", "context": "cpu:float", "nnabla": "1.39.0", "project_sha256": "p"},
-                   sections=[section], complete=True)
+    section = Section(
+        kind="optimizer",
+        name="O",
+        network="Main",
+        complete=True,
+        entries=_entries(scale, layers, noise),
+        reference_ns=[1e5 * machine] * 9,
+        memory={"batch_size": batch},
+    )
+    return Profile(
+        header={"machine": "m", "context": "cpu:float", "nnabla": "1.39.0", "project_sha256": "p"},
+        sections=[section],
+        complete=True,
+    )
 
 
 def test_the_same_figures_pass():
@@ -37,7 +58,7 @@ def test_the_same_figures_pass():
     step = [v for v in c.verdicts if v.metric == "training step"][0]
     assert step.ratio == pytest.approx(1.0)
     # the interval holds the run-to-run spread: at least +-1.96 * sqrt(2) * RUN_CV
-    assert step.ci_high / step.ratio >= 2.718281828 ** (1.959964 * (2 * RUN_CV ** 2) ** 0.5) * (1 - 1e-9)
+    assert step.ci_high / step.ratio >= 2.718281828 ** (1.959964 * (2 * RUN_CV**2) ** 0.5) * (1 - 1e-9)
 
 
 def test_a_slower_network_fails_and_says_what():
@@ -63,8 +84,10 @@ def test_a_slower_machine_is_not_a_slower_network():
 def test_structure_changes_are_reported_and_fail_only_when_strict():
     changed = _profile(layers=("conv", "gelu"))
     c = check(_profile(), changed)
-    assert c.structure == ["optimizer 'O' with network 'Main': layers added: gelu",
-                           "optimizer 'O' with network 'Main': layers removed: relu"]
+    assert c.structure == [
+        "optimizer 'O' with network 'Main': layers added: gelu",
+        "optimizer 'O' with network 'Main': layers removed: relu",
+    ]
     assert c.exit_code == 0
     assert check(_profile(), changed, strict_order=True).exit_code == 1
 
@@ -124,7 +147,9 @@ def test_check_on_the_command_line(tmp_path):
     result_file.save(_profile(), str(_mk(a2)))
     result_file.save(_profile(scale=1.5), str(_mk(slow)))
     assert run_cli("check", str(a), str(a2)).returncode == 0
-    proc = run_cli("check", str(a), str(slow), "--markdown", str(tmp_path / "pr.md"), "--junit", str(tmp_path / "j.xml"))
+    proc = run_cli(
+        "check", str(a), str(slow), "--markdown", str(tmp_path / "pr.md"), "--junit", str(tmp_path / "j.xml")
+    )
     assert proc.returncode == 1 and proc.stdout.startswith("nnprofile check: FAIL")
     assert (tmp_path / "pr.md").read_text().startswith("## nnprofile check: FAIL")
     ET.parse(tmp_path / "j.xml")
@@ -209,13 +234,22 @@ def test_a_result_without_its_step_or_most_of_the_baselines_time_cannot_be_judge
     suite = ET.fromstring(render.junit(c))
     assert suite.get("errors") == "1" and "cannot judge" in ET.tostring(suite, encoding="unicode")
     both = _profile()
-    inference = Section(kind="executor", name="E", network="Main", complete=True,
-                        entries=[e for e in _entries(0.1) if e.phase == "forward_all"], reference_ns=[1e5] * 9)
+    inference = Section(
+        kind="executor",
+        name="E",
+        network="Main",
+        complete=True,
+        entries=[e for e in _entries(0.1) if e.phase == "forward_all"],
+        reference_ns=[1e5] * 9,
+    )
     both.sections.append(inference)
     only_inference = _profile()
     only_inference.sections = [inference]  # the training, most of the baseline's time, is gone
-    step = sum(e.mean_ms for e in both.sections[0].entries if e.phase in ("forward_all", "backward_all", "update",
-                                                                         "load_dataset"))
+    step = sum(
+        e.mean_ms
+        for e in both.sections[0].entries
+        if e.phase in ("forward_all", "backward_all", "update", "load_dataset")
+    )
     share = 100 * inference.entries[0].mean_ms / (step + inference.entries[0].mean_ms)
     assert "share %.0f%% of the baseline's time" % share in render.summary_line(check(both, only_inference))
 
@@ -231,11 +265,18 @@ def test_an_incomplete_result_cannot_be_judged_unless_allowed():
 
 def test_a_programs_step_is_its_step_whatever_the_script_is_called():
     def program(name, scale):
-        step = Section(kind="script", name=name, network="", complete=True,
-                       entries=[e for e in _entries(scale) if e.phase in ("update", "load_dataset")] +
-                       [Entry(label="step", phase="step", samples_ns=[8e6 * scale] * 9, round_sizes=[1] * 9)])
-        return Profile(header={"machine": "m", "context": "cpu:float", "nnabla": "1.39.0"}, sections=[step],
-                       complete=True)
+        step = Section(
+            kind="script",
+            name=name,
+            network="",
+            complete=True,
+            entries=[e for e in _entries(scale) if e.phase in ("update", "load_dataset")]
+            + [Entry(label="step", phase="step", samples_ns=[8e6 * scale] * 9, round_sizes=[1] * 9)],
+        )
+        return Profile(
+            header={"machine": "m", "context": "cpu:float", "nnabla": "1.39.0"}, sections=[step], complete=True
+        )
+
     c = check(program("train.py", 1.0), program("train_heavy.py", 1.5))
     assert c.exit_code == 1 and not c.structure and not c.refusals
     assert [v.metric for v in c.slower] == ["training step", "update"]

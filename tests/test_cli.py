@@ -1,4 +1,5 @@
 """nnprofile as a user runs it: python -m nnprofile in a subprocess."""
+
 import csv
 import os
 import signal
@@ -8,8 +9,7 @@ import time
 
 import pytest
 
-from conftest import (LENET, ROOT, interruptible, lenet_with_validation, lenet_with_wrong_size_validation,
-                      run_cli)
+from conftest import LENET, ROOT, interruptible, lenet_with_validation, lenet_with_wrong_size_validation, run_cli
 
 
 def _one_clean_line(proc):
@@ -84,12 +84,14 @@ def test_bad_option_value_is_one_usage_error():
 def _without_cuda(monkeypatch):
     """As on a machine without nnabla-ext-cuda, whether or not this one has it."""
     from nnprofile.project import context
+
     monkeypatch.setattr(context, "extension_available", lambda backend: backend == "cpu")
 
 
 @pytest.mark.slow
 def test_cpu_fallback_is_one_header_line(tmp_path, monkeypatch, capsys):
     from nnprofile.cli import main
+
     _without_cuda(monkeypatch)  # LeNet asks for cuDNN, as NNC projects do
     assert main([LENET, "-o", str(tmp_path), "--runs", "1", "--no-inference"]) == 0
     out, err = capsys.readouterr()
@@ -101,6 +103,7 @@ def test_cpu_fallback_is_one_header_line(tmp_path, monkeypatch, capsys):
 
 def test_explicit_cuda_context_without_extension_is_an_error(tmp_path, monkeypatch, capsys):
     from nnprofile.cli import main
+
     _without_cuda(monkeypatch)
     assert main([LENET, "-o", str(tmp_path), "--context", "cudnn"]) == 2
     err = capsys.readouterr().err
@@ -134,6 +137,7 @@ def test_failure_midway_keeps_what_was_measured(tmp_path):
     assert log.rstrip().splitlines()[-1].startswith("Profile incomplete:")
     assert "Profiling executor" in log
     from agreement import check_outputs_agree
+
     check_outputs_agree(out)
     with open(out / "profile.csv") as f:
         assert f.readline().rstrip().endswith("executor 'Executor' with network 'MainRuntime' (incomplete)")
@@ -144,6 +148,7 @@ def test_failure_midway_keeps_what_was_measured(tmp_path):
     # when its rounds are planned): its column is there, marked incomplete, with no rows.
     assert [r for r in rows if r["section"].startswith("executor")] == []
     import openpyxl
+
     wb = openpyxl.load_workbook(out / "profile.xlsx")
     info = {r[0].value: r[1].value for r in wb["Info"].iter_rows()}
     assert info["status"].startswith("INCOMPLETE")
@@ -155,11 +160,20 @@ def test_failure_midway_keeps_what_was_measured(tmp_path):
 @pytest.mark.slow
 def test_ctrl_c_keeps_what_was_measured(tmp_path):
     out, marks = tmp_path / "out", tmp_path / "sections"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "tests", "faults"), ROOT]),
-               NNPROFILE_TEST_MARK_SECTIONS=str(marks))  # a line as each section begins
-    proc = subprocess.Popen([sys.executable, "-m", "nnprofile", LENET, "-o", str(out), "--runs", "200"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=interruptible, env=env)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "tests", "faults"), ROOT]),
+        NNPROFILE_TEST_MARK_SECTIONS=str(marks),
+    )  # a line as each section begins
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nnprofile", LENET, "-o", str(out), "--runs", "200"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=interruptible,
+        env=env,
+    )
     deadline = time.time() + 120
     while "executor" not in (marks.read_text() if marks.exists() else ""):  # the training section measured
         assert proc.poll() is None and time.time() < deadline, proc.communicate()
@@ -176,6 +190,7 @@ def test_ctrl_c_keeps_what_was_measured(tmp_path):
 
 def _variant(tmp_path, old, new, source=None):
     from conftest import FIXTURES
+
     text = open(source or os.path.join(FIXTURES, "shared_types.nntxt")).read()
     assert old in text
     path = tmp_path / "variant.nntxt"
@@ -193,8 +208,11 @@ def test_unknown_layer_type(tmp_path):
 
 @pytest.mark.slow
 def test_shapes_that_do_not_fit_name_the_layer(tmp_path):
-    project = _variant(tmp_path, 'name: "Affine_2/affine/W"\n    type: "Parameter"\n    shape: { dim: 100',
-                       'name: "Affine_2/affine/W"\n    type: "Parameter"\n    shape: { dim: 99')
+    project = _variant(
+        tmp_path,
+        'name: "Affine_2/affine/W"\n    type: "Parameter"\n    shape: { dim: 100',
+        'name: "Affine_2/affine/W"\n    type: "Parameter"\n    shape: { dim: 99',
+    )
     proc = run_cli(str(project), "--synthetic", "-o", str(tmp_path / "out"))
     assert proc.returncode == 2
     line = _one_clean_line(proc)
@@ -213,9 +231,16 @@ def test_output_folder_that_cannot_be_created(tmp_path):
 @pytest.mark.slow
 def test_data_with_nan_is_refused(tmp_path):
     from nntxt_writer import mlp_project
-    (tmp_path / "net.nntxt").write_text(mlp_project(
-        [("Affine", 4), ("ReLU", 0), ("Affine", 3)], input_dim=2, classes=3, batch_size=4,
-        datasets=("train.csv", "valid.csv")))
+
+    (tmp_path / "net.nntxt").write_text(
+        mlp_project(
+            [("Affine", 4), ("ReLU", 0), ("Affine", 3)],
+            input_dim=2,
+            classes=3,
+            batch_size=4,
+            datasets=("train.csv", "valid.csv"),
+        )
+    )
     rows = ["x__0,x__1,y"] + ["%s,%s,%d" % ("nan" if i == 2 else i, i * 0.5, i % 3) for i in range(8)]
     (tmp_path / "train.csv").write_text("\n".join(rows) + "\n")
     (tmp_path / "valid.csv").write_text("\n".join(rows) + "\n")
@@ -229,12 +254,14 @@ def test_data_with_nan_is_refused(tmp_path):
 @pytest.mark.slow
 def test_graph_mode_writes_the_same_files(tmp_path):
     from agreement import check_outputs_agree
+
     proc = run_cli(LENET, "--mode", "graph", "--runs", "2", "-o", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     check_outputs_agree(tmp_path)
     assert "Timing: graph mode" in proc.stdout
     assert "Hooks: NNabla's function hooks add" in proc.stdout
     import trace_check
+
     events = trace_check.check(trace_check.load(tmp_path / "trace.json.gz"))
     assert {e["cat"] for e in events} == {"forward", "backward"}
     assert proc.stdout.count("Coverage: the forward_function entries") == 2
@@ -244,15 +271,22 @@ def test_graph_mode_writes_the_same_files(tmp_path):
 def test_a_closed_pipe_loses_nothing(tmp_path):
     """nnprofile PROJECT | head -n 1: profiling goes on quietly and every file is written."""
     out = tmp_path / "out"
-    proc = subprocess.run("%s -m nnprofile %s -o %s --runs 2 | head -n 1; echo \"status ${PIPESTATUS[0]}\""
-                          % (sys.executable, LENET, out), shell=True, executable="/bin/bash",
-                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    proc = subprocess.run(
+        '%s -m nnprofile %s -o %s --runs 2 | head -n 1; echo "status ${PIPESTATUS[0]}"' % (sys.executable, LENET, out),
+        shell=True,
+        executable="/bin/bash",
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     first, status = proc.stdout.splitlines()
     assert first.startswith("nnprofile ") and status == "status 0"
     assert all(line.startswith("nnprofile: measuring ") for line in proc.stderr.splitlines()), proc.stderr
     log = (out / "profile.log").read_text()
     assert log.rstrip().endswith("Profile Completed.")
     from agreement import check_outputs_agree
+
     check_outputs_agree(out)
 
 
@@ -267,6 +301,7 @@ def test_printed_text_is_the_log_even_after_a_failure(tmp_path):
 @pytest.mark.slow
 def test_the_top_level_help_lists_every_command_on_a_line_of_its_own():
     from nnprofile.cli import COMMANDS
+
     proc = run_cli("--help")
     assert proc.returncode == 0
     lines = proc.stdout.splitlines()
@@ -281,6 +316,7 @@ def test_every_commands_help_reads_as_written():
     """argparse formats help strings, not descriptions: a '%%' written in a description shows as is."""
     from nnprofile.cli import COMMANDS
     from nnprofile.cli import profile_cmd
+
     for module in [profile_cmd, *COMMANDS.values()]:
         text = module.parser().format_help()
         assert "%%" not in text and "%(" not in text, module.__name__

@@ -1,4 +1,5 @@
 """Comparisons: statistics and intervals on fixed samples, configurations, findings, the CLI."""
+
 import csv
 import math
 import os
@@ -21,7 +22,7 @@ from nnprofile.base.stats import ratio_ci, summarize as describe
 def test_describe():
     d = describe([10.0, 12.0, 14.0, 20.0])
     assert (d.n, d.mean, d.median, d.min, d.max) == (4, 14.0, 13.0, 10.0, 20.0)
-    assert d.std == pytest.approx(math.sqrt(((4 ** 2) + 2 ** 2 + 0 + 6 ** 2) / 3))
+    assert d.std == pytest.approx(math.sqrt(((4**2) + 2**2 + 0 + 6**2) / 3))
     assert d.p90 == pytest.approx(14 + 0.7 * 6)
 
 
@@ -29,10 +30,11 @@ def test_ratio_interval_by_hand():
     # means 12 and 22, standard deviations 2 and 2, three values each.
     ratio, low, high = ratio_ci([10, 12, 14], [20, 22, 24])
     assert ratio == pytest.approx(22 / 12)
-    va, vb = 4 / (3 * 12 ** 2), 4 / (3 * 22 ** 2)
-    df = (va + vb) ** 2 / (va ** 2 / 2 + vb ** 2 / 2)
+    va, vb = 4 / (3 * 12**2), 4 / (3 * 22**2)
+    df = (va + vb) ** 2 / (va**2 / 2 + vb**2 / 2)
     assert df == pytest.approx(3.0931, abs=1e-3)
     from scipy.stats import t
+
     half = t.ppf(0.975, df) * math.sqrt(va + vb)
     assert (low, high) == (pytest.approx(22 / 12 * math.exp(-half)), pytest.approx(22 / 12 * math.exp(half)))
     assert low < ratio < high
@@ -52,8 +54,11 @@ def test_ratio_interval_edge_cases():
 
 def test_parse_set():
     c = parse_set("type_config=half")
-    assert (c.name, c.settings, c.arguments()) == ("type_config=half", {"type_config": "half"},
-                                                   ["--type-config", "half"])
+    assert (c.name, c.settings, c.arguments()) == (
+        "type_config=half",
+        {"type_config": "half"},
+        ["--type-config", "half"],
+    )
     c = parse_set("context=cudnn, batch_size=128")
     assert c.arguments() == ["--context", "cudnn", "--batch-size", "128"]
     assert "/" not in c.slug and " " not in c.slug
@@ -66,7 +71,9 @@ def test_metric_rows_take_ratios_to_the_first_configuration():
     m = Metric("training step", "ms", {"a": [10.0, 12.0, 14.0], "b": [20.0, 22.0, 24.0]})
     rows = metric_rows([m], ["a", "b"])
     assert [(r.config, r.stats.n, r.stats.mean, r.stats.median) for r in rows] == [
-        ("a", 3, 12.0, 12.0), ("b", 3, 22.0, 22.0)]
+        ("a", 3, 12.0, 12.0),
+        ("b", 3, 22.0, 22.0),
+    ]
     assert rows[0].ratio == 1.0
     assert rows[1].ratio == pytest.approx(22 / 12)
     assert rows[1].ci_low == pytest.approx(ratio_ci([10, 12, 14], [20, 22, 24])[1])
@@ -98,13 +105,20 @@ def test_cpu_half_advice_only_when_measured_on_the_cpu():
 def _saved(scale):
     def e(label, phase, samples, layer=None):
         return Entry(label=label, phase=phase, samples_ns=[s * scale for s in samples], layer=layer)
-    train = Section(kind="optimizer", name="O", network="Main", complete=True, entries=[
-        e("forward_function (A : Affine)", "forward_function", [1e6, 1e6], "A"),
-        e("backward_function (A : Affine)", "backward_function", [2e6, 2e6], "A"),
-        e("forward_all", "forward_all", [3e6, 3.2e6, 2.8e6]),
-        e("backward_all", "backward_all", [4e6, 4e6]),
-        e("update (Adam)", "update", [1e5, 1e5]),
-    ])
+
+    train = Section(
+        kind="optimizer",
+        name="O",
+        network="Main",
+        complete=True,
+        entries=[
+            e("forward_function (A : Affine)", "forward_function", [1e6, 1e6], "A"),
+            e("backward_function (A : Affine)", "backward_function", [2e6, 2e6], "A"),
+            e("forward_all", "forward_all", [3e6, 3.2e6, 2.8e6]),
+            e("backward_all", "backward_all", [4e6, 4e6]),
+            e("update (Adam)", "update", [1e5, 1e5]),
+        ],
+    )
     return Profile(header={"context": "cpu:float"}, sections=[train], complete=True)
 
 
@@ -113,8 +127,7 @@ def test_compare_saved_per_entry_and_per_layer():
     fwd = [r for r in entries if r.label == "forward_all"]
     assert [(r.config, r.n, r.mean_ms) for r in fwd] == [("a", 3, pytest.approx(3.0)), ("b", 3, pytest.approx(6.0))]
     assert fwd[1].ratio == pytest.approx(2.0) and fwd[1].ci_low < 2.0 < fwd[1].ci_high
-    assert [(r.label, r.config, r.mean_ms, r.ratio) for r in layers] == [
-        ("A", "a", 3.0, 1.0), ("A", "b", 6.0, 2.0)]
+    assert [(r.label, r.config, r.mean_ms, r.ratio) for r in layers] == [("A", "a", 3.0, 1.0), ("A", "b", 6.0, 2.0)]
     assert [m.name for m in metrics] == ["forward_all", "backward_all", "update"]
 
 
@@ -135,11 +148,14 @@ def test_compare_saved_results_on_the_command_line(tmp_path):
     assert (out / "box_forward_all.png").read_bytes()[:4] == b"\x89PNG"
     said = proc.stdout.strip().splitlines()[-1]  # every file it wrote, named
     assert said.startswith("Written to %s: " % out) and all(
-        name in said for name in ("compare.log", "compare.csv", "compare.xlsx", "compare.html", "box_forward_all.png"))
+        name in said for name in ("compare.log", "compare.csv", "compare.xlsx", "compare.html", "box_forward_all.png")
+    )
     # without matplotlib (an extra): the tables, and one line that names the extra
-    code = ("import sys; sys.modules['matplotlib'] = None; from nnprofile.cli import main; "
-            "sys.exit(main(['compare', %r, %r, '-o', %r]))" % (str(tmp_path / "a"), str(tmp_path / "b"),
-                                                               str(tmp_path / "plain")))
+    code = (
+        "import sys; sys.modules['matplotlib'] = None; from nnprofile.cli import main; "
+        "sys.exit(main(['compare', %r, %r, '-o', %r]))"
+        % (str(tmp_path / "a"), str(tmp_path / "b"), str(tmp_path / "plain"))
+    )
     plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert plain.returncode == 0 and "pip install 'nnprofile[plots]'" in plain.stderr, plain.stderr
     assert (tmp_path / "plain" / "compare.xlsx").exists() and not list((tmp_path / "plain").glob("box_*.png"))
@@ -148,9 +164,23 @@ def test_compare_saved_results_on_the_command_line(tmp_path):
 @pytest.mark.slow
 def test_compare_configurations_on_the_command_line(tmp_path):
     out = tmp_path / "cmp"
-    proc = run_cli("compare", os.path.join(FIXTURES, "shared_types.nntxt"), "--synthetic", "--runs", "2",
-                   "--set", "batch_size=16", "--set", "batch_size=64", "--repeat", "2", "--resolve", "0",
-                   "-o", str(out))
+    proc = run_cli(
+        "compare",
+        os.path.join(FIXTURES, "shared_types.nntxt"),
+        "--synthetic",
+        "--runs",
+        "2",
+        "--set",
+        "batch_size=16",
+        "--set",
+        "batch_size=64",
+        "--repeat",
+        "2",
+        "--resolve",
+        "0",
+        "-o",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stderr
     with open(out / "compare.csv") as f:
         rows = list(csv.DictReader(f))
@@ -180,6 +210,7 @@ def test_compare_errors_are_one_line(tmp_path):
 def test_three_epochs_of_lenet_learn_the_digits(tmp_path):
     """NNabla's training loop on the bundled digits: far below chance (0.9) after 3 epochs."""
     from nnprofile.compare.training import train_once
+
     digits = os.path.join(os.path.dirname(LENET), "digits")
     before = sorted(os.listdir(digits))
     run = train_once(LENET, {"context": "cpu"}, 3, str(tmp_path / "train"))
@@ -194,10 +225,15 @@ def _scripted_runs(monkeypatch, steps):
     """compare's fresh processes replaced by a script: each run of a configuration reads its next step (ms)."""
     from types import SimpleNamespace
     from nnprofile.compare import configs
+
     taken = {name: iter(values) for name, values in steps.items()}
-    monkeypatch.setattr(configs, "profile_in_fresh_process",
-                        lambda files, run_dir, arguments, what: SimpleNamespace(
-                            what=what.split(" ", 1)[1], header=SimpleNamespace(batch_size=None)))
+    monkeypatch.setattr(
+        configs,
+        "profile_in_fresh_process",
+        lambda files, run_dir, arguments, what: SimpleNamespace(
+            what=what.split(" ", 1)[1], header=SimpleNamespace(batch_size=None)
+        ),
+    )
     monkeypatch.setattr(configs, "step_metrics", lambda profile: {"training step": next(taken[profile.what])})
     return configs
 
@@ -208,13 +244,15 @@ def test_compare_adds_rounds_until_the_headline_interval_resolves_or_its_budget_
     configs = _scripted_runs(monkeypatch, steps)
     a, b = configs.parse_set("batch_size=16"), configs.parse_set("batch_size=32")
     a.name, b.name = "a", "b"
-    _, _, resolution = configs.run_configurations([], [a, b], 2, str(tmp_path), [], progress=lambda line: None,
-                                                  resolve=0.05, max_runs=12)
+    _, _, resolution = configs.run_configurations(
+        [], [a, b], 2, str(tmp_path), [], progress=lambda line: None, resolve=0.05, max_runs=12
+    )
     assert resolution.resolved and resolution.reason == "resolved"
     assert 2 < resolution.runs < 12 and resolution.widest["training step"] <= 0.05
     configs = _scripted_runs(monkeypatch, steps)
-    _, _, tight = configs.run_configurations([], [a, b], 2, str(tmp_path), [], progress=lambda line: None,
-                                             resolve=0.001, max_runs=4)
+    _, _, tight = configs.run_configurations(
+        [], [a, b], 2, str(tmp_path), [], progress=lambda line: None, resolve=0.001, max_runs=4
+    )
     assert not tight.resolved and tight.reason == "runs" and tight.runs == 4
     assert tight.widest["training step"] > 0.001
     configs = _scripted_runs(monkeypatch, steps)

@@ -1,5 +1,6 @@
 """Choosing the context: the project's request, command-line overrides, the CPU fallback,
 and the CUDA path's device synchronisation, driven by a fake extension module."""
+
 import pytest
 
 from nnprofile.project import context
@@ -16,14 +17,20 @@ class Proto:
 
 def test_project_request_new_style():
     assert context.project_request(Proto(["cudnn:float", "cuda:float", "cpu:float"], device_id="1")) == (
-        "cudnn", "float", "1")
+        "cudnn",
+        "float",
+        "1",
+    )
     assert context.project_request(Proto(["cpu:half"])) == ("cpu", "half", "0")
     assert context.project_request(Proto(["tpu:float"])) == ("cpu", "float", "0")
 
 
 def test_project_request_old_style_as_in_2017_projects():
     assert context.project_request(Proto(backend="cpu|cuda", compute_backend="default|cudnn")) == (
-        "cudnn", "float", "0")
+        "cudnn",
+        "float",
+        "0",
+    )
     assert context.project_request(Proto(backend="cpu|cuda", compute_backend="default")) == ("cuda", "float", "0")
     assert context.project_request(Proto(backend="cpu", compute_backend="default")) == ("cpu", "float", "0")
 
@@ -40,11 +47,15 @@ class FakeExtension:
 def fake_cuda(monkeypatch):
     """nnabla-ext-cuda as NNabla's extension API presents it, without a GPU."""
     import nnabla.ext_utils
+
     ext = FakeExtension()
     monkeypatch.setattr(context, "extension_available", lambda backend: True)
     monkeypatch.setattr(nnabla.ext_utils, "import_extension_module", lambda name: ext)
-    monkeypatch.setattr(nnabla.ext_utils, "get_extension_context",
-                        lambda name, device_id="0", type_config="float": ("ctx", name, device_id, type_config))
+    monkeypatch.setattr(
+        nnabla.ext_utils,
+        "get_extension_context",
+        lambda name, device_id="0", type_config="float": ("ctx", name, device_id, type_config),
+    )
     return ext
 
 

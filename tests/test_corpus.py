@@ -9,6 +9,7 @@ graph by what the program runs it on and the corpus names it otherwise (a dict's
 name the program's call gives is in ``NAMES``, with why. ``make corpus`` runs just these; ``make test-fast``
 leaves them out.
 """
+
 import os
 import re
 
@@ -24,8 +25,14 @@ pytestmark = [pytest.mark.slow, pytest.mark.corpus]
 # Roles as corpus.json says them -> as a section's info says them. "forward" (an acting policy, a tutorial's demo)
 # is a forward-only graph no backward reads: nnprofile calls every such graph an evaluation (no structure tells
 # the two apart).
-ROLES = {"trained": ("trained",), "evaluation": ("evaluation",), "feeds": ("feeds",), "forward": ("evaluation",),
-         "assign": ("updates",), "backward-only-grad": ("backward",)}
+ROLES = {
+    "trained": ("trained",),
+    "evaluation": ("evaluation",),
+    "feeds": ("feeds",),
+    "forward": ("evaluation",),
+    "assign": ("updates",),
+    "backward-only-grad": ("backward",),
+}
 
 # Graphs the corpus names otherwise than the program's own call does (nnprofile names a graph by the variable the
 # program calls forward/backward on): (program, the fact's name) -> the name of that call.
@@ -87,8 +94,11 @@ def test_a_program_by_others_profiles_as_its_source_shows(run):
     problems += _coverage(analysis)
     problems += _output(prepared, alone, profiled)
     assert not problems, "%s:\n  %s\n\nsections: %s\nsteps: %s" % (
-        program["id"], "\n  ".join(problems), [(s.name, s.info.get("role")) for s in profile.sections],
-        profile.header.steps)
+        program["id"],
+        "\n  ".join(problems),
+        [(s.name, s.info.get("role")) for s in profile.sections],
+        profile.header.steps,
+    )
 
 
 def _steps(profile, log, steps):
@@ -96,8 +106,10 @@ def _steps(profile, log, steps):
     if profile.header.run_steps != steps:
         out.append("%s steps in result.json, %d iterations run" % (profile.header.run_steps, steps))
     if "of %d (the whole run)" % steps not in log:
-        out.append("profile.log does not say the run's %d steps: %s" % (
-            steps, next((line for line in log.splitlines() if line.startswith("Timing:")), "")[:200]))
+        out.append(
+            "profile.log does not say the run's %d steps: %s"
+            % (steps, next((line for line in log.splitlines() if line.startswith("Timing:")), "")[:200])
+        )
     return out
 
 
@@ -107,13 +119,26 @@ def _graphs(pid, profile, graphs):
         name = NAMES.get((pid, g["name"]), _stem(g["name"]))
         roles = ROLES[g["role"]]
         candidates = [s for s in profile.sections if s.kind == "graph" and (name is None or named(s, name))]
-        right = [s for s in candidates if s.info.get("role") in roles and (
-            g["role"] != "trained" or any(label.split(":")[0] == _solver_class(g["solver"])
-                                          for label in s.info.get("trained_by", [])))]
+        right = [
+            s
+            for s in candidates
+            if s.info.get("role") in roles
+            and (
+                g["role"] != "trained"
+                or any(label.split(":")[0] == _solver_class(g["solver"]) for label in s.info.get("trained_by", []))
+            )
+        ]
         if not right:
-            out.append("no section for graph %r (%s%s): %s" % (
-                g["name"], g["role"], " by %s" % g["solver"] if g.get("solver") else "",
-                [(s.name, s.info.get("role"), s.info.get("trained_by")) for s in candidates] or "no section named so"))
+            out.append(
+                "no section for graph %r (%s%s): %s"
+                % (
+                    g["name"],
+                    g["role"],
+                    " by %s" % g["solver"] if g.get("solver") else "",
+                    [(s.name, s.info.get("role"), s.info.get("trained_by")) for s in candidates]
+                    or "no section named so",
+                )
+            )
     return out
 
 
@@ -142,8 +167,11 @@ def _solvers(profile, solvers):
 
 def _scopes(profile, scopes):
     layers = {e.layer for s in profile.sections for e in s.entries if e.layer}
-    return ["no layer named %r among %d layers" % (scope, len(layers)) for scope in scopes
-            if not any(scope in layer for layer in layers)]
+    return [
+        "no layer named %r among %d layers" % (scope, len(layers))
+        for scope in scopes
+        if not any(scope in layer for layer in layers)
+    ]
 
 
 def _inputs(profile, iterators):
@@ -161,8 +189,10 @@ def _coverage(analysis):
             if share is None:
                 continue
             if share > 1.1 or not 0.9 <= (named or 0) <= 1.1:
-                out.append("%s: %s covered %.1f%% (%.1f%% named)" % (a.section.name, c.whole_phase, 100 * share,
-                                                                   100 * (named or 0)))
+                out.append(
+                    "%s: %s covered %.1f%% (%.1f%% named)"
+                    % (a.section.name, c.whole_phase, 100 * share, 100 * (named or 0))
+                )
     return out
 
 
@@ -180,13 +210,19 @@ def _output(prepared, alone, profiled):
         found = _printed(runs, profiled)
     if found:
         sources = prepared.sources()
-        found = [d for d in found if "only profiled" not in d.split(": ", 1)[0]
-                 or not own_text(d.split(": ", 1)[-1], sources)]
+        found = [
+            d
+            for d in found
+            if "only profiled" not in d.split(": ", 1)[0] or not own_text(d.split(": ", 1)[-1], sources)
+        ]
     return found
 
 
 def _printed(alone, profiled):
     out = ["stdout " + d for d in differences([a.stdout for a in alone], profiled.stdout, counted=True)]
-    err = [d for d in differences([a.stderr for a in alone], own_lines(profiled.stderr), counted=False)
-           if not progress_bar(d.split(": ", 1)[-1])]
+    err = [
+        d
+        for d in differences([a.stderr for a in alone], own_lines(profiled.stderr), counted=False)
+        if not progress_bar(d.split(": ", 1)[-1])
+    ]
     return out + ["stderr " + d for d in err]

@@ -1,4 +1,5 @@
 """The project's own dataset cache: read as NNabla reads it where it can stand for its CSV, never written."""
+
 import os
 
 import numpy as np
@@ -17,6 +18,7 @@ def _dataset(tmp_path, rows=30):
 
 def _cache(csv, folder):
     from nnabla.utils.create_cache import CreateCache
+
     os.makedirs(folder)
     CreateCache(str(csv), rng=np.random.RandomState(0), shuffle=False).create(str(folder), normalize=False)
     stamp = os.stat(csv).st_mtime_ns + 10**9  # written after the CSV, whatever the file system's resolution
@@ -25,8 +27,17 @@ def _cache(csv, folder):
 
 
 def _spec(csv, cache_dir, **kw):
-    return DatasetSpec(name="Training", uri=csv.name, path=str(csv), batch_size=4, shuffle=False, normalize=False,
-                       index=0, cache_dir=str(cache_dir), **kw)
+    return DatasetSpec(
+        name="Training",
+        uri=csv.name,
+        path=str(csv),
+        batch_size=4,
+        shuffle=False,
+        normalize=False,
+        index=0,
+        cache_dir=str(cache_dir),
+        **kw,
+    )
 
 
 def _state(folder):

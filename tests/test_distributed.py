@@ -5,6 +5,7 @@ The rules are tested on hand-made rank results (exact figures); then for real, w
 over tests/scripts/data_parallel.py on the CPU, with tests/mpi_comm's communicator (NNabla's CPU
 build has none) put in place of nnabla.communicators' factories.
 """
+
 import copy
 import gzip
 import json
@@ -21,7 +22,8 @@ import nnprofile
 import trace_check
 from conftest import ROOT, require, run_cli
 from nnprofile.analysis import analyze
-from nnprofile.analysis.ranks import STRAGGLER_FACTOR, analyze_ranks, summary_lines
+from nnprofile.analysis.ranks import STRAGGLER_FACTOR, analyze_ranks
+from nnprofile.render.ranks import summary_lines
 from nnprofile.recording import launcher
 from nnprofile.merging.ranks import Found, align_clocks, collect, merge
 from nnprofile.result import Entry, Profile, Section, file as result_file
@@ -33,9 +35,16 @@ MS = 1_000_000
 
 # -- which rank: the launchers' environments ------------------------------------------------------
 
+
 def test_the_rank_and_world_come_from_the_launcher_that_started_the_process():
-    w = launcher.world({"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "1",
-                        "OMPI_MCA_ess_base_jobid": "77"})
+    w = launcher.world(
+        {
+            "OMPI_COMM_WORLD_RANK": "1",
+            "OMPI_COMM_WORLD_SIZE": "4",
+            "OMPI_COMM_WORLD_LOCAL_RANK": "1",
+            "OMPI_MCA_ess_base_jobid": "77",
+        }
+    )
     assert (w.rank, w.size, w.launcher, w.launch, w.local_rank) == (1, 4, "Open MPI", "77", 1)
     assert launcher.world({"PMI_RANK": "2", "PMI_SIZE": "3"}).launcher == "PMI"  # MPICH, Intel MPI (Hydra)
     assert launcher.world({"MV2_COMM_WORLD_RANK": "0", "MV2_COMM_WORLD_SIZE": "2"}).launcher == "MVAPICH"
@@ -49,31 +58,70 @@ def test_the_rank_and_world_come_from_the_launcher_that_started_the_process():
 
 # -- the analysis, on hand-made ranks --------------------------------------------------------------
 
+
 def _ranks_data(steps, per_rank, method="the ranks ran on one host (h) and share its monotonic clock"):
     """``per_rank``: rank -> dict of part -> list of ms per step (and "enter": ms per step)."""
     rows = []
     for rank, parts in per_rank.items():
-        stored = {p: [x * MS for x in parts.get(p, [0.0] * len(steps))]
-                  for p in ("input", "forward", "backward", "update", "monitor", "communication")}
-        step = [sum(stored[p][i] for p in stored) + parts.get("other", [0.0] * len(steps))[i] * MS
-                for i in range(len(steps))]
+        stored = {
+            p: [x * MS for x in parts.get(p, [0.0] * len(steps))]
+            for p in ("input", "forward", "backward", "update", "monitor", "communication")
+        }
+        step = [
+            sum(stored[p][i] for p in stored) + parts.get("other", [0.0] * len(steps))[i] * MS
+            for i in range(len(steps))
+        ]
         enter = parts.get("enter")
-        rows.append({"rank": rank, "host": "h", "complete": True, "failure": None, "step_ns": step,
-                     "parts_ns": stored, "collective": {"name": "all_reduce", "enter_ns": [x * MS for x in enter],
-                                                        "exit_ns": [0] * len(steps)} if enter else None})
-    return {"size": len(per_rank), "launcher": "Open MPI", "missing": [], "stale": [],
-            "clock": {"method": method, "offsets_ns": [0] * len(per_rank)}, "steps": steps, "ranks": rows}
+        rows.append(
+            {
+                "rank": rank,
+                "host": "h",
+                "complete": True,
+                "failure": None,
+                "step_ns": step,
+                "parts_ns": stored,
+                "collective": {"name": "all_reduce", "enter_ns": [x * MS for x in enter], "exit_ns": [0] * len(steps)}
+                if enter
+                else None,
+            }
+        )
+    return {
+        "size": len(per_rank),
+        "launcher": "Open MPI",
+        "missing": [],
+        "stale": [],
+        "clock": {"method": method, "offsets_ns": [0] * len(per_rank)},
+        "steps": steps,
+        "ranks": rows,
+    }
 
 
 def test_a_rank_waits_in_collectives_for_the_time_the_slowest_spends_beyond_it():
     # Rank 1 reads its data 30 ms longer; rank 0 waits that long inside all_reduce (1 ms is the transfer).
     steps = [2, 3, 4, 5]
-    data = _ranks_data(steps, {
-        0: {"input": [1, 1, 1, 1], "forward": [5, 5, 5, 5], "backward": [8, 8, 8, 8], "update": [1, 1, 1, 1],
-            "communication": [31, 32, 30, 31], "other": [1, 1, 1, 1], "enter": [15, 55, 95, 135]},
-        1: {"input": [31, 32, 30, 31], "forward": [5, 5, 5, 5], "backward": [8, 8, 8, 8], "update": [1, 1, 1, 1],
-            "communication": [1, 1, 1, 1], "other": [1, 1, 1, 1], "enter": [45, 86, 125, 166]},
-    })
+    data = _ranks_data(
+        steps,
+        {
+            0: {
+                "input": [1, 1, 1, 1],
+                "forward": [5, 5, 5, 5],
+                "backward": [8, 8, 8, 8],
+                "update": [1, 1, 1, 1],
+                "communication": [31, 32, 30, 31],
+                "other": [1, 1, 1, 1],
+                "enter": [15, 55, 95, 135],
+            },
+            1: {
+                "input": [31, 32, 30, 31],
+                "forward": [5, 5, 5, 5],
+                "backward": [8, 8, 8, 8],
+                "update": [1, 1, 1, 1],
+                "communication": [1, 1, 1, 1],
+                "other": [1, 1, 1, 1],
+                "enter": [45, 86, 125, 166],
+            },
+        },
+    )
     r = analyze_ranks(Profile(ranks=data))
     zero, one = r.rank(0), r.rank(1)
     assert zero.wait_ms == pytest.approx(30.0) and one.wait_ms == 0.0
@@ -92,11 +140,14 @@ def test_a_rank_waits_in_collectives_for_the_time_the_slowest_spends_beyond_it()
 
 
 def test_no_straggler_is_named_within_ten_percent_or_without_an_interval():
-    even = _ranks_data([1, 2, 3, 4], {
-        0: {"forward": [10, 11, 10, 11], "communication": [1.5, 1.0, 1.2, 1.1]},
-        1: {"forward": [10.5, 10.6, 10.4, 10.9], "communication": [1.0, 1.4, 1.0, 1.0]},
-        2: {"forward": [10.2, 10.8, 10.1, 11.2], "communication": [1.3, 1.1, 1.1, 1.0]},
-    })
+    even = _ranks_data(
+        [1, 2, 3, 4],
+        {
+            0: {"forward": [10, 11, 10, 11], "communication": [1.5, 1.0, 1.2, 1.1]},
+            1: {"forward": [10.5, 10.6, 10.4, 10.9], "communication": [1.0, 1.4, 1.0, 1.0]},
+            2: {"forward": [10.2, 10.8, 10.1, 11.2], "communication": [1.3, 1.1, 1.1, 1.0]},
+        },
+    )
     r = analyze_ranks(Profile(ranks=even))
     assert r.straggler is not None and not r.straggler.named
     assert not any(a.rule == "straggler" for a in r.advice)
@@ -109,27 +160,72 @@ def test_no_straggler_is_named_within_ten_percent_or_without_an_interval():
 
 # -- merging rank results --------------------------------------------------------------------------
 
+
 def _rank_profile(rank, size, host="h", origin=0, comm_ms=(1.0, 1.0), input_ms=(0.5, 0.5), shift=0, launch="L"):
     """A rank's result: two kept steps (2 and 3) of 10 ms, each with input, a pass and an all_reduce."""
-    layer = Entry("forward_function (conv : Convolution)", "forward_function", [0.4 * MS + rank * 1000, 0.4 * MS],
-                  layer="conv", layer_id=0, layer_type="Convolution", round_sizes=[1, 1])
-    graph = Section("graph", "loss", "", [layer, Entry("forward_all", "forward_all", [1.0 * MS, 1.0 * MS],
-                                                       round_sizes=[1, 1])], complete=True)
-    script = Section("script", "train.py", "", [
-        Entry("load_dataset (data)", "load_dataset", [x * MS for x in input_ms], round_sizes=[1, 1]),
-        Entry("all_reduce (MPICommunicator)", "communication", [x * MS for x in comm_ms], round_sizes=[1, 1]),
-        Entry("step", "step", [10.0 * MS, 10.0 * MS], round_sizes=[1, 1])], complete=True)
+    layer = Entry(
+        "forward_function (conv : Convolution)",
+        "forward_function",
+        [0.4 * MS + rank * 1000, 0.4 * MS],
+        layer="conv",
+        layer_id=0,
+        layer_type="Convolution",
+        round_sizes=[1, 1],
+    )
+    graph = Section(
+        "graph",
+        "loss",
+        "",
+        [layer, Entry("forward_all", "forward_all", [1.0 * MS, 1.0 * MS], round_sizes=[1, 1])],
+        complete=True,
+    )
+    script = Section(
+        "script",
+        "train.py",
+        "",
+        [
+            Entry("load_dataset (data)", "load_dataset", [x * MS for x in input_ms], round_sizes=[1, 1]),
+            Entry("all_reduce (MPICommunicator)", "communication", [x * MS for x in comm_ms], round_sizes=[1, 1]),
+            Entry("step", "step", [10.0 * MS, 10.0 * MS], round_sizes=[1, 1]),
+        ],
+        complete=True,
+    )
     timeline = []
     for i, step in enumerate((2, 3)):
         start = i * 10 * MS + shift
-        timeline.append({"name": "step %d" % step, "cat": "step", "start": start, "end": start + 10 * MS,
-                         "args": {"step": step}})
-        timeline.append({"name": "all_reduce", "cat": "communication", "start": start + int((8 - comm_ms[i]) * MS),
-                         "end": start + 8 * MS, "args": {"bytes": 64}})
-        timeline.append({"name": "conv", "cat": "forward", "start": start + 1 * MS, "end": start + 2 * MS,
-                         "args": {"class": "Convolution"}})
-    header = {"kind": "program", "project": "train.py", "rank": rank, "world_size": size, "launcher": "Open MPI", "launch": launch,
-              "host": host, "clock_origin_ns": origin, "skipped_steps": 1, "started_unix": 1000.0}
+        timeline.append(
+            {"name": "step %d" % step, "cat": "step", "start": start, "end": start + 10 * MS, "args": {"step": step}}
+        )
+        timeline.append(
+            {
+                "name": "all_reduce",
+                "cat": "communication",
+                "start": start + int((8 - comm_ms[i]) * MS),
+                "end": start + 8 * MS,
+                "args": {"bytes": 64},
+            }
+        )
+        timeline.append(
+            {
+                "name": "conv",
+                "cat": "forward",
+                "start": start + 1 * MS,
+                "end": start + 2 * MS,
+                "args": {"class": "Convolution"},
+            }
+        )
+    header = {
+        "kind": "program",
+        "project": "train.py",
+        "rank": rank,
+        "world_size": size,
+        "launcher": "Open MPI",
+        "launch": launch,
+        "host": host,
+        "clock_origin_ns": origin,
+        "skipped_steps": 1,
+        "started_unix": 1000.0,
+    }
     return Profile(header=header, sections=[graph, script], complete=True, timeline=timeline)
 
 
@@ -150,6 +246,7 @@ def test_merging_pools_every_ranks_calls_and_keeps_each_ranks_mean():
     assert again.ranks.to_json() == json.loads(json.dumps(merged.ranks.to_json()))
     assert again.sections[0].entries[0].rank_means == conv.rank_means
     from nnprofile.render import render
+
     files = render(again)
     assert "ranks.csv" in files and "rank_steps.csv" in files
     trace = json.loads(gzip.decompress(files["trace.json.gz"]))
@@ -164,8 +261,17 @@ def test_calls_outside_the_kept_steps_are_in_no_rank_step():
     for rank in (0, 1):
         p = _rank_profile(rank, 2)
         barrier = Entry("barrier (MPICommunicator)", "communication", [400.0 * MS], round_sizes=[0, 1])
-        p.sections.insert(1, Section("outside", "train.py", "", [barrier], complete=True,
-                                     info={"outside": "before the first kept step and after the last"}))
+        p.sections.insert(
+            1,
+            Section(
+                "outside",
+                "train.py",
+                "",
+                [barrier],
+                complete=True,
+                info={"outside": "before the first kept step and after the last"},
+            ),
+        )
         profiles[rank] = p
     merged = merge(Found(profiles, 2, launcher="Open MPI", launch="L"))
     for row in merged.ranks["ranks"]:
@@ -196,6 +302,7 @@ def test_collect_waits_for_the_missing_ranks_and_leaves_out_another_launchs_resu
             result_file.save(_rank_profile(1, 2, launch="new"), str(tmp_path / "rank-1"))
             t = time.time() + 5  # a newer modification time than the old file's
             os.utime(tmp_path / "rank-1" / "result.json", (t, t))
+
     found = collect(str(tmp_path), wait=60, clock=lambda: now[0], sleep=sleep)
     assert sorted(found.profiles) == [0, 1] and not found.missing and len(slept) == 5
     # Without time to wait, the stale result is named and left out.
@@ -222,12 +329,16 @@ def test_clocks_of_one_host_align_by_their_origins_and_across_hosts_at_a_collect
     assert offsets == [0, 0] and method.startswith("not aligned")
     # The merge states the method, and every rank's events land on the aligned clock.
     merged = merge(Found({0: apart[0], 1: apart[1]}, 2))
-    ends = {e.rank: e.end for e in merged.timeline if e.cat == "communication" and e.name == "all_reduce"
-            and e.start < 10 * MS + 3 * MS}
+    ends = {
+        e.rank: e.end
+        for e in merged.timeline
+        if e.cat == "communication" and e.name == "all_reduce" and e.start < 10 * MS + 3 * MS
+    }
     assert ends[0] == ends[1]
 
 
 # -- a rank of a launcher, in one process ---------------------------------------------------------
+
 
 def _train(steps=6):
     import numpy as np
@@ -235,6 +346,7 @@ def _train(steps=6):
     import nnabla.functions as F
     import nnabla.parametric_functions as PF
     import nnabla.solvers as S
+
     nn.clear_parameters()
     x = nn.Variable((4, 3))
     with nn.parameter_scope("fc"):
@@ -258,8 +370,9 @@ def test_a_rank_writes_into_its_own_folder_and_rank_0_merges_what_is_there(tmp_p
     assert os.path.exists(tmp_path / "rank-1" / "result.json") and not os.path.exists(tmp_path / "result.json")
     header = nnprofile.load(tmp_path / "rank-1").header
     assert (header.rank, header.world_size, header.launch) == (1, 2, "L")
-    zero = nnprofile.Recording(outdir=tmp_path, skip_first=1, active=3, world=launcher.World(0, 2, "Open MPI", "L"),
-                               merge_wait=0)
+    zero = nnprofile.Recording(
+        outdir=tmp_path, skip_first=1, active=3, world=launcher.World(0, 2, "Open MPI", "L"), merge_wait=0
+    )
     with zero:
         _train()
     assert zero.merged is not None and zero.merged.complete
@@ -289,12 +402,14 @@ class _FakeCommunicator:
 def test_without_a_launcher_the_programs_communicator_tells_the_rank(tmp_path, monkeypatch):
     import nnabla.communicator as bound
     import nnabla.communicators as communicators
+
     for module in (communicators, bound):
         for name in ("MultiProcessDataParallelCommunicator", "MultiProcessCommunicator", "Comm", "Dist"):
             monkeypatch.setattr(module, name, _FakeCommunicator, raising=False)
     for var in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK", "SLURM_PROCID"):
         monkeypatch.delenv(var, raising=False)
     import nnabla.communicators as C
+
     with nnprofile.record(outdir=tmp_path, skip_first=0, active=3) as rec:
         comm = C.MultiProcessDataParallelCommunicator(None)
         comm.init()
@@ -309,6 +424,7 @@ def test_without_a_launcher_the_programs_communicator_tells_the_rank(tmp_path, m
 
 # -- for real: mpirun -n 2 ---------------------------------------------------------------------------
 
+
 def _mpirun_available():
     if shutil.which("mpirun") is None:
         return False
@@ -321,10 +437,27 @@ def _mpirun_available():
 
 def _mpirun(outdir, *script_args, ranks=2, options=(), timeout=300):
     require(_mpirun_available(), "mpirun (Debian's openmpi-bin) with mpi4py")
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_rmaps_base_oversubscribe="1", PYTHONPATH=MPI_COMM)
-    cmd = ["mpirun", "-n", str(ranks), sys.executable, "-m", "nnprofile", "run", "-o", str(outdir), *options,
-           os.path.join(SCRIPTS, "data_parallel.py"), *script_args]
+    env = dict(
+        os.environ,
+        OMPI_ALLOW_RUN_AS_ROOT="1",
+        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+        OMPI_MCA_rmaps_base_oversubscribe="1",
+        PYTHONPATH=MPI_COMM,
+    )
+    cmd = [
+        "mpirun",
+        "-n",
+        str(ranks),
+        sys.executable,
+        "-m",
+        "nnprofile",
+        "run",
+        "-o",
+        str(outdir),
+        *options,
+        os.path.join(SCRIPTS, "data_parallel.py"),
+        *script_args,
+    ]
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
 
 
@@ -333,8 +466,18 @@ def straggler(tmp_path_factory):
     """Rank 1 reads each batch 30 ms later (no prefetch thread hides it): a straggler."""
     out = tmp_path_factory.mktemp("dp") / "out"
     log = tmp_path_factory.mktemp("dp") / "comm"
-    proc = _mpirun(out, "--iterations", "18", "--slow-rank", "1", "--slow-ms", "30", "--comm-log", str(log),
-                   options=("--active", "10"))
+    proc = _mpirun(
+        out,
+        "--iterations",
+        "18",
+        "--slow-rank",
+        "1",
+        "--slow-ms",
+        "30",
+        "--comm-log",
+        str(log),
+        options=("--active", "10"),
+    )
     return out, log, proc
 
 
@@ -369,8 +512,12 @@ def test_the_merge_names_the_straggler_its_input_and_what_rank_0_waits(straggler
     assert zero.wait_ms == pytest.approx(one.busy_ms - zero.busy_ms, rel=0.20)
     # ... which is about the 30 ms rank 1's data source takes longer per batch.
     assert zero.wait_ms == pytest.approx(30.0, rel=0.20)
-    own = {k: next(e for e in nnprofile.load(out / ("rank-%d" % k)).sections[-1].entries
-                   if e.label.startswith("all_reduce")) for k in (0, 1)}
+    own = {
+        k: next(
+            e for e in nnprofile.load(out / ("rank-%d" % k)).sections[-1].entries if e.label.startswith("all_reduce")
+        )
+        for k in (0, 1)
+    }
     assert own[0].mean_ms - own[1].mean_ms == pytest.approx(30.0, rel=0.20)
     assert "Straggler: rank 1" in (out / "profile.log").read_text()
     assert r.advice[0].rule == "straggler"
@@ -436,19 +583,47 @@ def test_on_demand_under_mpirun_every_rank_or_one_named_rank(tmp_path):
     --rank 1, rank 1 alone records its next."""
     require(_mpirun_available(), "mpirun (Debian's openmpi-bin) with mpi4py")
     out = tmp_path / "out"
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_rmaps_base_oversubscribe="1", PYTHONPATH=MPI_COMM)
-    proc = subprocess.Popen(["mpirun", "-n", "2", sys.executable, "-m", "nnprofile", "run", "-q", "--on-demand",
-                             "--active", "5", "-o", str(out), os.path.join(SCRIPTS, "data_parallel.py"),
-                             "--iterations", "6000"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    env = dict(
+        os.environ,
+        OMPI_ALLOW_RUN_AS_ROOT="1",
+        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+        OMPI_MCA_rmaps_base_oversubscribe="1",
+        PYTHONPATH=MPI_COMM,
+    )
+    proc = subprocess.Popen(
+        [
+            "mpirun",
+            "-n",
+            "2",
+            sys.executable,
+            "-m",
+            "nnprofile",
+            "run",
+            "-q",
+            "--on-demand",
+            "--active",
+            "5",
+            "-o",
+            str(out),
+            os.path.join(SCRIPTS, "data_parallel.py"),
+            "--iterations",
+            "6000",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
+
         def wait_for(*paths):
             deadline = time.time() + 120
             while not all(os.path.exists(p) for p in paths):
                 assert proc.poll() is None, proc.communicate()
                 assert time.time() < deadline, paths
                 time.sleep(0.05)
+
         wait_for(out / "rank-0" / "on-demand.json", out / "rank-1" / "on-demand.json")
         asked = run_cli("capture", str(proc.pid))
         assert asked.returncode == 0 and "(every rank)" in asked.stdout, asked.stderr

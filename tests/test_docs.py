@@ -5,6 +5,7 @@ Blocks tagged `text` are outputs and usage lines, and are not run; every block c
 `make` lines are the quick start, which CI itself runs. A `python` block's `test_*` functions are
 called after it, as pytest would. `nnprofile check` may exit 1 (slower), its documented meaning.
 """
+
 import glob
 import os
 import re
@@ -69,8 +70,12 @@ def _scratch(folder):
 def _environment():
     env = dict(os.environ)
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1",
-               PYTHONDONTWRITEBYTECODE="1")
+    env.update(
+        OMPI_ALLOW_RUN_AS_ROOT="1",
+        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+        OMPI_MCA_rmaps_base_oversubscribe="1",
+        PYTHONDONTWRITEBYTECODE="1",
+    )
     return env
 
 
@@ -78,6 +83,7 @@ def _needs(command):
     if command.split()[0].endswith("mpirun") or " mpirun " in " %s " % command:
         try:
             import mpi4py  # noqa: F401
+
             available = shutil.which("mpirun") is not None
         except ImportError:
             available = False
@@ -106,17 +112,23 @@ def test_the_commands_of_the_page_run(page, tmp_path):
         if lang == "python":
             script = tmp_path / ("block_%d.py" % number)
             script.write_text(code + RUN_TESTS)
-            done = subprocess.run([sys.executable, str(script)], cwd=str(tmp_path), env=env, capture_output=True,
-                                  text=True, timeout=900)
+            done = subprocess.run(
+                [sys.executable, str(script)], cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=900
+            )
             assert done.returncode == 0, "%s:%d (python): %s" % (page, line, (done.stderr or done.stdout)[-3000:])
             continue
         for command in commands(code):
             if command.startswith("make "):
                 continue
             _needs(command)
-            done = subprocess.run(["bash", "-c", command], cwd=str(tmp_path), env=env, capture_output=True,
-                                  text=True, timeout=900)
+            done = subprocess.run(
+                ["bash", "-c", command], cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=900
+            )
             allowed = (0, 1, 3) if re.search(r"\bnnprofile check\b", command) else (0,)  # every verdict
-            assert done.returncode in allowed, "%s:%d: %s\n%s" % (page, line, command,
-                                                                 (done.stderr or done.stdout)[-3000:])
+            assert done.returncode in allowed, "%s:%d: %s\n%s" % (
+                page,
+                line,
+                command,
+                (done.stderr or done.stdout)[-3000:],
+            )
             assert "Traceback" not in done.stderr, "%s:%d: %s\n%s" % (page, line, command, done.stderr[-3000:])

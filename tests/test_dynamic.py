@@ -8,6 +8,7 @@ line that built it, an evaluation where nothing trained reads it, feeding the gr
 codes, unlinked, in front of a trained prior). Entries never add up to more than their passes, nor passes to more
 than the step.
 """
+
 import os
 
 import pytest
@@ -45,8 +46,7 @@ def _holds(profile, analysis):
             # reads a few percent either way)
             whole = a.section.entries_of(c.whole_phase)[0].stats
             tolerance = 0.02 + 2 * (whole.rse if whole.rse_known else 0.0)
-            assert c.share is not None and c.share <= 1 + tolerance, (a.section.name, c.whole_phase, c.share,
-                                                                      tolerance)
+            assert c.share is not None and c.share <= 1 + tolerance, (a.section.name, c.whole_phase, c.share, tolerance)
             assert 0.9 <= c.named_share <= 1.1, (a.section.name, c.whole_phase, c.named_share)
     [step] = analysis.steps
     assert dict(step.parts)["other"] >= 0 and not any("more than the step" in n for n in step.notes), step.parts
@@ -92,8 +92,7 @@ def test_a_frozen_encoder_in_front_of_a_trained_prior_feeds_it(tmp_path_factory)
 
 
 def test_a_static_training_with_an_evaluation_built_in_dynamic_mode(tmp_path_factory):
-    profile, analysis = _run(tmp_path_factory, "static_train_dynamic_eval", "--iterations", "30",
-                             "--val-interval", "3")
+    profile, analysis = _run(tmp_path_factory, "static_train_dynamic_eval", "--iterations", "30", "--val-interval", "3")
     graphs = _graphs(profile)
     assert list(graphs) == ["loss", "verr"]
     assert not graphs["loss"].info["dynamic"] and _per_step(graphs["loss"]) == (1, 1)

@@ -1,5 +1,6 @@
 """A section's first step, and what it decides: the layers timed alone (NNC's way) or, where rounds of that would
 not fit in the budget, inside the section's whole passes, which are then forward_all's and backward_all's samples."""
+
 import os
 
 import pytest
@@ -26,8 +27,14 @@ def test_the_first_step_notes_each_pass_in_order_and_its_time():
             pre(f)
             clock.advance(5000)
             post(f)
-    first = run_first_step(clock.now_ns, forward, backward, lambda: ran.append("update"),
-                           lambda step: (step(lambda f: ran.append("read")) or 42, "how"))
+
+    first = run_first_step(
+        clock.now_ns,
+        forward,
+        backward,
+        lambda: ran.append("update"),
+        lambda step: (step(lambda f: ran.append("read")) or 42, "how"),
+    )
     assert first.forward == ["a", "b"] and first.backward == ["b", "a"]
     assert first.forward_ns == 1000 and first.backward_ns == 11_000 and first.step_ns == 12_000
     assert ran == ["a", "read", "b", "read", "read", "read", "update"] and first.how == "how"
@@ -37,6 +44,7 @@ def test_a_failure_in_the_first_step_names_the_function_it_came_in():
     def forward(pre, post):
         pre("conv")
         raise MemoryError("out of memory")
+
     with pytest.raises(MemoryError) as caught:
         run_first_step(FakeClock().now_ns, forward, None, None, lambda step: (step(None), ""))
     assert caught.value.nnprofile_function == "conv" and caught.value.nnprofile_phase == "forward"
@@ -56,8 +64,9 @@ def test_layers_go_inside_the_passes_only_where_rounds_alone_would_not_fit():
 def test_a_section_timed_in_its_passes_keeps_nncs_entries_and_says_why(tmp_path):
     """A budget no round fits in (a microsecond): every section's layers are timed inside its passes."""
     alone = nnprofile.profile(SHARED, synthetic=True, clock=FakeClock(steps=(1000,)), overhead_ns=0)
-    passes = nnprofile.profile(SHARED, synthetic=True, clock=FakeClock(steps=(1000,)), overhead_ns=0,
-                               max_seconds=1e-6, outdir=tmp_path)
+    passes = nnprofile.profile(
+        SHARED, synthetic=True, clock=FakeClock(steps=(1000,)), overhead_ns=0, max_seconds=1e-6, outdir=tmp_path
+    )
     assert passes.labels() == alone.labels()
     for a, b in zip(alone.sections, passes.sections):
         assert "layers_in_passes" not in a.info and "budget of 1e-06 s" in b.info["layers_in_passes"]
@@ -70,6 +79,7 @@ def test_a_section_timed_in_its_passes_keeps_nncs_entries_and_says_why(tmp_path)
 def test_an_unrolled_lstm_autoencoder_keeps_its_budget_with_its_layers_in_its_passes(tmp_path):
     """NNC's LSTM auto encoder sample's structure (``tests/nntxt_rnn.py``): 794 functions a training step."""
     from nntxt_rnn import nnc_lstm_autoencoder
+
     project = tmp_path / "lstm_ae.nntxt"
     project.write_text(nnc_lstm_autoencoder())
     p = nnprofile.profile(str(project), synthetic=True)

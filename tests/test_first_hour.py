@@ -2,6 +2,7 @@
 says how sure it is, pytest that reads like pytest, a package that installs as one, outputs with no blank or
 misleading cell, help that names every file and command.
 """
+
 import io
 import os
 import random
@@ -47,6 +48,7 @@ def test_a_slow_python_line_in_the_loop_leads_other_and_the_advice_names_it(tmp_
     # machines): 60 kept steps then, so that the lines have a few dozen samples, not the half dozen 20 give.
     import signal
     from nnprofile.recording.cpuclock import open_cpu_clock
+
     probe = open_cpu_clock(250_000, signal.SIGPROF)
     if probe is not None:
         probe.close()
@@ -70,11 +72,31 @@ def test_a_slow_python_line_in_the_loop_leads_other_and_the_advice_names_it(tmp_
 
 def _summary(other_ms, lines, samples=40):
     from nnprofile.analysis.breakdown import wilson
-    return Summary(section="s", parts=[("forward (loss)", 1.0), ("other", other_ms)], half_functions=0, functions=1,
-                   layers=[], coverage=None, backend="cpu", type_config="float", advice=[],
-                   own_lines=[OwnLine(w, "main", text, round(share * samples), share, other_ms * share,
-                                      *wilson(round(share * samples), samples)) for w, text, share in lines],
-                   own_samples=samples)
+
+    return Summary(
+        section="s",
+        parts=[("forward (loss)", 1.0), ("other", other_ms)],
+        half_functions=0,
+        functions=1,
+        layers=[],
+        coverage=None,
+        backend="cpu",
+        type_config="float",
+        advice=[],
+        own_lines=[
+            OwnLine(
+                w,
+                "main",
+                text,
+                round(share * samples),
+                share,
+                other_ms * share,
+                *wilson(round(share * samples), samples),
+            )
+            for w, text, share in lines
+        ],
+        own_samples=samples,
+    )
 
 
 def test_the_own_python_advice_names_no_line_its_samples_do_not_show():
@@ -88,37 +110,60 @@ def test_the_own_python_advice_names_no_line_its_samples_do_not_show():
     assert "most of it at train.py:57" in named.text
 
 
-@pytest.mark.parametrize("text, hint", [
-    ("x.d = np.array([float(v) for v in row])", "converting data in Python"),
-    ("print(float(loss.d))", "logging every step"),
-    ("total += float(loss.d)", "reading `.d`"),
-    ("y = PF.affine(x, 10)", "building graphs inside the loop"),
-])
+@pytest.mark.parametrize(
+    "text, hint",
+    [
+        ("x.d = np.array([float(v) for v in row])", "converting data in Python"),
+        ("print(float(loss.d))", "logging every step"),
+        ("total += float(loss.d)", "reading `.d`"),
+        ("y = PF.affine(x, 10)", "building graphs inside the loop"),
+    ],
+)
 def test_the_own_python_advice_says_what_usually_helps_with_the_line(text, hint):
     [advice] = own_python(_summary(3.0, [("train.py:57", text, 0.9)]))
-    assert advice.text.startswith("The program's own Python between NNabla's calls takes 75.0% of the step, most of "
-                                  "it at train.py:57") and hint in advice.text
+    assert (
+        advice.text.startswith(
+            "The program's own Python between NNabla's calls takes 75.0% of the step, most of it at train.py:57"
+        )
+        and hint in advice.text
+    )
     assert not own_python(_summary(0.1, [("train.py:57", text, 0.9)]))  # 9% of the step: no advice
 
 
 def test_layers_are_one_row_per_layer_with_its_section_and_no_pass_totals():
-    f = Entry("forward_function (conv : Convolution)", "forward_function", [2e6], layer="conv", layer_id=0,
-              layer_type="Convolution")
-    b = Entry("backward_function (conv : Convolution)", "backward_function", [3e6], layer="conv", layer_id=0,
-              layer_type="Convolution")
+    f = Entry(
+        "forward_function (conv : Convolution)",
+        "forward_function",
+        [2e6],
+        layer="conv",
+        layer_id=0,
+        layer_type="Convolution",
+    )
+    b = Entry(
+        "backward_function (conv : Convolution)",
+        "backward_function",
+        [3e6],
+        layer="conv",
+        layer_id=0,
+        layer_type="Convolution",
+    )
     r = Entry("forward_function (ReLU : ReLU)", "forward_function", [1e6], layer="ReLU", layer_id=1, layer_type="ReLU")
     whole = Entry("forward_all", "forward_all", [9e6])
     profile = Profile(sections=[Section("optimizer", "O", "N", [f, r, b, whole], complete=True)])
     layers = profile.layers()
     assert list(layers["layer"]) == ["conv", "ReLU"] and set(layers["section"]) == {"optimizer 'O' with network 'N'"}
     assert list(layers.nlargest(1, "total_ms")["layer"]) == ["conv"]
-    assert layers.loc[0, "total_ms"] == pytest.approx(5.0) and layers.loc[1, "backward_ms"] != layers.loc[1, "backward_ms"]
+    assert (
+        layers.loc[0, "total_ms"] == pytest.approx(5.0) and layers.loc[1, "backward_ms"] != layers.loc[1, "backward_ms"]
+    )
 
 
 def test_the_api_keeps_nnablas_info_log_quiet_and_puts_its_level_back():
-    code = ("import logging, nnprofile; logging.getLogger('nnabla').setLevel(logging.INFO);"
-            "nnprofile.profile(%r, runs=1, synthetic=True, training=False);"
-            "print(logging.getLogger('nnabla').level)" % LENET)
+    code = (
+        "import logging, nnprofile; logging.getLogger('nnabla').setLevel(logging.INFO);"
+        "nnprofile.profile(%r, runs=1, synthetic=True, training=False);"
+        "print(logging.getLogger('nnabla').level)" % LENET
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == str(20)  # INFO, as it was
@@ -127,6 +172,7 @@ def test_the_api_keeps_nnablas_info_log_quiet_and_puts_its_level_back():
 
 def test_the_notebook_view_says_how_sure_the_step_is_and_when_it_is_too_noisy():
     from nnprofile.render.inline import certainty
+
     steady = Section("script", "cell", "", [Entry("step", "step", [1e6, 1.01e6, 0.99e6, 1e6], round_sizes=[1] * 4)])
     noisy = Section("script", "cell", "", [Entry("step", "step", [1e6, 6e6, 0.5e6, 3e6], round_sizes=[1] * 4)])
     assert certainty(steady).startswith("step: 1.000 ms, relative standard error 0.4% over 4 steps")
@@ -136,6 +182,7 @@ def test_the_notebook_view_says_how_sure_the_step_is_and_when_it_is_too_noisy():
 
 def test_the_magics_usage_lists_every_option_the_docs_show():
     from nnprofile.notebook import usage
+
     text = usage()
     for option in ("--skip-first", "--warmup", "--active", "--wait", "--repeat", "--max-windows", "-o"):
         assert option in text
@@ -147,23 +194,35 @@ def test_a_layer_order_failure_reads_like_pytest_and_update_lists_what_it_wrote(
     (tmp_path / "test_order.py").write_text(
         "from nnprofile.testing import assert_layer_order\n"
         "def test_lenet():\n"
-        "    assert_layer_order(%r, 'golden.txt')\n" % LENET)
-    failed = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_order.py"],
-                            capture_output=True, text=True, cwd=str(tmp_path))
+        "    assert_layer_order(%r, 'golden.txt')\n" % LENET
+    )
+    failed = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_order.py"],
+        capture_output=True,
+        text=True,
+        cwd=str(tmp_path),
+    )
     assert failed.returncode == 1
     summary = [line for line in failed.stdout.splitlines() if line.startswith("FAILED")]
     assert summary and "nnprofile.LayerOrderError: golden.txt" in summary[0]  # the golden file, in 80 columns
     assert "nnprofile/testing/order.py" not in failed.stdout  # no frame of nnprofile's own before the diff
-    updated = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_order.py",
-                              "--nnprofile-update"], capture_output=True, text=True, cwd=str(tmp_path))
+    updated = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_order.py", "--nnprofile-update"],
+        capture_output=True,
+        text=True,
+        cwd=str(tmp_path),
+    )
     assert updated.returncode == 0, updated.stdout
     assert "golden layer-order files written" in updated.stdout and "golden.txt" in updated.stdout
 
 
 @pytest.mark.slow
 def test_the_wheel_holds_its_types_marker_and_its_license(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w",
-                           str(tmp_path), ROOT], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), ROOT],
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode:
         pytest.skip("no wheel could be built here: %s" % proc.stderr[-300:])
     [wheel] = [f for f in os.listdir(tmp_path) if f.endswith(".whl")]
@@ -179,6 +238,7 @@ def test_the_report_and_workbook_have_no_column_without_a_figure(tmp_path):
     assert run_cli(LENET, "--runs", "2", "--synthetic", "-o", str(out)).returncode == 0
     profile = nnprofile.load(out)
     from nnprofile.render.html import _layers
+
     a = analyze(profile)
     inference = _layers(a.sections[1])
     assert all(row["bwd_mean"] is None for row in inference)  # no backward: the report drops the column
@@ -192,10 +252,19 @@ def test_the_report_and_workbook_have_no_column_without_a_figure(tmp_path):
 def test_help_names_every_file_and_every_command():
     from nnprofile.cli import COMMANDS
     from nnprofile.cli.profile_cmd import COMMAND_NAMES, parser
+
     assert set(COMMAND_NAMES) == set(COMMANDS)
     text = parser().format_help()
-    for name in ("profile.log", "profile.csv", "profile_detail.csv", "summary.csv", "profile.xlsx", "report.html",
-                 "result.json", "trace.json.gz"):
+    for name in (
+        "profile.log",
+        "profile.csv",
+        "profile_detail.csv",
+        "summary.csv",
+        "profile.xlsx",
+        "report.html",
+        "result.json",
+        "trace.json.gz",
+    ):
         assert name in text
     assert "Other commands: run, capture, report, compare, check, merge" in " ".join(text.split())
 
@@ -203,21 +272,31 @@ def test_help_names_every_file_and_every_command():
 def test_the_own_lines_never_add_up_to_more_than_other_as_it_reads():
     from nnprofile.analysis.breakdown import own_lines
     from nnprofile.result.details import SampledLine, SectionInfo
+
     rng = random.Random(5)
     for _ in range(2000):
         counts = [rng.randint(1, 50) for _ in range(rng.randint(1, 12))]
         other = rng.uniform(0, 10)
-        info = SectionInfo(own_samples=sum(counts) + rng.randint(0, 3),
-                           own_lines=[SampledLine("f.py:%d" % i, "main", "x = 1", n) for i, n in enumerate(counts)])
+        info = SectionInfo(
+            own_samples=sum(counts) + rng.randint(0, 3),
+            own_lines=[SampledLine("f.py:%d" % i, "main", "x = 1", n) for i, n in enumerate(counts)],
+        )
         lines = own_lines(info, other)
         assert sum(l.ms for l in lines) <= round(other, 6) + 1e-9
 
 
 def test_other_lines_show_their_samples_and_interval_and_no_share_from_too_few():
     from nnprofile.analysis.breakdown import summary_lines
-    [line] = [l for l in summary_lines(_summary(3.0, [("train.py:57", "x.d = rows", 0.75)], samples=40))
-              if l.startswith("Other:")]
+
+    [line] = [
+        l
+        for l in summary_lines(_summary(3.0, [("train.py:57", "x.d = rows", 0.75)], samples=40))
+        if l.startswith("Other:")
+    ]
     assert "(40 samples): train.py:57 in main `x.d = rows` (30 samples, 75.0% [" in line
-    [line] = [l for l in summary_lines(_summary(3.0, [("train.py:57", "x.d = rows", 1.0)], samples=1))
-              if l.startswith("Other:")]
+    [line] = [
+        l
+        for l in summary_lines(_summary(3.0, [("train.py:57", "x.d = rows", 1.0)], samples=1))
+        if l.startswith("Other:")
+    ]
     assert "(1 samples, too few for a share)" in line and "(1 of 1 samples)" in line and "100" not in line

@@ -1,4 +1,5 @@
 """FLOP formulas against hand-computed values, one per supported layer type."""
+
 import pytest
 
 from nnprofile.base import flops
@@ -37,8 +38,9 @@ def test_deconvolution():
 
 
 def test_batch_normalization():
-    s = Shapes([(8, 4, 2, 2)] + [(1, 4, 1, 1)] * 4, [(8, 4, 2, 2)],
-               [True, True, True, False, False], {"batch_stat": True})
+    s = Shapes(
+        [(8, 4, 2, 2)] + [(1, 4, 1, 1)] * 4, [(8, 4, 2, 2)], [True, True, True, False, False], {"batch_stat": True}
+    )
     assert count("BatchNormalization", s) == (7 * 128, 9 * 128 + 4 * 128)
     inference = Shapes(s.inputs, s.outputs, [False] * 5, {"batch_stat": False})
     assert count("BatchNormalization", inference) == (4 * 128, 0)
@@ -53,9 +55,16 @@ def test_pooling():
     assert count("GlobalAveragePooling", g) == (96, 96)
 
 
-@pytest.mark.parametrize("layer_type, per_element", [
-    ("ReLU", (1, 1)), ("Tanh", (1, 2)), ("Sigmoid", (1, 2)), ("ELU", (1, 2)), ("Swish", (2, 3)),
-])
+@pytest.mark.parametrize(
+    "layer_type, per_element",
+    [
+        ("ReLU", (1, 1)),
+        ("Tanh", (1, 2)),
+        ("Sigmoid", (1, 2)),
+        ("ELU", (1, 2)),
+        ("Swish", (2, 3)),
+    ],
+)
 def test_elementwise_unary(layer_type, per_element):
     s = Shapes([(10, 20)], [(10, 20)], [True], {})
     assert count(layer_type, s) == (200 * per_element[0], 200 * per_element[1])
@@ -101,6 +110,7 @@ def test_lenet_layers_get_their_counts_from_nnabla(tmp_path):
     from conftest import LENET
     from nnprofile.measure.naming import LayerIndex, layer_names, only_layers, parameters, pass_functions
     from nnprofile.project import load_project
+
     project = load_project([LENET])
     o = project.optimizers["Optimizer"]
     index = LayerIndex(layer_names(o.network), parameters())
@@ -126,18 +136,32 @@ HAND = {
     "BinaryWeightConvolution": (Shapes([(1, 2, 4, 4), (3, 2, 3, 3)], [(1, 3, 2, 2)], [False, True], {}), (432, 432)),
     "DepthwiseConvolution": (Shapes([(1, 2, 4, 4), (2, 1, 3, 3)], [(1, 2, 2, 2)], [True, True], {}), (144, 288)),
     "Deconvolution": (Shapes([(1, 2, 2, 2), (2, 3, 2, 2)], [(1, 3, 4, 4)], [True, False], {}), (2 * 96, 2 * 96)),
-    "BatchNormalization": (Shapes([(2, 3)] + [(1, 3)] * 4, [(2, 3)], [True, True, True, False, False],
-                                  {"batch_stat": True}), (42, 54 + 24)),
+    "BatchNormalization": (
+        Shapes([(2, 3)] + [(1, 3)] * 4, [(2, 3)], [True, True, True, False, False], {"batch_stat": True}),
+        (42, 54 + 24),
+    ),
     "MaxPooling": (Shapes([(1, 1, 4, 4)], [(1, 1, 2, 2)], [True], {"kernel": [2, 2]}), (16, 4)),
     "AveragePooling": (Shapes([(1, 1, 4, 4)], [(1, 1, 2, 2)], [True], {"kernel": [2, 2]}), (16, 16)),
     "SumPooling": (Shapes([(1, 1, 4, 4)], [(1, 1, 2, 2)], [True], {"kernel": [2, 2]}), (16, 16)),
     "GlobalAveragePooling": (Shapes([(1, 2, 3, 3)], [(1, 2, 1, 1)], [True], {}), (18, 18)),
-    "ReLU": (UNARY_6, (6, 6)), "LeakyReLU": (UNARY_6, (6, 6)), "ReLU6": (UNARY_6, (6, 6)),
-    "PReLU": (UNARY_6, (12, 18)), "ELU": (UNARY_6, (6, 12)), "SELU": (UNARY_6, (12, 12)),
-    "Tanh": (UNARY_6, (6, 12)), "Sigmoid": (UNARY_6, (6, 12)), "Swish": (UNARY_6, (12, 18)),
-    "BinarySigmoid": (UNARY_6, (6, 6)), "BinaryTanh": (UNARY_6, (6, 6)), "Abs": (UNARY_6, (6, 6)),
-    "Exp": (UNARY_6, (6, 6)), "Log": (UNARY_6, (6, 6)), "Dropout": (UNARY_6, (6, 6)),
-    "Add2": (BINARY_6, (6, 12)), "Sub2": (BINARY_6, (6, 12)), "Mul2": (BINARY_6, (6, 24)),
+    "ReLU": (UNARY_6, (6, 6)),
+    "LeakyReLU": (UNARY_6, (6, 6)),
+    "ReLU6": (UNARY_6, (6, 6)),
+    "PReLU": (UNARY_6, (12, 18)),
+    "ELU": (UNARY_6, (6, 12)),
+    "SELU": (UNARY_6, (12, 12)),
+    "Tanh": (UNARY_6, (6, 12)),
+    "Sigmoid": (UNARY_6, (6, 12)),
+    "Swish": (UNARY_6, (12, 18)),
+    "BinarySigmoid": (UNARY_6, (6, 6)),
+    "BinaryTanh": (UNARY_6, (6, 6)),
+    "Abs": (UNARY_6, (6, 6)),
+    "Exp": (UNARY_6, (6, 6)),
+    "Log": (UNARY_6, (6, 6)),
+    "Dropout": (UNARY_6, (6, 6)),
+    "Add2": (BINARY_6, (6, 12)),
+    "Sub2": (BINARY_6, (6, 12)),
+    "Mul2": (BINARY_6, (6, 24)),
     "Div2": (BINARY_6, (6, 36)),
     "Softmax": (UNARY_6, (24, 18)),
     "CategoricalCrossEntropy": (Shapes([(2, 3), (2, 1)], [(2, 1)], [True, False], {}), (4, 4)),
@@ -146,9 +170,14 @@ HAND = {
     "SigmoidCrossEntropy": (Shapes([(2, 3), (2, 3)], [(2, 3)], [True, False], {}), (12, 12)),
     "SquaredError": (Shapes([(2, 3), (2, 3)], [(2, 3)], [True, True], {}), (12, 24)),
     "AbsoluteError": (Shapes([(2, 3), (2, 3)], [(2, 3)], [True, False], {}), (12, 12)),
-    "Identity": (UNARY_6, (0, 0)), "Reshape": (UNARY_6, (0, 0)), "Split": (UNARY_6, (0, 0)),
-    "Stack": (UNARY_6, (0, 0)), "Concatenate": (BINARY_6, (0, 0)), "Slice": (UNARY_6, (0, 0)),
-    "Transpose": (UNARY_6, (0, 0)), "Broadcast": (UNARY_6, (0, 0)),
+    "Identity": (UNARY_6, (0, 0)),
+    "Reshape": (UNARY_6, (0, 0)),
+    "Split": (UNARY_6, (0, 0)),
+    "Stack": (UNARY_6, (0, 0)),
+    "Concatenate": (BINARY_6, (0, 0)),
+    "Slice": (UNARY_6, (0, 0)),
+    "Transpose": (UNARY_6, (0, 0)),
+    "Broadcast": (UNARY_6, (0, 0)),
 }
 
 

@@ -1,4 +1,5 @@
 """Mutated and truncated projects end in a profile or one clear line, never a traceback."""
+
 import pytest
 import os
 import re
@@ -9,8 +10,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from conftest import FIXTURES
 from nnprofile import cli
 
-BASES = {name: open(os.path.join(FIXTURES, name)).read()
-         for name in ("shared_types.nntxt", "elman.nntxt", "repeat.nntxt")}
+BASES = {
+    name: open(os.path.join(FIXTURES, name)).read() for name in ("shared_types.nntxt", "elman.nntxt", "repeat.nntxt")
+}
 NUMBER = re.compile(r"-?\d+(\.\d+)?")
 QUOTED = re.compile(r'"[^"]*"')
 EXAMPLES = int(os.environ.get("NNPROFILE_FUZZ_EXAMPLES", "60"))
@@ -42,8 +44,9 @@ def mutated(draw):
             lines[i] = NUMBER.sub(value, lines[i], count=1)
         elif kind == "string" and QUOTED.search(lines[i]):
             others = QUOTED.findall(BASES[name])
-            lines[i] = QUOTED.sub(lambda m: draw(st.sampled_from(others + ['""', '"x"'])), lines[i],  # noqa: B023
-                                  count=1)
+            lines[i] = QUOTED.sub(
+                lambda m, others=others: draw(st.sampled_from(others + ['""', '"x"'])), lines[i], count=1
+            )
     return Case(name, "".join(lines))
 
 
@@ -55,6 +58,7 @@ class Case(tuple):
 
     def __repr__(self):
         import difflib
+
         name, text = self
         diff = difflib.unified_diff(BASES[name].splitlines(True), text.splitlines(True), name, "mutated")
         return "Case(%r, diff:\n%s)" % (name, "".join(diff))
@@ -76,6 +80,7 @@ def run_isolated(argv):
             code = cli.main(argv)
         except BaseException:
             import traceback
+
             traceback.print_exc()
         finally:
             sys.stderr.flush()
@@ -87,8 +92,12 @@ def run_isolated(argv):
     return os.waitstatus_to_exitcode(status), err
 
 
-@settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @pytest.mark.slow
 @given(case=mutated())
 def test_mutated_project_profiles_or_fails_cleanly(case, tmp_path_factory):
@@ -97,8 +106,7 @@ def test_mutated_project_profiles_or_fails_cleanly(case, tmp_path_factory):
     project = folder / name
     project.write_text(text)
     out = folder / "out"
-    code, err = run_isolated([str(project), "--synthetic", "--runs", "1", "--warmup", "0", "-q",
-                              "-o", str(out)])
+    code, err = run_isolated([str(project), "--synthetic", "--runs", "1", "--warmup", "0", "-q", "-o", str(out)])
     assert code >= 0, "crashed with signal %d" % -code
     assert "Traceback" not in err
     if code == 0:

@@ -1,4 +1,5 @@
 """The order and names of the entries are the contract with NNC users."""
+
 import os
 
 import pytest
@@ -28,15 +29,13 @@ def test_lenet_log_matches_golden(lenet_log):
 
 def test_lenet_training_entries_are_the_tutorials(lenet_log):
     """The tutorial's own log (004 seed), times and in_place marks removed."""
-    ours = [l.replace(" : in_place)", ")") for l in
-            section_labels(lenet_log, "Profiling optimizer 'Optimizer'")]
+    ours = [l.replace(" : in_place)", ")") for l in section_labels(lenet_log, "Profiling optimizer 'Optimizer'")]
     assert ours == _golden("nnc_tutorial_lenet_labels.txt")
 
 
 @pytest.mark.slow
 def test_layers_sharing_a_type_keep_their_own_names(tmp_path):
-    proc = run_cli(os.path.join(FIXTURES, "shared_types.nntxt"), "--synthetic", "--runs", "1",
-                   "-o", str(tmp_path))
+    proc = run_cli(os.path.join(FIXTURES, "shared_types.nntxt"), "--synthetic", "--runs", "1", "-o", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     log = (tmp_path / "profile.log").read_text()
     assert skeleton(log) == _golden("shared_types_labels.txt")

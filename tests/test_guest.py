@@ -7,6 +7,7 @@ raise: in the function hooks NNabla calls from C++, in the function proxies (eag
 in the solver proxies and a solver of the program's own, in the data iterator's and the monitor's wrappers, in
 reading the program's stacks and counting its steps, in switching the hooks, and in making the profile.
 """
+
 import os
 import subprocess
 import sys
@@ -46,8 +47,20 @@ def alone(tmp_path_factory):
 @pytest.mark.parametrize("group", sorted(INJECTED))
 def test_a_fault_of_nnprofiles_own_never_reaches_the_program(group, alone, tmp_path):
     out = tmp_path / "out"
-    proc = _run(sys.executable, "-m", "nnprofile", "run", "-q", "-o", str(out), SCRIPT, "--iterations", "6",
-                faults=INJECTED[group], cwd=tmp_path)
+    proc = _run(
+        sys.executable,
+        "-m",
+        "nnprofile",
+        "run",
+        "-q",
+        "-o",
+        str(out),
+        SCRIPT,
+        "--iterations",
+        "6",
+        faults=INJECTED[group],
+        cwd=tmp_path,
+    )
     assert proc.returncode == alone.returncode, proc.stderr[-3000:]
     assert proc.stdout == alone.stdout  # what the program computed, unchanged
     assert "Traceback" not in proc.stderr and "injected fault" not in proc.stderr
@@ -57,8 +70,20 @@ def test_a_fault_of_nnprofiles_own_never_reaches_the_program(group, alone, tmp_p
 
 @pytest.mark.slow
 def test_a_profile_that_cannot_be_made_leaves_the_program_its_output_and_says_so(alone, tmp_path):
-    proc = _run(sys.executable, "-m", "nnprofile", "run", "-q", "-o", str(tmp_path / "out"), SCRIPT,
-                "--iterations", "6", faults=["nnprofile.api.programs:Recording._profile"], cwd=tmp_path)
+    proc = _run(
+        sys.executable,
+        "-m",
+        "nnprofile",
+        "run",
+        "-q",
+        "-o",
+        str(tmp_path / "out"),
+        SCRIPT,
+        "--iterations",
+        "6",
+        faults=["nnprofile.api.programs:Recording._profile"],
+        cwd=tmp_path,
+    )
     assert proc.stdout == alone.stdout
     assert proc.returncode == 70, proc.stderr  # the program succeeded; its profile could not be written
     lines = [line for line in proc.stderr.splitlines() if line.startswith("nnprofile:")]
@@ -69,6 +94,7 @@ def test_nested_import_waits_on_one_thread_keep_the_outer_one():
     """importlib's _blocking_on as a recording leaves it: a wait nested in another on the same thread (a garbage
     collection inside an import that imports again) takes only its own note off; a plain dict loses the outer."""
     from nnprofile.recording.importlock import StackedLocks, install, uninstall
+
     locks = StackedLocks({})
     locks[7] = "outer"
     locks[7] = "inner"
@@ -83,6 +109,7 @@ def test_nested_import_waits_on_one_thread_keep_the_outer_one():
     with pytest.raises(KeyError):
         del plain[7]  # what importlib's own dict does: the KeyError behind MAML's SystemError
     import _frozen_importlib
+
     original = _frozen_importlib._blocking_on
     saved = install()
     try:
@@ -98,6 +125,7 @@ def test_import_waits_plain_between_windows_stacked_again_in_a_window():
     thread's) is the bottom of its thread's stack, and a nested one on it comes off alone."""
     import _frozen_importlib
     from nnprofile.recording.importlock import StackedLocks, install, stacked, uninstall
+
     saved = install()
     if saved is None:
         pytest.skip("this interpreter's importlib keeps its waits otherwise")
@@ -124,6 +152,7 @@ def _draws():
 
     import nnabla as nn
     import nnabla.functions as F
+
     with nn.auto_forward():
         made = F.rand(shape=(4,)).d.tolist()
     return np.random.rand(4).tolist(), nn.random.prng.rand(4).tolist(), made
@@ -133,6 +162,7 @@ def _seeded():
     import numpy as np
 
     import nnabla as nn
+
     np.random.seed(7)
     nn.random.seed(7)
     nn.random.set_function_seed(7)
@@ -142,6 +172,7 @@ def test_the_programs_random_draws_are_what_they_are_without_nnprofile(tmp_path,
     """A program seeds its generators, then records: NumPy's global one, NNabla's and the functions' draw the same
     numbers as without nnprofile (what nnprofile measures first draws from generators of its own)."""
     import nnprofile.base.machine as machine
+
     monkeypatch.setattr(machine, "_MEASURED", None)  # measured again here, as in a program's first record()
     _seeded()
     alone = _draws()

@@ -4,6 +4,7 @@ mount one), a folder that cannot be written, two runs into one folder, SIGINT tw
 seeded points, a dataset named ``..`` beside the user's files, ``capture`` pointed at a stranger, a gate fooled by
 a slow context or by unrelated results, and options no run can take.
 """
+
 import json
 import os
 import random
@@ -27,22 +28,48 @@ def _env(**extra):
 
 
 def _run(*args, env=None, cwd=None, timeout=600):
-    return subprocess.run([sys.executable, "-m", "nnprofile", *args], capture_output=True, text=True,
-                          env=env or os.environ, cwd=str(cwd or ROOT), timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "nnprofile", *args],
+        capture_output=True,
+        text=True,
+        env=env or os.environ,
+        cwd=str(cwd or ROOT),
+        timeout=timeout,
+    )
 
 
 # -- a full disk ---------------------------------------------------------------------------------------------
 
+
 def test_a_window_that_cannot_be_written_is_said_and_the_training_goes_on(tmp_path):
     out = tmp_path / "out"
     alone = subprocess.run([sys.executable, LONG, "--iterations", "60"], capture_output=True, text=True, cwd=tmp_path)
-    proc = _run("run", "-q", "-o", str(out), "--wait", "4", "--warmup", "0", "--active", "4", "--repeat", "0",
-                LONG, "--iterations", "60", env=_env(NNPROFILE_TEST_FULL="window-1"), cwd=tmp_path)
+    proc = _run(
+        "run",
+        "-q",
+        "-o",
+        str(out),
+        "--wait",
+        "4",
+        "--warmup",
+        "0",
+        "--active",
+        "4",
+        "--repeat",
+        "0",
+        LONG,
+        "--iterations",
+        "60",
+        env=_env(NNPROFILE_TEST_FULL="window-1"),
+        cwd=tmp_path,
+    )
     assert proc.returncode == alone.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split(",")[0] == alone.stdout.split(",")[0] == "ran 60 iterations"  # the program's own output
     [said] = [line for line in proc.stderr.splitlines() if "window 1 could not be written" in line]
     assert "No space left on device" in said and "the program goes on" in said and "Traceback" not in proc.stderr
-    assert not [f for f in os.listdir(out) if f.endswith(".tmp")] and not os.path.exists(out / "window-1" / "result.json")
+    assert not [f for f in os.listdir(out) if f.endswith(".tmp")] and not os.path.exists(
+        out / "window-1" / "result.json"
+    )
     second = nnprofile.load(out / "window-2")
     assert any("window 1 could not be written" in n for n in second.notes)  # noted in the next files
 
@@ -66,8 +93,24 @@ def test_a_small_tmpfs_fills_and_the_training_goes_on(tmp_path):
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=300k", "tmpfs", str(disk)], capture_output=True).returncode:
         pytest.skip("this machine does not let the tests mount a tmpfs")
     try:
-        proc = _run("run", "-q", "-o", str(disk / "out"), "--wait", "2", "--warmup", "0", "--active", "3",
-                    "--repeat", "0", LONG, "--iterations", "80", cwd=tmp_path)
+        proc = _run(
+            "run",
+            "-q",
+            "-o",
+            str(disk / "out"),
+            "--wait",
+            "2",
+            "--warmup",
+            "0",
+            "--active",
+            "3",
+            "--repeat",
+            "0",
+            LONG,
+            "--iterations",
+            "80",
+            cwd=tmp_path,
+        )
         assert proc.returncode in (0, 70) and "Traceback" not in proc.stderr, proc.stderr[-2000:]
         assert "could not be written" in proc.stderr or proc.returncode == 0
         assert not [f for root, _, files in os.walk(disk) for f in files if f.endswith(".tmp")]
@@ -77,12 +120,15 @@ def test_a_small_tmpfs_fills_and_the_training_goes_on(tmp_path):
 
 # -- folders --------------------------------------------------------------------------------------------------
 
+
 def test_an_output_folder_that_is_a_file_or_cannot_be_written_is_said_in_one_line(tmp_path):
     a_file = tmp_path / "taken"
     a_file.write_text("the user's")
     proc = run_cli(LENET, "--runs", "1", "--synthetic", "-o", str(a_file))
-    assert proc.returncode == 2 and proc.stderr.strip() == "nnprofile: error: output folder %s is a file, not a folder" \
-        % a_file
+    assert (
+        proc.returncode == 2
+        and proc.stderr.strip() == "nnprofile: error: output folder %s is a file, not a folder" % a_file
+    )
     assert a_file.read_text() == "the user's"
     ro = tmp_path / "ro"
     ro.mkdir()
@@ -98,14 +144,21 @@ def test_an_output_folder_that_is_a_file_or_cannot_be_written_is_said_in_one_lin
 
 def test_a_second_run_into_a_folder_in_use_is_refused_and_the_first_finishes(tmp_path):
     out = tmp_path / "out"
-    first = subprocess.Popen([sys.executable, "-m", "nnprofile", "run", "-q", "-o", str(out), LONG, "--iterations",
-                              "3000"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = subprocess.Popen(
+        [sys.executable, "-m", "nnprofile", "run", "-q", "-o", str(out), LONG, "--iterations", "3000"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.time() + 60
     while not os.path.exists(out / ".nnprofile.lock") and time.time() < deadline:
         time.sleep(0.05)
     second = _run("run", "-q", "-o", str(out), LONG, "--iterations", "5", cwd=tmp_path)
     assert second.returncode == 2
-    assert second.stderr.strip().startswith("nnprofile: error: output folder %s is in use by another nnprofile run" % out)
+    assert second.stderr.strip().startswith(
+        "nnprofile: error: output folder %s is in use by another nnprofile run" % out
+    )
     assert "process %d" % first.pid in second.stderr
     _, err = first.communicate(timeout=300)
     assert first.returncode == 0, err
@@ -122,8 +175,24 @@ def test_files_of_an_earlier_run_are_removed_only_where_that_run_listed_them(tmp
     out = tmp_path / "out"
     out.mkdir()
     (out / "notes.md").write_text("the user's own")
-    windowed = _run("run", "-q", "-o", str(out), "--wait", "2", "--warmup", "0", "--active", "3", "--repeat", "2",
-                    LONG, "--iterations", "30", cwd=tmp_path)
+    windowed = _run(
+        "run",
+        "-q",
+        "-o",
+        str(out),
+        "--wait",
+        "2",
+        "--warmup",
+        "0",
+        "--active",
+        "3",
+        "--repeat",
+        "2",
+        LONG,
+        "--iterations",
+        "30",
+        cwd=tmp_path,
+    )
     assert windowed.returncode == 0 and (out / "window-1" / "result.json").exists() and (out / "windows.csv").exists()
     single = _run("run", "-q", "-o", str(out), LONG, "--iterations", "30", cwd=tmp_path)
     assert single.returncode == 0
@@ -154,17 +223,37 @@ def test_a_dataset_named_dot_dot_touches_nothing_beside_the_folder(tmp_path):
 
 # -- signals --------------------------------------------------------------------------------------------------
 
+
 def _start(tmp_path, *options, iterations="100000", script=()):
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "nnprofile", "run", "-q", "-o", str(out), *options, LONG,
-                             "--iterations", iterations, *script], cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=interruptible)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "nnprofile",
+            "run",
+            "-q",
+            "-o",
+            str(out),
+            *options,
+            LONG,
+            "--iterations",
+            iterations,
+            *script,
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=interruptible,
+    )
     return out, proc
 
 
 def _line_with(proc, text, timeout=120):
     """stderr read up to and with the first line holding ``text`` (what the process says as it gets there)."""
     import selectors
+
     seen = []
     deadline = time.time() + timeout
     with selectors.DefaultSelector() as sel:
@@ -191,8 +280,18 @@ def _wait_for(path, proc, timeout=120):
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_sigterm_in_a_window_writes_it_marked_interrupted(tmp_path, seed):
-    out, proc = _start(tmp_path, "--wait", "5", "--warmup", "0", "--active", "400", "--repeat", "0",
-                       script=("--mark-at", "20", "--mark-file", str(tmp_path / "mark")))
+    out, proc = _start(
+        tmp_path,
+        "--wait",
+        "5",
+        "--warmup",
+        "0",
+        "--active",
+        "400",
+        "--repeat",
+        "0",
+        script=("--mark-at", "20", "--mark-file", str(tmp_path / "mark")),
+    )
     _wait_for(tmp_path / "mark", proc)  # step 20: inside the long window
     time.sleep(random.Random(seed).uniform(0.0, 0.1))  # a seeded point after it
     proc.send_signal(signal.SIGTERM)
@@ -204,8 +303,9 @@ def test_sigterm_in_a_window_writes_it_marked_interrupted(tmp_path, seed):
 
 
 def test_ctrl_c_says_at_once_that_it_writes_and_a_second_stops_with_whole_files(tmp_path):
-    out, proc = _start(tmp_path, "--warmup", "0", "--active", "3000",
-                       script=("--mark-at", "50", "--mark-file", str(tmp_path / "mark")))
+    out, proc = _start(
+        tmp_path, "--warmup", "0", "--active", "3000", script=("--mark-at", "50", "--mark-file", str(tmp_path / "mark"))
+    )
     _wait_for(tmp_path / "mark", proc)  # steps recorded
     proc.send_signal(signal.SIGINT)
     first = _line_with(proc, "nnprofile: interrupted by Ctrl-C")  # the state the second Ctrl-C is for: writing
@@ -214,8 +314,9 @@ def test_ctrl_c_says_at_once_that_it_writes_and_a_second_stops_with_whole_files(
     err = first + rest
     assert proc.returncode == 130, err[-2000:]
     said = [line for line in err.splitlines() if line.startswith("nnprofile:")]  # (the program's own lines besides)
-    assert said[0] == "nnprofile: interrupted by Ctrl-C: writing what was recorded (Ctrl-C again to stop without " \
-                      "writing)", err  # first, whatever the second Ctrl-C interrupted
+    assert (
+        said[0] == "nnprofile: interrupted by Ctrl-C: writing what was recorded (Ctrl-C again to stop without writing)"
+    ), err  # first, whatever the second Ctrl-C interrupted
     assert "AssertionError" not in err and "Traceback" not in err and "nothing was recorded" not in err
     if (out / "result.json").exists():  # written before the second Ctrl-C, or not at all: never half
         nnprofile.load(out)
@@ -228,8 +329,9 @@ def test_ctrl_c_says_at_once_that_it_writes_and_a_second_stops_with_whole_files(
 
 
 def test_one_ctrl_c_writes_what_was_recorded_marked_interrupted(tmp_path):
-    out, proc = _start(tmp_path, "--warmup", "0", "--active", "3000",
-                       script=("--mark-at", "50", "--mark-file", str(tmp_path / "mark")))
+    out, proc = _start(
+        tmp_path, "--warmup", "0", "--active", "3000", script=("--mark-at", "50", "--mark-file", str(tmp_path / "mark"))
+    )
     _wait_for(tmp_path / "mark", proc)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=300)
@@ -275,6 +377,7 @@ def test_capture_signals_no_process_that_did_not_start_listening(tmp_path):
 
 # -- the gate ---------------------------------------------------------------------------------------------------
 
+
 def _result(tmp_path, name, scale, machine):
     profile = nnprofile.load(os.path.join(ROOT, "tests", "golden", "result_v8.json"))
     for s in profile.sections:
@@ -282,6 +385,7 @@ def _result(tmp_path, name, scale, machine):
         for e in s.entries:
             e.samples_ns = [x * scale for x in e.samples_ns]
     from nnprofile.result import file as result_file
+
     folder = tmp_path / name
     folder.mkdir()
     result_file.save(profile, str(folder))
@@ -300,10 +404,12 @@ def test_the_gate_cannot_judge_a_run_whose_machine_ran_beyond_its_slow_spells(tm
 
 
 def test_the_machines_reference_runs_in_one_fixed_context(tmp_path):
-    code = ("import nnabla as nn; from nnabla.ext_utils import get_extension_context;"
-            "nn.set_default_context(get_extension_context('cpu', type_config='half'));"
-            "from nnprofile.measure.rounds import Reference; from nnprofile.measure.timing import Timer, Sampling;"
-            "r = Reference(Timer(Sampling())); print(r.output.d.dtype)")
+    code = (
+        "import nnabla as nn; from nnabla.ext_utils import get_extension_context;"
+        "nn.set_default_context(get_extension_context('cpu', type_config='half'));"
+        "from nnprofile.measure.machine_watch import Reference; from nnprofile.measure.timing import Timer, Sampling;"
+        "r = Reference(Timer(Sampling())); print(r.output.d.dtype)"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "float32"
@@ -322,13 +428,17 @@ def test_unrelated_results_are_refused_by_check_compare_and_merge(tmp_path):
 
 # -- bad input ----------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("args, says", [
-    (["--memory-limit", "1e400GB"], "not a size"),
-    (["--warmup", "-1"], "--warmup"),
-    (["--target-rse", "inf"], "finite"),
-    (["--max-seconds", "nan"], "finite"),
-    (["--runs", "0"], "at least 1"),
-])
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--memory-limit", "1e400GB"], "not a size"),
+        (["--warmup", "-1"], "--warmup"),
+        (["--target-rse", "inf"], "finite"),
+        (["--max-seconds", "nan"], "finite"),
+        (["--runs", "0"], "at least 1"),
+    ],
+)
 def test_an_option_no_run_can_take_is_one_line(args, says):
     proc = run_cli(LENET, "--synthetic", *args)
     assert proc.returncode == 2 and says in proc.stderr and "Traceback" not in proc.stderr
@@ -346,11 +456,35 @@ def test_capture_never_signals_a_stranger_named_as_a_launcher_beside_a_real_run(
     USR2 to the real run."""
     stop = tmp_path / "stop"
     out = tmp_path / "out" / "odr"
-    real = subprocess.Popen([sys.executable, "-m", "nnprofile", "run", "-q", "--on-demand", "-o", str(out), LONG,
-                             "--iterations", "0", "--stop-file", str(stop)], cwd=str(tmp_path),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    stranger = subprocess.Popen(["bash", "-c", 'exec -a mpirun %s -c "import time; time.sleep(60)" run --on-demand '
-                                 '-o out/odr' % sys.executable], cwd=str(tmp_path))
+    real = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "nnprofile",
+            "run",
+            "-q",
+            "--on-demand",
+            "-o",
+            str(out),
+            LONG,
+            "--iterations",
+            "0",
+            "--stop-file",
+            str(stop),
+        ],
+        cwd=str(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    stranger = subprocess.Popen(
+        [
+            "bash",
+            "-c",
+            'exec -a mpirun %s -c "import time; time.sleep(60)" run --on-demand -o out/odr' % sys.executable,
+        ],
+        cwd=str(tmp_path),
+    )
     try:
         _wait_for(out / "on-demand.json", real)
         proc = run_cli("capture", str(stranger.pid))
@@ -367,11 +501,14 @@ def test_capture_never_signals_a_stranger_named_as_a_launcher_beside_a_real_run(
     assert real.returncode == 0
 
 
-@pytest.mark.parametrize("args, says", [
-    (["--on-demand", "--signal", "TERM"], "USR1 or USR2 only"),
-    (["--on-demand", "--signal", "SEGV"], "USR1 or USR2 only"),
-    (["--signal", "USR2", "--repeat", "2"], "--signal names the signal of --on-demand"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--on-demand", "--signal", "TERM"], "USR1 or USR2 only"),
+        (["--on-demand", "--signal", "SEGV"], "USR1 or USR2 only"),
+        (["--signal", "USR2", "--repeat", "2"], "--signal names the signal of --on-demand"),
+    ],
+)
 def test_a_window_is_asked_for_by_usr1_or_usr2_of_an_on_demand_run_only(tmp_path, args, says):
     proc = _run("run", *args, "-o", str(tmp_path / "o"), LONG, cwd=tmp_path)
     assert proc.returncode == 2 and says in proc.stderr and not (tmp_path / "o").exists()
@@ -386,9 +523,18 @@ def test_report_compare_and_merge_into_a_folder_in_use_are_refused(tmp_path):
     busy = tmp_path / "busy"
     busy.mkdir()
     (busy / "report.html").write_text("the running profile's")
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from nnprofile.base.outdir import Lock; "
-                               "Lock(sys.argv[1]).acquire(); print('held', flush=True); time.sleep(60)", str(busy)],
-                              cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from nnprofile.base.outdir import Lock; "
+            "Lock(sys.argv[1]).acquire(); print('held', flush=True); time.sleep(60)",
+            str(busy),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         before = sorted(os.listdir(busy))
@@ -430,21 +576,25 @@ def test_a_program_that_changes_its_working_folder_moves_nothing_nnprofile_write
     elsewhere.mkdir()
     (elsewhere / "profile.log").write_text("the user's own")
     schedule = ["--wait", "2", "--warmup", "0", "--active", "4", "--repeat", "0"] if windows else []
-    proc = _run("run", "-q", "-o", "out", *schedule, HOSTILE, "--iterations", "40", "--chdir", "elsewhere",
-                cwd=tmp_path)
+    proc = _run(
+        "run", "-q", "-o", "out", *schedule, HOSTILE, "--iterations", "40", "--chdir", "elsewhere", cwd=tmp_path
+    )
     assert proc.returncode == 0 and "ran 40 iterations" in proc.stdout, proc.stderr[-2000:]
-    assert sorted(os.listdir(elsewhere)) == ["profile.log"] and (elsewhere / "profile.log").read_text() == \
-        "the user's own"
+    assert (
+        sorted(os.listdir(elsewhere)) == ["profile.log"] and (elsewhere / "profile.log").read_text() == "the user's own"
+    )
     profile = nnprofile.load(tmp_path / "out")
     assert profile.complete and all((tmp_path / "out" / f).is_file() for f in profile.files)
     if windows:
-        assert len(profile.windows) >= 3 and all((tmp_path / "out" / w.folder / "result.json").is_file()
-                                                 for w in profile.windows)
+        assert len(profile.windows) >= 3 and all(
+            (tmp_path / "out" / w.folder / "result.json").is_file() for w in profile.windows
+        )
 
 
 def test_a_program_that_rewrites_sys_path_keeps_its_profile(tmp_path):
-    proc = _run("run", "-q", "-o", str(tmp_path / "out"), HOSTILE, "--iterations", "30", "--clear-sys-path",
-                cwd=tmp_path)
+    proc = _run(
+        "run", "-q", "-o", str(tmp_path / "out"), HOSTILE, "--iterations", "30", "--clear-sys-path", cwd=tmp_path
+    )
     assert proc.returncode == 0 and "ran 30 iterations" in proc.stdout, proc.stderr[-2000:]
     profile = nnprofile.load(tmp_path / "out")
     assert profile.complete and "profile.xlsx" in profile.files and (tmp_path / "out" / "profile.xlsx").is_file()
@@ -469,9 +619,11 @@ def test_an_exception_in_on_window_is_the_users_said_with_its_traceback_and_reco
         "    raise RuntimeError('the user callback broke')\n"
         "sys.argv = [%r, '--iterations', '40']\n"
         "with nnprofile.record(outdir=%r, wait=2, warmup=0, active=4, repeat=3, on_window=on_window):\n"
-        "    runpy.run_path(%r, run_name='__main__')\n" % (HOSTILE, str(tmp_path / "out"), HOSTILE))
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=str(tmp_path),
-                          env=_env(), timeout=600)
+        "    runpy.run_path(%r, run_name='__main__')\n" % (HOSTILE, str(tmp_path / "out"), HOSTILE)
+    )
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, cwd=str(tmp_path), env=_env(), timeout=600
+    )
     assert proc.returncode == 0 and "ran 40 iterations" in proc.stdout, proc.stderr[-3000:]
     assert proc.stderr.count("on_window raised on window 1; the recording goes on") == 1
     assert proc.stderr.count("Traceback (most recent call last)") == 1  # its traceback, once
@@ -490,8 +642,17 @@ def test_a_program_that_trains_in_a_thread_is_told_so_before_profile_completed(t
 
 def test_a_file_that_cannot_be_written_is_said_in_the_record_which_claims_only_what_is_there(tmp_path):
     out = tmp_path / "out"
-    proc = _run("run", "-q", "-o", str(out), HOSTILE, "--iterations", "20", env=_env(NNPROFILE_TEST_FULL="profile.xlsx"),
-                cwd=tmp_path)
+    proc = _run(
+        "run",
+        "-q",
+        "-o",
+        str(out),
+        HOSTILE,
+        "--iterations",
+        "20",
+        env=_env(NNPROFILE_TEST_FULL="profile.xlsx"),
+        cwd=tmp_path,
+    )
     assert proc.returncode == 70 and "No space left on device" in proc.stderr, proc.stderr[-2000:]
     record = json.loads((out / "result.json").read_text())
     assert record["complete"] is False and "profile.xlsx could not be written" in record["failure"]

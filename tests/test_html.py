@@ -1,4 +1,5 @@
 """report.html and compare.html: self-contained, and tested in a real browser (headless Chromium)."""
+
 import os
 import re
 import shutil
@@ -15,11 +16,13 @@ EVIL = "<img src=x onerror=alert(1)>"
 def _browser():
     try:
         from playwright.sync_api import sync_playwright  # noqa: F401
+
         driver = True
     except ImportError:
         driver = False
     require(BROWSER and driver, "a Chromium browser (Debian's chromium package) and the playwright driver")
     from playwright.sync_api import sync_playwright
+
     return sync_playwright
 
 
@@ -47,9 +50,17 @@ def test_the_report_is_one_file_under_a_megabyte_that_asks_for_nothing(reports):
 
 
 def _open(p, path):
-    browser = p.chromium.launch(executable_path=BROWSER, args=[
-        "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--no-first-run", "--disable-sync"])
+    browser = p.chromium.launch(
+        executable_path=BROWSER,
+        args=[
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--no-first-run",
+            "--disable-sync",
+        ],
+    )
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     seen = {"requests": [], "errors": [], "dialogs": []}
     page.on("request", lambda r: seen["requests"].append(r.url))
@@ -127,9 +138,18 @@ def test_a_long_layer_table_shows_its_first_rows_until_asked(tmp_path):
     """Thousands of layers open quickly: the first 100 rows in the order chosen, then all on request."""
     from nnprofile.render import write_all
     from nnprofile.result import Entry, Profile, Section
-    entries = [Entry(label="forward_function (L%d : Affine)" % i, phase="forward_function",
-                     samples_ns=[1000.0 * (i + 1)], layer="L%d" % i, layer_id=i, layer_type="Affine")
-               for i in range(150)]
+
+    entries = [
+        Entry(
+            label="forward_function (L%d : Affine)" % i,
+            phase="forward_function",
+            samples_ns=[1000.0 * (i + 1)],
+            layer="L%d" % i,
+            layer_id=i,
+            layer_type="Affine",
+        )
+        for i in range(150)
+    ]
     write_all(Profile(sections=[Section("executor", "E", "N", entries, complete=True)], complete=True), str(tmp_path))
     sync_playwright = _browser()
     with sync_playwright() as p:
@@ -160,10 +180,19 @@ def test_a_programs_report_opens_with_its_step_and_nothing_is_wider_than_the_win
     from nnprofile.assembly.events import load
     from nnprofile.render import write_all
     from nnprofile.result import Profile
+
     capture = load(os.path.join(os.path.dirname(__file__), "events", "train_validate.json.gz"))
     a = assemble(capture, capture.costs, "train_validate.py")
-    write_all(Profile(header={"kind": "program", "steps": a.how, "project": "/a/long/path/" * 20 + "train.py"},
-                      notes=a.notes, sections=a.sections, complete=True, timeline=a.timeline), str(tmp_path))
+    write_all(
+        Profile(
+            header={"kind": "program", "steps": a.how, "project": "/a/long/path/" * 20 + "train.py"},
+            notes=a.notes,
+            sections=a.sections,
+            complete=True,
+            timeline=a.timeline,
+        ),
+        str(tmp_path),
+    )
     sync_playwright = _browser()
     with sync_playwright() as p:
         browser, page, seen = _open(p, tmp_path / "report.html")
@@ -188,6 +217,7 @@ def test_a_programs_report_opens_with_its_step_and_nothing_is_wider_than_the_win
 
 def _incomplete(folder):
     from nnprofile.render import write_all
+
     profile = nnprofile.load(os.path.join(os.path.dirname(__file__), "golden", "result_v2.json"))
     profile.complete, profile.failure = False, "interrupted by Ctrl-C"
     write_all(profile, str(folder))

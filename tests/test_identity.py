@@ -1,4 +1,5 @@
 """A layer's identity is its function, not its name: forward and backward always pair up right."""
+
 import nnabla as nn
 import nnabla.functions as F
 import numpy as np
@@ -31,13 +32,29 @@ def test_backward_entries_carry_their_own_forwards_name_and_id():
 
 
 def _entry(phase, layer, layer_id, ms):
-    return Entry(label="%s (%s : ReLU)" % (phase, layer), phase=phase, samples_ns=[ms * 1e6],
-                 layer=layer, layer_id=layer_id, layer_type="ReLU", impl_class="ReLU")
+    return Entry(
+        label="%s (%s : ReLU)" % (phase, layer),
+        phase=phase,
+        samples_ns=[ms * 1e6],
+        layer=layer,
+        layer_id=layer_id,
+        layer_type="ReLU",
+        impl_class="ReLU",
+    )
 
 
 def test_layer_times_pair_by_id_even_when_names_collide():
     # Two layers that a script could only name "ReLU": ids 0 and 1 tell them apart.
-    section = Section(kind="optimizer", name="O", network="N", complete=True, entries=[
-        _entry("forward_function", "ReLU", 0, 1.0), _entry("forward_function", "ReLU", 1, 2.0),
-        _entry("backward_function", "ReLU", 1, 20.0), _entry("backward_function", "ReLU", 0, 10.0)])
+    section = Section(
+        kind="optimizer",
+        name="O",
+        network="N",
+        complete=True,
+        entries=[
+            _entry("forward_function", "ReLU", 0, 1.0),
+            _entry("forward_function", "ReLU", 1, 2.0),
+            _entry("backward_function", "ReLU", 1, 20.0),
+            _entry("backward_function", "ReLU", 0, 10.0),
+        ],
+    )
     assert [(l.forward_ms, l.backward_ms) for l in layer_times(section)] == [(1.0, 10.0), (2.0, 20.0)]

@@ -1,4 +1,5 @@
 """Names from shared project files are shown as text everywhere: never a formula in a spreadsheet."""
+
 import pytest
 import csv
 
@@ -12,6 +13,7 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 def _renamed_lenet(tmp_path):
     import os
+
     text = open(LENET).read()
     digits = os.path.join(os.path.dirname(LENET), "digits")
     for name in ("training", "validation"):

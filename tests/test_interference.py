@@ -4,6 +4,7 @@ An interrupted call is no sample of its layer's cost: every figure stands on the
 their chance to run undisturbed), a project takes more rounds until each entry has the runs it was asked for, a
 recording takes what its step waited for a CPU off the step, and every output says how much other work took.
 """
+
 import math
 import os
 
@@ -108,6 +109,7 @@ def test_a_wait_held_up_is_left_out_and_the_runs_asked_for_taken_again():
     from nnprofile.measure.items import Probe as ItemProbe
     from nnprofile.measure.rounds import RoundRunner
     from nnprofile.result import Entry, Section
+
     clock = Busy(every=0)
     timer = Timer(Sampling(runs=3, warmup=0), clock=clock, probe=clock.probe)
     reads = iter(range(100))
@@ -115,6 +117,7 @@ def test_a_wait_held_up_is_left_out_and_the_runs_asked_for_taken_again():
     def read():
         if next(reads) == 1:  # the second read: another task ran while it waited
             clock.steal()
+
     waits = ItemProbe(lambda m: Entry("load_dataset", "load_dataset", m.samples_ns), read, blocking=True)
     other = ItemProbe(lambda m: Entry("let_data", "let_data", m.samples_ns), lambda: None)
     section = Section("optimizer", "o", "n")
@@ -128,6 +131,7 @@ def test_a_wait_held_up_is_left_out_and_the_runs_asked_for_taken_again():
 def test_every_output_says_what_other_work_took(busy_project, tmp_path):
     profile, _ = busy_project
     from nnprofile.render import write_all
+
     write_all(profile, str(tmp_path))
     found = profile.interference()
     share = "other processes took %.0f%%" % (100 * found.share)
@@ -135,8 +139,9 @@ def test_every_output_says_what_other_work_took(busy_project, tmp_path):
     assert share in (tmp_path / "report.html").read_text()
     again = nnprofile.load(tmp_path)
     assert again.interference() == found
-    assert [e.disturbed for s in again.sections for e in s.entries] == \
-        [e.disturbed for s in profile.sections for e in s.entries]
+    assert [e.disturbed for s in again.sections for e in s.entries] == [
+        e.disturbed for s in profile.sections for e in s.entries
+    ]
 
 
 def _interrupting_layer(clock, when):
@@ -174,6 +179,7 @@ def _interrupting_layer(clock, when):
 
         def grad_depends_input_data(self, i, j):
             return False
+
     return Held
 
 
@@ -182,6 +188,7 @@ def test_a_recording_leaves_interrupted_calls_out_and_takes_the_wait_off_its_ste
     import nnabla.functions as F
     import nnabla.parametric_functions as PF
     import nnabla.solvers as S
+
     nn.clear_parameters()
     clock = Busy(every=0)
     x = nn.Variable((2, 3))
@@ -189,8 +196,9 @@ def test_a_recording_leaves_interrupted_calls_out_and_takes_the_wait_off_its_ste
     held = _interrupting_layer(clock, when={2, 4})(nn.get_current_context())
     with nn.parameter_scope("fc"):
         loss = F.mean(held(F.relu(PF.affine(x, 4))))
-    recording = nnprofile.Recording(outdir=tmp_path, skip_first=1, active=8, clock=clock.now_ns,
-                                    hook_costs=HookCosts(), probe=clock.probe)
+    recording = nnprofile.Recording(
+        outdir=tmp_path, skip_first=1, active=8, clock=clock.now_ns, hook_costs=HookCosts(), probe=clock.probe
+    )
     with recording:
         solver = S.Sgd()
         solver.set_parameters(nn.get_parameters())
@@ -224,10 +232,11 @@ def test_a_recording_leaves_interrupted_calls_out_and_takes_the_wait_off_its_ste
 def test_a_pass_held_up_between_its_functions_counts_less_what_was_taken_there():
     from types import SimpleNamespace
     from nnprofile.assembly.sections import Builder
+
     capture = SimpleNamespace(graph=SimpleNamespace(functions={}), excluded=[], marks="cpu", events=[], waits=[])
     b = Builder(capture, None, "s", [], [], [], [])
-    first = SimpleNamespace(start_ns=0, end_ns=100, m0=0, m1=100)             # ran undisturbed
-    second = SimpleNamespace(start_ns=150, end_ns=250, m0=130, m1=200)        # held up 30 ns inside it
+    first = SimpleNamespace(start_ns=0, end_ns=100, m0=0, m1=100)  # ran undisturbed
+    second = SimpleNamespace(start_ns=150, end_ns=250, m0=130, m1=200)  # held up 30 ns inside it
     third = SimpleNamespace(start_ns=100_300, end_ns=100_400, m0=50_200, m1=50_300)  # 100 us later, 50 on the CPU
     p = SimpleNamespace(calls=[first, second, third], stretches=[])
     assert b.taken(second) == 30 and b.taken(first) == 0

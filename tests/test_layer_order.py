@@ -1,4 +1,5 @@
 """Layer-order regression tests as users write them: nnprofile.testing and its pytest plugin."""
+
 import os
 import subprocess
 import sys
@@ -22,8 +23,9 @@ def test_the_order_of_a_project_is_its_logs_and_the_golden_file_holds_it():
 def test_a_programs_order_comes_from_its_result(tmp_path, monkeypatch):
     """A GAN recorded by nnprofile run: a section per graph, the layers named by scope (checked in)."""
     monkeypatch.chdir(tmp_path)  # the program writes its monitor's files where it runs
-    profile, status = nnprofile.run(os.path.join(SCRIPTS, "gan.py"), "--iterations", "5", outdir=tmp_path,
-                                    skip_first=1, active=3)
+    profile, status = nnprofile.run(
+        os.path.join(SCRIPTS, "gan.py"), "--iterations", "5", outdir=tmp_path, skip_first=1, active=3
+    )
     assert status == 0
     golden = os.path.join(GOLDEN, "gan_order.txt")
     assert_layer_order(profile, golden)
@@ -32,29 +34,49 @@ def test_a_programs_order_comes_from_its_result(tmp_path, monkeypatch):
 
 
 def test_a_difference_says_what_was_added_removed_moved_and_which_class_changed():
-    old = ["Profiling optimizer 'O' with network 'Main' ...", "load_dataset",
-           "forward_function (conv1 : Convolution)", "forward_function (ReLU : ReLU)",
-           "forward_function (pool : MaxPooling)", "forward_function (fc : Affine)", "forward_all",
-           "Profile Completed."]
-    new = ["Profiling optimizer 'O' with network 'Main' ...", "load_dataset",
-           "forward_function (conv1 : ConvolutionCudaCudnn)", "forward_function (pool : MaxPooling)",
-           "forward_function (ReLU : ReLU)", "forward_function (drop : Dropout)", "forward_all",
-           "Profile Completed."]
+    old = [
+        "Profiling optimizer 'O' with network 'Main' ...",
+        "load_dataset",
+        "forward_function (conv1 : Convolution)",
+        "forward_function (ReLU : ReLU)",
+        "forward_function (pool : MaxPooling)",
+        "forward_function (fc : Affine)",
+        "forward_all",
+        "Profile Completed.",
+    ]
+    new = [
+        "Profiling optimizer 'O' with network 'Main' ...",
+        "load_dataset",
+        "forward_function (conv1 : ConvolutionCudaCudnn)",
+        "forward_function (pool : MaxPooling)",
+        "forward_function (ReLU : ReLU)",
+        "forward_function (drop : Dropout)",
+        "forward_all",
+        "Profile Completed.",
+    ]
     d = order_difference(old, new)
     assert d.added == [(5, "forward_function (drop : Dropout)")]
     assert d.removed == [(5, "forward_function (fc : Affine)")]
     # Two layers swapped: one of them is out of the longest common order.
-    assert [label for _, _, label in d.moved] in (["forward_function (ReLU : ReLU)"],
-                                                  ["forward_function (pool : MaxPooling)"])
+    assert [label for _, _, label in d.moved] in (
+        ["forward_function (ReLU : ReLU)"],
+        ["forward_function (pool : MaxPooling)"],
+    )
     assert d.changed == [(2, "forward_function (conv1 : ConvolutionCudaCudnn)", "Convolution", "ConvolutionCudaCudnn")]
-    assert "  class:   line 3: forward_function (conv1 : ConvolutionCudaCudnn): Convolution -> ConvolutionCudaCudnn" \
+    assert (
+        "  class:   line 3: forward_function (conv1 : ConvolutionCudaCudnn): Convolution -> ConvolutionCudaCudnn"
         in d.lines()
+    )
     assert not order_difference(old, list(old))
 
 
 def test_the_same_layer_in_two_sections_is_two_lines():
-    a = ["Profiling optimizer 'O' ...", "forward_function (fc : Affine)",
-         "Profiling executor 'E' ...", "forward_function (fc : Affine)"]
+    a = [
+        "Profiling optimizer 'O' ...",
+        "forward_function (fc : Affine)",
+        "Profiling executor 'E' ...",
+        "forward_function (fc : Affine)",
+    ]
     b = ["Profiling optimizer 'O' ...", "forward_function (fc : Affine)", "Profiling executor 'E' ..."]
     assert order_difference(a, b).removed == [(3, "forward_function (fc : Affine)")]
 
@@ -67,6 +89,7 @@ def test_a_reordered_project_fails_and_the_original_passes(tmp_path):
     with pytest.raises(LayerOrderError, match="--nnprofile-update"):
         assert_layer_order(original, golden)  # no golden file yet
     from nnprofile.testing import golden as mode
+
     mode.UPDATE = True
     try:
         assert_layer_order(original, golden)
@@ -81,17 +104,22 @@ def test_a_reordered_project_fails_and_the_original_passes(tmp_path):
     assert str(golden) in message
 
 
-TEST_FILE = '''
+TEST_FILE = """
 from nnprofile.testing import assert_layer_order
 
 def test_the_network_keeps_its_layers():
     assert_layer_order({project!r}, "golden/order.txt")
-'''
+"""
 
 
 def _pytest(folder, *args):
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args], cwd=str(folder),
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        cwd=str(folder),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.mark.slow

@@ -8,6 +8,7 @@
 
 Nothing here asserts a time: what the programs' structure fixes, and that figures agree with each other.
 """
+
 import os
 
 import pytest
@@ -56,7 +57,8 @@ def test_one_solver_updated_twice_an_iteration_is_one_step(vat):
     # 12 iterations of two updates each: 12 steps, the first set aside, 11 kept
     assert h.skipped_steps == 1 and h.kept_steps == list(range(2, 13))
     assert h.steps == "one step per iteration of the program's loop at vat.py:%d (updates a step: Adam 2)" % _line(
-        "vat.py", "for i in range(args.iterations)")
+        "vat.py", "for i in range(args.iterations)"
+    )
     names = [s.name for s in profile.sections]
     assert names == ["loss_l", "yu", "loss_k", "loss_u", "err", "vat.py"]
     info = {s.name: s.info for s in profile.sections[:-1]}
@@ -77,7 +79,12 @@ def test_a_graph_that_feeds_training_is_never_advised_as_an_evaluation(vat):
     evaluations = [a.text for a in step.advice if a.rule == "costly_evaluation"]
     assert not any("'yu'" in text for text in evaluations)
     assert {g.name: g.evaluation for g in step.graphs} == {
-        "loss_l": False, "yu": False, "loss_k": False, "loss_u": False, "err": True}
+        "loss_l": False,
+        "yu": False,
+        "loss_k": False,
+        "loss_u": False,
+        "err": True,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +97,8 @@ def test_a_validation_after_each_epoch_has_its_part_and_the_test_after_the_loop_
     profile, analysis, log = lstm
     h = profile.header
     assert h.steps == "one step per iteration of the program's loop at lstm_lm.py:%d (updates a step: Sgd 1)" % _line(
-        "lstm_lm.py", "for i in range(args.iters_per_epoch)") and h.kept_steps == list(range(2, 22))
+        "lstm_lm.py", "for i in range(args.iters_per_epoch)"
+    ) and h.kept_steps == list(range(2, 22))
     loss, vloss, tloss, outside, program = profile.sections
     assert (loss.name, vloss.name) == ("loss", "vloss") and vloss.info["role"] == "evaluation"
     # validations after epochs 1 and 2 (3 batches each) fall in steps 9 and 17; the third after the last step
@@ -114,8 +122,11 @@ def test_gradient_clipping_on_ndarrays_is_eager_work_at_the_programs_lines(lstm)
     square = _line("lstm_lm.py", "F.sum(F.pow_scalar(p.grad")
     add = _line("lstm_lm.py", "total = squared if total is None")
     labels = [e.label for e in program.entries_of("eager")]
-    assert labels == ["eager (PowScalar at lstm_lm.py:%d)" % square, "eager (Sum at lstm_lm.py:%d)" % square,
-                      "eager (Add2 at lstm_lm.py:%d)" % add]
+    assert labels == [
+        "eager (PowScalar at lstm_lm.py:%d)" % square,
+        "eager (Sum at lstm_lm.py:%d)" % square,
+        "eager (Add2 at lstm_lm.py:%d)" % add,
+    ]
     # 5 parameters (embed W; the gates' W and b; the output's W and b): each gradient squared and summed once a
     # step, the 5 sums added by 4 NdArray additions
     powers, sums, adds = program.entries_of("eager")
@@ -134,10 +145,16 @@ def tiny(tmp_path_factory):
 def test_a_name_bound_to_a_second_graph_and_a_solver_used_before_the_loop(tiny):
     profile, analysis, log = tiny
     first, second = _line("tiny_mlp.py", "loss = F.reduce_mean"), _line("tiny_mlp.py", "loss = F.reduce_mean", 50)
-    assert [s.name for s in profile.sections] == ["loss (line %d)" % second, "loss (line %d)" % first, "tiny_mlp.py",
-                                                  "tiny_mlp.py"]
-    assert profile.header.steps == ("one step per iteration of the program's loop at tiny_mlp.py:%d (updates a step: "
-                                    "Adam 1)" % _line("tiny_mlp.py", "for i in range(args.iterations)"))
+    assert [s.name for s in profile.sections] == [
+        "loss (line %d)" % second,
+        "loss (line %d)" % first,
+        "tiny_mlp.py",
+        "tiny_mlp.py",
+    ]
+    assert profile.header.steps == (
+        "one step per iteration of the program's loop at tiny_mlp.py:%d (updates a step: "
+        "Adam 1)" % _line("tiny_mlp.py", "for i in range(args.iterations)")
+    )
     # the first model, trained before the loop: a section of its own, outside the steps
     _, before, outside, program = profile.sections
     assert before.info["outside"] == "before the first kept step" and before.info["trained_by"] == ["Sgd"]

@@ -1,4 +1,5 @@
 """Memory: per layer, per step, what fits, and running out of it explained."""
+
 import csv
 import resource
 import subprocess
@@ -52,7 +53,7 @@ def test_per_step_memory_in_summary(lenet):
     assert int(by_name["peak_measured"]["bytes"]) > 0 and "mallinfo2" in by_name["peak_measured"]["detail"]
     m = profile.sections[0].memory
     fixed = 4 * 475704
-    assert by_name["largest_batch"]["bytes"] == str(int((8 * 1024 ** 3 - fixed) / (m["activations_at_peak"] / 64)))
+    assert by_name["largest_batch"]["bytes"] == str(int((8 * 1024**3 - fixed) / (m["activations_at_peak"] / 64)))
     log = (out / "profile.log").read_text()
     assert "Memory: parameters 464.55 KiB" in log and "Memory limit 8.00 GiB: the largest batch" in log
 
@@ -62,6 +63,7 @@ def test_solver_state_follows_the_solver():
     import nnabla.functions as F
     import nnabla.parametric_functions as PF
     import nnabla.solvers as S
+
     nn.clear_parameters()
     x = nn.Variable((2, 3))
     loss = F.mean(PF.affine(x, 4))  # 3 x 4 + 4 = 16 floats
@@ -79,18 +81,20 @@ def test_solver_state_follows_the_solver():
 def test_the_estimate_follows_the_buffers_by_hand():
     """Three ReLUs in a chain on 10 floats, described as data: no NNabla needed."""
     from nnprofile.base.functions import FunctionInfo, Graph, VariableInfo
+
     variables = [VariableInfo(i, (10,), "float32") for i in range(4)]
     functions = [FunctionInfo(i, "ReLU", "ReLU", {}, [i], [i + 1], [i - 1 if i else None], [False]) for i in range(3)]
-    est = buffers.estimate(functions, Graph(functions, variables), ["ReLU", "ReLU_2", "ReLU_3"], frozenset(), 4,
-                           training=False)
+    est = buffers.estimate(
+        functions, Graph(functions, variables), ["ReLU", "ReLU_2", "ReLU_3"], frozenset(), 4, training=False
+    )
     # input 40 B stays; each output lives until its reader ran; the last is the result
     assert [c[2] for c in est.curve] == [80, 120, 120]
     assert (est.peak, est.peak_layer, est.peak_phase) == (120, "ReLU_2", "forward")
 
 
 def test_sizes_and_what_fits():
-    assert sizes.parse_size("8GiB") == 8 * 1024 ** 3
-    assert sizes.parse_size("512MB") == 512 * 1000 ** 2
+    assert sizes.parse_size("8GiB") == 8 * 1024**3
+    assert sizes.parse_size("512MB") == 512 * 1000**2
     assert sizes.parse_size("1e6") == 1_000_000
     for bad in ("lots", "-1GB", "0"):
         with pytest.raises(ValueError):
@@ -103,10 +107,28 @@ def test_sizes_and_what_fits():
 @pytest.mark.slow
 def test_running_out_of_memory_is_one_line_with_a_batch_that_fits(tmp_path):
     def limit():
-        resource.setrlimit(resource.RLIMIT_AS, (3 * 1024 ** 3, 3 * 1024 ** 3))
-    proc = subprocess.run([sys.executable, "-m", "nnprofile", LENET, "--synthetic", "--batch-size", "200000",
-                           "--no-inference", "-q", "-o", str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
-                          preexec_fn=limit, timeout=300)
+        resource.setrlimit(resource.RLIMIT_AS, (3 * 1024**3, 3 * 1024**3))
+
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nnprofile",
+            LENET,
+            "--synthetic",
+            "--batch-size",
+            "200000",
+            "--no-inference",
+            "-q",
+            "-o",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        preexec_fn=limit,
+        timeout=300,
+    )
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
@@ -123,6 +145,7 @@ def test_the_gpu_path_reads_the_devices_used_memory(monkeypatch):
     import types
     import nnabla.ext_utils
     import nnabla.utils.nvml as nvml
+
     device = {"used": 1000, "cleared": 0, "synced": 0}
     monkeypatch.setattr(nvml, "nvmlInit", lambda flags=0: True)
     monkeypatch.setattr(nvml, "nvmlDeviceGetHandleByIndex", lambda index: ("gpu", index))
@@ -135,6 +158,7 @@ def test_the_gpu_path_reads_the_devices_used_memory(monkeypatch):
         for delta in (1000, 2000, -2000):
             device["used"] += delta
             post(None)
+
     grown, how = peak.measure_device_step(step, used, clear, lambda: device.update(synced=device["synced"] + 1))
     assert grown == 3000 and device["cleared"] == 1 and device["synced"] == 5
     assert "NVML" in how
@@ -144,8 +168,13 @@ def test_the_gpu_path_reads_the_devices_used_memory(monkeypatch):
 
 @pytest.mark.slow
 def test_a_bad_memory_limit_is_one_line_before_any_work(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "nnprofile", LENET, "--memory-limit", "lots", "-o", str(tmp_path)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nnprofile", LENET, "--memory-limit", "lots", "-o", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert proc.stderr.startswith("nnprofile: error: --memory-limit: 'lots' is not a size")
     assert not (tmp_path / "profile.log").exists()

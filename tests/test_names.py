@@ -8,6 +8,7 @@ and an iterator's name, through every renderer and read back (Hypothesis).
 - the HTML report and the notebook's view: no script but the report's own; the trace: JSON that loads;
 - result.json: the names back exactly as they were.
 """
+
 import csv
 import gzip
 import io
@@ -22,27 +23,82 @@ from nnprofile.render.log import ENTRY_LINE
 from nnprofile.render.safe import FORMULA_STARTS, csv_cell, safe_text, sheet_name
 from nnprofile.result import Entry, Profile, Section, file as result_file
 
-NAMES = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=24) | st.sampled_from([
-    "\r=2+2", "\n=HYPERLINK(\"x\")", " \t=1+1", "\x00", "'quoted'", "..", "[a]:*?/\\", "\x1b[2J", "\u2028x",
-    "\nforward_all 999.000000(ms)\nProfile Completed.", "</script><script>alert(1)</script>", "", " "])
+NAMES = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=24) | st.sampled_from(
+    [
+        "\r=2+2",
+        '\n=HYPERLINK("x")',
+        " \t=1+1",
+        "\x00",
+        "'quoted'",
+        "..",
+        "[a]:*?/\\",
+        "\x1b[2J",
+        "\u2028x",
+        "\nforward_all 999.000000(ms)\nProfile Completed.",
+        "</script><script>alert(1)</script>",
+        "",
+        " ",
+    ]
+)
 
 
 def _profile(layer, graph, optimizer, iterator):
-    f = Entry("forward_function (%s : Affine)" % layer, "forward_function", [2e6, 2e6], layer=layer, layer_id=0,
-              layer_type="Affine", impl_class="Affine", round_sizes=[1, 1], source="train.py:%s" % layer)
-    b = Entry("backward_function (%s : Affine)" % layer, "backward_function", [3e6, 3e6], layer=layer, layer_id=0,
-              layer_type="Affine", impl_class="Affine", round_sizes=[1, 1])
-    whole = [Entry("forward_all", "forward_all", [2.2e6, 2.2e6], round_sizes=[1, 1]),
-             Entry("backward_all", "backward_all", [3.1e6, 3.1e6], round_sizes=[1, 1])]
-    g = Section("graph", graph, "", [f, b] + whole, complete=True,
-                info={"graph": graph, "trained_by": [optimizer], "forward_per_step": 1, "backward_per_step": 1,
-                      "role": "trained"})
-    script = Section("script", optimizer, "", [
-        Entry("load_dataset (%s)" % iterator, "load_dataset", [1e5, 1e5], round_sizes=[1, 1]),
-        Entry("update (%s)" % optimizer, "update", [1e6, 1e6], round_sizes=[1, 1]),
-        Entry("step", "step", [8e6, 8e6], round_sizes=[1, 1])], complete=True)
-    return Profile(header={"project": graph, "nnprofile": "0", "context": "cpu:float", "mode": "record",
-                           "kind": "program"}, notes=["note %s" % layer], sections=[g, script], complete=True)
+    f = Entry(
+        "forward_function (%s : Affine)" % layer,
+        "forward_function",
+        [2e6, 2e6],
+        layer=layer,
+        layer_id=0,
+        layer_type="Affine",
+        impl_class="Affine",
+        round_sizes=[1, 1],
+        source="train.py:%s" % layer,
+    )
+    b = Entry(
+        "backward_function (%s : Affine)" % layer,
+        "backward_function",
+        [3e6, 3e6],
+        layer=layer,
+        layer_id=0,
+        layer_type="Affine",
+        impl_class="Affine",
+        round_sizes=[1, 1],
+    )
+    whole = [
+        Entry("forward_all", "forward_all", [2.2e6, 2.2e6], round_sizes=[1, 1]),
+        Entry("backward_all", "backward_all", [3.1e6, 3.1e6], round_sizes=[1, 1]),
+    ]
+    g = Section(
+        "graph",
+        graph,
+        "",
+        [f, b] + whole,
+        complete=True,
+        info={
+            "graph": graph,
+            "trained_by": [optimizer],
+            "forward_per_step": 1,
+            "backward_per_step": 1,
+            "role": "trained",
+        },
+    )
+    script = Section(
+        "script",
+        optimizer,
+        "",
+        [
+            Entry("load_dataset (%s)" % iterator, "load_dataset", [1e5, 1e5], round_sizes=[1, 1]),
+            Entry("update (%s)" % optimizer, "update", [1e6, 1e6], round_sizes=[1, 1]),
+            Entry("step", "step", [8e6, 8e6], round_sizes=[1, 1]),
+        ],
+        complete=True,
+    )
+    return Profile(
+        header={"project": graph, "nnprofile": "0", "context": "cpu:float", "mode": "record", "kind": "program"},
+        notes=["note %s" % layer],
+        sections=[g, script],
+        complete=True,
+    )
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -64,8 +120,11 @@ def test_any_name_stays_data_in_every_output(layer, graph, optimizer, iterator):
         assert len(rows) == out[name].count("\n") - _quoted_breaks(out[name]), name
         for row in rows:
             for cell in row:
-                assert not cell.lstrip(" \t\r\n\x0b\x0c").startswith(("=", "+", "-", "@")) or cell.startswith("'") or \
-                    _number(cell), (name, cell)
+                assert (
+                    not cell.lstrip(" \t\r\n\x0b\x0c").startswith(("=", "+", "-", "@"))
+                    or cell.startswith("'")
+                    or _number(cell)
+                ), (name, cell)
     detail = list(csv.DictReader(io.StringIO(out["profile_detail.csv"])))
     assert len(detail) == len(entries)
 
@@ -113,8 +172,8 @@ def _scripts_of_the_report():
 
 
 def test_a_csv_cell_is_quoted_where_it_holds_a_control_character_and_a_formula_is_neutralised():
-    assert csv_cell("\r=2+2") == "\"'\r=2+2\""
-    assert csv_cell(" \t=1+1") == "\"' \t=1+1\""
+    assert csv_cell("\r=2+2") == '"\'\r=2+2"'
+    assert csv_cell(" \t=1+1") == '"\' \t=1+1"'
     assert csv_cell("a\x00b") == "a\\x00b"
     assert csv_cell("plain") == "plain" and csv_cell(1.5) == "1.5"
     assert list(csv.reader(io.StringIO(csv_cell("x\ry") + ",next\n"))) == [["x\ry", "next"]]

@@ -1,5 +1,6 @@
 """Notebooks: %load_ext nnprofile and a %%nnprofile cell in IPython's own InteractiveShell, and what a
 Profile (and a comparison) shows below a cell: no script, every name escaped, rendered in Chromium."""
+
 import os
 import re
 
@@ -47,18 +48,25 @@ def _value(shell, cell):
 @pytest.mark.slow
 def test_a_cell_is_recorded_and_its_value_is_the_profile(shell, tmp_path):
     # The solver is made in an earlier cell, before recording starts, and held by an object.
-    assert shell.run_cell("class Trainer: pass\ntrainer = Trainer()\ntrainer.solver = S.Adam(1e-3)\n"
-                          "trainer.solver.set_parameters(nn.get_parameters())").success
-    outcome, profile = _value(shell, "%%%%nnprofile --skip-first 1 --active 3 -o %s\n"
-                                     "for i in range(6):\n"
-                                     "    x.d = np.random.rand(*x.shape); t.d = np.random.randint(0, 10, t.shape)\n"
-                                     "    loss.forward(); trainer.solver.zero_grad(); loss.backward()\n"
-                                     "    trainer.solver.update()\n" % (tmp_path / "out"))
+    assert shell.run_cell(
+        "class Trainer: pass\ntrainer = Trainer()\ntrainer.solver = S.Adam(1e-3)\n"
+        "trainer.solver.set_parameters(nn.get_parameters())"
+    ).success
+    outcome, profile = _value(
+        shell,
+        "%%%%nnprofile --skip-first 1 --active 3 -o %s\n"
+        "for i in range(6):\n"
+        "    x.d = np.random.rand(*x.shape); t.d = np.random.randint(0, 10, t.shape)\n"
+        "    loss.forward(); trainer.solver.zero_grad(); loss.backward()\n"
+        "    trainer.solver.update()\n" % (tmp_path / "out"),
+    )
     assert outcome.success
     from nnprofile import Profile as P
+
     assert isinstance(profile, P)
     assert profile.header.active_steps == 3 and profile.header.steps.startswith(
-        "one step per iteration of the program's loop at In [")  # the cell, as IPython names it
+        "one step per iteration of the program's loop at In ["
+    )  # the cell, as IPython names it
     program = profile.sections[-1]
     assert "update (Adam)" in [e.label for e in program.entries]  # the earlier cell's solver, timed
     assert [s.name for s in profile.sections[:-1]] == ["loss"]
@@ -71,9 +79,12 @@ def test_a_cell_is_recorded_and_its_value_is_the_profile(shell, tmp_path):
 @pytest.mark.slow
 def test_a_solver_made_earlier_in_the_namespace_is_seen_and_a_cell_without_steps_says_how_to_mark_them(shell):
     assert shell.run_cell("solver = S.Sgd(0.1)\nsolver.set_parameters(nn.get_parameters())").success
-    _, profile = _value(shell, "%%nnprofile --skip-first 0 --active 2\n"
-                               "for i in range(3):\n"
-                               "    loss.forward(); solver.zero_grad(); loss.backward(); solver.update()\n")
+    _, profile = _value(
+        shell,
+        "%%nnprofile --skip-first 0 --active 2\n"
+        "for i in range(3):\n"
+        "    loss.forward(); solver.zero_grad(); loss.backward(); solver.update()\n",
+    )
     assert "update (Sgd)" in [e.label for e in profile.sections[-1].entries]
     _, single = _value(shell, "%%nnprofile --skip-first 0\nloss.forward()\n")
     assert any("nnprofile.step()" in n for n in single.notes)
@@ -96,18 +107,54 @@ def test_a_wrong_magic_line_is_one_line_of_usage(shell, capsys):
 
 
 def _evil_profile():
-    f = Entry("forward_function (%s : Convolution)" % EVIL, "forward_function", [2e6, 2e6], layer=EVIL, layer_id=0,
-              layer_type="Convolution", impl_class="Convolution", round_sizes=[1, 1])
-    b = Entry("backward_function (%s : Convolution)" % EVIL, "backward_function", [3e6, 3e6], layer=EVIL, layer_id=0,
-              layer_type="Convolution", impl_class="Convolution", round_sizes=[1, 1])
-    whole = [Entry("forward_all", "forward_all", [2.2e6, 2.2e6], round_sizes=[1, 1]),
-             Entry("backward_all", "backward_all", [3.1e6, 3.1e6], round_sizes=[1, 1])]
-    graph = Section("graph", EVIL, "", [f, b] + whole, complete=True,
-                    info={"graph": EVIL, "trained_by": ["Adam: %s" % EVIL], "forward_per_step": 1, "backward_per_step": 1})
-    script = Section("script", "cell", "", [Entry("update (Adam: %s)" % EVIL, "update", [1e6, 1e6], round_sizes=[1, 1]),
-                                            Entry("step", "step", [8e6, 8e6], round_sizes=[1, 1])], complete=True)
-    return Profile(header={"project": EVIL, "nnprofile": "0", "context": "cpu:float"}, notes=["note " + EVIL],
-                   sections=[graph, script], complete=True)
+    f = Entry(
+        "forward_function (%s : Convolution)" % EVIL,
+        "forward_function",
+        [2e6, 2e6],
+        layer=EVIL,
+        layer_id=0,
+        layer_type="Convolution",
+        impl_class="Convolution",
+        round_sizes=[1, 1],
+    )
+    b = Entry(
+        "backward_function (%s : Convolution)" % EVIL,
+        "backward_function",
+        [3e6, 3e6],
+        layer=EVIL,
+        layer_id=0,
+        layer_type="Convolution",
+        impl_class="Convolution",
+        round_sizes=[1, 1],
+    )
+    whole = [
+        Entry("forward_all", "forward_all", [2.2e6, 2.2e6], round_sizes=[1, 1]),
+        Entry("backward_all", "backward_all", [3.1e6, 3.1e6], round_sizes=[1, 1]),
+    ]
+    graph = Section(
+        "graph",
+        EVIL,
+        "",
+        [f, b] + whole,
+        complete=True,
+        info={"graph": EVIL, "trained_by": ["Adam: %s" % EVIL], "forward_per_step": 1, "backward_per_step": 1},
+    )
+    script = Section(
+        "script",
+        "cell",
+        "",
+        [
+            Entry("update (Adam: %s)" % EVIL, "update", [1e6, 1e6], round_sizes=[1, 1]),
+            Entry("step", "step", [8e6, 8e6], round_sizes=[1, 1]),
+        ],
+        complete=True,
+    )
+    return Profile(
+        header={"project": EVIL, "nnprofile": "0", "context": "cpu:float"},
+        notes=["note " + EVIL],
+        sections=[graph, script],
+        complete=True,
+    )
 
 
 def test_the_inline_html_has_no_script_and_escapes_every_name():
@@ -120,16 +167,19 @@ def test_the_inline_html_has_no_script_and_escapes_every_name():
 
 @pytest.mark.slow
 def test_the_inline_html_renders_in_chromium_without_a_console_error(tmp_path, shell):
-    _, profile = _value(shell, "%%%%nnprofile --skip-first 1 --active 3 -o %s\n"
-                               "solver = S.Adam(1e-3); solver.set_parameters(nn.get_parameters())\n"
-                               "for i in range(6):\n"
-                               "    x.d = np.random.rand(*x.shape); t.d = np.random.randint(0, 10, t.shape)\n"
-                               "    loss.forward(); solver.zero_grad(); loss.backward(); solver.update()\n"
-                               % (tmp_path / "out"))
+    _, profile = _value(
+        shell,
+        "%%%%nnprofile --skip-first 1 --active 3 -o %s\n"
+        "solver = S.Adam(1e-3); solver.set_parameters(nn.get_parameters())\n"
+        "for i in range(6):\n"
+        "    x.d = np.random.rand(*x.shape); t.d = np.random.randint(0, 10, t.shape)\n"
+        "    loss.forward(); solver.zero_grad(); loss.backward(); solver.update()\n" % (tmp_path / "out"),
+    )
     cells = [profile._repr_html_(), _evil_profile()._repr_html_()]
     page = tmp_path / "notebook.html"
-    page.write_text("<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>%s</body></html>"
-                    % "<hr>".join(cells))
+    page.write_text(
+        "<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>%s</body></html>" % "<hr>".join(cells)
+    )
     sync_playwright = _browser()
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=BROWSER, args=["--no-sandbox", "--disable-gpu"])
@@ -151,9 +201,16 @@ def test_the_inline_html_renders_in_chromium_without_a_console_error(tmp_path, s
 def test_a_comparison_shows_its_ratios_inline(tmp_path):
     from nnprofile.compare import Comparison
     from nnprofile.compare.metrics import Metric, metric_rows
+
     m = Metric("training step", "ms")
     m.values = {"float": [10.0, 10.5, 9.8], EVIL: [5.0, 5.2, 4.9]}
-    c = Comparison(["float", EVIL], ["nnprofile compare: " + EVIL], metric_rows([m], ["float", EVIL]),
-                   ["%s is 0.5x float" % EVIL], [m], "runs")
+    c = Comparison(
+        ["float", EVIL],
+        ["nnprofile compare: " + EVIL],
+        metric_rows([m], ["float", EVIL]),
+        ["%s is 0.5x float" % EVIL],
+        [m],
+        "runs",
+    )
     page = c._repr_html_()
     assert "<script" not in page and EVIL not in page and "&lt;img" in page and "0.498" in page

@@ -1,4 +1,5 @@
 """The log, profile.csv, profile_detail.csv and profile.xlsx of one real run agree."""
+
 import csv
 
 import openpyxl
@@ -32,8 +33,10 @@ def test_printed_text_is_the_log_file(run):
 
 def test_log_has_training_and_inference_sections(run):
     _, _, sections, _ = run
-    assert [t for t, _ in sections] == ["optimizer 'Optimizer' with network 'Main'",
-                                        "executor 'Executor' with network 'MainRuntime'"]
+    assert [t for t, _ in sections] == [
+        "optimizer 'Optimizer' with network 'Main'",
+        "executor 'Executor' with network 'MainRuntime'",
+    ]
     for _, entries in sections:
         labels = [l for l, _ in entries]
         assert len(labels) == len(set(labels))
@@ -46,7 +49,7 @@ def test_profile_csv_has_a_column_per_section_and_the_log_figures(run):
     assert rows[0] == ["time in ms"] + [t for t, _ in sections]
     # The first section's rows come first, one per entry, in log order.
     first = sections[0][1]
-    assert [(r[0], r[1]) for r in rows[1:len(first) + 1]] == first
+    assert [(r[0], r[1]) for r in rows[1 : len(first) + 1]] == first
     for col, (_, entries) in enumerate(sections, start=1):
         column = [(r[0], r[col]) for r in rows[1:] if r[col] != ""]
         assert column == entries
@@ -71,8 +74,11 @@ def test_xlsx_sheets_hold_the_log_entries_as_numbers(run):
     for ws, (_, entries) in zip(wb.worksheets, sections):
         assert ws["A1"].value == "entry" and ws["B1"].value == "time (ms)"
         assert ws.freeze_panes == "B2"
-        values = [(ws.cell(row=i, column=1).value, ws.cell(row=i, column=2).value)
-                  for i in range(2, ws.max_row + 1) if ws.cell(row=i, column=1).value]
+        values = [
+            (ws.cell(row=i, column=1).value, ws.cell(row=i, column=2).value)
+            for i in range(2, ws.max_row + 1)
+            if ws.cell(row=i, column=1).value
+        ]
         assert [l for l, _ in values] == [l for l, _ in entries]
         for (_, number), (_, figure) in zip(values, entries):
             assert isinstance(number, float)
@@ -83,8 +89,9 @@ def test_xlsx_colour_scale_covers_exactly_forward_to_backward(run):
     out, _, sections, _ = run
     wb = openpyxl.load_workbook(out / "profile.xlsx")
     for ws, (_, entries) in zip(wb.worksheets, sections):
-        rows = [i + 2 for i, (label, _) in enumerate(entries)
-                if label.startswith(("forward_function", "backward_function"))]
+        rows = [
+            i + 2 for i, (label, _) in enumerate(entries) if label.startswith(("forward_function", "backward_function"))
+        ]
         ranges = [str(cf.sqref) for cf in ws.conditional_formatting]
         assert ranges == ["B%d:B%d" % (rows[0], rows[-1])]
         rules = [r for cf in ws.conditional_formatting for r in cf.rules]

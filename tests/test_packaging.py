@@ -1,4 +1,5 @@
 """Every third-party module nnprofile/ imports is declared, pinned, in setup.cfg."""
+
 import pytest
 import ast
 import configparser
@@ -9,8 +10,13 @@ import sys
 from conftest import ROOT
 
 # Import name -> the distribution that provides it.
-DISTRIBUTIONS = {"yaml": "PyYAML", "google": "protobuf", "PIL": "pillow", "nnabla_ext": "nnabla-ext-cuda120",
-                 "IPython": "ipython"}
+DISTRIBUTIONS = {
+    "yaml": "PyYAML",
+    "google": "protobuf",
+    "PIL": "pillow",
+    "nnabla_ext": "nnabla-ext-cuda120",
+    "IPython": "ipython",
+}
 # Imported only where they are already there: nnabla_ext behind a check (the 'cuda' extra), IPython
 # by the cell magic, which only IPython loads (the 'notebook' extra), matplotlib by compare's box plots,
 # which say what is missing without it (the 'plots' extra).
@@ -81,8 +87,11 @@ def test_the_makefile_installs_with_the_constraints_and_can_test_the_lowest_vers
 @pytest.mark.slow
 def test_the_pytest_plugin_loads_nothing_heavy():
     import subprocess
-    code = ("import sys, nnprofile.testing.plugin, nnprofile.testing; "
-            "heavy = [m for m in ('nnabla', 'numpy', 'pandas', 'scipy', 'matplotlib') if m in sys.modules]; "
-            "assert not heavy, heavy")
+
+    code = (
+        "import sys, nnprofile.testing.plugin, nnprofile.testing; "
+        "heavy = [m for m in ('nnabla', 'numpy', 'pandas', 'scipy', 'matplotlib') if m in sys.modules]; "
+        "assert not heavy, heavy"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -1,5 +1,6 @@
 """One pooling of profiles for --repeat and for the ranks of a distributed run: samples and rounds pooled
 source after source, and the machine's drift recomputed over the pooled rounds (one rule)."""
+
 from nnprofile.merging.profiles import merge_runs, pool_profiles
 from nnprofile.result import Entry, Profile, Section
 
@@ -10,8 +11,9 @@ def _profile(rounds_ms, name="O"):
     """A training section whose two entries took these times, one sample per round."""
     a = Entry("forward_all", "forward_all", [x * MS for x in rounds_ms], round_sizes=[1] * len(rounds_ms))
     b = Entry("backward_all", "backward_all", [2 * x * MS for x in rounds_ms], round_sizes=[1] * len(rounds_ms))
-    return Profile(header={"sampling": "s"}, sections=[Section("optimizer", name, "N", [a, b], complete=True)],
-                   complete=True)
+    return Profile(
+        header={"sampling": "s"}, sections=[Section("optimizer", name, "N", [a, b], complete=True)], complete=True
+    )
 
 
 def test_runs_and_ranks_are_pooled_by_one_rule():

@@ -1,4 +1,5 @@
 """The profiler's sequence, driven in-process with a fake clock."""
+
 import os
 
 import numpy as np
@@ -17,8 +18,9 @@ SHARED = os.path.join(FIXTURES, "shared_types.nntxt")
 
 def _profile(path, tmp_path, runs=3, clock=None, mode="isolated", **selection):
     """A profile on a fake clock: every sample is one clock step, no overhead to take off."""
-    return nnprofile.profile(path, runs=runs, synthetic=True, mode=mode, clock=clock or FakeClock(steps=(1000,)),
-                             overhead_ns=0, **selection)
+    return nnprofile.profile(
+        path, runs=runs, synthetic=True, mode=mode, clock=clock or FakeClock(steps=(1000,)), overhead_ns=0, **selection
+    )
 
 
 def test_every_entry_has_the_fake_clocks_exact_times(tmp_path):
@@ -37,7 +39,12 @@ def test_phases_come_in_nnc_order(tmp_path):
     order = [PHASES.index(e.phase) for e in train.entries]
     assert order == sorted(order)
     assert [e.phase for e in train.entries][-5:] == [
-        "backward_all", "backward_all_wo_zero_grad", "weight_decay", "update", "monitor_loss"]
+        "backward_all",
+        "backward_all_wo_zero_grad",
+        "weight_decay",
+        "update",
+        "monitor_loss",
+    ]
     assert [e.phase for e in infer.entries][-1] == "forward_all"
     assert not any(e.phase.startswith("backward") for e in infer.entries)
 
@@ -67,12 +74,14 @@ def test_weight_decay_entry_only_with_weight_decay(tmp_path):
 
 def test_timed_updates_do_not_change_the_parameters(tmp_path):
     import nnabla as nn
+
     seen = []
     real_update = nnprofile.measure.sequence.SolverSnapshot.restore
 
     def restore(snapshot):  # every timed update is followed by a restore of weights and solver state
         real_update(snapshot)
         seen.append({k: v.d.copy() for k, v in nn.get_parameters(grad_only=False).items()})
+
     nnprofile.measure.sequence.SolverSnapshot.restore = restore
     try:
         load_project([SHARED])
@@ -95,6 +104,7 @@ def test_selection_by_name_and_kind(tmp_path):
     assert [s.kind for s in plan(project, Selection(training=False))] == ["executor"]
     assert [s.name for s in plan(project, Selection(optimizers=["Optimizer"], inference=False))] == ["Optimizer"]
     from nnprofile.base.errors import ProfileError
+
     with pytest.raises(ProfileError, match="no executor named 'Nope'"):
         plan(project, Selection(executors=["Nope"]))
     with pytest.raises(ProfileError, match="nothing to profile"):
@@ -133,6 +143,7 @@ def test_coverage_compares_layer_sums_with_whole_passes(tmp_path):
 
 def test_unknown_mode_is_refused():
     from nnprofile.base.errors import ProfileError
+
     with pytest.raises(ProfileError, match="unknown mode"):
         nnprofile.profile(SHARED, mode="fast")
 
@@ -142,6 +153,7 @@ def test_load_dataset_is_also_timed_as_nnabla_cli_times_it(tmp_path):
     through the dataset (none here: synthetic data), as nnabla_cli profile reads it; both said, each defined."""
     from nnprofile.analysis.sampling import load_line
     from nnprofile.render import log
+
     profile = _profile(SHARED, tmp_path)
     for section in profile.sections:
         assert section.info["load_dataset_burst"] == {"mean_ms": 0.001, "reads": 100, "after": 0}
@@ -151,6 +163,8 @@ def test_load_dataset_is_also_timed_as_nnabla_cli_times_it(tmp_path):
     text = log.render(profile)
     assert text.count("Input: load_dataset two ways") == len(profile.sections)
     from nnprofile.result.file import save
+
     again = nnprofile.load(save(profile, str(tmp_path)))
-    assert [s.info["load_dataset_burst"] for s in again.sections] == [s.info["load_dataset_burst"]
-                                                                      for s in profile.sections]
+    assert [s.info["load_dataset_burst"] for s in again.sections] == [
+        s.info["load_dataset_burst"] for s in profile.sections
+    ]

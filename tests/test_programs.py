@@ -4,6 +4,7 @@ waits, monitors, layers named by scope in every graph, where each layer was made
 The programs under tests/scripts/ do what NNabla's examples do; every figure asserted here (names,
 sections, steps, calls per step) is known from the program itself.
 """
+
 import os
 import signal
 import subprocess
@@ -24,6 +25,7 @@ SCRIPTS = os.path.join(ROOT, "tests", "scripts")
 
 
 # -- the step rule, on sequences ---------------------------------------------------------------
+
 
 def test_the_step_is_the_shortest_pattern_that_holds_every_solvers_update():
     assert period(["s"] * 5) == 1
@@ -50,8 +52,9 @@ def _loop(updates=(), marks=(), passes=()):
 
 def _steps(loop, started_ns, last_ns):
     rule = loop.rule()
-    return bounds(loop, rule, started_ns, last_ns), rule_sentence(rule, len(bounds(loop, rule, started_ns, last_ns)),
-                                                                  lambda what: str(what[1]))
+    return bounds(loop, rule, started_ns, last_ns), rule_sentence(
+        rule, len(bounds(loop, rule, started_ns, last_ns)), lambda what: str(what[1])
+    )
 
 
 def test_steps_end_at_the_last_update_of_each_pattern_and_what_follows_is_no_step():
@@ -71,10 +74,11 @@ def test_without_a_solver_the_repeating_passes_are_the_steps():
 
 # -- messages of programs that fail ------------------------------------------------------------
 
+
 def test_a_long_message_is_cut_at_a_word():
     text = "the shape of the input does not match what the layer expects " * 10
     short = shorten(text, 80)
-    assert len(short) <= 80 and short.endswith("…") and short[:-1] == text[:len(short) - 1].rstrip()
+    assert len(short) <= 80 and short.endswith("…") and short[:-1] == text[: len(short) - 1].rstrip()
     assert not short[-2].isspace() and text.split()[len(short[:-1].split()) - 1] == short[:-1].split()[-1]
     assert shorten("short message") == "short message"
 
@@ -112,6 +116,7 @@ def test_what_stops_the_files_of_an_interrupted_recording_is_said_as_it_is(secon
 
     def breaks(self, *args, **kwargs):
         raise second("injected")
+
     monkeypatch.setattr(programs.Recording, "_profile", breaks)
     loss, _ = _mlp()
     with pytest.raises(KeyboardInterrupt):
@@ -129,6 +134,7 @@ def test_what_stops_the_files_of_an_interrupted_recording_is_said_as_it_is(secon
 
 
 # -- the programs ------------------------------------------------------------------------------
+
 
 def _run(tmp_path_factory, name, *args, label=None):
     out = tmp_path_factory.mktemp(label or name)
@@ -156,7 +162,10 @@ def _sections(profile):
 def test_a_training_and_a_validation_graph_are_sections_of_their_own(classifier):
     _, profile = classifier
     assert [(s.kind, s.name) for s in profile.sections] == [
-        ("graph", "loss"), ("graph", "vpred"), ("script", "train_validate.py")]
+        ("graph", "loss"),
+        ("graph", "vpred"),
+        ("script", "train_validate.py"),
+    ]
     loss, vpred, program = profile.sections
     assert loss.info["trained_by"] == ["Adam"] and loss.info["forward_per_step"] == 1
     assert loss.info["backward_per_step"] == 1
@@ -165,8 +174,17 @@ def test_a_training_and_a_validation_graph_are_sections_of_their_own(classifier)
     assert not vpred.entries_of("backward_all")
     assert [sum(e.round_sizes) for e in vpred.entries_of("forward_all")] == [6]
     names = [e.layer for e in loss.entries_of("forward_function")]
-    assert names == ["conv1/conv", "ReLU", "MaxPooling", "conv2/conv", "ReLU_2", "AveragePooling", "fc/affine",
-                     "SoftmaxCrossEntropy", "Mean"]
+    assert names == [
+        "conv1/conv",
+        "ReLU",
+        "MaxPooling",
+        "conv2/conv",
+        "ReLU_2",
+        "AveragePooling",
+        "fc/affine",
+        "SoftmaxCrossEntropy",
+        "Mean",
+    ]
     # The same parameters, the same names, in the validation graph.
     assert [e.layer for e in vpred.entries_of("forward_function")] == names[:7]
     assert not any("#" in (e.layer or "") for s in profile.sections for e in s.entries)
@@ -178,7 +196,9 @@ def test_steps_are_the_iterations_and_what_follows_the_loop_is_not_a_step(classi
     # 13 iterations: the first set aside, the other 12 kept (fewer than the 20 active: no step is left to
     # measure the hooks without them)
     assert h.skipped_steps == 1 and h.kept_steps == list(range(2, 14)) and h.plain_steps == []
-    assert h.active_steps == 12 and h.steps.startswith("one step per iteration of the program's loop at train_validate.py:")
+    assert h.active_steps == 12 and h.steps.startswith(
+        "one step per iteration of the program's loop at train_validate.py:"
+    )
     program = profile.sections[-1]
     [update] = [e for e in program.entries if e.label == "update (Adam)"]  # a solver of nnabla.solver
     assert update.round_sizes == [1] * 12
@@ -201,11 +221,21 @@ def test_the_parts_of_the_step_add_up_and_the_shares_stay_within_it(classifier):
     program = profile.sections[-1]
     assert step.step_ms == pytest.approx(per_step_ms(program.entries_of("step")[0]), abs=1e-5)
     kinds = [p.split(" ")[0] for p, _ in step.parts]
-    assert kinds == ["input", "evaluation", "forward", "backward", "forward", "update", "monitor", "other"]  # the validation's data is its own
+    assert kinds == [
+        "input",
+        "evaluation",
+        "forward",
+        "backward",
+        "forward",
+        "update",
+        "monitor",
+        "other",
+    ]  # the validation's data is its own
     assert sum(ms for _, ms in step.parts) == pytest.approx(step.step_ms, abs=1e-5)
     assert sum(l.step_ms for l in step.layers) <= step.step_ms
     assert dict(step.parts)["forward (vpred)"] == pytest.approx(
-        per_step_ms(profile.sections[1].entries_of("forward_all")[0]), abs=1e-6)
+        per_step_ms(profile.sections[1].entries_of("forward_all")[0]), abs=1e-6
+    )
 
 
 def test_each_layer_says_where_the_program_made_it(classifier):
@@ -214,11 +244,15 @@ def test_each_layer_says_where_the_program_made_it(classifier):
     source = {e.layer: e.source for e in loss.entries_of("forward_function")}
     script = os.path.join(SCRIPTS, "train_validate.py")
     lines = open(script).read().splitlines()
-    for layer, text in (("conv1/conv", "PF.convolution(image, 8"), ("fc/affine", "PF.affine(h, 10)"),
-                        ("SoftmaxCrossEntropy", "F.softmax_cross_entropy")):
+    for layer, text in (
+        ("conv1/conv", "PF.convolution(image, 8"),
+        ("fc/affine", "PF.affine(h, 10)"),
+        ("SoftmaxCrossEntropy", "F.softmax_cross_entropy"),
+    ):
         path, line = source[layer].rsplit(":", 1)
         assert os.path.samefile(path, script) and text in lines[int(line) - 1], layer
     import csv
+
     with open(out / "profile_detail.csv", newline="") as f:
         assert [r["source"] for r in csv.DictReader(f) if r["label"].startswith("forward_function (conv1")][0]
 
@@ -248,8 +282,16 @@ def test_a_scope_applied_twice_in_one_graph_gets_an_index(tmp_path_factory):
     _, profile = _run(tmp_path_factory, "siamese", "--iterations", "6")
     [loss] = [s for s in profile.sections if s.kind == "graph"]
     names = [e.layer for e in loss.entries_of("forward_function")]
-    assert names[:8] == ["encoder/conv/conv", "ReLU", "MaxPooling", "encoder/fc/affine",
-                         "encoder/conv/conv[2]", "ReLU_2", "MaxPooling_2", "encoder/fc/affine[2]"]
+    assert names[:8] == [
+        "encoder/conv/conv",
+        "ReLU",
+        "MaxPooling",
+        "encoder/fc/affine",
+        "encoder/conv/conv[2]",
+        "ReLU_2",
+        "MaxPooling_2",
+        "encoder/fc/affine[2]",
+    ]
     program = profile.sections[-1]
     assert program.entries[0].label == "load_dataset (pairs_data)" and loss.info["trained_by"] == ["Momentum"]
 
@@ -265,10 +307,15 @@ def test_names_outlive_clear_parameters_and_dynamic_graphs_are_known_by_their_ba
     assert [e.layer for e in static.entries_of("forward_function")][:2] == ["cnn/conv11/conv", "ReLU"]
     assert not static.info["dynamic"] and dynamic.info["dynamic"]
     assert [e.layer for e in dynamic.entries_of("forward_function")] == [
-        "cnn/conv11/conv", "ReLU", "MaxPooling", "cnn/fc/affine", "SoftmaxCrossEntropy", "Mean"]
+        "cnn/conv11/conv",
+        "ReLU",
+        "MaxPooling",
+        "cnn/fc/affine",
+        "SoftmaxCrossEntropy",
+        "Mean",
+    ]
     # Two Adams of one scope, both called "solver" by the program: told apart by the line that made each.
-    lines = [i + 1 for i, text in enumerate(open(os.path.join(SCRIPTS, "static_then_dynamic.py")))
-             if "S.Adam(" in text]
+    lines = [i + 1 for i, text in enumerate(open(os.path.join(SCRIPTS, "static_then_dynamic.py"))) if "S.Adam(" in text]
     assert static.info["trained_by"] == ["Adam: line %d" % lines[0]]
     assert dynamic.info["trained_by"] == ["Adam: line %d" % lines[1]]
 
@@ -278,16 +325,24 @@ def test_the_log_workbook_html_and_trace_tell_the_graphs_apart(gan):
     log = (out / "profile.log").read_text()
     assert "Profiling graph 'loss_gen' (trained by Adam: gen; 1 forward pass and 1 backward pass per step) ..." in log
     assert "Profiling graph 'loss_dis' (trained by Adam: dis; 1 forward pass and 1 backward pass per step) ..." in log
-    loop = next(i + 1 for i, line in enumerate(open(os.path.join(SCRIPTS, "gan.py")).read().splitlines())
-                if "for i in range(args.iterations)" in line)
-    assert "Steps: one step per iteration of the program's loop at gan.py:%d (updates a step: Adam: gen 1, Adam: dis 1)" \
-        % loop in log
+    loop = next(
+        i + 1
+        for i, line in enumerate(open(os.path.join(SCRIPTS, "gan.py")).read().splitlines())
+        if "for i in range(args.iterations)" in line
+    )
+    assert (
+        "Steps: one step per iteration of the program's loop at gan.py:%d (updates a step: Adam: gen 1, Adam: dis 1)"
+        % loop
+        in log
+    )
     import openpyxl
+
     wb = openpyxl.load_workbook(out / "profile.xlsx")
     assert [ws.title for ws in wb.worksheets][:3] == ["loss_gen", "loss_dis", "gan.py"]
     html = (out / "report.html").read_text()
     assert "graph 'loss_dis' (trained by Adam: dis" in html
     import trace_check
+
     events = trace_check.check(trace_check.load(out / "trace.json.gz"))
     names = {e["name"] for e in events if e["cat"] in ("forward", "backward") and "graph" in e.get("args", {})}
     assert names == {"forward (loss_gen)", "backward (loss_gen)", "forward (loss_dis)", "backward (loss_dis)"}
@@ -310,9 +365,24 @@ def test_check_compare_and_report_read_program_results(gan, tmp_path):
 @pytest.mark.slow
 def test_ctrl_c_while_nnabla_runs_a_pass_is_an_interruption_and_keeps_what_was_recorded(tmp_path):
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "nnprofile", "run", "--active", "100000", "-o", str(out),
-                             os.path.join(SCRIPTS, "forever.py")], cwd=str(tmp_path),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=interruptible)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "nnprofile",
+            "run",
+            "--active",
+            "100000",
+            "-o",
+            str(out),
+            os.path.join(SCRIPTS, "forever.py"),
+        ],
+        cwd=str(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=interruptible,
+    )
     assert proc.stdout.readline().strip() == "training"  # recording: the program runs its loop
     time.sleep(3)  # some steps recorded; the program spends nearly all its time in passes
     proc.send_signal(signal.SIGINT)
@@ -329,6 +399,7 @@ def _mlp():
     import nnabla as nn
     import nnabla.functions as F
     import nnabla.parametric_functions as PF
+
     nn.clear_parameters()
     x, vx = nn.Variable((4, 3)), nn.Variable((4, 3))
     x.d = vx.d = 1.0
@@ -336,15 +407,18 @@ def _mlp():
     def net(v):
         with nn.parameter_scope("fc"):
             return F.relu(PF.affine(v, 2))
+
     return F.mean(net(x)), F.mean(net(vx))
 
 
 def test_a_validation_graph_every_other_step_on_a_fake_clock(tmp_path):
     import nnabla as nn
     import nnabla.solvers as S
+
     loss, vloss = _mlp()
-    recording = nnprofile.Recording(skip_first=1, active=6, clock=FakeClock(steps=(1000,)).now_ns,
-                                    hook_costs=HookCosts())
+    recording = nnprofile.Recording(
+        skip_first=1, active=6, clock=FakeClock(steps=(1000,)).now_ns, hook_costs=HookCosts()
+    )
     with recording:
         solver = S.Sgd()
         solver.set_parameters(nn.get_parameters())
@@ -375,9 +449,11 @@ def test_a_validation_graph_every_other_step_on_a_fake_clock(tmp_path):
 def test_nnprofile_step_overrides_the_rule(tmp_path):
     import nnabla as nn
     import nnabla.solvers as S
+
     loss, _ = _mlp()
-    recording = nnprofile.Recording(skip_first=0, active=10, clock=FakeClock(steps=(1000,)).now_ns,
-                                    hook_costs=HookCosts())
+    recording = nnprofile.Recording(
+        skip_first=0, active=10, clock=FakeClock(steps=(1000,)).now_ns, hook_costs=HookCosts()
+    )
     with recording:
         solver = S.Sgd()
         solver.set_parameters(nn.get_parameters())
@@ -399,6 +475,7 @@ def test_a_solver_made_before_recording_is_seen_in_its_namespace():
     import nnabla as nn
     import nnabla.solver as solver_module
     import nnabla.solvers as S
+
     loss, _ = _mlp()
     namespace = {"solver": S.Adam()}
     namespace["solver"].set_parameters(nn.get_parameters())
@@ -421,6 +498,7 @@ def test_nnabla_is_as_it_was_after_a_recording():
     import nnabla.solvers as solvers
     from nnabla import monitor
     from nnabla.utils import data_iterator
+
     before = (solvers.Adam, solver_module.Adam, data_iterator.DataIterator.next, monitor.MonitorSeries.add)
     loss, _ = _mlp()
     with nnprofile.record(skip_first=0, active=2):
@@ -448,7 +526,8 @@ def test_a_module_first_imported_while_recording_gets_nnablas_own_factories_back
         "    solver.set_parameters(nn.get_parameters())\n"
         "    for _ in range(3):\n"
         "        loss.forward(); solver.zero_grad(); loss.backward(); solver.update()\n"
-        "print(rec.profile.header.steps)\n")
+        "print(rec.profile.header.steps)\n"
+    )
     done = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, cwd=str(tmp_path))
     assert done.returncode == 0, done.stderr
     assert "one step per iteration of the program's loop" in done.stdout

@@ -1,5 +1,6 @@
 """Progress bars: on a terminal's stderr only, not with -q, not on a rank other than 0 under MPI, and the
 log on stdout the same either way."""
+
 import pytest
 import fcntl
 import os
@@ -36,6 +37,7 @@ def _run(args, terminal=True, env=None):
             if not data:
                 return
             seen.append(data)
+
     reader = threading.Thread(target=read)
     reader.start()
     out, _ = proc.communicate(timeout=600)
@@ -62,18 +64,23 @@ def test_a_terminal_sees_a_bar_per_section_and_the_log_is_unchanged(tmp_path):
 def test_quiet_and_ranks_but_the_first_draw_nothing(tmp_path):
     _, _, err = _run([LENET, "--synthetic", "--runs", "2", "-q", "-o", str(tmp_path / "q")])
     assert "%|" not in err and "measuring" not in err
-    _, _, err = _run([LENET, "--synthetic", "--runs", "2", "-q", "-o", str(tmp_path / "r")],
-                     env={"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2"})
+    _, _, err = _run(
+        [LENET, "--synthetic", "--runs", "2", "-q", "-o", str(tmp_path / "r")],
+        env={"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2"},
+    )
     assert "%|" not in err
-    _, out, err = _run([LENET, "--synthetic", "--runs", "2", "-o", str(tmp_path / "r1")],
-                       env={"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2"})
+    _, out, err = _run(
+        [LENET, "--synthetic", "--runs", "2", "-o", str(tmp_path / "r1")],
+        env={"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2"},
+    )
     assert "%|" not in err and "Profile Completed." in out
 
 
 @pytest.mark.slow
 def test_repeat_shows_its_fresh_processes(tmp_path):
-    proc, out, err = _run([LENET, "--synthetic", "--runs", "2", "--repeat", "2", "--no-inference",
-                           "-o", str(tmp_path / "rep")])
+    proc, out, err = _run(
+        [LENET, "--synthetic", "--runs", "2", "--repeat", "2", "--no-inference", "-o", str(tmp_path / "rep")]
+    )
     assert proc.returncode == 0, err
     assert "runs:" in err and "/2" in err
 
@@ -99,6 +106,7 @@ def test_the_bar_follows_the_sampling_and_lines_clear_it():
 
     class S:
         title = "optimizer 'Optimizer' with network 'Main'"
+
     p.section(S())
     p.round(S(), 0.5)
     assert p._bar.n == 50

@@ -1,4 +1,5 @@
 """Every NNC project a user can bring: the 17 real ones, recurrent ones, .nnp files."""
+
 import glob
 import os
 import zipfile
@@ -13,13 +14,22 @@ from golden_util import skeleton
 from nnprofile.project import load_project
 
 CORPUS_NAMES = [
-    "01_logistic_regression.20170804.nntxt", "01_logistic_regression.20180720.nntxt",
-    "02_binary_cnn.20170804.nntxt", "02_binary_cnn.20180720.nntxt", "06_auto_encoder.20170804.nntxt",
-    "06_auto_encoder.20180720.nntxt", "10_deep_mlp.20170804.nntxt", "10_deep_mlp.20180720.nntxt",
-    "11_deconvolution.20170804.nntxt", "11_deconvolution.20180720.nntxt",
-    "12_residual_learning.20170804.nntxt", "12_residual_learning.20180720.nntxt",
-    "binary_connect_mnist_LeNet.20180720.nntxt", "binary_connect_mnist_MLP.20180723.nntxt",
-    "binary_net_mnist_LeNet.20180723.nntxt", "binary_net_mnist_MLP.20180723.nntxt",
+    "01_logistic_regression.20170804.nntxt",
+    "01_logistic_regression.20180720.nntxt",
+    "02_binary_cnn.20170804.nntxt",
+    "02_binary_cnn.20180720.nntxt",
+    "06_auto_encoder.20170804.nntxt",
+    "06_auto_encoder.20180720.nntxt",
+    "10_deep_mlp.20170804.nntxt",
+    "10_deep_mlp.20180720.nntxt",
+    "11_deconvolution.20170804.nntxt",
+    "11_deconvolution.20180720.nntxt",
+    "12_residual_learning.20170804.nntxt",
+    "12_residual_learning.20180720.nntxt",
+    "binary_connect_mnist_LeNet.20180720.nntxt",
+    "binary_connect_mnist_MLP.20180723.nntxt",
+    "binary_net_mnist_LeNet.20180723.nntxt",
+    "binary_net_mnist_MLP.20180723.nntxt",
     "binary_weight_mnist_MLP.20180723.nntxt",
 ]
 RECURRENT = [os.path.join(FIXTURES, n) for n in ("elman.nntxt", "lstm.nntxt", "repeat.nntxt")]
@@ -27,8 +37,9 @@ RECURRENT = [os.path.join(FIXTURES, n) for n in ("elman.nntxt", "lstm.nntxt", "r
 
 def corpus_file(name):
     path = os.path.join(SAMPLES, name)
-    require(os.path.isfile(path), "the NNC sample project %s (the corpus folder %s; set NNPROFILE_CORPUS)"
-            % (name, SAMPLES))
+    require(
+        os.path.isfile(path), "the NNC sample project %s (the corpus folder %s; set NNPROFILE_CORPUS)" % (name, SAMPLES)
+    )
     return path
 
 
@@ -101,11 +112,14 @@ def test_delay_initial_state_comes_from_its_generator(tmp_path):
     _, profile = profile_into(os.path.join(FIXTURES, "lstm.nntxt"), tmp_path)
     for section in profile.sections:
         assert [e.label for e in section.entries_of("generate_data")] == [
-            "generate_data (Delay_T)", "generate_data (Delay_2_T)"]
+            "generate_data (Delay_T)",
+            "generate_data (Delay_2_T)",
+        ]
 
 
 def _trained_parameters(tmp_path):
     import nnabla as nn
+
     load_project([LENET])
     for p in nn.get_parameters(grad_only=False).values():
         p.d = np.full(p.shape, 0.25, dtype=np.float32)
@@ -121,6 +135,7 @@ def _trained_parameters(tmp_path):
 
 def test_trained_parameters_replace_fresh_ones(tmp_path):
     import nnabla as nn
+
     h5, nnp = _trained_parameters(tmp_path)
     for files in ([LENET, str(h5)], [str(nnp)]):
         load_project(files)
@@ -147,6 +162,7 @@ def test_nnp_and_parameter_files_on_the_command_line(tmp_path):
 @pytest.mark.slow
 def test_synthetic_targets_are_binary_for_binary_cross_entropy(tmp_path):
     from nnprofile.project.data import SyntheticSource
+
     project = load_project([corpus_file("01_logistic_regression.20180720.nntxt")])
     o = project.optimizers["Optimizer"]
     batch = SyntheticSource(o.network, o.dataset_assign).next()
@@ -155,6 +171,7 @@ def test_synthetic_targets_are_binary_for_binary_cross_entropy(tmp_path):
 
 def test_synthetic_labels_are_class_indices_for_categorical_cross_entropy(tmp_path):
     from nnprofile.project.data import SyntheticSource
+
     project = load_project([LENET])
     o = project.optimizers["Optimizer"]
     batch = SyntheticSource(o.network, o.dataset_assign).next()

@@ -1,4 +1,5 @@
 """Profiling NNabla programs: nnprofile run, nnprofile.record, the timeline."""
+
 import csv
 import os
 
@@ -58,8 +59,13 @@ def test_every_function_gets_one_forward_entry_named_by_its_parameters(resnet):
     by_id = {e.layer_id: e.layer for e in forward}
     assert backward and all(by_id[e.layer_id] == e.layer for e in backward)  # paired by identity
     # 8 steps: the first skipped, 7 active; one solver call of each kind per step
-    for label in ("update (Momentum)", "weight_decay (Momentum)", "clip_grad_by_norm (Momentum)",
-                  "zero_grad (Momentum)", "step"):
+    for label in (
+        "update (Momentum)",
+        "weight_decay (Momentum)",
+        "clip_grad_by_norm (Momentum)",
+        "zero_grad (Momentum)",
+        "step",
+    ):
         [entry] = [e for e in program.entries if e.label == label]
         assert entry.runs == 7 and entry.round_sizes == [1] * 7, label
     assert all(e.runs == 7 for e in forward)
@@ -120,8 +126,9 @@ def test_a_failing_script_shows_its_own_traceback_and_keeps_what_was_recorded(tm
 
 @pytest.mark.slow
 def test_a_short_script_shrinks_the_skip_and_says_so(tmp_path):
-    proc = run_cli("run", "--skip-first", "5", "-o", str(tmp_path), os.path.join(SCRIPTS, "resnet_bn.py"),
-                   "--steps", "2")
+    proc = run_cli(
+        "run", "--skip-first", "5", "-o", str(tmp_path), os.path.join(SCRIPTS, "resnet_bn.py"), "--steps", "2"
+    )
     assert proc.returncode == 0, proc.stderr
     log = (tmp_path / "profile.log").read_text()
     assert "the skip was shrunk to 1" in log
@@ -134,14 +141,14 @@ def test_record_on_a_fake_clock_gives_exact_figures(tmp_path):
     import nnabla.functions as F
     import nnabla.parametric_functions as PF
     import nnabla.solvers as S
+
     nn.clear_parameters()
     x = nn.Variable((2, 3))
     x.d = 1.0
     with nn.parameter_scope("fc"):
         loss = F.mean(F.relu(PF.affine(x, 4)))
     clock = FakeClock(steps=(1000,))
-    recording = nnprofile.Recording(outdir=tmp_path, skip_first=1, active=3, clock=clock.now_ns,
-                                    hook_costs=HookCosts())
+    recording = nnprofile.Recording(outdir=tmp_path, skip_first=1, active=3, clock=clock.now_ns, hook_costs=HookCosts())
     with recording:
         solver = S.Sgd()
         solver.set_parameters(nn.get_parameters())
@@ -153,7 +160,10 @@ def test_record_on_a_fake_clock_gives_exact_figures(tmp_path):
     profile = recording.profile
     section, program = _graph_and_program(profile)
     assert [e.label for e in section.entries_of("forward_function")] == [
-        "forward_function (fc/affine : Affine)", "forward_function (ReLU : ReLU)", "forward_function (Mean : Mean)"]
+        "forward_function (fc/affine : Affine)",
+        "forward_function (ReLU : ReLU)",
+        "forward_function (Mean : Mean)",
+    ]
     for e in section.entries + program.entries:
         assert e.runs == 3, e.label  # steps 2 to 4; recording stopped after step 4
         if e.phase in ("forward_function", "backward_function", "update", "prepare_backward"):
@@ -163,9 +173,11 @@ def test_record_on_a_fake_clock_gives_exact_figures(tmp_path):
 
 @pytest.mark.slow
 def test_the_examples_run_under_nnprofile(tmp_path):
-    for script, args, steps in (("lenet_train.py", ["--iterations", "22"], 20),
-                                ("lenet_dynamic.py", ["--iterations", "6"], 5),
-                                ("lenet_infer.py", ["--batches", "4"], 3)):
+    for script, args, steps in (
+        ("lenet_train.py", ["--iterations", "22"], 20),
+        ("lenet_dynamic.py", ["--iterations", "6"], 5),
+        ("lenet_infer.py", ["--batches", "4"], 3),
+    ):
         out = tmp_path / script
         proc = run_cli("run", "-o", str(out), os.path.join(EXAMPLES, script), *args)
         assert proc.returncode == 0, proc.stderr
@@ -190,6 +202,7 @@ def test_the_recorder_waits_for_a_gpu_device():
     """CUDA runs asynchronously: on a GPU context the recorder synchronises before each reading."""
     import types
     from nnprofile.recording.recorder import device_sync
+
     calls = []
     ext = types.SimpleNamespace(synchronize=lambda device_id: calls.append(device_id))
     gpu = types.SimpleNamespace(backend=["cudnn:float", "cuda:float", "cpu:float"], device_id="1")

@@ -1,4 +1,5 @@
 """Every renderer over one hand-built profile, whose figures are known exactly."""
+
 import csv
 
 import openpyxl
@@ -9,34 +10,68 @@ from nnprofile.result import Entry, Profile, Section
 
 
 def _layer(phase, layer, ltype, samples, cls=None, flops=None):
-    return Entry(label="%s (%s : %s)" % (phase, layer, cls or ltype), phase=phase, samples_ns=samples,
-                 layer=layer, layer_type=ltype, impl_class=cls or ltype, flops=flops,
-                 bytes_read=4000, bytes_written=1000, output_shape="64x10", params=100)
+    return Entry(
+        label="%s (%s : %s)" % (phase, layer, cls or ltype),
+        phase=phase,
+        samples_ns=samples,
+        layer=layer,
+        layer_type=ltype,
+        impl_class=cls or ltype,
+        flops=flops,
+        bytes_read=4000,
+        bytes_written=1000,
+        output_shape="64x10",
+        params=100,
+    )
 
 
 @pytest.fixture
 def profile():
-    train = Section(kind="optimizer", name="Optimizer", network="Main", complete=True, entries=[
-        Entry(label="load_dataset", phase="load_dataset", samples_ns=[1_000_000, 3_000_000]),
-        _layer("forward_function", "Affine", "Affine", [2_500_000], flops=5_000_000),
-        _layer("forward_function", "Affine_2", "Mystery", [500, 1500]),
-        Entry(label="prepare_backward", phase="prepare_backward", samples_ns=[100]),
-        _layer("backward_function", "Affine_2", "Mystery", [4_000]),
-        _layer("backward_function", "Affine", "Affine", [1_234_567], flops=10_000_000),
-        Entry(label="forward_all", phase="forward_all", samples_ns=[3_000_000]),
-        Entry(label="backward_all", phase="backward_all", samples_ns=[2_000_000]),
-        Entry(label="update (Adam)", phase="update", samples_ns=[7_000_000, 9_000_000, 8_000_000]),
-    ])
-    infer = Section(kind="executor", name="Executor", network="MainRuntime", complete=True, entries=[
-        Entry(label="load_dataset", phase="load_dataset", samples_ns=[2_000_000]),
-        _layer("forward_function", "Affine", "Affine", [1_000_000], flops=5_000_000),
-        Entry(label="forward_all", phase="forward_all", samples_ns=[5_000_000]),
-    ])
-    return Profile(header={"nnprofile": "0", "nnabla": "1.39.0", "project": "p.nntxt",
-                           "context": "cpu:float", "sampling": "fixed", "mode": "isolated",
-                           "target_rse": 0.02, "clock": "fake", "clock_resolution_ns": 40,
-                           "timing_overhead_ns": 80.0},
-                   notes=["a note"], sections=[train, infer], complete=True)
+    train = Section(
+        kind="optimizer",
+        name="Optimizer",
+        network="Main",
+        complete=True,
+        entries=[
+            Entry(label="load_dataset", phase="load_dataset", samples_ns=[1_000_000, 3_000_000]),
+            _layer("forward_function", "Affine", "Affine", [2_500_000], flops=5_000_000),
+            _layer("forward_function", "Affine_2", "Mystery", [500, 1500]),
+            Entry(label="prepare_backward", phase="prepare_backward", samples_ns=[100]),
+            _layer("backward_function", "Affine_2", "Mystery", [4_000]),
+            _layer("backward_function", "Affine", "Affine", [1_234_567], flops=10_000_000),
+            Entry(label="forward_all", phase="forward_all", samples_ns=[3_000_000]),
+            Entry(label="backward_all", phase="backward_all", samples_ns=[2_000_000]),
+            Entry(label="update (Adam)", phase="update", samples_ns=[7_000_000, 9_000_000, 8_000_000]),
+        ],
+    )
+    infer = Section(
+        kind="executor",
+        name="Executor",
+        network="MainRuntime",
+        complete=True,
+        entries=[
+            Entry(label="load_dataset", phase="load_dataset", samples_ns=[2_000_000]),
+            _layer("forward_function", "Affine", "Affine", [1_000_000], flops=5_000_000),
+            Entry(label="forward_all", phase="forward_all", samples_ns=[5_000_000]),
+        ],
+    )
+    return Profile(
+        header={
+            "nnprofile": "0",
+            "nnabla": "1.39.0",
+            "project": "p.nntxt",
+            "context": "cpu:float",
+            "sampling": "fixed",
+            "mode": "isolated",
+            "target_rse": 0.02,
+            "clock": "fake",
+            "clock_resolution_ns": 40,
+            "timing_overhead_ns": 80.0,
+        },
+        notes=["a note"],
+        sections=[train, infer],
+        complete=True,
+    )
 
 
 def test_log_text_is_exact(profile):
@@ -84,8 +119,7 @@ def test_log_text_is_exact(profile):
         "+ update 8.000 ms (53.3%) + monitor 0.000 ms (0.0%) + other 0.000 ms (0.0%)",
         "Half precision: 0 of 2 functions",
         "Top layers (forward + backward): Affine 3.735 ms (24.9%), Affine_2 0.005 ms (0.0%)",
-        "Advice: The solver update is a large part of the step: a network with many parameters and little "
-        "computation;",
+        "Advice: The solver update is a large part of the step: a network with many parameters and little computation;",
         "  a simpler solver (SGD, Momentum) or larger batches help. Evidence: update (and weight decay) take 8.000 ms, "
         "53.3% [42.3%, 64.4%] of the step (threshold 20.0%).",
         "Profiling executor 'Executor' with network 'MainRuntime' ...",
@@ -105,9 +139,14 @@ def test_log_text_is_exact(profile):
 
 def test_the_answers_table_takes_top_sort_and_layer_types(profile):
     from nnprofile.render.answer import View
+
     lines = log.render(profile, view=View(top=1, sort="name", group_by="type")).splitlines()
-    assert lines[4:8] == ["Top layer types by time a step:", "    #  layer type  layers    ms a step     of it",
-                          "    1  Affine           1       3.7346     24.9%", "  (1 more type; --top N shows more)"]
+    assert lines[4:8] == [
+        "Top layer types by time a step:",
+        "    #  layer type  layers    ms a step     of it",
+        "    1  Affine           1       3.7346     24.9%",
+        "  (1 more type; --top N shows more)",
+    ]
 
 
 def test_graph_mode_header_names_the_hook_cost(profile):
@@ -115,8 +154,10 @@ def test_graph_mode_header_names_the_hook_cost(profile):
     lines = log.render(profile).splitlines()
     at = lines.index("About this run:")
     assert lines[at + 1].startswith("Timing: graph mode (each function timed inside whole forward and backward passes)")
-    assert lines[at + 3] == ("Hooks: NNabla's function hooks add 4.85 us per function to a pass, 0 us of it inside the "
-                        "function's own time; measured on a chain of 200 tiny functions and taken off every function")
+    assert lines[at + 3] == (
+        "Hooks: NNabla's function hooks add 4.85 us per function to a pass, 0 us of it inside the "
+        "function's own time; measured on a chain of 200 tiny functions and taken off every function"
+    )
 
 
 def test_incomplete_profile_says_so(profile):
@@ -127,8 +168,11 @@ def test_incomplete_profile_says_so(profile):
 
 def test_profile_csv_merges_sections_as_nnc_does(profile):
     rows = csv_files.profile_rows(profile)
-    assert rows[0] == ["time in ms", "optimizer 'Optimizer' with network 'Main'",
-                       "executor 'Executor' with network 'MainRuntime'"]
+    assert rows[0] == [
+        "time in ms",
+        "optimizer 'Optimizer' with network 'Main'",
+        "executor 'Executor' with network 'MainRuntime'",
+    ]
     assert rows[1] == ["load_dataset", "2.000000", "2.000000"]
     assert rows[2] == ["forward_function (Affine : Affine)", "2.500000", "1.000000"]
     assert rows[3] == ["forward_function (Affine_2 : Mystery)", "0.001000", ""]
@@ -147,15 +191,22 @@ def test_detail_csv_statistics(profile):
     assert record["min_ms"] == "7.000000" and record["max_ms"] == "9.000000"
     assert record["p90_ms"] == "8.800000"
     assert record["runs"] == 3
-    assert record["rse"] == "%.4f" % (1 / 3 ** 0.5 / 8)
+    assert record["rse"] == "%.4f" % (1 / 3**0.5 / 8)
 
 
 def test_xlsx_layout(profile, tmp_path):
     write_all(profile, str(tmp_path), formats=["xlsx"], save_result=False)
     wb = openpyxl.load_workbook(tmp_path / "profile.xlsx")
     # each section's chart on a sheet of its own, first: the workbook opens on the first
-    assert wb.sheetnames == ["Chart Optimizer Main", "Chart Executor MainRuntime", "Optimizer Main",
-                             "Executor MainRuntime", "Summary", "Info", "Chart data"]
+    assert wb.sheetnames == [
+        "Chart Optimizer Main",
+        "Chart Executor MainRuntime",
+        "Optimizer Main",
+        "Executor MainRuntime",
+        "Summary",
+        "Info",
+        "Chart data",
+    ]
     assert wb.active.title == "Chart Optimizer Main"
     ws = wb["Optimizer Main"]
     assert [c.value for c in ws["B"]][1:] == [2.0, 2.5, 0.001, 0.0001, 0.004, 1.234567, 3.0, 2.0, 8.0]
@@ -165,14 +216,19 @@ def test_xlsx_layout(profile, tmp_path):
     # the per-layer table behind the chart, on its own sheet: forward order, forward and backward times
     data = wb["Chart data"]
     table = [[data.cell(row=r, column=c).value for c in range(1, 4)] for r in range(2, 5)]
-    assert table == [["layer", "forward (ms)", "backward (ms)"],
-                     ["Affine", 2.5, 1.234567], ["Affine_2", 0.001, 0.004]]
-    assert max(c.column for row in ws.iter_rows() for c in row if c.value is not None) == len(xlsx.COLUMNS)  # nothing beside
+    assert table == [["layer", "forward (ms)", "backward (ms)"], ["Affine", 2.5, 1.234567], ["Affine_2", 0.001, 0.004]]
+    assert max(c.column for row in ws.iter_rows() for c in row if c.value is not None) == len(
+        xlsx.COLUMNS
+    )  # nothing beside
     inference = wb["Executor MainRuntime"]
-    assert [str(cf.sqref) for cf in inference.conditional_formatting] == ["B3"]  # one row: openpyxl writes a single cell
+    assert [str(cf.sqref) for cf in inference.conditional_formatting] == [
+        "B3"
+    ]  # one row: openpyxl writes a single cell
     assert data.cell(row=2, column=7).value is None  # the second block: no backward column
     # It prints one page wide, its header row on every page.
-    assert ws.page_setup.fitToHeight == 0 and ws.sheet_properties.pageSetUpPr.fitToPage and ws.print_title_rows == "$1:$1"
+    assert (
+        ws.page_setup.fitToHeight == 0 and ws.sheet_properties.pageSetUpPr.fitToPage and ws.print_title_rows == "$1:$1"
+    )
     # a printed page holds the narrow set of columns, entry to relative error (25 on a page are unreadable)
     assert ws.print_area.endswith("$I$10") and xlsx.COLUMNS[xlsx.PRINTED - 1] == "rel. std. error"
     assert ws.page_setup.fitToWidth in (None, 1)  # one page wide (1 is the file format's default, left out)
@@ -184,8 +240,14 @@ def test_every_renderer_handles_an_empty_profile(tmp_path):
     empty = Profile(header={}, complete=False, failure="nothing measured")
     paths = write_all(empty, str(tmp_path))
     assert sorted(p.rsplit("/", 1)[-1] for p in paths) == [
-        "profile.csv", "profile.log", "profile.xlsx", "profile_detail.csv", "report.html", "result.json",
-        "summary.csv"]  # no timeline: no trace.json.gz
+        "profile.csv",
+        "profile.log",
+        "profile.xlsx",
+        "profile_detail.csv",
+        "report.html",
+        "result.json",
+        "summary.csv",
+    ]  # no timeline: no trace.json.gz
     with open(tmp_path / "profile.csv", newline="") as f:
         assert list(csv.reader(f)) == [["time in ms"]]
     wb = openpyxl.load_workbook(tmp_path / "profile.xlsx")
@@ -196,7 +258,7 @@ def test_sheet_names_are_unique_and_valid():
     sections = [Section(kind="optimizer", name="A/B:C" * 10, network="N") for _ in range(3)]
     names = xlsx.sheet_names(Profile(sections=sections))
     assert len(set(names)) == 3
-    assert all(len(n) <= 31 and not set(n) & set('[]:*?/\\') for n in names)
+    assert all(len(n) <= 31 and not set(n) & set("[]:*?/\\") for n in names)
 
 
 def test_work_figures_in_detail_csv(profile):
@@ -218,7 +280,7 @@ def test_work_figures_in_detail_csv(profile):
 def test_work_figures_in_xlsx(profile, tmp_path):
     write_all(profile, str(tmp_path), formats=["xlsx"], save_result=False)
     ws = openpyxl.load_workbook(tmp_path / "profile.xlsx")["Optimizer Main"]
-    header = [c.value for c in ws[1]][:len(xlsx.COLUMNS)]
+    header = [c.value for c in ws[1]][: len(xlsx.COLUMNS)]
     row = dict(zip(header, [c.value for c in ws[3]]))
     assert row["FLOPs"] == 5_000_000 and row["GFLOP/s"] == pytest.approx(2.0)
     assert dict(zip(header, [c.value for c in ws[4]]))["FLOPs"] == "unknown"
@@ -227,13 +289,19 @@ def test_work_figures_in_xlsx(profile, tmp_path):
 def test_rendering_computes_each_entrys_statistics_once(tmp_path, monkeypatch):
     """Rendering cost grows linearly with the entries (it once grew with their square)."""
     import nnprofile.result.model as result_module
+
     calls = []
     real = result_module.summarize_undisturbed
     monkeypatch.setattr(result_module, "summarize_undisturbed", lambda *a: calls.append(1) or real(*a))
-    entries = [_layer(phase, "L%d" % i, "Affine", [1000 + i, 2000], flops=10)
-               for i in range(300) for phase in ("forward_function", "backward_function")]
-    entries += [Entry(label="forward_all", phase="forward_all", samples_ns=[5000]),
-                Entry(label="backward_all", phase="backward_all", samples_ns=[5000])]
+    entries = [
+        _layer(phase, "L%d" % i, "Affine", [1000 + i, 2000], flops=10)
+        for i in range(300)
+        for phase in ("forward_function", "backward_function")
+    ]
+    entries += [
+        Entry(label="forward_all", phase="forward_all", samples_ns=[5000]),
+        Entry(label="backward_all", phase="backward_all", samples_ns=[5000]),
+    ]
     section = Section(kind="optimizer", name="O", network="N", complete=True, entries=entries)
     write_all(Profile(header={"target_rse": 0.02}, sections=[section], complete=True), str(tmp_path))
     assert len(calls) == len(entries)

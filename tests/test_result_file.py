@@ -1,4 +1,5 @@
 """result.json: the round trip, old files, and `nnprofile report` reproducing a run exactly."""
+
 import json
 import re
 import os
@@ -15,13 +16,30 @@ OUTPUTS = ("profile.log", "profile.csv", "profile_detail.csv", "summary.csv", "p
 
 
 def test_round_trip_keeps_every_field(tmp_path):
-    e = Entry(label="forward_function (A : Affine)", phase="forward_function", samples_ns=[1.5, 2.5, 3.0],
-              layer="A", layer_type="Affine", impl_class="Affine", in_place=True, calls_per_sample=4,
-              overhead_ns=0.25, output_shape="8x10", params=90, flops=1000, bytes_read=10,
-              bytes_written=20, dtype="float16")
-    p = Profile(header={"context": "cpu:half", "date": "2026-11-22T10:00:00+00:00"}, notes=["n"],
-                sections=[Section(kind="optimizer", name="O", network="Main", entries=[e], complete=True)],
-                complete=False, failure="interrupted by Ctrl-C")
+    e = Entry(
+        label="forward_function (A : Affine)",
+        phase="forward_function",
+        samples_ns=[1.5, 2.5, 3.0],
+        layer="A",
+        layer_type="Affine",
+        impl_class="Affine",
+        in_place=True,
+        calls_per_sample=4,
+        overhead_ns=0.25,
+        output_shape="8x10",
+        params=90,
+        flops=1000,
+        bytes_read=10,
+        bytes_written=20,
+        dtype="float16",
+    )
+    p = Profile(
+        header={"context": "cpu:half", "date": "2026-11-22T10:00:00+00:00"},
+        notes=["n"],
+        sections=[Section(kind="optimizer", name="O", network="Main", entries=[e], complete=True)],
+        complete=False,
+        failure="interrupted by Ctrl-C",
+    )
     result_file.save(p, str(tmp_path))
     q = result_file.load(str(tmp_path))
     assert q == p
@@ -79,11 +97,17 @@ def test_a_version_4_file_keeps_loading():
     """A recorded program (a GAN, checked in): a section per graph, one for its step, layers' sources."""
     profile = result_file.load(os.path.join(GOLDEN, "result_v4.json"))
     assert [(s.kind, s.name) for s in profile.sections] == [
-        ("graph", "loss_gen"), ("graph", "loss_dis"), ("script", "gan.py")]
+        ("graph", "loss_gen"),
+        ("graph", "loss_dis"),
+        ("script", "gan.py"),
+    ]
     gen, dis, program = profile.sections
     assert gen.info["trained_by"] == ["Adam: gen"] and dis.info["trained_by"] == ["Adam: dis"]
-    assert all(e.source and e.source.split(":")[0].endswith("gan.py") for e in gen.entries_of("forward_function")
-               if e.layer_type not in ("Constant",))
+    assert all(
+        e.source and e.source.split(":")[0].endswith("gan.py")
+        for e in gen.entries_of("forward_function")
+        if e.layer_type not in ("Constant",)
+    )
     assert "update (Adam: dis)" in [e.label for e in program.entries]
 
 
@@ -91,6 +115,7 @@ def test_a_version_5_file_keeps_loading():
     """A merged view of two ranks under mpirun, rank 1 a straggler (checked in): its ranks, each rank's
     mean per entry, a timeline with the rank of every event."""
     from nnprofile.analysis import analyze
+
     profile = result_file.load(os.path.join(GOLDEN, "result_v5.json"))
     assert profile.ranks["size"] == 2 and [r["rank"] for r in profile.ranks["ranks"]] == [0, 1]
     assert all(len(e.rank_means) == 2 for s in profile.sections for e in s.entries)
@@ -144,28 +169,51 @@ def test_every_version_has_a_checked_in_file():
 
 
 def test_missing_fields_take_their_defaults():
-    data = {"format": "nnprofile-result", "version": 1, "header": {}, "sections": [
-        {"kind": "executor", "name": "E", "network": "R",
-         "entries": [{"label": "forward_all", "phase": "forward_all", "samples_ns": [1000]}]}]}
+    data = {
+        "format": "nnprofile-result",
+        "version": 1,
+        "header": {},
+        "sections": [
+            {
+                "kind": "executor",
+                "name": "E",
+                "network": "R",
+                "entries": [{"label": "forward_all", "phase": "forward_all", "samples_ns": [1000]}],
+            }
+        ],
+    }
     p = result_file.from_dict(data)
     assert p.sections[0].entries[0].calls_per_sample == 1
     assert p.header == ProjectHeader() and p.header.kind == "project"  # a header's fields missing: defaults
 
 
-@pytest.mark.parametrize("change, says", [
-    (lambda d: d.pop("header"), "no header"),
-    (lambda d: d["sections"][0]["entries"][0].update(samples_ns=[float("nan")]), "samples_ns holds nan"),
-    (lambda d: d["sections"][0]["entries"][0].update(samples_ns=[-5.0]), "samples_ns holds -5.0"),
-    (lambda d: d["sections"][0]["entries"][0].update(samples_ns=[1e30]), "under a day"),
-    (lambda d: d["sections"][0]["entries"][0].update(samples_total_ns=["x"]), "samples_total_ns holds 'x'"),
-    (lambda d: d["sections"][0]["entries"][0].update(calls_per_sample=0), "calls_per_sample"),
-    (lambda d: d["sections"][0]["entries"][0].update(round_sizes=[5]), "round_sizes count 5 samples"),
-    (lambda d: d["sections"][0]["entries"][0].pop("label"), "without a label"),
-])
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        (lambda d: d.pop("header"), "no header"),
+        (lambda d: d["sections"][0]["entries"][0].update(samples_ns=[float("nan")]), "samples_ns holds nan"),
+        (lambda d: d["sections"][0]["entries"][0].update(samples_ns=[-5.0]), "samples_ns holds -5.0"),
+        (lambda d: d["sections"][0]["entries"][0].update(samples_ns=[1e30]), "under a day"),
+        (lambda d: d["sections"][0]["entries"][0].update(samples_total_ns=["x"]), "samples_total_ns holds 'x'"),
+        (lambda d: d["sections"][0]["entries"][0].update(calls_per_sample=0), "calls_per_sample"),
+        (lambda d: d["sections"][0]["entries"][0].update(round_sizes=[5]), "round_sizes count 5 samples"),
+        (lambda d: d["sections"][0]["entries"][0].pop("label"), "without a label"),
+    ],
+)
 def test_a_result_with_values_no_run_can_give_is_refused_naming_the_field(change, says):
-    data = {"format": "nnprofile-result", "version": 8, "header": {"kind": "project"}, "sections": [
-        {"kind": "executor", "name": "E", "network": "R",
-         "entries": [{"label": "forward_all", "phase": "forward_all", "samples_ns": [1000.0]}]}]}
+    data = {
+        "format": "nnprofile-result",
+        "version": 8,
+        "header": {"kind": "project"},
+        "sections": [
+            {
+                "kind": "executor",
+                "name": "E",
+                "network": "R",
+                "entries": [{"label": "forward_all", "phase": "forward_all", "samples_ns": [1000.0]}],
+            }
+        ],
+    }
     change(data)
     with pytest.raises(ProfileError, match=re.escape(says)):
         result_file.from_dict(json.loads(json.dumps(data)))
@@ -215,13 +263,16 @@ def test_a_version_7_file_keeps_loading(tmp_path):
     """A recorded program's profile (checked in: lstm_lm.py, 24 steps): the steps run without the hooks, the
     hooks' cost fitted to the program, what each graph is for, the eager work; and it renders every output."""
     from nnprofile.render import write_all
+
     profile = result_file.load(os.path.join(GOLDEN, "result_v7.json"))
     h = profile.header
     assert isinstance(h, ProgramHeader) and h.kind == "program" and not h.extra
     assert h.kept_steps == list(range(2, 22)) and h.plain_steps == [22, 23] and h.drift_threshold == 0.25
     assert {"signatures", "forward_scale", "backward_scale"} <= set(h.hooks_in_program)
-    assert [(s.name, s.info.get("role")) for s in profile.sections[:-1]] == [("loss", "trained"),
-                                                                             ("vloss", "evaluation")]
+    assert [(s.name, s.info.get("role")) for s in profile.sections[:-1]] == [
+        ("loss", "trained"),
+        ("vloss", "evaluation"),
+    ]
     eager = [e.label for e in profile.sections[-1].entries_of("eager")]
     assert eager[:2] == ["eager (PowScalar at lstm_lm.py:75)", "eager (Sum at lstm_lm.py:75)"]
     written = write_all(profile, str(tmp_path))
@@ -233,12 +284,15 @@ def test_a_version_8_file_keeps_loading(tmp_path):
     """A long training's view (checked in: long_train.py, two windows): each window in a few figures, the
     schedule, the last window's sections; it renders every output, windows.csv among them."""
     from nnprofile.render import write_all
+
     profile = result_file.load(os.path.join(GOLDEN, "result_v8.json"))
     h = profile.header
     assert isinstance(h, ProgramHeader) and not h.extra and h.window == 0
     assert h.schedule == "wait 2, warmup 1, active 3, repeat 2 (2 windows)"
     assert [(w.window, w.first_step, w.last_step, w.folder) for w in profile.windows] == [
-        (1, 4, 6, "window-1"), (2, 30, 32, "window-2")]
+        (1, 4, 6, "window-1"),
+        (2, 30, 32, "window-2"),
+    ]
     assert [p for p, _ in profile.windows[0].parts][:2] == ["input (data)", "forward (loss)"]
     written = write_all(profile, str(tmp_path))
     assert "windows.csv" in {os.path.basename(p) for p in written}
@@ -261,6 +315,7 @@ def test_a_version_10_file_keeps_loading(tmp_path):
     took of its kept steps, the samples it held up with the time it took of each (taken off), the steps with their
     waits taken off."""
     from nnprofile.render import write_all
+
     profile = result_file.load(os.path.join(GOLDEN, "result_v10.json"))
     found = profile.interference()
     assert found.measured and 0.1 < found.share < 0.9 and found.switches > 0
@@ -289,6 +344,7 @@ def test_a_sections_details_read_typed_and_write_back_as_every_version_wrote_the
     import json
     from nnprofile.base.errors import ProfileError
     from nnprofile.result.details import SampledLine, SectionInfo
+
     for name in sorted(os.listdir(GOLDEN)):
         if not name.startswith("result_v"):
             continue
@@ -305,8 +361,13 @@ def test_a_sections_details_read_typed_and_write_back_as_every_version_wrote_the
     graphs = [s for s in v10.sections if s.kind == "graph"]
     assert graphs and all(isinstance(s.info.trained_by, list) and s.info.role for s in graphs)
     from nnprofile.result.details import LoadBurst
-    step = SectionInfo(own_samples=40, own_lines=[SampledLine("train.py:57", "main", "x.d = rows", 30)],
-                       own_clock=("cpu", 0.25), load_dataset_burst=LoadBurst(0.5, 100, 3))
+
+    step = SectionInfo(
+        own_samples=40,
+        own_lines=[SampledLine("train.py:57", "main", "x.d = rows", 30)],
+        own_clock=("cpu", 0.25),
+        load_dataset_burst=LoadBurst(0.5, 100, 3),
+    )
     written = step.to_json()
     assert written["own_lines"] == [["train.py:57", "main", "x.d = rows", 30]] and written["own_clock"] == ["cpu", 0.25]
     assert SectionInfo.from_json(json.loads(json.dumps(written))) == step

@@ -1,4 +1,5 @@
 """Sampling in rounds, on a fake clock: slow spells, drift, order, interruption."""
+
 import pytest
 
 from conftest import FakeClock
@@ -28,6 +29,7 @@ class Machine:
         def run():
             slow = self.factor if self.round in self.slow_rounds else 1.0
             self.clock.advance(int(BASE_NS[name] * slow))
+
         return run
 
     def items(self):
@@ -96,6 +98,7 @@ def test_an_interruption_keeps_every_sample_marked_incomplete():
         if machine.round == 2:
             raise KeyboardInterrupt
         machine.clock.advance(1_000_000)
+
     items.insert(2, Probe(simple("x", "update"), interrupt))  # between a and b
     timer = Timer(Sampling(warmup=0, runs=5), clock=machine.clock)
     section = Section(kind="optimizer", name="O", network="N")
@@ -110,7 +113,7 @@ def test_round_statistics_by_hand():
     # Rounds of 1, 2 and 1 samples: round means 10, 25, 40; round 2 dropped.
     s = summarize_rounds([10, 20, 30, 40], [1, 2, 1], dropped=[2])
     assert (s.mean, s.rounds) == (17.5, 2)
-    assert s.rse == pytest.approx((((10 - 17.5) ** 2 + (25 - 17.5) ** 2) ** 0.5) / 2 ** 0.5 / 17.5)
+    assert s.rse == pytest.approx((((10 - 17.5) ** 2 + (25 - 17.5) ** 2) ** 0.5) / 2**0.5 / 17.5)
     assert (s.n, s.min, s.max, s.median) == (4, 10, 40, 25)
     assert summarize_rounds([10, 20], []).mean == 15  # results of version 1: one round
 

@@ -1,5 +1,6 @@
 """The sampler of the program's own lines: a profiling timer in the program's thread, its own time left out of
 every figure, and the program's own SIGPROF left alone."""
+
 import random
 import signal
 import sys
@@ -24,8 +25,10 @@ def test_the_timer_samples_the_program_s_own_line_and_leaves_its_own_time_out():
     s._on_timer(signal.SIGPROF, sys._getframe())
     assert s.taken == 1 and len(r.excluded) == 1 and r.excluded[0][0] <= r.excluded[0][1]
     [(t0, index)] = s.samples
-    assert t0 == r.excluded[0][0] and s.wheres[index][1:] == (line, "test_the_timer_samples_the_program_s_own_line_"
-                                                                    "and_leaves_its_own_time_out")
+    assert t0 == r.excluded[0][0] and s.wheres[index][1:] == (
+        line,
+        "test_the_timer_samples_the_program_s_own_line_and_leaves_its_own_time_out",
+    )
     r._open.append(("a function", 0))  # inside a call nnprofile times: no sample, its time still left out
     s._on_timer(signal.SIGPROF, sys._getframe())
     assert len(s.samples) == 1 and len(r.excluded) == 2 and s.taken == 2
@@ -41,8 +44,9 @@ def test_the_timer_runs_only_in_a_window_and_gives_sigprof_back():
     try:
         assert s._timer and s._thread is None and signal.getsignal(signal.SIGPROF) == s._on_timer
         # the thread's CPU clock where the kernel gives it, else the profiling timer
-        assert (s.clock[0] == "cpu" and s._cpu is not None) or (s.clock[0] == "timer"
-                                                                and any(signal.getitimer(signal.ITIMER_PROF)))
+        assert (s.clock[0] == "cpu" and s._cpu is not None) or (
+            s.clock[0] == "timer" and any(signal.getitimer(signal.ITIMER_PROF))
+        )
         total = 0
         while s.taken < 3:  # the thread's CPU time makes the clock fire
             total += sum(i * i for i in range(1000))
@@ -54,6 +58,7 @@ def test_the_timer_runs_only_in_a_window_and_gives_sigprof_back():
 
 def test_where_the_kernel_refuses_the_cpu_clock_the_profiling_timer_samples(monkeypatch):
     import nnprofile.recording.sampler as sampler
+
     monkeypatch.setattr(sampler, "open_cpu_clock", lambda period, number: None)
     r = _Recorder()
     s = Sampler(r)
@@ -72,6 +77,7 @@ def test_the_cpu_clock_signals_once_a_period_of_the_thread_s_cpu_time():
 
     import pytest
     from nnprofile.recording.cpuclock import open_cpu_clock
+
     seen = []
     previous = signal.signal(signal.SIGPROF, lambda signum, frame: (seen.append(signum), clock.rearm()))
     clock = open_cpu_clock(1_000_000, signal.SIGPROF)
@@ -118,6 +124,7 @@ def test_a_program_in_another_thread_is_sampled_by_the_thread():
         s.start()
         out["timer"], out["thread"] = s._timer, s._thread is not None
         s.stop()
+
     t = threading.Thread(target=body)
     t.start()
     t.join()
@@ -141,9 +148,11 @@ def test_how_much_of_a_stretch_nnprofile_s_own_work_took_is_found_by_bisection_a
 def test_a_call_s_time_leaves_out_the_sampler_s_handler_that_ran_inside_it():
     from types import SimpleNamespace
     from nnprofile.assembly.sections import Builder
-    capture = SimpleNamespace(graph=SimpleNamespace(functions={}), excluded=[(150, 170), (100, 110), (400, 420)],
-                              marks="", events=[])
+
+    capture = SimpleNamespace(
+        graph=SimpleNamespace(functions={}), excluded=[(150, 170), (100, 110), (400, 420)], marks="", events=[]
+    )
     b = Builder(capture, None, "s", [], [], [], [])
     assert b.span(SimpleNamespace(start_ns=100, end_ns=300)) == 200 - 10 - 20  # both handlers inside it
-    assert b.span(SimpleNamespace(start_ns=300, end_ns=410)) == 110 - 10        # half of one
+    assert b.span(SimpleNamespace(start_ns=300, end_ns=410)) == 110 - 10  # half of one
     assert b.span(SimpleNamespace(start_ns=0, end_ns=50)) == 50

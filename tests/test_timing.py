@@ -27,6 +27,7 @@ def test_single_sample_has_no_spread():
 
 def test_percentile_matches_numpy_convention():
     import numpy as np
+
     values = [3.0, 1.5, 8.25, 4.0, 9.0, 2.0, 7.5]
     for q in (0, 10, 25, 50, 90, 100):
         assert percentile(sorted(values), q) == pytest.approx(np.percentile(values, q))
@@ -51,8 +52,7 @@ def test_fixed_runs_time_exactly_what_the_clock_says():
 
 def test_sync_is_inside_the_timed_region_and_before_is_outside():
     clock = FakeClock(steps=(0,))
-    timer = Timer(Sampling(runs=3, warmup=0), clock=clock,
-                  sync=lambda: clock.advance(500))
+    timer = Timer(Sampling(runs=3, warmup=0), clock=clock, sync=lambda: clock.advance(500))
     samples = timer.measure(lambda: clock.advance(100), before=lambda: clock.advance(10_000)).samples_ns
     assert samples == [600, 600, 600]
 
@@ -94,6 +94,7 @@ def test_adaptive_respects_max_runs():
 
 def test_running_stats_match_the_batch_formula():
     from nnprofile.base.stats import RunningStats
+
     values = [3.0, 1.5, 8.25, 4.0, 9.0, 2.0, 7.5]
     r = RunningStats()
     for v in values:
@@ -111,6 +112,7 @@ def test_short_calls_are_timed_in_batches():
     def work():
         calls.append(1)
         clock.advance(2000)
+
     timer = Timer(Sampling(runs=3, warmup=1), clock=clock, overhead_ns=100)
     m = timer.measure(work)
     assert m.calls_per_sample == 5
@@ -131,10 +133,12 @@ def test_no_batches_for_entries_that_need_fresh_state_or_are_long():
 
 def test_overhead_is_subtracted_in_the_statistics_and_the_stopping_rule():
     from nnprofile.result import Entry
+
     e = Entry(label="x", phase="update", samples_ns=[1100, 1300, 900], overhead_ns=100)
     assert e.stats.mean == 1000 and e.stats.min == 800
     assert Entry(label="y", phase="update", samples_ns=[50], overhead_ns=100).stats.mean == 0.0
     from nnprofile.measure.timing import StopRule
+
     rule = StopRule(Sampling(min_rounds=2, target_rse=0.1), overhead_ns=900)
     rule.add(1000, 1000)
     rule.add(1100, 1100)

@@ -2,6 +2,7 @@
 capture on demand, ``-m``. The schedule and the finding are tested on their own (no NNabla, the fake
 clock); the rest on a training script of tests/scripts/ run as users run it.
 """
+
 import json
 import os
 import signal
@@ -24,6 +25,7 @@ LONG = os.path.join(SCRIPTS, "long_train.py")
 
 # -- the schedule, step by step -------------------------------------------------------------------
 
+
 def _phases(windows, steps):
     out = []
     for step in range(steps):
@@ -35,9 +37,24 @@ def _phases(windows, steps):
 def test_windows_fall_where_torch_profilers_schedule_puts_them():
     w = Windows(Schedule(wait=2, warmup=1, active=3, repeat=2))
     phases = _phases(w, 16)
-    assert phases == [(OFF, 0), (OFF, 0), (WARMUP, 1), (ACTIVE, 1), (ACTIVE, 1), (ACTIVE, 1),
-                      (OFF, 0), (OFF, 0), (WARMUP, 2), (ACTIVE, 2), (ACTIVE, 2), (ACTIVE, 2),
-                      (OFF, 0), (OFF, 0), (OFF, 0), (OFF, 0)]  # two windows, then no more
+    assert phases == [
+        (OFF, 0),
+        (OFF, 0),
+        (WARMUP, 1),
+        (ACTIVE, 1),
+        (ACTIVE, 1),
+        (ACTIVE, 1),
+        (OFF, 0),
+        (OFF, 0),
+        (WARMUP, 2),
+        (ACTIVE, 2),
+        (ACTIVE, 2),
+        (ACTIVE, 2),
+        (OFF, 0),
+        (OFF, 0),
+        (OFF, 0),
+        (OFF, 0),
+    ]  # two windows, then no more
     assert w.closed == 2
 
 
@@ -77,9 +94,22 @@ def test_a_schedule_says_itself_and_refuses_what_cannot_be():
 
 # -- the finding, on figures made by hand ------------------------------------------------------
 
+
 def _window(k, step, parts, error=0.01, layers=None):
-    return WindowSummary(k, 100 * k + 1, 100 * k + 20, 20, 10.0 * k, 10.0 * k + 1, step, error,
-                         list(parts.items()), layers or {}, True, "window-%d" % k)
+    return WindowSummary(
+        k,
+        100 * k + 1,
+        100 * k + 20,
+        20,
+        10.0 * k,
+        10.0 * k + 1,
+        step,
+        error,
+        list(parts.items()),
+        layers or {},
+        True,
+        "window-%d" % k,
+    )
 
 
 def test_a_lasting_slowdown_is_found_with_the_part_that_grew():
@@ -127,17 +157,23 @@ def test_a_difference_within_the_noise_or_a_passing_spell_is_no_slowdown():
 
 
 def test_the_layers_that_moved_most_between_the_first_and_the_last_window():
-    a = analyze_windows([_window(1, 10.0, {}, layers={"conv1": 2.0, "conv2": 3.0, "fc": 1.0}),
-                         _window(2, 12.0, {}, layers={"conv1": 2.1, "conv2": 5.0, "fc": 0.5})])
+    a = analyze_windows(
+        [
+            _window(1, 10.0, {}, layers={"conv1": 2.0, "conv2": 3.0, "fc": 1.0}),
+            _window(2, 12.0, {}, layers={"conv1": 2.1, "conv2": 5.0, "fc": 0.5}),
+        ]
+    )
     assert [name for name, _, _ in a.moved] == ["conv2", "fc", "conv1"]
     assert a.moved[0] == ("conv2", 3.0, 5.0)
 
 
 # -- windows of a program on the fake clock ------------------------------------------------------
 
+
 def _batches(load):
     """An NNabla iterator of 4 samples a batch, read in the program's thread (its wait is the loading)."""
     from nnabla.utils.data_iterator import data_iterator_simple
+
     data = data_iterator_simple(load, 64, 4, shuffle=False, with_memory_cache=False, with_file_cache=False)
     data._use_thread = False
     return data
@@ -145,18 +181,24 @@ def _batches(load):
 
 def _slowing_input(clock, state):
     """A sample loader whose batches take exactly 5 ms longer (on the fake clock) from step 13 on."""
+
     def load(i):
         if state["step"] >= 12 and i % 4 == 0:
             clock.advance(5_000_000)
         return [1.0, 2.0, 3.0], [1.0]
+
     return load
 
 
 def _windows_every_6_steps(tmp_path, clock, seen):
     """Windows of 4 kept steps after 1 set aside, 1 step apart, as long as the program runs."""
-    return nnprofile.Recording(outdir=tmp_path, clock=clock.now_ns, hook_costs=HookCosts(),
-                               schedule=Schedule(wait=1, warmup=1, active=4, repeat=0),
-                               on_window=lambda p: seen.append(p.header.kept_steps))
+    return nnprofile.Recording(
+        outdir=tmp_path,
+        clock=clock.now_ns,
+        hook_costs=HookCosts(),
+        schedule=Schedule(wait=1, warmup=1, active=4, repeat=0),
+        on_window=lambda p: seen.append(p.header.kept_steps),
+    )
 
 
 def test_a_program_whose_input_slows_down_is_found_slow_in_its_input_on_the_fake_clock(tmp_path):
@@ -166,6 +208,7 @@ def test_a_program_whose_input_slows_down_is_found_slow_in_its_input_on_the_fake
     import nnabla.functions as F
     import nnabla.parametric_functions as PF
     import nnabla.solvers as S
+
     nn.clear_parameters()
     clock = FakeClock(steps=(1000,))
     state = {"step": 0}
@@ -202,6 +245,7 @@ def test_an_evaluation_loop_without_a_solver_is_counted_by_its_reads_between_win
     import nnabla as nn
     import nnabla.functions as F
     import nnabla.parametric_functions as PF
+
     nn.clear_parameters()
     clock = FakeClock(steps=(1000,))
     state = {"step": 0}
@@ -225,12 +269,17 @@ def test_an_evaluation_loop_without_a_solver_is_counted_by_its_reads_between_win
 
 # -- programs run as users run them --------------------------------------------------------------
 
+
 def _start(tmp_path, *options, script_args=(), module=None, cwd=None):
     out = tmp_path / "out"
     target = ["-m", module] if module else [LONG]
-    proc = subprocess.Popen([sys.executable, "-m", "nnprofile", "run", "-q", "-o", str(out), *options, *target,
-                             *script_args], cwd=str(cwd or tmp_path), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nnprofile", "run", "-q", "-o", str(out), *options, *target, *script_args],
+        cwd=str(cwd or tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     return out, proc
 
 
@@ -247,8 +296,18 @@ def test_each_windows_files_are_complete_while_the_program_still_runs(tmp_path):
     """Two windows of 5 kept steps, 10 steps apart; the program pauses at iteration 60 until the test has
     read the first window's files and the view: both loadable, complete, saying what they hold."""
     go = tmp_path / "go"
-    out, proc = _start(tmp_path, "--wait", "10", "--warmup", "1", "--active", "5", "--repeat", "2",
-                       script_args=["--iterations", "80", "--pause-at", "60", "--pause-file", str(go)])
+    out, proc = _start(
+        tmp_path,
+        "--wait",
+        "10",
+        "--warmup",
+        "1",
+        "--active",
+        "5",
+        "--repeat",
+        "2",
+        script_args=["--iterations", "80", "--pause-at", "60", "--pause-file", str(go)],
+    )
     _wait_for(out / "window-2" / "result.json", proc)
     deadline = time.time() + 60
     while len(nnprofile.load(out).windows) < 2:  # the view is rewritten just after the window's own files
@@ -272,8 +331,18 @@ def test_each_windows_files_are_complete_while_the_program_still_runs(tmp_path):
 
 @pytest.mark.slow
 def test_an_evaluation_loop_run_as_a_script_gets_windows_across_its_run(tmp_path):
-    out, proc = _start(tmp_path, "--wait", "10", "--warmup", "1", "--active", "5", "--repeat", "0",
-                       script_args=["--inference", "--iterations", "120"])
+    out, proc = _start(
+        tmp_path,
+        "--wait",
+        "10",
+        "--warmup",
+        "1",
+        "--active",
+        "5",
+        "--repeat",
+        "0",
+        script_args=["--inference", "--iterations", "120"],
+    )
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 0, stderr
     view = nnprofile.load(out)
@@ -301,9 +370,15 @@ def test_a_module_runs_as_python_m_runs_it_with_its_package_and_arguments(tmp_pa
     package.mkdir()
     (package / "__init__.py").write_text("")
     (package / "settings.py").write_text("ITERATIONS = 30\n")
-    source = open(LONG).read().replace('parser.add_argument("--iterations", type=int, default=100',
-                                       'from trainer.settings import ITERATIONS\n    '
-                                       'parser.add_argument("--iterations", type=int, default=ITERATIONS')
+    source = (
+        open(LONG)
+        .read()
+        .replace(
+            'parser.add_argument("--iterations", type=int, default=100',
+            "from trainer.settings import ITERATIONS\n    "
+            'parser.add_argument("--iterations", type=int, default=ITERATIONS',
+        )
+    )
     (package / "train.py").write_text(source)
     out, proc = _start(tmp_path, module="trainer.train", script_args=["--print-argv", "--units", "16"])
     stdout, stderr = proc.communicate(timeout=120)
@@ -315,14 +390,24 @@ def test_a_module_runs_as_python_m_runs_it_with_its_package_and_arguments(tmp_pa
     assert profile.header.project == "-m trainer.train --print-argv --units 16"
     assert profile.header.kept_steps == list(range(2, 22))
     proc = run_cli("run", "-q", "-o", str(tmp_path / "bad"), "-m", "no_such_module", cwd=str(tmp_path))
-    assert proc.returncode != 0 and proc.stderr.strip().splitlines()[-1] == "nnprofile: error: no module named no_such_module"
+    assert (
+        proc.returncode != 0
+        and proc.stderr.strip().splitlines()[-1] == "nnprofile: error: no module named no_such_module"
+    )
 
 
 @pytest.mark.slow
 def test_on_demand_records_a_window_each_time_it_is_asked(tmp_path):
     stop = tmp_path / "stop"
-    out, proc = _start(tmp_path, "--on-demand", "--warmup", "1", "--active", "5",
-                       script_args=["--iterations", "0", "--stop-file", str(stop), "--seconds-per-step", "0.002"])
+    out, proc = _start(
+        tmp_path,
+        "--on-demand",
+        "--warmup",
+        "1",
+        "--active",
+        "5",
+        script_args=["--iterations", "0", "--stop-file", str(stop), "--seconds-per-step", "0.002"],
+    )
     _wait_for(out / "on-demand.json", proc)
     status = json.loads((out / "on-demand.json").read_text())
     assert status["pid"] == proc.pid and status["signal"] == "USR1" and status["windows"] == 0
@@ -352,14 +437,34 @@ def test_capture_refuses_a_process_not_started_on_demand_or_whose_program_took_t
     finally:
         sleeper.kill()
     stop = tmp_path / "stop"
-    code = ("import signal, runpy, sys; signal.signal(signal.SIGUSR1, lambda *a: None); "
-            "sys.argv = [%r] + sys.argv[1:]; runpy.run_path(%r, run_name='__main__')" % (LONG, LONG))
+    code = (
+        "import signal, runpy, sys; signal.signal(signal.SIGUSR1, lambda *a: None); "
+        "sys.argv = [%r] + sys.argv[1:]; runpy.run_path(%r, run_name='__main__')" % (LONG, LONG)
+    )
     script = tmp_path / "own_handler.py"
     script.write_text(code)
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "nnprofile", "run", "-q", "--on-demand", "-o", str(out),
-                             str(script), "--iterations", "0", "--stop-file", str(stop)],
-                            cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "nnprofile",
+            "run",
+            "-q",
+            "--on-demand",
+            "-o",
+            str(out),
+            str(script),
+            "--iterations",
+            "0",
+            "--stop-file",
+            str(stop),
+        ],
+        cwd=str(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.time() + 120
         while "replaced" not in (out / "on-demand.json").read_text() if (out / "on-demand.json").exists() else True:
@@ -375,8 +480,20 @@ def test_capture_refuses_a_process_not_started_on_demand_or_whose_program_took_t
 
 @pytest.mark.slow
 def test_max_windows_keeps_the_last_folders_and_every_windows_figures(tmp_path):
-    out, proc = _start(tmp_path, "--wait", "2", "--warmup", "0", "--active", "3", "--repeat", "0",
-                       "--max-windows", "2", script_args=["--iterations", "90"])
+    out, proc = _start(
+        tmp_path,
+        "--wait",
+        "2",
+        "--warmup",
+        "0",
+        "--active",
+        "3",
+        "--repeat",
+        "0",
+        "--max-windows",
+        "2",
+        script_args=["--iterations", "90"],
+    )
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 0, stderr
     view = nnprofile.load(out)
@@ -388,11 +505,37 @@ def test_max_windows_keeps_the_last_folders_and_every_windows_figures(tmp_path):
 @pytest.mark.slow
 def test_ctrl_c_in_a_window_writes_it_and_every_window_before(tmp_path):
     from conftest import interruptible
+
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "nnprofile", "run", "-q", "-o", str(out), "--warmup", "0",
-                             "--active", "5", "--wait", "2", "--repeat", "0", LONG, "--iterations", "0",
-                             "--seconds-per-step", "0.01"], cwd=str(tmp_path), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=interruptible)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "nnprofile",
+            "run",
+            "-q",
+            "-o",
+            str(out),
+            "--warmup",
+            "0",
+            "--active",
+            "5",
+            "--wait",
+            "2",
+            "--repeat",
+            "0",
+            LONG,
+            "--iterations",
+            "0",
+            "--seconds-per-step",
+            "0.01",
+        ],
+        cwd=str(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=interruptible,
+    )
     _wait_for(out / "window-2" / "result.json", proc)
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=120)
@@ -408,8 +551,16 @@ def test_ctrl_c_in_a_window_writes_it_and_every_window_before(tmp_path):
 def test_a_training_whose_input_falls_behind_is_found_slow_in_its_input(tmp_path):
     """A real run: from iteration 1000 the loader sleeps 5 ms a batch; windows every 220 steps or so: the view
     finds the slowdown from the first window after it, and names the input."""
-    out, proc = _start(tmp_path, "--wait", "200", "--active", "20", "--repeat", "0",
-                       script_args=["--iterations", "2000", "--slow-input-after", "1000", "--slow-ms", "5"])
+    out, proc = _start(
+        tmp_path,
+        "--wait",
+        "200",
+        "--active",
+        "20",
+        "--repeat",
+        "0",
+        script_args=["--iterations", "2000", "--slow-input-after", "1000", "--slow-ms", "5"],
+    )
     stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr
     view = nnprofile.load(out)
@@ -425,12 +576,13 @@ def test_reads_in_no_pattern_are_counted_no_longer_than_their_first_64():
     none are kept only so long (what is sought stays bounded), then the reads count nothing."""
     from nnprofile.recording.counting import FREEZE_AT
     from nnprofile.recording.recorder import Recorder
-    recorder = Recorder(schedule=Schedule(wait=10 ** 6), calibrate=False)
+
+    recorder = Recorder(schedule=Schedule(wait=10**6), calibrate=False)
     for k in range(3 * FREEZE_AT):  # a new iterator each read: no pattern
         if recorder.counts_reads():
             recorder._light_read(k)
     assert not recorder.counts_reads() and len(recorder._reads) == FREEZE_AT and recorder.steps_done == 0
-    steady = Recorder(schedule=Schedule(wait=10 ** 6), calibrate=False)
+    steady = Recorder(schedule=Schedule(wait=10**6), calibrate=False)
     for _ in range(3 * FREEZE_AT):
         steady._light_read(0)
     assert steady.counts_reads() and steady.steps_done == 3 * FREEZE_AT - 1  # the last step ends at the next read
@@ -449,5 +601,6 @@ def test_the_program_sees_the_sys_path_python_gives_it(tmp_path, module):
         proc = subprocess.run(command, cwd=str(tmp_path), capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr
         return json.loads(proc.stdout.split("PATH ", 1)[1].splitlines()[0])
+
     alone = seen([sys.executable, *target])
     assert seen([sys.executable, "-m", "nnprofile", "run", "-q", "-o", str(tmp_path / "out"), *target]) == alone

@@ -1,9 +1,13 @@
 """A small validator of Chrome Trace Event files, as Perfetto UI and chrome://tracing read them."""
+
 import gzip
 import json
 
-REQUIRED = {"X": ("name", "ph", "ts", "dur", "pid", "tid"), "M": ("name", "ph", "pid", "tid", "args"),
-            "C": ("name", "ph", "ts", "pid", "args")}
+REQUIRED = {
+    "X": ("name", "ph", "ts", "dur", "pid", "tid"),
+    "M": ("name", "ph", "pid", "tid", "args"),
+    "C": ("name", "ph", "ts", "pid", "args"),
+}
 
 
 def load(path):
@@ -26,8 +30,9 @@ def check(document):
         threads.setdefault((e["pid"], e["tid"]), []).append(e)
     for evs in threads.values():
         # In whole nanoseconds, as a reader converts: children strictly inside their parents.
-        spans = sorted(((round(e["ts"] * 1000), -round((e["ts"] + e["dur"]) * 1000), e) for e in evs),
-                       key=lambda s: (s[0], s[1]))
+        spans = sorted(
+            ((round(e["ts"] * 1000), -round((e["ts"] + e["dur"]) * 1000), e) for e in evs), key=lambda s: (s[0], s[1])
+        )
         stack = []
         for start, neg_end, e in spans:
             end = -neg_end
@@ -41,8 +46,19 @@ def check(document):
 
 def children(events, parent):
     """The events directly inside ``parent`` (inside it, and inside no other event inside it)."""
-    inside = [e for e in events if e is not parent and parent["ts"] <= e["ts"]
-              and e["ts"] + e["dur"] <= parent["ts"] + parent["dur"] + 1e-6]
-    return [e for e in inside if not any(o is not e and o["ts"] <= e["ts"] and
-                                         e["ts"] + e["dur"] <= o["ts"] + o["dur"] + 1e-6 and o["dur"] > e["dur"]
-                                         for o in inside)]
+    inside = [
+        e
+        for e in events
+        if e is not parent and parent["ts"] <= e["ts"] and e["ts"] + e["dur"] <= parent["ts"] + parent["dur"] + 1e-6
+    ]
+    return [
+        e
+        for e in inside
+        if not any(
+            o is not e
+            and o["ts"] <= e["ts"]
+            and e["ts"] + e["dur"] <= o["ts"] + o["dur"] + 1e-6
+            and o["dur"] > e["dur"]
+            for o in inside
+        )
+    ]

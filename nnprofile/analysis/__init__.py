@@ -7,6 +7,7 @@ which entries missed the sampling target, which layer types have no FLOP
 formula, each layer's forward and backward paired by identity, the drift of
 the machine's speed, and for training sections the step breakdown and advice.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -18,14 +19,32 @@ from ..result.header import Header, ProjectHeader
 from ..base.stats import Drift, median
 from . import memory
 from .advice import implausible, advise
-from .breakdown import (Advice, LayerTime, Summary, base_layers, layer_times, program_layers, summarize_program,
-                        summarize_section)
+from .breakdown import (
+    Advice,
+    LayerTime,
+    Summary,
+    base_layers,
+    layer_times,
+    program_layers,
+    summarize_program,
+    summarize_section,
+)
 from .sampling import Precision, precision
 from .ranks import RanksAnalysis, analyze_ranks, ranks_frame
 from .windows import WindowsAnalysis, analyze_windows
 
-__all__ = ["Analysis", "charted_layers", "Coverage", "SectionAnalysis", "analyze", "Advice", "LayerTime", "Precision",
-           "RanksAnalysis", "Summary"]
+__all__ = [
+    "Analysis",
+    "charted_layers",
+    "Coverage",
+    "SectionAnalysis",
+    "analyze",
+    "Advice",
+    "LayerTime",
+    "Precision",
+    "RanksAnalysis",
+    "Summary",
+]
 
 
 @dataclass(frozen=True)
@@ -36,8 +55,8 @@ class Coverage:
     whole_phase: str
     layers_ms: float
     whole_ms: float
-    engine_ms: float = 0.0     # a recorded program's: the graph engine's time between the functions
-    per_pass: bool = False     # layers that ran in only some passes count as often as they ran one
+    engine_ms: float = 0.0  # a recorded program's: the graph engine's time between the functions
+    per_pass: bool = False  # layers that ran in only some passes count as often as they ran one
     # Of layers_ms: the timing's own cost left in calls too short to take it off (``Entry.kept_cost_ns``), and
     # how many layers hold it.
     kept_cost_ms: float = 0.0
@@ -58,12 +77,12 @@ class Coverage:
 class SectionAnalysis:
     section: Section
     coverage: List[Coverage]
-    missed_target: List[Entry]        # entries whose relative standard error is above the target
-    unknown_flops: List[str]          # layer types without a FLOP formula
-    incomplete: List[Entry]           # entries cut short by a failure or Ctrl-C
-    layers: List[LayerTime]           # forward order, forward and backward paired by identity
+    missed_target: List[Entry]  # entries whose relative standard error is above the target
+    unknown_flops: List[str]  # layer types without a FLOP formula
+    incomplete: List[Entry]  # entries cut short by a failure or Ctrl-C
+    layers: List[LayerTime]  # forward order, forward and backward paired by identity
     drift: Drift
-    step: Optional[Summary] = None    # complete training sections: breakdown and advice
+    step: Optional[Summary] = None  # complete training sections: breakdown and advice
     run_spread: Optional["RunSpread"] = None  # with --repeat: how entry means moved between processes
     memory_rows: List[List[object]] = field(default_factory=list)  # summary.csv rows of the step's memory
     memory_lines: List[str] = field(default_factory=list)
@@ -90,8 +109,7 @@ class RunSpread:
 
 
 def run_spread(section: Section) -> Optional[RunSpread]:
-    cvs = sorted((e.run_cv, e.label) for e in section.entries
-                 if e.run_cv is not None and e.mean_ms > SPREAD_FLOOR_MS)
+    cvs = sorted((e.run_cv, e.label) for e in section.entries if e.run_cv is not None and e.mean_ms > SPREAD_FLOOR_MS)
     if not cvs:
         return None
     runs = max(len(e.run_means) for e in section.entries)
@@ -149,11 +167,18 @@ def coverage(section: Section) -> List[Coverage]:
             engine = [e for e in section.entries_of("engine") if e.label.startswith("engine (%s:" % direction)]
             passes = whole[0].calls_per_round() if section.kind == GRAPH else 0.0
             kept = [e for e in layers if e.kept_cost_ns]
-            out.append(Coverage(layer_phase, whole_phase, round(sum(_per_pass(e, passes) for e in layers), 6),
-                                whole[0].mean_ms, round(sum(e.mean_ms for e in engine), 6),
-                                per_pass=passes > 0 and any(e.calls_per_round() != passes for e in layers),
-                                kept_cost_ms=round(sum(_often(e, passes) * e.kept_cost_ns / 1e6 for e in kept), 6),
-                                kept_in=len(kept)))
+            out.append(
+                Coverage(
+                    layer_phase,
+                    whole_phase,
+                    round(sum(_per_pass(e, passes) for e in layers), 6),
+                    whole[0].mean_ms,
+                    round(sum(e.mean_ms for e in engine), 6),
+                    per_pass=passes > 0 and any(e.calls_per_round() != passes for e in layers),
+                    kept_cost_ms=round(sum(_often(e, passes) * e.kept_cost_ns / 1e6 for e in kept), 6),
+                    kept_in=len(kept),
+                )
+            )
     return out
 
 
@@ -167,8 +192,7 @@ def _per_pass(entry: Entry, passes: float) -> float:
     return entry.mean_ms * _often(entry, passes)
 
 
-def analyze_section(section: Section, header: Header,
-                    graphs: Sequence[Section] = ()) -> SectionAnalysis:
+def analyze_section(section: Section, header: Header, graphs: Sequence[Section] = ()) -> SectionAnalysis:
     """One section's analysis; ``graphs``: a recorded program's graph sections, which its step
     section (kind script) breaks its step down over."""
     target = header.target_rse
@@ -191,20 +215,24 @@ def analyze_section(section: Section, header: Header,
         step.advice = advise(step)
     bases = step.base_layers if step is not None else base_layers(layers)
     return SectionAnalysis(
-        section=section, coverage=covered,
+        section=section,
+        coverage=covered,
         missed_target=[e for e in section.entries if target and e.stats.rse > target],
-        unknown_flops=sorted({e.layer_type for e in section.entries
-                              if e.is_layer_work and e.flops is None and e.layer_type}),
+        unknown_flops=sorted(
+            {e.layer_type for e in section.entries if e.is_layer_work and e.flops is None and e.layer_type}
+        ),
         incomplete=[e for e in section.entries if not e.complete],
         layers=layers,
-        drift=Drift(tuple(section.speed_levels), threshold or 0.10,
-                    tuple(section.info.drift_exempt or ())),
+        drift=Drift(tuple(section.speed_levels), threshold or 0.10, tuple(section.info.drift_exempt or ())),
         step=step,
         run_spread=run_spread(section),
-        memory_rows=memory.rows(section, limit), memory_lines=memory.lines(section, limit),
+        memory_rows=memory.rows(section, limit),
+        memory_lines=memory.lines(section, limit),
         base_layers=bases,
         precision=precision(section, layers, step.step_ms if step is not None else None, bases)
-        if section.entries else None)
+        if section.entries
+        else None,
+    )
 
 
 def analyze(profile: Profile) -> Analysis:

@@ -7,6 +7,7 @@ monitors, communication, the program's own time), the share of functions that ra
 precision, each layer's forward and backward paired by identity, the top layers. What to try
 first is decided from a ``Summary`` by ``nnprofile.analysis.advice``.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,8 +21,15 @@ from ..result import Entry, Section
 from ..result.details import SectionInfo
 from ..result.paired import LayerTime, layer_times  # noqa: F401  (the one pairing rule)
 from . import evidence
-from .ownlines import (CLOCK_WORDS, MIN_SHARE_SAMPLES, OwnLine, clock_words, own_clock,  # noqa: F401
-                       own_lines, wilson)
+from .ownlines import (  # noqa: F401  (CLOCK_WORDS, wilson: read from here by the renderers and tests)
+    CLOCK_WORDS,
+    MIN_SHARE_SAMPLES,
+    OwnLine,
+    clock_words,
+    own_clock,
+    own_lines,
+    wilson,
+)
 
 PARTS = ("input", "forward", "backward", "update", "monitor", "other")
 TOP_LAYERS = 5
@@ -64,10 +72,10 @@ class GraphTime:
     trained: bool
     forward_per_step: float
     backward_per_step: float
-    forward_ms: float       # per step
-    backward_ms: float      # per step
+    forward_ms: float  # per step
+    backward_ms: float  # per step
     forward_pass_ms: float  # one pass
-    role: str = ""          # trained, backward, feeds, evaluation ("" in older results: what it ran says)
+    role: str = ""  # trained, backward, feeds, evaluation ("" in older results: what it ran says)
     feeds: Tuple[str, ...] = ()
 
     @property
@@ -95,8 +103,8 @@ class Summary:
     parts: List["Part"]
     half_functions: int
     functions: int
-    layers: List[LayerTime]         # forward order
-    coverage: Optional[float]       # sum of forward layers / forward_all
+    layers: List[LayerTime]  # forward order
+    coverage: Optional[float]  # sum of forward layers / forward_all
     backend: str
     type_config: str
     advice: List[Advice]
@@ -169,9 +177,15 @@ def base_layers(layers: List[LayerTime]) -> List[LayerTime]:
             continue
         flops = m.flops + l.flops if m.flops is not None and l.flops is not None else None
         per_step = m.step_ms + l.step_ms if m.per_step is not None or l.per_step is not None else None
-        merged[name] = replace(m, forward_ms=m.forward_ms + l.forward_ms, backward_ms=m.backward_ms + l.backward_ms,
-                               flops=flops, bytes_moved=m.bytes_moved + l.bytes_moved, copies=m.copies + 1,
-                               per_step=per_step)
+        merged[name] = replace(
+            m,
+            forward_ms=m.forward_ms + l.forward_ms,
+            backward_ms=m.backward_ms + l.backward_ms,
+            flops=flops,
+            bytes_moved=m.bytes_moved + l.bytes_moved,
+            copies=m.copies + 1,
+            per_step=per_step,
+        )
     return list(merged.values())
 
 
@@ -194,7 +208,7 @@ def per_step_ms(entry: Entry) -> float:
 
 def _inside(label: str) -> str:
     """What a label's parentheses hold: "Adam: gen" in "update (Adam: gen)"."""
-    return label[label.index("(") + 1:label.rindex(")")] if "(" in label and label.endswith(")") else label
+    return label[label.index("(") + 1 : label.rindex(")")] if "(" in label and label.endswith(")") else label
 
 
 def _graph_parts(graphs: Sequence[Section], add: Callable[[str, Sequence[Entry]], None]) -> List["GraphTime"]:
@@ -209,10 +223,19 @@ def _graph_parts(graphs: Sequence[Section], add: Callable[[str, Sequence[Entry]]
         # Passes per step and time per pass over the steps the parts count: their product is the part.
         forward_passes = f[0].calls_per_round() if f else 0.0
         forward_ms = per_step_ms(f[0]) if f else 0.0
-        graph_times.append(GraphTime(g.name, bool(g.info.trained_by), forward_passes,
-                                     b[0].calls_per_round() if b else 0.0, forward_ms,
-                                     per_step_ms(b[0]) if b else 0.0, forward_ms / forward_passes if forward_passes else 0.0,
-                                     g.info.role or "", tuple(g.info.feeds or ())))
+        graph_times.append(
+            GraphTime(
+                g.name,
+                bool(g.info.trained_by),
+                forward_passes,
+                b[0].calls_per_round() if b else 0.0,
+                forward_ms,
+                per_step_ms(b[0]) if b else 0.0,
+                forward_ms / forward_passes if forward_passes else 0.0,
+                g.info.role or "",
+                tuple(g.info.feeds or ()),
+            )
+        )
     return graph_times
 
 
@@ -225,9 +248,42 @@ def _by_solver(script: Section) -> Dict[str, List[Entry]]:
     return solvers
 
 
-def summarize_program(script: Section, graphs: Sequence[Section], context: str = "cpu:float",
-                      layers: Optional[Dict[str, List[LayerTime]]] = None,
-                      forward_coverage: Optional[float] = None) -> Optional[Summary]:
+def _program_parts(
+    script: Section, graphs: Sequence[Section]
+) -> Tuple[List[Tuple[str, float]], Dict[str, float], List["GraphTime"]]:
+    """The step's parts but ``other`` (ms per step) with each one's standard error, and each graph's passes."""
+    parts: List[Tuple[str, float]] = []
+    errors: Dict[str, float] = {}
+
+    def add(name: str, entries: Sequence[Entry]) -> None:
+        parts.append((name, sum(per_step_ms(e) for e in entries)))
+        errors[name] = evidence.combined(evidence.entry_error(e, per_step_ms(e)) for e in entries)
+
+    validation = dict(script.info.inputs_of or {})
+    for e in script.entries_of("load_dataset"):
+        name = _inside(e.label)
+        if name in validation:  # a validation's data: part of the evaluation, not the training's input
+            add("evaluation input (%s, for '%s')" % (name, validation[name]), [e])
+        else:
+            add("input (%s)" % name, [e])
+    graph_times = _graph_parts(graphs, add)
+    if script.entries_of("eager"):
+        add("eager", script.entries_of("eager"))
+    for key, entries in _by_solver(script).items():
+        add("update (%s)" % key, entries)
+    for kind, phase in (("monitor", "monitor_loss"), ("communication", "communication")):
+        if script.entries_of(phase):
+            add(kind, script.entries_of(phase))
+    return parts, errors, graph_times
+
+
+def summarize_program(
+    script: Section,
+    graphs: Sequence[Section],
+    context: str = "cpu:float",
+    layers: Optional[Dict[str, List[LayerTime]]] = None,
+    forward_coverage: Optional[float] = None,
+) -> Optional[Summary]:
     """A recorded program's step: its parts (each iterator's wait, each graph's forward and backward,
     each solver's calls, the eager work, monitors, communication, and the program's own time), per step.
 
@@ -238,37 +294,15 @@ def summarize_program(script: Section, graphs: Sequence[Section], context: str =
     the step leaves out), the note says so."""
     if not script.complete or not script.entries_of("step"):
         return None
-    parts: List[Tuple[str, float]] = []
+    parts, errors, graph_times = _program_parts(script, graphs)
     notes: List[str] = []
-
-    errors: Dict[str, float] = {}
-
-    def add(name: str, entries: Sequence[Entry]) -> None:
-        parts.append((name, sum(per_step_ms(e) for e in entries)))
-        errors[name] = evidence.combined(evidence.entry_error(e, per_step_ms(e)) for e in entries)
-    validation = dict(script.info.inputs_of or {})
-    for e in script.entries_of("load_dataset"):
-        name = _inside(e.label)
-        if name in validation:  # a validation's data: part of the evaluation, not the training's input
-            add("evaluation input (%s, for '%s')" % (name, validation[name]), [e])
-        else:
-            add("input (%s)" % name, [e])
-    graph_times = _graph_parts(graphs, add)
-    eager = script.entries_of("eager")
-    if eager:
-        add("eager", eager)
-    for key, entries in _by_solver(script).items():
-        add("update (%s)" % key, entries)
-    for kind, phase in (("monitor", "monitor_loss"), ("communication", "communication")):
-        entries = script.entries_of(phase)
-        if entries:
-            add(kind, entries)
     step = per_step_ms(script.entries_of("step")[0])
     step_error = evidence.entry_error(script.entries_of("step")[0], step)
     held = sum(ms for _, ms in parts)
     if held > step * 1.001:
-        notes.append("the parts come to %.3f ms, more than the step's %.3f ms: the program's own time reads 0" % (held,
-                                                                                                           step))
+        notes.append(
+            "the parts come to %.3f ms, more than the step's %.3f ms: the program's own time reads 0" % (held, step)
+        )
     other = max(0.0, step - held)
     parts.append(("other", other))
     errors["other"] = evidence.combined([step_error] + list(errors.values()))
@@ -277,13 +311,24 @@ def summarize_program(script: Section, graphs: Sequence[Section], context: str =
     every = [l for g in graphs for l in named.get(g.name, [])]
     forward = [e for g in graphs for e in g.entries_of("forward_function")]
     backend, _, type_config = context.partition(":")
-    return Summary(section=script.title, parts=[Part(p, round(ms, 6)) for p, ms in parts],
-                   half_functions=sum(1 for e in forward if (e.dtype or "") in HALF_DTYPES),
-                   functions=len(forward), layers=every, coverage=forward_coverage, backend=backend,
-                   type_config=type_config or "float", advice=[], graphs=graph_times, notes=notes,
-                   own_lines=own, own_samples=script.info.own_samples or 0,
-                   own_clock=own_clock(script.info), errors=errors,
-                   step_error=step_error)
+    return Summary(
+        section=script.title,
+        parts=[Part(p, round(ms, 6)) for p, ms in parts],
+        half_functions=sum(1 for e in forward if (e.dtype or "") in HALF_DTYPES),
+        functions=len(forward),
+        layers=every,
+        coverage=forward_coverage,
+        backend=backend,
+        type_config=type_config or "float",
+        advice=[],
+        graphs=graph_times,
+        notes=notes,
+        own_lines=own,
+        own_samples=script.info.own_samples or 0,
+        own_clock=own_clock(script.info),
+        errors=errors,
+        step_error=step_error,
+    )
 
 
 def program_layers(graph: Section, several: bool) -> List[LayerTime]:
@@ -296,9 +341,12 @@ def program_layers(graph: Section, several: bool) -> List[LayerTime]:
     return out
 
 
-def summarize_section(section: Section, context: str = "cpu:float",
-                      layers: Optional[List[LayerTime]] = None,
-                      forward_coverage: Optional[float] = None) -> Optional[Summary]:
+def summarize_section(
+    section: Section,
+    context: str = "cpu:float",
+    layers: Optional[List[LayerTime]] = None,
+    forward_coverage: Optional[float] = None,
+) -> Optional[Summary]:
     """The breakdown of one complete training section (None for others)."""
     if section.kind not in (OPTIMIZER, SCRIPT) or not section.complete:
         return None
@@ -319,10 +367,19 @@ def summarize_section(section: Section, context: str = "cpu:float",
     forward = section.entries_of("forward_function")
     half = sum(1 for e in forward if (e.dtype or "") in HALF_DTYPES)
     backend, _, type_config = context.partition(":")
-    return Summary(section=section.title, parts=[Part(p, round(totals[p], 6)) for p in PARTS],
-                   half_functions=half, functions=len(forward), layers=layer_times(section) if layers is None else layers,
-                   coverage=forward_coverage, backend=backend, type_config=type_config or "float", advice=[],
-                   errors=errors, step_error=step_error)
+    return Summary(
+        section=section.title,
+        parts=[Part(p, round(totals[p], 6)) for p in PARTS],
+        half_functions=half,
+        functions=len(forward),
+        layers=layer_times(section) if layers is None else layers,
+        coverage=forward_coverage,
+        backend=backend,
+        type_config=type_config or "float",
+        advice=[],
+        errors=errors,
+        step_error=step_error,
+    )
 
 
 def named(l: LayerTime) -> str:
@@ -337,25 +394,45 @@ def pct(x: float) -> str:
 def summary_lines(s: Summary) -> List[str]:
     """The log footer of a training section."""
     step = s.step_ms
-    lines = ["Step: %.3f ms = %s" % (step, " + ".join(
-        "%s %.3f ms (%s)" % (p, ms, pct(ms / step if step > 0 else 0)) for p, ms in s.parts))]
+    lines = [
+        "Step: %.3f ms = %s"
+        % (step, " + ".join("%s %.3f ms (%s)" % (p, ms, pct(ms / step if step > 0 else 0)) for p, ms in s.parts))
+    ]
     if s.functions:
         lines.append("Half precision: %d of %d functions" % (s.half_functions, s.functions))
     if s.layers:
-        lines.append("Top layers (forward + backward): %s" % ", ".join(
-            "%s %.3f ms (%s)" % (named(l), l.step_ms, pct(l.step_ms / step if step > 0 else 0))
-            for l in s.top_layers))
+        lines.append(
+            "Top layers (forward + backward): %s"
+            % ", ".join(
+                "%s %.3f ms (%s)" % (named(l), l.step_ms, pct(l.step_ms / step if step > 0 else 0))
+                for l in s.top_layers
+            )
+        )
     if s.own_lines:
         other = dict(s.parts).get("other", 0.0)
         few = s.own_samples < MIN_SHARE_SAMPLES
         how = clock_words(s.own_clock)
-        lines.append("Other: %.3f ms a step is the program's own Python between NNabla's calls (%d samples%s%s): %s" % (
-            other, s.own_samples, ", %s" % how if how else "", ", too few for a share" if few else "", "; ".join(
-                "%s in %s %s (%s)" % (l.where, l.function, "`%s`" % l.text if l.text else "",
-                                      "%d of %d samples" % (l.samples, s.own_samples) if few else
-                                      "%d samples, %s [%s, %s]" % (l.samples, pct(l.share), pct(l.share_low),
-                                                                   pct(l.share_high)))
-                for l in s.own_lines[:5])))
+        lines.append(
+            "Other: %.3f ms a step is the program's own Python between NNabla's calls (%d samples%s%s): %s"
+            % (
+                other,
+                s.own_samples,
+                ", %s" % how if how else "",
+                ", too few for a share" if few else "",
+                "; ".join(
+                    "%s in %s %s (%s)"
+                    % (
+                        l.where,
+                        l.function,
+                        "`%s`" % l.text if l.text else "",
+                        "%d of %d samples" % (l.samples, s.own_samples)
+                        if few
+                        else "%d samples, %s [%s, %s]" % (l.samples, pct(l.share), pct(l.share_low), pct(l.share_high)),
+                    )
+                    for l in s.own_lines[:5]
+                ),
+            )
+        )
     lines += ["Note: %s" % n for n in s.notes]
     for a in s.advice:
         lines.append("Advice: %s Evidence: %s." % (a.text, a.evidence))
@@ -371,13 +448,28 @@ def summary_rows(s: Summary) -> List[List[object]]:
     for p, ms in s.parts:
         rows.append([s.section, "part", p, ms, round(100 * ms / step, 2) if step > 0 else 0.0, ""])
     if s.functions:
-        rows.append([s.section, "half_precision", "functions in half precision", s.half_functions,
-                     round(100.0 * s.half_functions / s.functions, 2), "%d of %d" % (s.half_functions, s.functions)])
+        rows.append(
+            [
+                s.section,
+                "half_precision",
+                "functions in half precision",
+                s.half_functions,
+                round(100.0 * s.half_functions / s.functions, 2),
+                "%d of %d" % (s.half_functions, s.functions),
+            ]
+        )
     for l in s.top_layers:
-        rows.append([s.section, "top_layer", l.layer, round(l.step_ms, 6),
-                     round(100 * l.step_ms / step, 2) if step > 0 else 0.0,
-                     "forward %.6f ms, backward %.6f ms%s" % (l.forward_ms, l.backward_ms,
-                                                             ", %d unrolled copies summed" % l.copies if l.copies > 1 else "")])
+        rows.append(
+            [
+                s.section,
+                "top_layer",
+                l.layer,
+                round(l.step_ms, 6),
+                round(100 * l.step_ms / step, 2) if step > 0 else 0.0,
+                "forward %.6f ms, backward %.6f ms%s"
+                % (l.forward_ms, l.backward_ms, ", %d unrolled copies summed" % l.copies if l.copies > 1 else ""),
+            ]
+        )
     for a in s.advice:
         rows.append([s.section, "advice", a.rule, "", "", "%s Evidence: %s." % (a.text, a.evidence)])
     return rows

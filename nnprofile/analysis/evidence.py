@@ -7,6 +7,7 @@ narrower, than it is). A rule of ``nnprofile.analysis.advice`` fires only where 
 lies past its threshold: a figure a slow spell or a busy neighbour moved across the threshold does not make advice,
 and identical runs give identical advice.
 """
+
 from __future__ import annotations
 
 import math
@@ -14,7 +15,7 @@ from typing import Iterable, Optional, Tuple
 
 from ..result import Entry
 
-Z = 1.96   # the 95 % interval of a mean's normal approximation (rounds and steps number 20 or more)
+Z = 1.96  # the 95 % interval of a mean's normal approximation (rounds and steps number 20 or more)
 
 
 def entry_error(entry: Optional[Entry], value_ms: float) -> float:
@@ -44,7 +45,9 @@ def share_interval(part_ms: float, part_error: float, whole_ms: float, whole_err
     return share * (1 - Z * relative), share * (1 + Z * relative)
 
 
-def rest_share_interval(others_ms: float, others_error: float, whole_ms: float, whole_error: float) -> Tuple[float, float]:
+def rest_share_interval(
+    others_ms: float, others_error: float, whole_ms: float, whole_error: float
+) -> Tuple[float, float]:
     """The 95 % interval of the share of what the other parts leave of the whole (the step's ``other``): ``1 -
     others / whole``. A pause that stretches a step (a garbage collection in the program's own code) moves that rest
     and the whole together; the share of the rest moves only as much as the other parts' share does."""
@@ -57,8 +60,12 @@ def layer_error(layer: object) -> float:
     forward, backward = getattr(layer, "forward", None), getattr(layer, "backward", None)
     total, step = getattr(layer, "total_ms", 0.0), getattr(layer, "step_ms", 0.0)
     scale = step / total if total > 0 else 1.0
-    return combined([entry_error(forward, getattr(layer, "forward_ms", 0.0) * scale),
-                     entry_error(backward, getattr(layer, "backward_ms", 0.0) * scale)])
+    return combined(
+        [
+            entry_error(forward, getattr(layer, "forward_ms", 0.0) * scale),
+            entry_error(backward, getattr(layer, "backward_ms", 0.0) * scale),
+        ]
+    )
 
 
 def past(bounds: Tuple[float, float], threshold: float, above: bool = True) -> bool:

@@ -1,4 +1,5 @@
 """The step's memory, as the outputs say it: rows for summary.csv, lines for the log."""
+
 from __future__ import annotations
 
 from typing import List, Optional
@@ -23,10 +24,12 @@ def difference(m: StepMemory) -> str:
     if measured is None:
         return ""
     delta = measured - (m.activations_at_peak or 0)
-    return ("the measured growth is %s %s the estimated activations: NNabla's allocator rounds buffers up to "
-            "its block sizes and keeps freed blocks for reuse, functions allocate workspaces the estimate does "
-            "not count (im2col buffers of convolutions), and the resident memory grows by whole pages; the input "
-            "batch is counted in both" % (human(abs(delta)), "above" if delta >= 0 else "below"))
+    return (
+        "the measured growth is %s %s the estimated activations: NNabla's allocator rounds buffers up to "
+        "its block sizes and keeps freed blocks for reuse, functions allocate workspaces the estimate does "
+        "not count (im2col buffers of convolutions), and the resident memory grows by whole pages; the input "
+        "batch is counted in both" % (human(abs(delta)), "above" if delta >= 0 else "below")
+    )
 
 
 def rows(section: Section, limit: Optional[int]) -> List[List[object]]:
@@ -41,16 +44,27 @@ def rows(section: Section, limit: Optional[int]) -> List[List[object]]:
         "solver_state": "what the solver keeps per parameter (Adam two states, Momentum one, SGD none)",
         "activations_at_peak": "alive at the peak: %s" % alive,
         "peak_estimated": "reached at %s (%s), from the buffers' lifetimes under NNabla's release rules"
-                          % (m.peak_layer, m.peak_phase),
+        % (m.peak_layer, m.peak_phase),
         "peak_measured": "%s%s" % (m.measured or "", ("; " + difference(m)) if difference(m) else ""),
     }
-    out: List[List[object]] = [[section.title, "memory", name, "", "", detail[name],
-                                "" if getattr(m, name) is None else getattr(m, name)] for name in ROWS]
+    out: List[List[object]] = [
+        [section.title, "memory", name, "", "", detail[name], "" if getattr(m, name) is None else getattr(m, name)]
+        for name in ROWS
+    ]
     batch = fits(section, limit)
     if batch is not None:
-        out.append([section.title, "memory", "largest_batch", "", "",
-                    "the largest batch whose estimated peak fits in %s (activations grow with the batch; "
-                    "parameters, gradients and solver state do not)" % human(limit), batch])
+        out.append(
+            [
+                section.title,
+                "memory",
+                "largest_batch",
+                "",
+                "",
+                "the largest batch whose estimated peak fits in %s (activations grow with the batch; "
+                "parameters, gradients and solver state do not)" % human(limit),
+                batch,
+            ]
+        )
     return out
 
 
@@ -58,15 +72,26 @@ def lines(section: Section, limit: Optional[int]) -> List[str]:
     m = section.memory
     if not m.estimated:  # not measured (results of an earlier version)
         return []
-    out = ["Memory: parameters %s, gradients %s, solver state %s; estimated peak %s at %s (%s), of which "
-           "activations %s (%s)" % (human(m.parameters or 0), human(m.gradients or 0), human(m.solver_state or 0),
-                                    human(m.peak_estimated or 0), m.peak_layer, m.peak_phase,
-                                    human(m.activations_at_peak or 0),
-                                    ", ".join("%s %s" % (n, human(b)) for n, b in m.alive_at_peak[:3]))]
+    out = [
+        "Memory: parameters %s, gradients %s, solver state %s; estimated peak %s at %s (%s), of which "
+        "activations %s (%s)"
+        % (
+            human(m.parameters or 0),
+            human(m.gradients or 0),
+            human(m.solver_state or 0),
+            human(m.peak_estimated or 0),
+            m.peak_layer,
+            m.peak_phase,
+            human(m.activations_at_peak or 0),
+            ", ".join("%s %s" % (n, human(b)) for n, b in m.alive_at_peak[:3]),
+        )
+    ]
     if m.peak_measured is not None:
         out.append("Memory measured: %s: %s; %s" % (m.measured, human(m.peak_measured), difference(m)))
     batch = fits(section, limit)
     if batch is not None:
-        out.append("Memory limit %s: the largest batch whose estimated peak fits is %d (now %d)"
-                   % (human(limit), batch, m.batch_size or 1))
+        out.append(
+            "Memory limit %s: the largest batch whose estimated peak fits is %d (now %d)"
+            % (human(limit), batch, m.batch_size or 1)
+        )
     return out

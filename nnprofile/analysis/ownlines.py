@@ -1,5 +1,6 @@
 """The program's own lines in a step's ``other``: each its share of the samples taken between NNabla's calls, with
 its interval (Wilson's: sound for few samples), and so its share of ``other``'s time; and how the samples were taken."""
+
 from __future__ import annotations
 
 import math
@@ -13,13 +14,13 @@ from ..result.details import SectionInfo
 class OwnLine:
     """One of the program's own lines in the step's ``other``: its share of the samples, and of ``other``'s time."""
 
-    where: str          # train.py:57
+    where: str  # train.py:57
     function: str
-    text: str           # the line, as the program has it
+    text: str  # the line, as the program has it
     samples: int
-    share: float        # of the samples in other
-    ms: float           # per step: other's time times the share
-    share_low: float = 0.0   # the share's 95% interval (Wilson's, over the samples in other)
+    share: float  # of the samples in other
+    ms: float  # per step: other's time times the share
+    share_low: float = 0.0  # the share's 95% interval (Wilson's, over the samples in other)
     share_high: float = 1.0
 
 
@@ -43,8 +44,11 @@ def own_clock(info: SectionInfo) -> Tuple[str, float]:
     return info.own_clock or ("", 0.0)
 
 
-CLOCK_WORDS = {"cpu": "one every %g ms of the thread's CPU time", "timer": "the profiling timer, at the kernel's tick",
-               "thread": "one every %g ms of the wall clock, from a thread of nnprofile's"}
+CLOCK_WORDS = {
+    "cpu": "one every %g ms of the thread's CPU time",
+    "timer": "the profiling timer, at the kernel's tick",
+    "thread": "one every %g ms of the wall clock, from a thread of nnprofile's",
+}
 
 
 def clock_words(clock: Tuple[str, float]) -> str:
@@ -62,6 +66,15 @@ def own_lines(info: SectionInfo, other_ms: float) -> List[OwnLine]:
         return []
     other = round(other_ms, 6)  # as the step's part reads; each line's time rounded down, so that they never
     # add up to more than it
-    return [OwnLine(r.where, r.function, r.text, r.samples, r.samples / total,
-                    math.floor(other * r.samples / total * 1e6) / 1e6, *wilson(r.samples, total))
-            for r in rows]
+    return [
+        OwnLine(
+            r.where,
+            r.function,
+            r.text,
+            r.samples,
+            r.samples / total,
+            math.floor(other * r.samples / total * 1e6) / 1e6,
+            *wilson(r.samples, total),
+        )
+        for r in rows
+    ]

@@ -16,6 +16,7 @@ late at a collective makes the others wait inside it. So:
   aligned, how often it entered the step's longest collective last (as
   Holistic Trace Analysis finds stragglers).
 """
+
 from __future__ import annotations
 
 import bisect
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from ..base.choices import LAYER_PHASES
 from ..result import Profile
+from ..result.ranks import RanksView
 from ..base.stats import mean_ci, median
 from .advice import INPUT_BOUND_SHARE
 from .breakdown import Advice
@@ -34,10 +36,10 @@ if TYPE_CHECKING:
 # The parts of a rank's step, as stored per step; "other" is what they leave of the step.
 STORED_PARTS = ("input", "forward", "backward", "update", "monitor", "communication")
 PARTS = STORED_PARTS + ("other",)
-STRAGGLER_FACTOR = 0.10       # a rank busy more than 10 % above the others' median is a straggler
-COMMUNICATION_SHARE = 0.20    # communication over this share of the step is said
+STRAGGLER_FACTOR = 0.10  # a rank busy more than 10 % above the others' median is a straggler
+COMMUNICATION_SHARE = 0.20  # communication over this share of the step is said
 LAYER_SPREAD_FLOOR_MS = 0.05  # layers shorter than this are left out of the spread across ranks
-LISTED_RANKS = 16             # the log lists every rank up to this many, else the slowest
+LISTED_RANKS = 16  # the log lists every rank up to this many, else the slowest
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,7 @@ class RankTime:
     host: str
     steps: int
     parts: Dict[str, float]  # PARTS -> ms per step
-    wait_ms: float           # of communication: waiting inside collectives for slower ranks
+    wait_ms: float  # of communication: waiting inside collectives for slower ranks
     complete: bool = True
     failure: Optional[str] = None
 
@@ -70,26 +72,26 @@ class StepSpread:
     """One step across the ranks."""
 
     step: int
-    slowest: int              # the rank with the most busy time
-    busy_spread_ms: float     # the most busy time minus the least
-    last_in: Optional[int]    # the rank that entered the step's longest collective last (clocks aligned)
-    busy_ms: Tuple[float, ...] = ()   # per rank, in the order of RanksAnalysis.ranks
+    slowest: int  # the rank with the most busy time
+    busy_spread_ms: float  # the most busy time minus the least
+    last_in: Optional[int]  # the rank that entered the step's longest collective last (clocks aligned)
+    busy_ms: Tuple[float, ...] = ()  # per rank, in the order of RanksAnalysis.ranks
     wait_ms: Tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
 class Straggler:
     rank: int
-    ratio: float              # its busy time over the other ranks' median, mean over steps
-    low: Optional[float]      # 95 % interval of that mean (None with one step)
+    ratio: float  # its busy time over the other ranks' median, mean over steps
+    low: Optional[float]  # 95 % interval of that mean (None with one step)
     high: Optional[float]
     steps: int
-    named: bool               # the interval lies above 1 + STRAGGLER_FACTOR
-    part: Optional[str]       # the part of its step most above the others' (evidence)
+    named: bool  # the interval lies above 1 + STRAGGLER_FACTOR
+    part: Optional[str]  # the part of its step most above the others' (evidence)
     part_ms: float = 0.0
     others_part_ms: float = 0.0
-    last_in: int = 0          # steps in which it entered the longest collective last
-    last_in_steps: int = 0    # steps where that could be told
+    last_in: int = 0  # steps in which it entered the longest collective last
+    last_in_steps: int = 0  # steps where that could be told
 
     def interval(self) -> str:
         if self.low is None or self.high is None:
@@ -99,11 +101,14 @@ class Straggler:
     def evidence(self) -> str:
         parts = []
         if self.part is not None:
-            parts.append("%s %.3f ms a step against %.3f ms (the other ranks' median)"
-                         % (self.part, self.part_ms, self.others_part_ms))
+            parts.append(
+                "%s %.3f ms a step against %.3f ms (the other ranks' median)"
+                % (self.part, self.part_ms, self.others_part_ms)
+            )
         if self.last_in_steps:
-            parts.append("entered the step's longest collective last in %d of %d steps"
-                         % (self.last_in, self.last_in_steps))
+            parts.append(
+                "entered the step's longest collective last in %d of %d steps" % (self.last_in, self.last_in_steps)
+            )
         return "; ".join(parts)
 
 
@@ -125,7 +130,7 @@ class RanksAnalysis:
     missing: List[int]
     stale: List[int]
     launcher: str
-    clock: str                   # how the timelines were aligned
+    clock: str  # how the timelines were aligned
     steps: List[StepSpread]
     straggler: Optional[Straggler]
     layer_spread: Optional[LayerSpread]
@@ -152,7 +157,7 @@ def _ratio_to_others(value: float, ordered: List[float]) -> Optional[float]:
     if len(ordered) < 2:
         return None
     i = bisect.bisect_left(ordered, value)
-    others = ordered[:i] + ordered[i + 1:]
+    others = ordered[:i] + ordered[i + 1 :]
     middle = median(others)
     return value / middle if middle > 0 else None
 
@@ -170,10 +175,13 @@ def analyze_ranks(profile: Profile) -> Optional[RanksAnalysis]:
     steps: List[int] = list(data.steps)
     n_steps = len(steps)
     # Per step and rank: the parts, the step (the parts and what they leave), communication.
-    parts_at = [[{p: float((r.parts_ns.get(p) or [0.0] * n_steps)[i]) for p in STORED_PARTS}
-                 for r in rows] for i in range(n_steps)]
-    step_at = [[max(float(r.step_ns[i]), sum(parts_at[i][k].values())) for k, r in enumerate(rows)]
-               for i in range(n_steps)]
+    parts_at = [
+        [{p: float((r.parts_ns.get(p) or [0.0] * n_steps)[i]) for p in STORED_PARTS} for r in rows]
+        for i in range(n_steps)
+    ]
+    step_at = [
+        [max(float(r.step_ns[i]), sum(parts_at[i][k].values())) for k, r in enumerate(rows)] for i in range(n_steps)
+    ]
     wait_at = []
     for i in range(n_steps):
         comm = [p["communication"] for p in parts_at[i]]
@@ -185,9 +193,39 @@ def analyze_ranks(profile: Profile) -> Optional[RanksAnalysis]:
     for k, r in enumerate(rows):
         parts = {p: _mean([parts_at[i][k][p] for i in range(n_steps)]) / 1e6 for p in STORED_PARTS}
         parts["other"] = _mean([step_at[i][k] - sum(parts_at[i][k].values()) for i in range(n_steps)]) / 1e6
-        ranks.append(RankTime(r.rank, r.host, n_steps, parts, _mean([wait_at[i][k] for i in range(n_steps)]) / 1e6,
-                              r.complete, r.failure))
+        ranks.append(
+            RankTime(
+                r.rank,
+                r.host,
+                n_steps,
+                parts,
+                _mean([wait_at[i][k] for i in range(n_steps)]) / 1e6,
+                r.complete,
+                r.failure,
+            )
+        )
 
+    spreads = _step_spreads(data, busy_at, wait_at)
+    analysis = RanksAnalysis(
+        size=data.size or len(rows),
+        ranks=ranks,
+        missing=list(data.missing),
+        stale=list(data.stale),
+        launcher=data.launcher or "",
+        clock=data.clock_method,
+        steps=spreads,
+        straggler=_straggler(ranks, busy_at, parts_at, spreads),
+        layer_spread=_layer_spread(profile),
+    )
+    analysis.advice = [a for rule in RULES for a in rule(analysis)]
+    return analysis
+
+
+def _step_spreads(data: RanksView, busy_at: List[List[float]], wait_at: List[List[float]]) -> List[StepSpread]:
+    """Each common step: its slowest rank, the spread of the ranks' busy time, the last rank into its collective
+    (where the clocks were aligned), each rank's busy and waiting time."""
+    rows, steps = data.ranks, list(data.steps)
+    n_steps = len(steps)
     aligned = not data.clock_method.startswith("not aligned")
     enter = [(r.collective.enter_ns if r.collective is not None else None) or [None] * n_steps for r in rows]
     spreads = []
@@ -196,19 +234,22 @@ def analyze_ranks(profile: Profile) -> Optional[RanksAnalysis]:
         slowest = max(range(len(rows)), key=lambda k: busy[k])
         times = [(enter[k][i], k) for k in range(len(rows)) if i < len(enter[k]) and enter[k][i] is not None]
         last_in = rows[max(times)[1]].rank if aligned and len(times) == len(rows) and len(rows) > 1 else None
-        spreads.append(StepSpread(step, rows[slowest].rank, (max(busy) - min(busy)) / 1e6,
-                                  last_in, tuple(b / 1e6 for b in busy), tuple(w / 1e6 for w in wait_at[i])))
+        spreads.append(
+            StepSpread(
+                step,
+                rows[slowest].rank,
+                (max(busy) - min(busy)) / 1e6,
+                last_in,
+                tuple(b / 1e6 for b in busy),
+                tuple(w / 1e6 for w in wait_at[i]),
+            )
+        )
+    return spreads
 
-    analysis = RanksAnalysis(size=data.size or len(rows), ranks=ranks, missing=list(data.missing),
-                             stale=list(data.stale), launcher=data.launcher or "", clock=data.clock_method, steps=spreads,
-                             straggler=_straggler(ranks, busy_at, parts_at, spreads),
-                             layer_spread=_layer_spread(profile))
-    analysis.advice = [a for rule in RULES for a in rule(analysis)]
-    return analysis
 
-
-def _straggler(ranks: List[RankTime], busy_at: List[List[float]], parts_at: List[List[Dict[str, float]]],
-               spreads: List[StepSpread]) -> Optional[Straggler]:
+def _straggler(
+    ranks: List[RankTime], busy_at: List[List[float]], parts_at: List[List[Dict[str, float]]], spreads: List[StepSpread]
+) -> Optional[Straggler]:
     """The rank most busy above the others, with the interval of that over the steps."""
     if len(ranks) < 2 or not busy_at:
         return None
@@ -233,8 +274,19 @@ def _straggler(ranks: List[RankTime], busy_at: List[List[float]], parts_at: List
     gap, part, mine, theirs = max(excess)
     rank = ranks[k].rank
     told = [s for s in spreads if s.last_in is not None]
-    return Straggler(rank, ratio, low, high, len(ratios), low is not None and low > 1 + STRAGGLER_FACTOR,
-                     part if gap > 0 else None, mine, theirs, sum(1 for s in told if s.last_in == rank), len(told))
+    return Straggler(
+        rank,
+        ratio,
+        low,
+        high,
+        len(ratios),
+        low is not None and low > 1 + STRAGGLER_FACTOR,
+        part if gap > 0 else None,
+        mine,
+        theirs,
+        sum(1 for s in told if s.last_in == rank),
+        len(told),
+    )
 
 
 def _layer_spread(profile: Profile) -> Optional[LayerSpread]:
@@ -255,7 +307,7 @@ def _layer_spread(profile: Profile) -> Optional[LayerSpread]:
 
 WHY = {
     "input": "its data comes slower (its storage, its loader, or a data source it alone reads): give it a "
-             "local copy, prefetch (DataIterator's use_thread), or balance the shards",
+    "local copy, prefetch (DataIterator's use_thread), or balance the shards",
     "forward": "it computes slower: a slower or busier device, or more work on it",
     "backward": "it computes slower: a slower or busier device, or more work on it",
     "update": "its solver update is slower: a slower or busier device",
@@ -269,13 +321,22 @@ def straggler_rule(a: RanksAnalysis) -> List[Advice]:
     if s is None or not s.named:
         return []
     why = WHY.get(s.part or "", "the evidence does not single out a part of its step")
-    return [Advice("straggler",
-                   "Rank %d is the straggler, and every other rank waits for it in the collectives: %s."
-                   % (s.rank, why),
-                   "rank %d is busy %.2fx the other ranks' median (%s; threshold %.2fx)%s; the other ranks wait "
-                   "%.3f ms a step inside collectives" % (s.rank, s.ratio, s.interval(), 1 + STRAGGLER_FACTOR,
-                                                        "; " + s.evidence() if s.evidence() else "",
-                                                        a.wait_ms - a.rank(s.rank).wait_ms))]
+    return [
+        Advice(
+            "straggler",
+            "Rank %d is the straggler, and every other rank waits for it in the collectives: %s." % (s.rank, why),
+            "rank %d is busy %.2fx the other ranks' median (%s; threshold %.2fx)%s; the other ranks wait "
+            "%.3f ms a step inside collectives"
+            % (
+                s.rank,
+                s.ratio,
+                s.interval(),
+                1 + STRAGGLER_FACTOR,
+                "; " + s.evidence() if s.evidence() else "",
+                a.wait_ms - a.rank(s.rank).wait_ms,
+            ),
+        )
+    ]
 
 
 def input_bound_rank(a: RanksAnalysis) -> List[Advice]:
@@ -283,11 +344,15 @@ def input_bound_rank(a: RanksAnalysis) -> List[Advice]:
     for r in a.ranks:
         busy = r.busy_ms
         if busy > 0 and r.parts["input"] / busy > INPUT_BOUND_SHARE:
-            out.append(Advice("input_bound_rank",
-                              "Rank %d waits for its data: prepare its batches ahead (DataIterator's use_thread, "
-                              "a local cache) so that it keeps up with its collectives." % r.rank,
-                              "input takes %.3f ms, %.1f%% of its %.3f ms busy time a step (threshold %.0f%%)"
-                              % (r.parts["input"], 100 * r.parts["input"] / busy, busy, 100 * INPUT_BOUND_SHARE)))
+            out.append(
+                Advice(
+                    "input_bound_rank",
+                    "Rank %d waits for its data: prepare its batches ahead (DataIterator's use_thread, "
+                    "a local cache) so that it keeps up with its collectives." % r.rank,
+                    "input takes %.3f ms, %.1f%% of its %.3f ms busy time a step (threshold %.0f%%)"
+                    % (r.parts["input"], 100 * r.parts["input"] / busy, busy, 100 * INPUT_BOUND_SHARE),
+                )
+            )
     return out
 
 
@@ -298,16 +363,29 @@ def communication_rule(a: RanksAnalysis) -> List[Advice]:
     if step <= 0 or comm / step <= COMMUNICATION_SHARE:
         return []
     if wait > comm / 2:
-        text = ("Communication takes %.1f%% of the step, most of it waiting for slower ranks: make the ranks' work "
-                "even (see the straggler) before tuning the collectives." % (100 * comm / step))
+        text = (
+            "Communication takes %.1f%% of the step, most of it waiting for slower ranks: make the ranks' work "
+            "even (see the straggler) before tuning the collectives." % (100 * comm / step)
+        )
     else:
-        text = ("Communication takes %.1f%% of the step: reduce fewer, larger buffers (pack the gradients), use a "
-                "larger batch per rank, or overlap it with backward (all_reduce_callback on GPUs)."
-                % (100 * comm / step))
-    return [Advice("communication", text,
-                   "communication %.3f ms of the %.3f ms step%s, of it %.3f ms waiting (threshold %.0f%%)"
-                   % (comm, step, " on average over %d ranks" % len(a.ranks) if len(a.ranks) > 1 else "", wait,
-                      100 * COMMUNICATION_SHARE))]
+        text = (
+            "Communication takes %.1f%% of the step: reduce fewer, larger buffers (pack the gradients), use a "
+            "larger batch per rank, or overlap it with backward (all_reduce_callback on GPUs)." % (100 * comm / step)
+        )
+    return [
+        Advice(
+            "communication",
+            text,
+            "communication %.3f ms of the %.3f ms step%s, of it %.3f ms waiting (threshold %.0f%%)"
+            % (
+                comm,
+                step,
+                " on average over %d ranks" % len(a.ranks) if len(a.ranks) > 1 else "",
+                wait,
+                100 * COMMUNICATION_SHARE,
+            ),
+        )
+    ]
 
 
 RULES = [straggler_rule, input_bound_rank, communication_rule]
@@ -315,9 +393,25 @@ RULES = [straggler_rule, input_bound_rank, communication_rule]
 
 # -- for the renderers --------------------------------------------------------------------
 
-RANK_COLUMNS = ["rank", "host", "steps", "step_ms", "input_ms", "forward_ms", "backward_ms", "update_ms",
-                "monitor_ms", "communication_ms", "wait_ms", "other_ms", "compute_ms", "busy_ms", "busy_ratio",
-                "straggler", "complete"]
+RANK_COLUMNS = [
+    "rank",
+    "host",
+    "steps",
+    "step_ms",
+    "input_ms",
+    "forward_ms",
+    "backward_ms",
+    "update_ms",
+    "monitor_ms",
+    "communication_ms",
+    "wait_ms",
+    "other_ms",
+    "compute_ms",
+    "busy_ms",
+    "busy_ratio",
+    "straggler",
+    "complete",
+]
 STEP_COLUMNS = ["step", "slowest_rank", "busy_spread_ms", "last_into_collective"]
 
 
@@ -326,10 +420,12 @@ def rank_rows(a: RanksAnalysis) -> List[List[Any]]:
     named = a.straggler.rank if a.straggler is not None and a.straggler.named else None
     rows = []
     for r in a.ranks:
-        rows.append([r.rank, r.host, r.steps, round(r.step_ms, 6)]
-                    + [round(r.parts[p], 6) for p in STORED_PARTS] + [round(r.wait_ms, 6), round(r.parts["other"], 6),
-                                                                     round(r.compute_ms, 6), round(r.busy_ms, 6)]
-                    + [_round(a.busy_ratio(r), 4), r.rank == named, r.complete])
+        rows.append(
+            [r.rank, r.host, r.steps, round(r.step_ms, 6)]
+            + [round(r.parts[p], 6) for p in STORED_PARTS]
+            + [round(r.wait_ms, 6), round(r.parts["other"], 6), round(r.compute_ms, 6), round(r.busy_ms, 6)]
+            + [_round(a.busy_ratio(r), 4), r.rank == named, r.complete]
+        )
     return rows
 
 
@@ -343,81 +439,10 @@ def _round(x: Optional[float], digits: int) -> Optional[float]:
 
 def ranks_frame(a: Optional[RanksAnalysis]) -> "pandas.DataFrame":
     import pandas as pd
+
     frame = pd.DataFrame.from_records(rank_rows(a) if a is not None else [], columns=RANK_COLUMNS)
     for column in ("rank", "steps"):
         frame[column] = frame[column].astype("Int64")
     for column in RANK_COLUMNS[3:15]:
         frame[column] = frame[column].astype("float64")
     return frame
-
-
-def summary_lines(a: RanksAnalysis) -> List[str]:
-    """The log's Ranks block."""
-    merged = [r.rank for r in a.ranks]
-    lines = ["Ranks: %d of %d merged (%s)%s; clocks: %s"
-             % (len(merged), a.size, a.launcher or "launcher unknown",
-                "; no result from rank%s %s" % ("s" if len(a.missing) > 1 else "", _ranks(a.missing))
-                if a.missing else "", a.clock)]
-    if a.stale:
-        lines.append("Ranks left out: rank-%s hold%s the result of another launch"
-                     % (", rank-".join(str(k) for k in a.stale), "s" if len(a.stale) == 1 else ""))
-    shown = a.ranks
-    if len(shown) > LISTED_RANKS:
-        shown = sorted(shown, key=lambda r: -r.busy_ms)[:LISTED_RANKS]
-        lines.append("Rank lines: the %d busiest of %d (every rank in ranks.csv)" % (LISTED_RANKS, len(a.ranks)))
-    used = [p for p in PARTS if any(r.parts[p] > 0 for r in a.ranks)]  # a part no rank has is left out
-    for r in shown:
-        lines.append("Rank %d (%s): step %.3f ms = %s; busy %.3f ms, waiting %.3f ms%s"
-                     % (r.rank, r.host or "?", r.step_ms,
-                        " + ".join("%s %.3f ms" % (p, r.parts[p]) for p in used), r.busy_ms, r.wait_ms,
-                        "" if r.complete else " (incomplete: %s)" % (r.failure or "stopped")))
-    if a.steps and len(a.ranks) > 1:
-        counts: Dict[int, int] = {}
-        for s in a.steps:
-            counts[s.slowest] = counts.get(s.slowest, 0) + 1
-        most = max(counts.items(), key=lambda kv: (kv[1], -kv[0]))
-        spreads = sorted(s.busy_spread_ms for s in a.steps)
-        worst = max(a.steps, key=lambda s: s.busy_spread_ms)
-        lines.append("Per step (%d steps every rank recorded): the slowest rank is rank %d in %d of them; busy time "
-                     "spread across ranks (most minus least) median %.3f ms, %.3f ms at most (step %d)"
-                     % (len(a.steps), most[0], most[1], median(spreads), worst.busy_spread_ms, worst.step))
-    g = a.straggler
-    if g is not None:
-        if g.named:
-            lines.append("Straggler: rank %d, busy %.2fx the other ranks' median (%s)%s"
-                         % (g.rank, g.ratio, g.interval(), "; evidence: " + g.evidence() if g.evidence() else ""))
-        else:
-            lines.append("Straggler: none (the busiest, rank %d, is %.2fx the other ranks' median, %s; a straggler "
-                         "is over %.2fx with 95%% confidence)" % (g.rank, g.ratio, g.interval(), 1 + STRAGGLER_FACTOR))
-        waiting = [r for r in a.ranks if r.rank != g.rank]
-        if waiting:
-            lines.append("Waiting inside collectives: %s; %.3f ms a step over all ranks"
-                         % (", ".join("rank %d %.3f ms" % (r.rank, r.wait_ms) for r in
-                                      sorted(waiting, key=lambda r: -r.wait_ms)[:LISTED_RANKS]), a.wait_ms))
-    if a.layer_spread is not None:
-        ls = a.layer_spread
-        lines.append("Layers across ranks: coefficient of variation of the %d layer means over %g ms: %.3f (median), "
-                     "%.3f at most (%s in %s)" % (ls.layers, LAYER_SPREAD_FLOOR_MS, ls.median_cv, ls.worst_cv,
-                                                   ls.worst, ls.worst_section))
-    for x in a.advice:
-        lines.append("Advice: %s Evidence: %s." % (x.text, x.evidence))
-    return lines
-
-
-def _ranks(ranks: Sequence[int]) -> str:
-    return ", ".join(str(k) for k in ranks)
-
-
-def advice_rows(a: RanksAnalysis) -> List[List[object]]:
-    """Rows of summary.csv: section, item, name, ms, percent, detail."""
-    rows: List[List[object]] = []
-    s = a.straggler
-    if s is not None and s.named:
-        rows.append(["ranks", "straggler", "rank %d" % s.rank, round(a.rank(s.rank).busy_ms, 6),
-                     round(100 * (s.ratio - 1), 2), "%s; %s" % (s.interval(), s.evidence())])
-    for r in a.ranks:
-        rows.append(["ranks", "rank_wait", "rank %d" % r.rank, round(r.wait_ms, 6),
-                     round(100 * r.wait_ms / r.step_ms, 2) if r.step_ms > 0 else 0.0, "waiting inside collectives"])
-    for x in a.advice:
-        rows.append(["ranks", "advice", x.rule, "", "", "%s Evidence: %s." % (x.text, x.evidence)])
-    return rows

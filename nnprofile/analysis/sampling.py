@@ -6,6 +6,7 @@ added: the parts are measured apart), by the layers that make up most of the
 step, the samples each entry got, and the entries with too few samples for a
 relative error at all. The log's ``Sampling:`` line is made from these.
 """
+
 from __future__ import annotations
 
 import math
@@ -29,10 +30,10 @@ class Precision:
     budget_seconds: Optional[float]
     plan: str
     stopped: str
-    samples: Tuple[int, int, int]                 # per entry: fewest, median, most
+    samples: Tuple[int, int, int]  # per entry: fewest, median, most
     # (forward_all / backward_all / the step, rse; None with too few samples for one)
     whole: List[Tuple[str, Optional[float]]] = field(default_factory=list)
-    main_layers: int = 0                          # how many layers make up MAIN_LAYERS_SHARE of the step
+    main_layers: int = 0  # how many layers make up MAIN_LAYERS_SHARE of the step
     main_layers_rse: Optional[Tuple[str, float]] = None  # the worst of them: (label, rse)
     thin: List[Entry] = field(default_factory=list)  # fewer than two rounds with samples: no relative error
 
@@ -85,12 +86,15 @@ def layer_rse(entries: List[Entry]) -> Optional[float]:
     return math.sqrt(sum((e.stats.rse * e.stats.mean) ** 2 for e in entries)) / total if total > 0 else None
 
 
-def precision(section: Section, layers: List[LayerTime], step_ms: Optional[float],
-              bases: Optional[List[LayerTime]] = None) -> Precision:
+def precision(
+    section: Section, layers: List[LayerTime], step_ms: Optional[float], bases: Optional[List[LayerTime]] = None
+) -> Precision:
     counts = sorted(rounds_with_samples(e) for e in section.entries) or [0]
     whole: List[Tuple[str, Optional[float]]] = [
-        (e.phase, e.stats.rse if not is_thin(e) else None) for e in section.entries
-        if e.phase in ("forward_all", "backward_all")]
+        (e.phase, e.stats.rse if not is_thin(e) else None)
+        for e in section.entries
+        if e.phase in ("forward_all", "backward_all")
+    ]
     if step_ms is not None:
         whole.append(("the step", step_rse(section)))
     worst: Optional[Tuple[str, float]] = None
@@ -104,17 +108,28 @@ def precision(section: Section, layers: List[LayerTime], step_ms: Optional[float
         if rse is not None and (worst is None or rse > worst[1]):
             worst = (l.layer, rse)
     sampling = section.sampling
-    return Precision(rounds=sampling.rounds or max(len(e.round_sizes) for e in section.entries or [Entry("", "", [])]),
-                     seconds=sampling.seconds, budget_seconds=sampling.budget_seconds,
-                     plan=sampling.plan or "", stopped=sampling.stopped or "",
-                     samples=(counts[0], counts[len(counts) // 2], counts[-1]), whole=whole,
-                     main_layers=len(chosen), main_layers_rse=worst,
-                     thin=[e for e in section.entries if is_thin(e)])
+    return Precision(
+        rounds=sampling.rounds or max(len(e.round_sizes) for e in section.entries or [Entry("", "", [])]),
+        seconds=sampling.seconds,
+        budget_seconds=sampling.budget_seconds,
+        plan=sampling.plan or "",
+        stopped=sampling.stopped or "",
+        samples=(counts[0], counts[len(counts) // 2], counts[-1]),
+        whole=whole,
+        main_layers=len(chosen),
+        main_layers_rse=worst,
+        thin=[e for e in section.entries if is_thin(e)],
+    )
 
 
-STOPPED = {"target": "every entry reached its target", "budget": "the time budget was spent",
-           "entry budget": "one entry had its share of the budget", "max rounds": "the most rounds allowed",
-           "runs": "the runs asked for", "interrupted": "interrupted"}
+STOPPED = {
+    "target": "every entry reached its target",
+    "budget": "the time budget was spent",
+    "entry budget": "one entry had its share of the budget",
+    "max rounds": "the most rounds allowed",
+    "runs": "the runs asked for",
+    "interrupted": "interrupted",
+}
 
 
 def sampling_line(p: Precision) -> str:
@@ -124,8 +139,10 @@ def sampling_line(p: Precision) -> str:
         budget = ""
         if p.budget_seconds:
             over = p.rounds == 1 and p.seconds > 1.2 * p.budget_seconds
-            budget = " (budget %g s%s)" % (p.budget_seconds, ", less than one round takes: one round ran, whatever "
-                                                            "the budget" if over else "")
+            budget = " (budget %g s%s)" % (
+                p.budget_seconds,
+                ", less than one round takes: one round ran, whatever the budget" if over else "",
+            )
         how.append("%d round%s in %.2f s%s" % (p.rounds, "" if p.rounds == 1 else "s", p.seconds, budget))
     else:
         how.append("%d round%s" % (p.rounds, "" if p.rounds == 1 else "s"))
@@ -135,15 +152,22 @@ def sampling_line(p: Precision) -> str:
         how.append("stopped: %s" % STOPPED[p.stopped])
     fewest, median, most = p.samples
     text = "Sampling: %s; rounds with samples per entry: %s" % (
-        "; ".join(how), "%d" % fewest if fewest == most else "%d to %d (median %d)" % (fewest, most, median))
+        "; ".join(how),
+        "%d" % fewest if fewest == most else "%d to %d (median %d)" % (fewest, most, median),
+    )
     if p.whole:
         text += "; relative standard error: %s" % ", ".join(
             "%s %s" % (what, "%.1f%%" % (100 * rse) if rse is not None else "unknown (too few rounds)")
-            for what, rse in p.whole)
+            for what, rse in p.whole
+        )
     if p.main_layers_rse is not None:
         text += "; the %d layer%s that make up %d%% of the step (unrolled copies summed): at most %.1f%% (%s)" % (
-            p.main_layers, "" if p.main_layers == 1 else "s", MAIN_LAYERS_SHARE * 100,
-            100 * p.main_layers_rse[1], p.main_layers_rse[0])
+            p.main_layers,
+            "" if p.main_layers == 1 else "s",
+            MAIN_LAYERS_SHARE * 100,
+            100 * p.main_layers_rse[1],
+            p.main_layers_rse[0],
+        )
     return text
 
 
@@ -154,7 +178,10 @@ def listed(entries: List[Entry], figure: Callable[[Entry], str], total: int, wor
     if worst_first:
         few = sorted(entries, key=lambda e: -e.stats.rse)[:3]
         return "%d of %d entries; the worst: %s (each entry's error is in profile_detail.csv, column rse)" % (
-            len(entries), total, ", ".join(figure(e) for e in few))
+            len(entries),
+            total,
+            ", ".join(figure(e) for e in few),
+        )
     return "%d of %d entries, the first: %s" % (len(entries), total, ", ".join(figure(e) for e in entries[:3]))
 
 
@@ -165,12 +192,17 @@ def load_line(section: Section) -> Optional[str]:
     entry = next((e for e in section.entries if e.phase == "load_dataset"), None)
     if not burst or entry is None:
         return None
-    after = (" after %d to pass through the dataset once (its memory cache then holds it)" % burst.after
-             if burst.after else "")
-    return ("load_dataset two ways: %.6f ms a read with the rest of the step between reads (the entry above: a "
-            "read as a training's first reads make it, each waiting for the batch the iterator loads next); %.6f ms "
-            "a read in %d reads in a row%s (nnabla_cli profile's way: it reads for a second, nothing between "
-            "reads)" % (entry.mean_ms, burst.mean_ms, burst.reads, after))
+    after = (
+        " after %d to pass through the dataset once (its memory cache then holds it)" % burst.after
+        if burst.after
+        else ""
+    )
+    return (
+        "load_dataset two ways: %.6f ms a read with the rest of the step between reads (the entry above: a "
+        "read as a training's first reads make it, each waiting for the batch the iterator loads next); %.6f ms "
+        "a read in %d reads in a row%s (nnabla_cli profile's way: it reads for a second, nothing between "
+        "reads)" % (entry.mean_ms, burst.mean_ms, burst.reads, after)
+    )
 
 
 def passes_line(section: Section) -> Optional[str]:
@@ -178,6 +210,7 @@ def passes_line(section: Section) -> Optional[str]:
     why = section.info.layers_in_passes
     if not why:
         return None
-    return ("Layers: timed inside the section's whole passes, not each alone (between NNabla's function hooks, their "
-            "measured cost taken off; those passes are the samples of forward_all and backward_all too), since %s"
-            % why)
+    return (
+        "Layers: timed inside the section's whole passes, not each alone (between NNabla's function hooks, their "
+        "measured cost taken off; those passes are the samples of forward_all and backward_all too), since %s" % why
+    )

@@ -14,6 +14,7 @@ its own median on a log scale, that fits best), among the windows of that lastin
 of the machine in the window just before the change is then not taken for its start. The finding
 also names the part whose time per step grew most between the first window and the last.
 """
+
 from __future__ import annotations
 
 import math
@@ -25,33 +26,45 @@ from ..result import Entry
 from ..result.windows import WindowSummary
 from .breakdown import Summary
 
-NOISE_FLOOR = 0.05   # a slowdown under 5% of the step is not said, whatever the windows' spread
+NOISE_FLOOR = 0.05  # a slowdown under 5% of the step is not said, whatever the windows' spread
 MOVED_LAYERS = 5
 
 
 @dataclass(frozen=True)
 class Slowdown:
-    window: int                 # from this window on, every window is slower
+    window: int  # from this window on, every window is slower
     first_step: int
     started_s: float
-    step_ms: float              # the last window's step
-    base_ms: float              # the first window's
-    threshold_ms: float         # what the noise allows
-    part: str                   # the part that grew most
-    part_ms: float              # its time per step in the last window
-    part_base_ms: float         # ... and in the first
+    step_ms: float  # the last window's step
+    base_ms: float  # the first window's
+    threshold_ms: float  # what the noise allows
+    part: str  # the part that grew most
+    part_ms: float  # its time per step in the last window
+    part_base_ms: float  # ... and in the first
 
     @property
     def ratio(self) -> float:
         return self.step_ms / self.base_ms if self.base_ms > 0 else float("inf")
 
     def text(self) -> str:
-        return ("the step slowed from window %d on (steps from %d, %.0f s into the run): %.3f ms in the last window "
-                "against %.3f ms in the first (%+.1f%%, more than the %.3f ms the windows' own spread allows); "
-                "the part that grew most: %s, %.3f ms against %.3f ms (%+.3f ms)"
-                % (self.window, self.first_step, self.started_s, self.step_ms, self.base_ms,
-                   100 * (self.ratio - 1), self.threshold_ms, self.part, self.part_ms, self.part_base_ms,
-                   self.part_ms - self.part_base_ms))
+        return (
+            "the step slowed from window %d on (steps from %d, %.0f s into the run): %.3f ms in the last window "
+            "against %.3f ms in the first (%+.1f%%, more than the %.3f ms the windows' own spread allows); "
+            "the part that grew most: %s, %.3f ms against %.3f ms (%+.3f ms)"
+            % (
+                self.window,
+                self.first_step,
+                self.started_s,
+                self.step_ms,
+                self.base_ms,
+                100 * (self.ratio - 1),
+                self.threshold_ms,
+                self.part,
+                self.part_ms,
+                self.part_base_ms,
+                self.part_ms - self.part_base_ms,
+            )
+        )
 
 
 @dataclass
@@ -64,18 +77,31 @@ class WindowsAnalysis:
         """The log's block over the windows (text made here: issue 38 moves it to the renderers)."""
         out = ["Windows: %d recorded" % len(self.windows)]
         for w in self.windows:
-            out.append("Window %d: %s, %s into the run%s: step %.3f ms = %s" % (
-                w.window, w.span, _when(w.started_s, w.ended_s), "" if w.complete else " (not filled)", w.step_ms,
-                " + ".join("%s %.3f ms" % (p, ms) for p, ms in w.parts)))
+            out.append(
+                "Window %d: %s, %s into the run%s: step %.3f ms = %s"
+                % (
+                    w.window,
+                    w.span,
+                    _when(w.started_s, w.ended_s),
+                    "" if w.complete else " (not filled)",
+                    w.step_ms,
+                    " + ".join("%s %.3f ms" % (p, ms) for p, ms in w.parts),
+                )
+            )
         if self.slowdown is not None:
             out.append("Finding: %s" % self.slowdown.text())
         elif len(self.windows) > 1:
             out.append("Finding: the step did not slow over the run by more than the windows' own spread")
         if self.moved:
             ends = compared(self.windows)
-            out.append("Layers that moved most from window %d to window %d (ms per step): %s" % (
-                ends[0].window, ends[-1].window,
-                ", ".join("%s %.3f to %.3f" % (name, a, b) for name, a, b in self.moved)))
+            out.append(
+                "Layers that moved most from window %d to window %d (ms per step): %s"
+                % (
+                    ends[0].window,
+                    ends[-1].window,
+                    ", ".join("%s %.3f to %.3f" % (name, a, b) for name, a, b in self.moved),
+                )
+            )
         return out
 
 
@@ -101,8 +127,17 @@ def slowdown(windows: Sequence[WindowSummary]) -> Optional[Slowdown]:
     if "other" in before or "other" in after:
         grown.append((after.get("other", 0.0) - before.get("other", 0.0), "other"))
     delta, part = max(grown) if grown else (0.0, "other")
-    return Slowdown(since.window, since.first_step, since.started_s, last.step_ms, first.step_ms,
-                    _threshold(first, last), part, after.get(part, 0.0), before.get(part, 0.0))
+    return Slowdown(
+        since.window,
+        since.first_step,
+        since.started_s,
+        last.step_ms,
+        first.step_ms,
+        _threshold(first, last),
+        part,
+        after.get(part, 0.0),
+        before.get(part, 0.0),
+    )
 
 
 def change_point(windows: Sequence[WindowSummary], earliest: int) -> int:
@@ -141,18 +176,37 @@ def analyze_windows(windows: Sequence[WindowSummary]) -> Optional[WindowsAnalysi
     return WindowsAnalysis(list(windows), slowdown(windows), moved_layers(windows))
 
 
-def summarize_window(step: Summary, entry: Entry, window: int, first_step: int, started_s: float, ended_s: float,
-                     complete: bool, folder: str, layers: int = 50) -> WindowSummary:
+def summarize_window(
+    step: Summary,
+    entry: Entry,
+    window: int,
+    first_step: int,
+    started_s: float,
+    ended_s: float,
+    complete: bool,
+    folder: str,
+    layers: int = 50,
+) -> WindowSummary:
     """A window in a few figures: its program step's breakdown (``step``, and its ``step`` entry), its
     heaviest ``layers`` layers by time per step; ``first_step``: its first kept step over the whole run."""
     totals = [t for r, t in enumerate(entry.round_totals()) if r not in set(entry.dropped_rounds)]
     error = summarize(totals).std / math.sqrt(len(totals)) / 1e6 if len(totals) > 1 else None
     heavy = sorted(step.base_layers, key=lambda l: -l.step_ms)[:layers]
     steps = len(entry.round_sizes or entry.samples_ns)
-    return WindowSummary(window, first_step, first_step + steps - 1, steps, round(started_s, 3), round(ended_s, 3),
-                         round(step.step_ms, 6), round(error, 6) if error is not None else None,
-                         [(p, round(ms, 6)) for p, ms in step.parts],
-                         {l.layer: round(l.step_ms, 6) for l in heavy}, complete, folder)
+    return WindowSummary(
+        window,
+        first_step,
+        first_step + steps - 1,
+        steps,
+        round(started_s, 3),
+        round(ended_s, 3),
+        round(step.step_ms, 6),
+        round(error, 6) if error is not None else None,
+        [(p, round(ms, 6)) for p, ms in step.parts],
+        {l.layer: round(l.step_ms, 6) for l in heavy},
+        complete,
+        folder,
+    )
 
 
 def window_columns(a: WindowsAnalysis) -> List[str]:
@@ -160,8 +214,19 @@ def window_columns(a: WindowsAnalysis) -> List[str]:
     parts: List[str] = []
     for w in a.windows:
         parts += [p for p, _ in w.parts if p not in parts]
-    return ["window", "first_step", "last_step", "steps", "started_s", "ended_s", "step_ms", "step_error_ms",
-            *["%s_ms" % p for p in parts], "complete", "folder"]
+    return [
+        "window",
+        "first_step",
+        "last_step",
+        "steps",
+        "started_s",
+        "ended_s",
+        "step_ms",
+        "step_error_ms",
+        *["%s_ms" % p for p in parts],
+        "complete",
+        "folder",
+    ]
 
 
 def window_rows(a: WindowsAnalysis) -> List[List[object]]:
@@ -170,8 +235,21 @@ def window_rows(a: WindowsAnalysis) -> List[List[object]]:
     rows: List[List[object]] = []
     for w in a.windows:
         held = dict(w.parts)
-        rows.append([w.window, w.first_step, w.last_step, w.steps, w.started_s, w.ended_s, w.step_ms,
-                     w.step_error_ms, *[held.get(p) for p in parts], w.complete, w.folder])
+        rows.append(
+            [
+                w.window,
+                w.first_step,
+                w.last_step,
+                w.steps,
+                w.started_s,
+                w.ended_s,
+                w.step_ms,
+                w.step_error_ms,
+                *[held.get(p) for p in parts],
+                w.complete,
+                w.folder,
+            ]
+        )
     return rows
 
 

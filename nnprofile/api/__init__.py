@@ -7,6 +7,7 @@ script or a module as Python does; ``windows``: a long training's windows and th
 ``ondemand``: ``capture`` a window of a running program; ``guard``: a rank ended by SIGTERM still
 writes what it recorded.
 """
+
 from .. import render  # noqa: F401  (the renderers register how a result and a comparison show themselves)
 from ..analysis import Analysis, analyze
 from ..base.errors import Interrupted, ProfileError
@@ -15,9 +16,27 @@ from ..render.files import prepare_outdir
 from ..result import Entry, Profile, Section
 from .launch import run, run_recording
 from .ondemand import capture
-from .programs import Recording, record, step
+from .programs import Recording, step
+from .block import record
 from .projects import load, profile
 
-__all__ = ["profile", "load", "prepare_outdir", "record", "run", "run_recording", "step", "Recording", "capture",
-           "analyze",
-           "Analysis", "compare_results", "Comparison", "Entry", "Profile", "Section", "ProfileError", "Interrupted"]
+__all__ = [
+    "profile",
+    "load",
+    "prepare_outdir",
+    "record",
+    "run",
+    "run_recording",
+    "step",
+    "Recording",
+    "capture",
+    "analyze",
+    "Analysis",
+    "compare_results",
+    "Comparison",
+    "Entry",
+    "Profile",
+    "Section",
+    "ProfileError",
+    "Interrupted",
+]

@@ -6,6 +6,7 @@ projects and ``repeat``, each is profiled that many times in fresh processes, in
 baseline, ...: a slow spell of the machine hits both alike), each side's runs pooled, so that the run-to-run
 spread is measured, not assumed.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,9 +26,14 @@ def is_project(path: str) -> bool:
     return os.path.isfile(path) and path.lower().endswith(PROJECT_SUFFIXES)
 
 
-def interleaved(baseline: Sequence[str], new: Sequence[str], repeat: int, outdir: str,
-                arguments: Sequence[str] = (),
-                progress: Callable[[str], None] = lambda line: None) -> "tuple[Profile, Profile]":
+def interleaved(
+    baseline: Sequence[str],
+    new: Sequence[str],
+    repeat: int,
+    outdir: str,
+    arguments: Sequence[str] = (),
+    progress: Callable[[str], None] = lambda line: None,
+) -> "tuple[Profile, Profile]":
     """Each project profiled ``repeat`` times in fresh processes, in turns; each side's runs pooled."""
     if repeat < 2:
         raise ProfileError("--repeat %d: interleaved runs need 2 or more of each" % repeat)
@@ -35,27 +41,49 @@ def interleaved(baseline: Sequence[str], new: Sequence[str], repeat: int, outdir
     for i in range(1, repeat + 1):
         for name, (files, runs) in sides.items():
             progress("run %d of %d, %s ..." % (i, repeat, name))
-            runs.append(profile_in_fresh_process(files, os.path.join(outdir, name, str(i)), arguments,
-                                                 "%s run %d of %d" % (name, i, repeat)))
+            runs.append(
+                profile_in_fresh_process(
+                    files, os.path.join(outdir, name, str(i)), arguments, "%s run %d of %d" % (name, i, repeat)
+                )
+            )
     pooled = [merge_runs(runs, runs[0].header.drift_threshold) for _, runs in sides.values()]
     return pooled[0], pooled[1]
 
 
-def gate(baseline: str, new: str, threshold: float = 0.10, layers: bool = False, strict_order: bool = False,
-         repeat: Optional[int] = None, outdir: Optional[str] = None,
-         progress: Callable[[str], None] = lambda line: None, allow_incomplete: bool = False) -> Check:
+def gate(
+    baseline: str,
+    new: str,
+    threshold: float = 0.10,
+    layers: bool = False,
+    strict_order: bool = False,
+    repeat: Optional[int] = None,
+    outdir: Optional[str] = None,
+    progress: Callable[[str], None] = lambda line: None,
+    allow_incomplete: bool = False,
+) -> Check:
     """Check ``new`` against ``baseline``: two saved results (folders or result.json files), or with ``repeat``
     two NNC projects profiled in turns (``interleaved``) into ``outdir``."""
     if repeat is not None:
         if not (is_project(baseline) and is_project(new)):
-            raise ProfileError("--repeat profiles the two projects again, in turns: give two NNC project files "
-                               "(.nntxt, .nnp), not saved results")
+            raise ProfileError(
+                "--repeat profiles the two projects again, in turns: give two NNC project files "
+                "(.nntxt, .nnp), not saved results"
+            )
         a, b = interleaved([baseline], [new], repeat, outdir or os.path.join("results", "check"), progress=progress)
-        return check(a, b, threshold=threshold, layers=layers, strict_order=strict_order,
-                     allow_incomplete=allow_incomplete)
+        return check(
+            a, b, threshold=threshold, layers=layers, strict_order=strict_order, allow_incomplete=allow_incomplete
+        )
     for path in (baseline, new):
         if is_project(path):
-            raise ProfileError("%s is a project, not a result: profile it first, or give --repeat N to profile both "
-                               "projects in turns" % path)
-    return check(load(baseline), load(new), threshold=threshold, layers=layers, strict_order=strict_order,
-                 allow_incomplete=allow_incomplete)
+            raise ProfileError(
+                "%s is a project, not a result: profile it first, or give --repeat N to profile both "
+                "projects in turns" % path
+            )
+    return check(
+        load(baseline),
+        load(new),
+        threshold=threshold,
+        layers=layers,
+        strict_order=strict_order,
+        allow_incomplete=allow_incomplete,
+    )

@@ -10,6 +10,7 @@ lands in, and a watcher thread reading that pipe calls ``on_term`` (which
 writes the result) and ends the process with the status a SIGTERM gives (143).
 The main thread, blocked in MPI, never has to return.
 """
+
 from __future__ import annotations
 
 import os
@@ -74,8 +75,9 @@ class TerminationGuard:
         self._active = False
         try:
             signal.set_wakeup_fd(self._previous_fd)
-            signal.signal(signal.SIGTERM, self._previous_handler if self._previous_handler is not None
-                          else signal.SIG_DFL)
+            signal.signal(
+                signal.SIGTERM, self._previous_handler if self._previous_handler is not None else signal.SIG_DFL
+            )
         except (OSError, ValueError):
             pass
         os.close(self._write)  # the watcher reads the end of the pipe, closes it and ends

@@ -9,6 +9,7 @@ taken off where nnprofile is not imported from it: every import that fails (NNab
 step) looks in every entry, and the program's own ``sys.path`` has no such entry. The program's
 output passes through; its exit status is returned; its own exception prints its own traceback.
 """
+
 from __future__ import annotations
 
 import os
@@ -22,11 +23,21 @@ from ..result import Profile
 from .programs import PathLike, Recording, interrupted, make_schedule, terminated
 
 
-def run(script: PathLike, *args: str, outdir: Optional[PathLike] = None, skip_first: Optional[int] = None,
-        save_events: bool = False, active: int = Schedule.active, merge_wait: Optional[float] = None, module: bool = False,
-        wait: int = Schedule.wait, warmup: Optional[int] = None, repeat: int = Schedule.repeat,
-        max_windows: int = Schedule.max_windows,
-        on_window: Optional[Callable[[Profile], None]] = None) -> Tuple[Profile, int]:
+def run(
+    script: PathLike,
+    *args: str,
+    outdir: Optional[PathLike] = None,
+    skip_first: Optional[int] = None,
+    save_events: bool = False,
+    active: int = Schedule.active,
+    merge_wait: Optional[float] = None,
+    module: bool = False,
+    wait: int = Schedule.wait,
+    warmup: Optional[int] = None,
+    repeat: int = Schedule.repeat,
+    max_windows: int = Schedule.max_windows,
+    on_window: Optional[Callable[[Profile], None]] = None,
+) -> Tuple[Profile, int]:
     """Run a Python program unmodified as ``__main__`` (its own ``sys.argv``), recording it; ``module``:
     ``script`` names a module to run as ``python -m`` does. The schedule's options are ``record``'s.
 
@@ -37,10 +48,19 @@ def run(script: PathLike, *args: str, outdir: Optional[PathLike] = None, skip_fi
     anything is written. Under ``mpirun`` each rank returns its own profile (``Recording.merged``,
     through ``run_recording``, holds rank 0's merged view).
     """
-    schedule = make_schedule(wait=wait, warmup=warmup, skip_first=skip_first, active=active, repeat=repeat,
-                             max_windows=max_windows)
-    recording, status = run_recording(script, *args, outdir=outdir, schedule=schedule, merge_wait=merge_wait,
-                                      save_events=save_events, module=module, on_window=on_window)
+    schedule = make_schedule(
+        wait=wait, warmup=warmup, skip_first=skip_first, active=active, repeat=repeat, max_windows=max_windows
+    )
+    recording, status = run_recording(
+        script,
+        *args,
+        outdir=outdir,
+        schedule=schedule,
+        merge_wait=merge_wait,
+        save_events=save_events,
+        module=module,
+        on_window=on_window,
+    )
     assert recording.profile is not None
     return recording.profile, status
 
@@ -48,6 +68,7 @@ def run(script: PathLike, *args: str, outdir: Optional[PathLike] = None, skip_fi
 def _module_path(name: str) -> str:
     """The file ``python -m name`` runs (a package's ``__main__``); one clear error where there is none."""
     import importlib.util
+
     try:
         spec = importlib.util.find_spec(name)
     except (ImportError, ValueError) as e:
@@ -73,19 +94,9 @@ def _provides_nnprofile(entry: str) -> bool:
         return False
 
 
-def run_recording(script: PathLike, *args: str, outdir: Optional[PathLike] = None, skip_first: Optional[int] = None,
-                  save_events: bool = False, active: int = Schedule.active, merge_wait: Optional[float] = None,
-                  progress: Callable[[str], None] = lambda line: None, module: bool = False,
-                  schedule: Optional[Schedule] = None,
-                  on_window: Optional[Callable[[Profile], None]] = None,
-                  launched: bool = False) -> Tuple[Recording, int]:
-    """``run``, returning the ``Recording`` itself (its profile, its rank's folder, the merged view).
-    ``launched``: called from nnprofile's command line, whose own first ``sys.path`` entry is not the program's."""
-    import runpy
-    saved_argv, saved_path = sys.argv[:], sys.path[:]
-    if launched and sys.path and not _provides_nnprofile(sys.path[0]):
-        del sys.path[0]
-    target = os.fspath(script)
+def _program(target: str, module: bool, saved_path: List[str]) -> Tuple[str, str, str]:
+    """Where the program is (a script, or ``-m``'s module), its name and how the command shows it; its folder put
+    first on ``sys.path`` as Python does (the working folder for ``-m``)."""
     if module:
         sys.path.insert(0, os.getcwd())  # as python -m: the working folder first, before the module is found
         try:
@@ -93,19 +104,60 @@ def run_recording(script: PathLike, *args: str, outdir: Optional[PathLike] = Non
         except BaseException:
             sys.path[:] = saved_path
             raise
-        name, shown = target, "-m %s" % target
-    else:
-        path = target
-        _check_script(path)
-        name, shown = os.path.basename(path), path
-        sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+        return path, target, "-m %s" % target
+    _check_script(target)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(target)))
+    return target, os.path.basename(target), target
+
+
+def run_recording(
+    script: PathLike,
+    *args: str,
+    outdir: Optional[PathLike] = None,
+    skip_first: Optional[int] = None,
+    save_events: bool = False,
+    active: int = Schedule.active,
+    merge_wait: Optional[float] = None,
+    progress: Callable[[str], None] = lambda line: None,
+    module: bool = False,
+    schedule: Optional[Schedule] = None,
+    on_window: Optional[Callable[[Profile], None]] = None,
+    launched: bool = False,
+) -> Tuple[Recording, int]:
+    """``run``, returning the ``Recording`` itself (its profile, its rank's folder, the merged view).
+    ``launched``: called from nnprofile's command line, whose own first ``sys.path`` entry is not the program's."""
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    if launched and sys.path and not _provides_nnprofile(sys.path[0]):
+        del sys.path[0]
+    target = os.fspath(script)
+    path, name, shown = _program(target, module, saved_path)
     schedule = schedule or make_schedule(skip_first=skip_first, active=active)
-    recording = Recording(outdir=outdir, save_events=save_events, name=name, command=" ".join([shown] + list(args)),
-                          merge_wait=merge_wait, progress=progress, schedule=schedule, on_window=on_window)
+    recording = Recording(
+        outdir=outdir,
+        save_events=save_events,
+        name=name,
+        command=" ".join([shown] + list(args)),
+        merge_wait=merge_wait,
+        progress=progress,
+        schedule=schedule,
+        on_window=on_window,
+    )
     sys.argv = [path] + list(args)
-    status = 0
     recording.__enter__()  # a folder in use, or one that cannot be written: said before the program runs
     previous_term = _raise_on_sigterm(recording)
+    try:
+        status = _run_program(recording, module, target, path)
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+        _restore_sigterm(previous_term)
+    return recording, status
+
+
+def _run_program(recording: Recording, module: bool, target: str, path: str) -> int:
+    """The program run as ``python`` runs it, inside the recording; its exit status, as its own end says it."""
+    import runpy
+
+    status = 0
     try:
         with _entered(recording):
             try:
@@ -129,17 +181,16 @@ def run_recording(script: PathLike, *args: str, outdir: Optional[PathLike] = Non
     except BaseException as e:  # the program's own end: its status says it
         if not isinstance(e, (SystemExit, KeyboardInterrupt, Exception)):
             raise
-    finally:
-        sys.argv, sys.path[:] = saved_argv, saved_path
-        _restore_sigterm(previous_term)
-    return recording, status
+    return status
 
 
 def _check_script(path: str) -> None:
     """A script that can run: a file, readable, that compiles (else one clear error, before any work)."""
     if os.path.isdir(path):
-        raise ProfileError("%s is a folder, not a program: give its script (nnprofile run %s/train.py), or "
-                           "-m MODULE" % (path, path.rstrip("/")))
+        raise ProfileError(
+            "%s is a folder, not a program: give its script (nnprofile run %s/train.py), or "
+            "-m MODULE" % (path, path.rstrip("/"))
+        )
     if not os.path.isfile(path):
         raise ProfileError("%s: no such file" % path)
     try:
@@ -170,12 +221,15 @@ def _raise_on_sigterm(recording: Recording) -> Any:
     guard, ``nnprofile.api.guard``); a handler the program installs itself replaces this one."""
     import signal
     import threading
+
     if threading.current_thread() is not threading.main_thread() or (
-            recording.world is not None and recording.world.several):
+        recording.world is not None and recording.world.several
+    ):
         return None
 
     def handle(number: int, frame: Any) -> None:
         raise Terminated()
+
     try:
         return (signal.signal(signal.SIGTERM, handle),)
     except (ValueError, OSError):
@@ -186,6 +240,7 @@ def _restore_sigterm(previous: Any) -> None:
     if previous is None:
         return
     import signal
+
     try:
         signal.signal(signal.SIGTERM, previous[0])
     except (ValueError, OSError, TypeError):

@@ -14,6 +14,7 @@ listening rank's own status (``OUTDIR/rank-R/on-demand.json``) names it among th
 one still; a rank alone (``--rank``) is signalled by the pid its status gives. No other signal than USR1 and
 USR2 is sent, and no process is trusted by its name.
 """
+
 from __future__ import annotations
 
 import json
@@ -58,8 +59,13 @@ def ancestors(pid: int) -> List[int]:
 class Listener:
     """The signal handler of an on-demand run: it only asks the recorder for a window (safe in a handler)."""
 
-    def __init__(self, ask: Callable[[], None], signal_name: str, folder: Optional[str],
-                 progress: Callable[[str], None] = lambda line: None):
+    def __init__(
+        self,
+        ask: Callable[[], None],
+        signal_name: str,
+        folder: Optional[str],
+        progress: Callable[[str], None] = lambda line: None,
+    ):
         self.ask, self.name, self.folder, self.progress = ask, signal_name.upper(), folder, progress
         self.number = signal_number(signal_name)
         self.previous: Any = None
@@ -70,7 +76,9 @@ class Listener:
     def install(self) -> None:
         self.previous = signals.signal(self.number, self._handle)
         self.write()
-        self.progress("nnprofile: waiting for SIG%s (nnprofile capture %d) to record a window" % (self.name, os.getpid()))
+        self.progress(
+            "nnprofile: waiting for SIG%s (nnprofile capture %d) to record a window" % (self.name, os.getpid())
+        )
 
     def _handle(self, number: int, frame: Any) -> None:
         self.ask()
@@ -80,8 +88,11 @@ class Listener:
         if self.replaced or signals.getsignal(self.number) == self._handle:
             return
         self.replaced = True
-        print("nnprofile: warning: the program installed its own SIG%s handler: nnprofile capture cannot reach it "
-              "(start it with --signal USR2, or another signal it leaves alone)" % self.name, file=sys.stderr)
+        print(
+            "nnprofile: warning: the program installed its own SIG%s handler: nnprofile capture cannot reach it "
+            "(start it with --signal USR2, or another signal it leaves alone)" % self.name,
+            file=sys.stderr,
+        )
         self.write()
 
     def window_written(self) -> None:
@@ -93,10 +104,19 @@ class Listener:
         if self.folder is None:
             return
         try:
-            write_whole(os.path.join(self.folder, STATUS), json.dumps(
-                {"pid": os.getpid(), "token": self.token, "signal": self.name, "windows": self.windows,
-                 "handler": "replaced by the program" if self.replaced else "nnprofile",
-                 "ancestors": ancestors(os.getpid())}))
+            write_whole(
+                os.path.join(self.folder, STATUS),
+                json.dumps(
+                    {
+                        "pid": os.getpid(),
+                        "token": self.token,
+                        "signal": self.name,
+                        "windows": self.windows,
+                        "handler": "replaced by the program" if self.replaced else "nnprofile",
+                        "ancestors": ancestors(os.getpid()),
+                    }
+                ),
+            )
         except OSError as e:  # a full disk: the program goes on, the capture will say it cannot find the status
             print("nnprofile: warning: %s could not be written (%s)" % (STATUS, e.strerror or e), file=sys.stderr)
 
@@ -106,6 +126,7 @@ class Listener:
 
 
 # -- the other side: nnprofile capture PID -------------------------------------------------------
+
 
 def _proc(pid: int, name: str) -> bytes:
     with open("/proc/%d/%s" % (pid, name), "rb") as f:
@@ -125,7 +146,7 @@ def _outdir(argv: List[str], cwd: str) -> Optional[str]:
     """The output folder an ``nnprofile run`` command line writes to (its -o, else results/<name>)."""
     if "run" not in argv:
         return None
-    rest = argv[argv.index("run") + 1:]
+    rest = argv[argv.index("run") + 1 :]
     for i, arg in enumerate(rest):
         if arg in ("-o", "--outdir") and i + 1 < len(rest):
             return os.path.join(cwd, rest[i + 1])
@@ -191,8 +212,10 @@ def _status(folder: Optional[str], pid: int, launched: bool, wait_s: float) -> D
         except (OSError, ValueError):
             pass
         if time.monotonic() > deadline or not _alive(pid):
-            raise ProfileError("process %d does not listen for a capture yet (no %s from it): nnprofile run "
-                               "--on-demand writes it as it starts" % (pid, path))
+            raise ProfileError(
+                "process %d does not listen for a capture yet (no %s from it): nnprofile run "
+                "--on-demand writes it as it starts" % (pid, path)
+            )
         time.sleep(0.05)
 
 
@@ -204,8 +227,10 @@ def capture(pid: int, signal_name: Optional[str] = None, rank: Optional[int] = N
     replaced nnprofile's handler; waits up to ``wait_s`` for a process just started to listen."""
     argv = _cmdline(pid)
     if "--on-demand" not in argv:
-        raise ProfileError("process %d was not started with nnprofile run --on-demand: nothing in it listens "
-                           "for a capture (%s)" % (pid, " ".join(argv)[:120]))
+        raise ProfileError(
+            "process %d was not started with nnprofile run --on-demand: nothing in it listens "
+            "for a capture (%s)" % (pid, " ".join(argv)[:120])
+        )
     try:
         cwd = os.readlink("/proc/%d/cwd" % pid)
     except OSError:
@@ -221,15 +246,21 @@ def capture(pid: int, signal_name: Optional[str] = None, rank: Optional[int] = N
     name = signal_name or status.get("signal") or "USR1"
     number = signal_number(name)
     if status.get("handler", "nnprofile") != "nnprofile":
-        raise ProfileError("the program in process %d installed its own SIG%s handler: a capture would reach the "
-                           "program, not nnprofile (start it with --signal USR2)" % (pid, name.upper()))
+        raise ProfileError(
+            "the program in process %d installed its own SIG%s handler: a capture would reach the "
+            "program, not nnprofile (start it with --signal USR2)" % (pid, name.upper())
+        )
     rank_pid = int(status.get("pid") or 0)
     if not listening(status, rank_pid, folder):
-        raise ProfileError("process %d does not listen for a capture: no status of an --on-demand run with its pid "
-                           "and token in %s, or it does not hold that folder (no signal sent)" % (rank_pid, folder))
+        raise ProfileError(
+            "process %d does not listen for a capture: no status of an --on-demand run with its pid "
+            "and token in %s, or it does not hold that folder (no signal sent)" % (rank_pid, folder)
+        )
     if launched and not launches(pid, rank_pid, status):
-        raise ProfileError("process %d is not the launcher of the run in %s: that run's own record does not name it "
-                           "among its ancestors (no signal sent)" % (pid, folder))
+        raise ProfileError(
+            "process %d is not the launcher of the run in %s: that run's own record does not name it "
+            "among its ancestors (no signal sent)" % (pid, folder)
+        )
     if not launched and rank_pid != pid:
         raise ProfileError("process %d is not the run in %s (no signal sent)" % (pid, folder))
     os.kill(rank_pid if launched and rank is not None else pid, number)

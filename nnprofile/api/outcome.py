@@ -1,13 +1,15 @@
 """How a recording ended, in words: a program's exception shortened, a Ctrl-C or SIGTERM told apart (also inside
 NNabla's C++), one line on stderr that never raises, and the spans of steps a header names."""
+
 from __future__ import annotations
 
 import re
 import sys
-from typing import Any, List, Optional, Sequence
+from typing import Any, List, Optional
 
 from ..base.errors import Terminated, in_chain
 from ..result import Profile
+from ..recording.profiling import numbers as _numbers, run_notes, span_words as _span  # noqa: F401
 from ..result.header import ProgramHeader
 
 MESSAGE_LIMIT = 300  # characters of a program's exception message in the log
@@ -18,9 +20,9 @@ def shorten(text: str, limit: int = MESSAGE_LIMIT) -> str:
     text = " ".join(str(text).split())
     if len(text) <= limit:
         return text
-    cut = text[:limit - 1]
+    cut = text[: limit - 1]
     if " " in cut and not text[limit - 1].isspace():
-        cut = cut[:cut.rindex(" ")]
+        cut = cut[: cut.rindex(" ")]
     return cut.rstrip(" ,;:") + "…"
 
 
@@ -54,6 +56,7 @@ def warn(line: str) -> None:
     """One line on stderr (never raised: a closed stderr is no reason to stop the program)."""
     try:
         from ..render.safe import safe_text
+
         print(safe_text(line), file=sys.stderr, flush=True)
     except Exception:
         pass
@@ -72,33 +75,34 @@ def whole_run(header: ProgramHeader, steps: int) -> None:
     header.sampling = re.sub(r" of \d+ recorded", " of %d (the whole run) recorded" % steps, header.sampling, count=1)
 
 
-def _span(steps: Sequence[int]) -> str:
-    if not steps:
-        return "no steps"
-    return "step %d" % steps[0] if len(steps) == 1 else "steps %d to %d" % (steps[0], steps[-1])
-
-
-def _numbers(steps: Sequence[int]) -> str:
-    shown = ", ".join(str(s) for s in steps[:6])
-    return shown + (", ..." if len(steps) > 6 else "")
-
-
-def run_notes(a: Any, missed: List[str], skip_first: int, recorder: Any) -> List[str]:
-    """A recorded run's notes: the assembly's (``a``), what could not be recorded (``missed``), and what the run's
-    shape says (fewer steps than set aside, no step found, its work in another thread, nothing recorded)."""
-    notes = list(a.notes) + missed
-    if a.skip < skip_first:
-        notes.append("the program ran %d step%s, fewer than --skip-first %d and one active step: the skip "
-                     "was shrunk to %d" % (a.steps, "" if a.steps == 1 else "s", skip_first, a.skip))
-    if a.how.startswith("one step:"):
-        notes.append("no steps were found (no solver update seen, no nnprofile.step(), no repeating pass): "
-                     "the whole run is one step; mark the end of each step with nnprofile.step()")
-    if recorder.elsewhere and (not recorder.events or a.steps == 0):
-        notes.append("the program's NNabla work ran in another thread (%d functions there): nnprofile records "
-                     "the thread that started it, so none of it is in these figures; put nnprofile.record() "
-                     "around the loop inside that thread" % recorder.elsewhere)
-    elif not recorder.events:
-        notes.append("nothing was recorded: the program ran no NNabla function in this process (one that "
-                     "trains in a child process, as multiprocessing starts it, is recorded by "
-                     "nnprofile.record() inside that child)")
+def unfinished_notes(recorder: Any, schedule: Any, profile: Profile, kind: Any, error: Any) -> List[str]:
+    """What the notes say of a run that ended inside a window, or before any: what the window holds, and the
+    program's own exit status."""
+    r, notes = recorder, []
+    if r.capturing and r.window and (schedule.windowed or schedule.wait):
+        notes.append(
+            "the program ended before window %d filled: it holds %s"
+            % (r.window, _span(getattr(profile.header, "kept_steps", [])))
+        )
+    if not r.window:
+        notes.append(
+            "no window was recorded: the program ended first (%d steps%s)"
+            % (r.steps_done, ", waiting for a signal" if schedule.on_demand else "")
+        )
+    if kind is SystemExit and error.code not in (None, 0):  # the program's own choice: not a failure
+        notes.append("the program exited with status %s" % error.code)
     return notes
+
+
+def after_windows(recorder: Any, ended: str) -> str:
+    """The note at the program's end: the steps it ran after the last window, the time after its last step,
+    how it ended."""
+    r = recorder
+    recorded = r.window_end
+    after = max(0, r.steps_done - recorded)
+    tail = max(0.0, (r.ended_ns - r.last_step_ns) / 1e9) if r.last_step_ns else 0.0
+    return (
+        "after window %d (its last step %d) the program ran %d more step%s unrecorded, then %.3f s after its "
+        "last step (work after the loop: a final evaluation, saving), and %s"
+        % (max(1, r.window), recorded, after, "" if after == 1 else "s", tail, ended)
+    )

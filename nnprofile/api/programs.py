@@ -11,29 +11,37 @@ The recording (``nnprofile.recording``) ends in the same ``Profile`` as a
 project's profile: one section per graph the program ran, and one for the
 program's step.
 """
+
 from __future__ import annotations
 
 import copy
 import dataclasses
-import datetime
 import gc
 import os
-import platform
 import sys
 import threading
 import time
 from typing import Any, Callable, Dict, List, MutableMapping, Optional, Sequence, Tuple, Union
 
-from .._version import __version__
 from ..base import machine
 from ..render.files import claim_outdir, prepare_outdir, release_outdir
 from ..recording.schedule import Schedule, make_schedule  # noqa: F401 (the API's, and run's)
 from ..result import Profile
 from ..result.header import ProgramHeader
-from .outcome import (_numbers, _reason, _span, interrupted, interruption, offset_steps, run_notes, shorten,  # noqa: F401
-                      terminated, warn, whole_run)
+from .outcome import (  # noqa: F401  (shorten: the API's)
+    _reason,
+    after_windows,
+    interrupted,
+    interruption,
+    offset_steps,
+    shorten,
+    terminated,
+    unfinished_notes,
+    warn,
+    whole_run,
+)
 from .quiet import own_imports, quiet_nnabla
-from .windows import WindowWriter
+from .windows import WindowCallback, WindowWriter
 
 PathLike = Union[str, "os.PathLike[str]"]
 EVENTS = "events.json.gz"  # the recording as data (--save-events)
@@ -64,53 +72,74 @@ class Recording:
     (``mpirun`` ends them all when one dies) still writes what it recorded.
     """
 
-    def __init__(self, outdir: Optional[PathLike] = None, skip_first: int = Schedule.warmup, active: int = Schedule.active,
-                 name: str = "recording", command: Optional[str] = None,
-                 clock: Optional[Callable[[], int]] = None, hook_costs: Optional[Any] = None,
-                 namespaces: Sequence[MutableMapping[str, Any]] = (), merge_wait: Optional[float] = None,
-                 world: Optional[Any] = None, progress: Callable[[str], None] = lambda line: None,
-                 save_events: bool = False, schedule: Optional[Schedule] = None,
-                 on_window: Optional[Callable[[Profile], None]] = None, probe: Optional[Any] = None):
+    def __init__(
+        self,
+        outdir: Optional[PathLike] = None,
+        skip_first: int = Schedule.warmup,
+        active: int = Schedule.active,
+        name: str = "recording",
+        command: Optional[str] = None,
+        clock: Optional[Callable[[], int]] = None,
+        hook_costs: Optional[Any] = None,
+        namespaces: Sequence[MutableMapping[str, Any]] = (),
+        merge_wait: Optional[float] = None,
+        world: Optional[Any] = None,
+        progress: Callable[[str], None] = lambda line: None,
+        save_events: bool = False,
+        schedule: Optional[Schedule] = None,
+        on_window: Optional[Callable[[Profile], None]] = None,
+        probe: Optional[Any] = None,
+    ):
         from ..merging.ranks import DEFAULT_WAIT
         from ..recording import launcher
         from ..recording.recorder import Recorder
+
         # Fixed now: a program that changes its working folder (os.chdir) moves nothing nnprofile writes.
         self.outdir = os.path.abspath(os.fspath(outdir)) if outdir is not None else None
         self._imports: Optional[List[str]] = None  # sys.path as the recording began (``own_imports``)
-        self._callback_failed = False
         self.stopped = False  # a second Ctrl-C or SIGTERM stopped the writing, as asked
         self.name = name
         self.command = command or name
         self.schedule = schedule or Schedule(warmup=max(0, skip_first), active=max(1, active))
         self.skip_first, self.active = self.schedule.warmup, self.schedule.active
         self.namespaces = tuple(namespaces)
-        self.on_window = on_window  # called with each window's profile as it closes
+        self.on_window = WindowCallback(on_window) if on_window is not None else None  # as each window closes
         # Where the hooks' cost is measured (not given), a few steps after the first window run without them.
         # ``clock`` and ``probe`` (the kernel's accounting of other work): scripted ones in tests.
-        self._new = lambda: Recorder(clock=clock, namespaces=self.namespaces, calibrate=hook_costs is None,
-                                     schedule=self.schedule, on_window=self._window_closed, probe=probe)
+        self._new = lambda: Recorder(
+            clock=clock,
+            namespaces=self.namespaces,
+            calibrate=hook_costs is None,
+            schedule=self.schedule,
+            on_window=self._window_closed,
+            probe=probe,
+        )
         self.hook_costs = hook_costs
         self.recorder = self._new()
         self.recorder.on_active = self._window_kept
+        self.world = world if world is not None else launcher.world()
+        self.merge_wait = DEFAULT_WAIT if merge_wait is None else merge_wait
+        self.save_events = save_events  # write it too, as events.json.gz
+        self.progress = progress
+        self._run_state()
+
+    def _run_state(self) -> None:
+        """What the run finds as it goes: its writer and files, its profile, its errors."""
         self.writer: Optional[WindowWriter] = None
         self.listener: Optional[Any] = None  # on demand: the signal's handler
         self._run_start_ns = 0
         self._origin_ns = 0  # the recorder's clock at the last window's first kept step
         self.profile: Optional[Profile] = None
         self._measure_again = False
-        self.world = world if world is not None else launcher.world()
-        self.merge_wait = DEFAULT_WAIT if merge_wait is None else merge_wait
         self.merged: Optional[Profile] = None  # rank 0 of several: the ranks' merged view
         self.written_to: Optional[str] = None  # where this process's own result went
         self.capture: Optional[Any] = None  # the recording as data (nnprofile.assembly.events.Capture)
         self._signatures: Dict[str, Tuple[float, float]] = {}  # the hooks' cost per function signature
-        self.save_events = save_events  # write it too, as events.json.gz
-        self.progress = progress
-        self._locks: List[Any] = []             # the output folders this run holds
-        self.missed: List[str] = []             # windows that could not be written (said in the next files)
-        self._counted = 0                       # the last window the on-demand status counted
-        self.unrecorded: Optional[str] = None   # recording could not start: the program ran unrecorded
-        self.error: Optional[str] = None        # the profile could not be made or written, and why
+        self._locks: List[Any] = []  # the output folders this run holds
+        self.missed: List[str] = []  # windows that could not be written (said in the next files)
+        self._counted = 0  # the last window the on-demand status counted
+        self.unrecorded: Optional[str] = None  # recording could not start: the program ran unrecorded
+        self.error: Optional[str] = None  # the profile could not be made or written, and why
         self.error_traceback = ""
         self._guard: Optional[Any] = None
         self._started_unix = 0.0
@@ -124,6 +153,7 @@ class Recording:
 
     def __enter__(self) -> "Recording":
         from ..recording.calibrate import calibrate
+
         self._imports = list(sys.path)
         if self.outdir is not None:  # one run at a time in a folder: the second is refused, in one line
             if self.world is not None and self.world.several:
@@ -135,6 +165,7 @@ class Recording:
                 self._locks.append(claim_outdir(self.outdir))
         self._measure_again = self.hook_costs is None
         import nnabla  # noqa: F401  (its import logs "Initializing CPU extension...": the program's own line, unquieted)
+
         if self.hook_costs is None:
             with quiet_nnabla():
                 self.hook_costs = calibrate(self._new)
@@ -142,10 +173,12 @@ class Recording:
         folder = self.outdir
         if folder is not None and self.world is not None and self.world.several:
             from ..recording.launcher import rank_dir
+
             folder = rank_dir(folder, self.world.rank)
         self.writer = WindowWriter(folder, self.schedule, self.progress)
         if self.schedule.on_demand:
             from .ondemand import Listener
+
             self.listener = Listener(self.recorder.request_window, self.schedule.signal, folder, self.progress)
             self.listener.install()
             self.recorder.watch = self.listener.check
@@ -162,6 +195,7 @@ class Recording:
         _ACTIVE.append(self)
         if self.outdir is not None and self.world is not None and self.world.several:
             from .guard import TerminationGuard
+
             self._guard = TerminationGuard(self._terminated).__enter__()
         return self
 
@@ -170,6 +204,7 @@ class Recording:
         that)."""
         from ..recording.launcher import rank_dir
         from ..result import file as result_file
+
         assert self.outdir is not None
         folder = rank_dir(self.outdir, rank)
         prepare_outdir(folder)
@@ -186,6 +221,7 @@ class Recording:
             return self.world
         if self.recorder.comm_rank is not None and self.recorder.comm_rank[1] > 1:
             from ..recording.launcher import World
+
             return World(self.recorder.comm_rank[0], self.recorder.comm_rank[1], "communicator")
         return None
 
@@ -194,8 +230,11 @@ class Recording:
         recorded so far, result.json first, in the second or so before the launcher's SIGKILL."""
         snapshot = copy.copy(self.recorder)
         snapshot.events = list(self.recorder.events)
-        profile = self._profile("ended by SIGTERM (the launcher stopped this rank, as it does when another "
-                                "rank dies)", snapshot, measure_signatures=False)
+        profile = self._profile(
+            "ended by SIGTERM (the launcher stopped this rank, as it does when another rank dies)",
+            snapshot,
+            measure_signatures=False,
+        )
         world = self.run_world()
         if self.outdir is not None and world is not None:
             self._write(profile, self._rank_folder(world.rank))
@@ -209,8 +248,10 @@ class Recording:
         once; a second one while the files are made stops that (files are whole or not there) and is said."""
         how = interruption(error)
         if how:
-            warn("nnprofile: %s: writing what was recorded%s" % (
-                how, "" if terminated(error) else " (Ctrl-C again to stop without writing)"))
+            warn(
+                "nnprofile: %s: writing what was recorded%s"
+                % (how, "" if terminated(error) else " (Ctrl-C again to stop without writing)")
+            )
         try:
             self.recorder.stop()  # first, and alone: the program's NNabla is its own again, whatever follows
         except Exception as e:
@@ -222,10 +263,12 @@ class Recording:
             if interrupted(e, before=error):  # a second Ctrl-C or SIGTERM (also inside NNabla's C++): stop, as asked
                 self.profile = None
                 self.error = "a second %s stopped it before all its files were written (any written is whole)" % (
-                    "SIGTERM" if terminated(e) else "Ctrl-C")
+                    "SIGTERM" if terminated(e) else "Ctrl-C"
+                )
                 self.stopped = True  # as the user asked: no error of nnprofile's
             else:
                 import traceback
+
                 self.error = _reason(e)
                 self.error_traceback = traceback.format_exc()
                 warn("nnprofile: the profile could not be made (%s)" % self.error)
@@ -245,35 +288,34 @@ class Recording:
         failure = interruption(error)
         if failure is None and kind is not None and kind is not SystemExit:
             failure = "the program raised %s: %s" % (kind.__name__, shorten(str(error)))
-        ended = failure or ("it exited with status %s" % error.code if kind is SystemExit and error.code not in (None, 0)
-                            else "it ended normally")
+        ended = failure or (
+            "it exited with status %s" % error.code
+            if kind is SystemExit and error.code not in (None, 0)
+            else "it ended normally"
+        )
         r = self.recorder
         last = self.writer.last if self.writer is not None else None
         if r.capturing or last is None:  # a window under way (what it holds is written), or none recorded yet
             if self._measure_again and self.hook_costs is not None and not interrupted(error) and r.events:
                 from ..base.hookcost import smaller
                 from ..recording.calibrate import calibrate
+
                 with quiet_nnabla():
                     self.hook_costs = smaller(self.hook_costs, calibrate(self._new))
             self.profile = self._profile(failure)
-            if r.capturing and r.window and (self.schedule.windowed or self.schedule.wait):
-                self.profile.notes.append("the program ended before window %d filled: it holds %s"
-                                          % (r.window, _span(getattr(self.profile.header, "kept_steps", []))))
-            if not r.window:
-                self.profile.notes.append("no window was recorded: the program ended first (%d steps%s)"
-                                          % (r.steps_done, ", waiting for a signal" if self.schedule.on_demand else ""))
-            if kind is SystemExit and error.code not in (None, 0):  # the program's own choice: not a failure
-                self.profile.notes.append("the program exited with status %s" % error.code)
+            self.profile.notes += unfinished_notes(self.recorder, self.schedule, self.profile, kind, error)
             if r.capturing and self.schedule.windowed:
                 self._add_window(self.profile, r, complete=False)
             end_notes: List[str] = []
         else:  # every window closed: the program ran on untouched after the last; say what happened then
             self.profile = last
-            end_notes = [self._after_windows(ended)]
+            end_notes = [after_windows(self.recorder, ended)]
             if not r.countable and (self.schedule.repeat != 1 or self.schedule.on_demand):
-                end_notes.append("the program's steps show only as passes (no solver update, no nnprofile.step()), "
-                                 "which only the hooks see: after the first window its steps could not be counted, "
-                                 "so no other window was recorded; call nnprofile.step() at each step's end")
+                end_notes.append(
+                    "the program's steps show only as passes (no solver update, no nnprofile.step()), "
+                    "which only the hooks see: after the first window its steps could not be counted, "
+                    "so no other window was recorded; call nnprofile.step() at each step's end"
+                )
             if failure:  # the run did not end as it should: the windows closed are whole, the view says so
                 self.profile.complete, self.profile.failure = False, failure
         counted = max(r.steps_done, offset_steps(self.profile))
@@ -286,18 +328,6 @@ class Recording:
             if self._guard is not None:
                 self._guard.__exit__(None, None, None)
 
-    def _after_windows(self, ended: str) -> str:
-        """The note at the program's end: the steps it ran after the last window, the time after its last step,
-        how it ended."""
-        r = self.recorder
-        assert self.profile is not None
-        recorded = r.window_end
-        after = max(0, r.steps_done - recorded)
-        tail = max(0.0, (r.ended_ns - r.last_step_ns) / 1e9) if r.last_step_ns else 0.0
-        return ("after window %d (its last step %d) the program ran %d more step%s unrecorded, then %.3f s after its "
-                "last step (work after the loop: a final evaluation, saving), and %s"
-                % (max(1, r.window), recorded, after, "" if after == 1 else "s", tail, ended))
-
     def _window_closed(self, recorder: Any) -> None:
         """A window's steps are done (the recorder calls this with the hooks off, from the program's thread,
         between its calls): its profile, written at once; then the program runs on untouched."""
@@ -305,32 +335,16 @@ class Recording:
             with own_imports(self._imports):
                 profile = self._profile(None, recorder)
                 self._add_window(profile, recorder, complete=True)
-        except Exception as e:  # a full disk, a bug of nnprofile's: said once, noted in the next files; the program goes on
+        except (
+            Exception
+        ) as e:  # a full disk, a bug of nnprofile's: said once, noted in the next files; the program goes on
             text = "window %d could not be written (%s)" % (recorder.window, _reason(e))
             warn("nnprofile: %s; the program goes on" % text)
             self.missed.append(text)
             return
         self.missed = []
         if self.on_window is not None:
-            self._call_on_window(profile, recorder.window)
-
-    def _call_on_window(self, profile: Profile, window: int) -> None:
-        """The user's callback: its exception is the user's, said on stderr with its traceback (in full the first
-        time, in one line after), and the recording goes on."""
-        try:
-            self.on_window(profile)  # type: ignore[misc]
-        except Exception as e:
-            import traceback
-            if not self._callback_failed:
-                warn("nnprofile: on_window raised on window %d; the recording goes on. Its traceback:" % window)
-                try:  # the user's own code's traceback, as Python shows it
-                    traceback.print_exception(type(e), e, e.__traceback__, file=sys.stderr)
-                except Exception:
-                    pass
-            else:
-                warn("nnprofile: on_window raised again on window %d (%s: %s)" % (window, type(e).__name__,
-                                                                                   shorten(str(e))))
-            self._callback_failed = True
+            self.on_window(profile, recorder.window)
 
     def _window_kept(self, recorder: Any) -> None:
         """A window's kept steps are done and steps that measure the hooks' cost follow: its files now, with the
@@ -340,9 +354,11 @@ class Recording:
         try:
             with own_imports(self._imports):
                 profile = self._profile(None, recorder, measure_signatures=False)
-                profile.notes.append("written when the window's kept steps were done; the steps that measure what "
-                                     "the hooks cost in this program were still to come (files of the whole window "
-                                     "replace these)")
+                profile.notes.append(
+                    "written when the window's kept steps were done; the steps that measure what "
+                    "the hooks cost in this program were still to come (files of the whole window "
+                    "replace these)"
+                )
                 progress, self.writer.progress = self.writer.progress, lambda line: None
                 try:
                     self._add_window(profile, recorder, complete=True, quiet=True)
@@ -359,14 +375,22 @@ class Recording:
         kept = list(getattr(h, "kept_steps", []))
         origin = self._origin_ns - self._run_start_ns
         ended = recorder.stopped_ns if recorder.stopped_ns and not recorder.capturing else recorder.clock()
-        self.writer.add(profile, recorder.window, kept[0] if kept else recorder.window_start + 1, origin / 1e9,
-                        max(0, ended - self._run_start_ns) / 1e9, origin, complete)
+        self.writer.add(
+            profile,
+            recorder.window,
+            kept[0] if kept else recorder.window_start + 1,
+            origin / 1e9,
+            max(0, ended - self._run_start_ns) / 1e9,
+            origin,
+            complete,
+        )
         folder = self.writer.window_folder(recorder.window)
         if self.listener is not None and self._counted != recorder.window:  # each window once (written early too)
             self._counted = recorder.window
             self.listener.window_written()
         if self.save_events and self.capture is not None and folder is not None:
             from ..assembly import events
+
             events.save(self.capture, os.path.join(folder, EVENTS))
         if not self.save_events:
             self.capture = None  # the window's raw calls: not kept past it (the program runs on, and on)
@@ -387,100 +411,59 @@ class Recording:
             return
         if world.rank == 0:
             from ..merging.ranks import collect, merge, spans
+
             found = collect(self.outdir, world.size, 0.0, world.launch, self._started_unix - 60)
             if found.missing and self.merge_wait > 0:
-                self.progress("nnprofile: waiting up to %g s for the results of rank%s %s"
-                              % (self.merge_wait, "s" if len(found.missing) > 1 else "", spans(found.missing)))
+                self.progress(
+                    "nnprofile: waiting up to %g s for the results of rank%s %s"
+                    % (self.merge_wait, "s" if len(found.missing) > 1 else "", spans(found.missing))
+                )
                 found = collect(self.outdir, world.size, self.merge_wait, world.launch, self._started_unix - 60)
             self.merged = merge(found)
             self._write(self.merged, self.outdir)
 
     def _write(self, profile: Profile, folder: str) -> None:
         from ..render import write_all
+
         self.written_to = self.written_to or folder
         write_all(profile, folder)
         if self.save_events and self.capture is not None and profile is self.profile:
             from ..assembly import events
+
             events.save(self.capture, os.path.join(folder, EVENTS))
 
-    def _profile(self, failure: Optional[str], recorder: Optional[Any] = None,
-                 measure_signatures: bool = True) -> Profile:
-        import nnabla
-        from ..assembly.assemble import DRIFT, assemble
-        from ..recording.capturing import capture_of
+    def _profile(
+        self, failure: Optional[str], recorder: Optional[Any] = None, measure_signatures: bool = True
+    ) -> Profile:
+        """The profile of a window (or the run) so far (``nnprofile.recording.profiling``); its capture kept."""
+        from ..recording.profiling import Run, program_profile
+
         assert self.hook_costs is not None  # measured on entry
         recorder = recorder or self.recorder
-        costs = self.hook_costs
-        capture = capture_of(recorder, costs)
-        if measure_signatures and self._measure_again:
-            from ..recording.calibrate import signature_costs
-            self._signatures.update(signature_costs(capture, self._new, self._signatures))
-            costs = dataclasses.replace(costs, by_signature=dict(self._signatures))
-            capture.costs = costs
-        self.capture = capture
-        a = assemble(capture, costs, self.name)
-        costs = a.costs
-        self._origin_ns = a.origin_ns or recorder.started_ns
-        # The window's steps, numbered over the whole run (the steps before the window began counted).
-        offset = recorder.window_start
-        kept, plain = [s + offset for s in a.kept_steps], [s + offset for s in a.plain_steps]
-        context = nnabla.get_current_context()
-        windowed = self.schedule.windowed or self.schedule.wait
-        header = ProgramHeader(
-            nnprofile=__version__, nnabla=nnabla.__version__, project=self.command,
-            context=",".join(context.backend) if context.backend else "cpu:float",
-            sampling="%s%s of %d recorded (%s %d, active %d)%s; each figure (the time of one call) is "
-                     "the mean over those steps (the Drift line says which steps, if any, it leaves out)"
-                     % ("window %d: " % recorder.window if windowed else "", _span(kept),
-                        offset + a.steps, "warmup" if windowed else "skip first", a.skip, self.active,
-                        "; steps %s ran without the hooks, for what they cost" % _numbers(plain) if plain else ""),
-            schedule=self.schedule.describe(), window=recorder.window if self.schedule.windowed else 0,
-            steps=a.how,
-            machine="%s, %s, Python %s" % (platform.node(), platform.machine(), platform.python_version()),
-            date=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-            hook_overhead_ns=round(costs.static_total, 1), hook_inside_ns=round(costs.static_inside, 1),
-            call_overhead_ns=round(costs.dynamic_total, 1), call_inside_ns=round(costs.dynamic_inside, 1),
-            active_steps=a.kept, skipped_steps=a.skip, chain_hook_overhead_ns=round(self.hook_costs.static_total, 1),
-            kept_steps=kept, plain_steps=plain, drift_threshold=DRIFT, machine_rates=machine.measure())
-        if a.in_program is not None:
-            header.hooks_in_program = {k: round(v, 4) for k, v in a.in_program.items()}
-            header.hook_eviction = round(costs.eviction, 4)
-        notes = run_notes(a, list(self.missed), self.skip_first, recorder)
-        # What ran (ConvolutionCudaCudnn under cuDNN) and at which batch, as a project's header says.
-        header.implementation_classes = sorted({e.impl_class for s in a.sections for e in s.entries
-                                                if e.impl_class})
-        batch = next((s.memory.batch_size for s in a.sections if s.memory.batch_size), None)
-        if batch:
-            header.batch_size = batch
-        world = self.run_world()
-        if world is not None and world.several:
-            header.rank, header.world_size, header.launcher = world.rank, world.size, world.launcher
-            header.launch, header.host, header.clock_origin_ns = world.launch, platform.node(), a.origin_ns
-            header.started_unix = round(self._started_unix, 3)
-        return Profile(header=header, notes=notes, sections=a.sections, complete=failure is None,
-                       failure=failure, timeline=a.timeline)
+        run = Run(
+            self.name,
+            self.command,
+            self.schedule,
+            self.active,
+            self.skip_first,
+            self._started_unix,
+            list(self.missed),
+            self.run_world(),
+        )
+        made = program_profile(
+            run,
+            recorder,
+            self.hook_costs,
+            failure,
+            self._refine if measure_signatures and self._measure_again else None,
+        )
+        self.capture, self._origin_ns = made.capture, made.origin_ns
+        return made.profile
 
+    def _refine(self, capture: Any) -> Any:
+        """The hooks' costs with the signatures this capture holds measured (once each, over the run)."""
+        from ..recording.calibrate import signature_costs
 
-def record(outdir: Optional[PathLike] = None, skip_first: Optional[int] = None, active: int = Schedule.active,
-           save_events: bool = False, name: str = "recording", namespaces: Sequence[MutableMapping[str, Any]] = (),
-           merge_wait: Optional[float] = None, wait: int = Schedule.wait, warmup: Optional[int] = None,
-           repeat: int = Schedule.repeat, max_windows: int = Schedule.max_windows,
-           on_window: Optional[Callable[[Profile], None]] = None, on_demand: bool = False,
-           signal: str = Schedule.signal) -> Recording:
-    """Record the NNabla work of a block of code: ``with nnprofile.record() as rec: ...; rec.profile``.
-
-    The schedule is torch.profiler's: ``wait`` steps untouched, ``warmup`` (``skip_first``) recorded and
-    set aside, ``active`` kept; ``repeat`` such windows (0: until the block ends), each written as it
-    closes (to ``outdir/window-K`` where there are several) and handed to ``on_window(profile)``;
-    ``on_demand``: a window each time the process gets ``signal`` (``nnprofile capture PID``).
-
-    Solvers and communicators made before the block are timed too when they are global names of the
-    module that calls ``record`` (a script's, or a notebook's), or in ``namespaces``. Under
-    ``mpirun``, see ``Recording`` (``merge_wait``: how long rank 0 waits for the other ranks).
-    """
-    caller = sys._getframe(1).f_globals
-    return Recording(outdir=outdir, name=name, save_events=save_events, namespaces=tuple(namespaces) + (caller,),
-                     merge_wait=merge_wait, on_window=on_window,
-                     schedule=make_schedule(wait=wait, warmup=warmup, skip_first=skip_first, active=active,
-                                            repeat=repeat, max_windows=max_windows, on_demand=on_demand,
-                                            signal=signal))
+        assert self.hook_costs is not None
+        self._signatures.update(signature_costs(capture, self._new, self._signatures))
+        return dataclasses.replace(self.hook_costs, by_signature=dict(self._signatures))

@@ -7,6 +7,7 @@
 
 The command line (``nnprofile.cli``) is a thin layer over these functions.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -16,7 +17,7 @@ import os
 import platform
 import shutil
 import tempfile
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence, Tuple, Union
 
 from .._version import __version__
 from ..analysis import SectionAnalysis, analyze_section
@@ -48,26 +49,42 @@ def _batch_sizes(project: Any) -> Union[int, Dict[str, int]]:
 
 def _header(project: Any, sampling: Sampling, options: ProfileOptions) -> ProjectHeader:
     import nnabla
+
     return ProjectHeader(
-        mode=options.mode, target_rse=sampling.target_rse if sampling.adaptive else None,
-        drift_threshold=sampling.drift_threshold, nnprofile=__version__, nnabla=nnabla.__version__,
-        project=" ".join(project.files), project_sha256=project.sha256, context=project.run_context.description,
-        requested_context=project.run_context.requested, batch_size=project.batch_size or _batch_sizes(project),
+        mode=options.mode,
+        target_rse=sampling.target_rse if sampling.adaptive else None,
+        drift_threshold=sampling.drift_threshold,
+        nnprofile=__version__,
+        nnabla=nnabla.__version__,
+        project=" ".join(project.files),
+        project_sha256=project.sha256,
+        context=project.run_context.description,
+        requested_context=project.run_context.requested,
+        batch_size=project.batch_size or _batch_sizes(project),
         sampling=sampling.describe(),
         machine="%s, %s, Python %s" % (platform.node(), platform.machine(), platform.python_version()),
         date=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        data="synthetic" if options.synthetic else "datasets", machine_rates=machine.measure())
+        data="synthetic" if options.synthetic else "datasets",
+        machine_rates=machine.measure(),
+    )
 
 
-def profile_project(project: PathLike, *params: PathLike, outdir: Optional[PathLike] = None,
-            on_start: Optional[Callable[[Profile], None]] = None,
-            on_section: Optional[SectionCallback] = None, on_entry: Optional[EntryCallback] = None,
-            on_section_end: Optional[SectionEndCallback] = None,
-            on_round: Optional[Callable[[Section, float], None]] = None,
-            on_run: Optional[Callable[[int, int], None]] = None,
-            on_progress: Optional[Callable[[str], None]] = None,
-            clock: Optional[Clock] = None, overhead_ns: Optional[float] = None, probe: Any = None,
-            **options: Any) -> Profile:
+def profile_project(
+    project: PathLike,
+    *params: PathLike,
+    outdir: Optional[PathLike] = None,
+    on_start: Optional[Callable[[Profile], None]] = None,
+    on_section: Optional[SectionCallback] = None,
+    on_entry: Optional[EntryCallback] = None,
+    on_section_end: Optional[SectionEndCallback] = None,
+    on_round: Optional[Callable[[Section, float], None]] = None,
+    on_run: Optional[Callable[[int, int], None]] = None,
+    on_progress: Optional[Callable[[str], None]] = None,
+    clock: Optional[Clock] = None,
+    overhead_ns: Optional[float] = None,
+    probe: Any = None,
+    **options: Any,
+) -> Profile:
     """Profile an NNC project (.nntxt or .nnp, plus parameter files) as NNC's Profile command does.
 
     Every option of the command line is a keyword here (``nnprofile.base.options.ProfileOptions``
@@ -99,51 +116,68 @@ def profile_project(project: PathLike, *params: PathLike, outdir: Optional[PathL
     Raises ``ProfileError`` (``Interrupted`` for Ctrl-C) with the partial profile as its ``profile``
     attribute; any other exception carries it too.
     """
-    try:
-        opts = ProfileOptions.of(**options)
-    except ValueError as e:  # a bad value: one line, before any work
-        raise ProfileError(str(e))
-    if opts.mode not in MODES:
-        raise ProfileError("unknown mode '%s' (choose from %s)" % (opts.mode, ", ".join(MODES)))
-    limit = _memory_limit(opts.memory_limit)  # bad input fails before any work
+    opts, limit = _checked(options)
     from ..project.loader import resolve_files
+
     files = resolve_files([os.fspath(project)] + [os.fspath(p) for p in params])
     if opts.repeat > 1:
         return _repeated(files, opts, outdir, on_progress, on_run)
-    sampling = Sampling.of(opts)
     out = os.fspath(outdir) if outdir is not None else None
     lock = claim_outdir(out) if out is not None else None
     try:
-        return _profile_into(files, opts, out, sampling, limit, (clock, probe), overhead_ns, on_start, on_section,
-                             on_entry, on_section_end, on_round)
+        listeners = Listeners(on_start, on_section, on_entry, on_section_end, on_round)
+        return _profile_into(files, opts, out, limit, (clock, probe), overhead_ns, listeners)
     finally:
         release_outdir(lock)
 
 
-def _profile_into(files: Sequence[str], opts: ProfileOptions, out: Optional[str], sampling: Sampling,
-                  limit: Optional[int], clocks: Tuple[Optional[Clock], Any], overhead_ns: Optional[float],
-                  on_start: Optional[Callable[[Profile], None]], on_section: Optional[SectionCallback],
-                  on_entry: Optional[EntryCallback], on_section_end: Optional[SectionEndCallback],
-                  on_round: Optional[Callable[[Section, float], None]]) -> Profile:
+class Listeners(NamedTuple):
+    """A project's callbacks (``profile_project``), handed to the run as one."""
+
+    on_start: Optional[Callable[[Profile], None]]
+    on_section: Optional[SectionCallback]
+    on_entry: Optional[EntryCallback]
+    on_section_end: Optional[SectionEndCallback]
+    on_round: Optional[Callable[[Section, float], None]]
+
+
+def _checked(options: Dict[str, Any]) -> Tuple[ProfileOptions, Optional[int]]:
+    """The options, and the memory limit in bytes: a bad value is one line, before any work."""
+    try:
+        opts = ProfileOptions.of(**options)
+    except ValueError as e:
+        raise ProfileError(str(e))
+    if opts.mode not in MODES:
+        raise ProfileError("unknown mode '%s' (choose from %s)" % (opts.mode, ", ".join(MODES)))
+    return opts, _memory_limit(opts.memory_limit)
+
+
+def _profile_into(
+    files: Sequence[str],
+    opts: ProfileOptions,
+    out: Optional[str],
+    limit: Optional[int],
+    clocks: Tuple[Optional[Clock], Any],
+    overhead_ns: Optional[float],
+    listeners: Listeners,
+) -> Profile:
     from ..project import load_project, zero_weights as zero
+
     loaded = load_project(files, backend=opts.context, type_config=opts.type_config, batch_size=opts.batch_size)
     if opts.zero_weights:
         zero()
-    sections = plan(loaded, Selection(optimizers=list(opts.optimizers) if opts.optimizers else None,
-                                      executors=list(opts.executors) if opts.executors else None,
-                                      training=opts.training, inference=opts.inference))
-    timer, result = _timed_profile(loaded, opts, sampling, clocks, overhead_ns, limit)
-    if on_start is not None:
-        on_start(result)
+    chosen = Selection(
+        optimizers=list(opts.optimizers) if opts.optimizers else None,
+        executors=list(opts.executors) if opts.executors else None,
+        training=opts.training,
+        inference=opts.inference,
+    )
+    timer, result = _timed_profile(loaded, opts, Sampling.of(opts), clocks, overhead_ns, limit)
+    if listeners.on_start is not None:
+        listeners.on_start(result)
     cache = os.path.join(out, "cache") if out is not None else tempfile.mkdtemp(prefix="nnprofile-cache-")
-
-    def section_end(section: Section) -> None:
-        if on_section_end is not None:
-            on_section_end(section, analyze_section(section, result.header))
     try:
-        run_sections(loaded, sections, timer, cache_root=cache, profile=result, on_section=on_section,
-                     on_entry=on_entry, synthetic=opts.synthetic, mode=opts.mode, layers=opts.layers,
-                     on_section_end=section_end, on_round=on_round)
+        _run(loaded, plan(loaded, chosen), timer, result, cache, opts, listeners)
     except ProfileError as e:
         e.profile = result
         if out is not None and any(s.entries for s in result.sections):
@@ -159,14 +193,46 @@ def _profile_into(files: Sequence[str], opts: ProfileOptions, out: Optional[str]
     finally:
         if out is not None and any(s.entries for s in result.sections):
             from ..render import write_all
+
             write_all(result, out)
         if out is None:
             shutil.rmtree(cache, ignore_errors=True)
     return result
 
 
-def _timed_profile(loaded: Any, opts: ProfileOptions, sampling: Sampling, clocks: Tuple[Optional[Clock], Any],
-                   overhead_ns: Optional[float], limit: Optional[int]) -> Tuple[Timer, Profile]:
+def _run(
+    loaded: Any, sections: Any, timer: Timer, result: Profile, cache: str, opts: ProfileOptions, listeners: Listeners
+) -> None:
+    """The project's sections measured into ``result``, the listeners told as they go."""
+
+    def section_end(section: Section) -> None:
+        if listeners.on_section_end is not None:
+            listeners.on_section_end(section, analyze_section(section, result.header))
+
+    run_sections(
+        loaded,
+        sections,
+        timer,
+        cache_root=cache,
+        profile=result,
+        on_section=listeners.on_section,
+        on_entry=listeners.on_entry,
+        synthetic=opts.synthetic,
+        mode=opts.mode,
+        layers=opts.layers,
+        on_section_end=section_end,
+        on_round=listeners.on_round,
+    )
+
+
+def _timed_profile(
+    loaded: Any,
+    opts: ProfileOptions,
+    sampling: Sampling,
+    clocks: Tuple[Optional[Clock], Any],
+    overhead_ns: Optional[float],
+    limit: Optional[int],
+) -> Tuple[Timer, Profile]:
     """The timer, calibrated (and, in graph mode, the hooks' cost measured), and the profile its header starts."""
     clock, probe = clocks
     timer = Timer(sampling, clock=clock or Clock(), sync=loaded.run_context.synchronize, probe=probe)
@@ -181,6 +247,7 @@ def _timed_profile(loaded: Any, opts: ProfileOptions, sampling: Sampling, clocks
     result = Profile(header=header, notes=list(loaded.run_context.notes))
     if opts.mode == "graph":
         from ..measure.graph_mode import calibrate_hooks
+
         total, inside = calibrate_hooks(timer)
         timer.hook_inside_ns = inside if overhead_ns is None else overhead_ns
         header.hook_overhead_ns, header.hook_inside_ns = round(total, 1), round(inside, 1)
@@ -189,8 +256,10 @@ def _timed_profile(loaded: Any, opts: ProfileOptions, sampling: Sampling, clocks
     if opts.zero_weights:
         result.notes.append("weights and biases were zeroed (--zero-weights), as nnabla_cli profile does")
     if opts.synthetic:
-        result.notes.append("the data was synthetic (--synthetic): random batches of the declared "
-                            "shapes; load_dataset does not measure reading a dataset")
+        result.notes.append(
+            "the data was synthetic (--synthetic): random batches of the declared "
+            "shapes; load_dataset does not measure reading a dataset"
+        )
     return timer, result
 
 
@@ -204,25 +273,34 @@ def _memory_limit(value: Optional[Union[int, str]]) -> Optional[int]:
     if value is None or isinstance(value, int):
         return value
     from ..base.sizes import parse_size
+
     try:
         return parse_size(value)
     except ValueError as e:
         raise ProfileError("--memory-limit: %s" % e)
 
 
-def _repeated(files: Sequence[str], options: ProfileOptions, outdir: Optional[PathLike],
-              on_progress: Optional[Callable[[str], None]],
-              on_run: Optional[Callable[[int, int], None]] = None) -> Profile:
+def _repeated(
+    files: Sequence[str],
+    options: ProfileOptions,
+    outdir: Optional[PathLike],
+    on_progress: Optional[Callable[[str], None]],
+    on_run: Optional[Callable[[int, int], None]] = None,
+) -> Profile:
     from ..merging.profiles import repeat_profiles
     from ..render import write_all
+
     out = os.fspath(outdir) if outdir is not None else tempfile.mkdtemp(prefix="nnprofile-repeat-")
     lock = claim_outdir(out)
     try:
         merged = repeat_profiles(files, options, out, progress=on_progress or (lambda line: None), on_run=on_run)
         if outdir is not None:
             runs = os.path.join(out, "runs")
-            also = ["runs/%s/%s" % (d, f) for d in sorted(os.listdir(runs)) for f in listed(os.path.join(runs, d))] \
-                if os.path.isdir(runs) else []
+            also = (
+                ["runs/%s/%s" % (d, f) for d in sorted(os.listdir(runs)) for f in listed(os.path.join(runs, d))]
+                if os.path.isdir(runs)
+                else []
+            )
             write_all(merged, out, also=also)
         return merged
     finally:
@@ -234,4 +312,3 @@ def _repeated(files: Sequence[str], options: ProfileOptions, outdir: Optional[Pa
 def load(outdir_or_result_json: PathLike) -> Profile:
     """A saved profile: OUTDIR (with result.json) or the file itself, of any format version."""
     return result_file.load(os.fspath(outdir_or_result_json))
-

@@ -6,6 +6,7 @@ and a recording's own calibration do likewise, putting the logger's level back a
 NNabla work, recorded, logs as it always does: that is the program's. Likewise the module search path
 (``own_imports``): nnprofile's own work uses the one it started with.
 """
+
 from __future__ import annotations
 
 import contextlib

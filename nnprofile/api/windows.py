@@ -10,11 +10,13 @@ window's own trace). Past
 replaced whole (``nnprofile.render.files``): a reader, or a SIGKILL, at any moment finds complete
 files. What is kept in memory is the figures and the coarse timeline, never a window's calls.
 """
+
 from __future__ import annotations
 
 import contextlib
 import copy
 import os
+import sys
 import signal
 import threading
 from typing import Callable, Iterator, List, Optional
@@ -29,6 +31,7 @@ from ..result import Profile
 from ..result.header import ProgramHeader
 from ..result.timeline import TimelineEvent
 from ..result.windows import WindowSummary
+from .outcome import shorten, warn
 
 WINDOW_DIR = "window-%d"
 TRACE_WINDOWS = 200  # the view's trace holds the steps and passes of this many windows, the latest
@@ -74,15 +77,31 @@ class WindowWriter:
         prepare_outdir(path)
         return path
 
-    def add(self, profile: Profile, window: int, first_step: int, started_s: float, ended_s: float,
-            origin_ns: int, complete: bool) -> None:
+    def add(
+        self,
+        profile: Profile,
+        window: int,
+        first_step: int,
+        started_s: float,
+        ended_s: float,
+        origin_ns: int,
+        complete: bool,
+    ) -> None:
         """A window closed (or the program ended in it): its files, its figures, the view, the old folders;
         a Ctrl-C meanwhile waits until they are written (then it interrupts the program, as it would have)."""
         with deferred_interrupt():
             self._add(profile, window, first_step, started_s, ended_s, origin_ns, complete)
 
-    def _add(self, profile: Profile, window: int, first_step: int, started_s: float, ended_s: float,
-             origin_ns: int, complete: bool) -> None:
+    def _add(
+        self,
+        profile: Profile,
+        window: int,
+        first_step: int,
+        started_s: float,
+        ended_s: float,
+        origin_ns: int,
+        complete: bool,
+    ) -> None:
         folder = self.window_folder(window)
         analysis = analyze(profile)
         if folder is not None:
@@ -100,15 +119,26 @@ class WindowWriter:
         if program is not None and program.step is not None:
             entry = program.section.entries_of("step")[0]
             relative = WINDOW_DIR % window if self.schedule.windowed else ""
-            self.windows = [w for w in self.windows if w.window != window] + [summarize_window(
-                program.step, entry, window, first_step, started_s, ended_s, complete, relative)]
+            self.windows = [w for w in self.windows if w.window != window] + [
+                summarize_window(program.step, entry, window, first_step, started_s, ended_s, complete, relative)
+            ]
         self.timeline = [e for e in self.timeline if e.args.get("window") != window]
         steps = [e for e in profile.timeline if e.cat == "step"]
         if steps:
-            self.timeline.append(TimelineEvent("window %d" % window, "window", origin_ns + steps[0].start,
-                                               origin_ns + steps[-1].end, {"window": window}))
-        self.timeline += [TimelineEvent(e.name, e.cat, e.start + origin_ns, e.end + origin_ns,
-                                        dict(e.args, window=window)) for e in profile.timeline if not e.is_call]
+            self.timeline.append(
+                TimelineEvent(
+                    "window %d" % window,
+                    "window",
+                    origin_ns + steps[0].start,
+                    origin_ns + steps[-1].end,
+                    {"window": window},
+                )
+            )
+        self.timeline += [
+            TimelineEvent(e.name, e.cat, e.start + origin_ns, e.end + origin_ns, dict(e.args, window=window))
+            for e in profile.timeline
+            if not e.is_call
+        ]
         if len({e.args.get("window") for e in self.timeline}) > TRACE_WINDOWS:  # bounded: the latest windows
             oldest = min(e.args.get("window", window) for e in self.timeline)
             self.timeline = [e for e in self.timeline if e.args.get("window") != oldest]
@@ -116,8 +146,10 @@ class WindowWriter:
             self.write_view()
             self._prune()
         if folder is not None:
-            self.progress("nnprofile: window %d (%s) written to %s"
-                          % (window, self.windows[-1].span if self.windows else "no steps", folder))
+            self.progress(
+                "nnprofile: window %d (%s) written to %s"
+                % (window, self.windows[-1].span if self.windows else "no steps", folder)
+            )
 
     def view(self, notes: Optional[List[str]] = None) -> Optional[Profile]:
         """The view over the windows so far: their figures, the last window's sections and header."""
@@ -156,3 +188,31 @@ class WindowWriter:
                 folder = os.path.join(self.folder, w.folder)
                 prune(self.folder, ["%s/%s" % (w.folder, f) for f in listed(folder)], [])  # its files, and no other
                 w.folder = ""  # its files are no longer kept; its figures are
+
+
+class WindowCallback:
+    """The user's ``on_window``: called with each window's profile; its exception is the user's, said on stderr
+    with its traceback (in full the first time, in one line after), and the recording goes on."""
+
+    def __init__(self, callback: Callable[[Profile], None]):
+        self.callback = callback
+        self.failed = False
+
+    def __call__(self, profile: Profile, window: int) -> None:
+        try:
+            self.callback(profile)
+        except Exception as e:
+            import traceback
+
+            if not self.failed:
+                warn("nnprofile: on_window raised on window %d; the recording goes on. Its traceback:" % window)
+                try:  # the user's own code's traceback, as Python shows it
+                    traceback.print_exception(type(e), e, e.__traceback__, file=sys.stderr)
+                except Exception:
+                    pass
+            else:
+                warn(
+                    "nnprofile: on_window raised again on window %d (%s: %s)"
+                    % (window, type(e).__name__, shorten(str(e)))
+                )
+            self.failed = True

@@ -7,33 +7,54 @@ into the graphs they ran (``graphs``), and each graph, and the rest of the step,
 one: a final evaluation, saving) is not in any section; it is said in the notes, with its passes
 and its time.
 """
+
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..base.hookcost import BACKWARD, HookCosts
+from ..base.hookcost import HookCosts
 from ..base.stats import Drift
 from ..result import Section
 from ..result.drift import drift_over, emptied
 from ..result.timeline import TimelineEvent
 from . import hookfit, interference, steps as step_rule
-from .events import (DYNAMIC, EAGER, Call, Capture, CommCall, Hooks, InputCall, MonitorCall, SolverCall, StepMark,
-                     end_of, stack_of, start_of)
+from .events import (
+    DYNAMIC,
+    Call,
+    Capture,
+    Hooks,
+    InputCall,
+    SolverCall,
+    StepMark,
+    end_of,
+    stack_of,
+    start_of,
+)
 from .iterations import entries, loop_where, select, step_loop
 from .tree import children, descendants, top_level
 from .graphs import Graph, split_by_graph
-from .roles import EVALUATION, UPDATES, roles, solver_labels, trainers
+from .roles import EVALUATION, apply_role, roles, solver_labels, trainers
 from .passes import Pass, group_passes
 from .intervals import merged
+from .outside import outside_sections
 from .sections import Builder
-from .notes import (after_the_loop, capture_notes, hooks_off_note, own_work_note, spoiled_note,  # noqa: F401
-                    unresolved_note, updates_per_step)
+from .notes import (
+    after_the_loop,
+    capture_notes,
+    hooks_off_note,
+    own_work_note,
+    spoiled_note,  # noqa: F401
+    unresolved_note,
+    updates_per_step,
+)
 
-INPUT_NOTE = ("input (load_dataset) is the time the program waited in DataIterator.next(); NNabla's "
-              "iterators load the next batch in a thread while the step runs (use_thread, the default), so "
-              "it is the wait, not the loading")
+INPUT_NOTE = (
+    "input (load_dataset) is the time the program waited in DataIterator.next(); NNabla's "
+    "iterators load the next batch in a thread while the step runs (use_thread, the default), so "
+    "it is the wait, not the loading"
+)
 
 
 # A kept step slower than the usual speed by more than this is left out of the means: the machine's slow
@@ -48,18 +69,18 @@ DRIFT = 0.25
 class Assembly:
     sections: List[Section]
     timeline: List[TimelineEvent]
-    steps: int              # steps found in the recording (but those run without the hooks)
-    skip: int               # of them set aside first
-    kept: int               # of them kept
-    how: str                # how the steps were found
+    steps: int  # steps found in the recording (but those run without the hooks)
+    skip: int  # of them set aside first
+    kept: int  # of them kept
+    how: str  # how the steps were found
     notes: List[str]
-    costs: HookCosts        # what the hooks cost, as taken off (measured in the program where it could be)
+    costs: HookCosts  # what the hooks cost, as taken off (measured in the program where it could be)
     # How the hooks' cost was fitted to the program: signatures measured on replicas; the steps without
     # the hooks against those with (pairs, medians, scale); the bound the gaps between functions set.
     in_program: Optional[Dict[str, float]] = None
-    origin_ns: int = 0      # the recorder's clock at the timeline's zero (the first kept step's start)
+    origin_ns: int = 0  # the recorder's clock at the timeline's zero (the first kept step's start)
     graphs: List[Graph] = field(default_factory=list)
-    kept_steps: List[int] = field(default_factory=list)   # the kept steps' numbers, from 1
+    kept_steps: List[int] = field(default_factory=list)  # the kept steps' numbers, from 1
     plain_steps: List[int] = field(default_factory=list)  # the steps run without the hooks, among them
 
 
@@ -122,8 +143,11 @@ def kept_steps(states: Sequence[str], skip: int, active: int) -> Tuple[List[int]
     """The kept steps (one run of the loop after those set aside, with the hooks), and after the skip, those without
     the hooks and those with them (the calibration's, ``nnprofile.recording.recorder.CALIBRATION``)."""
     after = range(skip, len(states))
-    return ([i for i in range(skip, min(len(states), skip + active)) if states[i] == HOOKED],
-            [i for i in after if states[i] == PLAIN], [i for i in after if states[i] == HOOKED])
+    return (
+        [i for i in range(skip, min(len(states), skip + active)) if states[i] == HOOKED],
+        [i for i in after if states[i] == PLAIN],
+        [i for i in after if states[i] == HOOKED],
+    )
 
 
 def iteration_bounds(top: Sequence[Any], capture: Capture) -> Optional[Tuple[List[Tuple[int, int]], str, str]]:
@@ -136,11 +160,15 @@ def iteration_bounds(top: Sequence[Any], capture: Capture) -> Optional[Tuple[Lis
     idle = sum(1 for x in steps[before:] if not x)
     said = []
     if before:
-        said.append("the %d iteration%s before its first update %s before the first step" % (
-            before, "" if before == 1 else "s", "is" if before == 1 else "are"))
+        said.append(
+            "the %d iteration%s before its first update %s before the first step"
+            % (before, "" if before == 1 else "s", "is" if before == 1 else "are")
+        )
     if idle:
-        said.append("%d iteration%s in runs of the loop without an update (a validation through the same loop) %s "
-                    "no step" % (idle, "" if idle == 1 else "s", "is" if idle == 1 else "are"))
+        said.append(
+            "%d iteration%s in runs of the loop without an update (a validation through the same loop) %s "
+            "no step" % (idle, "" if idle == 1 else "s", "is" if idle == 1 else "are")
+        )
     return bounds, where, "; ".join(said)
 
 
@@ -188,8 +216,9 @@ def _iteration_bounds(top: Sequence[Any], capture: Capture) -> Optional[Tuple[Li
     return bounds, loop_where(loop, capture.codes), steps
 
 
-def find_steps(capture: Capture, top: Sequence[Any], passes: Sequence[Pass],
-               last_ns: int) -> Tuple[List[Tuple[int, int]], step_rule.Rule, step_rule.Loop]:
+def find_steps(
+    capture: Capture, top: Sequence[Any], passes: Sequence[Pass], last_ns: int
+) -> Tuple[List[Tuple[int, int]], step_rule.Rule, step_rule.Loop]:
     """Where the steps are: marks where the program gives them; else the iterations of its loop; else the
     repeating pattern of its updates or passes (``nnprofile.assembly.steps``)."""
     loop = replay(top, passes)
@@ -232,32 +261,23 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
     graph_roles = roles(graphs, kept, capture)
     builder = Builder(capture, costs, name, labels, kept, per_step, bounds, set(plain_kept), kids)
     shown = in_kept_steps(graphs, kept)
-    sections = [builder.graph_section(g) for g in shown]
-    for g, section in zip(shown, sections):
-        _role(section, graph_roles[g.key])
-    sections.append(builder.program_section())
+    sections = _kept_sections(builder, shown, graph_roles)
 
     def interrupted(these: Sequence[Section]) -> None:  # other work's share, and the entries' weights
         interference.apply(these, capture, per_step, kept, bounds, builder.waited)
+
     interrupted(sections)
     validation = evaluation_inputs(graphs, graph_roles, per_step, kept, capture)
     if validation:
         sections[-1].info.inputs_of = validation
     raised = hold_parts(sections)
     drift = drift_over(sections, len(kept), DRIFT, keep_rare=True)
-    trained = [s for s, g in zip(sections, shown) if g.trained_by] or sections[:-1]
-    if trained and kept:
-        trained[0].memory = builder.memory(trained[0])
+    _step_memory(builder, sections, shown, kept)
     names = _namer(graphs, capture, labels)
-    notes = capture_notes(capture, graphs, INPUT_NOTE)
-    notes += every_step_counts(drift, sections, kept)
-    notes += unresolved_note(builder.unresolved)
-    own = own_work_note(sections[-1], [bounds[i] for i in kept], excluded)
-    if own:
-        notes.append(own)
-    if raised:
-        notes.append("in %d of the %d kept steps the hooks' cost as estimated left less than the step's timed parts; "
-                     "there the step is the sum of its parts (the program's own time reads 0)" % (raised, len(kept)))
+    notes = capture_notes(capture, graphs, INPUT_NOTE) + every_step_counts(drift, sections, kept)
+    notes += unresolved_note(builder.unresolved) + _step_notes(
+        sections[-1], [bounds[i] for i in kept], excluded, raised
+    )
     # What ran only outside the kept steps: before the program's step section (the last, as every reader takes it).
     outside = outside_sections(builder, graphs, kept, skip, before, after, capture)
     interrupted(outside)
@@ -265,17 +285,66 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
     notes += spoiled_note(interference.spoiled(sections))
     notes += after_the_loop(graphs, kept, len(per_step))
     notes += hooks_off_note([e.on for e in events if isinstance(e, Hooks)])
-    how = step_rule.rule_sentence(rule, len(bounds), names) + (
-        updates_per_step(per_step, kept, labels) if rule.kind == "iterations" else "") + (
-        "; %s" % rule.note if rule.note else "")
-    return Assembly(sections if any(s.entries for s in sections) else [], builder.timeline, len(bounds), skip,
-                    len(kept), how, notes, costs,
-                    hooks, builder.origin, graphs,
-                    [i + 1 for i in kept], [i + 1 for i in plain_kept])
+    how = _how(rule, len(bounds), names, per_step, kept, labels)
+    return Assembly(
+        sections if any(s.entries for s in sections) else [],
+        builder.timeline,
+        len(bounds),
+        skip,
+        len(kept),
+        how,
+        notes,
+        costs,
+        hooks,
+        builder.origin,
+        graphs,
+        [i + 1 for i in kept],
+        [i + 1 for i in plain_kept],
+    )
 
 
-def graphs_of(capture: Capture, before: List[Any], per_step: List[List[Any]], after: List[Any], kept: Sequence[int],
-              skip: int) -> List[Graph]:
+def _how(rule: Any, steps: int, names: Any, per_step: List[List[Any]], kept: Sequence[int], labels: List[str]) -> str:
+    """How the steps were found, in words, with the updates a step holds where they are the program's iterations."""
+    how = step_rule.rule_sentence(rule, steps, names)
+    if rule.kind == "iterations":
+        how += updates_per_step(per_step, kept, labels)
+    return how + ("; %s" % rule.note if rule.note else "")
+
+
+def _step_memory(builder: Builder, sections: List[Section], shown: Sequence[Graph], kept: Sequence[int]) -> None:
+    """The step's memory, estimated on the first graph a solver trains (else the first graph)."""
+    trained = [s for s, g in zip(sections, shown) if g.trained_by] or sections[:-1]
+    if trained and kept:
+        trained[0].memory = builder.memory(trained[0])
+
+
+def _kept_sections(builder: Builder, shown: Sequence[Graph], graph_roles: Dict[Any, Any]) -> List[Section]:
+    """A section per graph the kept steps ran, each with what it is for, then the program's step."""
+    sections = [builder.graph_section(g) for g in shown]
+    for g, section in zip(shown, sections):
+        apply_role(section, graph_roles[g.key])
+    return sections + [builder.program_section()]
+
+
+def _step_notes(
+    step: Section, spans: Sequence[Tuple[int, int]], excluded: Sequence[Tuple[int, int]], raised: int
+) -> List[str]:
+    """What the step's notes say of nnprofile's own work in it, and of steps held to the sum of their parts."""
+    notes = []
+    own = own_work_note(step, list(spans), list(excluded))
+    if own:
+        notes.append(own)
+    if raised:
+        notes.append(
+            "in %d of the %d kept steps the hooks' cost as estimated left less than the step's timed parts; "
+            "there the step is the sum of its parts (the program's own time reads 0)" % (raised, len(spans))
+        )
+    return notes
+
+
+def graphs_of(
+    capture: Capture, before: List[Any], per_step: List[List[Any]], after: List[Any], kept: Sequence[int], skip: int
+) -> List[Graph]:
     """The graphs of every step, and of what ran before the first step and after the last (pseudo-steps at both ends:
     they name every graph the same way, wherever it ran), each with its trainers; its passes per step at the steps'
     own indexes, then those before the first step and after the last."""
@@ -293,9 +362,10 @@ def graphs_of(capture: Capture, before: List[Any], per_step: List[List[Any]], af
 
 def in_kept_steps(graphs: Sequence[Graph], kept: Sequence[int]) -> List[Graph]:
     """The graphs the kept steps ran, in order of first use there."""
-    return sorted((g for g in graphs if any(g.passes[i] for i in kept)),
-                  key=lambda g: next((n, min(p.start_ns for p in g.passes[i])) for n, i in enumerate(kept)
-                                     if g.passes[i]))
+    return sorted(
+        (g for g in graphs if any(g.passes[i] for i in kept)),
+        key=lambda g: next((n, min(p.start_ns for p in g.passes[i])) for n, i in enumerate(kept) if g.passes[i]),
+    )
 
 
 def every_step_counts(drift: Drift, sections: Sequence[Section], kept: Sequence[int]) -> List[str]:
@@ -306,13 +376,20 @@ def every_step_counts(drift: Drift, sections: Sequence[Section], kept: Sequence[
     slow = Drift(drift.levels, DRIFT, drift.exempt)
     for s in sections:
         s.speed_levels = []
-    return ["every kept step counts, also those the machine ran slow in (steps %s): leaving them out "
-            "would leave out every call of %s" % (", ".join(str(kept[r] + 1) for r in slow.dropped),
-                                                  "; ".join(emptied(sections, slow)))]
+    return [
+        "every kept step counts, also those the machine ran slow in (steps %s): leaving them out "
+        "would leave out every call of %s"
+        % (", ".join(str(kept[r] + 1) for r in slow.dropped), "; ".join(emptied(sections, slow)))
+    ]
 
 
-def evaluation_inputs(graphs: Sequence[Graph], graph_roles: Dict[Any, Tuple[str, List[str]]],
-                      per_step: List[List[Any]], kept: Sequence[int], capture: Capture) -> Dict[str, str]:
+def evaluation_inputs(
+    graphs: Sequence[Graph],
+    graph_roles: Dict[Any, Tuple[str, List[str]]],
+    per_step: List[List[Any]],
+    kept: Sequence[int],
+    capture: Capture,
+) -> Dict[str, str]:
     """Iterator name -> the evaluation graph it feeds, for each iterator whose every read in the kept steps is
     followed by a pass of one evaluation graph (a validation's data): it belongs to the validation, not to
     the training's input."""
@@ -353,7 +430,8 @@ def hold_parts(sections: Sequence[Section]) -> int:
         return 0
     step = steps[0]
     parts = [e for e in program.entries if e.phase != "step"] + [
-        e for s in sections[:-1] for e in s.entries if e.phase in ("forward_all", "backward_all")]
+        e for s in sections[:-1] for e in s.entries if e.phase in ("forward_all", "backward_all")
+    ]
     totals = [e.round_totals() for e in parts]
     held = [sum(t[r] for t in totals if r < len(t)) for r in range(len(step.samples_ns))]
     raised = sum(1 for x, h in zip(step.samples_ns, held) if h > x)
@@ -372,93 +450,5 @@ def _namer(graphs: Sequence[Graph], capture: Capture, labels: Sequence[str]) -> 
         if kind == "iterator":
             return capture.iterators[key].name if key < len(capture.iterators) else "?"
         return labels[key] if key < len(labels) else "solver %d" % (key + 1)
+
     return name
-
-
-def _role(section: Section, role: Tuple[str, List[str]]) -> None:
-    section.info.role = role[0]
-    if role[1] and role[0] == UPDATES:
-        section.info.writes = role[1]
-    elif role[1]:
-        section.info.feeds = role[1]
-
-
-def outside_sections(builder: Builder, graphs: Sequence[Graph], kept: Sequence[int], skip: int, before: List[Any],
-                     after: List[Any], capture: Capture) -> List[Section]:
-    """What ran only outside the kept steps (before the first kept step: before the loop, in the steps set aside;
-    after the last step: a final evaluation, saving): a section for each graph that the kept steps do not run, then
-    one for the program's calls of iterators, solvers, monitors and eager work that they do not make. Their figures
-    are per call; no step holds them."""
-    steps = len(builder.per_step)
-    early, late = [steps] + list(range(min(skip, steps))), [steps + 1]  # graphs' passes: per step, before, after
-    ran = [g for g in graphs if not any(g.passes[i] for i in kept) and any(g.passes[i] for i in early + late)]
-
-    def where(has_early: bool, has_late: bool) -> str:
-        return " and ".join(w for w, x in (("before the first kept step", has_early), ("after the last step", has_late))
-                            if x)
-    out: List[Section] = []
-    found = roles(graphs, early + late, capture)
-    for g in sorted(ran, key=lambda g: min(p.start_ns for i in early + late for p in g.passes[i])):
-        indexes = [i for i in early + late if g.passes[i]]
-        section = own_graph_section(builder, g, indexes, where(any(i in early for i in indexes), late[0] in indexes))
-        _role(section, found[g.key])
-        out.append(section)
-    functions = capture.graph.functions
-    made = {key for i in kept for key in call_keys(builder.per_step[i], functions)}
-
-    def only_outside(span: Sequence[Any]) -> List[Any]:
-        return [e for e in span if getattr(e, "depth", 0) or call_key(e, functions) not in made]
-    early_spans = [only_outside(before)] + [only_outside(builder.per_step[i]) for i in range(min(skip, steps))]
-    late_span = only_outside(after)
-    program = builder.outside_section(early_spans + [late_span], "")
-    if program.entries:
-        program.info.outside = where(any(call_keys(span, functions) for span in early_spans),
-                                        bool(call_keys(late_span, functions)))
-        out.append(program)
-    return out
-
-
-def own_graph_section(builder: Builder, g: Graph, indexes: List[int], where: str) -> Section:
-    """The section of a graph that ran only outside the kept steps, its hooks' cost scaled to its own passes where
-    they are enough (``hookfit.own_scale``; said in its info, ``hook_scale``)."""
-    def outside_of(c: Any, p: Any) -> float:
-        key = builder.signature(c, p.phase)
-        return builder.costs.total(c.kind, key) - builder.costs.inside(c.kind, key)
-    marks = builder.capture.marks
-    handled = builder.capture.handled
-    passes = {phase: [p for i in indexes for p in g.passes[i]
-                      if p.phase == phase and not interference.pass_disturbed(p, marks)
-                      and not interference.sampled_in(p, handled)]
-              for phase in ("forward", "backward")}
-    own = hookfit.own_scale(builder.costs, passes, outside_of, builder.excluded)
-    saved = builder.costs
-    builder.costs = own or saved
-    try:
-        section = builder.graph_section(g, (indexes, where))
-    finally:
-        builder.costs = saved
-    if own is not None:
-        section.info.hook_scale = {phase: round(own._scale(phase_key), 4) for phase, phase_key in
-                                      (("forward", None), ("backward", BACKWARD)) if passes[phase]}
-    return section
-
-
-def call_key(e: Any, functions: Dict[int, Any]) -> Any:
-    """What a program's own call is, as the sections group it (None for a function of a pass)."""
-    if isinstance(e, InputCall):
-        return ("input", e.iterator)
-    if isinstance(e, SolverCall):
-        return ("solver", e.solver)
-    if isinstance(e, MonitorCall):
-        return ("monitor", e.monitor)
-    if isinstance(e, CommCall):
-        return ("comm", e.method)
-    if isinstance(e, Call) and e.kind == EAGER:
-        f = functions.get(e.function)
-        return ("eager", f.type if f is not None else "?", f.created if f is not None else None)
-    return None
-
-
-def call_keys(events: Sequence[Any], functions: Dict[int, Any]) -> set:
-    """The program's own calls among ``events``, by what they are."""
-    return {call_key(e, functions) for e in events if not getattr(e, "depth", 0)} - {None}

@@ -17,6 +17,7 @@ it ran; events are kept in the order they ended, so a call's children are the ev
 level deeper (``nnprofile.assembly.tree``). Each call that can begin a step keeps its ``stack``, the
 program's frames it was called from (``nnprofile.assembly.iterations``).
 """
+
 from __future__ import annotations
 
 import gzip
@@ -45,15 +46,25 @@ class Call:
 
     __slots__ = ("function", "start_ns", "end_ns", "site", "kind", "depth", "stack", "m0", "m1")
 
-    def __init__(self, function: Any, start_ns: int, end_ns: int, site: Any = None, kind: str = STATIC,
-                 depth: int = 0, stack: Optional[Stack] = None, m0: int = 0, m1: int = 0):
+    def __init__(
+        self,
+        function: Any,
+        start_ns: int,
+        end_ns: int,
+        site: Any = None,
+        kind: str = STATIC,
+        depth: int = 0,
+        stack: Optional[Stack] = None,
+        m0: int = 0,
+        m1: int = 0,
+    ):
         self.function = function
         self.start_ns = start_ns
         self.end_ns = end_ns
         self.site = site
         self.kind = kind
-        self.depth = depth      # calls open around it (0: the program's own call)
-        self.stack = stack      # the program's frames, for the first call of a pass
+        self.depth = depth  # calls open around it (0: the program's own call)
+        self.stack = stack  # the program's frames, for the first call of a pass
         # The thread's marks as it began and as it ended (``Capture.marks``: its CPU time in ns, or its involuntary
         # context switches on an asynchronous device): other work took the thread from it in between where its CPU
         # time fell short of its wall time, or the switches moved (``disturbed``); 0, 0 where not read.
@@ -71,12 +82,12 @@ class Call:
 @dataclass
 class SolverCall:
     method: str
-    solver: int         # index into Capture.solvers
+    solver: int  # index into Capture.solvers
     start_ns: int
     end_ns: int
     depth: int = 0
     stack: Optional[Stack] = None
-    m0: int = 0        # the thread's marks as it began and ended (``Call``)
+    m0: int = 0  # the thread's marks as it began and ended (``Call``)
     m1: int = 0
 
 
@@ -84,7 +95,7 @@ class SolverCall:
 class InputCall:
     """The program waiting in DataIterator.next()."""
 
-    iterator: int       # index into Capture.iterators
+    iterator: int  # index into Capture.iterators
     start_ns: int
     end_ns: int
     depth: int = 0
@@ -111,7 +122,7 @@ class CommCall:
     method: str
     start_ns: int
     end_ns: int
-    bytes: int = 0      # the data it moved (what the arrays given hold), 0 where unknown
+    bytes: int = 0  # the data it moved (what the arrays given hold), 0 where unknown
     depth: int = 0
     stack: Optional[Stack] = None
     m0: int = 0
@@ -170,10 +181,10 @@ class SiteInfo:
     id: int
     file: str
     line: int
-    code: str           # the function (or module) the line is in
-    phase: str          # "forward", "backward", or "" where the bytecode does not say
-    receiver: str       # the name it was called on ("loss" in loss.backward()), "" where unknown
-    clears: str = ""    # the buffers the call asks to clear: "clear_buffer", "clear_no_need_grad" or ""
+    code: str  # the function (or module) the line is in
+    phase: str  # "forward", "backward", or "" where the bytecode does not say
+    receiver: str  # the name it was called on ("loss" in loss.backward()), "" where unknown
+    clears: str = ""  # the buffers the call asks to clear: "clear_buffer", "clear_no_need_grad" or ""
 
     @property
     def where(self) -> str:
@@ -182,17 +193,17 @@ class SiteInfo:
 
 @dataclass
 class SolverInfo:
-    type_name: str                      # Adam
-    variable: str = ""                  # what the program calls it, where the bytecode says
-    parameters: List[int] = field(default_factory=list)   # variable ids of the parameters it updates
-    state_bytes: int = 0                # what it keeps per parameter, in all
-    created: Optional[str] = None       # where the program made it ("train.py:40")
+    type_name: str  # Adam
+    variable: str = ""  # what the program calls it, where the bytecode says
+    parameters: List[int] = field(default_factory=list)  # variable ids of the parameters it updates
+    state_bytes: int = 0  # what it keeps per parameter, in all
+    created: Optional[str] = None  # where the program made it ("train.py:40")
 
 
 @dataclass
 class IteratorInfo:
-    name: str               # what the program calls it, else its data source's class
-    threaded: bool          # NNabla prefetches in a thread: next() is a wait, not the loading
+    name: str  # what the program calls it, else its data source's class
+    threaded: bool  # NNabla prefetches in a thread: next() is a wait, not the loading
 
 
 @dataclass
@@ -209,23 +220,23 @@ class Capture:
     stopped_ns: int = 0
     excluded: List[Tuple[int, int]] = field(default_factory=list)  # nnprofile's own work between calls
     comm_rank: Optional[Tuple[int, int]] = None
-    callback_used: bool = False         # all_reduce_callback: its communication runs inside backward
+    callback_used: bool = False  # all_reduce_callback: its communication runs inside backward
     skip_first: int = Schedule.warmup
     active: int = Schedule.active
-    costs: Optional[HookCosts] = None   # what the hooks cost, as measured (chain, per signature)
+    costs: Optional[HookCosts] = None  # what the hooks cost, as measured (chain, per signature)
     codes: List[CodeInfo] = field(default_factory=list)  # the program's code objects the stacks name
     # The program's own lines between NNabla's calls, sampled (``nnprofile.recording.sampler``): each sample
     # (ns, index into sample_sites), each site (file, line, function, the line's text).
     samples: List[Tuple[int, int]] = field(default_factory=list)
     sample_sites: List[Tuple[str, int, str, str]] = field(default_factory=list)
-    sampled: int = 0                    # samples tried (the sampler's cost's count)
+    sampled: int = 0  # samples tried (the sampler's cost's count)
     # What the samples came from, and how far apart (ms): "cpu" (the thread's CPU clock), "timer" (the profiling timer,
     # at the kernel's tick), "thread" (a thread of nnprofile's, on the wall clock); "" in a file that does not say.
     sample_clock: Tuple[str, float] = ("", 0.0)
     # When the sampler's handler ran in the program's thread (ns): a pass it ran in fits no costs (its leavings in the
     # caches slow the hooks' code after it), though its time is left out of every figure as the rest of nnprofile's.
     handled: List[Tuple[int, int]] = field(default_factory=list)
-    faults: List[str] = field(default_factory=list)      # what could not be recorded, and why
+    faults: List[str] = field(default_factory=list)  # what could not be recorded, and why
     # Other work on the machine (``nnprofile.base.interference``): what each call's marks are ("" none read, CPU:
     # the thread's CPU time, SWITCHES: its involuntary context switches), and as steps ended, the thread's time
     # waited for a CPU and its involuntary context switches so far: (ns of the recorder's clock, waited ns, switches).
@@ -234,6 +245,7 @@ class Capture:
 
 
 # -- the file --------------------------------------------------------------------------------------
+
 
 def _stack_out(stack: Optional[Stack]) -> Optional[list]:
     return [list(f) for f in stack] if stack else None
@@ -296,29 +308,43 @@ def to_dict(c: Capture) -> Dict[str, Any]:
     if c.costs is not None:
         costs = {k: v for k, v in vars(c.costs).items() if k != "by_signature"}
         costs["by_signature"] = {k: list(v) for k, v in c.costs.by_signature.items()}
-    return {"format": FORMAT, "version": VERSION, "started_ns": c.started_ns, "stopped_ns": c.stopped_ns,
-            "skip_first": c.skip_first, "active": c.active, "excluded": [list(x) for x in c.excluded],
-            "comm_rank": list(c.comm_rank) if c.comm_rank else None, "callback_used": c.callback_used,
-            "communicators": c.communicators, "costs": costs,
-            "variables": [v.to_list() for v in c.graph.variables.values()],
-            "functions": [f.to_list() for f in c.graph.functions.values()],
-            "sites": [[s.id, s.file, s.line, s.code, s.phase, s.receiver, s.clears] for s in c.sites.values()],
-            "solvers": [[s.type_name, s.variable, s.parameters, s.state_bytes, s.created] for s in c.solvers],
-            "iterators": [[i.name, i.threaded] for i in c.iterators],
-            "codes": [x.to_list() for x in c.codes], "faults": list(c.faults),
-            "samples": [list(x) for x in c.samples], "sample_sites": [list(x) for x in c.sample_sites],
-            "sampled": c.sampled, "sample_clock": list(c.sample_clock), "handled": [list(x) for x in c.handled],
-            "marks": c.marks,
-            "waits": [list(x) for x in c.waits],
-            "events": [_event_list(e) for e in c.events]}
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "started_ns": c.started_ns,
+        "stopped_ns": c.stopped_ns,
+        "skip_first": c.skip_first,
+        "active": c.active,
+        "excluded": [list(x) for x in c.excluded],
+        "comm_rank": list(c.comm_rank) if c.comm_rank else None,
+        "callback_used": c.callback_used,
+        "communicators": c.communicators,
+        "costs": costs,
+        "variables": [v.to_list() for v in c.graph.variables.values()],
+        "functions": [f.to_list() for f in c.graph.functions.values()],
+        "sites": [[s.id, s.file, s.line, s.code, s.phase, s.receiver, s.clears] for s in c.sites.values()],
+        "solvers": [[s.type_name, s.variable, s.parameters, s.state_bytes, s.created] for s in c.solvers],
+        "iterators": [[i.name, i.threaded] for i in c.iterators],
+        "codes": [x.to_list() for x in c.codes],
+        "faults": list(c.faults),
+        "samples": [list(x) for x in c.samples],
+        "sample_sites": [list(x) for x in c.sample_sites],
+        "sampled": c.sampled,
+        "sample_clock": list(c.sample_clock),
+        "handled": [list(x) for x in c.handled],
+        "marks": c.marks,
+        "waits": [list(x) for x in c.waits],
+        "events": [_event_list(e) for e in c.events],
+    }
 
 
 def from_dict(d: Dict[str, Any]) -> Capture:
     if d.get("format") != FORMAT:
         raise ValueError("not nnprofile's events (format %r)" % d.get("format"))
     if int(d.get("version", 0)) > VERSION:
-        raise ValueError("events format version %s is newer than this nnprofile reads (%d)" % (d.get("version"),
-                                                                                              VERSION))
+        raise ValueError(
+            "events format version %s is newer than this nnprofile reads (%d)" % (d.get("version"), VERSION)
+        )
     costs = None
     if d.get("costs"):
         raw = dict(d["costs"])
@@ -326,28 +352,40 @@ def from_dict(d: Dict[str, Any]) -> Capture:
         costs = HookCosts(**raw, by_signature=by_signature)
     return Capture(
         events=[_event(x) for x in d["events"]],
-        graph=Graph([FunctionInfo.from_list(x) for x in d["functions"]],
-                    [VariableInfo.from_list(x) for x in d["variables"]]),
-        sites={int(x[0]): SiteInfo(int(x[0]), x[1], int(x[2]), x[3], x[4], x[5], x[6] if len(x) > 6 else "")
-               for x in d["sites"]},
+        graph=Graph(
+            [FunctionInfo.from_list(x) for x in d["functions"]], [VariableInfo.from_list(x) for x in d["variables"]]
+        ),
+        sites={
+            int(x[0]): SiteInfo(int(x[0]), x[1], int(x[2]), x[3], x[4], x[5], x[6] if len(x) > 6 else "")
+            for x in d["sites"]
+        },
         solvers=[SolverInfo(x[0], x[1], list(x[2]), int(x[3]), x[4]) for x in d["solvers"]],
         iterators=[IteratorInfo(x[0], bool(x[1])) for x in d["iterators"]],
-        communicators=list(d.get("communicators", [])), started_ns=int(d["started_ns"]),
-        stopped_ns=int(d["stopped_ns"]), excluded=[(int(a), int(b)) for a, b in d.get("excluded", [])],
+        communicators=list(d.get("communicators", [])),
+        started_ns=int(d["started_ns"]),
+        stopped_ns=int(d["stopped_ns"]),
+        excluded=[(int(a), int(b)) for a, b in d.get("excluded", [])],
         comm_rank=(int(d["comm_rank"][0]), int(d["comm_rank"][1])) if d.get("comm_rank") else None,
-        callback_used=bool(d.get("callback_used")), skip_first=int(d.get("skip_first", Schedule.warmup)),
-        active=int(d.get("active", Schedule.active)), costs=costs,
-        codes=[CodeInfo.from_list(x) for x in d.get("codes", [])], faults=[str(x) for x in d.get("faults", [])],
+        callback_used=bool(d.get("callback_used")),
+        skip_first=int(d.get("skip_first", Schedule.warmup)),
+        active=int(d.get("active", Schedule.active)),
+        costs=costs,
+        codes=[CodeInfo.from_list(x) for x in d.get("codes", [])],
+        faults=[str(x) for x in d.get("faults", [])],
         samples=[(int(a), int(b)) for a, b in d.get("samples", [])],
         sample_sites=[(str(a), int(b), str(c), str(t)) for a, b, c, t in d.get("sample_sites", [])],
-        sampled=int(d.get("sampled", 0)), marks=str(d.get("marks", "")),
-        sample_clock=_clock(d.get("sample_clock")), handled=[(int(a), int(b)) for a, b in d.get("handled", [])],
-        waits=[(int(a), int(b), int(c)) for a, b, c in d.get("waits", [])])
+        sampled=int(d.get("sampled", 0)),
+        marks=str(d.get("marks", "")),
+        sample_clock=_clock(d.get("sample_clock")),
+        handled=[(int(a), int(b)) for a, b in d.get("handled", [])],
+        waits=[(int(a), int(b), int(c)) for a, b, c in d.get("waits", [])],
+    )
 
 
 def save(c: Capture, path: str) -> str:
     """Write the capture, gzipped JSON, whole (a temporary file renamed into place)."""
     import os
+
     raw = json.dumps(to_dict(c), separators=(",", ":")).encode("utf-8")
     tmp = path + ".tmp"
     with open(tmp, "wb") as f:

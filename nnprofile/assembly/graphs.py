@@ -26,6 +26,7 @@ what it does and the parameter it reads (``PowScalar (gcn_layer_0/affine/W)``). 
 function of a parametric type (what ``nnabla.parametric_functions`` makes) that reads most of its
 parameters anywhere in the program (``owners``).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -52,9 +53,9 @@ class Graph:
     # Per step (of those given): its passes, split by graph.
     passes: List[List[Pass]] = field(default_factory=list)
     trained_by: List[int] = field(default_factory=list)  # solver indexes
-    made: Optional[str] = None      # where the program made what it runs on ("train.py:98"), where known
-    stack: Optional[Stack] = None   # the program's frames at its first pass (which line called what built it)
-    rebuilt: bool = False           # built anew by the same lines (its builds merged): layers by position
+    made: Optional[str] = None  # where the program made what it runs on ("train.py:98"), where known
+    stack: Optional[Stack] = None  # the program's frames at its first pass (which line called what built it)
+    rebuilt: bool = False  # built anew by the same lines (its builds merged): layers by position
 
     def ran_in(self, step: int) -> bool:
         return bool(self.passes[step])
@@ -69,8 +70,9 @@ def graph_key(p: Pass, dynamic_functions: Set[int]) -> Any:
     return ("auto_forward", p.site) if p.root in dynamic_functions else ("static", p.root)
 
 
-def split_by_graph(steps: Sequence[List[Any]], passes: Sequence[List[Pass]], capture: Capture,
-                   shown: Optional[Set[int]] = None) -> List[Graph]:
+def split_by_graph(
+    steps: Sequence[List[Any]], passes: Sequence[List[Pass]], capture: Capture, shown: Optional[Set[int]] = None
+) -> List[Graph]:
     """The graphs of the steps given, in order of first use; each with its passes per step. ``shown``: the
     steps whose graphs matter (a graph seen only elsewhere, in part, as the hooks were switched for the steps
     that measure their cost, is left out).
@@ -111,20 +113,33 @@ def split_by_graph(steps: Sequence[List[Any]], passes: Sequence[List[Pass]], cap
                 continue
             for key, run in dynamic_passes(p, owner).items():
                 if key not in graphs:
-                    where = p.calls[0].stack
-                    graphs[key] = Graph(key, stored_name(where, capture.codes) if where else "", True,
-                                        passes=[[] for _ in range(s + 1)], made=_where(where, capture), stack=where)
+                    graphs[key] = _built_graph(key, p, s, capture)
                 add_build(graphs[key].passes[-1], run, key[0] == "auto_forward")
         for graph in graphs.values():
             for p in graph.passes[-1]:
                 if p.dynamic:
                     p.stretches = stretches(p.calls, order)
-    out = merge_rebuilt([g for g in graphs.values() if any(g.passes[i] for i in range(len(g.passes))
-                                                         if shown is None or i in shown)], capture)
+    out = merge_rebuilt(
+        [g for g in graphs.values() if any(g.passes[i] for i in range(len(g.passes)) if shown is None or i in shown)],
+        capture,
+    )
     out.sort(key=_first_use)
     _name_unnamed(out)
     tell_apart(out, capture.codes)
     return out
+
+
+def _built_graph(key: Any, p: Pass, steps_before: int, capture: Capture) -> Graph:
+    """A graph auto_forward built, first seen in ``p``: named where the program's line names what it built."""
+    where = p.calls[0].stack
+    return Graph(
+        key,
+        stored_name(where, capture.codes) if where else "",
+        True,
+        passes=[[] for _ in range(steps_before + 1)],
+        made=_where(where, capture),
+        stack=where,
+    )
 
 
 def _new_graph(key: Any, p: Pass, steps_before: int, capture: Capture) -> Graph:
@@ -133,8 +148,14 @@ def _new_graph(key: Any, p: Pass, steps_before: int, capture: Capture) -> Graph:
     made = root.created if root is not None and key[0] == "static" else None
     if made is None and p.site is not None and p.site in capture.sites:
         made = capture.sites[p.site].where
-    return Graph(key, p.name, key[0] == "auto_forward", passes=[[] for _ in range(steps_before)], made=made,
-                 stack=p.calls[0].stack)
+    return Graph(
+        key,
+        p.name,
+        key[0] == "auto_forward",
+        passes=[[] for _ in range(steps_before)],
+        made=made,
+        stack=p.calls[0].stack,
+    )
 
 
 def _name_unnamed(graphs: Sequence[Graph]) -> None:
@@ -209,8 +230,11 @@ def _where(stack: Optional[Stack], capture: Capture) -> Optional[str]:
         return None
     codes = capture.codes
     framed = [(c, at) for _, c, at in stack if c < len(codes)]
-    inside = ([(c, at) for c, at in framed if codes[c].innermost(at, at) is not None]
-              or [(c, at) for c, at in framed if codes[c].name != "<module>"] or framed)
+    inside = (
+        [(c, at) for c, at in framed if codes[c].innermost(at, at) is not None]
+        or [(c, at) for c, at in framed if codes[c].name != "<module>"]
+        or framed
+    )
     if not inside:
         return None
     c, at = inside[0]
@@ -229,7 +253,9 @@ def fingerprint(graph: Graph, capture: Capture) -> Optional[str]:
         if first is None:
             continue
         site = capture.sites.get(first.site) if first.site is not None else None
-        names = [capture.graph.signature(functions[c.function]) if c.function in functions else "?" for c in first.calls]
+        names = [
+            capture.graph.signature(functions[c.function]) if c.function in functions else "?" for c in first.calls
+        ]
         parts.append("%s@%s:%s|%s" % (phase, site.file if site else "", site.line if site else "", ";".join(names)))
     return hashlib.sha1("\n".join(parts).encode("utf-8")).hexdigest() if parts else None
 
@@ -336,14 +362,40 @@ def layer_keys(graph: Graph, step: int) -> List[Tuple[Any, Call, str]]:
 
 
 # The types ``nnabla.parametric_functions`` makes around parameters of their own: a scope's layer.
-PARAMETRIC = frozenset((
-    "Affine", "Convolution", "DepthwiseConvolution", "Deconvolution", "DepthwiseDeconvolution",
-    "DeformableConvolution", "BatchNormalization", "FusedBatchNormalization", "SyncBatchNormalization",
-    "LayerNormalization", "InstanceNormalization", "GroupNormalization", "TensorNormalization",
-    "WeightStandardization", "SpectralNorm", "WeightNormalization", "Embed", "RNN", "LSTM", "GRU", "PReLU",
-    "MeanSubtraction", "BinaryConnectAffine", "BinaryConnectConvolution", "BinaryWeightAffine",
-    "BinaryWeightConvolution", "INQAffine", "INQConvolution", "FixedPointQuantize", "MinMaxQuantize",
-))
+PARAMETRIC = frozenset(
+    (
+        "Affine",
+        "Convolution",
+        "DepthwiseConvolution",
+        "Deconvolution",
+        "DepthwiseDeconvolution",
+        "DeformableConvolution",
+        "BatchNormalization",
+        "FusedBatchNormalization",
+        "SyncBatchNormalization",
+        "LayerNormalization",
+        "InstanceNormalization",
+        "GroupNormalization",
+        "TensorNormalization",
+        "WeightStandardization",
+        "SpectralNorm",
+        "WeightNormalization",
+        "Embed",
+        "RNN",
+        "LSTM",
+        "GRU",
+        "PReLU",
+        "MeanSubtraction",
+        "BinaryConnectAffine",
+        "BinaryConnectConvolution",
+        "BinaryWeightAffine",
+        "BinaryWeightConvolution",
+        "INQAffine",
+        "INQConvolution",
+        "FixedPointQuantize",
+        "MinMaxQuantize",
+    )
+)
 
 
 def scope_of(name: str) -> str:
@@ -359,8 +411,11 @@ def owners(functions: Functions) -> Dict[str, str]:
         for scope in {scope_of(p) for p in params if p}:
             n = sum(1 for p in params if p and scope_of(p) == scope)
             known = votes.setdefault(scope, {}).get(f.type)
-            votes[scope][f.type] = (int(f.type in PARAMETRIC), max(n, known[1] if known else 0),
-                                    -(known[2] if known else -order))
+            votes[scope][f.type] = (
+                int(f.type in PARAMETRIC),
+                max(n, known[1] if known else 0),
+                -(known[2] if known else -order),
+            )
     out: Dict[str, str] = {}
     for scope, types in votes.items():
         layered = {t: v for t, v in types.items() if t in PARAMETRIC or not _arithmetic(t)}
@@ -372,8 +427,13 @@ def owners(functions: Functions) -> Dict[str, str]:
 def _arithmetic(type_name: str) -> bool:
     """A function that computes with a parameter but is no layer of it (element-wise, a reduction, a copy, a write)."""
     from ..base import kinds
-    return type_name in WRITERS or kinds.layer_kind(type_name) in (kinds.ELEMENTWISE, kinds.REDUCTION, kinds.DATA,
-                                                                   kinds.LOSS)
+
+    return type_name in WRITERS or kinds.layer_kind(type_name) in (
+        kinds.ELEMENTWISE,
+        kinds.REDUCTION,
+        kinds.DATA,
+        kinds.LOSS,
+    )
 
 
 class Namer:

@@ -14,6 +14,7 @@ the program's own Python stays out of the passes' figure.
 ``fit`` puts it together: the costs as measured, scaled to the program's passes, bounded in each pass by the
 time between its functions, and what else a step takes longer with the hooks.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -47,7 +48,9 @@ def _shape(events: Sequence[Any]) -> Tuple[Any, ...]:
     return tuple(out)
 
 
-def stretches(events: Sequence[Any], bounds: Tuple[int, int], excluded: Sequence[Tuple[int, int]]) -> List[Tuple[int, int]]:
+def stretches(
+    events: Sequence[Any], bounds: Tuple[int, int], excluded: Sequence[Tuple[int, int]]
+) -> List[Tuple[int, int]]:
     """The stretches of a step between its markers: (start, end), nnprofile's own work left out later."""
     start, end = bounds
     cuts = [start]
@@ -58,9 +61,14 @@ def stretches(events: Sequence[Any], bounds: Tuple[int, int], excluded: Sequence
     return [(cuts[k], cuts[k + 1]) for k in range(0, len(cuts) - 1, 2)]
 
 
-def pairs(per_step: Sequence[List[Any]], bounds: Sequence[Tuple[int, int]], hooked: Sequence[int],
-          plain: Sequence[int], excluded: Sequence[Tuple[int, int]],
-          hooks_of: Callable[[int], float]) -> Tuple[List[Tuple[float, float, float]], List[float]]:
+def pairs(
+    per_step: Sequence[List[Any]],
+    bounds: Sequence[Tuple[int, int]],
+    hooked: Sequence[int],
+    plain: Sequence[int],
+    excluded: Sequence[Tuple[int, int]],
+    hooks_of: Callable[[int], float],
+) -> Tuple[List[Tuple[float, float, float]], List[float]]:
     """For each step without the hooks after one without them, and the hooked step after it, of the same
     shape: (the hooked step, the plain step, what the hooks cost the hooked step as the costs say:
     ``hooks_of(step)``), in ns; and for that hooked step and the hooked one after it, what the second takes
@@ -72,6 +80,7 @@ def pairs(per_step: Sequence[List[Any]], bounds: Sequence[Tuple[int, int]], hook
 
     def length(i: int) -> float:
         return float(sum((b - a) - overlap(a, b, excluded) for a, b in stretches(per_step[i], bounds[i], excluded)))
+
     for p in plain:
         h = p + 1
         if p - 1 not in plain_set or h not in kept_set or _shape(per_step[h]) != _shape(per_step[p]):
@@ -87,8 +96,12 @@ def pairs(per_step: Sequence[List[Any]], bounds: Sequence[Tuple[int, int]], hook
 OUTLIER = 3.0
 
 
-def gap_ratio(passes: Sequence[Any], outside_of: Callable[[Any, Any], float],
-              excluded: Sequence[Tuple[int, int]] = (), inside_of: Optional[Callable[[Any], float]] = None) -> Optional[float]:
+def gap_ratio(
+    passes: Sequence[Any],
+    outside_of: Callable[[Any, Any], float],
+    excluded: Sequence[Tuple[int, int]] = (),
+    inside_of: Optional[Callable[[Any], float]] = None,
+) -> Optional[float]:
     """How much longer than measured the hooks' cost between a pass's functions is in the program: the
     gaps between the functions of its passes against what the hooks cost there as measured (each
     function's cost outside its own interval, ``outside_of(call, pass)``), over the passes of two
@@ -104,8 +117,11 @@ def gap_ratio(passes: Sequence[Any], outside_of: Callable[[Any, Any], float],
         if p.dynamic or len(p.calls) < 2:
             continue
         # nnprofile's own work inside the pass (a step that ended at its first function) is no gap
-        gaps = ((p.end_ns - p.start_ns) - overlap(p.start_ns, p.end_ns, excluded)
-                - sum(c.end_ns - c.start_ns - overlap(c.start_ns, c.end_ns, excluded) for c in p.calls))
+        gaps = (
+            (p.end_ns - p.start_ns)
+            - overlap(p.start_ns, p.end_ns, excluded)
+            - sum(c.end_ns - c.start_ns - overlap(c.start_ns, c.end_ns, excluded) for c in p.calls)
+        )
         costs = sum(outside_of(c, p) for c in p.calls[:-1])
         if costs > 0:
             measured.append((max(0.0, gaps), costs))
@@ -123,10 +139,11 @@ def overshoot(p: Any, outside_of: Callable[[Any, Any], float], excluded: Sequenc
     passes (``gap_ratio``); a graph whose passes leave less between their functions than the others (small, warm
     functions) would otherwise lose more than its gaps, and read shorter than its own functions."""
     over = 0.0
-    for first, last in (p.stretches or [(0, len(p.calls) - 1)]):
-        calls = p.calls[first:last + 1]
-        gaps = sum(max(0, b.start_ns - a.end_ns) - overlap(a.end_ns, b.start_ns, excluded)
-                   for a, b in zip(calls, calls[1:]))
+    for first, last in p.stretches or [(0, len(p.calls) - 1)]:
+        calls = p.calls[first : last + 1]
+        gaps = sum(
+            max(0, b.start_ns - a.end_ns) - overlap(a.end_ns, b.start_ns, excluded) for a, b in zip(calls, calls[1:])
+        )
         over += max(0.0, sum(outside_of(c, p) for c in calls[:-1]) - max(0.0, gaps))
     return over
 
@@ -135,8 +152,12 @@ def overshoot(p: Any, outside_of: Callable[[Any, Any], float], excluded: Sequenc
 OWN_PASSES = 5
 
 
-def own_scale(costs: HookCosts, passes: Mapping[str, Sequence[Any]], outside_of: Callable[[Any, Any], float],
-              excluded: Sequence[Tuple[int, int]] = ()) -> Optional[HookCosts]:
+def own_scale(
+    costs: HookCosts,
+    passes: Mapping[str, Sequence[Any]],
+    outside_of: Callable[[Any, Any], float],
+    excluded: Sequence[Tuple[int, int]] = (),
+) -> Optional[HookCosts]:
     """The costs (as scaled to the kept steps' passes) scaled again to a graph's own passes, per phase where it ran
     ``OWN_PASSES`` of two functions or more, for a graph that ran only outside the kept steps (a test after the
     training, batch by batch): its work leaves the hooks' code other caches than the steps' (a small batch's,
@@ -152,43 +173,76 @@ def own_scale(costs: HookCosts, passes: Mapping[str, Sequence[Any]], outside_of:
 
     def clamp(x: float) -> float:
         return max(MIN_SCALE, min(MAX_SCALE, x))
-    return replace(costs, scale=clamp(costs.scale * forward) if forward is not None else costs.scale,
-                   backward_scale=clamp(costs._scale(BACKWARD) * backward) if backward is not None
-                   else costs._scale(BACKWARD))
+
+    return replace(
+        costs,
+        scale=clamp(costs.scale * forward) if forward is not None else costs.scale,
+        backward_scale=clamp(costs._scale(BACKWARD) * backward) if backward is not None else costs._scale(BACKWARD),
+    )
 
 
-def fit(capture: Capture, costs: HookCosts, per_step: List[List[Any]], bounds: List[Tuple[int, int]],
-        kept: List[int], hooked: List[int], plain: List[int],
-        excluded: List[Tuple[int, int]]) -> Tuple[HookCosts, Dict[str, float]]:
+def _phase_ratio(
+    capture: Capture, passes: Sequence[Any], outside: Callable[[Any, Any], float], excluded: Sequence[Tuple[int, int]]
+) -> Optional[float]:
+    """``gap_ratio`` over a phase's passes other work did not touch (a pass it held up has gaps no hook made), and
+    where some are left, those the sampler's handler did not run in (what it leaves in the caches slows the hooks
+    after it)."""
+    calm = [p for p in passes if not interference.pass_disturbed(p, capture.marks)]
+    return gap_ratio([p for p in calm if not interference.sampled_in(p, capture.handled)] or calm, outside, excluded)
+
+
+def fit(
+    capture: Capture,
+    costs: HookCosts,
+    per_step: List[List[Any]],
+    bounds: List[Tuple[int, int]],
+    kept: List[int],
+    hooked: List[int],
+    plain: List[int],
+    excluded: List[Tuple[int, int]],
+) -> Tuple[HookCosts, Dict[str, float]]:
     """The hooks' costs as measured (on a chain, on replicas of the program's functions), fitted to the program:
     scaled per phase to the gaps between the functions of its passes (``gap_ratio``), and what else a step takes
     longer with the hooks, from its steps without them (``pairs``), the cost between a pass's functions no more
     than the time there (``overshoot``). Returns the costs and what the header says of them."""
     graph = capture.graph
     phases = {i: group_passes(per_step[i], capture.sites) for i in set(kept) | set(hooked)}
-    key = {id(c): costs.key(graph.signature(graph.functions[c.function]), p.phase)
-           for ps in phases.values() for p in ps for c in p.calls}
-    ratios = {}
+    key = {
+        id(c): costs.key(graph.signature(graph.functions[c.function]), p.phase)
+        for ps in phases.values()
+        for p in ps
+        for c in p.calls
+    }
 
     def outside(c: Call, p: Any) -> float:  # a function's cost between it and the next, as ``costs`` stand
         return costs.total(c.kind, key[id(c)]) - costs.inside(c.kind, key[id(c)])
-    for phase in ("forward", "backward"):
-        # over the passes other work did not touch (a pass it held up has gaps no hook made), and where some are
-        # left, those the sampler's handler did not run in (what it leaves in the caches slows the hooks after it)
-        calm = [p for i in kept for p in phases[i]
-                if p.phase == phase and not interference.pass_disturbed(p, capture.marks)]
-        ratios[phase] = gap_ratio([p for p in calm if not interference.sampled_in(p, capture.handled)] or calm,
-                                  outside, excluded)
+
+    ratios = {
+        phase: _phase_ratio(capture, [p for i in kept for p in phases[i] if p.phase == phase], outside, excluded)
+        for phase in ("forward", "backward")
+    }
     costs = scaled(costs, ratios["forward"], ratios["backward"])  # ``outside`` reads them from here on
-    info: Dict[str, float] = {"signatures": float(len(costs.by_signature)), "forward_scale": round(costs.scale, 4),
-                              "backward_scale": round(costs._scale(BACKWARD), 4)}
+    info: Dict[str, float] = {
+        "signatures": float(len(costs.by_signature)),
+        "forward_scale": round(costs.scale, 4),
+        "backward_scale": round(costs._scale(BACKWARD), 4),
+    }
 
     def hooks_of(i: int) -> float:  # what the hooks cost a kept step's calls and passes, as fitted
         passes = phases[i]
         phase_of = {id(x): p.phase for p in passes for x in p.calls}
-        return sum(costs.total(e.kind, costs.key(graph.signature(graph.functions[e.function]), phase_of.get(id(e), "forward")))
-                   for e in per_step[i] if isinstance(e, Call)) + sum(1 for p in passes if not p.dynamic) * costs.per_pass() \
+        return (
+            sum(
+                costs.total(
+                    e.kind, costs.key(graph.signature(graph.functions[e.function]), phase_of.get(id(e), "forward"))
+                )
+                for e in per_step[i]
+                if isinstance(e, Call)
+            )
+            + sum(1 for p in passes if not p.dynamic) * costs.per_pass()
             - sum(overshoot(p, outside, excluded) for p in passes)
+        )
+
     found, carried = pairs(per_step, bounds, hooked, plain, excluded, hooks_of)
     in_program = measured_in_program(costs, found, carried)
     if in_program is not None:

@@ -7,6 +7,7 @@ which each entry's undisturbed calls are weighted), and each section's ``Interfe
 steps' time other work took, how often it switched the program out, how many samples it spoiled. A step's own
 samples have the time waited in them taken off already (``nnprofile.assembly.sections``).
 """
+
 from __future__ import annotations
 
 import bisect
@@ -43,8 +44,14 @@ def sampled_in(p: Any, handled: Sequence[Tuple[int, int]]) -> bool:
     return (k < len(handled) and handled[k][0] < end) or (k > 0 and handled[k - 1][1] > start)
 
 
-def apply(sections: Sequence[Section], capture: Any, per_step: Sequence[Sequence[Any]], kept: Sequence[int],
-          bounds: Sequence[Tuple[int, int]], waited: Callable[[int, int, int], float]) -> None:
+def apply(
+    sections: Sequence[Section],
+    capture: Any,
+    per_step: Sequence[Sequence[Any]],
+    kept: Sequence[int],
+    bounds: Sequence[Tuple[int, int]],
+    waited: Callable[[int, int, int], float],
+) -> None:
     """Every entry weighted by the rate other work disturbed the kept steps' calls at; every section told what that
     work took of them (``Section.interference``; not measured where the kernel's accounting was not read)."""
     if not capture.marks:
@@ -67,5 +74,9 @@ def apply(sections: Sequence[Section], capture: Any, per_step: Sequence[Sequence
 
 def spoiled(sections: Sequence[Section]) -> List[str]:
     """The entries whose undisturbed samples were too few for their figures to stand on them (their labels)."""
-    return ["%s: %s" % (s.name, e.label) for s in sections for e in s.entries
-            if e.disturbed and not e.stats.undisturbed_enough]
+    return [
+        "%s: %s" % (s.name, e.label)
+        for s in sections
+        for e in s.entries
+        if e.disturbed and not e.stats.undisturbed_enough
+    ]

@@ -1,5 +1,6 @@
 """Stretches of a recording's clock: nnprofile's own work set aside (``merged``, ``overlap``) and the time the
 program's thread waited for a CPU between two readings (``waited_at``)."""
+
 from __future__ import annotations
 
 import bisect
@@ -50,8 +51,9 @@ def waited_at(waits: Sequence[Tuple[int, int, int]], at: int, field: int = 1) ->
     return w0 + (w1 - w0) * (at - t0) / (t1 - t0) if t1 > t0 else float(w1)
 
 
-def waited_aside(waits: Sequence[Tuple[int, int, int]], excluded: Sequence[Tuple[int, int]], start: int,
-                 end: int) -> float:
+def waited_aside(
+    waits: Sequence[Tuple[int, int, int]], excluded: Sequence[Tuple[int, int]], start: int, end: int
+) -> float:
     """The time waited for a CPU inside nnprofile's own work within [start, end) (``excluded``: merged, in order):
     that work is left out of every call, pass and step already, with whatever held it up."""
     return float(sum(waited_at(waits, b) - waited_at(waits, a) for a, b in clipped(excluded, start, end)))

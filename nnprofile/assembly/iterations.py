@@ -24,16 +24,17 @@ Everything here is pure: stacks and code descriptions are data (``nnprofile.asse
 that the recorder, counting steps while the program runs, and the assembly, cutting a recording into
 steps, read one rule.
 """
+
 from __future__ import annotations
 from ..base.places import place, short
 
 from dataclasses import dataclass, field
 from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple
 
-Frame = Tuple[int, int, int]          # (frame token, code index, instruction offset)
-Stack = Tuple[Frame, ...]             # the program's frames, outermost first
-LoopRef = Tuple[int, int]             # (code index, head offset)
-TOP = (-1, -1)                        # the program's outermost frame itself was entered anew
+Frame = Tuple[int, int, int]  # (frame token, code index, instruction offset)
+Stack = Tuple[Frame, ...]  # the program's frames, outermost first
+LoopRef = Tuple[int, int]  # (code index, head offset)
+TOP = (-1, -1)  # the program's outermost frame itself was entered anew
 
 
 @dataclass
@@ -42,9 +43,9 @@ class CodeInfo:
 
     file: str
     name: str
-    line: int                                           # its first line
-    loops: List[Tuple[int, int]] = field(default_factory=list)   # (head, last jump back), by head
-    lines: List[Tuple[int, int]] = field(default_factory=list)   # (offset, line) where a line starts
+    line: int  # its first line
+    loops: List[Tuple[int, int]] = field(default_factory=list)  # (head, last jump back), by head
+    lines: List[Tuple[int, int]] = field(default_factory=list)  # (offset, line) where a line starts
     stores: List[Tuple[int, str]] = field(default_factory=list)  # (a call's offset, the name its result is stored in)
 
     def stored_at(self, offset: int) -> str:
@@ -71,13 +72,25 @@ class CodeInfo:
         return best
 
     def to_list(self) -> list:
-        return [self.file, self.name, self.line, [list(x) for x in self.loops], [list(x) for x in self.lines],
-                [list(x) for x in self.stores]]
+        return [
+            self.file,
+            self.name,
+            self.line,
+            [list(x) for x in self.loops],
+            [list(x) for x in self.lines],
+            [list(x) for x in self.stores],
+        ]
 
     @classmethod
     def from_list(cls, x: list) -> "CodeInfo":
-        return cls(str(x[0]), str(x[1]), int(x[2]), [(int(a), int(b)) for a, b in x[3]],
-                   [(int(a), int(b)) for a, b in x[4]], [(int(a), str(b)) for a, b in (x[5] if len(x) > 5 else [])])
+        return cls(
+            str(x[0]),
+            str(x[1]),
+            int(x[2]),
+            [(int(a), int(b)) for a, b in x[3]],
+            [(int(a), int(b)) for a, b in x[4]],
+            [(int(a), str(b)) for a, b in (x[5] if len(x) > 5 else [])],
+        )
 
 
 def stored_name(stack: Stack, codes: Sequence[CodeInfo]) -> str:
@@ -148,7 +161,7 @@ def step_loop(stacks: Sequence[Stack], codes: Sequence[CodeInfo]) -> Optional[Lo
         return None
     repeated = [v[0] for v in by_kind.values() if len(v) > 1] or [v[0] for v in by_kind.values()]
     reference = repeated[0]
-    candidates: List[LoopRef] = []   # outermost first
+    candidates: List[LoopRef] = []  # outermost first
     for _, c, at in reference:
         inside = sorted((l for l in codes[c].loops if l[0] <= at <= l[1]), key=lambda l: l[0] - l[1])
         candidates += [(c, l[0]) for l in inside]
@@ -162,7 +175,7 @@ def encloses(outer: LoopRef, inner: LoopRef, codes: Sequence[CodeInfo]) -> bool:
     return outer[0] == inner[0] and outer[1] <= inner[1] and _end(codes, inner) <= _end(codes, outer)
 
 
-RUN, ITERATION, INSIDE = "run", "iteration", ""   # what a call inside the loop begins (``entry``)
+RUN, ITERATION, INSIDE = "run", "iteration", ""  # what a call inside the loop begins (``entry``)
 
 
 def entry(previous: Optional[Stack], stack: Stack, loop: LoopRef, codes: Sequence[CodeInfo]) -> Optional[str]:
@@ -229,16 +242,16 @@ class Gate:
 
     def __init__(self, gated: bool):
         self.gated = gated
-        self.index = -1                   # iterations begun, over every run (from 0)
-        self.counted = 0                  # of them steps (begun)
-        self.current = False              # the iteration under way is a step
-        self.updated = False              # the iteration under way has an update
-        self.bare = 0                     # steps ended without an update
-        self.steps: List[int] = []        # the indexes of the iterations that are steps (in order of being found)
+        self.index = -1  # iterations begun, over every run (from 0)
+        self.counted = 0  # of them steps (begun)
+        self.current = False  # the iteration under way is a step
+        self.updated = False  # the iteration under way has an update
+        self.bare = 0  # steps ended without an update
+        self.steps: List[int] = []  # the indexes of the iterations that are steps (in order of being found)
         self._run_updated = False
-        self._pending: List[int] = []     # this run's iterations before its first update (the one under way too)
-        self._first: Optional[Tuple[int, List[int]]] = None   # the first update's iteration, and those before it
-        self.gap: Optional[int] = None    # iterations without an update between two that update (once known)
+        self._pending: List[int] = []  # this run's iterations before its first update (the one under way too)
+        self._first: Optional[Tuple[int, List[int]]] = None  # the first update's iteration, and those before it
+        self.gap: Optional[int] = None  # iterations without an update between two that update (once known)
 
     def begin(self, new_run: bool) -> None:
         if self.current and not self.updated:
@@ -267,7 +280,7 @@ class Gate:
         if self.gap is None and self._first is not None and self.index > self._first[0]:
             self.gap = self.index - self._first[0] - 1
             before = self._first[1]
-            self._count(before[len(before) - min(len(before), self.gap):])
+            self._count(before[len(before) - min(len(before), self.gap) :])
         if self._run_updated:
             return
         self._run_updated = True
@@ -277,7 +290,7 @@ class Gate:
             self._first = (self.index, before)
             kept: List[int] = []
         else:
-            kept = before[len(before) - min(len(before), self.gap or 0):]
+            kept = before[len(before) - min(len(before), self.gap or 0) :]
         self._count(kept + [self.index])
         self.current = True
 
@@ -305,7 +318,7 @@ def loop_where(loop: LoopRef, codes: Sequence[CodeInfo]) -> str:
     return short(place(code.file, code.line_at(loop[1])))
 
 
-KEEP = 4096   # stacks a counter keeps to choose its loop again (then the loop is kept as found)
+KEEP = 4096  # stacks a counter keeps to choose its loop again (then the loop is kept as found)
 SETTLED = 50  # iterations of one loop, chosen and not changed since, after which a counter keeps it
 PATIENCE = 2048  # calls without an update after which a program that made a solver has its loop chosen without
 
@@ -321,14 +334,14 @@ class Counter:
         self.codes = codes
         self.loop = loop
         self.fixed = loop is not None
-        self.expects_updates = expects_updates   # the program made a solver: its loop is the one that updates
-        self.inside = False               # the last call was inside the loop
+        self.expects_updates = expects_updates  # the program made a solver: its loop is the one that updates
+        self.inside = False  # the last call was inside the loop
         self.gate = Gate(False)
-        self._gated = False               # the loop was chosen by the updates
+        self._gated = False  # the loop was chosen by the updates
         self._previous: Optional[Stack] = None
         self._keys: Dict[str, List[Stack]] = {"update": [], "other": []}
         self._kinds: Dict[str, Dict[Hashable, int]] = {"update": {}, "other": {}}
-        self._all: List[Stack] = []       # every stack since the count began (until the loop is fixed)
+        self._all: List[Stack] = []  # every stack since the count began (until the loop is fixed)
         self._all_keys: List[Optional[str]] = []
 
     @property
@@ -371,8 +384,12 @@ class Counter:
                     self._all, self._all_keys = self._all[-half:], self._all_keys[-half:]
                     self._keys["other"] = self._keys["other"][-half:]
         self._advance(stack, key)
-        if not self.fixed and self.loop is not None and self.gate.counted > SETTLED \
-                and (self._gated or not self.expects_updates):
+        if (
+            not self.fixed
+            and self.loop is not None
+            and self.gate.counted > SETTLED
+            and (self._gated or not self.expects_updates)
+        ):
             self.fix()  # the loop chosen has held this many iterations: kept (counted from its frame from here)
 
     def _advance(self, stack: Stack, key: Optional[str] = None) -> None:

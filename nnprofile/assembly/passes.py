@@ -10,6 +10,7 @@ the pass on (``loss`` in ``loss.backward()``), as its call site says
 program's own calls make passes: a call inside another (a custom layer's functions on NdArrays, the
 functions a double backward builds and runs) is its parent's child (``nnprofile.assembly.tree``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -20,10 +21,10 @@ from .events import DYNAMIC, STATIC, Call, SiteInfo, depth_of
 
 @dataclass
 class Pass:
-    phase: str                      # "forward" or "backward"
+    phase: str  # "forward" or "backward"
     calls: List[Call] = field(default_factory=list)
-    site: Optional[int] = None      # the call site's id; None for auto_forward calls
-    name: str = ""                  # what the program ran it on, where the bytecode says
+    site: Optional[int] = None  # the call site's id; None for auto_forward calls
+    name: str = ""  # what the program ran it on, where the bytecode says
     # An auto_forward graph's pass whose calls came among another graph's: its stretches of consecutive calls, as
     # (first, last) indexes into ``calls`` (empty: one stretch, all of them).
     stretches: List[Tuple[int, int]] = field(default_factory=list)
@@ -75,8 +76,11 @@ def group_passes(events: Sequence[Any], sites: Dict[int, SiteInfo]) -> List[Pass
             info = sites.get(event.site) if event.site is not None else None
             phase, name = (info.phase, info.receiver) if info is not None else ("", "")
             if not phase:  # a call site the bytecode does not tell: a function's second run is its backward
-                phase = "backward" if any(event.function in {c.function for c in p.calls}
-                                          for p in out[-2:] if p.phase == "forward") else "forward"
+                phase = (
+                    "backward"
+                    if any(event.function in {c.function for c in p.calls} for p in out[-2:] if p.phase == "forward")
+                    else "forward"
+                )
             current = Pass(phase, site=event.site, name=name)
             seen = set()
             out.append(current)

@@ -2,6 +2,7 @@
 (each iterator's wait, each solver's calls, each monitor, each communicator call, the eager work by the line that
 called it, and the whole step, less the hooks' cost, nnprofile's own work and the time the thread waited for a CPU)
 and the section of the calls outside the kept steps; the program's own lines, and the steps' timeline events."""
+
 from __future__ import annotations
 
 import bisect
@@ -18,7 +19,7 @@ from .intervals import overlap
 from .passes import Pass, group_passes
 
 SOLVER_PHASES = {"zero_grad": "prepare_backward", "weight_decay": "weight_decay", "update": "update"}
-OWN_LINES = 12    # the program's own lines a step's section keeps (the most sampled)
+OWN_LINES = 12  # the program's own lines a step's section keeps (the most sampled)
 
 
 class ProgramPart:
@@ -40,8 +41,19 @@ class ProgramPart:
             passes = sum(1 for p in step_passes if not p.dynamic)
             carried = c.carry if i - 1 not in self.plain else 0.0  # the step before had the hooks
             waited = self.waited(start, end)
-            step.get("step").add(max(0.0, end - start - overlap(start, end, self.excluded) - hooks
-                                     - passes * c.per_pass() - c.outside - carried - waited))
+            step.get("step").add(
+                max(
+                    0.0,
+                    end
+                    - start
+                    - overlap(start, end, self.excluded)
+                    - hooks
+                    - passes * c.per_pass()
+                    - c.outside
+                    - carried
+                    - waited,
+                )
+            )
             step_waited.append(waited)
             self._step_events(i, events)
         entries = self._entries(tables)
@@ -66,7 +78,9 @@ class ProgramPart:
         section.info = SectionInfo(outside=where)
         return section
 
-    def _tally(self: Any, events: Sequence[Any], tables: "_Tables", step_passes: Sequence[Pass], timeline: bool = True) -> float:
+    def _tally(
+        self: Any, events: Sequence[Any], tables: "_Tables", step_passes: Sequence[Pass], timeline: bool = True
+    ) -> float:
         """The program's own calls among ``events`` into their tables (the calls inside each are its children); returns
         what the hooks cost the events' functions."""
         c = self.costs
@@ -116,15 +130,23 @@ class ProgramPart:
             if key in tables.parents:
                 e.children = self.children(tables.parents[key])
             entries.append(e)
+
         for it, s in tables.inputs.series.items():
             add(entry_of("load_dataset (%s)" % capture.iterators[it].name, "load_dataset", s), ("input", it))
         for (solver, method), s in tables.solvers.series.items():
             label = self.labels[solver] if solver < len(self.labels) else "solver %d" % (solver + 1)
-            add(entry_of("%s (%s)" % (method, label), SOLVER_PHASES.get(method, "solver"), s), ("solver", solver, method))
+            add(
+                entry_of("%s (%s)" % (method, label), SOLVER_PHASES.get(method, "solver"), s),
+                ("solver", solver, method),
+            )
         for (kind, created), s in tables.eager.series.items():
             e = entry_of("eager (%s at %s)" % (kind, _short(created)), "eager", s)
             mean = sum(s.samples) / len(s.samples) if s.samples else 0.0
-            e.overhead_ns, e.layer_type, e.source = self.resolved(e.label, mean, c.taken_off(mean, "eager")), kind, created
+            e.overhead_ns, e.layer_type, e.source = (
+                self.resolved(e.label, mean, c.taken_off(mean, "eager")),
+                kind,
+                created,
+            )
             add(e, ("eager", kind, created))
         for monitor, s in tables.monitors.series.items():
             add(entry_of("monitor (%s)" % monitor, "monitor_loss", s), ("monitor", monitor))
@@ -147,7 +169,7 @@ class ProgramPart:
         counts: Dict[int, int] = {}
         for i in self.kept:
             start, end = self.bounds[i]
-            for _, where in samples[bisect.bisect_left(times, start):bisect.bisect_left(times, end)]:
+            for _, where in samples[bisect.bisect_left(times, start) : bisect.bisect_left(times, end)]:
                 counts[where] = counts.get(where, 0) + 1
         total = sum(counts.values())
         if not total:
@@ -155,8 +177,9 @@ class ProgramPart:
         sites = self.capture.sample_sites
         top = sorted(counts.items(), key=lambda kv: -kv[1])[:OWN_LINES]
         info.own_samples = total
-        info.own_lines = [SampledLine(short(place(sites[w][0], sites[w][1])), sites[w][2], sites[w][3], n)
-                          for w, n in top]
+        info.own_lines = [
+            SampledLine(short(place(sites[w][0], sites[w][1])), sites[w][2], sites[w][3], n) for w, n in top
+        ]
         if self.capture.sample_clock[0]:
             kind, period = self.capture.sample_clock
             info.own_clock = (str(kind), float(period))
@@ -172,21 +195,31 @@ class ProgramPart:
             if isinstance(e, Call):
                 if e.kind == EAGER:
                     f = self.functions[e.function]
-                    self.timeline.append(TimelineEvent("%s (eager)" % f.type, "eager", e.start_ns - o, e.end_ns - o,
-                                                       {"source": f.created}))
+                    self.timeline.append(
+                        TimelineEvent(
+                            "%s (eager)" % f.type, "eager", e.start_ns - o, e.end_ns - o, {"source": f.created}
+                        )
+                    )
             elif isinstance(e, SolverCall):
                 label = self.labels[e.solver] if e.solver < len(self.labels) else "solver"
-                self.timeline.append(TimelineEvent("%s (%s)" % (e.method, label), "update", e.start_ns - o,
-                                                   e.end_ns - o))
+                self.timeline.append(
+                    TimelineEvent("%s (%s)" % (e.method, label), "update", e.start_ns - o, e.end_ns - o)
+                )
             elif isinstance(e, InputCall):
-                self.timeline.append(TimelineEvent("load_dataset (%s)" % self.capture.iterators[e.iterator].name,
-                                                   "input", e.start_ns - o, e.end_ns - o))
+                self.timeline.append(
+                    TimelineEvent(
+                        "load_dataset (%s)" % self.capture.iterators[e.iterator].name,
+                        "input",
+                        e.start_ns - o,
+                        e.end_ns - o,
+                    )
+                )
             elif isinstance(e, MonitorCall):
-                self.timeline.append(TimelineEvent("monitor (%s)" % e.monitor, "monitor", e.start_ns - o,
-                                                   e.end_ns - o))
+                self.timeline.append(TimelineEvent("monitor (%s)" % e.monitor, "monitor", e.start_ns - o, e.end_ns - o))
             elif isinstance(e, CommCall):
-                self.timeline.append(TimelineEvent(e.method, "communication", e.start_ns - o, e.end_ns - o,
-                                                   {"bytes": e.bytes}))
+                self.timeline.append(
+                    TimelineEvent(e.method, "communication", e.start_ns - o, e.end_ns - o, {"bytes": e.bytes})
+                )
 
 
 class _Tables:
@@ -212,5 +245,12 @@ def _short(where: Optional[str]) -> str:
 
 
 def entry_of(label: str, phase: str, s: RoundSeries, per_ns: float = 0.0) -> Entry:
-    return Entry(label=label, phase=phase, samples_ns=[float(x) for x in s.samples], round_sizes=list(s.round_sizes),
-                 disturbed=list(s.disturbed), taken_ns=list(s.taken), switch_rate=per_ns if s.disturbed else 0.0)
+    return Entry(
+        label=label,
+        phase=phase,
+        samples_ns=[float(x) for x in s.samples],
+        round_sizes=list(s.round_sizes),
+        disturbed=list(s.disturbed),
+        taken_ns=list(s.taken),
+        switch_rate=per_ns if s.disturbed else 0.0,
+    )

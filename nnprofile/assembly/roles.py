@@ -1,13 +1,16 @@
 """What each graph of a recorded program is for: which solvers train it (their updates after its backward), and its
 role (trained, backward only, updating parameters, feeding a trained graph, or an evaluation); the solvers'
 labels and the scopes they update."""
+
 from __future__ import annotations
 
 import os
 from typing import Any, Dict, List, Sequence, Set, Tuple
 
+from ..result import Section
 from .events import Capture, SolverCall
 from .graphs import WRITERS, Graph, scope_of
+
 
 def trainers(graph: Graph, steps: Sequence[List[Any]], capture: Capture) -> List[int]:
     """The solvers that train a graph: a backward pass of it falls between a solver's zero_grad (or
@@ -52,9 +55,12 @@ def solver_labels(capture: Capture) -> List[str]:
         same = [i for i, t in enumerate(types) if t == type_name]
         if len(same) < 2:
             continue
-        for names in (_scopes(capture, same), [solvers[i].variable for i in same],
-                      ["line %s" % str(solvers[i].created).rsplit(":", 1)[1] if solvers[i].created else "" for i in same],
-                      [str(k + 1) for k in range(len(same))]):
+        for names in (
+            _scopes(capture, same),
+            [solvers[i].variable for i in same],
+            ["line %s" % str(solvers[i].created).rsplit(":", 1)[1] if solvers[i].created else "" for i in same],
+            [str(k + 1) for k in range(len(same))],
+        ):
             if all(names) and len(set(names)) == len(names):
                 for i, name in zip(same, names):
                     labels[i] = "%s: %s" % (type_name, name)
@@ -118,8 +124,12 @@ def roles(graphs: Sequence[Graph], kept: Sequence[int], capture: Capture) -> Dic
             continue
         fed: List[str] = []
         for i in kept:
-            made = {v for p in g.passes[i] if p.phase == "forward" and p.root in functions
-                    for v in functions[p.root].outputs}
+            made = {
+                v
+                for p in g.passes[i]
+                if p.phase == "forward" and p.root in functions
+                for v in functions[p.root].outputs
+            }
             if not made:
                 continue
             for t in graphs:
@@ -146,8 +156,9 @@ def backward_through(g: Graph, graphs: Sequence[Graph], step: int) -> List[str]:
     ``loss.backward()`` of a part of it never run forward on its own): ``g`` computed what those backwards read. A
     graph that ran those functions forward itself computed them (another graph running them again, an accuracy on
     the same network, feeds it nothing)."""
-    forwards = sorted(((p.start_ns, h.key, p) for h in graphs for p in h.passes[step] if p.phase == "forward"),
-                      key=lambda x: x[0])
+    forwards = sorted(
+        ((p.start_ns, h.key, p) for h in graphs for p in h.passes[step] if p.phase == "forward"), key=lambda x: x[0]
+    )
     names = {h.key: h.name for h in graphs}
     out: List[str] = []
     for t in graphs:
@@ -158,8 +169,22 @@ def backward_through(g: Graph, graphs: Sequence[Graph], step: int) -> List[str]:
                     break
                 for c in p.calls:
                     last[c.function] = key
-            own = {c.function for p in t.passes[step] if p.phase == "forward" and p.start_ns < b.start_ns for c in p.calls}
-            if t.key != g.key and names[t.key] not in out and any(
-                    last.get(c.function) == g.key and c.function not in own for c in b.calls):
+            own = {
+                c.function for p in t.passes[step] if p.phase == "forward" and p.start_ns < b.start_ns for c in p.calls
+            }
+            if (
+                t.key != g.key
+                and names[t.key] not in out
+                and any(last.get(c.function) == g.key and c.function not in own for c in b.calls)
+            ):
                 out.append(names[t.key])
     return out
+
+
+def apply_role(section: Section, role: Tuple[str, List[str]]) -> None:
+    """What a graph is for, into its section's info (``roles``): its role, and what it feeds or writes."""
+    section.info.role = role[0]
+    if role[1] and role[0] == UPDATES:
+        section.info.writes = role[1]
+    elif role[1]:
+        section.info.feeds = role[1]

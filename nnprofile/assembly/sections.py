@@ -15,6 +15,7 @@ cost taken off; its entry lists its children, and the timeline nests them inside
 functions cover less than COVERED of its passes, the rest is an entry of its own (``engine``): the
 graph engine's work between functions (allocating, and clearing buffers where the call asks for it).
 """
+
 from __future__ import annotations
 
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
@@ -61,15 +62,24 @@ class PassRow(NamedTuple):
 class Builder(ProgramPart):
     """Makes the sections of a recording's kept steps (``kept``: their indexes among ``per_step``)."""
 
-    def __init__(self, capture: Capture, costs: HookCosts, name: str, labels: List[str], kept: List[int],
-                 per_step: List[List[Any]], bounds: List[Tuple[int, int]], plain: Optional[set] = None,
-                 kids: Optional[Dict[int, List[Any]]] = None):
+    def __init__(
+        self,
+        capture: Capture,
+        costs: HookCosts,
+        name: str,
+        labels: List[str],
+        kept: List[int],
+        per_step: List[List[Any]],
+        bounds: List[Tuple[int, int]],
+        plain: Optional[set] = None,
+        kids: Optional[Dict[int, List[Any]]] = None,
+    ):
         self.capture, self.costs, self.name, self.labels = capture, costs, name, labels
         self.functions = capture.graph.functions
         self.excluded = merged(capture.excluded)
         self.kept, self.per_step, self.bounds = kept, per_step, bounds
         self.plain = plain or set()  # the steps run without the hooks
-        self.kids = kids or {}       # id(call) -> the calls that ran inside it
+        self.kids = kids or {}  # id(call) -> the calls that ran inside it
         self.unresolved: List[Tuple[str, float, float]] = []  # (label, mean, the hooks' cost): a tenth shown
         self.timeline: List[TimelineEvent] = []
         self.origin = bounds[kept[0]][0] if kept else 0
@@ -79,8 +89,11 @@ class Builder(ProgramPart):
         self._events_per_step: Dict[int, int] = {}
         # The collectives' own waits for a CPU (their marks, read inside them): a rank that waits for the others
         # polls, and is switched out as any spinning task is; that time is the others' to set, not other work's.
-        self._comm_waits = sorted((e.start_ns, max(0, e.m1 - e.m0)) for e in capture.events
-                                  if isinstance(e, CommCall) and not e.depth and e.m1 > e.m0)
+        self._comm_waits = sorted(
+            (e.start_ns, max(0, e.m1 - e.m0))
+            for e in capture.events
+            if isinstance(e, CommCall) and not e.depth and e.m1 > e.m0
+        )
 
     def span(self, call: Any) -> float:
         """A call's time, nnprofile's own work inside it (the sampler's, its wrappers') left out."""
@@ -119,8 +132,10 @@ class Builder(ProgramPart):
         inside = descendants(call, self.kids)
         if not inside:
             return inside, 0.0
-        return inside, sum(self.costs.total(x.kind, self.signature(x)) + self.own_cost(x)
-                           if isinstance(x, Call) else 0.0 for x in inside)
+        return inside, sum(
+            self.costs.total(x.kind, self.signature(x)) + self.own_cost(x) if isinstance(x, Call) else 0.0
+            for x in inside
+        )
 
     def children(self, calls: Sequence[Tuple[Any, float]]) -> List[Dict[str, Any]]:
         """Each kind of child of these calls (``(call, hooks inside it)``): its calls per parent call and mean."""
@@ -136,8 +151,15 @@ class Builder(ProgramPart):
                     types[label] = kind
                 kinds[label].append(self.span(child))
         n = max(1, len(calls))
-        return [{"label": label, "type": types[label], "calls": round(len(kinds[label]) / n, 4),
-                 "mean_ms": round(sum(kinds[label]) / len(kinds[label]) / 1e6, 6)} for label in order]
+        return [
+            {
+                "label": label,
+                "type": types[label],
+                "calls": round(len(kinds[label]) / n, 4),
+                "mean_ms": round(sum(kinds[label]) / len(kinds[label]) / 1e6, 6),
+            }
+            for label in order
+        ]
 
     def _child_label(self, child: Any) -> Tuple[str, str]:
         if isinstance(child, Call):
@@ -159,8 +181,11 @@ class Builder(ProgramPart):
         o = self.origin
         for child in descendants(call, self.kids):
             label, _ = self._child_label(child)
-            self.timeline.append(TimelineEvent(label, "inside", child.start_ns - o, child.end_ns - o,
-                                               {"depth": getattr(child, "depth", 1)}))
+            self.timeline.append(
+                TimelineEvent(
+                    label, "inside", child.start_ns - o, child.end_ns - o, {"depth": getattr(child, "depth", 1)}
+                )
+            )
 
     def pass_hooks(self, p: Pass) -> float:
         """What the hooks added inside a pass (from its first function's start to its last one's end): each
@@ -176,9 +201,11 @@ class Builder(ProgramPart):
     def overshoot(self, p: Pass) -> float:
         """What the hooks' cost between a pass's functions, as estimated, is above the time between them
         (``hookfit.overshoot``): not taken off the pass, nor off the step that holds it."""
+
         def outside_of(call: Call, _: Pass) -> float:
             key = self.signature(call, p.phase)
             return self.costs.total(call.kind, key) - self.costs.inside(call.kind, key)
+
         return hookfit.overshoot(p, outside_of, self.excluded)
 
     def hit(self, call: Any) -> bool:
@@ -200,8 +227,8 @@ class Builder(ProgramPart):
             return None
         calls = p.calls
         taken, hit = 0.0, False
-        for first, last in (p.stretches or [(0, len(calls) - 1)]):
-            for a, b in zip(calls[first:last], calls[first + 1:last + 1]):
+        for first, last in p.stretches or [(0, len(calls) - 1)]:
+            for a, b in zip(calls[first:last], calls[first + 1 : last + 1]):
                 if b.start_ns < a.end_ns or overlap(a.end_ns, b.start_ns, self.excluded):
                     continue
                 if shortfall(a.end_ns, b.start_ns, a.m1, b.m0, CPU):
@@ -253,6 +280,7 @@ class Builder(ProgramPart):
                 info = self.functions[call.function]
                 known = layers[key] = Layer(info, self.capture.graph, namer.name(info), layer_id=len(layers))
             return known
+
         first = next(i for i, p in enumerate(graph.passes) if p)
         for key, call, _ in layer_keys(graph, first):  # names follow first sight, in execution order
             layer(key, call)
@@ -267,8 +295,9 @@ class Builder(ProgramPart):
                 known = layer(key, call)
                 inside, cost = self.inner(call)
                 hit = self.hit(call)
-                (forward if phase == "forward" else backward).get(key).add(max(0.0, self.span(call) - cost), hit,
-                                                                           self.taken(call) if hit else None)
+                (forward if phase == "forward" else backward).get(key).add(
+                    max(0.0, self.span(call) - cost), hit, self.taken(call) if hit else None
+                )
                 if inside:
                     parents.setdefault((phase, key), []).append((call, cost))
                     if timeline:
@@ -288,8 +317,13 @@ class Builder(ProgramPart):
         section.info = self._graph_info(graph, whole, outside)
         return section
 
-    def _layer_entries(self, graph: Graph, layers: Dict[Any, Layer], tables: Tuple[SeriesTable, SeriesTable],
-                       parents: Dict[Tuple[str, Any], List[Tuple[Any, float]]]) -> List[Entry]:
+    def _layer_entries(
+        self,
+        graph: Graph,
+        layers: Dict[Any, Layer],
+        tables: Tuple[SeriesTable, SeriesTable],
+        parents: Dict[Tuple[str, Any], List[Tuple[Any, float]]],
+    ) -> List[Entry]:
         """Each layer's forward and backward entry (``tables``: their series), the hooks' cost taken off, with the
         calls that ran inside them (``parents``)."""
         entries: List[Entry] = []
@@ -298,8 +332,9 @@ class Builder(ProgramPart):
                 known = layers[key]
                 kind = "dynamic" if graph.dynamic and phase == "forward_function" else "static"
                 mean = sum(s.samples) / len(s.samples) if s.samples else 0.0
-                cost_key = self.costs.key(self.capture.graph.signature(known.info),
-                                          "backward" if phase == "backward_function" else "forward")
+                cost_key = self.costs.key(
+                    self.capture.graph.signature(known.info), "backward" if phase == "backward_function" else "forward"
+                )
                 off = self.costs.taken_off(mean, kind, cost_key)
                 kept_off = self.resolved(known.label(phase), mean, off)
                 e = known.entry(phase, s.samples, 1, kept_off)
@@ -312,19 +347,24 @@ class Builder(ProgramPart):
                 entries.append(e)
         return entries
 
-    def _graph_info(self, graph: Graph, whole: SeriesTable, outside: Optional[Tuple[Sequence[int], str]]) -> SectionInfo:
+    def _graph_info(
+        self, graph: Graph, whole: SeriesTable, outside: Optional[Tuple[Sequence[int], str]]
+    ) -> SectionInfo:
         """A graph section's info: its name, whether it ran under auto_forward, its trainers, its passes per kept
         step; for a graph that ran only outside the kept steps, where, and its passes there."""
         rounds = max(1, len(self.kept))
         info = SectionInfo(
-            graph=graph.name, dynamic=graph.dynamic,
+            graph=graph.name,
+            dynamic=graph.dynamic,
             trained_by=[self.labels[t] for t in graph.trained_by if t < len(self.labels)],
             forward_per_step=per_step_of(whole, "forward", rounds) if outside is None else 0,
-            backward_per_step=per_step_of(whole, "backward", rounds) if outside is None else 0)
+            backward_per_step=per_step_of(whole, "backward", rounds) if outside is None else 0,
+        )
         if outside is not None:
             info.outside = outside[1]
-            info.passes = {phase: len(whole.series[phase].samples) for phase in ("forward", "backward")
-                           if phase in whole.series}
+            info.passes = {
+                phase: len(whole.series[phase].samples) for phase in ("forward", "backward") if phase in whole.series
+            }
         return info
 
     def _pass_row(self, step: int, p: Pass) -> "PassRow":
@@ -336,8 +376,9 @@ class Builder(ProgramPart):
         held_inside = sum(self.taken(c) or 0.0 for c in p.calls if self.hit(c))
         return PassRow(step, p.phase, passed, own, held_inside, self.gap_taken(p))
 
-    def _whole_passes(self, passes: Sequence["PassRow"], rounds_of: Sequence[int], whole: SeriesTable,
-                      engine: SeriesTable) -> None:
+    def _whole_passes(
+        self, passes: Sequence["PassRow"], rounds_of: Sequence[int], whole: SeriesTable, engine: SeriesTable
+    ) -> None:
         """Each pass's time, and the rest its functions leave (the engine's), into their tables; what other work took
         of a pass (inside its functions, between them) is taken off it, and off the engine's rest what it took
         between the functions."""
@@ -352,8 +393,15 @@ class Builder(ProgramPart):
 
     def _pass_event(self, graph: Graph, title: str, p: Pass) -> None:
         o = self.origin
-        self.timeline.append(TimelineEvent("%s (%s)" % (p.phase, graph.name), p.phase, p.start_ns - o, p.end_ns - o,
-                                           {"graph": graph.name, "functions": len(p.calls), "section": title}))
+        self.timeline.append(
+            TimelineEvent(
+                "%s (%s)" % (p.phase, graph.name),
+                p.phase,
+                p.start_ns - o,
+                p.end_ns - o,
+                {"graph": graph.name, "functions": len(p.calls), "section": title},
+            )
+        )
 
     def _layer_event(self, step: int, layer: Layer, phase: str, call: Call) -> None:
         """A function call in the timeline (at most MAX_EVENTS_PER_STEP a step)."""
@@ -375,25 +423,37 @@ class Builder(ProgramPart):
             return buffers.StepMemory()
         params = [v.id for v in self.capture.graph.variables.values() if v.parameter]
         return buffers.step_memory(
-            [layer.info for layer in layers], self.capture.graph, [layer.name for layer in layers], params,
-            layers[0].itemsize, training=bool(section.info.backward_per_step),
+            [layer.info for layer in layers],
+            self.capture.graph,
+            [layer.name for layer in layers],
+            params,
+            layers[0].itemsize,
+            training=bool(section.info.backward_per_step),
             solver_state=sum(s.state_bytes for s in self.capture.solvers),
             measured="not measured for a recorded program (its steps are its own); the estimate "
-                     "follows the functions of the graph as first recorded")
+            "follows the functions of the graph as first recorded",
+        )
 
 
 def pass_entries(whole: SeriesTable, engine: SeriesTable, clears: Dict[str, str], dynamic: bool) -> List[Entry]:
     """A graph's whole passes (forward_all, backward_all), and the rest of a pass its functions leave, where it is
     large: an entry of its own, named by what fills it (clearing buffers, auto_forward's Python, allocating)."""
-    entries = [entry_of("%s_all" % phase, "%s_all" % phase, whole.series[phase]) for phase in ("forward", "backward")
-               if phase in whole.series]
+    entries = [
+        entry_of("%s_all" % phase, "%s_all" % phase, whole.series[phase])
+        for phase in ("forward", "backward")
+        if phase in whole.series
+    ]
     for phase in ("forward", "backward"):
         gaps, passes = engine.series.get(phase), whole.series.get(phase)
         if gaps is None or passes is None or not passes.samples:
             continue
         if sum(gaps.samples) > (1 - COVERED) * sum(passes.samples):
-            how = ("clearing buffers (%s=True)" % clears[phase] if phase in clears else
-                   "the program's Python making them (auto_forward)" if dynamic and phase == "forward"
-                   else "allocating")
+            how = (
+                "clearing buffers (%s=True)" % clears[phase]
+                if phase in clears
+                else "the program's Python making them (auto_forward)"
+                if dynamic and phase == "forward"
+                else "allocating"
+            )
             entries.append(entry_of("engine (%s: between functions, %s)" % (phase, how), "engine", gaps))
     return entries

@@ -27,6 +27,7 @@ evaluation, saving the model) is not a step.
 know when a window is done), and ``find_steps`` replays a capture through it, so that both read
 the same rule.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -114,9 +115,9 @@ class Segment:
 
     solver: int
     end_ns: int
-    trained: frozenset            # graphs whose backward ran in it
-    fed: frozenset                # iterators that fed a trained graph in it
-    seen: bool = True             # recorded with the function hooks on (else its graphs are unknown)
+    trained: frozenset  # graphs whose backward ran in it
+    fed: frozenset  # iterators that fed a trained graph in it
+    seen: bool = True  # recorded with the function hooks on (else its graphs are unknown)
 
     @property
     def by_graphs(self) -> Tuple[int, frozenset]:
@@ -131,14 +132,14 @@ class Segment:
 class Rule:
     """How the steps were found: what the log's ``Steps:`` line says."""
 
-    kind: str                     # "marks", "iterations", "updates", "passes", "one", "none"
-    period: int = 1               # updates (or passes) a step
+    kind: str  # "marks", "iterations", "updates", "passes", "one", "none"
+    period: int = 1  # updates (or passes) a step
     pattern: List[Any] = field(default_factory=list)  # one step's segments (updates), or its pass keys
-    by: str = ""                  # for updates: "structure", "graphs" or "solvers"
-    offset: int = 0               # updates (or passes) before the pattern began: no step's
-    found: bool = True            # False: no pattern (each update is a step)
-    where: str = ""               # for iterations: the loop's line ("train.py:57")
-    note: str = ""                # for iterations: which of them are no steps (before the first update, ...)
+    by: str = ""  # for updates: "structure", "graphs" or "solvers"
+    offset: int = 0  # updates (or passes) before the pattern began: no step's
+    found: bool = True  # False: no pattern (each update is a step)
+    where: str = ""  # for iterations: the loop's line ("train.py:57")
+    note: str = ""  # for iterations: which of them are no steps (before the first update, ...)
 
 
 class Loop:
@@ -147,15 +148,15 @@ class Loop:
     def __init__(self) -> None:
         self.segments: List[Segment] = []
         self.marks: List[int] = []
-        self.passes: List[Tuple[Hashable, int]] = []   # (key, start) of each pass
+        self.passes: List[Tuple[Hashable, int]] = []  # (key, start) of each pass
         self._trained: set = set()
-        self._pending: List[Hashable] = []             # iterators read since the last pass
-        self.read_at: List[int] = []                   # each read: how many passes had begun before it
+        self._pending: List[Hashable] = []  # iterators read since the last pass
+        self.read_at: List[int] = []  # each read: how many passes had begun before it
         self._fed: List[Tuple[Hashable, Hashable]] = []  # (iterator, the graph of the pass after it)
         self._steps = 0
         self._hooks = True
-        self._blind = False                            # the hooks were off during the current segment
-        self._empty = True                             # nothing seen yet in the current segment
+        self._blind = False  # the hooks were off during the current segment
+        self._empty = True  # nothing seen yet in the current segment
         self._cached: Optional[Tuple[Rule, Tuple[int, int, int]]] = None
 
     def input(self, iterator: Hashable) -> None:
@@ -354,44 +355,62 @@ def rule_sentence(rule: Rule, steps: int, name: Any = str) -> str:
     if rule.kind == "iterations":
         return "one step per iteration of the program's loop at %s" % rule.where
     if rule.kind == "one":
-        return ("one step: no solver update, no nnprofile.step(), no repeating pass (the structure does not say "
-                "where a step ends: call nnprofile.step() at each step's end)")
+        return (
+            "one step: no solver update, no nnprofile.step(), no repeating pass (the structure does not say "
+            "where a step ends: call nnprofile.step() at each step's end)"
+        )
     if rule.kind == "none":
         return "nothing recorded"
     before = ""
     if rule.offset:
         before = " (the first %d %s, before the pattern began, %s before the first step)" % (
-            rule.offset, ("update" if rule.kind == "updates" else "pass") + ("" if rule.offset == 1 else
-                                                                             "s" if rule.kind == "updates" else "es"),
-            "is" if rule.offset == 1 else "are")
+            rule.offset,
+            ("update" if rule.kind == "updates" else "pass")
+            + ("" if rule.offset == 1 else "s" if rule.kind == "updates" else "es"),
+            "is" if rule.offset == 1 else "are",
+        )
     if rule.kind == "passes":
-        return ("passes without a solver: one step per pass" if rule.period == 1 else
-                "passes without a solver: one step per %d passes" % rule.period) + before
+        return (
+            "passes without a solver: one step per pass"
+            if rule.period == 1
+            else "passes without a solver: one step per %d passes" % rule.period
+        ) + before
     if not rule.found:
-        return ("solver updates: one step per update (the updates form no repeating pattern, and no loop holds them: "
-                "where a step is more than one update, call nnprofile.step() at each step's end)")
-    parts = []
+        return (
+            "solver updates: one step per update (the updates form no repeating pattern, and no loop holds them: "
+            "where a step is more than one update, call nnprofile.step() at each step's end)"
+        )
     known = [k for k in rule.pattern if k is not None]
-    for key in rule.pattern:
-        if key is None:
-            parts.append("an update the hooks did not see")
-            continue
-        solver = key[0]
-        if rule.by == "solvers":
-            parts.append(name(("solver", solver)))
-            continue
-        trained = key[1]
-        fed = key[2] if len(key) > 2 else frozenset()
-        text = "%s after the backward of %s" % (name(("solver", solver)), _listed(name(("graph", g)) for g in trained)) \
-            if trained else "%s with no backward before it" % name(("solver", solver))
-        if fed and rule.by == "structure" and len({k[2] for k in known}) > 1:
-            text += " fed by %s" % _listed(name(("iterator", i)) for i in fed)
-        parts.append(text)
+    parts = [_pattern_part(rule, key, known, name) for key in rule.pattern]
     if rule.period == 1:
         return "solver updates: one step per update" + before
     solvers = len({k[0] for k in known})
     return "solver updates: one step per %d updates%s (the loop's repeating pattern: %s)%s" % (
-        rule.period, " of %d solvers" % solvers if solvers > 1 else " of one solver", "; ".join(parts), before)
+        rule.period,
+        " of %d solvers" % solvers if solvers > 1 else " of one solver",
+        "; ".join(parts),
+        before,
+    )
+
+
+def _pattern_part(rule: Rule, key: Any, known: List[Any], name: Any) -> str:
+    """One update of a pattern of updates, in words: its solver, the graphs whose backward it follows, and where
+    the pattern's updates are fed by different iterators, what feeds it."""
+    if key is None:
+        return "an update the hooks did not see"
+    solver = key[0]
+    if rule.by == "solvers":
+        return str(name(("solver", solver)))
+    trained = key[1]
+    fed = key[2] if len(key) > 2 else frozenset()
+    text = (
+        "%s after the backward of %s" % (name(("solver", solver)), _listed(name(("graph", g)) for g in trained))
+        if trained
+        else "%s with no backward before it" % name(("solver", solver))
+    )
+    if fed and rule.by == "structure" and len({k[2] for k in known}) > 1:
+        text += " fed by %s" % _listed(name(("iterator", i)) for i in fed)
+    return text
 
 
 def _listed(names: Any) -> str:

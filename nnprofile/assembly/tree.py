@@ -12,6 +12,7 @@ time is inside its parent's and is never counted again beside it. A parent's ent
 (``children``), and the timeline nests them inside it, as torch.profiler's call tree and Perfetto's
 nested slices do.
 """
+
 from __future__ import annotations
 
 from typing import Any, Dict, List, Sequence

@@ -16,6 +16,7 @@ Everything here reads functions and variables as data (``nnprofile.base.function
 measured (the process's or the device's memory over a step) is in ``nnprofile.measure.peak``;
 how the outputs say it, in ``nnprofile.analysis.memory``.
 """
+
 from __future__ import annotations
 
 import math
@@ -25,8 +26,18 @@ from typing import AbstractSet, Any, Dict, List, Optional, Sequence, Tuple
 from .functions import FunctionInfo, Graph, VariableInfo, dtype_name
 from .records import Record
 
-ITEMSIZE = {"float16": 2, "half": 2, "float32": 4, "float64": 8, "int8": 1, "uint8": 1, "int16": 2, "int32": 4,
-            "int64": 8, "bool": 1}
+ITEMSIZE = {
+    "float16": 2,
+    "half": 2,
+    "float32": 4,
+    "float64": 8,
+    "int8": 1,
+    "uint8": 1,
+    "int16": 2,
+    "int32": 4,
+    "int64": 8,
+    "bool": 1,
+}
 
 
 def nbytes(variable: VariableInfo, itemsize: Optional[int] = None) -> int:
@@ -40,7 +51,7 @@ def nbytes(variable: VariableInfo, itemsize: Optional[int] = None) -> int:
 class LayerMemory:
     output_bytes: int
     parameter_bytes: int
-    gradient_bytes: int        # of its parameters
+    gradient_bytes: int  # of its parameters
     input_gradient_bytes: int  # the gradients it writes for its other inputs
 
 
@@ -51,7 +62,8 @@ def layer_memory(f: FunctionInfo, graph: Graph, itemsize: int) -> LayerMemory:
         output_bytes=sum(nbytes(v, itemsize) for v in outputs),
         parameter_bytes=sum(nbytes(v) for v in params),
         gradient_bytes=sum(nbytes(v) for v in params if v.need_grad),
-        input_gradient_bytes=sum(nbytes(v, itemsize) for v in inputs if not v.parameter and v.need_grad))
+        input_gradient_bytes=sum(nbytes(v, itemsize) for v in inputs if not v.parameter and v.need_grad),
+    )
 
 
 @dataclass
@@ -63,6 +75,14 @@ class Estimate:
     peak_layer: str = ""
     peak_phase: str = ""
     alive_at_peak: List[Tuple[str, int]] = field(default_factory=list)
+
+    def record(self, layer: str, phase: str, buffers: Dict[Any, Tuple[str, int]]) -> None:
+        """The buffers alive after ``layer``'s ``phase``: a point of the curve, and the peak where it is one."""
+        total = sum(b for _, b in buffers.values())
+        self.curve.append((layer, phase, total))
+        if total > self.peak:
+            self.peak, self.peak_layer, self.peak_phase = total, layer, phase
+            self.alive_at_peak = sorted(buffers.values(), key=lambda x: -x[1])[:10]
 
 
 def _needs_grad(f: FunctionInfo, graph: Graph) -> bool:
@@ -83,8 +103,14 @@ def _data_needed_in_backward(functions: Sequence[FunctionInfo], graph: Graph) ->
     return needed
 
 
-def estimate(functions: Sequence[FunctionInfo], graph: Graph, names: Sequence[str], parameters: AbstractSet[int],
-             itemsize: int, training: bool) -> Estimate:
+def estimate(
+    functions: Sequence[FunctionInfo],
+    graph: Graph,
+    names: Sequence[str],
+    parameters: AbstractSet[int],
+    itemsize: int,
+    training: bool,
+) -> Estimate:
     """Simulate one forward (and, training, one backward) pass; ``functions`` in forward order."""
     est = Estimate()
     var = graph.variables
@@ -96,14 +122,6 @@ def estimate(functions: Sequence[FunctionInfo], graph: Graph, names: Sequence[st
     produced = {v for f in functions for v in f.outputs}
     needed = _data_needed_in_backward(functions, graph) if training else set()
     finals = {v for v in produced if v not in consumers}
-
-    def record(layer: str, phase: str, buffers: Dict[Any, Tuple[str, int]]) -> None:
-        total = sum(b for _, b in buffers.values())
-        est.curve.append((layer, phase, total))
-        if total > est.peak:
-            est.peak, est.peak_layer, est.peak_phase = total, layer, phase
-            est.alive_at_peak = sorted(buffers.values(), key=lambda x: -x[1])[:10]
-
     for v in consumers:  # the data fed in: the input batch
         if v not in produced and v not in parameters:
             live[v] = ("input %s" % "x".join(str(d) for d in var[v].shape), nbytes(var[v], itemsize))
@@ -111,7 +129,7 @@ def estimate(functions: Sequence[FunctionInfo], graph: Graph, names: Sequence[st
         for o, v in enumerate(f.outputs):
             shared = o < len(f.in_place) and f.in_place[o]
             live[v] = ("%s output" % name, 0 if shared else nbytes(var[v], itemsize))
-        record(name, "forward", live)
+        est.record(name, "forward", live)
         for v in f.inputs:
             if consumers.get(v) == i and v in produced and v not in needed and v not in finals:
                 live.pop(v, None)
@@ -132,7 +150,7 @@ def estimate(functions: Sequence[FunctionInfo], graph: Graph, names: Sequence[st
                 grads[v] = ("%s input gradient" % name, nbytes(var[v], itemsize))
         both = dict(live)
         both.update({("grad", key): value for key, value in grads.items()})
-        record(name, "backward", both)
+        est.record(name, "backward", both)
         for v in f.outputs:  # consumed
             grads.pop(v, None)
         for v in list(live):
@@ -172,13 +190,32 @@ class StepMemory(Record):
         return (self.parameters or 0) + (self.gradients or 0) + (self.solver_state or 0)
 
 
-StepMemory.KINDS = {"parameters": int, "gradients": int, "solver_state": int, "activations_at_peak": int,
-                    "peak_estimated": int, "peak_layer": str, "peak_phase": str, "alive_at_peak": list, "curve": list,
-                    "batch_size": int, "peak_measured": int, "measured": str}
+StepMemory.KINDS = {
+    "parameters": int,
+    "gradients": int,
+    "solver_state": int,
+    "activations_at_peak": int,
+    "peak_estimated": int,
+    "peak_layer": str,
+    "peak_phase": str,
+    "alive_at_peak": list,
+    "curve": list,
+    "batch_size": int,
+    "peak_measured": int,
+    "measured": str,
+}
 
 
-def step_memory(functions: Sequence[FunctionInfo], graph: Graph, names: Sequence[str], parameters: Sequence[int],
-                itemsize: int, training: bool, solver_state: int, measured: str = "") -> StepMemory:
+def step_memory(
+    functions: Sequence[FunctionInfo],
+    graph: Graph,
+    names: Sequence[str],
+    parameters: Sequence[int],
+    itemsize: int,
+    training: bool,
+    solver_state: int,
+    measured: str = "",
+) -> StepMemory:
     """A section's ``memory``: what stays for the whole step, and the activations estimated along it.
 
     ``functions`` run in forward order and are named by ``names``; ``parameters`` are the ids of
@@ -190,13 +227,26 @@ def step_memory(functions: Sequence[FunctionInfo], graph: Graph, names: Sequence
     params = [graph.variables[p] for p in parameters]
     weights = sum(nbytes(p) for p in params)
     gradients = sum(nbytes(p) for p in params if p.need_grad) if training else 0
-    inputs = [graph.variables[v] for f in functions for v, parent in zip(f.inputs, f.parents or [None] * len(f.inputs))
-              if parent is None and v not in known and graph.variables[v].shape]
-    return StepMemory(weights, gradients, solver_state, activations_at_peak=est.peak,
-                      peak_estimated=est.peak + weights + gradients + solver_state, peak_layer=est.peak_layer,
-                      peak_phase=est.peak_phase, alive_at_peak=[list(x) for x in est.alive_at_peak],
-                      curve=[list(x) for x in est.curve], batch_size=int(inputs[0].shape[0]) if inputs else 1,
-                      peak_measured=None, measured=measured)
+    inputs = [
+        graph.variables[v]
+        for f in functions
+        for v, parent in zip(f.inputs, f.parents or [None] * len(f.inputs))
+        if parent is None and v not in known and graph.variables[v].shape
+    ]
+    return StepMemory(
+        weights,
+        gradients,
+        solver_state,
+        activations_at_peak=est.peak,
+        peak_estimated=est.peak + weights + gradients + solver_state,
+        peak_layer=est.peak_layer,
+        peak_phase=est.peak_phase,
+        alive_at_peak=[list(x) for x in est.alive_at_peak],
+        curve=[list(x) for x in est.curve],
+        batch_size=int(inputs[0].shape[0]) if inputs else 1,
+        peak_measured=None,
+        measured=measured,
+    )
 
 
 def solver_state_bytes(solver: Any) -> int:

@@ -3,6 +3,7 @@
 One home for these names, so that the command line, the loader, the profiler,
 the analysis and the renderers cannot disagree about them.
 """
+
 from __future__ import annotations
 
 from typing import Dict, Tuple
@@ -21,10 +22,24 @@ MODES: Tuple[str, ...] = ("isolated", "graph")
 
 # Phases in the order NNC logs them within a section.
 PHASES: Tuple[str, ...] = (
-    "load_dataset", "let_data", "generate_data", "setup_function",
-    "forward_function", "prepare_backward", "backward_function",
-    "forward_all", "backward_all", "backward_all_wo_zero_grad", "engine", "communication", "eager",
-    "weight_decay", "solver", "update", "monitor_loss", "step",
+    "load_dataset",
+    "let_data",
+    "generate_data",
+    "setup_function",
+    "forward_function",
+    "prepare_backward",
+    "backward_function",
+    "forward_all",
+    "backward_all",
+    "backward_all_wo_zero_grad",
+    "engine",
+    "communication",
+    "eager",
+    "weight_decay",
+    "solver",
+    "update",
+    "monitor_loss",
+    "step",
 )
 # "solver": other solver calls of a script (clip_grad_by_norm, scale_grad, ...); "communication": a
 # script's communicator calls (all_reduce, bcast, ...); "eager": functions a script called on NdArrays
@@ -37,10 +52,17 @@ LAYER_PHASES: Tuple[str, ...] = ("forward_function", "backward_function")
 # prepare_backward): both count in "update". A phase not here (a layer's, setup_function, engine, eager, step) is
 # no part of its own: a program's step measures the rest ("other"), its eager work is a part of its own.
 PART_OF_PHASE: Dict[str, str] = {
-    "load_dataset": "input", "let_data": "input", "generate_data": "input",
-    "forward_all": "forward", "backward_all": "backward",
-    "prepare_backward": "update", "weight_decay": "update", "update": "update", "solver": "update",
-    "monitor_loss": "monitor", "communication": "communication",
+    "load_dataset": "input",
+    "let_data": "input",
+    "generate_data": "input",
+    "forward_all": "forward",
+    "backward_all": "backward",
+    "prepare_backward": "update",
+    "weight_decay": "update",
+    "update": "update",
+    "solver": "update",
+    "monitor_loss": "monitor",
+    "communication": "communication",
 }
 FORWARD, BACKWARD = LAYER_PHASES
 

@@ -3,6 +3,7 @@
 Times are kept as integer nanoseconds of a monotonic clock and turned into
 milliseconds only for display (as line_profiler keeps ticks and a unit).
 """
+
 from __future__ import annotations
 
 import time

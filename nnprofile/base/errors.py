@@ -1,4 +1,5 @@
 """Errors the user can act on: each becomes one line on stderr and an exit code."""
+
 from __future__ import annotations
 
 from typing import Any, Optional

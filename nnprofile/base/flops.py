@@ -12,6 +12,7 @@ operators; adding a type is one entry. Conventions:
 Every counter takes a ``Shapes`` (input and output shapes, which inputs need a
 gradient, the function's arguments) and returns ``(forward, backward)``.
 """
+
 from __future__ import annotations
 
 import math
@@ -102,6 +103,7 @@ def _unary(forward_per_element: int = 1, backward_per_element: int = 2) -> Count
     def count(s: Shapes) -> Tuple[int, int]:
         n = size(s.outputs[0])
         return forward_per_element * n, (backward_per_element * n if s.grad(0) else 0)
+
     return count
 
 
@@ -110,6 +112,7 @@ def _binary(backward_per_grad: int) -> Counter:
         n = size(s.outputs[0])
         grads = sum(1 for i in range(len(s.inputs)) if s.grad(i))
         return n, backward_per_grad * n * grads
+
     return count
 
 

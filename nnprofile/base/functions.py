@@ -9,6 +9,7 @@ events of a recording, which load and assemble on a machine without NNabla.
 A variable's identity is NNabla's own: two Python ``Variable`` objects that share a buffer (a
 variable and its ``get_unlinked_variable()``) compare equal, and are one variable here.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,9 +21,9 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 class VariableInfo:
     id: int
     shape: Tuple[int, ...]
-    dtype: Optional[str] = None         # "float32"; None where NNabla had not allocated it
+    dtype: Optional[str] = None  # "float32"; None where NNabla had not allocated it
     need_grad: bool = False
-    parameter: Optional[str] = None     # its full name, where it is a parameter
+    parameter: Optional[str] = None  # its full name, where it is a parameter
 
     def to_list(self) -> list:
         return [self.id, list(self.shape), self.dtype, self.need_grad, self.parameter]
@@ -35,10 +36,10 @@ class VariableInfo:
 @dataclass
 class FunctionInfo:
     id: int
-    type: str                           # "Convolution"
-    impl_class: str                     # the class that ran: "ConvolutionCudaCudnn" under cuDNN
+    type: str  # "Convolution"
+    impl_class: str  # the class that ran: "ConvolutionCudaCudnn" under cuDNN
     args: Dict[str, Any]
-    inputs: List[int]                   # variable ids
+    inputs: List[int]  # variable ids
     outputs: List[int]
     # Per input: the function that computes it in this function's graph (None: a leaf, or a variable
     # unlinked from the function that computed it; -1: a function not described, outside what ran).
@@ -46,7 +47,7 @@ class FunctionInfo:
     in_place: List[bool] = field(default_factory=list)  # per output: it shares an input's buffer
     # What the backward reads: (input i whose gradient is computed, "in" or "out", index j of the data read).
     grad_reads: List[Tuple[int, str, int]] = field(default_factory=list)
-    created: Optional[str] = None       # where the program made it ("train.py:42"), where known
+    created: Optional[str] = None  # where the program made it ("train.py:42"), where known
 
     @property
     def signature(self) -> str:
@@ -54,13 +55,33 @@ class FunctionInfo:
         return "%s%s" % (self.type, json.dumps(self.args, sort_keys=True, default=str))
 
     def to_list(self) -> list:
-        return [self.id, self.type, self.impl_class, self.args, self.inputs, self.outputs, self.parents,
-                [int(b) for b in self.in_place], [list(r) for r in self.grad_reads], self.created]
+        return [
+            self.id,
+            self.type,
+            self.impl_class,
+            self.args,
+            self.inputs,
+            self.outputs,
+            self.parents,
+            [int(b) for b in self.in_place],
+            [list(r) for r in self.grad_reads],
+            self.created,
+        ]
 
     @classmethod
     def from_list(cls, x: list) -> "FunctionInfo":
-        return cls(int(x[0]), x[1], x[2], dict(x[3]), list(x[4]), list(x[5]), list(x[6]), [bool(b) for b in x[7]],
-                   [(int(a), str(b), int(c)) for a, b, c in x[8]], x[9])
+        return cls(
+            int(x[0]),
+            x[1],
+            x[2],
+            dict(x[3]),
+            list(x[4]),
+            list(x[5]),
+            list(x[6]),
+            [bool(b) for b in x[7]],
+            [(int(a), str(b), int(c)) for a, b, c in x[8]],
+            x[9],
+        )
 
 
 class Graph:
@@ -89,6 +110,7 @@ class Graph:
 def dtype_name(variable: Any) -> Optional[str]:
     """The dtype of a variable's data; None where NNabla has not allocated it yet."""
     import numpy as np
+
     try:
         return np.dtype(variable.data.dtype).name
     except Exception:
@@ -128,8 +150,13 @@ class Describer:
     def variable(self, v: Any) -> VariableInfo:
         info = self.variables.get(v)
         if info is None:
-            info = self.variables[v] = VariableInfo(len(self.variables), tuple(int(d) for d in v.shape),
-                                                    dtype_name(v), bool(v.need_grad), self.parameter_names.get(v))
+            info = self.variables[v] = VariableInfo(
+                len(self.variables),
+                tuple(int(d) for d in v.shape),
+                dtype_name(v),
+                bool(v.need_grad),
+                self.parameter_names.get(v),
+            )
             self._graph.variables[info.id] = info
         elif info.dtype is None:
             info.dtype = dtype_name(v)
@@ -157,9 +184,18 @@ class Describer:
         type_name, impl = f.info.type_name, str(f.name)
         if impl == "Callback":  # a custom PythonFunction: its own class names it, and is what ran
             impl = type_name
-        info = FunctionInfo(len(self.functions), type_name, impl, args, [v.id for v in ins],
-                            [v.id for v in outs], parents, in_place, self._reads(f, args, len(inputs), len(outputs)),
-                            self.created.get(f))
+        info = FunctionInfo(
+            len(self.functions),
+            type_name,
+            impl,
+            args,
+            [v.id for v in ins],
+            [v.id for v in outs],
+            parents,
+            in_place,
+            self._reads(f, args, len(inputs), len(outputs)),
+            self.created.get(f),
+        )
         self.functions[f] = info
         self._graph.functions[info.id] = info
         return info
@@ -170,8 +206,10 @@ class Describer:
         if known is None:
             known = []
             for i in range(n_in):
-                for what, depends, n in (("in", f.grad_depends_input_data, n_in), ("out", f.grad_depends_output_data,
-                                                                                   n_out)):
+                for what, depends, n in (
+                    ("in", f.grad_depends_input_data, n_in),
+                    ("out", f.grad_depends_output_data, n_out),
+                ):
                     for j in range(n):
                         try:
                             if depends(i, j):

@@ -11,6 +11,7 @@ the median of the pairs' differences, which a slow spell over a few runs does no
 measurements themselves need NNabla and live with their pipeline
 (``nnprofile.recording.calibrate``, ``nnprofile.measure.graph_mode``); what is here is pure.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -61,14 +62,18 @@ class HookCosts:
     def inside(self, kind: str, signature: Optional[str] = None) -> float:
         if kind == "static" and signature is not None and signature in self.by_signature:
             return self._scale(signature) * self.by_signature[signature][0]
-        return self._scale(signature) * {"static": self.static_inside, "dynamic": self.dynamic_inside,
-                                         "eager": self.eager_inside}[kind]
+        return (
+            self._scale(signature)
+            * {"static": self.static_inside, "dynamic": self.dynamic_inside, "eager": self.eager_inside}[kind]
+        )
 
     def total(self, kind: str, signature: Optional[str] = None) -> float:
         if kind == "static" and signature is not None and signature in self.by_signature:
             return self._scale(signature) * self.by_signature[signature][1]
-        return self._scale(signature) * {"static": self.static_total, "dynamic": self.dynamic_total,
-                                         "eager": self.eager_total}[kind]
+        return (
+            self._scale(signature)
+            * {"static": self.static_total, "dynamic": self.dynamic_total, "eager": self.eager_total}[kind]
+        )
 
     def per_pass(self) -> float:
         return self.scale * self.pass_total
@@ -99,11 +104,21 @@ def paired_cost(plain: Sequence[float], hooked: Sequence[float], n: int) -> floa
 
 def smaller(a: HookCosts, b: HookCosts) -> HookCosts:
     """Of two measurements, the smaller figure of each (a slow spell only adds)."""
-    return HookCosts(min(a.static_total, b.static_total), min(a.static_inside, b.static_inside),
-                     min(a.dynamic_total, b.dynamic_total), min(a.dynamic_inside, b.dynamic_inside),
-                     min(a.eviction, b.eviction), min(a.eager_total, b.eager_total),
-                     min(a.eager_inside, b.eager_inside), dict(a.by_signature, **b.by_signature),
-                     min(a.pass_total, b.pass_total), a.scale, a.outside, a.backward_scale, a.carry)
+    return HookCosts(
+        min(a.static_total, b.static_total),
+        min(a.static_inside, b.static_inside),
+        min(a.dynamic_total, b.dynamic_total),
+        min(a.dynamic_inside, b.dynamic_inside),
+        min(a.eviction, b.eviction),
+        min(a.eager_total, b.eager_total),
+        min(a.eager_inside, b.eager_inside),
+        dict(a.by_signature, **b.by_signature),
+        min(a.pass_total, b.pass_total),
+        a.scale,
+        a.outside,
+        a.backward_scale,
+        a.carry,
+    )
 
 
 # The hooks' own code runs slower (or faster) in a program than where it was measured (the program's work
@@ -118,8 +133,9 @@ def scaled(measured: HookCosts, forward: Optional[float], backward: Optional[flo
     backward = backward if backward is not None else forward
     if forward is None or backward is None:
         return measured
-    return replace(measured, scale=max(MIN_SCALE, min(MAX_SCALE, forward)),
-                   backward_scale=max(MIN_SCALE, min(MAX_SCALE, backward)))
+    return replace(
+        measured, scale=max(MIN_SCALE, min(MAX_SCALE, forward)), backward_scale=max(MIN_SCALE, min(MAX_SCALE, backward))
+    )
 
 
 def _significant(values: Sequence[float]) -> float:
@@ -129,8 +145,9 @@ def _significant(values: Sequence[float]) -> float:
     return m if abs(m) >= 2 * median_error(values) else 0.0
 
 
-def measured_in_program(costs: HookCosts, pairs: Sequence[Tuple[float, float, float]], carried: Sequence[float] = (),
-                        min_pairs: int = 3) -> Optional[Tuple[HookCosts, Dict[str, float]]]:
+def measured_in_program(
+    costs: HookCosts, pairs: Sequence[Tuple[float, float, float]], carried: Sequence[float] = (), min_pairs: int = 3
+) -> Optional[Tuple[HookCosts, Dict[str, float]]]:
     """What else the hooks cost a step: ``pairs`` of steps without the hooks each against the step with them
     after it (``nnprofile.assembly.hookfit.pairs``): (the hooked step, the plain step, what the hooks cost
     the hooked step's functions and passes as the costs say), in ns. None with fewer than ``min_pairs``.
@@ -145,7 +162,11 @@ def measured_in_program(costs: HookCosts, pairs: Sequence[Tuple[float, float, fl
     rest = [h - p - c for h, p, c in pairs]
     outside = _significant(rest)
     carry = _significant(carried) if len(carried) >= min_pairs else 0.0
-    return replace(costs, outside=outside, carry=carry), {"carry_ms": carry / 1e6,
-        "pairs": len(pairs), "plain_ms": median([p for _, p, _ in pairs]) / 1e6,
-        "hooked_ms": median([h for h, _, _ in pairs]) / 1e6, "hooks_ms": median([c for _, _, c in pairs]) / 1e6,
-        "outside_ms": outside / 1e6}
+    return replace(costs, outside=outside, carry=carry), {
+        "carry_ms": carry / 1e6,
+        "pairs": len(pairs),
+        "plain_ms": median([p for _, p, _ in pairs]) / 1e6,
+        "hooked_ms": median([h for h, _, _ in pairs]) / 1e6,
+        "hooks_ms": median([c for _, _, c in pairs]) / 1e6,
+        "outside_ms": outside / 1e6,
+    }

@@ -17,6 +17,7 @@ Interruptions come at a rate ``rate`` per nanosecond of timed work, so a call of
 chance of ``exp(-rate * d)``; each undisturbed sample is weighted by the inverse of that chance (``weights``), so
 that the estimate stands for every call, as inverse probability weighting does for a sample kept by a known rule.
 """
+
 from __future__ import annotations
 
 import math
@@ -34,7 +35,7 @@ MIN_UNDISTURBED = 5
 MIN_UNDISTURBED_SHARE = 0.1
 
 
-CPU, SWITCHES = "cpu", "switches"   # what a capture's marks are (``Capture.marks``)
+CPU, SWITCHES = "cpu", "switches"  # what a capture's marks are (``Capture.marks``)
 # A call's CPU time short of its wall time by more than this (ns, and share of the call): the thread was off its CPU
 # meanwhile (another task ran, or it waited for the interpreter's lock): no sample of what the call costs.
 SHORTFALL_NS, SHORTFALL_SHARE = 10_000, 0.01
@@ -48,7 +49,6 @@ def shortfall(start: int, end: int, m0: int, m1: int, marks: str) -> bool:
     if marks == SWITCHES:
         return m1 != m0
     return False
-
 
 
 _FILES: Dict[int, Optional[int]] = {}  # thread id -> its open /proc/thread-self/schedstat (one a thread, kept)
@@ -78,6 +78,7 @@ class Probe:
         self._thread = self._self = 0
         try:
             import resource
+
             self._getrusage = resource.getrusage
             self._thread = resource.RUSAGE_THREAD  # Linux only
             self._self = resource.RUSAGE_SELF
@@ -146,8 +147,8 @@ class FakeProbe:
     def __init__(self, now: Any = None) -> None:
         self.count = 0
         self.waited = 0
-        self.now = now            # the scripted clock's time (read without moving it): the thread's CPU time keeps
-        self.stolen = 0           # pace with it but for what other work took
+        self.now = now  # the scripted clock's time (read without moving it): the thread's CPU time keeps
+        self.stolen = 0  # pace with it but for what other work took
 
     def interrupt(self, n: int = 1, ns: int = 0) -> None:
         """Other work takes the CPU ``n`` times, for ``ns`` in all: the thread's CPU time falls that far behind."""

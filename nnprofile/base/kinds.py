@@ -5,28 +5,68 @@ about a layer (``nnprofile.analysis.advice``) fits its kind: maps, kernels, stri
 for convolutions only. A type is known by name or by the family its name says (``...Convolution``,
 ``...Affine``, ``...Normalization``, ``...Pooling``); one no rule knows is ``other``.
 """
+
 from __future__ import annotations
 
 import re
 
 CONVOLUTION, AFFINE, RECURRENT, NORMALIZATION, POOLING, EMBEDDING = (
-    "convolution", "affine", "recurrent", "normalization", "pooling", "embedding")
+    "convolution",
+    "affine",
+    "recurrent",
+    "normalization",
+    "pooling",
+    "embedding",
+)
 ELEMENTWISE, REDUCTION, LOSS, DATA, OTHER = "element-wise", "reduction", "loss", "data movement", "other"
 
 _BY_NAME = {
     "BatchMatmul": AFFINE,
-    "LSTM": RECURRENT, "GRU": RECURRENT, "RNN": RECURRENT,
+    "LSTM": RECURRENT,
+    "GRU": RECURRENT,
+    "RNN": RECURRENT,
     "Embed": EMBEDDING,
-    "Sum": REDUCTION, "Mean": REDUCTION, "Max": REDUCTION, "Min": REDUCTION, "Prod": REDUCTION,
-    "Norm": REDUCTION, "ReduceSum": REDUCTION, "ReduceMean": REDUCTION, "CumSum": REDUCTION,
-    "CumProd": REDUCTION, "Softmax": ELEMENTWISE, "LogSoftmax": ELEMENTWISE,
-    "SquaredError": LOSS, "AbsoluteError": LOSS, "HuberLoss": LOSS, "EpsilonInsensitiveLoss": LOSS,
+    "Sum": REDUCTION,
+    "Mean": REDUCTION,
+    "Max": REDUCTION,
+    "Min": REDUCTION,
+    "Prod": REDUCTION,
+    "Norm": REDUCTION,
+    "ReduceSum": REDUCTION,
+    "ReduceMean": REDUCTION,
+    "CumSum": REDUCTION,
+    "CumProd": REDUCTION,
+    "Softmax": ELEMENTWISE,
+    "LogSoftmax": ELEMENTWISE,
+    "SquaredError": LOSS,
+    "AbsoluteError": LOSS,
+    "HuberLoss": LOSS,
+    "EpsilonInsensitiveLoss": LOSS,
     "KLMultinomial": LOSS,
-    "Identity": DATA, "Reshape": DATA, "Transpose": DATA, "Concatenate": DATA, "Split": DATA, "Stack": DATA,
-    "Slice": DATA, "Pad": DATA, "Broadcast": DATA, "BroadcastTo": DATA, "Tile": DATA, "Flip": DATA,
-    "Shift": DATA, "Sort": DATA, "MatrixDiag": DATA, "MatrixDiagPart": DATA, "OneHot": DATA,
-    "Gather": DATA, "GatherNd": DATA, "ScatterNd": DATA, "ScatterAdd": DATA, "Unpooling": DATA,
-    "Interpolate": DATA, "Dropout": ELEMENTWISE,
+    "Identity": DATA,
+    "Reshape": DATA,
+    "Transpose": DATA,
+    "Concatenate": DATA,
+    "Split": DATA,
+    "Stack": DATA,
+    "Slice": DATA,
+    "Pad": DATA,
+    "Broadcast": DATA,
+    "BroadcastTo": DATA,
+    "Tile": DATA,
+    "Flip": DATA,
+    "Shift": DATA,
+    "Sort": DATA,
+    "MatrixDiag": DATA,
+    "MatrixDiagPart": DATA,
+    "OneHot": DATA,
+    "Gather": DATA,
+    "GatherNd": DATA,
+    "ScatterNd": DATA,
+    "ScatterAdd": DATA,
+    "Unpooling": DATA,
+    "Interpolate": DATA,
+    "Dropout": ELEMENTWISE,
 }
 
 # Families by name, in order: the first that matches.
@@ -38,10 +78,20 @@ _FAMILIES = [
     (re.compile(r"CrossEntropy$|Loss$"), LOSS),
     (re.compile(r"^(Add|Sub|Mul|Div|Pow|RSub|RDiv|RPow|Maximum|Minimum)(2|N|Scalar)$|Scalar$"), ELEMENTWISE),
     (re.compile(r"^(Logical|Greater|Less|Equal|NotEqual|Isnan|Isinf|ResetNan|ResetInf|Where|Sign)"), ELEMENTWISE),
-    (re.compile(r"ReLU|ELU$|^Tanh$|^Sigmoid$|^Swish$|^Mish$|^GELU$|^Softplus$|^Softsign$|^TanhShrink$|^Sinc$"
-                r"|^Binary(Tanh|Sigmoid)$|^HardTanh$|^HardSigmoid$|^LogSigmoid$"), ELEMENTWISE),
-    (re.compile(r"^(Abs|Exp|Log|Sqrt|Square|Sin|Cos|Tan|Sinh|Cosh|ASin|ACos|ATan|ATan2|ASinh|ACosh|ATanh|Ceil"
-                r"|Floor|Round|Clip\w*|Erf|Identity)$"), ELEMENTWISE),
+    (
+        re.compile(
+            r"ReLU|ELU$|^Tanh$|^Sigmoid$|^Swish$|^Mish$|^GELU$|^Softplus$|^Softsign$|^TanhShrink$|^Sinc$"
+            r"|^Binary(Tanh|Sigmoid)$|^HardTanh$|^HardSigmoid$|^LogSigmoid$"
+        ),
+        ELEMENTWISE,
+    ),
+    (
+        re.compile(
+            r"^(Abs|Exp|Log|Sqrt|Square|Sin|Cos|Tan|Sinh|Cosh|ASin|ACos|ATan|ATan2|ASinh|ACosh|ATanh|Ceil"
+            r"|Floor|Round|Clip\w*|Erf|Identity)$"
+        ),
+        ELEMENTWISE,
+    ),
 ]
 
 

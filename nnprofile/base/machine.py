@@ -11,12 +11,13 @@ analysis reads them from the profile. A layer's rate above the machine's by more
 layer's time was too short to rate (or mostly taken off as the timing's own cost); it is flagged, and never used
 as a reference.
 """
+
 from __future__ import annotations
 
 import time
 from typing import Callable, Dict, Optional
 
-MARGIN = 1.5          # a rate this far above the machine's measured one is no rate
+MARGIN = 1.5  # a rate this far above the machine's measured one is no rate
 _MEASURED: Optional[Dict[str, float]] = None
 
 
@@ -39,6 +40,7 @@ def _matrix_product(size: int) -> Callable[[], object]:
     import nnabla as nn
     import nnabla.functions as F
     from nnabla.ext_utils import get_extension_context
+
     with nn.context_scope(get_extension_context("cpu", type_config="float")), nn.auto_forward(False):
         rng = np.random.RandomState(0)  # its own: the program's random draws stay what they are without nnprofile
         a = nn.Variable.from_numpy_array(rng.rand(size, size).astype(np.float32))
@@ -53,7 +55,8 @@ def measure(size: int = 512, copy_mib: int = 32, runs: int = 7) -> Dict[str, flo
     if _MEASURED is not None:
         return dict(_MEASURED)
     import numpy as np
-    gflops = 2.0 * size ** 3 / _best(_matrix_product(size), runs) / 1e9
+
+    gflops = 2.0 * size**3 / _best(_matrix_product(size), runs) / 1e9
     src = np.ones(copy_mib * (1 << 20) // 4, dtype=np.float32)
     dst = np.empty_like(src)
     gbytes = 2.0 * src.nbytes / _best(lambda: np.copyto(dst, src), runs) / 1e9

@@ -5,6 +5,7 @@ same fields (``add_arguments``); ``--repeat`` hands a fresh process the same opt
 ``nnprofile compare --set KEY=VALUE`` takes the fields marked configurable. Adding an option is
 one field here.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,14 +54,32 @@ def non_negative_float(text: str) -> float:
 VALUE, SWITCH, NEGATED, APPEND = "value", "switch", "negated", "append"
 
 
-def option(default: Any, flag: str, help: str, kind: str = VALUE, type: Optional[Callable[[str], Any]] = None,
-           choices: Optional[Sequence[str]] = None, metavar: Optional[str] = None, configurable: bool = False,
-           fresh: bool = True) -> Any:
+def option(
+    default: Any,
+    flag: str,
+    help: str,
+    kind: str = VALUE,
+    type: Optional[Callable[[str], Any]] = None,
+    choices: Optional[Sequence[str]] = None,
+    metavar: Optional[str] = None,
+    configurable: bool = False,
+    fresh: bool = True,
+) -> Any:
     """A field of an options class. ``configurable``: a key of ``compare --set``; ``fresh``: handed on to
     a fresh process of ``--repeat``."""
-    return field(default=default, metadata={"flag": flag, "help": help, "kind": kind, "type": type,
-                                            "choices": tuple(choices) if choices else None, "metavar": metavar,
-                                            "configurable": configurable, "fresh": fresh})
+    return field(
+        default=default,
+        metadata={
+            "flag": flag,
+            "help": help,
+            "kind": kind,
+            "type": type,
+            "choices": tuple(choices) if choices else None,
+            "metavar": metavar,
+            "configurable": configurable,
+            "fresh": fresh,
+        },
+    )
 
 
 def add_field(parser: Any, f: "Field[Any]", suffix: str = "", default: Any = MISSING) -> None:
@@ -103,43 +122,95 @@ def field_argv(f: "Field[Any]", value: Any) -> List[str]:
 class ProfileOptions:
     """What profiling a project can be told (``nnprofile PROJECT --help`` lists the same)."""
 
-    context: Optional[str] = option(None, "--context", "run on this backend instead of the project's global_config",
-                                    choices=BACKENDS, configurable=True)
-    type_config: Optional[str] = option(None, "--type-config", "run in this precision instead of the project's",
-                                        choices=TYPE_CONFIGS, configurable=True)
-    batch_size: Optional[int] = option(None, "--batch-size", "override the networks' batch size", type=positive_int,
-                                       configurable=True)
-    synthetic: bool = option(False, "--synthetic", "feed generated data of the declared shapes instead of reading "
-                             "the datasets", kind=SWITCH)
-    zero_weights: bool = option(False, "--zero-weights", "zero every weight and bias first, as nnabla_cli profile "
-                                "does (only to compare with it: zeros make some layers unrealistically fast)",
-                                kind=SWITCH)
-    mode: str = option("isolated", "--mode", "isolated: each function re-run on its own, as NNC measures (default); "
-                       "graph: each function timed inside real forward and backward passes", choices=MODES)
-    runs: Optional[int] = option(None, "--runs", "a fixed number of rounds of one timed run per entry (default: "
-                                 "adaptive)", type=positive_int)
+    context: Optional[str] = option(
+        None,
+        "--context",
+        "run on this backend instead of the project's global_config",
+        choices=BACKENDS,
+        configurable=True,
+    )
+    type_config: Optional[str] = option(
+        None, "--type-config", "run in this precision instead of the project's", choices=TYPE_CONFIGS, configurable=True
+    )
+    batch_size: Optional[int] = option(
+        None, "--batch-size", "override the networks' batch size", type=positive_int, configurable=True
+    )
+    synthetic: bool = option(
+        False, "--synthetic", "feed generated data of the declared shapes instead of reading the datasets", kind=SWITCH
+    )
+    zero_weights: bool = option(
+        False,
+        "--zero-weights",
+        "zero every weight and bias first, as nnabla_cli profile "
+        "does (only to compare with it: zeros make some layers unrealistically fast)",
+        kind=SWITCH,
+    )
+    mode: str = option(
+        "isolated",
+        "--mode",
+        "isolated: each function re-run on its own, as NNC measures (default); "
+        "graph: each function timed inside real forward and backward passes",
+        choices=MODES,
+    )
+    runs: Optional[int] = option(
+        None, "--runs", "a fixed number of rounds of one timed run per entry (default: adaptive)", type=positive_int
+    )
     warmup: int = option(1, "--warmup", "untimed runs before timing (default 1)", type=non_negative_int)
-    target_rse: float = option(0.02, "--target-rse", "adaptive sampling stops at this relative standard error "
-                               "(default 0.02)", type=positive_float)
-    min_rounds: int = option(5, "--min-rounds", "adaptive: at least this many rounds over all entries (default 5)",
-                             type=positive_int)
-    max_seconds: float = option(1.5, "--max-seconds", "adaptive: time budget of a section, all entries and rounds "
-                                "together (default 1.5)", type=positive_float)
-    max_seconds_per_entry: float = option(0.25, "--max-seconds-per-entry", "adaptive: an entry is final after this "
-                                          "much timed work (default 0.25)", type=positive_float)
-    drift_threshold: float = option(0.10, "--drift-threshold", "a round more than this far from the median round's "
-                                    "speed counts as drift (default 0.10)", type=positive_float)
-    repeat: int = option(1, "--repeat", "profile in N fresh processes and pool the results, reporting the "
-                         "run-to-run spread (for nnabla_cli-grade stability, at N times the time)",
-                         type=positive_int, metavar="N", fresh=False)
-    memory_limit: Union[None, int, str] = option(None, "--memory-limit", "report the largest batch whose estimated "
-                                                 "peak memory fits in SIZE (e.g. 8GiB, 512MB)", metavar="SIZE")
-    layers: bool = option(True, "--no-layers", "only the whole-step entries (data, forward_all, backward_all, "
-                          "update, ...): no per-layer setup, forward and backward entries", kind=NEGATED)
-    optimizers: Optional[Tuple[str, ...]] = option(None, "--optimizer", "profile only this optimizer",
-                                                   kind=APPEND, metavar="NAME")
-    executors: Optional[Tuple[str, ...]] = option(None, "--executor", "profile only this executor",
-                                                  kind=APPEND, metavar="NAME")
+    target_rse: float = option(
+        0.02,
+        "--target-rse",
+        "adaptive sampling stops at this relative standard error (default 0.02)",
+        type=positive_float,
+    )
+    min_rounds: int = option(
+        5, "--min-rounds", "adaptive: at least this many rounds over all entries (default 5)", type=positive_int
+    )
+    max_seconds: float = option(
+        1.5,
+        "--max-seconds",
+        "adaptive: time budget of a section, all entries and rounds together (default 1.5)",
+        type=positive_float,
+    )
+    max_seconds_per_entry: float = option(
+        0.25,
+        "--max-seconds-per-entry",
+        "adaptive: an entry is final after this much timed work (default 0.25)",
+        type=positive_float,
+    )
+    drift_threshold: float = option(
+        0.10,
+        "--drift-threshold",
+        "a round more than this far from the median round's speed counts as drift (default 0.10)",
+        type=positive_float,
+    )
+    repeat: int = option(
+        1,
+        "--repeat",
+        "profile in N fresh processes and pool the results, reporting the "
+        "run-to-run spread (for nnabla_cli-grade stability, at N times the time)",
+        type=positive_int,
+        metavar="N",
+        fresh=False,
+    )
+    memory_limit: Union[None, int, str] = option(
+        None,
+        "--memory-limit",
+        "report the largest batch whose estimated peak memory fits in SIZE (e.g. 8GiB, 512MB)",
+        metavar="SIZE",
+    )
+    layers: bool = option(
+        True,
+        "--no-layers",
+        "only the whole-step entries (data, forward_all, backward_all, "
+        "update, ...): no per-layer setup, forward and backward entries",
+        kind=NEGATED,
+    )
+    optimizers: Optional[Tuple[str, ...]] = option(
+        None, "--optimizer", "profile only this optimizer", kind=APPEND, metavar="NAME"
+    )
+    executors: Optional[Tuple[str, ...]] = option(
+        None, "--executor", "profile only this executor", kind=APPEND, metavar="NAME"
+    )
     training: bool = option(True, "--no-training", "skip the optimizers", kind=NEGATED)
     inference: bool = option(True, "--no-inference", "skip the executors", kind=NEGATED)
 
@@ -173,8 +244,10 @@ class ProfileOptions:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(settings) - known)
         if unknown:
-            raise TypeError("unexpected option%s %s (options: %s)" % ("s" if len(unknown) > 1 else "",
-                                                                     ", ".join(unknown), ", ".join(sorted(known))))
+            raise TypeError(
+                "unexpected option%s %s (options: %s)"
+                % ("s" if len(unknown) > 1 else "", ", ".join(unknown), ", ".join(sorted(known)))
+            )
         return cls(**settings)
 
     @classmethod
@@ -182,8 +255,13 @@ class ProfileOptions:
         return cls(**{f.name: getattr(args, f.name) for f in fields(cls) if hasattr(args, f.name)})
 
     @classmethod
-    def add_arguments(cls, parser: Any, names: Optional[Iterable[str]] = None, suffix: str = "",
-                      defaults: Optional[Dict[str, Any]] = None) -> None:
+    def add_arguments(
+        cls,
+        parser: Any,
+        names: Optional[Iterable[str]] = None,
+        suffix: str = "",
+        defaults: Optional[Dict[str, Any]] = None,
+    ) -> None:
         """Add every option (or those ``names``) to an argparse parser; ``defaults``: the parser's own."""
         wanted = set(names) if names is not None else None
         for f in fields(cls):
@@ -205,9 +283,11 @@ def configurable() -> Dict[str, "Field[Any]"]:
 
 # -- a recorded program's schedule: torch.profiler's, one block for `nnprofile run` and %%nnprofile ------
 
-SCHEDULE_EXAMPLE = ("a long training: a window of 20 steps every 500 or so, until the program ends, the last 10 windows "
-                    "kept:  nnprofile run --wait 480 --warmup 0 --active 20 --repeat 0 --max-windows 10 train.py; "
-                    "or when asked:  nnprofile run --on-demand train.py  then  nnprofile capture PID")
+SCHEDULE_EXAMPLE = (
+    "a long training: a window of 20 steps every 500 or so, until the program ends, the last 10 windows "
+    "kept:  nnprofile run --wait 480 --warmup 0 --active 20 --repeat 0 --max-windows 10 train.py; "
+    "or when asked:  nnprofile run --on-demand train.py  then  nnprofile capture PID"
+)
 
 
 @dataclass(frozen=True)
@@ -217,8 +297,8 @@ class Schedule:
     wait: int = 0
     warmup: int = 1
     active: int = 20
-    repeat: int = 1          # windows; 0: one after the other until the program ends
-    max_windows: int = 0     # the files of the last N windows are kept (0: all)
+    repeat: int = 1  # windows; 0: one after the other until the program ends
+    max_windows: int = 0  # the files of the last N windows are kept (0: all)
     on_demand: bool = False  # a window only when asked (a signal), as many times as asked
     signal: str = "USR1"
 
@@ -228,13 +308,18 @@ class Schedule:
             if not isinstance(value, int) or isinstance(value, bool):
                 raise ValueError("%s must be a whole number, not %r" % (name, value))
             if value < (1 if name == "active" else 0):
-                raise ValueError("%s must be %s, not %d" % (name, "1 or more" if name == "active" else "0 or more", value))
+                raise ValueError(
+                    "%s must be %s, not %d" % (name, "1 or more" if name == "active" else "0 or more", value)
+                )
         if self.on_demand and self.repeat not in (0, 1):
-            raise ValueError("on demand, a window comes each time it is asked for: --repeat %d means nothing with "
-                             "--on-demand" % self.repeat)
+            raise ValueError(
+                "on demand, a window comes each time it is asked for: --repeat %d means nothing with "
+                "--on-demand" % self.repeat
+            )
         if self.on_demand and self.wait:
-            raise ValueError("on demand, a window begins when asked for: --wait %d means nothing with --on-demand"
-                             % self.wait)
+            raise ValueError(
+                "on demand, a window begins when asked for: --wait %d means nothing with --on-demand" % self.wait
+            )
 
     @property
     def windowed(self) -> bool:
@@ -244,12 +329,23 @@ class Schedule:
     def describe(self) -> str:
         """The log's line: the schedule in torch.profiler's words."""
         if self.on_demand:
-            return ("on demand (SIG%s or nnprofile capture PID): each time, warmup %d and active %d steps"
-                    % (self.signal, self.warmup, self.active))
-        windows = "until the program ends" if self.repeat == 0 else \
-            "%d window%s" % (self.repeat, "" if self.repeat == 1 else "s")
-        return "wait %d, warmup %d, active %d, repeat %d (%s)" % (self.wait, self.warmup, self.active, self.repeat,
-                                                                 windows)
+            return "on demand (SIG%s or nnprofile capture PID): each time, warmup %d and active %d steps" % (
+                self.signal,
+                self.warmup,
+                self.active,
+            )
+        windows = (
+            "until the program ends"
+            if self.repeat == 0
+            else "%d window%s" % (self.repeat, "" if self.repeat == 1 else "s")
+        )
+        return "wait %d, warmup %d, active %d, repeat %d (%s)" % (
+            self.wait,
+            self.warmup,
+            self.active,
+            self.repeat,
+            windows,
+        )
 
 
 # The signals that may ask for a window: the user-defined ones. Any other (TERM, INT, SEGV, ...) is one a program
@@ -272,24 +368,65 @@ def add_schedule(parser: Any, on_demand: bool = True) -> None:
         "schedule (as torch.profiler's: wait, warmup, active, repeat)",
         "Each window: --wait steps untouched (no hook), --warmup recorded and set aside, --active kept; "
         "--repeat windows. One window: its files in OUTDIR. Several (or on demand): window K in OUTDIR/window-K "
-        "as soon as it closes, and in OUTDIR the view over all of them. Example, " + SCHEDULE_EXAMPLE)
-    group.add_argument("--wait", type=non_negative_int, default=Schedule.wait, metavar="N",
-                       help="steps the program runs untouched before each window (default 0)")
-    group.add_argument("--warmup", "--skip-first", dest="warmup", type=non_negative_int, default=Schedule.warmup, metavar="N",
-                       help="steps recorded and set aside first in each window, while buffers are built "
-                            "(default 1; --skip-first is its older name)")
-    group.add_argument("--active", type=positive_int, default=Schedule.active, metavar="N",
-                       help="steps kept in each window (default 20)")
-    group.add_argument("--repeat", type=non_negative_int, default=Schedule.repeat, metavar="N",
-                       help="windows, 0: one after the other until the program ends (default 1). Not the "
-                            "project profile's --repeat, which runs fresh processes")
-    group.add_argument("--max-windows", type=non_negative_int, default=Schedule.max_windows, metavar="N",
-                       help="keep the files of the last N windows only (default 0: all); the view keeps every "
-                            "window's figures")
+        "as soon as it closes, and in OUTDIR the view over all of them. Example, " + SCHEDULE_EXAMPLE,
+    )
+    group.add_argument(
+        "--wait",
+        type=non_negative_int,
+        default=Schedule.wait,
+        metavar="N",
+        help="steps the program runs untouched before each window (default 0)",
+    )
+    group.add_argument(
+        "--warmup",
+        "--skip-first",
+        dest="warmup",
+        type=non_negative_int,
+        default=Schedule.warmup,
+        metavar="N",
+        help="steps recorded and set aside first in each window, while buffers are built "
+        "(default 1; --skip-first is its older name)",
+    )
+    group.add_argument(
+        "--active",
+        type=positive_int,
+        default=Schedule.active,
+        metavar="N",
+        help="steps kept in each window (default 20)",
+    )
+    group.add_argument(
+        "--repeat",
+        type=non_negative_int,
+        default=Schedule.repeat,
+        metavar="N",
+        help="windows, 0: one after the other until the program ends (default 1). Not the "
+        "project profile's --repeat, which runs fresh processes",
+    )
+    group.add_argument(
+        "--max-windows",
+        type=non_negative_int,
+        default=Schedule.max_windows,
+        metavar="N",
+        help="keep the files of the last N windows only (default 0: all); the view keeps every window's figures",
+    )
     if on_demand:
-        group.add_argument("--on-demand", action="store_true",
-                           help="no window until asked: run untouched, then record a window each time the process "
-                                "gets the signal (nnprofile capture PID), as many times as asked")
-        group.add_argument("--signal", default=None, type=window_signal, metavar="USR1|USR2",
-                           help="the signal that asks for a window on demand (default USR1; USR2 where the program "
-                                "handles USR1 itself)")
+        _add_on_demand(group)
+
+
+def _add_on_demand(group: Any) -> None:
+    """Windows on demand: the flag, and the signal that asks for one."""
+    if True:
+        group.add_argument(
+            "--on-demand",
+            action="store_true",
+            help="no window until asked: run untouched, then record a window each time the process "
+            "gets the signal (nnprofile capture PID), as many times as asked",
+        )
+        group.add_argument(
+            "--signal",
+            default=None,
+            type=window_signal,
+            metavar="USR1|USR2",
+            help="the signal that asks for a window on demand (default USR1; USR2 where the program "
+            "handles USR1 itself)",
+        )

@@ -14,6 +14,7 @@ nnprofile did not write.
   (``Profile.files``); the files an earlier run listed that this one does not write are removed, and the
   folders those leave empty (``prune``). A file no run listed is never touched.
 """
+
 from __future__ import annotations
 
 import json
@@ -169,8 +170,10 @@ class Lock:
             except OSError:
                 pass
             os.close(fd)
-            raise FolderInUse("output folder %s is in use by another nnprofile run%s" % (
-                self.folder, " (process %s)" % holder if holder.isdigit() else ""))
+            raise FolderInUse(
+                "output folder %s is in use by another nnprofile run%s"
+                % (self.folder, " (process %s)" % holder if holder.isdigit() else "")
+            )
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode("ascii"))
         self._fd = fd

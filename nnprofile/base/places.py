@@ -1,5 +1,6 @@
 """A line of a program as its reader knows it: ``train.py:57``, and in a notebook the cell (``In [3], line 2``), as
 IPython's own tracebacks name it, not the kernel's temporary file (``/tmp/ipykernel_1234/1849004287.py``)."""
+
 from __future__ import annotations
 
 import sys

@@ -7,6 +7,7 @@ writes every field, None as null, unless it is empty (``EMPTY``: no field set), 
 the class does not know is kept as read (``extra``) and written back; ``encode``/``decode`` turn a field that is
 a record or a tuple of its own into what the file holds and back.
 """
+
 from __future__ import annotations
 
 from dataclasses import fields

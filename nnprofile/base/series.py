@@ -5,6 +5,7 @@ series keeps every sample in order and how many each round took, so that an entr
 a round (a validation every fifth step, an entry final early) holds an empty round there and
 rounds stay aligned across entries (``nnprofile.base.stats.speed_levels`` reads them so).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -13,9 +14,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 @dataclass
 class RoundSeries:
-    samples: List[float] = field(default_factory=list)     # ns, in the order taken
-    round_sizes: List[int] = field(default_factory=list)   # samples per round
-    disturbed: List[int] = field(default_factory=list)     # the samples other work interrupted (their indexes)
+    samples: List[float] = field(default_factory=list)  # ns, in the order taken
+    round_sizes: List[int] = field(default_factory=list)  # samples per round
+    disturbed: List[int] = field(default_factory=list)  # the samples other work interrupted (their indexes)
     # for each of those, the time other work took of it (its wall time less the thread's CPU time), None where not
     # known (a wait: no CPU time of its own)
     taken: List[Optional[float]] = field(default_factory=list)
@@ -74,8 +75,9 @@ class SeriesTable:
         return s
 
 
-def corrected(samples: Sequence[float], disturbed: Sequence[int], taken: Sequence[Optional[float]]) -> List[
-        Optional[float]]:
+def corrected(
+    samples: Sequence[float], disturbed: Sequence[int], taken: Sequence[Optional[float]]
+) -> List[Optional[float]]:
     """Each sample as other work left it: a held-up one less the time other work took of it (never below zero), None
     where that is not known (left out)."""
     out: List[Optional[float]] = list(samples)

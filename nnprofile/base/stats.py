@@ -3,11 +3,14 @@
 Pure functions over numbers, used by the measurement (stopping rules), the
 result model (per-entry figures) and the comparisons alike.
 """
+
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
+
+from .student import t_cdf, t_quantile  # noqa: F401  (read from here too)
 
 NS_PER_MS = 1_000_000
 
@@ -81,8 +84,16 @@ def summarize(samples: Sequence[float]) -> Stats:
     n = len(values)
     mean = sum(values) / n
     var = sum((v - mean) ** 2 for v in values) / (n - 1) if n > 1 else 0.0
-    return Stats(n=n, mean=mean, median=percentile(values, 50), std=math.sqrt(var),
-                 min=values[0], max=values[-1], p90=percentile(values, 90), rse_known=n >= 2)
+    return Stats(
+        n=n,
+        mean=mean,
+        median=percentile(values, 50),
+        std=math.sqrt(var),
+        min=values[0],
+        max=values[-1],
+        p90=percentile(values, 90),
+        rse_known=n >= 2,
+    )
 
 
 def round_means(samples: Sequence[float], round_sizes: Sequence[int]) -> List[Optional[float]]:
@@ -90,14 +101,13 @@ def round_means(samples: Sequence[float], round_sizes: Sequence[int]) -> List[Op
     means: List[Optional[float]] = []
     start = 0
     for size in round_sizes:
-        chunk = samples[start:start + size]
+        chunk = samples[start : start + size]
         means.append(sum(chunk) / len(chunk) if chunk else None)
         start += size
     return means
 
 
-def summarize_rounds(samples: Sequence[float], round_sizes: Sequence[int],
-                     dropped: Sequence[int] = ()) -> Stats:
+def summarize_rounds(samples: Sequence[float], round_sizes: Sequence[int], dropped: Sequence[int] = ()) -> Stats:
     """Statistics of samples taken in rounds, robust to rounds the machine slowed down.
 
     The mean reported is the mean of the round means over the rounds kept:
@@ -121,9 +131,18 @@ def summarize_rounds(samples: Sequence[float], round_sizes: Sequence[int],
     if len(kept) >= 2 and center > 0:
         spread = math.sqrt(sum((m - center) ** 2 for m in kept) / (len(kept) - 1))
         rse = spread / math.sqrt(len(kept)) / center
-    return Stats(n=base.n, mean=center, median=base.median, std=base.std, min=base.min, max=base.max,
-                 p90=base.p90, rounds=len(kept), round_rse=rse if rse is not None else 0.0,
-                 rse_known=rse is not None)
+    return Stats(
+        n=base.n,
+        mean=center,
+        median=base.median,
+        std=base.std,
+        min=base.min,
+        max=base.max,
+        p90=base.p90,
+        rounds=len(kept),
+        round_rse=rse if rse is not None else 0.0,
+        rse_known=rse is not None,
+    )
 
 
 def weighted_percentile(pairs: Sequence[Tuple[float, float]], q: float) -> float:
@@ -135,8 +154,9 @@ def weighted_percentile(pairs: Sequence[Tuple[float, float]], q: float) -> float
         return ordered[0][0] if ordered else 0.0
     points, seen = [], 0.0
     for value, weight in ordered:
-        points.append(((seen + weight / 2 - ordered[0][1] / 2) / (total - ordered[0][1] / 2 - ordered[-1][1] / 2),
-                       value))
+        points.append(
+            ((seen + weight / 2 - ordered[0][1] / 2) / (total - ordered[0][1] / 2 - ordered[-1][1] / 2), value)
+        )
         seen += weight
     target = q / 100.0
     for (p0, v0), (p1, v1) in zip(points, points[1:]):
@@ -145,8 +165,14 @@ def weighted_percentile(pairs: Sequence[Tuple[float, float]], q: float) -> float
     return points[-1][1]
 
 
-def summarize_undisturbed(samples: Sequence[float], round_sizes: Sequence[int], dropped: Sequence[int],
-                          disturbed: Sequence[int], per_ns: float, taken: Sequence[Optional[float]] = ()) -> Stats:
+def summarize_undisturbed(
+    samples: Sequence[float],
+    round_sizes: Sequence[int],
+    dropped: Sequence[int],
+    disturbed: Sequence[int],
+    per_ns: float,
+    taken: Sequence[Optional[float]] = (),
+) -> Stats:
     """Statistics of samples some of which other work held up (``disturbed``: their indexes). A held-up sample whose
     ``taken`` is known (the time other work took of it: its wall time less the thread's CPU time) counts less that
     time: what the work itself took. One whose time taken is not known (a wait) is left out, and the rest are each
@@ -158,6 +184,7 @@ def summarize_undisturbed(samples: Sequence[float], round_sizes: Sequence[int], 
     (and say so too)."""
     from .interference import enough, weights
     from .series import corrected
+
     if not disturbed:  # nothing held up: nothing to weigh against
         return summarize_rounds(samples, round_sizes, dropped)
     fixed = corrected(samples, disturbed, taken)
@@ -170,16 +197,9 @@ def summarize_undisturbed(samples: Sequence[float], round_sizes: Sequence[int], 
     if not kept_at:
         base = summarize_rounds(samples, round_sizes, dropped)
         return _with(base, disturbed=len(disturbed), undisturbed_enough=False)
-    stood = enough(len(kept_at), len(samples))
     values = [samples[i] for i in kept_at]
     w = weights(values, per_ns)
-    pairs = list(zip(values, w))
-    total = sum(w)
-    center = sum(v * x for v, x in pairs) / total
-    var = sum(x * (v - center) ** 2 for v, x in pairs) / total * len(values) / max(1, len(values) - 1)
-    base = Stats(n=len(values), mean=center, median=weighted_percentile(pairs, 50), std=math.sqrt(var),
-                 min=min(values), max=max(values), p90=weighted_percentile(pairs, 90), rse_known=len(values) >= 2,
-                 disturbed=len(disturbed), undisturbed_enough=stood)
+    base = _weighted(values, w, len(disturbed), enough(len(kept_at), len(samples)))
     if len(round_sizes) < 2 or sum(round_sizes) != len(samples):
         return base
     means: List[Optional[float]] = []
@@ -196,12 +216,38 @@ def summarize_undisturbed(samples: Sequence[float], round_sizes: Sequence[int], 
     if len(kept) >= 2 and mean_of_rounds > 0:
         spread = math.sqrt(sum((m - mean_of_rounds) ** 2 for m in kept) / (len(kept) - 1))
         rse = spread / math.sqrt(len(kept)) / mean_of_rounds
-    return _with(base, mean=mean_of_rounds, rounds=len(kept), round_rse=rse if rse is not None else 0.0,
-                 rse_known=rse is not None)
+    return _with(
+        base,
+        mean=mean_of_rounds,
+        rounds=len(kept),
+        round_rse=rse if rse is not None else 0.0,
+        rse_known=rse is not None,
+    )
+
+
+def _weighted(values: Sequence[float], w: Sequence[float], disturbed: int, stood: bool) -> Stats:
+    """The statistics of samples each of its weight: a weighted mean, median and p90, the spread of the samples."""
+    pairs = list(zip(values, w))
+    total = sum(w)
+    center = sum(v * x for v, x in pairs) / total
+    var = sum(x * (v - center) ** 2 for v, x in pairs) / total * len(values) / max(1, len(values) - 1)
+    return Stats(
+        n=len(values),
+        mean=center,
+        median=weighted_percentile(pairs, 50),
+        std=math.sqrt(var),
+        min=min(values),
+        max=max(values),
+        p90=weighted_percentile(pairs, 90),
+        rse_known=len(values) >= 2,
+        disturbed=disturbed,
+        undisturbed_enough=stood,
+    )
 
 
 def _with(stats: Stats, **changes: object) -> Stats:
     from dataclasses import replace
+
     return replace(stats, **changes)  # type: ignore[arg-type]
 
 
@@ -251,26 +297,46 @@ class Drift:
         """One line for the log's footer, the Info sheet and the notes (empty when steady)."""
         slow_kept = [r for r in self.exempt if r < len(self.levels) and self.levels[r] > 1 + self.threshold]
         if self.levels and len(self.exempt) == len(self.levels):  # a recorded program: every step kept
-            return ("%d of %d steps ran more than %g%% slower than the usual step (up to %+.0f%%); every step is "
+            return (
+                (
+                    "%d of %d steps ran more than %g%% slower than the usual step (up to %+.0f%%); every step is "
                     "kept: a program's steps vary on their own (an input that falls behind, a validation), and "
-                    "the figures are what it ran" % (len(slow_kept), len(self.levels), self.threshold * 100,
-                                                     (self.high - 1) * 100)) if slow_kept else ""
+                    "the figures are what it ran"
+                    % (len(slow_kept), len(self.levels), self.threshold * 100, (self.high - 1) * 100)
+                )
+                if slow_kept
+                else ""
+            )
         if not self.dropped and not self.flagged:
             return ""
-        what = ("%d of %d rounds ran more than %g%% slower than the machine's usual speed in this "
-                "section (up to %+.0f%%)" % (len(self.dropped), len(self.levels), self.threshold * 100,
-                                              (self.high - 1) * 100))
-        kept = ("; %d more ran as slow but are kept: they hold work most rounds do not (a validation), whose "
-                "share leaving them out would take away" % len(slow_kept)) if slow_kept else ""
+        what = (
+            "%d of %d rounds ran more than %g%% slower than the machine's usual speed in this "
+            "section (up to %+.0f%%)"
+            % (len(self.dropped), len(self.levels), self.threshold * 100, (self.high - 1) * 100)
+        )
+        kept = (
+            (
+                "; %d more ran as slow but are kept: they hold work most rounds do not (a validation), whose "
+                "share leaving them out would take away" % len(slow_kept)
+            )
+            if slow_kept
+            else ""
+        )
         if self.flagged:
             spread = max(self.high - 1, 1 - min(self.levels))
-            return ("the machine's speed drifted: %s%s; its usual speed is in doubt, so every figure of "
-                    "this section may be off by up to %.0f%%" % (what, kept, spread * 100))
+            return (
+                "the machine's speed drifted: %s%s; its usual speed is in doubt, so every figure of "
+                "this section may be off by up to %.0f%%" % (what, kept, spread * 100)
+            )
         return "%s; those rounds are left out of every figure%s" % (what, kept)
 
 
-def speed_levels(series: Sequence[Tuple[Sequence[float], Sequence[int]]], rounds: int,
-                 robust: bool = False, reference: Sequence[float] = ()) -> List[float]:
+def speed_levels(
+    series: Sequence[Tuple[Sequence[float], Sequence[int]]],
+    rounds: int,
+    robust: bool = False,
+    reference: Sequence[float] = (),
+) -> List[float]:
     """Per round: its samples' time against their entries' typical round means, relative to the usual speed.
 
     ``series`` holds each entry's (samples, round_sizes); an entry missing
@@ -280,7 +346,7 @@ def speed_levels(series: Sequence[Tuple[Sequence[float], Sequence[int]]], rounds
     entries' ratios, so that one part slower in some steps (an input that falls
     behind) is the program's own time, and only a slowdown of most of the work
     (the machine's) reads as one. ``reference``: a fixed workload's time in each
-    round (``nnprofile.measure.rounds.Reference``); a round that holds little of
+    round (``nnprofile.measure.machine_watch.Reference``); a round that holds little of
     the work (less than ``SPARSE`` of the fullest round's: its entries' shares of
     the rounds were planned small) takes its level from it, not from its few
     entries' own spread (see ``levels_of``).
@@ -361,8 +427,9 @@ class RunningStats:
         return math.sqrt(self._m2 / (self.n - 1)) / math.sqrt(self.n) / self.mean
 
 
-def ratio_ci(baseline: Sequence[float], other: Sequence[float],
-             confidence: float = 0.95) -> Tuple[float, Optional[float], Optional[float]]:
+def ratio_ci(
+    baseline: Sequence[float], other: Sequence[float], confidence: float = 0.95
+) -> Tuple[float, Optional[float], Optional[float]]:
     """Ratio of means other/baseline, with a confidence interval.
 
     The interval comes from the delta method on the log of the ratio, with
@@ -376,11 +443,11 @@ def ratio_ci(baseline: Sequence[float], other: Sequence[float],
     ratio = b.mean / a.mean
     if a.n < 2 or b.n < 2:
         return ratio, None, None
-    va = a.std ** 2 / (a.n * a.mean ** 2)
-    vb = b.std ** 2 / (b.n * b.mean ** 2)
+    va = a.std**2 / (a.n * a.mean**2)
+    vb = b.std**2 / (b.n * b.mean**2)
     if va + vb == 0:
         return ratio, ratio, ratio
-    df = (va + vb) ** 2 / ((va ** 2 / (a.n - 1) if va else 0) + (vb ** 2 / (b.n - 1) if vb else 0))
+    df = (va + vb) ** 2 / ((va**2 / (a.n - 1) if va else 0) + (vb**2 / (b.n - 1) if vb else 0))
     half_width = t_quantile(0.5 + confidence / 2, df) * math.sqrt(va + vb)
     return ratio, ratio * math.exp(-half_width), ratio * math.exp(half_width)
 
@@ -392,61 +459,3 @@ def mean_ci(values: Sequence[float], confidence: float = 0.95) -> Tuple[float, O
         return s.mean, None, None
     half_width = t_quantile(0.5 + confidence / 2, s.n - 1) * s.std / math.sqrt(s.n)
     return s.mean, s.mean - half_width, s.mean + half_width
-
-
-# -- Student's t, without SciPy -------------------------------------------------------------------------------
-
-def _beta_fraction(a: float, b: float, x: float) -> float:
-    """The continued fraction of the regularized incomplete beta function (modified Lentz's method)."""
-    tiny, c, d = 1e-300, 1.0, 1.0 - (a + b) * x / (a + 1.0)
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 300):
-        for numerator in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
-                          -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
-            d = 1.0 + numerator * d
-            d = 1.0 / (d if abs(d) > tiny else tiny)
-            c = 1.0 + numerator / c
-            c = c if abs(c) > tiny else tiny
-            h *= d * c
-        if abs(d * c - 1.0) < 1e-15:
-            break
-    return h
-
-
-def _incomplete_beta(a: float, b: float, x: float) -> float:
-    """I_x(a, b), the regularized incomplete beta function."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _beta_fraction(a, b, x) / a
-    return 1.0 - front * _beta_fraction(b, a, 1.0 - x) / b
-
-
-def t_cdf(x: float, df: float) -> float:
-    """Student's t distribution function with ``df`` (> 0, not necessarily whole) degrees of freedom."""
-    tail = 0.5 * _incomplete_beta(df / 2.0, 0.5, df / (df + x * x))
-    return 1.0 - tail if x >= 0 else tail
-
-
-def t_quantile(p: float, df: float) -> float:
-    """The ``p`` quantile of Student's t with ``df`` degrees of freedom (bisection on ``t_cdf``: exact to 1e-10)."""
-    if not 0.0 < p < 1.0 or not df > 0:
-        raise ValueError("t_quantile needs 0 < p < 1 and df > 0")
-    if p < 0.5:
-        return -t_quantile(1.0 - p, df)
-    low, high = 0.0, 1.0
-    while t_cdf(high, df) < p:
-        low, high = high, high * 2.0
-    for _ in range(200):
-        middle = 0.5 * (low + high)
-        if t_cdf(middle, df) < p:
-            low = middle
-        else:
-            high = middle
-        if high - low < 1e-12 * max(1.0, high):
-            break
-    return 0.5 * (low + high)

@@ -3,6 +3,7 @@
 Each command is a module with ``parser()`` and ``run(args)``; ``main`` picks one
 by the first argument (a project file means the default command, profile).
 """
+
 from __future__ import annotations
 
 import logging
@@ -15,20 +16,35 @@ from ..render.safe import safe_text
 from . import capture_cmd, check_cmd, compare_cmd, merge_cmd, profile_cmd, report_cmd, run_cmd
 
 EXIT_INTERNAL = 1
-COMMANDS = {"run": run_cmd, "capture": capture_cmd, "report": report_cmd, "compare": compare_cmd, "check": check_cmd,
-            "merge": merge_cmd}
+COMMANDS = {
+    "run": run_cmd,
+    "capture": capture_cmd,
+    "report": report_cmd,
+    "compare": compare_cmd,
+    "check": check_cmd,
+    "merge": merge_cmd,
+}
 
 
 def overview() -> str:
     """The top-level help: every command with its one line, then the default command's options."""
     width = max(len(name) for name in COMMANDS)
-    lines = ["usage: nnprofile PROJECT [PARAMETERS...] [options]   (the default command: profile a project)",
-             "       nnprofile COMMAND [options]", "",
-             "nnprofile: a layer-level profiler for NNabla and Neural Network Console.", "", "commands:",
-             "  %-*s  %s" % (width, "PROJECT", profile_cmd.SUMMARY)]
+    lines = [
+        "usage: nnprofile PROJECT [PARAMETERS...] [options]   (the default command: profile a project)",
+        "       nnprofile COMMAND [options]",
+        "",
+        "nnprofile: a layer-level profiler for NNabla and Neural Network Console.",
+        "",
+        "commands:",
+        "  %-*s  %s" % (width, "PROJECT", profile_cmd.SUMMARY),
+    ]
     lines += ["  %-*s  %s" % (width, name, module.SUMMARY) for name, module in COMMANDS.items()]
-    lines += ["", "'nnprofile COMMAND --help' gives a command's options. The options of profiling a project follow.",
-              "", ""]
+    lines += [
+        "",
+        "'nnprofile COMMAND --help' gives a command's options. The options of profiling a project follow.",
+        "",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -36,12 +52,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         status = _main(argv)
         if status == 130 and argv is None:  # the command itself, Ctrl-C'd: another Ctrl-C while Python shuts
-            import signal                   # down ends it at once, without a traceback from an atexit handler
+            import signal  # down ends it at once, without a traceback from an atexit handler
+
             signal.signal(signal.SIGINT, signal.SIG_DFL)
         return status
     except BrokenPipeError:  # the reader went away (nnprofile --help | head): quietly, as a filter ends
         try:
             import os
+
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         except OSError:
             pass
@@ -77,15 +95,19 @@ def _main(argv: Optional[List[str]] = None) -> int:
             traceback.print_exc()
         _error("nnprofile: error: %s" % e)
         return getattr(command, "EXIT_ERROR", e.exit_code)
-    except KeyboardInterrupt as e:  # Ctrl-C (130), or SIGTERM turned into it (143): the files already written stay whole
+    except (
+        KeyboardInterrupt
+    ) as e:  # Ctrl-C (130), or SIGTERM turned into it (143): the files already written stay whole
         _error("nnprofile: interrupted%s" % (" by SIGTERM" if getattr(e, "exit_code", 130) == 143 else ""))
         return int(getattr(e, "exit_code", 130))
     except Exception as e:  # a bug, or an NNabla failure we do not know yet
         if args.debug:
             traceback.print_exc()
         text = " ".join(str(e).split())
-        _error("nnprofile: error: %s%s (run with --debug for the traceback)"
-               % (type(e).__name__, (": " + text[:300]) if text else ""))
+        _error(
+            "nnprofile: error: %s%s (run with --debug for the traceback)"
+            % (type(e).__name__, (": " + text[:300]) if text else "")
+        )
         return getattr(command, "EXIT_ERROR", EXIT_INTERNAL)
     finally:
         logger.setLevel(previous)

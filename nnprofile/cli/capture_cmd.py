@@ -1,4 +1,5 @@
 """nnprofile capture PID: ask a program running under nnprofile run --on-demand for a window."""
+
 from __future__ import annotations
 
 import argparse
@@ -14,13 +15,18 @@ def parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="nnprofile capture",
         description="Send the signal that asks a program started with 'nnprofile run --on-demand' to record its "
-                    "next steps as a window and write them (OUTDIR/window-K). It refuses a process not started "
-                    "so, and one whose program handles the signal itself. Under mpirun, give mpirun's PID: every "
-                    "rank records (or --rank R, that rank only).",
-        epilog="Example: nnprofile run --on-demand -o results/train train.py &  then  nnprofile capture $!")
+        "next steps as a window and write them (OUTDIR/window-K). It refuses a process not started "
+        "so, and one whose program handles the signal itself. Under mpirun, give mpirun's PID: every "
+        "rank records (or --rank R, that rank only).",
+        epilog="Example: nnprofile run --on-demand -o results/train train.py &  then  nnprofile capture $!",
+    )
     p.add_argument("pid", type=int, metavar="PID", help="the process (nnprofile run --on-demand ..., or mpirun)")
-    p.add_argument("--signal", metavar="USR1|USR2", type=window_signal,
-                   help="the signal (default: the one the process listens for, USR1)")
+    p.add_argument(
+        "--signal",
+        metavar="USR1|USR2",
+        type=window_signal,
+        help="the signal (default: the one the process listens for, USR1)",
+    )
     p.add_argument("--rank", type=int, metavar="R", help="under mpirun: that rank only (default: every rank)")
     p.add_argument("--debug", action="store_true", help="show nnprofile's own tracebacks")
     return p
@@ -28,6 +34,7 @@ def parser() -> argparse.ArgumentParser:
 
 def run(args) -> int:
     where = capture(args.pid, args.signal, args.rank)
-    Printer()("nnprofile: asked process %d for a window; it is written to %s when its steps are done"
-              % (args.pid, where))
+    Printer()(
+        "nnprofile: asked process %d for a window; it is written to %s when its steps are done" % (args.pid, where)
+    )
     return 0

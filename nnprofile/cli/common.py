@@ -1,5 +1,6 @@
 """What every command shares: printing that survives a closed pipe, stderr held back, the outdir; the
 option types (from ``nnprofile.base.options``)."""
+
 from __future__ import annotations
 
 import argparse
@@ -92,6 +93,7 @@ class NativeStderr:
         if not self.enabled:
             return self
         import tempfile
+
         sys.stderr.flush()
         self._held = tempfile.TemporaryFile()
         self._saved = os.dup(2)
@@ -126,19 +128,33 @@ class Parser(argparse.ArgumentParser):
 def add_view(p: argparse.ArgumentParser) -> None:
     """The options of what is printed (the answer's table) and of opening the report."""
     from ..render.answer import GROUPS, SORTS, TOP
-    p.add_argument("--top", type=positive_int, default=TOP, metavar="N",
-                   help="rows of the top layers' table the printed log opens with (default %d)" % TOP)
-    p.add_argument("--sort", choices=SORTS, default="time",
-                   help="its order: time a step (default), forward, backward, name")
-    p.add_argument("--group-by", choices=GROUPS, default="layer", dest="group_by",
-                   help="its rows: each layer (default), or each layer type summed")
+
+    p.add_argument(
+        "--top",
+        type=positive_int,
+        default=TOP,
+        metavar="N",
+        help="rows of the top layers' table the printed log opens with (default %d)" % TOP,
+    )
+    p.add_argument(
+        "--sort", choices=SORTS, default="time", help="its order: time a step (default), forward, backward, name"
+    )
+    p.add_argument(
+        "--group-by",
+        choices=GROUPS,
+        default="layer",
+        dest="group_by",
+        help="its rows: each layer (default), or each layer type summed",
+    )
     p.add_argument("--open", action="store_true", help="open report.html in the browser when it is written")
 
 
 def view_of(args: argparse.Namespace) -> Any:
     from ..render.answer import View
-    return View(top=getattr(args, "top", 10), sort=getattr(args, "sort", "time"),
-                group_by=getattr(args, "group_by", "layer"))
+
+    return View(
+        top=getattr(args, "top", 10), sort=getattr(args, "sort", "time"), group_by=getattr(args, "group_by", "layer")
+    )
 
 
 def written(out: Printer, outdir: str, files: Sequence[str], open_report: bool = False) -> None:
@@ -150,6 +166,7 @@ def written(out: Printer, outdir: str, files: Sequence[str], open_report: bool =
             print("nnprofile: no report.html in %s to open" % outdir, file=sys.stderr)
             return
         import webbrowser
+
         try:
             if not webbrowser.open("file://" + report):
                 print("nnprofile: no browser to open %s with" % report, file=sys.stderr)

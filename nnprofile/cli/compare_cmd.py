@@ -1,4 +1,5 @@
 """nnprofile compare: configurations of a project, or saved results, with statistics and intervals."""
+
 from __future__ import annotations
 
 import argparse
@@ -16,35 +17,74 @@ from .progress import Progress
 PASSED = ("runs", "mode", "synthetic", "inference")
 SUMMARY = "compare configurations of a project, or saved results, with confidence intervals"
 
+
 def parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="nnprofile compare",
         description="Compare configurations of a project (run each --set, --repeat times, in fresh "
-                    "processes) or saved results (folders with result.json), with statistics, ratios "
-                    "with 95% confidence intervals, compare.csv, compare.xlsx and box plots.",
+        "processes) or saved results (folders with result.json), with statistics, ratios "
+        "with 95% confidence intervals, compare.csv, compare.xlsx and box plots.",
         epilog="Examples: nnprofile compare net.nntxt --set type_config=float --set type_config=half "
-               "--repeat 5 -o cmp;  nnprofile compare results/a results/b")
-    p.add_argument("targets", nargs="+", metavar="PROJECT_OR_RESULT",
-                   help="a project (and parameter files), or two or more result folders")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE[,KEY=VALUE]",
-                   help="one configuration (keys: type_config, context, batch_size); repeat for each")
-    p.add_argument("--repeat", type=positive_int, default=3,
-                   help="runs per configuration at least (default 3); more follow until --resolve holds")
-    p.add_argument("--resolve", type=_share, default=0.05, metavar="PERCENT",
-                   help="configurations: run more rounds until every headline ratio's 95%% interval is within this "
-                        "of it (default 5%%; 0 for exactly --repeat runs)")
-    p.add_argument("--max-runs", type=positive_int, default=10, metavar="N",
-                   help="the most runs per configuration --resolve may take (default 10)")
-    p.add_argument("--max-seconds", type=float, default=300.0, metavar="S",
-                   help="the most seconds --resolve may take in all (default 300)")
+        "--repeat 5 -o cmp;  nnprofile compare results/a results/b",
+    )
+    p.add_argument(
+        "targets",
+        nargs="+",
+        metavar="PROJECT_OR_RESULT",
+        help="a project (and parameter files), or two or more result folders",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE[,KEY=VALUE]",
+        help="one configuration (keys: type_config, context, batch_size); repeat for each",
+    )
+    p.add_argument(
+        "--repeat",
+        type=positive_int,
+        default=3,
+        help="runs per configuration at least (default 3); more follow until --resolve holds",
+    )
+    _add_resolve(p)
     p.add_argument("-o", "--outdir", help="output folder (default: results/compare_<project>)")
-    p.add_argument("--train-epochs", type=positive_int, metavar="N",
-                   help="also train each configuration N epochs (NNabla's training loop) and compare "
-                        "time to train and validation error")
+    p.add_argument(
+        "--train-epochs",
+        type=positive_int,
+        metavar="N",
+        help="also train each configuration N epochs (NNabla's training loop) and compare "
+        "time to train and validation error",
+    )
     ProfileOptions.add_arguments(p, PASSED, suffix=" (passed to each profile)")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     return p
+
+
+def _add_resolve(p: argparse.ArgumentParser) -> None:
+    """How many runs a comparison of configurations takes: until its ratios are resolved, within a budget."""
+    p.add_argument(
+        "--resolve",
+        type=_share,
+        default=0.05,
+        metavar="PERCENT",
+        help="configurations: run more rounds until every headline ratio's 95%% interval is within this "
+        "of it (default 5%%; 0 for exactly --repeat runs)",
+    )
+    p.add_argument(
+        "--max-runs",
+        type=positive_int,
+        default=10,
+        metavar="N",
+        help="the most runs per configuration --resolve may take (default 10)",
+    )
+    p.add_argument(
+        "--max-seconds",
+        type=float,
+        default=300.0,
+        metavar="S",
+        help="the most seconds --resolve may take in all (default 300)",
+    )
 
 
 def _share(text: str) -> float:
@@ -58,8 +98,9 @@ def _share(text: str) -> float:
 
 
 def _is_result(path: str) -> bool:
-    return (os.path.isdir(path) and os.path.isfile(os.path.join(path, "result.json"))) or \
-        (os.path.isfile(path) and path.endswith(".json"))
+    return (os.path.isdir(path) and os.path.isfile(os.path.join(path, "result.json"))) or (
+        os.path.isfile(path) and path.endswith(".json")
+    )
 
 
 def run(args) -> int:
@@ -78,8 +119,9 @@ def run(args) -> int:
         if bad:
             raise ProfileError("%s: a folder without result.json" % bad[0])
         if not args.set:
-            raise ProfileError("give the configurations to compare with --set, e.g. "
-                               "--set type_config=float --set type_config=half")
+            raise ProfileError(
+                "give the configurations to compare with --set, e.g. --set type_config=float --set type_config=half"
+            )
         configs = [parse_set(s) for s in args.set]
         main_file = args.targets[0]
         if not os.path.isfile(main_file):
@@ -91,11 +133,19 @@ def run(args) -> int:
         out.progress = progress
         try:
             with claimed(outdir):  # the runs go into folders of their own inside it
-                comparison = compare_configurations(args.targets, configs, args.repeat, outdir, extra,
-                                                    train_epochs=args.train_epochs, progress=out,
-                                                    on_run=progress.run, resolve=args.resolve or None,
-                                                    max_runs=max(args.repeat, args.max_runs),
-                                                    max_seconds=args.max_seconds)
+                comparison = compare_configurations(
+                    args.targets,
+                    configs,
+                    args.repeat,
+                    outdir,
+                    extra,
+                    train_epochs=args.train_epochs,
+                    progress=out,
+                    on_run=progress.run,
+                    resolve=args.resolve or None,
+                    max_runs=max(args.repeat, args.max_runs),
+                    max_seconds=args.max_seconds,
+                )
                 written = write_comparison(outdir, comparison)
         finally:
             progress.close()

@@ -1,4 +1,5 @@
 """nnprofile PROJECT: profile an NNC project, printing the log as it is measured."""
+
 from __future__ import annotations
 
 import argparse
@@ -19,17 +20,23 @@ from .progress import Progress
 COMMAND_NAMES = ("run", "capture", "report", "compare", "check", "merge")
 SUMMARY = "profile an NNC project (.nntxt, .nnp) layer by layer, as NNC's Profile command does (the default)"
 
+
 def parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="nnprofile",
         description="Profile an NNabla / Neural Network Console project layer by layer, "
-                    "as NNC's Profile command does, and write profile.log, profile.csv, "
-                    "profile_detail.csv, summary.csv, profile.xlsx, report.html and result.json "
-                    "(and trace.json.gz for a recorded program).",
+        "as NNC's Profile command does, and write profile.log, profile.csv, "
+        "profile_detail.csv, summary.csv, profile.xlsx, report.html and result.json "
+        "(and trace.json.gz for a recorded program).",
         epilog="Other commands: %s ('nnprofile --help' lists them; 'nnprofile COMMAND --help' gives their "
-               "options)." % ", ".join(COMMAND_NAMES))
-    p.add_argument("files", nargs="+", metavar="PROJECT",
-                   help="the project (.nntxt, .nnp) and optionally parameter files (.h5, .protobuf)")
+        "options)." % ", ".join(COMMAND_NAMES),
+    )
+    p.add_argument(
+        "files",
+        nargs="+",
+        metavar="PROJECT",
+        help="the project (.nntxt, .nnp) and optionally parameter files (.h5, .protobuf)",
+    )
     p.add_argument("-o", "--outdir", help="output folder (default: results/<project name>)")
     ProfileOptions.add_arguments(p)  # every profiling option, defined once (nnprofile.base.options)
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
@@ -66,6 +73,7 @@ class LiveLog:
     def finish(self, profile) -> None:
         """The log, whole (also of an incomplete profile)."""
         from ..render import answer, log
+
         self.out.finish(log.render(profile, view=self.view or answer.DEFAULT))
 
 
@@ -79,9 +87,18 @@ def run(args) -> int:
     try:
         with native:
             options = dataclasses.asdict(ProfileOptions.from_args(args))
-            profile = api.profile(*args.files, outdir=outdir, on_start=live.start, on_section=live.section,
-                                  on_entry=live.entry, on_section_end=live.section_end, on_progress=live.out,
-                                  on_round=progress.round, on_run=progress.run, **options)
+            profile = api.profile(
+                *args.files,
+                outdir=outdir,
+                on_start=live.start,
+                on_section=live.section,
+                on_entry=live.entry,
+                on_section_end=live.section_end,
+                on_progress=live.out,
+                on_round=progress.round,
+                on_run=progress.run,
+                **options,
+            )
     except ProfileError as e:
         progress.close()
         if e.profile is not None and e.profile.sections:

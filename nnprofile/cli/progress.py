@@ -6,6 +6,7 @@ launcher only on rank 0; otherwise nothing at all is drawn, and stdout (the log)
 way. Lines printed to stdout while a bar is up clear it first and draw it again after
 (``writing``), so that the two never mix on the screen.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -23,6 +24,7 @@ def _is_terminal(stream: Any) -> bool:
 
 def _first_rank() -> bool:
     from ..recording.launcher import world
+
     w = world()
     return w is None or w.rank == 0
 
@@ -45,12 +47,22 @@ class Progress:
         if not self.enabled:
             return
         from tqdm import tqdm
+
         width = _width(self.stream)  # a terminal that states no size (0 columns) gets 80, not an empty bar
-        self._bar = tqdm(total=total, desc=description, unit=unit, file=self.stream, leave=False,
-                         dynamic_ncols=width is not None, ncols=None if width is not None else 80,
-                         mininterval=0.1, ascii=os.name == "nt",
-                         bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}]"
-                         if unit != "%" else "{desc}: {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}]")
+        self._bar = tqdm(
+            total=total,
+            desc=description,
+            unit=unit,
+            file=self.stream,
+            leave=False,
+            dynamic_ncols=width is not None,
+            ncols=None if width is not None else 80,
+            mininterval=0.1,
+            ascii=os.name == "nt",
+            bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}]"
+            if unit != "%"
+            else "{desc}: {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}]",
+        )
 
     def update_to(self, n: float) -> None:
         if self._bar is not None and n > self._bar.n:
@@ -88,6 +100,7 @@ class Progress:
             yield
             return
         from tqdm import tqdm
+
         with tqdm.external_write_mode(file=self.stream):
             yield
 
@@ -101,4 +114,4 @@ def _width(stream: Any) -> Optional[int]:
 
 
 def _short(title: str, limit: int = 60) -> str:
-    return title if len(title) <= limit else title[:limit - 1] + "…"
+    return title if len(title) <= limit else title[: limit - 1] + "…"

@@ -7,6 +7,7 @@ them alike. Each run is a full profile in OUTDIR/runs/<configuration>/<n>/. With
 for (``--resolve 5%``, the default), rounds go on until every headline ratio's interval is that narrow, or the
 budget ends; the comparison says which.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,6 +23,7 @@ from ..base.options import configurable
 from ..merging.fresh import profile_in_fresh_process
 from ..result import Profile
 from .metrics import STEP_METRICS, Metric, metric_rows, step_metrics, throughput_metrics
+
 
 @dataclass
 class Config:
@@ -75,7 +77,7 @@ class Resolution:
     wanted: float
     runs: int = 0
     resolved: bool = False
-    reason: str = ""           # "resolved", "runs" or "seconds"
+    reason: str = ""  # "resolved", "runs" or "seconds"
     widest: Dict[str, float] = field(default_factory=dict)  # headline metric -> its interval's half-width, a share
 
 
@@ -86,11 +88,18 @@ def half_width(low: Optional[float], high: Optional[float], ratio: Optional[floa
     return max(high / ratio - 1, 1 - low / ratio)
 
 
-def run_configurations(files: Sequence[str], configs: Sequence[Config], repeat: int, outdir: str,
-                       extra: Sequence[str], progress: Callable[[str], None] = print,
-                       on_run: Optional[Callable[[str], None]] = None, resolve: Optional[float] = None,
-                       max_runs: int = 10, max_seconds: float = 300.0
-                       ) -> Tuple[List[Metric], Dict[str, Profile], Resolution]:
+def run_configurations(
+    files: Sequence[str],
+    configs: Sequence[Config],
+    repeat: int,
+    outdir: str,
+    extra: Sequence[str],
+    progress: Callable[[str], None] = print,
+    on_run: Optional[Callable[[str], None]] = None,
+    resolve: Optional[float] = None,
+    max_runs: int = 10,
+    max_seconds: float = 300.0,
+) -> Tuple[List[Metric], Dict[str, Profile], Resolution]:
     """Each configuration profiled ``repeat`` times, alternating, in fresh processes; then, with ``resolve``, one
     more round at a time until the 95% interval of every headline ratio (the training step, inference's
     forward_all) is within ``resolve`` of its ratio, or ``max_runs`` runs or ``max_seconds`` are spent."""
@@ -107,8 +116,12 @@ def run_configurations(files: Sequence[str], configs: Sequence[Config], repeat: 
                 on_run("profile %s" % c.name)
             # The first run of a configuration is a full profile (layer by layer); later
             # runs time only what the comparison reads.
-            profile = profile_in_fresh_process(files, run_dir, c.arguments() + list(extra) + (["--no-layers"] if i else []),
-                                               "configuration %s" % c.name)
+            profile = profile_in_fresh_process(
+                files,
+                run_dir,
+                c.arguments() + list(extra) + (["--no-layers"] if i else []),
+                "configuration %s" % c.name,
+            )
             first_profiles.setdefault(c.name, profile)
             for name, value in step_metrics(profile).items():
                 metrics[name].values.setdefault(c.name, []).append(value)
@@ -128,8 +141,11 @@ def run_configurations(files: Sequence[str], configs: Sequence[Config], repeat: 
             break
     found = [m for m in metrics.values() if m.values]
     sizes = {name: p.header.batch_size for name, p in first_profiles.items()}
-    return (found + throughput_metrics(found, {k: v for k, v in sizes.items() if isinstance(v, int)}), first_profiles,
-            resolution)
+    return (
+        found + throughput_metrics(found, {k: v for k, v in sizes.items() if isinstance(v, int)}),
+        first_profiles,
+        resolution,
+    )
 
 
 def _widest(metrics: List[Metric], names: List[str]) -> Dict[str, float]:

@@ -21,6 +21,7 @@ layers from raising chance alarms, and a layer's change counts only when it move
 the step by 0.5% or more (``LAYER_MATERIAL``): a 4 us layer that doubles is shown,
 not failed.
 """
+
 from __future__ import annotations
 
 import math
@@ -34,7 +35,7 @@ from ..base.choices import EXECUTOR, GRAPH, LAYER_PHASES, OPTIMIZER, SCRIPT
 from ..result import Entry, Profile, Section
 from ..base.stats import percentile
 
-RUN_CV = 0.04      # run-to-run coefficient of variation assumed without --repeat (see make bench)
+RUN_CV = 0.04  # run-to-run coefficient of variation assumed without --repeat (see make bench)
 REGRESSED, UNJUDGED = 1, 3  # the gate's exit codes besides 0 (2: an error, or a usage error)
 # The largest slowdown of the machine itself that can excuse a slower figure: this machine's slow spells reach
 # 1.2-1.7x; beyond that, the machine (or the reference's context) cannot be judged, and the gate fails.
@@ -42,10 +43,14 @@ MACHINE_SPELL = 1.5
 # A layer's change counts only when it moves its section's step (inference: forward_all) by this
 # share: a 4 us Softmax that doubles is a 0.01% change of a 30 ms step, and no reason to fail a build.
 LAYER_MATERIAL = 0.005
-Z95 = 1.959964     # two-sided 95%
-ALPHA = 0.05       # family-wise error of the per-layer tests (Holm)
-COMPARABLE = (("machine", "machine"), ("context", "context"), ("nnabla", "nnabla version"),
-              ("project_sha256", "project"))
+Z95 = 1.959964  # two-sided 95%
+ALPHA = 0.05  # family-wise error of the per-layer tests (Holm)
+COMPARABLE = (
+    ("machine", "machine"),
+    ("context", "context"),
+    ("nnabla", "nnabla version"),
+    ("project_sha256", "project"),
+)
 
 
 @dataclass(frozen=True)
@@ -195,14 +200,21 @@ def _batch(profile: Profile, section: Section) -> Optional[int]:
     return size if isinstance(size, int) else None
 
 
-def _verdict(section: str, metric: str, b: Figure, n: Figure, threshold: float, machine: Optional[float],
-             per_sample: Optional[Tuple[int, int]]) -> Verdict:
+def _verdict(
+    section: str,
+    metric: str,
+    b: Figure,
+    n: Figure,
+    threshold: float,
+    machine: Optional[float],
+    per_sample: Optional[Tuple[int, int]],
+) -> Verdict:
     ratio = n.mean_ms / b.mean_ms
     note = ""
     if per_sample is not None:  # per sample, not per step: the batches differ
         ratio *= per_sample[0] / per_sample[1]
         note = "per sample (batch %d against %d)" % (per_sample[1], per_sample[0])
-    se = math.sqrt(b.rse ** 2 + n.rse ** 2 + b.run_error ** 2 + n.run_error ** 2)
+    se = math.sqrt(b.rse**2 + n.rse**2 + b.run_error**2 + n.run_error**2)
     low, high = ratio * math.exp(-Z95 * se), ratio * math.exp(Z95 * se)
     slower = ratio > 1 + threshold and low > 1
     faster = ratio < 1 / (1 + threshold) and high < 1
@@ -210,8 +222,10 @@ def _verdict(section: str, metric: str, b: Figure, n: Figure, threshold: float, 
     if ratio > 1 + threshold and machine is not None and machine > 1:
         if machine > MACHINE_SPELL:  # no slow spell of a machine: the run cannot be judged, and is not excused
             slower, unresolved = False, True
-            note = (note + "; " if note else "") + ("the machine ran %.2fx slower, beyond its slow spells (%gx): "
-                                                    "it cannot be judged, run again" % (machine, MACHINE_SPELL))
+            note = (note + "; " if note else "") + (
+                "the machine ran %.2fx slower, beyond its slow spells (%gx): "
+                "it cannot be judged, run again" % (machine, MACHINE_SPELL)
+            )
         elif ratio / machine <= 1 + threshold:  # no slower than the machine itself was
             slower, excused = False, True
             note = (note + "; " if note else "") + "within the machine's own slowdown (%.2fx)" % machine
@@ -219,9 +233,15 @@ def _verdict(section: str, metric: str, b: Figure, n: Figure, threshold: float, 
     if ratio > 1 + threshold and not (slower or unresolved or excused):  # looks slower, not shown: neither
         unresolved = True
         repeats = _repeats(ratio, b, n)
-        note = (note + "; " if note else "") + ("looks %.0f%% slower, but the interval holds no change: %s" % (
-            100 * (ratio - 1), "about %d runs of each, interleaved (--repeat %d), would resolve it" % (repeats, repeats)
-            if repeats else "repeats cannot resolve it (the runs' own uncertainty is as large)"))
+        note = (note + "; " if note else "") + (
+            "looks %.0f%% slower, but the interval holds no change: %s"
+            % (
+                100 * (ratio - 1),
+                "about %d runs of each, interleaved (--repeat %d), would resolve it" % (repeats, repeats)
+                if repeats
+                else "repeats cannot resolve it (the runs' own uncertainty is as large)",
+            )
+        )
     p = 1 - _phi((math.log(ratio) - math.log(1 + threshold)) / se) if se > 0 else (0.0 if slower else 1.0)
     return Verdict(section, metric, b, n, ratio, low, high, slower, faster, note, p, unresolved, repeats)
 
@@ -229,8 +249,8 @@ def _verdict(section: str, metric: str, b: Figure, n: Figure, threshold: float, 
 def _repeats(ratio: float, b: Figure, n: Figure) -> Optional[int]:
     """How many fresh processes of each side would put the interval of this ratio above 1: the runs' spread falls
     with their square root, the runs' own uncertainty stays."""
-    wanted = (math.log(ratio) / Z95) ** 2 - b.rse ** 2 - n.rse ** 2
-    spread = b.run_cv ** 2 + n.run_cv ** 2
+    wanted = (math.log(ratio) / Z95) ** 2 - b.rse**2 - n.rse**2
+    spread = b.run_cv**2 + n.run_cv**2
     if wanted <= 0:
         return None
     return max(2, min(1000, math.ceil(spread / wanted)))
@@ -244,7 +264,9 @@ def _material(v: Verdict, step_ms: Optional[float]) -> Verdict:
     if moved < LAYER_MATERIAL:  # (nor is it left unjudged: whatever it did, it could not move the step enough)
         v.slower = v.faster = v.unresolved = False
         v.note = (v.note + "; " if v.note else "") + "moves the step by %.2f%%: not counted (under %g%%)" % (
-            100 * moved, 100 * LAYER_MATERIAL)
+            100 * moved,
+            100 * LAYER_MATERIAL,
+        )
     return v
 
 
@@ -255,6 +277,7 @@ def _phi(x: float) -> float:
 def _structure(base: Section, new: Section) -> List[str]:
     def layers(s: Section) -> List[Tuple[str, str]]:
         return [(e.layer or "", e.impl_class or "") for e in s.entries_of("forward_function")]
+
     a, b = layers(base), layers(new)
     if a == b:
         return []
@@ -277,8 +300,9 @@ def _structure(base: Section, new: Section) -> List[str]:
     return out
 
 
-def _layer_tests(base: Section, other: Section, threshold: float, machine: Optional[float],
-                 per_sample: Optional[Tuple[int, int]]) -> List[Verdict]:
+def _layer_tests(
+    base: Section, other: Section, threshold: float, machine: Optional[float], per_sample: Optional[Tuple[int, int]]
+) -> List[Verdict]:
     """Every layer of a section tested (forward + backward), its change counted where it moves the step enough."""
     theirs = _layer_metrics(other)
     whole = [_figure(entries) for entries in list(_metrics(base).values())[:1]]
@@ -322,8 +346,10 @@ def _counterpart(section: Section, other: Profile) -> Optional[Section]:
 def _incomplete(profile: Profile, side: str) -> List[str]:
     if profile.complete and not profile.failure:
         return []
-    return ["the %s result is incomplete (%s): its figures stop where it stopped (--allow-incomplete judges it "
-            "anyway)" % (side, profile.failure or "interrupted")]
+    return [
+        "the %s result is incomplete (%s): its figures stop where it stopped (--allow-incomplete judges it "
+        "anyway)" % (side, profile.failure or "interrupted")
+    ]
 
 
 def _missing_time(baseline: Profile, new: Profile) -> List[str]:
@@ -346,16 +372,37 @@ def _missing_time(baseline: Profile, new: Profile) -> List[str]:
         if same is not None and _figure(theirs) is not None and not lacking:
             shared += b.mean_ms
         elif same is not None:  # no figure, or one made of fewer parts: a step without its passes reads faster
-            out.append("%s: the new result has no %s%s" % (base.title, headline, " of the same parts (it lacks %s)"
-                                                            % ", ".join(lacking[:5]) if theirs else ""))
+            out.append(
+                "%s: the new result has no %s%s"
+                % (base.title, headline, " of the same parts (it lacks %s)" % ", ".join(lacking[:5]) if theirs else "")
+            )
     if total > 0 and shared / total < SHARED_AT_LEAST:
-        out.append("the two results share %.0f%% of the baseline's time (sections and their headline figures): "
-                   "too little to judge" % (100 * shared / total))
+        out.append(
+            "the two results share %.0f%% of the baseline's time (sections and their headline figures): "
+            "too little to judge" % (100 * shared / total)
+        )
     return out
 
 
-def check(baseline: Profile, new: Profile, threshold: float = 0.10, layers: bool = False,
-          strict_order: bool = False, allow_incomplete: bool = False) -> Check:
+def _machine_line(title: str, machine: float) -> str:
+    """What the reference workload says of the machine between the runs (``machine``: new over baseline)."""
+    beyond = "; beyond this machine's slow spells (%gx): it cannot be judged" % MACHINE_SPELL
+    return "%s: the machine's fixed reference workload took %.2fx as long in the new run (%s machine)%s" % (
+        title,
+        machine,
+        "a slower" if machine > 1 else "a faster",
+        beyond if machine > MACHINE_SPELL else "",
+    )
+
+
+def check(
+    baseline: Profile,
+    new: Profile,
+    threshold: float = 0.10,
+    layers: bool = False,
+    strict_order: bool = False,
+    allow_incomplete: bool = False,
+) -> Check:
     """Compare two saved results; see the module's description for what counts as slower. Results that cannot be
     judged (incomplete, unless ``allow_incomplete``; a headline figure or most of the baseline's time missing from
     the new one) are refused: ``Check.refusals``, exit UNJUDGED."""
@@ -377,10 +424,7 @@ def check(baseline: Profile, new: Profile, threshold: float = 0.10, layers: bool
         result.structure += _structure(base, other)
         machine = _machine_ratio(base, other, baseline, new)
         if machine is not None and abs(machine - 1) > threshold:
-            result.machine.append("%s: the machine's fixed reference workload took %.2fx as long in the new run "
-                                  "(%s machine)%s" % (base.title, machine, "a slower" if machine > 1 else "a faster",
-                                                      "; beyond this machine's slow spells (%gx): it cannot be judged"
-                                                      % MACHINE_SPELL if machine > MACHINE_SPELL else ""))
+            result.machine.append(_machine_line(base.title, machine))
         sizes = (_batch(baseline, base), _batch(new, other))
         per_sample = (sizes[0], sizes[1]) if sizes[0] and sizes[1] and sizes[0] != sizes[1] else None
         for metric, entries in _metrics(base).items():
@@ -393,13 +437,15 @@ def check(baseline: Profile, new: Profile, threshold: float = 0.10, layers: bool
         result.verdicts += layer_tests
     else:  # the layers are not judged, but a section that got slower names those that did
         for v in result.verdicts:
-            slowed = [t.metric[len("layer "):] for t in layer_tests if t.section == v.section and t.slower]
+            slowed = [t.metric[len("layer ") :] for t in layer_tests if t.section == v.section and t.slower]
             if v.slower and slowed:
                 v.note = (v.note + "; " if v.note else "") + "layers that slowed: %s" % ", ".join(slowed)
     for section in new.sections:
         if _counterpart(section, baseline) is None:
             result.structure.append("%s is new" % section.title)
     if not result.verdicts:
-        raise ProfileError("the two results share no entry to compare (%s against %s): nothing can pass or fail"
-                           % (baseline.header.project or "the baseline", new.header.project or "the new result"))
+        raise ProfileError(
+            "the two results share no entry to compare (%s against %s): nothing can pass or fail"
+            % (baseline.header.project or "the baseline", new.header.project or "the new result")
+        )
     return result

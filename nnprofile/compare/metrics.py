@@ -1,4 +1,5 @@
 """What a comparison compares: metrics (one value per run and configuration) and their rows."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -10,8 +11,21 @@ from ..result import Profile
 from ..base.stats import Stats, ratio_ci, summarize
 
 # The columns of compare.csv and of a configurations comparison's DataFrame.
-ROW_COLUMNS = ["metric", "unit", "configuration", "n", "mean", "median", "std", "p90", "min", "max",
-               "ratio", "ci95_low", "ci95_high"]
+ROW_COLUMNS = [
+    "metric",
+    "unit",
+    "configuration",
+    "n",
+    "mean",
+    "median",
+    "std",
+    "p90",
+    "min",
+    "max",
+    "ratio",
+    "ci95_low",
+    "ci95_high",
+]
 STEP_METRICS = ("training step", "forward_all", "backward_all", "update", "inference forward_all")
 
 

@@ -1,4 +1,5 @@
 """Comparing saved results entry by entry and layer by layer, from each run's samples."""
+
 from __future__ import annotations
 
 import os
@@ -12,8 +13,18 @@ from ..base.stats import ratio_ci, summarize
 from .metrics import Metric
 
 # The columns of compare_entries.csv and of a saved results comparison's DataFrame.
-ENTRY_COLUMNS = ["section", "entry", "configuration", "n", "mean_ms", "median_ms", "std_ms",
-                 "ratio", "ci95_low", "ci95_high"]
+ENTRY_COLUMNS = [
+    "section",
+    "entry",
+    "configuration",
+    "n",
+    "mean_ms",
+    "median_ms",
+    "std_ms",
+    "ratio",
+    "ci95_low",
+    "ci95_high",
+]
 
 
 @dataclass
@@ -21,7 +32,7 @@ class EntryRow:
     section: str
     label: str
     config: str
-    n: Optional[int]            # None where the figure is not a series of samples (a layer's total)
+    n: Optional[int]  # None where the figure is not a series of samples (a layer's total)
     mean_ms: float
     median_ms: Optional[float]
     std_ms: Optional[float]
@@ -59,8 +70,9 @@ def compare_saved(profiles: Dict[str, Profile]) -> Tuple[List[EntryRow], List[En
                 ratio = low = high = None
                 if names[0] in samples and summarize(samples[names[0]]).mean > 0 and d.mean > 0:
                     ratio, low, high = ratio_ci(samples[names[0]], values)
-                entry_rows.append(EntryRow(section.title, entry.label, name, d.n, d.mean, d.median, d.std,
-                                           ratio, low, high))
+                entry_rows.append(
+                    EntryRow(section.title, entry.label, name, d.n, d.mean, d.median, d.std, ratio, low, high)
+                )
             if entry.phase == "forward_all":
                 key = "forward_all" if section.kind == OPTIMIZER else "inference forward_all"
             elif entry.phase in ("backward_all", "update") and section.kind == OPTIMIZER:
@@ -96,5 +108,3 @@ def unique_names(paths: Sequence[str]) -> List[str]:
             n += 1
         names.append(name)
     return names
-
-

@@ -11,6 +11,7 @@ Two figures of accuracy come back: the project's own ``valid_error`` monitor
 classification error of the trained network on the validation dataset,
 computed here when the executor's output is a score per class.
 """
+
 from __future__ import annotations
 
 import os
@@ -32,8 +33,8 @@ EPOCH_LINE = re.compile(r"epoch (\d+) of (\d+) .*time=\(([\d.]+)s /([\d.]+)s\)")
 @dataclass
 class TrainingRun:
     epochs: int
-    train_seconds: float      # NNabla's own elapsed time at the last epoch
-    wall_seconds: float       # the whole command, start-up included
+    train_seconds: float  # NNabla's own elapsed time at the last epoch
+    wall_seconds: float  # the whole command, start-up included
     monitor_valid_error: Optional[float]  # the project's valid_error monitor, last epoch
     classification_error: Optional[float]  # 1 - accuracy on the validation dataset
 
@@ -42,6 +43,7 @@ def training_project(proto_text: str, folder: str, run_dir: str, epochs: int, se
     """Write the adjusted copy of the project into run_dir; return its path."""
     from google.protobuf import text_format
     from nnabla.utils import nnabla_pb2
+
     proto = nnabla_pb2.NNablaProtoBuf()
     text_format.Merge(proto_text, proto)
     proto.training_config.max_epoch = epochs
@@ -79,6 +81,7 @@ def training_project(proto_text: str, folder: str, run_dir: str, epochs: int, se
 def _last_monitor(report_path: str, name: str) -> Optional[float]:
     try:
         import yaml
+
         with open(report_path) as f:
             report = yaml.safe_load(f) or {}
     except (OSError, ValueError, ImportError):
@@ -90,13 +93,18 @@ def _last_monitor(report_path: str, name: str) -> Optional[float]:
     return float(value) if value is not None else None
 
 
-def classification_error(nnp_path: str, settings: Dict[str, str], dataset_paths: List[str],
-                         cache_dir: str) -> Optional[float]:
+def classification_error(
+    nnp_path: str, settings: Dict[str, str], dataset_paths: List[str], cache_dir: str
+) -> Optional[float]:
     """1 - accuracy of the trained executor on the validation data, or None if its output is not class scores."""
     from ..project import DatasetSpec, load_project
     from ..project.data import DatasetSource, MultiSource
-    project = load_project([nnp_path], backend="cpu" if settings.get("context") in (None, "cpu") else settings["context"],
-                           type_config=settings.get("type_config"))
+
+    project = load_project(
+        [nnp_path],
+        backend="cpu" if settings.get("context") in (None, "cpu") else settings["context"],
+        type_config=settings.get("type_config"),
+    )
     if not project.executors:
         return None
     executor = next(iter(project.executors.values()))
@@ -108,10 +116,23 @@ def classification_error(nnp_path: str, settings: Dict[str, str], dataset_paths:
     if len(out.shape) != 2 or out.shape[1] < 2:
         return None
     batch = out.shape[0]
-    source = MultiSource([DatasetSource(DatasetSpec(name="validation%d" % i, uri=path, path=path,
-                                                    batch_size=batch, shuffle=False, normalize=True,
-                                                    index=0), cache_dir)
-                          for i, path in enumerate(dataset_paths)])
+    source = MultiSource(
+        [
+            DatasetSource(
+                DatasetSpec(
+                    name="validation%d" % i,
+                    uri=path,
+                    path=path,
+                    batch_size=batch,
+                    shuffle=False,
+                    normalize=True,
+                    index=0,
+                ),
+                cache_dir,
+            )
+            for i, path in enumerate(dataset_paths)
+        ]
+    )
     try:
         label = [v for s in source.sources for v in s.variables if v != inputs[0][1]]
         if not label:
@@ -146,8 +167,12 @@ def train_once(project_file: str, settings: Dict[str, str], epochs: int, run_dir
     os.makedirs(out_dir, exist_ok=True)
     t0 = time.perf_counter()
     # nnabla_cli's own module, run by this Python: no assumption about where scripts are installed.
-    proc = subprocess.run([sys.executable, "-m", "nnabla.utils.cli.cli", "train", "-c", nntxt, "-o", out_dir],
-                          capture_output=True, text=True, cwd=run_dir)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nnabla.utils.cli.cli", "train", "-c", nntxt, "-o", out_dir],
+        capture_output=True,
+        text=True,
+        cwd=run_dir,
+    )
     wall = time.perf_counter() - t0
     log = proc.stdout + proc.stderr
     with open(os.path.join(run_dir, "train.log"), "w") as f:
@@ -162,14 +187,20 @@ def train_once(project_file: str, settings: Dict[str, str], epochs: int, run_dir
     valid = _validation_uris(nntxt)
     if os.path.isfile(nnp) and valid:
         error = classification_error(nnp, settings, valid, os.path.join(run_dir, "cache", "evaluation"))
-    return TrainingRun(epochs=len(epochs_seen), train_seconds=train_seconds, wall_seconds=wall,
-                       monitor_valid_error=monitor, classification_error=error)
+    return TrainingRun(
+        epochs=len(epochs_seen),
+        train_seconds=train_seconds,
+        wall_seconds=wall,
+        monitor_valid_error=monitor,
+        classification_error=error,
+    )
 
 
 def _validation_uris(nntxt: str) -> List[str]:
     """The validation datasets' files, chosen as the profile chooses them (``validation_datasets``)."""
     from google.protobuf import text_format
     from nnabla.utils import nnabla_pb2
+
     proto = nnabla_pb2.NNablaProtoBuf()
     with open(nntxt) as f:
         text_format.Merge(f.read(), proto)

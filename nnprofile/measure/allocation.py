@@ -25,6 +25,7 @@ stopping rule and the plan may read them after every round of a network of thous
 entry's typical round mean, which the levels divide by, is taken again only as its rounds grow by a
 quarter; the figures themselves use ``speed_levels`` over every sample, once, at the end.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,24 +33,24 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..base.stats import levels_of, percentile
 
-Pair = Tuple[Sequence[float], Sequence[int]]   # an entry's samples and its round sizes
-FIRST_PLAN = 3        # the round after which shares are first planned (three round means give a spread)
-REPLAN = 1.5          # and again when the rounds have grown this much
-MARGIN = 0.75         # shares are planned for this share of the target (an error read off a few rounds is
-                      # itself unsure), and an entry is done early only there
-RETAKE = 1.25         # an entry's typical round mean is taken again when its rounds have grown this much
+Pair = Tuple[Sequence[float], Sequence[int]]  # an entry's samples and its round sizes
+FIRST_PLAN = 3  # the round after which shares are first planned (three round means give a spread)
+REPLAN = 1.5  # and again when the rounds have grown this much
+MARGIN = 0.75  # shares are planned for this share of the target (an error read off a few rounds is
+# itself unsure), and an entry is done early only there
+RETAKE = 1.25  # an entry's typical round mean is taken again when its rounds have grown this much
 
 
 class RoundLevels:
     """The rounds' levels and each entry's round means, kept as rounds end (see the module's text)."""
 
     def __init__(self) -> None:
-        self.totals: List[float] = []      # per round: its entries' round means, summed
-        self.expected: List[float] = []    # per round: the same entries' typical round means, summed
-        self.means: Dict[int, List[Tuple[int, float]]] = {}   # entry -> (round, mean) of each round it was in
+        self.totals: List[float] = []  # per round: its entries' round means, summed
+        self.expected: List[float] = []  # per round: the same entries' typical round means, summed
+        self.means: Dict[int, List[Tuple[int, float]]] = {}  # entry -> (round, mean) of each round it was in
         self._typical: Dict[int, float] = {}
         self._retake: Dict[int, int] = {}
-        self._sums: Dict[int, Tuple[float, float]] = {}       # entry -> (sum, sum of squares) of its means
+        self._sums: Dict[int, Tuple[float, float]] = {}  # entry -> (sum, sum of squares) of its means
 
     def add_round(self, pairs: Sequence[Pair]) -> None:
         """The round that just ended: each entry's samples of it (the last of its samples)."""
@@ -59,7 +60,7 @@ class RoundLevels:
             if len(sizes) != r + 1 or not sizes[r]:
                 continue  # not in this round (final, or it sat this one out)
             n = sizes[r]
-            m = sum(samples[len(samples) - n:]) / n
+            m = sum(samples[len(samples) - n :]) / n
             means = self.means.setdefault(i, [])
             means.append((r, m))
             s, q = self._sums.get(i, (0.0, 0.0))
@@ -122,8 +123,15 @@ class Need:
         return max(0.0, min_rounds - self.rounds, self.rounds * (self.rse / target) ** 2 - self.rounds)
 
 
-def shares(needs: Sequence[Need], target: float, min_rounds: int, remaining_ns: float, fixed_ns: float,
-           rounds_left: int, passes: int = 6) -> Tuple[List[float], List[bool]]:
+def shares(
+    needs: Sequence[Need],
+    target: float,
+    min_rounds: int,
+    remaining_ns: float,
+    fixed_ns: float,
+    rounds_left: int,
+    passes: int = 6,
+) -> Tuple[List[float], List[bool]]:
     """Each entry's share of the rounds it can be in from here (0: it needs none; 1: every one), and whether
     it can reach the target at all in the budget left.
 
@@ -146,13 +154,16 @@ def shares(needs: Sequence[Need], target: float, min_rounds: int, remaining_ns: 
         if rounds <= 0:
             share = [0.0 if ok else 1.0 for ok in reachable]
             break
-        share = [1.0 if not ok else 0.0 if m <= 0 else min(1.0, m / (rounds * n.opportunity))
-                 for m, n, ok in zip(more, needs, reachable)]
+        share = [
+            1.0 if not ok else 0.0 if m <= 0 else min(1.0, m / (rounds * n.opportunity))
+            for m, n, ok in zip(more, needs, reachable)
+        ]
     return share, reachable
 
 
-def per_round(samples: Sequence[float], sizes: Sequence[int], round_ns: float, sample_ns: float,
-              cap: int) -> Optional[int]:
+def per_round(
+    samples: Sequence[float], sizes: Sequence[int], round_ns: float, sample_ns: float, cap: int
+) -> Optional[int]:
     """The samples a round that minimise an entry's error for its cost (two-stage sampling): a round's mean
     varies by the round (``s_b``) and by its samples (``s_w``, over ``k`` of them); one more round costs
     ``round_ns`` (its untimed run first) besides its samples, ``sample_ns`` each. The best ``k`` is
@@ -161,7 +172,7 @@ def per_round(samples: Sequence[float], sizes: Sequence[int], round_ns: float, s
     within, df, means = 0.0, 0, []
     start = 0
     for n in sizes:
-        chunk = samples[start:start + n]
+        chunk = samples[start : start + n]
         start += n
         if not n:
             continue
@@ -189,7 +200,7 @@ class Allocation:
     so that rounds cost about alike)."""
 
     def __init__(self) -> None:
-        self.share: Dict[int, float] = {}    # id(probe) -> its share
+        self.share: Dict[int, float] = {}  # id(probe) -> its share
         self.credit: Dict[int, float] = {}
         self.planned = False
 

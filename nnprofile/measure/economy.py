@@ -14,6 +14,7 @@ the layers are timed inside the section's whole passes instead, between NNabla's
 does), and those passes are also forward_all's and backward_all's samples, the hooks' measured cost taken
 off. A training round is then two steps, an inference round one pass.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -46,9 +47,13 @@ class FirstStep:
         return self.forward_ns + self.backward_ns
 
 
-def run_first_step(clock: Callable[[], int], forward: Callable[[Any, Any], None],
-                   backward: Optional[Callable[[Any, Any], None]], update: Optional[Callable[[], None]],
-                   measure: Callable[[Callable[[Any], None]], Tuple[Optional[int], str]]) -> FirstStep:
+def run_first_step(
+    clock: Callable[[], int],
+    forward: Callable[[Any, Any], None],
+    backward: Optional[Callable[[Any, Any], None]],
+    update: Optional[Callable[[], None]],
+    measure: Callable[[Callable[[Any], None]], Tuple[Optional[int], str]],
+) -> FirstStep:
     """One step through ``measure`` (the memory reading: it gives the step its post-hook), the functions noted as
     they begin (a failure, such as running out of memory, names the function it came in) and the passes timed."""
     first = FirstStep()
@@ -67,6 +72,7 @@ def run_first_step(clock: Callable[[], int], forward: Callable[[Any, Any], None]
             first.backward_ns = float(clock() - t1)
         if update is not None:
             update()
+
     try:
         first.grown, first.how = measure(step)
     except Exception as e:
@@ -83,11 +89,12 @@ def in_passes(first: FirstStep, training: bool, min_rounds: int, budget_s: float
         round_ns, what = ISOLATED_ROUND_STEPS * first.step_ns + ENTRY_NS * 3 * len(first.forward), "a training step"
         took = first.step_ns
     else:
-        round_ns, what = ISOLATED_ROUND_PASSES * first.forward_ns + ENTRY_NS * 2 * len(first.forward), \
-            "a forward pass"
+        round_ns, what = ISOLATED_ROUND_PASSES * first.forward_ns + ENTRY_NS * 2 * len(first.forward), "a forward pass"
         took = first.forward_ns
     if round_ns * max(1, min_rounds) <= budget_s * 1e9:
         return None
-    return ("%s of its %d functions takes %.0f ms: %d rounds timing each layer alone (about %.1f s) would not fit "
-            "in the section's budget of %g s" % (what, len(first.forward), took / 1e6, min_rounds,
-                                                  round_ns * min_rounds / 1e9, budget_s))
+    return (
+        "%s of its %d functions takes %.0f ms: %d rounds timing each layer alone (about %.1f s) would not fit "
+        "in the section's budget of %g s"
+        % (what, len(first.forward), took / 1e6, min_rounds, round_ns * min_rounds / 1e9, budget_s)
+    )

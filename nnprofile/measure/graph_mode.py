@@ -4,6 +4,7 @@ The hooks only read the clock; readings are matched to the functions of the
 pass by execution order, checked on every pass. What the hooks themselves cost
 is measured on a chain of tiny functions (``hook_costs``).
 """
+
 from __future__ import annotations
 
 from typing import Callable, Dict, List, Optional, Tuple
@@ -29,6 +30,7 @@ def timing_hooks(timer: Timer, starts: List[int], ends: List[int], marks: Option
         def marked_post(f):
             end(now())
             mark(cpu())
+
         return marked_pre, marked_post
     if sync is None:
         return (lambda f: start(now())), (lambda f: end(now()))
@@ -40,6 +42,7 @@ def timing_hooks(timer: Timer, starts: List[int], ends: List[int], marks: Option
     def post(f):
         sync()
         end(now())
+
     return pre, post
 
 
@@ -63,8 +66,8 @@ def hook_costs(timer: Timer, target, n_functions: int, rounds: int = 5) -> Tuple
         target.forward(clear_no_need_grad=True, function_pre_hook=pre, function_post_hook=post)
 
     def empty_hooks():
-        target.forward(clear_no_need_grad=True, function_pre_hook=lambda f: None,
-                       function_post_hook=lambda f: None)
+        target.forward(clear_no_need_grad=True, function_pre_hook=lambda f: None, function_post_hook=lambda f: None)
+
     fixed = Timer(Sampling(runs=10, warmup=2), timer.clock, timer.sync)
     samples: Dict[Callable, List[float]] = {plain: [], hooked: [], empty_hooks: []}
     intervals: List[float] = []
@@ -85,6 +88,7 @@ def calibrate_hooks(timer: Timer, n_functions: int = 200) -> Tuple[float, float]
     """
     import nnabla as nn
     import nnabla.functions as F
+
     x = nn.Variable((1,))
     x.d = 1.0
     y = x

@@ -1,6 +1,7 @@
 """The items of a round (``nnprofile.measure.rounds``): a probe times one entry, a pass probe every layer of a
 hooked pass (graph mode), an action does untimed work between them; a series holds an entry's samples as
 they come, round by round."""
+
 from __future__ import annotations
 
 import math
@@ -25,6 +26,7 @@ ROUND_SHARE_NS = 1_000_000
 PROBE_NS = 3000
 # Entries shorter than this get an untimed run before each round's samples (see Probe._rewarm).
 REWARM_BELOW_NS = ROUND_SHARE_NS
+
 
 class Series(RoundSeries):
     """One entry's samples (per call, ns, overhead not yet taken off) as they come in, round by round,
@@ -79,11 +81,18 @@ class Probe:
     may sample in one round out of a few (see ``Plan``).
     """
 
-    def __init__(self, make_entry: EntryFactory, work: Callable[[], object],
-                 before: Optional[Callable[[], object]] = None,
-                 after: Optional[Callable[[], object]] = None, batchable: bool = True, layer: bool = False,
-                 before_probe: Optional["Probe"] = None, blocking: bool = False,
-                 known: Optional[Tuple[float, float]] = None):
+    def __init__(
+        self,
+        make_entry: EntryFactory,
+        work: Callable[[], object],
+        before: Optional[Callable[[], object]] = None,
+        after: Optional[Callable[[], object]] = None,
+        batchable: bool = True,
+        layer: bool = False,
+        before_probe: Optional["Probe"] = None,
+        blocking: bool = False,
+        known: Optional[Tuple[float, float]] = None,
+    ):
         self.work, self.before, self.after = work, before, after
         # ``known``: (what the work costs, what a run with its before costs), ns, measured already: no warm-up run
         self.known = known
@@ -96,15 +105,15 @@ class Probe:
         # samples: the forward pass before a backward_all is a forward_all like any other.
         self.before_probe = before_probe
         self.fed = False  # all this probe's samples come as other probes' before (see feeds)
-        self._opened = -1          # the round its own turn opened (a fed probe's samples go into it)
+        self._opened = -1  # the round its own turn opened (a fed probe's samples go into it)
         self._pending: List[tuple] = []  # samples fed before its turn in this round
         if before_probe is not None:
             before, self.before = before_probe.work, before_probe.work
         self.series = [Series(make_entry)]
-        self.per_round = 1   # samples per round, chosen at warm-up
+        self.per_round = 1  # samples per round, chosen at warm-up
         self.rewarm = False  # an untimed run before each round's samples (short entries)
         self.estimate = math.inf  # the fastest warm-up call, ns
-        self.warm_ns = 0.0   # what one warm-up cost in all: before, the call, after
+        self.warm_ns = 0.0  # what one warm-up cost in all: before, the call, after
 
     def warm(self, timer: Timer, fixed: bool) -> None:
         """The untimed warm-up runs; they size the batches and the samples per round (a probe
@@ -243,12 +252,19 @@ class PassProbe:
     charged the whole pass: that is what one of its samples costs.
     """
 
-    def __init__(self, order: Sequence[Optional[EntryFactory]],
-                 run_pass: Callable[[object, object], None],
-                 before: Optional[Callable[[], object]] = None,
-                 timeline: Optional["Timeline"] = None, phase: str = "forward",
-                 names: Sequence[Optional[str]] = (), details: Sequence[Optional[dict]] = (),
-                 whole: Optional[Probe] = None, hook_ns: float = 0.0, estimate_ns: Optional[float] = None):
+    def __init__(
+        self,
+        order: Sequence[Optional[EntryFactory]],
+        run_pass: Callable[[object, object], None],
+        before: Optional[Callable[[], object]] = None,
+        timeline: Optional["Timeline"] = None,
+        phase: str = "forward",
+        names: Sequence[Optional[str]] = (),
+        details: Sequence[Optional[dict]] = (),
+        whole: Optional[Probe] = None,
+        hook_ns: float = 0.0,
+        estimate_ns: Optional[float] = None,
+    ):
         self.order = list(order)  # an entry factory per function of the pass, None for a non-layer
         # ``whole``: a fed probe that takes the whole pass as a sample, less what the hooks added (``hook_ns`` a
         # function); ``estimate_ns``: what a pass costs, known already (no warm-up run of its own)
@@ -302,8 +318,10 @@ class PassProbe:
             value = max(0.0, spent - self.hook_ns * len(self.order))
             whole.take(timer, value, spent, held, float(max(0, spent - (c1 - c0))) if held else None)
         if len(starts) != len(self.order) or len(ends) != len(self.order):
-            raise ProfileError("graph mode: a pass ran %d functions where %d were expected; "
-                               "use --mode isolated" % (len(starts), len(self.order)))
+            raise ProfileError(
+                "graph mode: a pass ran %d functions where %d were expected; "
+                "use --mode isolated" % (len(starts), len(self.order))
+            )
         marked = len(cpu) == 2 * len(starts)
         for s, i in zip(self.series, self._slots):
             if not s.final:
@@ -325,15 +343,31 @@ class Timeline:
         self.origin: Optional[int] = None
         self.section = ""  # the title of the section being measured
 
-    def add_pass(self, round_number: int, phase: str, start: int, end: int, starts: List[int], ends: List[int],
-                 names: Sequence[Optional[str]], details: Sequence[Optional[dict]]) -> None:
+    def add_pass(
+        self,
+        round_number: int,
+        phase: str,
+        start: int,
+        end: int,
+        starts: List[int],
+        ends: List[int],
+        names: Sequence[Optional[str]],
+        details: Sequence[Optional[dict]],
+    ) -> None:
         if round_number > self.max_rounds:
             return
         if self.origin is None:
             self.origin = start
         o = self.origin
-        self.events.append(TimelineEvent("%s pass, round %d" % (phase, round_number), phase, start - o, end - o,
-                                         {"round": round_number, "section": self.section}))
+        self.events.append(
+            TimelineEvent(
+                "%s pass, round %d" % (phase, round_number),
+                phase,
+                start - o,
+                end - o,
+                {"round": round_number, "section": self.section},
+            )
+        )
         for name, detail, t0, t1 in zip(names, details, starts, ends):
             if name is not None:
                 self.events.append(TimelineEvent(name, phase, t0 - o, t1 - o, detail or {"phase": phase}))
@@ -348,8 +382,9 @@ class Action:
 
     series: List[Series] = []
 
-    def __init__(self, work: Callable[[], object], layer: bool = False, lean_only: bool = False,
-                 costs_as: Optional[Probe] = None):
+    def __init__(
+        self, work: Callable[[], object], layer: bool = False, lean_only: bool = False, costs_as: Optional[Probe] = None
+    ):
         self.work = work
         self.layer = layer
         # Runs only when the plan is lean (see RoundRunner.run), and not in the warm-up pass: its cost

@@ -4,6 +4,7 @@
 once, named from the project's layer names, so that a function's backward entry always
 carries its own forward's name and id.
 """
+
 from __future__ import annotations
 
 from typing import Dict, List, Optional
@@ -70,6 +71,7 @@ class LayerIndex:
 def parameters() -> Dict[object, str]:
     """Every parameter of NNabla's global scope, variable -> its full name."""
     import nnabla as nn
+
     return {v: name for name, v in nn.get_parameters(grad_only=False).items()}
 
 

@@ -9,6 +9,7 @@
 - what this process may still use (its address-space limit, its cgroup, or MemAvailable),
   to explain running out of memory.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -28,8 +29,21 @@ def _status(field_name: str) -> Optional[int]:
 
 
 class _MallInfo2(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_size_t) for name in (
-        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
 
 
 def _malloc_in_use() -> Optional[Callable[[], int]]:
@@ -44,6 +58,7 @@ def _malloc_in_use() -> Optional[Callable[[], int]]:
     def in_use() -> int:
         info = mallinfo2()
         return int(info.uordblks + info.hblkhd)
+
     return in_use
 
 
@@ -56,6 +71,7 @@ def device_reader(backend: str, device_id: str) -> Optional[Tuple[Callable[[], i
     try:
         from nnabla.ext_utils import import_extension_module
         from nnabla.utils import nvml
+
         nvml.nvmlInit()
         handle = nvml.nvmlDeviceGetHandleByIndex(int(device_id))
         ext = import_extension_module(backend)
@@ -64,9 +80,12 @@ def device_reader(backend: str, device_id: str) -> Optional[Tuple[Callable[[], i
     return (lambda: int(nvml.nvmlDeviceGetMemoryInfo(handle).used)), ext.clear_memory_cache
 
 
-def measure_device_step(run_step: Callable[[Optional[Callable[[Any], None]]], None],
-                        used: Callable[[], int], clear: Callable[[], None],
-                        sync: Optional[Callable[[], None]]) -> Tuple[Optional[int], str]:
+def measure_device_step(
+    run_step: Callable[[Optional[Callable[[Any], None]]], None],
+    used: Callable[[], int],
+    clear: Callable[[], None],
+    sync: Optional[Callable[[], None]],
+) -> Tuple[Optional[int], str]:
     """The highest the GPU's used memory rises over one step (read after every function, the
     device synchronised first), from a cleared memory cache."""
     clear()
@@ -79,11 +98,14 @@ def measure_device_step(run_step: Callable[[Optional[Callable[[Any], None]]], No
         if sync is not None:
             sync()
         readings.append(used())
+
     run_step(read)
     read(None)
-    return max(0, max(readings) - base), ("the highest that the device's used memory (NVML, read after every "
-                                          "function with the device synchronised) rose over one step, from a "
-                                          "cleared CUDA memory cache")
+    return max(0, max(readings) - base), (
+        "the highest that the device's used memory (NVML, read after every "
+        "function with the device synchronised) rose over one step, from a "
+        "cleared CUDA memory cache"
+    )
 
 
 def measure_step(run_step: Callable[[Optional[Callable[[Any], None]]], None]) -> Tuple[Optional[int], str]:
@@ -96,6 +118,7 @@ def measure_step(run_step: Callable[[Optional[Callable[[Any], None]]], None]) ->
     of the process's peak resident memory (VmHWM, reset through /proc/self/clear_refs).
     """
     import nnabla._init as nnabla_init
+
     nnabla_init.clear_memory_cache()
     in_use = _malloc_in_use()
     if in_use is not None:
@@ -103,9 +126,11 @@ def measure_step(run_step: Callable[[Optional[Callable[[Any], None]]], None]) ->
         base = in_use()
         run_step(lambda f: readings.append(in_use()))
         readings.append(in_use())
-        return max(0, max(readings) - base), ("the highest that the bytes in use by the allocator (glibc "
-                                              "mallinfo2, read after every function) rose over one step, "
-                                              "from a cleared NNabla memory cache")
+        return max(0, max(readings) - base), (
+            "the highest that the bytes in use by the allocator (glibc "
+            "mallinfo2, read after every function) rose over one step, "
+            "from a cleared NNabla memory cache"
+        )
     try:
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")  # reset the peak RSS to the current RSS
@@ -116,13 +141,16 @@ def measure_step(run_step: Callable[[Optional[Callable[[Any], None]]], None]) ->
     peak = _status("VmHWM:")
     if base_rss is None or peak is None:
         return None, "not measured: /proc/self/status is not readable"
-    return max(0, peak - base_rss), ("growth of the process's peak resident memory over one step, from a "
-                                     "cleared NNabla memory cache (VmHWM reset through /proc/self/clear_refs)")
+    return max(0, peak - base_rss), (
+        "growth of the process's peak resident memory over one step, from a "
+        "cleared NNabla memory cache (VmHWM reset through /proc/self/clear_refs)"
+    )
 
 
 def available_memory() -> Tuple[Optional[int], str]:
     """What this process may still use: its RLIMIT_AS, else the cgroup's memory.max, else MemAvailable."""
     import resource
+
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)
     if soft != resource.RLIM_INFINITY:
         used = _status("VmSize:") or 0

@@ -4,6 +4,7 @@
 sample a round, in one round out of a few); ``Stratum`` is a partial layer round, when a slow spell leaves
 too little of the budget for a whole one. ``nnprofile.measure.rounds`` runs the rounds.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -33,8 +34,8 @@ class Plan:
     lean: bool = False
     layer_every: int = 1
     predicted_round_ns: float = 0.0
-    whole_ns: float = 0.0   # predicted: a round of the whole-step entries only
-    layer_ns: float = 0.0   # predicted: what the layer entries add to a round
+    whole_ns: float = 0.0  # predicted: a round of the whole-step entries only
+    layer_ns: float = 0.0  # predicted: what the layer entries add to a round
 
     def layer_round(self, round_index: int) -> bool:
         return round_index % self.layer_every == 0
@@ -44,16 +45,19 @@ class Plan:
             return "every entry every round"
         if self.layer_every == 1:
             return "lean rounds: one sample of each layer entry a round"
-        return ("lean rounds: one sample of each layer entry in every %s round; the whole-step entries "
-                "every round" % _ordinal(self.layer_every))
+        return (
+            "lean rounds: one sample of each layer entry in every %s round; the whole-step entries "
+            "every round" % _ordinal(self.layer_every)
+        )
 
 
 def _ordinal(n: int) -> str:
     return {2: "2nd", 3: "3rd"}.get(n, "%dth" % n)
 
 
-def make_plan(whole_ns: float, layer_normal_ns: float, layer_lean_ns: float, remaining_ns: float,
-              min_rounds: int) -> Plan:
+def make_plan(
+    whole_ns: float, layer_normal_ns: float, layer_lean_ns: float, remaining_ns: float, min_rounds: int
+) -> Plan:
     """The plan that fits the remaining budget (see ``Plan``).
 
     ``whole_ns``: a round's cost of the whole-step entries; ``layer_*_ns``: that of the layer
@@ -65,12 +69,22 @@ def make_plan(whole_ns: float, layer_normal_ns: float, layer_lean_ns: float, rem
     # Lean: as many rounds for the whole-step entries as fit beside MIN_LAYER_ROUNDS layer rounds.
     layer_rounds = MIN_LAYER_ROUNDS
     if layer_rounds * (whole_ns + layer_lean_ns) > remaining_ns:
-        return Plan(lean=True, layer_every=1, predicted_round_ns=whole_ns + layer_lean_ns,
-                    whole_ns=whole_ns, layer_ns=layer_lean_ns)
+        return Plan(
+            lean=True,
+            layer_every=1,
+            predicted_round_ns=whole_ns + layer_lean_ns,
+            whole_ns=whole_ns,
+            layer_ns=layer_lean_ns,
+        )
     rounds = int((remaining_ns - layer_rounds * layer_lean_ns) // whole_ns) if whole_ns > 0 else layer_rounds
     every = max(1, min(MAX_LAYER_EVERY, rounds // layer_rounds))
-    return Plan(lean=True, layer_every=every, predicted_round_ns=whole_ns + layer_lean_ns / every,
-                whole_ns=whole_ns, layer_ns=layer_lean_ns)
+    return Plan(
+        lean=True,
+        layer_every=every,
+        predicted_round_ns=whole_ns + layer_lean_ns / every,
+        whole_ns=whole_ns,
+        layer_ns=layer_lean_ns,
+    )
 
 
 @dataclass

@@ -14,17 +14,19 @@ pass) and untimed actions (fresh buffers before the per-layer entries). Only
 the measuring order is interleaved; entries are handed over in NNC's order,
 each as soon as it and every entry before it are final.
 """
+
 from __future__ import annotations
 
 import math
 from typing import Callable, List, Optional, Sequence, Tuple
 
-from ..result import Entry, Interference, Section
+from ..result import Entry, Section
 from ..result.details import Sampling
 from ..result.drift import apply_drift, measure_drift
 from ..base.stats import Drift
 from .allocation import FIRST_PLAN, MARGIN, REPLAN, Allocation, Need, RoundLevels, shares
 from .items import Action, Item, Probe, Series
+from .machine_watch import Reference, Watch
 from .plans import MIN_LAYER_ROUNDS, Plan, Stratum, make_plan
 from .timing import Measurement, Timer
 
@@ -40,70 +42,16 @@ EntryCallback = Callable[[Section, Entry], None]
 RoundCallback = Callable[[Section, float], None]  # after each round: how far the section's sampling has got
 
 
-class Reference:
-    """A fixed workload timed once per round: the machine's own speed, comparable between runs.
-
-    Within a run, the rounds' levels tell a slow spell from the usual speed; a whole run
-    inside a slow spell looks steady. This workload, the same in every run, lets
-    ``nnprofile check`` tell a slower machine from a slower network: a small convolution
-    and activation in NNabla (what most layers are like), on fixed data, in one fixed context (CPU, float).
-    """
-
-    def __init__(self, timer: Timer):
-        import nnabla as nn
-        import nnabla.functions as F
-        import numpy as np
-        from nnabla.ext_utils import get_extension_context
-        self.timer = timer
-        rng = np.random.RandomState(0)
-        # One fixed context, whatever the profile's: on a CPU in single precision (a half-precision profile's
-        # reference would be as slow as its network, and excuse it).
-        with nn.context_scope(get_extension_context("cpu", type_config="float")):
-            x = nn.Variable((8, 16, 16, 16))
-            w = nn.Variable((16, 16, 3, 3))
-            x.d, w.d = rng.rand(*x.shape), rng.rand(*w.shape) - 0.5
-            self.output = F.relu(F.convolution(x, w, pad=(1, 1)))
-        self.output.forward()
-
-    def sample(self) -> float:
-        """One timing of the workload (its data back in the caches, as the entries' are): by the thread's CPU time
-        where known, so that a busy machine's other work does not read as a slower machine."""
-        self.output.forward()
-        cpu = self.timer.cpu
-        if cpu is None:
-            return float(self.timer.sample(self.output.forward, 2)) / 2
-        c0 = cpu()
-        self.output.forward()
-        self.output.forward()
-        return float(cpu() - c0) / 2
-
-
-class _Watch:
-    """What other work took of a section's measuring: the thread's time waited for a CPU and its involuntary context
-    switches, read as it begins and as it ends (``nnprofile.base.interference``)."""
-
-    def __init__(self, timer: Timer):
-        self.timer = timer
-        probe = timer.probe
-        self.start, self.waited, self.switches = timer.clock.now_ns(), probe.waited_ns(), probe.switches()
-
-    def taken(self, section: Section) -> Interference:
-        probe, timer = self.timer.probe, self.timer
-        if timer.cpu is None:
-            return Interference(measured=False)
-        now, waited = timer.clock.now_ns(), probe.waited_ns()
-        spoiled = sum(len(e.disturbed) for e in section.entries)
-        samples = sum(len(e.samples_ns) for e in section.entries)
-        taken = waited - self.waited if waited is not None and self.waited is not None else None
-        return Interference(True, float(now - self.start), None if taken is None else float(taken),
-                            int(probe.switches() - self.switches), spoiled, samples)
-
-
 class RoundRunner:
     """Runs a section's items round after round until the sampling rule holds."""
 
-    def __init__(self, timer: Timer, on_entry: Optional[EntryCallback] = None, reference: bool = True,
-                 on_round: Optional[RoundCallback] = None):
+    def __init__(
+        self,
+        timer: Timer,
+        on_entry: Optional[EntryCallback] = None,
+        reference: bool = True,
+        on_round: Optional[RoundCallback] = None,
+    ):
         self.timer = timer
         self.on_entry = on_entry or (lambda section, entry: None)
         self.on_round = on_round or (lambda section, done: None)
@@ -120,7 +68,7 @@ class RoundRunner:
         every sample once sampling ends.
         """
         sampling = self.timer.sampling
-        watch = _Watch(self.timer)
+        watch = Watch(self.timer)
         self._waited0 = watch.waited
         st = _State(items, not sampling.adaptive, sampling.drift_threshold, self._own())
         try:
@@ -132,14 +80,18 @@ class RoundRunner:
                 self._round(section, st)
         except BaseException:
             st.stopped = "interrupted"
-            for s in st.all_series[st.emitted:]:
+            for s in st.all_series[st.emitted :]:
                 if s.samples:
                     section.entries.append(s.entry(st.drift, complete=False, per_ns=self.timer.held_rate()))
             raise
         finally:
             if st.rounds:
-                st.drift = measure_drift((s.clean() for s in st.all_series), st.rounds,
-                                         sampling.drift_threshold, reference=section.reference_ns)
+                st.drift = measure_drift(
+                    (s.clean() for s in st.all_series),
+                    st.rounds,
+                    sampling.drift_threshold,
+                    reference=section.reference_ns,
+                )
                 apply_drift([section], st.drift)
             section.sampling = self._sampling(st)
             section.interference = watch.taken(section)
@@ -152,9 +104,15 @@ class RoundRunner:
         timer.round += 1
         t0 = self._own()
         # Every entry gets its samples: the first round holds the layers, whatever the budget.
-        layer_round = st.rounds == 0 or st.rounds >= st.next_layers and not (
-            plan.lean and not self._fits(plan, st.round_costs, True, t0 - st.started)
-            and self._fits(plan, st.round_costs, False, t0 - st.started))
+        layer_round = (
+            st.rounds == 0
+            or st.rounds >= st.next_layers
+            and not (
+                plan.lean
+                and not self._fits(plan, st.round_costs, True, t0 - st.started)
+                and self._fits(plan, st.round_costs, False, t0 - st.started)
+            )
+        )
         # A full layer round no longer fits, and some layer entries are short of their rounds:
         # those, the heaviest first, take what is left of the budget.
         stratum = None
@@ -168,8 +126,11 @@ class RoundRunner:
         predicted, ran_layers = 0.0, False
         for i, item in enumerate(items):
             if isinstance(item, Action):
-                if (layer_round or not item.layer) and (plan.lean or not item.lean_only) \
-                        and _pending(items, part, i, item, ran_layers):
+                if (
+                    (layer_round or not item.layer)
+                    and (plan.lean or not item.lean_only)
+                    and _pending(items, part, i, item, ran_layers)
+                ):
                     item.run_round(timer, st.fixed)
                     predicted += item.round_cost(timer)
             elif part[i] is False or part[i] is None and not stratum.takes(item, clock.now_ns(), timer):  # type: ignore
@@ -228,19 +189,33 @@ class RoundRunner:
         needs = []
         for p in probes:
             k = st.index[id(p.series[0])]
-            needs.append(Need(st.levels.rounds_in(k, dropped), st.levels.rse(k, dropped, p.series[0].overhead_ns),
-                              _cost(p, timer), lean))
+            needs.append(
+                Need(
+                    st.levels.rounds_in(k, dropped),
+                    st.levels.rse(k, dropped, p.series[0].overhead_ns),
+                    _cost(p, timer),
+                    lean,
+                )
+            )
         chosen = {id(p) for p in probes}
-        fixed_ns = sum(_cost(item, timer) for item in st.items
-                       if id(item) not in chosen and not (item.series and all(s.final for s in item.series)))
+        fixed_ns = sum(
+            _cost(item, timer)
+            for item in st.items
+            if id(item) not in chosen and not (item.series and all(s.final for s in item.series))
+        )
         remaining = (sampling.max_seconds * 1e9 - st.measured_ns) / max(st.scale, 0.5)
         goal = MARGIN * sampling.target_rse
-        planned, reachable = shares(needs, goal, sampling.min_rounds, remaining, fixed_ns,
-                                    sampling.max_rounds - st.rounds)
+        planned, reachable = shares(
+            needs, goal, sampling.min_rounds, remaining, fixed_ns, sampling.max_rounds - st.rounds
+        )
         for p, share, ok in zip(probes, planned, reachable):
             s = p.series[0]
-            if ok and share <= 0 and s.rounds_with_samples(dropped) >= sampling.min_rounds \
-                    and s.rse(dropped, self.timer.held_rate()) <= goal:
+            if (
+                ok
+                and share <= 0
+                and s.rounds_with_samples(dropped) >= sampling.min_rounds
+                and s.rse(dropped, self.timer.held_rate()) <= goal
+            ):
                 s.final = True  # sure enough: its rounds go to the others
         st.allocation.plan([id(p) for p in probes], planned)
 
@@ -249,15 +224,25 @@ class RoundRunner:
         sampling = self.timer.sampling
         described = st.plan.describe()
         if st.allocation.planned:
-            described += ("; from round %d on, the layer entries' shares of the rounds by the spread each had "
-                          "shown, those at the target done" % (FIRST_PLAN + 1))
+            described += (
+                "; from round %d on, the layer entries' shares of the rounds by the spread each had "
+                "shown, those at the target done" % (FIRST_PLAN + 1)
+            )
         if st.partial_rounds:
-            described += ("; then %d partial layer round%s: the layer entries short of %d rounds, the "
-                          "heaviest first, as many as the rest of the budget allowed"
-                          % (st.partial_rounds, "" if st.partial_rounds == 1 else "s", MIN_LAYER_ROUNDS))
-        return Sampling(rounds=st.rounds, seconds=round(st.measured_ns / 1e9, 3),
-                        budget_seconds=None if st.fixed else sampling.max_seconds, plan=described, lean=st.plan.lean,
-                        layer_every=st.plan.layer_every, stopped=st.stopped)
+            described += (
+                "; then %d partial layer round%s: the layer entries short of %d rounds, the "
+                "heaviest first, as many as the rest of the budget allowed"
+                % (st.partial_rounds, "" if st.partial_rounds == 1 else "s", MIN_LAYER_ROUNDS)
+            )
+        return Sampling(
+            rounds=st.rounds,
+            seconds=round(st.measured_ns / 1e9, 3),
+            budget_seconds=None if st.fixed else sampling.max_seconds,
+            plan=described,
+            lean=st.plan.lean,
+            layer_every=st.plan.layer_every,
+            stopped=st.stopped,
+        )
 
     def _plan(self, items: Sequence[Item], elapsed_ns: float) -> Plan:
         """After the warm-up pass: lean rounds when normal rounds do not fit the budget."""
@@ -281,8 +266,10 @@ class RoundRunner:
         # The heaviest layer entries (few, and the ones whose figures matter) keep their normal
         # samples per round, as long as that adds at most LEAN_EXTRA to a layer round.
         extra, allowed = 0.0, LEAN_EXTRA * lean_ns
-        heavy = sorted((p for p in layer_items if isinstance(p, Probe) and math.isfinite(p.estimate)),
-                       key=lambda p: -p.estimate * p.series[0].calls)
+        heavy = sorted(
+            (p for p in layer_items if isinstance(p, Probe) and math.isfinite(p.estimate)),
+            key=lambda p: -p.estimate * p.series[0].calls,
+        )
         for p in heavy:
             one = p.round_cost(self.timer)
             p.configure(self.timer, False)
@@ -295,8 +282,9 @@ class RoundRunner:
             extra += more
         return plan
 
-    def _stratum(self, items: Sequence[Item], plan: Plan, round_costs: List[Tuple[bool, float]],
-                 elapsed_ns: float, rounds: int) -> Optional[Stratum]:
+    def _stratum(
+        self, items: Sequence[Item], plan: Plan, round_costs: List[Tuple[bool, float]], elapsed_ns: float, rounds: int
+    ) -> Optional[Stratum]:
         """A partial layer round (see ``Stratum``), or None.
 
         When a slow spell makes a full lean layer round too long for what is left of the budget,
@@ -315,8 +303,11 @@ class RoundRunner:
         scale = 1.0
         if layered and plan.layer_ns > 0:
             scale = max(1.0, (sum(layered) / len(layered) - whole) / plan.layer_ns)
-        actions = sum(item.round_cost(self.timer) for item in items
-                      if isinstance(item, Action) and item.layer and (plan.lean or not item.lean_only))
+        actions = sum(
+            item.round_cost(self.timer)
+            for item in items
+            if isinstance(item, Action) and item.layer and (plan.lean or not item.lean_only)
+        )
         # An entry with one round has no error at all: its second round comes before the whole-step
         # entries' further rounds. Past that, those are owed their min_rounds first.
         fewest = min(p.series[0].rounds_with_samples() for p in short)
@@ -325,12 +316,12 @@ class RoundRunner:
         rest = self.timer.sampling.max_seconds * 1e9 - elapsed_ns - owed
         left = PARTIAL_SHARE * rest / scale - actions
         # What follows the layers: their settling passes, and the whole-step entries.
-        after = sum(item.round_cost(self.timer) for item in items
-                    if isinstance(item, Action) and item.layer and item.lean_only)
+        after = sum(
+            item.round_cost(self.timer) for item in items if isinstance(item, Action) and item.layer and item.lean_only
+        )
         end = self.timer.clock.now_ns() + self.timer.sampling.max_seconds * 1e9 - elapsed_ns - (owed - whole)
         chosen = set()
-        for p in sorted(short, key=lambda p: (p.series[0].rounds_with_samples(),
-                                              -p.round_cost(self.timer))):
+        for p in sorted(short, key=lambda p: (p.series[0].rounds_with_samples(), -p.round_cost(self.timer))):
             cost = p.round_cost(self.timer)
             if cost <= left:
                 chosen.add(id(p))
@@ -364,14 +355,21 @@ class RoundRunner:
                     if not s.final and k in st.allocated and s.spent_ns >= budget:
                         s.final = True
             dropped = drift.dropped
-            steady = all(s.final or (st.levels.rse(k, dropped, s.overhead_ns) <= sampling.target_rse
-                                     and st.levels.rounds_in(k, dropped) >= sampling.min_rounds)
-                         for k, s in enumerate(all_series)) \
-                and all(s.final or s.rse(dropped, self.timer.held_rate()) <= sampling.target_rse for s in all_series)
+            steady = all(
+                s.final
+                or (
+                    st.levels.rse(k, dropped, s.overhead_ns) <= sampling.target_rse
+                    and st.levels.rounds_in(k, dropped) >= sampling.min_rounds
+                )
+                for k, s in enumerate(all_series)
+            ) and all(s.final or s.rse(dropped, self.timer.held_rate()) <= sampling.target_rse for s in all_series)
             if steady and kept >= sampling.min_rounds and not drift.flagged:
                 reason = "target"
-            elif not plan.lean and any(s.spent_ns >= budget for k, s in enumerate(all_series)
-                                       if not (st.allocation.planned and k in st.allocated)):
+            elif not plan.lean and any(
+                s.spent_ns >= budget
+                for k, s in enumerate(all_series)
+                if not (st.allocation.planned and k in st.allocated)
+            ):
                 # (A lean plan has shared the section's budget out already: a whole pass may use it.)
                 reason = "entry budget"
             elif st.measured_ns + next_round > sampling.max_seconds * 1e9:
@@ -428,7 +426,7 @@ class _State:
         self.rounds = self.emitted = self.partial_rounds = self.next_layers = 0
         self.next_plan = FIRST_PLAN
         self.measured_ns = 0
-        self.scale = 1.0                  # the last round's cost against its prediction
+        self.scale = 1.0  # the last round's cost against its prediction
         self.round_costs: List[Tuple[bool, float]] = []  # (a layer round, ns) of each round
         self.plan = Plan()
         self.drift = Drift((), threshold)
@@ -443,8 +441,8 @@ def _labelled(item: Item, run: Callable[[], object]) -> None:
         run()
     except Exception as e:
         if not hasattr(e, "nnprofile_entry") and item.series:
-            e.nnprofile_entry = item.series[0].make_entry(  # type: ignore[attr-defined]
-                Measurement([0.0])).label
+            label = item.series[0].make_entry(Measurement([0.0])).label
+            setattr(e, "nnprofile_entry", label)  # noqa: B010  (an attribute of nnprofile's on the exception)
         raise
 
 
@@ -470,12 +468,16 @@ def _round_cost(plan: Plan, round_costs: List[Tuple[bool, float]], layer_round: 
     return min(plan.whole_ns, sum(layered) / len(layered)) if layered and plan.whole_ns else plan.whole_ns
 
 
-def _pending(items: Sequence[Item], part: Sequence[Optional[bool]], index: int, action: "Action",
-             ran_layers: bool) -> bool:
+def _pending(
+    items: Sequence[Item], part: Sequence[Optional[bool]], index: int, action: "Action", ran_layers: bool
+) -> bool:
     """Whether an action runs: a layer entries' refresh where a layer entry after it is in this round; the
     settling step after them where they ran; any other where any probe after it is."""
     if action.lean_only and not ran_layers:
         return False
     only_layers = action.layer and not action.lean_only
-    return any(p is not False for item, p in zip(items[index + 1:], part[index + 1:])
-               if not isinstance(item, Action) and (item.layer or not only_layers))
+    return any(
+        p is not False
+        for item, p in zip(items[index + 1 :], part[index + 1 :])
+        if not isinstance(item, Action) and (item.layer or not only_layers)
+    )

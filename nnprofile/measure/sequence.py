@@ -14,6 +14,7 @@ Two ways of timing the layers:
 - ``graph``: each function is timed inside real forward and backward passes of
   the whole network, between NNabla's function pre- and post-hooks.
 """
+
 from __future__ import annotations
 
 import functools
@@ -43,9 +44,12 @@ BURST_SECONDS = 0.2
 
 def let_data(variable, data, data_name: str, variable_name: str) -> None:
     from nnabla.utils.cli.utility import let_data_to_variable
+
     if variable.shape != data.shape and variable.size != data.size:
-        raise ProfileError("data '%s' has shape %s but variable '%s' expects %s"
-                           % (data_name, tuple(data.shape), variable_name, tuple(variable.shape)))
+        raise ProfileError(
+            "data '%s' has shape %s but variable '%s' expects %s"
+            % (data_name, tuple(data.shape), variable_name, tuple(variable.shape))
+        )
     try:
         let_data_to_variable(variable, data=data, data_name=data_name, variable_name=variable_name)
     except Exception as e:
@@ -54,9 +58,16 @@ def let_data(variable, data, data_name: str, variable_name: str) -> None:
 
 def simple(label: str, phase: str) -> Callable[[Measurement], Entry]:
     """The entry factory of a step that is not a layer."""
+
     def make(m: Measurement) -> Entry:
-        return Entry(label=label, phase=phase, samples_ns=m.samples_ns,
-                     calls_per_sample=m.calls_per_sample, overhead_ns=m.overhead_ns)
+        return Entry(
+            label=label,
+            phase=phase,
+            samples_ns=m.samples_ns,
+            calls_per_sample=m.calls_per_sample,
+            overhead_ns=m.overhead_ns,
+        )
+
     return make
 
 
@@ -70,8 +81,9 @@ class SolverSnapshot:
     def __init__(self, solver, params: Dict[str, Any]):
         self.solver = solver
         self.params = {name: (p, p.d.copy()) for name, p in params.items()}
-        self.states = {name: (s.t, {k: v.d.copy() for k, v in s.pstate.items()})
-                       for name, s in solver.get_states().items()}
+        self.states = {
+            name: (s.t, {k: v.d.copy() for k, v in s.pstate.items()}) for name, s in solver.get_states().items()
+        }
 
     def restore(self) -> None:
         for p, data in self.params.values():
@@ -88,9 +100,15 @@ class SolverSnapshot:
 class SectionMeasurer:
     """Profiles sections of a project: plans each section's items, then runs them in rounds."""
 
-    def __init__(self, timer: Timer, on_entry: Optional[EntryCallback] = None, mode: str = "isolated",
-                 layers: bool = True, backend: Optional[Tuple[str, str]] = None,
-                 on_round: Optional[RoundCallback] = None):
+    def __init__(
+        self,
+        timer: Timer,
+        on_entry: Optional[EntryCallback] = None,
+        mode: str = "isolated",
+        layers: bool = True,
+        backend: Optional[Tuple[str, str]] = None,
+        on_round: Optional[RoundCallback] = None,
+    ):
         if mode not in MODES:
             raise ProfileError("unknown mode '%s' (choose from %s)" % (mode, ", ".join(MODES)))
         self.timer = timer
@@ -110,22 +128,26 @@ class SectionMeasurer:
         batch = source.next()
         for pv, data_name in dataset_assign.items():
             if data_name not in batch:
-                raise ProfileError("data '%s' for variable '%s' is not in the dataset (it has: %s)"
-                                   % (data_name, pv.name, ", ".join(sorted(batch)) or "nothing"))
+                raise ProfileError(
+                    "data '%s' for variable '%s' is not in the dataset (it has: %s)"
+                    % (data_name, pv.name, ", ".join(sorted(batch)) or "nothing")
+                )
             var, data = pv.variable_instance, batch[data_name]
             if data.dtype.kind == "f" and not np.isfinite(data).all():
                 # NaN and inf take slow paths in many kernels: the times would mislead.
-                raise ProfileError("data '%s' for variable '%s' contains NaN or infinite values"
-                                   % (data_name, pv.name))
+                raise ProfileError("data '%s' for variable '%s' contains NaN or infinite values" % (data_name, pv.name))
             let_data(var, data, data_name, pv.name)  # once untimed: checks shapes, one clear error
+
             def assign(v=var, d=data, n=data_name, vn=pv.name) -> None:
                 let_data(v, d, n, vn)
+
             items.append(Probe(simple("let_data (%s to %s)" % (data_name, pv.name), "let_data"), assign))
         for pv, generator in generator_assign.items():
             var = pv.variable_instance
 
             def generate(v=var, g=generator, vn=pv.name):
                 let_data(v, g(v.shape), "generator", vn)
+
             items.append(Probe(simple("generate_data (%s)" % pv.name, "generate_data"), generate))
         return items
 
@@ -133,17 +155,23 @@ class SectionMeasurer:
         def setup(f) -> Callable[[], None]:
             inputs, outputs = f.inputs, f.outputs  # once, as nnabla_cli profile does: not timed
             return lambda: f.setup(inputs, outputs)
+
         return [Probe(layer_entry(layer, "setup_function"), setup(layer.function), layer=True) for layer in layers]
 
-    def _layer_work(self, phase: str, order: List[Optional[Layer]], run_pass,
-                    before=None) -> List[Item]:
+    def _layer_work(self, phase: str, order: List[Optional[Layer]], run_pass, before=None) -> List[Item]:
         """Per-layer forward or backward entries, in the mode chosen."""
         if self.mode == "graph":
-            return [PassProbe([layer_entry(l, phase) if l else None for l in order], run_pass, before,
-                              timeline=self.timeline, phase="forward" if phase == FORWARD else "backward",
-                              names=[l.name if l else None for l in order],
-                              details=[l.trace_args("forward" if phase == FORWARD else "backward") if l else None
-                                       for l in order])]
+            return [
+                PassProbe(
+                    [layer_entry(l, phase) if l else None for l in order],
+                    run_pass,
+                    before,
+                    timeline=self.timeline,
+                    phase="forward" if phase == FORWARD else "backward",
+                    names=[l.name if l else None for l in order],
+                    details=[l.trace_args("forward" if phase == FORWARD else "backward") if l else None for l in order],
+                )
+            ]
         items: List[Item] = []
         for layer in only_layers(order):
             f = layer.function
@@ -168,6 +196,7 @@ class SectionMeasurer:
 
         def backward_all(pre=None, post=None):
             o.target.backward(grad=loss_grad, clear_buffer=True, function_pre_hook=pre, function_post_hook=post)
+
         # Each backward run follows a forward pass, as in training: that pass is timed as a sample of
         # forward_all, which then needs no runs of its own.
         whole_forward = Probe(simple("forward_all", "forward_all"), forward_all)
@@ -198,20 +227,14 @@ class SectionMeasurer:
                 # buffer alive, and the first clearing pass after it reads 10 to 20% slow: one
                 # untimed step after the layers leaves the whole passes of a layer round measured
                 # as those of the other rounds.
-                settling = Action(lambda: (forward_all(), backward_all()), layer=True, lean_only=True,
-                                  costs_as=whole_backward)  # a forward and a backward pass, untimed
+                settling = Action(
+                    lambda: (forward_all(), backward_all()), layer=True, lean_only=True, costs_as=whole_backward
+                )  # a forward and a backward pass, untimed
                 items.append(settling)
         items += [whole_forward, whole_backward]
         if self.layers:  # a variant of backward_all, not part of the step: sampled with the layer entries
-            params = [p for name, p in o.parameters.items() if name[-2:] in ("/W", "/b")]
-
-            def backward_all_zeroing():
-                for p in params:
-                    p.grad.zero()
-                backward_all()
-            items.append(Probe(simple("backward_all(wo param zero_grad)", "backward_all_wo_zero_grad"),
-                               backward_all_zeroing, before_probe=whole_forward, layer=True,
-                               known=(first.backward_ns, first.step_ns) if in_passes else None))
+            known = (first.backward_ns, first.step_ns) if in_passes else None
+            items.append(_zeroing_backward(o, backward_all, whole_forward, known))
         return items + self._solver_items(o)
 
     def _training_refresh(self, o, loss_grad) -> List[Item]:
@@ -220,29 +243,47 @@ class SectionMeasurer:
             # per-layer runs of every round start from a real forward and backward.
             o.target.forward(clear_no_need_grad=False)
             o.target.backward(grad=loss_grad, clear_buffer=False)
+
         return [Action(refresh, layer=True)]
 
-    def _in_passes(self, phase: str, order: List[Optional[Layer]], run_pass, whole: Probe,
-                   estimate_ns: float) -> List[Item]:
+    def _in_passes(
+        self, phase: str, order: List[Optional[Layer]], run_pass, whole: Probe, estimate_ns: float
+    ) -> List[Item]:
         """Each layer timed inside the section's whole passes (its hooks' cost measured once for the run), every
         such pass a sample of ``whole`` too."""
         if self.hooks is None:
             from .graph_mode import calibrate_hooks
+
             self.hooks = calibrate_hooks(self.timer)
             self.timer.hook_inside_ns = self.hooks[1]
         direction = "forward" if phase == FORWARD else "backward"
-        return [PassProbe([layer_entry(l, phase) if l else None for l in order], run_pass, None,
-                          timeline=self.timeline, phase=direction, names=[l.name if l else None for l in order],
-                          details=[l.trace_args(direction) if l else None for l in order], whole=whole,
-                          hook_ns=self.hooks[0], estimate_ns=estimate_ns)]
+        return [
+            PassProbe(
+                [layer_entry(l, phase) if l else None for l in order],
+                run_pass,
+                None,
+                timeline=self.timeline,
+                phase=direction,
+                names=[l.name if l else None for l in order],
+                details=[l.trace_args(direction) if l else None for l in order],
+                whole=whole,
+                hook_ns=self.hooks[0],
+                estimate_ns=estimate_ns,
+            )
+        ]
 
     def _solver_items(self, o) -> List[Item]:
         items: List[Item] = []
         solver = o.solver.name
         snapshot = SolverSnapshot(o.solver, o.parameters)
         if o.weight_decay > 0:
-            items.append(Probe(simple("weight_decay (%s)" % solver, "weight_decay"),
-                               lambda: o.solver.weight_decay(o.weight_decay), after=snapshot.restore))
+            items.append(
+                Probe(
+                    simple("weight_decay (%s)" % solver, "weight_decay"),
+                    lambda: o.solver.weight_decay(o.weight_decay),
+                    after=snapshot.restore,
+                )
+            )
         # Every timed update starts from the same weights and solver state.
         items.append(Probe(simple("update (%s)" % solver, "update"), o.solver.update, after=snapshot.restore))
         losses = [loss.variable_instance for loss in o.loss_variables]
@@ -250,6 +291,7 @@ class SectionMeasurer:
         def monitor_loss():
             for v in losses:
                 np.mean(v.d)
+
         items.append(Probe(simple("monitor_loss", "monitor_loss"), monitor_loss))
         return items
 
@@ -259,6 +301,7 @@ class SectionMeasurer:
 
         def forward_all(pre=None, post=None):
             e.forward_target.forward(clear_buffer=True, function_pre_hook=pre, function_post_hook=post)
+
         whole = Probe(simple("forward_all", "forward_all"), forward_all)
         if self.layers:
             index = LayerIndex(layer_names(e.network), parameters())
@@ -288,13 +331,20 @@ class SectionMeasurer:
         if parameters_by_name is not None:
             params = [describer.variable(v).id for v in parameters_by_name.values()]
         else:  # an executor: the parameters its functions read
-            params = list({v: None for layer in layers for v in layer.info.inputs
-                           if describer.graph().variables[v].parameter})
+            params = list(
+                {v: None for layer in layers for v in layer.info.inputs if describer.graph().variables[v].parameter}
+            )
         itemsize = layers[-1].itemsize if layers else 4
         training = solver is not None
-        section.memory = buffers.step_memory([layer.info for layer in layers], describer.graph(),
-                                             [layer.name for layer in layers], params, itemsize, training,
-                                             buffers.solver_state_bytes(solver) if training else 0)
+        section.memory = buffers.step_memory(
+            [layer.info for layer in layers],
+            describer.graph(),
+            [layer.name for layer in layers],
+            params,
+            itemsize,
+            training,
+            buffers.solver_state_bytes(solver) if training else 0,
+        )
 
     def memory_reader(self) -> Callable[[Callable[[Any], None]], Tuple[Optional[int], str]]:
         """How a step's peak memory is read: the device's (NVML) on a GPU, else the allocator's."""
@@ -352,9 +402,16 @@ class SectionMeasurer:
         def backward(pre, post):
             o.solver.zero_grad()
             o.target.backward(grad=loss_grad, clear_buffer=True, function_pre_hook=pre, function_post_hook=post)
+
         try:
-            first = self.first_step(section, lambda pre, post: o.target.forward(
-                clear_no_need_grad=True, function_pre_hook=pre, function_post_hook=post), backward, o.solver.update)
+            first = self.first_step(
+                section,
+                lambda pre, post: o.target.forward(
+                    clear_no_need_grad=True, function_pre_hook=pre, function_post_hook=post
+                ),
+                backward,
+                o.solver.update,
+            )
             snapshot.restore()
             items = self.optimizer_items(o, source, first, section.info.layers_in_passes)
             drift = self.runner.run(section, items)
@@ -368,9 +425,32 @@ class SectionMeasurer:
         e = executor
         self.timeline.section = section.title
         self.memory_estimate(section, e.forward_target, e.network)
-        first = self.first_step(section, lambda pre, post: e.forward_target.forward(
-            clear_buffer=True, function_pre_hook=pre, function_post_hook=post))
+        first = self.first_step(
+            section,
+            lambda pre, post: e.forward_target.forward(
+                clear_buffer=True, function_pre_hook=pre, function_post_hook=post
+            ),
+        )
         drift = self.runner.run(section, self.executor_items(e, source, first, section.info.layers_in_passes))
         self.load_burst(section, source)
         section.complete = True
         return drift
+
+
+def _zeroing_backward(o: Any, backward_all: Callable[[], None], whole_forward: Probe, known: Any) -> Probe:
+    """backward_all with the parameters' gradients zeroed first, as NNC's log times it (``backward_all(wo param
+    zero_grad)``): a variant, not part of the step, sampled with the layer entries."""
+    params = [p for name, p in o.parameters.items() if name[-2:] in ("/W", "/b")]
+
+    def backward_all_zeroing() -> None:
+        for p in params:
+            p.grad.zero()
+        backward_all()
+
+    return Probe(
+        simple("backward_all(wo param zero_grad)", "backward_all_wo_zero_grad"),
+        backward_all_zeroing,
+        before_probe=whole_forward,
+        layer=True,
+        known=known,
+    )

@@ -4,6 +4,7 @@ Chooses what to profile and where each section's data comes from, then hands
 each section to the SectionMeasurer. Whatever happens, the returned Profile holds all
 entries measured so far, with ``complete`` and ``failure`` saying how it ended.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -37,9 +38,10 @@ def _pick(available, wanted: Optional[List[str]], what: str) -> List[str]:
         return list(available)
     missing = [w for w in wanted if w not in available]
     if missing:
-        raise ProfileError("the project has no %s named %s (it has: %s)"
-                           % (what, ", ".join("'%s'" % m for m in missing),
-                              ", ".join("'%s'" % a for a in available) or "none"))
+        raise ProfileError(
+            "the project has no %s named %s (it has: %s)"
+            % (what, ", ".join("'%s'" % m for m in missing), ", ".join("'%s'" % a for a in available) or "none")
+        )
     return list(wanted)
 
 
@@ -55,9 +57,16 @@ def plan(project: Project, selection: Selection) -> List[Section]:
             e = project.executors[name]
             sections.append(Section(kind=EXECUTOR, name=name, network=e.network.name))
     if not sections:
-        raise ProfileError("nothing to profile: the project has no %s"
-                           % ("optimizer or executor" if selection.training and selection.inference
-                              else "optimizer" if selection.training else "executor"))
+        raise ProfileError(
+            "nothing to profile: the project has no %s"
+            % (
+                "optimizer or executor"
+                if selection.training and selection.inference
+                else "optimizer"
+                if selection.training
+                else "executor"
+            )
+        )
     return sections
 
 
@@ -77,11 +86,13 @@ def explain_out_of_memory(e: BaseException, section: Optional[Section], project:
     """One line: where it failed, what it asked for, the estimated peak, what is available, what fits."""
     from ..base.sizes import human, largest_batch
     from .peak import available_memory
+
     where = "while profiling"
     asked = ""
     function = getattr(e, "nnprofile_function", None)
     if function is not None:
         from .naming import layer_names
+
         component = None
         if section is not None:
             component = (project.optimizers if section.kind == OPTIMIZER else project.executors).get(section.name)
@@ -98,7 +109,10 @@ def explain_out_of_memory(e: BaseException, section: Optional[Section], project:
     estimated = m is not None and m.estimated
     if m is not None and estimated:
         text += "; the estimated peak of a step is %s (activations %s at batch size %d)" % (
-            human(m.peak_estimated or 0), human(m.activations_at_peak or 0), m.batch_size or 1)
+            human(m.peak_estimated or 0),
+            human(m.activations_at_peak or 0),
+            m.batch_size or 1,
+        )
     if available is not None:
         text += "; the memory available is %s (%s)" % (human(available), source)
     if m is not None and estimated and available is not None:
@@ -122,14 +136,42 @@ def _source(project: Project, section: Section, pool: DatasetPool, synthetic: bo
     return pool.source(executor_datasets(project))
 
 
-def run(project: Project, sections: List[Section], timer: Timer, cache_root: str,
-        profile: Profile, on_section: Optional[SectionCallback] = None,
-        on_entry: Optional[EntryCallback] = None, synthetic: bool = False, mode: str = "isolated",
-        on_section_end: Optional[SectionCallback] = None, layers: bool = True,
-        on_round: Optional[RoundCallback] = None) -> Profile:
+def _failed(e: Exception, profile: Profile, project: Project) -> None:
+    """An exception that stopped the run, said in the profile; raises the error the user is told of where it is
+    not the exception itself (Ctrl-C inside NNabla's C++, running out of memory)."""
+    if caused_by_interrupt(e):  # Ctrl-C inside NNabla's C++ (a SystemError with it in its chain)
+        profile.failure = "interrupted by Ctrl-C"
+        raise Interrupted("interrupted by Ctrl-C; partial results written") from None
+    if out_of_memory(e):
+        message = explain_out_of_memory(e, profile.sections[-1] if profile.sections else None, project)
+        profile.failure = message
+        raise ProfileError(message) from e
+    profile.failure = "%s: %s" % (type(e).__name__, " ".join(str(e).split())[:300])
+
+
+def run(
+    project: Project,
+    sections: List[Section],
+    timer: Timer,
+    cache_root: str,
+    profile: Profile,
+    on_section: Optional[SectionCallback] = None,
+    on_entry: Optional[EntryCallback] = None,
+    synthetic: bool = False,
+    mode: str = "isolated",
+    on_section_end: Optional[SectionCallback] = None,
+    layers: bool = True,
+    on_round: Optional[RoundCallback] = None,
+) -> Profile:
     """Profile each planned section into ``profile``; never loses measured entries."""
-    measurer = SectionMeasurer(timer, on_entry=on_entry, mode=mode, layers=layers,
-                               backend=(project.run_context.backend, project.run_context.device_id), on_round=on_round)
+    measurer = SectionMeasurer(
+        timer,
+        on_entry=on_entry,
+        mode=mode,
+        layers=layers,
+        backend=(project.run_context.backend, project.run_context.device_id),
+        on_round=on_round,
+    )
     pool = DatasetPool(project.datasets, cache_root)
     try:
         # Open every data source first: a missing dataset stops the run before any timing.
@@ -153,19 +195,13 @@ def run(project: Project, sections: List[Section], timer: Timer, cache_root: str
         profile.failure = str(e)
         raise
     except Exception as e:
-        if caused_by_interrupt(e):  # Ctrl-C inside NNabla's C++ (a SystemError with it in its chain)
-            profile.failure = "interrupted by Ctrl-C"
-            raise Interrupted("interrupted by Ctrl-C; partial results written") from None
-        if out_of_memory(e):
-            message = explain_out_of_memory(e, profile.sections[-1] if profile.sections else None, project)
-            profile.failure = message
-            raise ProfileError(message) from e
-        profile.failure = "%s: %s" % (type(e).__name__, " ".join(str(e).split())[:300])
+        _failed(e, profile, project)
         raise
     finally:
         pool.close()
         profile.timeline = measurer.timeline.events
         # Which implementations ran (ConvolutionCudaCudnn under cuDNN): part of what was measured.
         profile.header.implementation_classes = sorted(
-            {e.impl_class for s in profile.sections for e in s.entries if e.impl_class})
+            {e.impl_class for s in profile.sections for e in s.entries if e.impl_class}
+        )
     return profile

@@ -5,6 +5,7 @@ milliseconds only for display (as line_profiler keeps ticks and a unit).
 Everything here is deterministic given a clock, so tests drive it with a fake
 one and assert exact figures.
 """
+
 from __future__ import annotations
 
 import math
@@ -48,9 +49,15 @@ class Sampling:
     @classmethod
     def of(cls, options: ProfileOptions) -> "Sampling":
         """The sampling the options ask for."""
-        return cls(runs=options.runs, warmup=max(0, options.warmup), target_rse=options.target_rse,
-                   min_rounds=options.min_rounds, max_seconds=options.max_seconds,
-                   max_seconds_per_entry=options.max_seconds_per_entry, drift_threshold=options.drift_threshold)
+        return cls(
+            runs=options.runs,
+            warmup=max(0, options.warmup),
+            target_rse=options.target_rse,
+            min_rounds=options.min_rounds,
+            max_seconds=options.max_seconds,
+            max_seconds_per_entry=options.max_seconds_per_entry,
+            drift_threshold=options.drift_threshold,
+        )
 
     @property
     def adaptive(self) -> bool:
@@ -58,14 +65,24 @@ class Sampling:
 
     def describe(self) -> str:
         if self.runs is not None:
-            return ("%d warm-up + %d rounds of one timed run per entry; each figure (the time of one call) is "
-                    "the mean of its round means, leaving out rounds the machine ran slow in" % (self.warmup, self.runs))
-        return ("%d warm-up, then rounds over all entries (at least %d) until every entry's relative "
-                "standard error is below %g%% and the machine's speed holds within %g%%, or %g s "
-                "per section (or %g s by one entry) are spent; each figure (the time of one call) is the mean of its "
-                "round means, leaving out rounds the machine ran slow in"
-                % (self.warmup, self.min_rounds, self.target_rse * 100, self.drift_threshold * 100,
-                   self.max_seconds, self.max_seconds_per_entry))
+            return (
+                "%d warm-up + %d rounds of one timed run per entry; each figure (the time of one call) is "
+                "the mean of its round means, leaving out rounds the machine ran slow in" % (self.warmup, self.runs)
+            )
+        return (
+            "%d warm-up, then rounds over all entries (at least %d) until every entry's relative "
+            "standard error is below %g%% and the machine's speed holds within %g%%, or %g s "
+            "per section (or %g s by one entry) are spent; each figure (the time of one call) is the mean of its "
+            "round means, leaving out rounds the machine ran slow in"
+            % (
+                self.warmup,
+                self.min_rounds,
+                self.target_rse * 100,
+                self.drift_threshold * 100,
+                self.max_seconds,
+                self.max_seconds_per_entry,
+            )
+        )
 
 
 class StopRule:
@@ -88,8 +105,9 @@ class StopRule:
             return n >= s.runs
         if n >= s.max_rounds:
             return True
-        return n >= s.min_rounds and (self.spent_ns >= s.max_seconds_per_entry * 1e9
-                                      or self.running.rse <= s.target_rse)
+        return n >= s.min_rounds and (
+            self.spent_ns >= s.max_seconds_per_entry * 1e9 or self.running.rse <= s.target_rse
+        )
 
 
 @dataclass
@@ -104,8 +122,8 @@ class Measurement:
 @dataclass(frozen=True)
 class ClockInfo:
     name: str
-    resolution_ns: float   # smallest step seen between two consecutive readings from Python
-    overhead_ns: float     # cost of timing one sample of no work (two readings, call, sync)
+    resolution_ns: float  # smallest step seen between two consecutive readings from Python
+    overhead_ns: float  # cost of timing one sample of no work (two readings, call, sync)
 
 
 class Timer:
@@ -118,8 +136,14 @@ class Timer:
     measured overhead is recorded for subtraction.
     """
 
-    def __init__(self, sampling: Sampling = Sampling(), clock: Optional[Clock] = None,
-                 sync: Optional[Callable[[], None]] = None, overhead_ns: float = 0.0, probe: Any = None):
+    def __init__(
+        self,
+        sampling: Sampling = Sampling(),
+        clock: Optional[Clock] = None,
+        sync: Optional[Callable[[], None]] = None,
+        overhead_ns: float = 0.0,
+        probe: Any = None,
+    ):
         self.sampling = sampling
         self.clock = clock or Clock()
         self.sync = sync
@@ -132,9 +156,9 @@ class Timer:
         self.probe = probe if probe is not None else (Probe() if clock is None or type(clock) is Clock else NoProbe())
         self.cpu: Optional[Callable[[], int]] = self.probe.cpu_ns if self.probe.available and sync is None else None
         self.held = False
-        self.round = 0                             # the round under way (``RoundRunner``): fed samples land in it
-        self.taken: Optional[float] = None         # the time other work took of the last sample held up
-        self.held_count, self.timed_ns = 0, 0.0   # samples held up, and the time sampled, for their rate
+        self.round = 0  # the round under way (``RoundRunner``): fed samples land in it
+        self.taken: Optional[float] = None  # the time other work took of the last sample held up
+        self.held_count, self.timed_ns = 0, 0.0  # samples held up, and the time sampled, for their rate
 
     def calibrate(self, readings: int = 2000) -> ClockInfo:
         """Measure the clock's resolution and the overhead of timing no work."""
@@ -150,11 +174,9 @@ class Timer:
         noop = Timer(Sampling(runs=max(5, readings // 10), warmup=1), self.clock, self.sync)
         samples = noop.measure(lambda: None, batchable=False).samples_ns
         self.overhead_ns = summarize(samples).median
-        return ClockInfo(getattr(self.clock, "name", type(self.clock).__name__),
-                         resolution, self.overhead_ns)
+        return ClockInfo(getattr(self.clock, "name", type(self.clock).__name__), resolution, self.overhead_ns)
 
-    def calls_per_sample(self, estimate_ns: float, batchable: bool = True,
-                         share: float = MAX_OVERHEAD_SHARE) -> int:
+    def calls_per_sample(self, estimate_ns: float, batchable: bool = True, share: float = MAX_OVERHEAD_SHARE) -> int:
         """How many consecutive calls one sample holds, so that the overhead stays under ``share`` (1%)."""
         if not batchable or self.overhead_ns <= 0:
             return 1
@@ -204,8 +226,9 @@ class Timer:
         """Samples held up per ns sampled: the chance a sample of ``d`` ns runs undisturbed is ``exp(-rate d)``."""
         return rate(self.held_count, self.timed_ns)
 
-    def measure(self, work: Callable[[], object], before: Optional[Callable[[], object]] = None,
-                batchable: bool = True) -> Measurement:
+    def measure(
+        self, work: Callable[[], object], before: Optional[Callable[[], object]] = None, batchable: bool = True
+    ) -> Measurement:
         """All samples of one callable in one burst (calibration); entries are sampled in rounds."""
         estimate = self.warm_up(work, before)
         k = self.calls_per_sample(estimate, batchable and before is None)

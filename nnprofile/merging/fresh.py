@@ -4,6 +4,7 @@
 the run can tell); ``nnprofile compare`` profiles each configuration in fresh processes,
 alternating. Both come here.
 """
+
 from __future__ import annotations
 
 import subprocess

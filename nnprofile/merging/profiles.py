@@ -10,6 +10,7 @@ out, as within one run (``nnprofile.result.drift``). Each entry keeps every sour
 ``--repeat N``: a whole run can land on a slow machine, and nothing inside that run can tell;
 across N fresh processes (``nnprofile.merging.fresh``, as pyperf spawns workers) it shows.
 """
+
 from __future__ import annotations
 
 import copy
@@ -60,14 +61,29 @@ def pool_sections(same: Sequence[Optional[Section]], threshold: float, means: st
             samples += [max(0.0, x - e.overhead_ns) for x in e.samples_ns] if e.overhead_ns else list(e.samples_ns)
             sizes += own + [0] * (n - len(own))
             own_means.append(e.mean_ms)
-        kept = {"run_means": [m for m in own_means if m is not None]} if means == "run_means" \
+        kept = (
+            {"run_means": [m for m in own_means if m is not None]}
+            if means == "run_means"
             else {"rank_means": own_means}
-        pooled.append(dataclasses.replace(first, samples_ns=samples, round_sizes=sizes, dropped_rounds=[],
-                                          overhead_ns=0.0, complete=all(t[label].complete for t in by_label
-                                                                        if label in t), **kept))
+        )
+        pooled.append(
+            dataclasses.replace(
+                first,
+                samples_ns=samples,
+                round_sizes=sizes,
+                dropped_rounds=[],
+                overhead_ns=0.0,
+                complete=all(t[label].complete for t in by_label if label in t),
+                **kept,
+            )
+        )
     section = dataclasses.replace(
-        base, entries=pooled, complete=all(s.complete for s in present) and len(present) == len(same),
-        memory=copy.deepcopy(base.memory), reference_ns=[x for s in present for x in s.reference_ns])
+        base,
+        entries=pooled,
+        complete=all(s.complete for s in present) and len(present) == len(same),
+        memory=copy.deepcopy(base.memory),
+        reference_ns=[x for s in present for x in s.reference_ns],
+    )
     drift_over([section], sum(rounds), threshold)
     return section
 
@@ -98,11 +114,17 @@ def left_out(profiles: Sequence[Profile], pooled: Sequence[Section], names: Sequ
                 slow.append(name)
             start += n
         if slow:
-            out.append("%s: every round of %s ran more than the drift threshold slower than the others' usual speed "
-                       "and is left out of the pooled figures, as the drift rule leaves out slow rounds; %s own "
-                       "figures are in %s own result" % (section.title, " and ".join(slow),
-                                                         "their" if len(slow) > 1 else "its",
-                                                         "their" if len(slow) > 1 else "its"))
+            out.append(
+                "%s: every round of %s ran more than the drift threshold slower than the others' usual speed "
+                "and is left out of the pooled figures, as the drift rule leaves out slow rounds; %s own "
+                "figures are in %s own result"
+                % (
+                    section.title,
+                    " and ".join(slow),
+                    "their" if len(slow) > 1 else "its",
+                    "their" if len(slow) > 1 else "its",
+                )
+            )
     return out
 
 
@@ -111,20 +133,30 @@ def merge_runs(profiles: Sequence[Profile], threshold: float) -> Profile:
     if not profiles:
         raise ProfileError("no runs to merge")
     first = profiles[0]
-    header = dataclasses.replace(first.header, sampling="%s; in %d fresh processes, rounds pooled"
-                                 % (first.header.sampling, len(profiles)))
+    header = dataclasses.replace(
+        first.header, sampling="%s; in %d fresh processes, rounds pooled" % (first.header.sampling, len(profiles))
+    )
     if isinstance(header, ProjectHeader):
         header.repeat = len(profiles)
     sections = pool_profiles(profiles, threshold, "run_means")
     notes = list(first.notes) + left_out(profiles, sections, ["run %d" % (i + 1) for i in range(len(profiles))])
-    return Profile(header=header, notes=notes, sections=sections, timeline=list(first.timeline),
-                   complete=all(p.complete for p in profiles),
-                   failure=next((p.failure for p in profiles if p.failure), None))
+    return Profile(
+        header=header,
+        notes=notes,
+        sections=sections,
+        timeline=list(first.timeline),
+        complete=all(p.complete for p in profiles),
+        failure=next((p.failure for p in profiles if p.failure), None),
+    )
 
 
-def repeat_profiles(files: Sequence[str], options: ProfileOptions, outdir: str,
-                    progress: Callable[[str], None] = lambda line: None,
-                    on_run: Optional[Callable[[int, int], None]] = None) -> Profile:
+def repeat_profiles(
+    files: Sequence[str],
+    options: ProfileOptions,
+    outdir: str,
+    progress: Callable[[str], None] = lambda line: None,
+    on_run: Optional[Callable[[int, int], None]] = None,
+) -> Profile:
     """Profile ``options.repeat`` times, each a fresh process writing into OUTDIR/runs/<n>/ (``on_run(done,
     total)`` as each starts), and pool the runs."""
     repeat = options.repeat

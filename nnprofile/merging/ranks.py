@@ -19,6 +19,7 @@ there yet, and leaves out a result another launch left in the folder.
   end of the first collective of the first common step, which every rank
   leaves together, is taken as one instant.
 """
+
 from __future__ import annotations
 
 import os
@@ -38,7 +39,7 @@ from ..result.ranks import Collective, RankRow, RanksView
 from ..result.timeline import TimelineEvent
 from .profiles import left_out, pool_profiles
 
-DEFAULT_WAIT = 60.0   # seconds rank 0 waits at the end for the other ranks' results
+DEFAULT_WAIT = 60.0  # seconds rank 0 waits at the end for the other ranks' results
 POLL_SECONDS = 0.1
 _RANK_DIR = re.compile(r"^rank-(\d+)$")
 
@@ -50,7 +51,7 @@ class Found:
     profiles: Dict[int, Profile]
     size: int
     missing: List[int] = field(default_factory=list)
-    stale: List[int] = field(default_factory=list)   # a result of another launch: left out
+    stale: List[int] = field(default_factory=list)  # a result of another launch: left out
     launcher: str = ""
     launch: Optional[str] = None
 
@@ -71,8 +72,9 @@ def rank_folders(outdir: str) -> Dict[int, str]:
         m = _RANK_DIR.match(name)
         if m and os.path.isdir(os.path.join(outdir, name)):
             if len(m.group(1)) > 7 or int(m.group(1)) >= MAX_RANKS:
-                raise ProfileError("%s: rank-%s... is no rank of a run (at most %d ranks)"
-                                   % (outdir, m.group(1)[:12], MAX_RANKS))
+                raise ProfileError(
+                    "%s: rank-%s... is no rank of a run (at most %d ranks)" % (outdir, m.group(1)[:12], MAX_RANKS)
+                )
             out[int(m.group(1))] = os.path.join(outdir, name)
     return out
 
@@ -86,17 +88,22 @@ def spans(ranks: List[int], most: int = 8) -> str:
         j = i
         while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
             j += 1
-        items.append(str(ordered[i]) if i == j else "%d%s%d" % (ordered[i], ", " if j == i + 1 else " to ",
-                                                                 ordered[j]))
+        items.append(str(ordered[i]) if i == j else "%d%s%d" % (ordered[i], ", " if j == i + 1 else " to ", ordered[j]))
         i = j + 1
     if len(items) > most:
         return "%s and %d more" % (", ".join(items[:most]), len(items) - most)
     return ", ".join(items)
 
 
-def collect(outdir: str, size: Optional[int] = None, wait: float = 0.0, launch: Optional[str] = None,
-            not_before: Optional[float] = None, clock: Callable[[], float] = time.monotonic,
-            sleep: Callable[[float], None] = time.sleep) -> Found:
+def collect(
+    outdir: str,
+    size: Optional[int] = None,
+    wait: float = 0.0,
+    launch: Optional[str] = None,
+    not_before: Optional[float] = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Found:
     """The ranks' results in ``outdir``, waiting up to ``wait`` seconds for the missing ones.
 
     ``size``: the world's size (else the largest any result states); ``launch``: only results of this
@@ -126,8 +133,9 @@ def collect(outdir: str, size: Optional[int] = None, wait: float = 0.0, launch: 
         sleep(POLL_SECONDS)
 
 
-def _sort_out(present: Dict[int, Profile], size: Optional[int], launch: Optional[str],
-              not_before: Optional[float]) -> Found:
+def _sort_out(
+    present: Dict[int, Profile], size: Optional[int], launch: Optional[str], not_before: Optional[float]
+) -> Found:
     if launch is None and present:
         first = present.get(0) or max(present.values(), key=lambda p: _rank(p).started_unix or 0.0)
         launch = _rank(first).launch
@@ -162,37 +170,71 @@ def merge(found: Found) -> Profile:
     for k, p in zip(ranks[1:], profiles[1:]):  # the ranks of one run: one program, one world
         h = _rank(p)
         if h.project != base.project or (h.world_size or 0) != (base.world_size or 0):
-            raise ProfileError("rank %d's result is of another run (%s, %s ranks) than rank %d's (%s, %s ranks): "
-                               "nothing to merge" % (k, h.project, h.world_size, ranks[0], base.project,
-                                                     base.world_size))
+            raise ProfileError(
+                "rank %d's result is of another run (%s, %s ranks) than rank %d's (%s, %s ranks): "
+                "nothing to merge" % (k, h.project, h.world_size, ranks[0], base.project, base.world_size)
+            )
     hosts = [_rank(p).host for p in profiles]
-    header = as_merged(base, world_size=found.size, ranks_merged=ranks, hosts=sorted(set(hosts)),
-                       sampling="%s; pooled over %s, each rank's steps a round" % (base.sampling, _span(ranks)))
-    notes: List[str] = []
-    for p in profiles:
-        notes += [n for n in p.notes if n not in notes]
-    folders = "%s/" % (RANK_DIR % ranks[0]) if len(ranks) == 1 else "%s/ %s %s/" % (
-        RANK_DIR % ranks[0], "and" if len(ranks) == 2 else "to", RANK_DIR % ranks[-1])
-    notes.append("a merged view of %d rank%s: each figure pools every rank's calls (the average rank); each rank's "
-                 "own result is in %s" % (len(ranks), "" if len(ranks) == 1 else "s", folders))
-    failure = None
-    if found.missing:
-        failure = "no result from rank%s %s of %d" % ("s" if len(found.missing) > 1 else "", spans(found.missing),
-                                                       found.size)
-    else:
-        failure = next(("rank %d: %s" % (k, p.failure) for k, p in zip(ranks, profiles) if p.failure), None)
+    header = as_merged(
+        base,
+        world_size=found.size,
+        ranks_merged=ranks,
+        hosts=sorted(set(hosts)),
+        sampling="%s; pooled over %s, each rank's steps a round" % (base.sampling, _span(ranks)),
+    )
+    notes = _merged_notes(ranks, profiles)
+    failure = _failure(found, ranks, profiles)
     sections = pool_profiles(profiles, base.drift_threshold, "rank_means")
     notes += left_out(profiles, sections, ["rank %d" % k for k in ranks])
-    merged = Profile(header=header, notes=notes, sections=sections,
-                     complete=not found.missing and all(p.complete for p in profiles), failure=failure)
+    merged = Profile(
+        header=header,
+        notes=notes,
+        sections=sections,
+        complete=not found.missing and all(p.complete for p in profiles),
+        failure=failure,
+    )
     steps = _common_steps(profiles)
     offsets, method = align_clocks(profiles, hosts, steps)
     merged.timeline = _timeline(ranks, profiles, offsets)
     merged.ranks = RanksView(
-        size=found.size, launcher=found.launcher, launch=found.launch, missing=found.missing, stale=found.stale,
-        clock={"method": method, "offsets_ns": offsets}, steps=steps,
-        ranks=[_rank_data(k, p, host, steps, offset) for k, p, host, offset in zip(ranks, profiles, hosts, offsets)])
+        size=found.size,
+        launcher=found.launcher,
+        launch=found.launch,
+        missing=found.missing,
+        stale=found.stale,
+        clock={"method": method, "offsets_ns": offsets},
+        steps=steps,
+        ranks=[_rank_data(k, p, host, steps, offset) for k, p, host, offset in zip(ranks, profiles, hosts, offsets)],
+    )
     return merged
+
+
+def _merged_notes(ranks: Sequence[int], profiles: Sequence[Profile]) -> List[str]:
+    """The ranks' notes, each once, and where each rank's own result is."""
+    notes: List[str] = []
+    for p in profiles:
+        notes += [n for n in p.notes if n not in notes]
+    folders = (
+        "%s/" % (RANK_DIR % ranks[0])
+        if len(ranks) == 1
+        else "%s/ %s %s/" % (RANK_DIR % ranks[0], "and" if len(ranks) == 2 else "to", RANK_DIR % ranks[-1])
+    )
+    notes.append(
+        "a merged view of %d rank%s: each figure pools every rank's calls (the average rank); each rank's "
+        "own result is in %s" % (len(ranks), "" if len(ranks) == 1 else "s", folders)
+    )
+    return notes
+
+
+def _failure(found: Found, ranks: Sequence[int], profiles: Sequence[Profile]) -> Optional[str]:
+    """What the merged view says went wrong: ranks without a result, else the first rank's failure."""
+    if found.missing:
+        return "no result from rank%s %s of %d" % (
+            "s" if len(found.missing) > 1 else "",
+            spans(found.missing),
+            found.size,
+        )
+    return next(("rank %d: %s" % (k, p.failure) for k, p in zip(ranks, profiles) if p.failure), None)
 
 
 def _span(ranks: Sequence[int]) -> str:
@@ -204,6 +246,7 @@ def _span(ranks: Sequence[int]) -> str:
 # -- sections --------------------------------------------------------------------------
 
 # -- the ranks' steps --------------------------------------------------------------------
+
 
 def rank_steps(profile: Profile) -> List[int]:
     """The numbers of the steps a rank kept (its active steps, after those it skipped)."""
@@ -244,10 +287,15 @@ def _rank_data(rank: int, profile: Profile, host: str, steps: List[int], offset:
                     step_ns[j] = value
                 else:
                     parts[part][j] += value
-    return RankRow(rank=rank, host=host, complete=profile.complete, failure=profile.failure,
-                   step_ns=[round(x, 1) for x in step_ns],
-                   parts_ns={p: [round(x, 1) for x in v] for p, v in parts.items()},
-                   collective=_collectives(profile, steps, offset))
+    return RankRow(
+        rank=rank,
+        host=host,
+        complete=profile.complete,
+        failure=profile.failure,
+        step_ns=[round(x, 1) for x in step_ns],
+        parts_ns={p: [round(x, 1) for x in v] for p, v in parts.items()},
+        collective=_collectives(profile, steps, offset),
+    )
 
 
 def _step_spans(profile: Profile) -> Dict[int, Tuple[int, int]]:
@@ -279,31 +327,48 @@ def _collectives(profile: Profile, steps: List[int], offset: int) -> Optional[Co
 
 # -- clocks and the timeline --------------------------------------------------------------
 
+
 def align_clocks(profiles: Sequence[Profile], hosts: Sequence[str], steps: Sequence[int]) -> Tuple[List[int], str]:
     """What to add to each rank's timeline times to put every rank on one clock, and how it was found."""
     origins = [_rank(p).clock_origin_ns for p in profiles]
     if len(set(hosts)) == 1 and all(o is not None for o in origins):
         known = [int(o or 0) for o in origins]
         least = min(known)
-        return ([o - least for o in known],
-                "the ranks ran on one host (%s) and share its monotonic clock" % (hosts[0] or "unknown"))
+        return (
+            [o - least for o in known],
+            "the ranks ran on one host (%s) and share its monotonic clock" % (hosts[0] or "unknown"),
+        )
     if steps:
         ends = []
         for p in profiles:
             span = _step_spans(p).get(steps[0])
-            first = sorted((e for e in p.timeline if e.cat == "communication" and span is not None
-                            and span[0] <= e.start <= span[1]), key=lambda e: e.start)
+            first = sorted(
+                (
+                    e
+                    for e in p.timeline
+                    if e.cat == "communication" and span is not None and span[0] <= e.start <= span[1]
+                ),
+                key=lambda e: e.start,
+            )
             ends.append((first[0].name, first[0].end) if first else None)
         if all(x is not None for x in ends) and len({x[0] for x in ends if x is not None}) == 1:
             latest = max(x[1] for x in ends if x is not None)
-            return ([latest - x[1] for x in ends if x is not None],
-                    "aligned at the end of the first %s of step %d, which every rank leaves together (the ranks "
-                    "ran on %d hosts)" % (ends[0][0] if ends[0] else "", steps[0], len(set(hosts))))
-    return [0] * len(profiles), ("not aligned: the ranks ran on %d hosts and share no collective in a common step; "
-                                 "each rank's timeline starts at its first kept step" % len(set(hosts)))
+            return (
+                [latest - x[1] for x in ends if x is not None],
+                "aligned at the end of the first %s of step %d, which every rank leaves together (the ranks "
+                "ran on %d hosts)" % (ends[0][0] if ends[0] else "", steps[0], len(set(hosts))),
+            )
+    return [0] * len(profiles), (
+        "not aligned: the ranks ran on %d hosts and share no collective in a common step; "
+        "each rank's timeline starts at its first kept step" % len(set(hosts))
+    )
 
 
 def _timeline(ranks: Sequence[int], profiles: Sequence[Profile], offsets: Sequence[int]) -> List[TimelineEvent]:
     """Every rank's steps, passes, solver, input and communication events (not its layers), aligned."""
-    return [e.shifted(offset, rank) for rank, p, offset in zip(ranks, profiles, offsets)
-            for e in p.timeline if not e.is_call]  # a layer's call: in the rank's own trace
+    return [
+        e.shifted(offset, rank)
+        for rank, p, offset in zip(ranks, profiles, offsets)
+        for e in p.timeline
+        if not e.is_call
+    ]  # a layer's call: in the rank's own trace

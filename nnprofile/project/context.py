@@ -5,6 +5,7 @@ the *project* asked for falls back to the CPU with one note; a context the
 *user* asked for on the command line is an error, because silently measuring
 something else would be dishonest.
 """
+
 from __future__ import annotations
 
 import logging
@@ -17,10 +18,10 @@ from ..base.errors import ProfileError
 
 @dataclass
 class RunContext:
-    backend: str           # cpu, cuda or cudnn: what runs
-    type_config: str       # float or half
+    backend: str  # cpu, cuda or cudnn: what runs
+    type_config: str  # float or half
     device_id: str
-    requested: str         # what the project or the user asked for
+    requested: str  # what the project or the user asked for
     nnabla_context: object
     synchronize: Optional[Callable[[], None]]  # None where the backend is synchronous
     notes: List[str]
@@ -61,6 +62,7 @@ def extension_available(backend: str) -> bool:
     if backend == "cpu":
         return True
     from nnabla.ext_utils import import_extension_module
+
     logger, previous = _quiet_nnabla()
     try:
         import_extension_module(backend)
@@ -73,13 +75,20 @@ def extension_available(backend: str) -> bool:
 
 def _device_sync(ext, device_id: str) -> Callable[[], None]:
     """Wait for the device: CUDA runs kernels asynchronously."""
+
     def sync():
         ext.synchronize(device_id=device_id)
+
     return sync
 
 
-def resolve(project_backend: str, project_type_config: str, device_id: str,
-            backend: Optional[str] = None, type_config: Optional[str] = None) -> RunContext:
+def resolve(
+    project_backend: str,
+    project_type_config: str,
+    device_id: str,
+    backend: Optional[str] = None,
+    type_config: Optional[str] = None,
+) -> RunContext:
     """Choose the context: command-line overrides, else the project's, with CPU fallback."""
     from nnabla.ext_utils import get_extension_context, import_extension_module
 
@@ -89,15 +98,19 @@ def resolve(project_backend: str, project_type_config: str, device_id: str,
         if backend not in BACKENDS:
             raise ProfileError("unknown context '%s' (choose from %s)" % (backend, ", ".join(BACKENDS)))
         if not extension_available(backend):
-            raise ProfileError("context '%s' needs nnabla-ext-cuda, which is not installed "
-                               "(pip install nnabla-ext-cuda...; or use --context cpu)" % backend)
+            raise ProfileError(
+                "context '%s' needs nnabla-ext-cuda, which is not installed "
+                "(pip install nnabla-ext-cuda...; or use --context cpu)" % backend
+            )
         chosen, requested = backend, backend
     else:
         requested = project_backend
         chosen = project_backend
         if not extension_available(project_backend):
-            notes.append("the project asks for %s, but nnabla-ext-cuda is not installed: running on the CPU"
-                         % BACKEND_NAMES[project_backend])
+            notes.append(
+                "the project asks for %s, but nnabla-ext-cuda is not installed: running on the CPU"
+                % BACKEND_NAMES[project_backend]
+            )
             chosen = "cpu"
     if chosen_tc not in TYPE_CONFIGS:
         raise ProfileError("unknown type config '%s' (choose from %s)" % (chosen_tc, ", ".join(TYPE_CONFIGS)))
@@ -107,6 +120,12 @@ def resolve(project_backend: str, project_type_config: str, device_id: str,
     if chosen != "cpu":
         ext = import_extension_module(chosen)
         sync = _device_sync(ext, device_id)
-    return RunContext(backend=chosen, type_config=chosen_tc, device_id=device_id,
-                      requested="%s:%s" % (requested, chosen_tc), nnabla_context=ctx,
-                      synchronize=sync, notes=notes)
+    return RunContext(
+        backend=chosen,
+        type_config=chosen_tc,
+        device_id=device_id,
+        requested="%s:%s" % (requested, chosen_tc),
+        nnabla_context=ctx,
+        synchronize=sync,
+        notes=notes,
+    )

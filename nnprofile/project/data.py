@@ -5,6 +5,7 @@ what NNC's ``load_dataset`` step times. A project's own dataset cache is read as
 NNabla reads it, where it is complete and newer than its CSV; otherwise a cache is
 created inside the output folder, never beside the user's files.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,13 +26,15 @@ class DatasetSource:
     def __init__(self, spec: DatasetSpec, cache_root: str):
         self.spec = spec
         if spec.path is None:
-            raise ProfileError("dataset '%s': remote dataset '%s' is not supported; "
-                               "use --synthetic" % (spec.name, spec.uri))
+            raise ProfileError(
+                "dataset '%s': remote dataset '%s' is not supported; use --synthetic" % (spec.name, spec.uri)
+            )
         if not os.path.isfile(spec.path):
             where = "" if spec.path == spec.uri else " (looked for %s)" % spec.path
-            raise ProfileError("dataset '%s': cannot read '%s'%s; "
-                               "use --synthetic to profile with generated data"
-                               % (spec.name, spec.uri, where))
+            raise ProfileError(
+                "dataset '%s': cannot read '%s'%s; "
+                "use --synthetic to profile with generated data" % (spec.name, spec.uri, where)
+            )
         # The project's own cache, read as NNabla reads it, where it is complete and newer than its CSV;
         # otherwise one made in the output folder (never beside the user's files).
         self.project_cache = project_cache(spec)
@@ -40,8 +43,9 @@ class DatasetSource:
             self.project_cache = None
             cache_dir = os.path.join(cache_root, component(spec.name, "dataset"))
             if not inside(cache_root, cache_dir) or os.path.realpath(cache_dir) == os.path.realpath(cache_root):
-                raise ProfileError("dataset '%s': its name makes no folder of its own under %s"
-                                   % (spec.name, cache_root))
+                raise ProfileError(
+                    "dataset '%s': its name makes no folder of its own under %s" % (spec.name, cache_root)
+                )
             _ensure_cache(spec, cache_dir)
             iterator = _open(spec, cache_dir)
         # NNabla's iterator loads the next batch in a thread as it returns one; here each batch is loaded in the
@@ -71,10 +75,16 @@ class DatasetSource:
 def _open(spec: DatasetSpec, cache_dir: str, quiet: bool = False) -> Any:
     """NNabla's iterator over a cache folder; None where ``quiet`` and it cannot be opened."""
     from nnabla.utils.data_iterator import data_iterator_cache
+
     try:
-        return data_iterator_cache(cache_dir, spec.batch_size, shuffle=spec.shuffle,
-                                   rng=np.random.RandomState(spec.index), normalize=spec.normalize,
-                                   with_memory_cache=True)
+        return data_iterator_cache(
+            cache_dir,
+            spec.batch_size,
+            shuffle=spec.shuffle,
+            rng=np.random.RandomState(spec.index),
+            normalize=spec.normalize,
+            with_memory_cache=True,
+        )
     except Exception as e:
         if quiet:
             return None
@@ -99,8 +109,9 @@ def project_cache(spec: DatasetSpec) -> Optional[str]:
                 if not name or not os.path.isfile(os.path.join(folder, os.path.basename(name))):
                     return None
                 rows += int(count)
-        if any(n.endswith(".npy") for n in os.listdir(folder)) \
-                and not os.path.isfile(os.path.join(folder, "cache_info.csv")):
+        if any(n.endswith(".npy") for n in os.listdir(folder)) and not os.path.isfile(
+            os.path.join(folder, "cache_info.csv")
+        ):
             return None
         with open(spec.path, "rb") as f:
             lines = sum(1 for line in f if line.strip())
@@ -122,6 +133,7 @@ def _ensure_cache(spec: DatasetSpec, cache_dir: str) -> None:
     except (OSError, ValueError):
         pass
     from nnabla.utils.create_cache import CreateCache
+
     os.makedirs(cache_dir, exist_ok=True)
     for name in os.listdir(cache_dir):  # NNabla's cache files of an earlier run, and nothing else
         if re.fullmatch(CACHE_FILES, name) and os.path.isfile(os.path.join(cache_dir, name)):
@@ -130,8 +142,10 @@ def _ensure_cache(spec: DatasetSpec, cache_dir: str) -> None:
         cc = CreateCache(spec.path, rng=np.random.RandomState(spec.index), shuffle=spec.shuffle)
         cc.create(cache_dir, normalize=False)
     except Exception as e:
-        raise ProfileError("dataset '%s': cannot read %s (%s: %s)"
-                           % (spec.name, spec.path, type(e).__name__, " ".join(str(e).split())[:200]))
+        raise ProfileError(
+            "dataset '%s': cannot read %s (%s: %s)"
+            % (spec.name, spec.path, type(e).__name__, " ".join(str(e).split())[:200])
+        )
     with open(stamp_file, "w") as f:
         json.dump(stamp, f)
 
@@ -180,9 +194,12 @@ class DatasetPool:
 
     def notes(self) -> List[str]:
         """Which datasets were read from the project's own cache."""
-        return ["dataset '%s' was read from the project's cache %s, as NNabla reads it (complete, and newer "
-                "than %s)" % (s.spec.name, s.project_cache, s.spec.uri)
-                for s in self._open.values() if s.project_cache]
+        return [
+            "dataset '%s' was read from the project's cache %s, as NNabla reads it (complete, and newer "
+            "than %s)" % (s.spec.name, s.project_cache, s.spec.uri)
+            for s in self._open.values()
+            if s.project_cache
+        ]
 
     def close(self) -> None:
         for s in self._open.values():

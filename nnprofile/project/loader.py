@@ -7,6 +7,7 @@ dataset paths are resolved against the project file's folder, and data
 iterators are not created (``nnprofile.project.data`` does that, inside the output
 folder). No timing happens here.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -28,12 +29,12 @@ PARAMETER_EXTENSIONS = (".h5",)
 @dataclass
 class DatasetSpec:
     name: str
-    uri: str               # as written in the project
-    path: Optional[str]    # resolved against the project's folder; None for remote URIs
+    uri: str  # as written in the project
+    path: Optional[str]  # resolved against the project's folder; None for remote URIs
     batch_size: int
     shuffle: bool
     normalize: bool
-    index: int             # position in the project, seeds its shuffling as NNabla does
+    index: int  # position in the project, seeds its shuffling as NNabla does
     cache_dir: Optional[str] = None  # the project's own cache folder, resolved; None where it names none
     overwrite_cache: bool = False
 
@@ -44,7 +45,7 @@ class Project:
     name: str
     folder: str
     sha256: str
-    info: Any                        # NNabla's loaded project (networks, optimizers, ...)
+    info: Any  # NNabla's loaded project (networks, optimizers, ...)
     run_context: contexts.RunContext
     datasets: Dict[str, DatasetSpec] = field(default_factory=dict)
     batch_size: Optional[int] = None
@@ -64,18 +65,23 @@ def resolve_files(paths: Sequence[str]) -> List[str]:
     out: List[str] = []
     for p in paths:
         if p.lower().endswith(".py"):
-            raise ProfileError("%s is a Python program, not an NNC project: record it with  nnprofile run %s [ARGS...]"
-                               % (p, p))
+            raise ProfileError(
+                "%s is a Python program, not an NNC project: record it with  nnprofile run %s [ARGS...]" % (p, p)
+            )
         if os.path.isdir(p) and os.path.splitext(p)[1].lower() in PROJECT_EXTENSIONS + PARAMETER_EXTENSIONS:
             raise ProfileError("%s is a folder, not a project file" % p)
         if os.path.isdir(p):
-            found = sorted(f for f in os.listdir(p) if os.path.splitext(f)[1].lower() in PROJECT_EXTENSIONS
-                           and os.path.isfile(os.path.join(p, f)))
+            found = sorted(
+                f
+                for f in os.listdir(p)
+                if os.path.splitext(f)[1].lower() in PROJECT_EXTENSIONS and os.path.isfile(os.path.join(p, f))
+            )
             if not found:
                 raise ProfileError("folder %s holds no project file (%s)" % (p, ", ".join(PROJECT_EXTENSIONS)))
             if len(found) > 1:
-                raise ProfileError("folder %s holds %d project files (%s): give the one to profile"
-                                   % (p, len(found), ", ".join(found)))
+                raise ProfileError(
+                    "folder %s holds %d project files (%s): give the one to profile" % (p, len(found), ", ".join(found))
+                )
             out.append(os.path.join(p, found[0]))
         else:
             out.append(p)
@@ -86,13 +92,14 @@ def _check_files(paths: Sequence[str]) -> None:
     if not paths:
         raise ProfileError("no project file given")
     if not any(os.path.splitext(p)[1].lower() in PROJECT_EXTENSIONS for p in paths):
-        raise ProfileError("no project file among %s (expected %s)"
-                           % (", ".join(paths), ", ".join(PROJECT_EXTENSIONS)))
+        raise ProfileError("no project file among %s (expected %s)" % (", ".join(paths), ", ".join(PROJECT_EXTENSIONS)))
     for p in paths:
         ext = os.path.splitext(p)[1].lower()
         if ext not in PROJECT_EXTENSIONS + PARAMETER_EXTENSIONS:
-            raise ProfileError("%s: unsupported file type '%s' (expected %s)"
-                               % (p, ext or "no extension", ", ".join(PROJECT_EXTENSIONS + PARAMETER_EXTENSIONS)))
+            raise ProfileError(
+                "%s: unsupported file type '%s' (expected %s)"
+                % (p, ext or "no extension", ", ".join(PROJECT_EXTENSIONS + PARAMETER_EXTENSIONS))
+            )
         if not os.path.exists(p):
             raise ProfileError("%s: no such file" % p)
         if os.path.isdir(p):
@@ -127,6 +134,7 @@ def check_sizes(path: str) -> None:
     """A project file, or each member of an .nnp, within its limit: a member by its declared size and by what it
     really unpacks to (read as a stream, never whole), so that no archive unpacks beyond what it says."""
     import zipfile
+
     if not path.lower().endswith(".nnp"):
         if os.path.getsize(path) > _limit(path):
             raise ProfileError("%s: larger than a project file can be (%d MB)" % (path, _limit(path) >> 20))
@@ -136,8 +144,10 @@ def check_sizes(path: str) -> None:
             for member in archive.infolist():
                 limit = _limit(member.filename)
                 if member.file_size > limit:
-                    raise ProfileError("%s: its member %s unpacks to %d MB, more than a project's can (%d MB)"
-                                       % (path, member.filename[:80], member.file_size >> 20, limit >> 20))
+                    raise ProfileError(
+                        "%s: its member %s unpacks to %d MB, more than a project's can (%d MB)"
+                        % (path, member.filename[:80], member.file_size >> 20, limit >> 20)
+                    )
                 read = 0
                 with archive.open(member) as f:
                     while True:
@@ -146,8 +156,10 @@ def check_sizes(path: str) -> None:
                             break
                         read += len(chunk)
                         if read > limit:
-                            raise ProfileError("%s: its member %s unpacks beyond what it declares and a project's "
-                                               "can (%d MB)" % (path, member.filename[:80], limit >> 20))
+                            raise ProfileError(
+                                "%s: its member %s unpacks beyond what it declares and a project's "
+                                "can (%d MB)" % (path, member.filename[:80], limit >> 20)
+                            )
     except zipfile.BadZipFile:
         raise ProfileError("%s: not a valid .nnp file (not a zip archive)" % path)
 
@@ -167,7 +179,7 @@ def _read_proto(info, paths: Sequence[str]) -> None:
             message = str(e)
             prefix = "%s:%s : " % (line, col)
             if message.startswith(prefix):
-                message = message[len(prefix):]
+                message = message[len(prefix) :]
             raise ProfileError("%s: malformed project: %s" % (where, message))
         except zipfile.BadZipFile:
             raise ProfileError("%s: not a valid .nnp file (not a zip archive)" % p)
@@ -189,6 +201,7 @@ def validation_datasets(proto) -> List[str]:
 def zero_weights() -> None:
     """Zero every weight (/W) and bias (/b), as nnabla_cli profile does before timing."""
     import nnabla as nn
+
     for name, p in nn.get_parameters(grad_only=False).items():
         if name[-2:] in ("/W", "/b"):
             p.data.zero()
@@ -214,27 +227,26 @@ def _dataset_specs(proto, folder: str, batch_size: Optional[int]) -> Dict[str, D
         if d.cache_dir and "://" not in d.cache_dir and not _foreign_path(d.cache_dir):
             cache_dir = os.path.normpath(os.path.join(folder, d.cache_dir))
         specs[d.name] = DatasetSpec(
-            name=d.name, uri=uri, path=path, batch_size=batch_size or d.batch_size,
-            shuffle=d.shuffle, normalize=not d.no_image_normalization, index=i,
-            cache_dir=cache_dir, overwrite_cache=bool(d.overwrite_cache))
+            name=d.name,
+            uri=uri,
+            path=path,
+            batch_size=batch_size or d.batch_size,
+            shuffle=d.shuffle,
+            normalize=not d.no_image_normalization,
+            index=i,
+            cache_dir=cache_dir,
+            overwrite_cache=bool(d.overwrite_cache),
+        )
     return specs
 
 
-def load_project(paths: Sequence[str], backend: Optional[str] = None,
-                 type_config: Optional[str] = None, batch_size: Optional[int] = None) -> Project:
-    """Parse the files, choose the context and build NNabla's networks and solvers."""
+def _empty_info(batch_size: Optional[int]) -> Any:
+    """What NNabla's loader fills (an object of attributes: a namespace is what it expects), over an empty
+    parameter scope: parameters live in NNabla's global scope, and one project never sees another's."""
     import nnabla as nn
-    import nnabla.utils.load as nnload
     from nnabla.utils import nnabla_pb2
 
-    paths = [os.fspath(p) for p in paths]
-    _check_files(paths)
-    main = next(p for p in paths if os.path.splitext(p)[1].lower() in PROJECT_EXTENSIONS)
-
-    # Parameters live in NNabla's global scope; start from an empty one so that
-    # one project never sees another's parameters.
     nn.clear_parameters()
-    # NNabla's loader fills an object of attributes; a namespace is what it expects.
     info: Any = types.SimpleNamespace()
     info.prepare_data_iterator = False
     info.batch_size = batch_size
@@ -242,6 +254,24 @@ def load_project(paths: Sequence[str], backend: Optional[str] = None,
     info.parameter_only = False
     info.proto = nnabla_pb2.NNablaProtoBuf()
     info.parameter_scope = nn.parameter.get_current_parameter_scope()
+    return info
+
+
+def load_project(
+    paths: Sequence[str],
+    backend: Optional[str] = None,
+    type_config: Optional[str] = None,
+    batch_size: Optional[int] = None,
+) -> Project:
+    """Parse the files, choose the context and build NNabla's networks and solvers."""
+    import nnabla as nn
+    import nnabla.utils.load as nnload
+
+    paths = [os.fspath(p) for p in paths]
+    _check_files(paths)
+    main = next(p for p in paths if os.path.splitext(p)[1].lower() in PROJECT_EXTENSIONS)
+
+    info = _empty_info(batch_size)
     _read_proto(info, paths)
     proto = info.proto
     if not proto.network:
@@ -251,8 +281,7 @@ def load_project(paths: Sequence[str], backend: Optional[str] = None,
     req_backend, req_tc, device_id = contexts.project_request(proto.global_config.default_context)
     run_context = contexts.resolve(req_backend, req_tc, device_id, backend, type_config)
 
-    info.global_config = types.SimpleNamespace()
-    info.global_config.default_context = run_context.nnabla_context
+    info.global_config = types.SimpleNamespace(default_context=run_context.nnabla_context)
     nn.set_default_context(run_context.nnabla_context)
     info.default_context = run_context.nnabla_context
     if proto.HasField("training_config"):
@@ -263,7 +292,8 @@ def load_project(paths: Sequence[str], backend: Optional[str] = None,
     try:
         with building:
             graph = nn.graph_def.ProtoGraph.from_proto(
-                proto, param_scope=info.parameter_scope, rng=np.random.RandomState(0))
+                proto, param_scope=info.parameter_scope, rng=np.random.RandomState(0)
+            )
             info.networks = nnload._networks(info, graph)
         info.optimizers = nnload._optimizers(info)
         info.monitors = nnload._monitors(info)
@@ -276,27 +306,35 @@ def load_project(paths: Sequence[str], backend: Optional[str] = None,
         raise ProfileError("%s: %s" % (main, building.error_text(e)))
 
     folder = os.path.dirname(os.path.abspath(main))
-    name = os.path.splitext(os.path.basename(main))[0]
-    return Project(files=paths, name=name, folder=folder, sha256=_sha256(paths), info=info,
-                   run_context=run_context, datasets=_dataset_specs(proto, folder, batch_size),
-                   batch_size=batch_size)
+    return Project(
+        files=paths,
+        name=os.path.splitext(os.path.basename(main))[0],
+        folder=folder,
+        sha256=_sha256(paths),
+        info=info,
+        run_context=run_context,
+        datasets=_dataset_specs(proto, folder, batch_size),
+        batch_size=batch_size,
+    )
 
 
 def _check_networks(proto, main: str, batch_size: Optional[int]) -> None:
     """Sizes NNabla would divide by, or allocate from, without checking."""
     for net in proto.network:
         if batch_size is None and net.batch_size < 1:
-            raise ProfileError("%s: network '%s' has batch_size %d; set a positive batch_size "
-                               "or pass --batch-size" % (main, net.name, net.batch_size))
+            raise ProfileError(
+                "%s: network '%s' has batch_size %d; set a positive batch_size "
+                "or pass --batch-size" % (main, net.name, net.batch_size)
+            )
         for v in net.variable:
             dims = list(v.shape.dim)
             if any(d == 0 or d < -1 for d in dims) or -1 in dims[1:]:
-                raise ProfileError("%s: variable '%s' of network '%s' has an invalid shape %s"
-                                   % (main, v.name, net.name, dims))
+                raise ProfileError(
+                    "%s: variable '%s' of network '%s' has an invalid shape %s" % (main, v.name, net.name, dims)
+                )
         for r in net.repeat_info:
             if r.times < 1:
-                raise ProfileError("%s: loop '%s' of network '%s' repeats %d times"
-                                   % (main, r.id, net.name, r.times))
+                raise ProfileError("%s: loop '%s' of network '%s' repeats %d times" % (main, r.id, net.name, r.times))
     for d in proto.dataset:
         if batch_size is None and d.batch_size < 1:
             raise ProfileError("%s: dataset '%s' has batch_size %d" % (main, d.name, d.batch_size))
@@ -312,14 +350,16 @@ def _check_links(info) -> None:
 
     renamed = info.renamed_variables
     datasets = {d.name for d in info.proto.dataset}
-    components = ([("optimizer", c) for c in info.proto.optimizer] + [("monitor", c) for c in info.proto.monitor]
-                  + [("executor", c) for c in info.proto.executor])
+    components = (
+        [("optimizer", c) for c in info.proto.optimizer]
+        + [("monitor", c) for c in info.proto.monitor]
+        + [("executor", c) for c in info.proto.executor]
+    )
     for kind, c in components:
         what = "%s '%s'" % (kind, c.name)
         network = info.networks.get(c.network_name)
         if network is None:
-            raise ProfileError("%s uses network '%s', which the project does not define"
-                               % (what, c.network_name))
+            raise ProfileError("%s uses network '%s', which the project does not define" % (what, c.network_name))
         if kind != "executor":
             for d in c.dataset_name:
                 if d not in datasets:
@@ -331,8 +371,9 @@ def _check_links(info) -> None:
         for name in refs:
             pv = network.variables.get(renamed.get(name, name))
             if pv is None or pv.variable_instance is None:
-                raise ProfileError("%s refers to variable '%s', which network '%s' does not compute"
-                                   % (what, name, network.name))
+                raise ProfileError(
+                    "%s refers to variable '%s', which network '%s' does not compute" % (what, name, network.name)
+                )
         if kind == "monitor":
             continue
         candidates = list(network.parameters) + list(network.variables)
@@ -340,13 +381,15 @@ def _check_links(info) -> None:
             try:
                 names = nnload._get_matching_variable_names(p.variable_name, candidates)
             except ValueError:
-                raise ProfileError("%s lists parameter '%s', which network '%s' does not have"
-                                   % (what, p.variable_name, network.name))
+                raise ProfileError(
+                    "%s lists parameter '%s', which network '%s' does not have" % (what, p.variable_name, network.name)
+                )
             for name in names:
                 pv = network.parameters.get(name) or network.variables.get(name)
                 if pv is None or pv.variable_instance is None:
-                    raise ProfileError("%s lists parameter '%s', which no layer of network '%s' uses"
-                                       % (what, name, network.name))
+                    raise ProfileError(
+                        "%s lists parameter '%s', which no layer of network '%s' uses" % (what, name, network.name)
+                    )
 
 
 class _LayerTracker:
@@ -363,6 +406,7 @@ class _LayerTracker:
 
     def __enter__(self):
         from nnabla.core.graph_def import ProtoFunction
+
         self._original = original = ProtoFunction.graph_call
         tracker = self
 
@@ -371,11 +415,13 @@ class _LayerTracker:
             owner = pf.owner() if callable(getattr(pf, "owner", None)) else None
             tracker.network = getattr(owner, "name", None)
             return original(pf, **kwargs)
+
         ProtoFunction.graph_call = graph_call
         return self
 
     def __exit__(self, *exc):
         from nnabla.core.graph_def import ProtoFunction
+
         ProtoFunction.graph_call = self._original
         return False
 
@@ -384,7 +430,9 @@ class _LayerTracker:
         unsupported = re.match(r'Function "([^"]+)" is not supported', text)
         if unsupported:
             return "unknown layer type '%s' (NNabla %s has no such function)" % (
-                unsupported.group(1), _nnabla_version())
+                unsupported.group(1),
+                _nnabla_version(),
+            )
         # "value error in setup_impl /path/affine.cpp:46 Failed `cond`: message" -> message
         failed = re.search(r"Failed `.*?`: (.*)$", text)
         if failed:
@@ -392,12 +440,16 @@ class _LayerTracker:
         if len(text) > 300:
             text = text[:300] + "..."
         if self.layer:
-            where = "layer '%s' (%s)%s" % (self.layer.replace("$EC$/", ""), self.layer_type,
-                                         " of network '%s'" % self.network if self.network else "")
+            where = "layer '%s' (%s)%s" % (
+                self.layer.replace("$EC$/", ""),
+                self.layer_type,
+                " of network '%s'" % self.network if self.network else "",
+            )
             return "%s cannot be built: %s" % (where, text or type(e).__name__)
         return "the network cannot be built: %s%s" % (type(e).__name__, (": " + text) if text else "")
 
 
 def _nnabla_version() -> str:
     import nnabla
+
     return nnabla.__version__

@@ -1,20 +1,28 @@
 """Where NNabla binds what the recorder replaces: its communicator factories, the parameters by full name, and
 the places (a notebook's namespace, one level down) where a program keeps solvers and communicators made before
 recording started."""
+
 from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Sequence
 
 from .proxies import TimedCommunicator
 
-COMMUNICATOR_FACTORIES = ("MultiProcessDataParallelCommunicator", "MultiProcessCommunicator",
-                          "MultiProcessDataParalellCommunicator", "Comm", "Dist", "DataParallelCommunicator")
+COMMUNICATOR_FACTORIES = (
+    "MultiProcessDataParallelCommunicator",
+    "MultiProcessCommunicator",
+    "MultiProcessDataParalellCommunicator",
+    "Comm",
+    "Dist",
+    "DataParallelCommunicator",
+)
 
 
 def one_level_down(namespaces: Sequence[Any]) -> List[Any]:
     """The namespaces, and one level down in them: the dicts they hold and the attributes of the objects
     they hold (a notebook's ``trainer.solver``, ``solvers["gen"]``), where an earlier cell's solver may be."""
     import types
+
     places: List[Any] = list(namespaces)
     seen = {id(ns) for ns in places}
     for namespace in namespaces:
@@ -34,8 +42,11 @@ def one_level_down(namespaces: Sequence[Any]) -> List[Any]:
 def is_communicator(value: Any) -> bool:
     """An NNabla communicator (made before recording started): its type has the collectives."""
     kind = type(value)
-    return kind is not TimedCommunicator and not isinstance(value, type) and all(
-        callable(getattr(kind, m, None)) for m in ("init", "all_reduce", "bcast", "barrier"))
+    return (
+        kind is not TimedCommunicator
+        and not isinstance(value, type)
+        and all(callable(getattr(kind, m, None)) for m in ("init", "all_reduce", "bcast", "barrier"))
+    )
 
 
 def communicator_factories() -> List[Callable]:
@@ -59,6 +70,7 @@ def all_parameters() -> Dict[str, Any]:
     """Every parameter by its full name, whatever scope the program is in now (NNabla's own
     get_parameters names them relative to the current scope)."""
     from nnabla import parameter
+
     out: Dict[str, Any] = {}
 
     def walk(scope: Any, path: str) -> None:
@@ -68,5 +80,6 @@ def all_parameters() -> Dict[str, Any]:
                 walk(value, name)
             else:
                 out[name] = value
+
     walk(parameter.root_scope, "")
     return out

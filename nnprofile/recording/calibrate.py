@@ -11,6 +11,7 @@ not make it larger than it is. A program with steps to spare also runs a few ste
 hooks after its active ones: what the hooks cost in it beyond the chain's figure is measured
 there (``nnprofile.base.hookcost.measured_in_program``).
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Tuple
@@ -45,6 +46,7 @@ def _chain_works(n_functions: int, short: int) -> Dict[str, Callable[[], None]]:
     import nnabla as nn
     import nnabla.functions as F
     import numpy as np
+
     x = nn.Variable((1,))
     x.d = 1.0
     long_chain, short_chain = x, x
@@ -74,12 +76,14 @@ def _chain_works(n_functions: int, short: int) -> Dict[str, Callable[[], None]]:
     return {"static": static_pass, "short": short_passes, "dynamic": dynamic_pass, "eager": eager_pass}
 
 
-def calibrate(recorder_factory: Callable[[], Any], n_functions: int = 200, short: int = 20,
-              pairs: int = 11) -> HookCosts:
+def calibrate(
+    recorder_factory: Callable[[], Any], n_functions: int = 200, short: int = 20, pairs: int = 11
+) -> HookCosts:
     """Measure what recording costs per function (static hooks, auto_forward calls, eager calls on
     NdArrays) on chains of tiny functions, and per static pass: a chain of ``n_functions`` and one of
     ``short`` differ only by their functions, so what is left of the hooks' cost is the pass's own."""
     from ..assembly.events import Call
+
     works = _chain_works(n_functions, short)
     recorder = recorder_factory()
     clock = busy_clock(recorder)
@@ -108,22 +112,46 @@ def calibrate(recorder_factory: Callable[[], Any], n_functions: int = 200, short
     # Inside a function's interval: a call's interval less a plain call; never more than the whole cost.
     within = {k: min(totals[k], max(0.0, median(inside[k]) - median(plain[k]) / n_functions)) for k in totals}
     per_pass = paired_cost(plain["short"], hooked["short"], REPEAT_SHORT)
-    return HookCosts(static_total=totals["static"], static_inside=within["static"],
-                     dynamic_total=totals["dynamic"], dynamic_inside=within["dynamic"],
-                     eager_total=totals["eager"], eager_inside=within["eager"],
-                     pass_total=max(0.0, per_pass - short * totals["static"]))
+    return HookCosts(
+        static_total=totals["static"],
+        static_inside=within["static"],
+        dynamic_total=totals["dynamic"],
+        dynamic_inside=within["dynamic"],
+        eager_total=totals["eager"],
+        eager_inside=within["eager"],
+        pass_total=max(0.0, per_pass - short * totals["static"]),
+    )
 
 
 # Functions that draw random numbers (a ``seed`` argument, or these types) are not run again: a replica
 # would move NNabla's random state, which the program's own results depend on.
-RANDOM_TYPES = ("Dropout", "Rand", "Randint", "Randn", "RandomChoice", "RandomCrop", "RandomFlip", "RandomShift",
-                "RandomErase", "ImageAugmentation", "RandBinomial", "RandBeta", "RandGamma")
-REPLICA_BYTES = 64 * 1024 * 1024   # what the replicas of one signature may hold, at most
-COPIES = (4, 12)                   # replicas per pass: the difference of the two is what one costs
+RANDOM_TYPES = (
+    "Dropout",
+    "Rand",
+    "Randint",
+    "Randn",
+    "RandomChoice",
+    "RandomCrop",
+    "RandomFlip",
+    "RandomShift",
+    "RandomErase",
+    "ImageAugmentation",
+    "RandBinomial",
+    "RandBeta",
+    "RandGamma",
+)
+REPLICA_BYTES = 64 * 1024 * 1024  # what the replicas of one signature may hold, at most
+COPIES = (4, 12)  # replicas per pass: the difference of the two is what one costs
 
 
-def signature_costs(capture: Any, recorder_factory: Callable[[], Any], known: Dict[str, Tuple[float, float]],
-                    below_ns: float = 200_000, budget_s: float = 2.0, pairs: int = 9) -> Dict[str, Tuple[float, float]]:
+def signature_costs(
+    capture: Any,
+    recorder_factory: Callable[[], Any],
+    known: Dict[str, Tuple[float, float]],
+    below_ns: float = 200_000,
+    budget_s: float = 2.0,
+    pairs: int = 9,
+) -> Dict[str, Tuple[float, float]]:
     """What the hooks cost a program's own functions, per signature (type, arguments, input shapes) and
     phase: (inside a call's interval, in all), measured on replicas made from the functions' descriptions,
     each with inputs of its own, never on the program's own graph. Keys: the signature for forward calls,
@@ -138,6 +166,7 @@ def signature_costs(capture: Any, recorder_factory: Callable[[], Any], known: Di
 
     from ..assembly.events import STATIC
     from ..assembly.passes import group_passes
+
     graph = capture.graph
     calls: Dict[str, List[float]] = {}
     first: Dict[str, Any] = {}
@@ -166,8 +195,9 @@ def signature_costs(capture: Any, recorder_factory: Callable[[], Any], known: Di
     return out
 
 
-def _replica_costs(f: Any, graph: Any, recorder_factory: Callable[[], Any], pairs: int,
-                   backward: bool) -> Dict[str, Tuple[float, float]]:
+def _replica_costs(
+    f: Any, graph: Any, recorder_factory: Callable[[], Any], pairs: int, backward: bool
+) -> Dict[str, Tuple[float, float]]:
     """Phase -> (inside, total) of one signature; empty where it cannot be replicated safely."""
     import math
 
@@ -175,6 +205,7 @@ def _replica_costs(f: Any, graph: Any, recorder_factory: Callable[[], Any], pair
     import nnabla.function as function_module
     import nnabla.functions as F
     from nnabla.context import get_current_context
+
     if "seed" in f.args or f.type in RANDOM_TYPES or f.type == "Sink" or not hasattr(function_module, f.type):
         return {}
     outputs = [graph.variables[v] for v in f.outputs]
@@ -192,7 +223,8 @@ def _replica_costs(f: Any, graph: Any, recorder_factory: Callable[[], Any], pair
             made = []
             for _ in range(k):
                 out = getattr(function_module, f.type)(get_current_context(), **f.args)(
-                    *inputs, n_outputs=len(outputs), auto_forward=False)
+                    *inputs, n_outputs=len(outputs), auto_forward=False
+                )
                 made.append(out[0] if isinstance(out, (list, tuple)) else out)
             passes[k] = F.sink(*made)
             passes[k].forward()
@@ -208,15 +240,18 @@ def _replica_costs(f: Any, graph: Any, recorder_factory: Callable[[], Any], pair
                 root.backward(clear_buffer=False)
         except Exception:
             return out
-        out["backward"] = _timed_replicas(passes, recorder_factory, pairs,
-                                          lambda root: root.backward(clear_buffer=False))
+        out["backward"] = _timed_replicas(
+            passes, recorder_factory, pairs, lambda root: root.backward(clear_buffer=False)
+        )
     return out
 
 
-def _timed_replicas(passes: Dict[int, Any], recorder_factory: Callable[[], Any], pairs: int,
-                    run: Callable[[Any], None]) -> Tuple[float, float]:
+def _timed_replicas(
+    passes: Dict[int, Any], recorder_factory: Callable[[], Any], pairs: int, run: Callable[[Any], None]
+) -> Tuple[float, float]:
     """(inside, total) of the replicas' calls in passes of two sizes, without the hooks and with them."""
     from ..assembly.events import STATIC, Call
+
     recorder = recorder_factory()
     clock = busy_clock(recorder)
     plain: Dict[int, List[float]] = {k: [] for k in COPIES}
@@ -233,8 +268,11 @@ def _timed_replicas(passes: Dict[int, Any], recorder_factory: Callable[[], Any],
                 run(root)
                 hooked[k].append(float(clock() - t0))
             if k == COPIES[1]:
-                inside += [call_time(c, recorder) for c in recorder.events
-                           if isinstance(c, Call) and c.kind == STATIC and c.function.info.type_name != "Sink"]
+                inside += [
+                    call_time(c, recorder)
+                    for c in recorder.events
+                    if isinstance(c, Call) and c.kind == STATIC and c.function.info.type_name != "Sink"
+                ]
     a, b = COPIES
     share = (median(plain[b]) - median(plain[a])) / (b - a)
     total = max(0.0, ((median(hooked[b]) - median(plain[b])) - (median(hooked[a]) - median(plain[a]))) / (b - a))

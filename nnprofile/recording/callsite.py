@@ -8,6 +8,7 @@ or ``backward``) and on what (``loss`` in ``loss.backward()``, ``vloss`` in
 Python 3.10's bytecode: a method is loaded with LOAD_METHOD (LOAD_ATTR when the
 call has keyword arguments) right after the expression it belongs to.
 """
+
 from __future__ import annotations
 
 import dis
@@ -195,7 +196,7 @@ def assigned_name(frame: Any, depth: int = 3) -> str:
 def parameter_of(frame: Any, name: str) -> bool:
     """Whether ``name`` is a parameter of the function ``frame`` runs (a generic name its callers pass things as)."""
     code = frame.f_code
-    return name in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    return name in code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
 
 
 @lru_cache(maxsize=16384)

@@ -5,6 +5,7 @@ the order the events first name them; each call site the code line it is and wha
 says it called on what; each solver its type, its name in the program, its parameters' ids and
 the state it keeps; an eager call's function the arrays it ran on.
 """
+
 from __future__ import annotations
 
 import dis
@@ -34,8 +35,9 @@ def site_info(site_id: int, code: Any, lasti: int) -> SiteInfo:
     phase = "backward" if method in BACKWARD_NAMES else "forward" if method else ""
     if method in ("forward_all", "backward_all"):  # nn.forward_all([...]): called on a module
         receiver = ""
-    return SiteInfo(site_id, code.co_filename, _line(code, lasti), code.co_name, phase, receiver,
-                    _clears(code, _line(code, lasti)))
+    return SiteInfo(
+        site_id, code.co_filename, _line(code, lasti), code.co_name, phase, receiver, _clears(code, _line(code, lasti))
+    )
 
 
 @lru_cache(maxsize=4096)
@@ -75,36 +77,57 @@ def capture_of(recorder: Any, costs: Optional[HookCosts] = None) -> Capture:
             if known is None:
                 known = sites[e.site] = site_info(len(sites), e.site[0], e.site[1])
             site = known.id
-        events.append(Call(describer.function(e.function).id, e.start_ns, e.end_ns, site, e.kind, e.depth, e.stack,
-                           e.m0, e.m1))
+        events.append(
+            Call(describer.function(e.function).id, e.start_ns, e.end_ns, site, e.kind, e.depth, e.stack, e.m0, e.m1)
+        )
     solvers = []
     for s in recorder.solvers:
         ids = [describer.variable(v).id for v in s.parameters.values()]
         state = 0 if s.own else solver_state_bytes(s.solver)  # a solver of the program's own: its state unknown
         solvers.append(SolverInfo(s.type_name, s.variable, ids, state, s.created))
-    return Capture(events=events, graph=describer.graph(), sites={s.id: s for s in sites.values()}, solvers=solvers,
-                   iterators=list(recorder.iterators), communicators=list(recorder.communicators),
-                   started_ns=recorder.started_ns, stopped_ns=recorder.stopped_ns or recorder.started_ns,
-                   excluded=list(recorder.excluded), comm_rank=recorder.comm_rank,
-                   callback_used=recorder.callback_used, skip_first=recorder.skip_first, active=recorder.active,
-                   costs=costs, codes=list(recorder.stacks.codes), faults=recorder.fault_notes(),
-                   marks=recorder.marks, waits=list(recorder.waits),
-                   **sampled(recorder))
+    return Capture(
+        events=events,
+        graph=describer.graph(),
+        sites={s.id: s for s in sites.values()},
+        solvers=solvers,
+        iterators=list(recorder.iterators),
+        communicators=list(recorder.communicators),
+        started_ns=recorder.started_ns,
+        stopped_ns=recorder.stopped_ns or recorder.started_ns,
+        excluded=list(recorder.excluded),
+        comm_rank=recorder.comm_rank,
+        callback_used=recorder.callback_used,
+        skip_first=recorder.skip_first,
+        active=recorder.active,
+        costs=costs,
+        codes=list(recorder.stacks.codes),
+        faults=recorder.fault_notes(),
+        marks=recorder.marks,
+        waits=list(recorder.waits),
+        **sampled(recorder),
+    )
 
 
 def sampled(recorder: Any) -> Dict[str, Any]:
     """The sampler's samples, and each line's text (read here, not while the program ran)."""
     import linecache
+
     s = getattr(recorder, "sampler", None)
     if s is None:
         return {}
     sites = [(f, int(n or 0), fn, linecache.getline(f, n).strip()[:160] if n else "") for f, n, fn in s.wheres]
-    return {"samples": list(s.samples), "sample_sites": sites, "sampled": s.taken,
-            "sample_clock": (str(s.clock[0]), float(s.clock[1])), "handled": list(s.handled)}
+    return {
+        "samples": list(s.samples),
+        "sample_sites": sites,
+        "sampled": s.taken,
+        "sample_clock": (str(s.clock[0]), float(s.clock[1])),
+        "handled": list(s.handled),
+    }
 
 
 def _eager_info(describer: Describer, raw: Any) -> FunctionInfo:
     """An eager call's function: no graph holds it, its arrays are its own."""
+
     def variables(arrays: Any) -> list:
         out = []
         for shape, dtype in arrays:
@@ -112,9 +135,20 @@ def _eager_info(describer: Describer, raw: Any) -> FunctionInfo:
             describer.add(("eager", v.id), v)
             out.append(v.id)
         return out
+
     ins, outs = variables(raw.inputs), variables(raw.outputs)
-    info = FunctionInfo(len(describer.functions), raw.type_name, raw.type_name, dict(raw.args), ins, outs,
-                        [None] * len(ins), [False] * len(outs), [], raw.source)
+    info = FunctionInfo(
+        len(describer.functions),
+        raw.type_name,
+        raw.type_name,
+        dict(raw.args),
+        ins,
+        outs,
+        [None] * len(ins),
+        [False] * len(outs),
+        [],
+        raw.source,
+    )
     describer.add(("eager", info.id), info)
     return info
 

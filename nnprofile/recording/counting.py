@@ -9,6 +9,7 @@ Where no loop holds the program's calls (updates made one after the other outsid
 recording without stacks), the steps are the repeating pattern of solver updates, marks or passes
 (``nnprofile.assembly.steps.Loop``), as before; ``nnprofile.step()`` marks override both.
 """
+
 from __future__ import annotations
 
 from typing import Any, Optional, Tuple
@@ -23,7 +24,7 @@ from .raw import device_sync
 # (or marks); then by the pattern it showed, so that what is kept stays small over a run of any length.
 FREEZE_AT = 64
 WATCH_EVERY = 16  # steps between the watcher's looks (a window asked for from outside) between windows
-RECHECK = 8     # steps between looks at whether the updates alone can count the steps
+RECHECK = 8  # steps between looks at whether the updates alone can count the steps
 OUTSIDE_KEPT = 64  # the calls outside the loop kept, to choose the next loop from
 LEFT_LOOP = 3  # updates in a row outside the loop kept (passes, without a solver): the loop is chosen again
 MIN_READS = 2  # a loop without a solver counts its steps by its reads from its second read on
@@ -44,8 +45,14 @@ class Counting:
             return self.stacks.take(frame)
         return None
 
-    def _moved(self: Any, stack: Any, key: Optional[str], since: Optional[int] = None, frame: Any = None,
-               begun: Optional[Tuple[int, int, int]] = None) -> None:
+    def _moved(
+        self: Any,
+        stack: Any,
+        key: Optional[str],
+        since: Optional[int] = None,
+        frame: Any = None,
+        begun: Optional[Tuple[int, int, int]] = None,
+    ) -> None:
         """A call of the program's that can begin a step, before it is recorded: fed to the count of the
         loop's iterations; a step that ended is followed by the schedule, its work (from ``since``, the
         clock's last reading) set aside as nnprofile's own. Once the loop is known, its iterations are counted
@@ -121,7 +128,9 @@ class Counting:
             importlock.stacked(self.capturing)
         w = self.windows
         near = self._asked or w.queued or (w.next_start is not None and self.steps_done + 1 >= w.next_start)
-        by_updates = bool(self.frame_loop) and bool(self.solvers) and self._by_iterations() and self.counter.updates_show_it
+        by_updates = (
+            bool(self.frame_loop) and bool(self.solvers) and self._by_iterations() and self.counter.updates_show_it
+        )
         self._toggle("reads", self.capturing or near or not by_updates)
         self.by_frame_only = bool(self.frame_loop) and self._by_iterations() and not self.capturing and self.recording
 
@@ -211,10 +220,15 @@ class Counting:
             found = pattern(self._reads) if len(self._reads) >= MIN_READS else None
             if found is not None:
                 offset, period, _ = found
-                self.steps_done = max(self.steps_done, self._steps_before + max(0, len(self._reads) - offset - 1) // period)
+                self.steps_done = max(
+                    self.steps_done, self._steps_before + max(0, len(self._reads) - offset - 1) // period
+                )
                 if len(self._reads) >= FREEZE_AT:
                     counted = self.steps_done - self._steps_before
-                    self._per_step, self._counted_since = ("reads", period), len(self._reads) - offset - counted * period
+                    self._per_step, self._counted_since = (
+                        ("reads", period),
+                        len(self._reads) - offset - counted * period,
+                    )
                     self._steps_before, self._reads = self.steps_done, []  # type: ignore[var-annotated]
         else:
             self._counted_since += 1
@@ -252,13 +266,13 @@ class FastLoop:
     the whole stack costs microseconds (between windows only the light wrappers run, and only this)."""
 
     def __init__(self, code: Any, loops: Any, head: int):
-        self.code = code                  # the code object holding the loop
-        self.loops = loops                # its CodeInfo (loops by offset)
+        self.code = code  # the code object holding the loop
+        self.loops = loops  # its CodeInfo (loops by offset)
         self.head = head
         self.end = next((e for h, e in loops.loops if h == head), head)
-        self.frame: Any = None            # the loop's frame at the last call inside it (None: outside)
+        self.frame: Any = None  # the loop's frame at the last call inside it (None: outside)
         self.lasti = -1
-        self.child: Any = None            # the frame below it the last call was made in (None: made there)
+        self.child: Any = None  # the frame below it the last call was made in (None: made there)
 
     @classmethod
     def of(cls, counter: Any, stacks: Any) -> Optional["FastLoop"]:

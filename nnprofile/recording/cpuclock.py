@@ -13,6 +13,7 @@ another system than Linux on x86-64 or ARM64), ``open_cpu_clock`` returns None a
 profiling timer. Counting the kernel's time too (a line that reads a file) needs ``perf_event_paranoid`` 1 or
 less, or root; where only the thread's own user time may be counted, that is what is counted.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -34,14 +35,27 @@ _F_SETSIG, _F_SETOWN_EX, _F_OWNER_TID = 10, 15, 0
 class _Attr(ctypes.Structure):
     """``struct perf_event_attr`` up to its version 5 (112 bytes), as the kernel reads it."""
 
-    _fields_ = [("type", ctypes.c_uint32), ("size", ctypes.c_uint32), ("config", ctypes.c_uint64),
-                ("sample_period", ctypes.c_uint64), ("sample_type", ctypes.c_uint64),
-                ("read_format", ctypes.c_uint64), ("flags", ctypes.c_uint64), ("wakeup_events", ctypes.c_uint32),
-                ("bp_type", ctypes.c_uint32), ("config1", ctypes.c_uint64), ("config2", ctypes.c_uint64),
-                ("branch_sample_type", ctypes.c_uint64), ("sample_regs_user", ctypes.c_uint64),
-                ("sample_stack_user", ctypes.c_uint32), ("clockid", ctypes.c_int32),
-                ("sample_regs_intr", ctypes.c_uint64), ("aux_watermark", ctypes.c_uint32),
-                ("sample_max_stack", ctypes.c_uint16), ("reserved", ctypes.c_uint16)]
+    _fields_ = [
+        ("type", ctypes.c_uint32),
+        ("size", ctypes.c_uint32),
+        ("config", ctypes.c_uint64),
+        ("sample_period", ctypes.c_uint64),
+        ("sample_type", ctypes.c_uint64),
+        ("read_format", ctypes.c_uint64),
+        ("flags", ctypes.c_uint64),
+        ("wakeup_events", ctypes.c_uint32),
+        ("bp_type", ctypes.c_uint32),
+        ("config1", ctypes.c_uint64),
+        ("config2", ctypes.c_uint64),
+        ("branch_sample_type", ctypes.c_uint64),
+        ("sample_regs_user", ctypes.c_uint64),
+        ("sample_stack_user", ctypes.c_uint32),
+        ("clockid", ctypes.c_int32),
+        ("sample_regs_intr", ctypes.c_uint64),
+        ("aux_watermark", ctypes.c_uint32),
+        ("sample_max_stack", ctypes.c_uint16),
+        ("reserved", ctypes.c_uint16),
+    ]
 
 
 class CpuClock:
@@ -70,12 +84,26 @@ def _open(period_ns: int, tid: int, flags: int) -> int:
     number = _SYSCALL.get(platform.machine())
     if number is None or not sys.platform.startswith("linux"):
         return -1
-    attr = _Attr(type=_SOFTWARE, size=ctypes.sizeof(_Attr), config=_TASK_CLOCK, sample_period=period_ns,
-                 flags=flags, wakeup_events=1)
+    attr = _Attr(
+        type=_SOFTWARE,
+        size=ctypes.sizeof(_Attr),
+        config=_TASK_CLOCK,
+        sample_period=period_ns,
+        flags=flags,
+        wakeup_events=1,
+    )
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
-    return int(libc.syscall(ctypes.c_long(number), ctypes.byref(attr), ctypes.c_int(tid), ctypes.c_int(-1),
-                            ctypes.c_int(-1), ctypes.c_ulong(0)))
+    return int(
+        libc.syscall(
+            ctypes.c_long(number),
+            ctypes.byref(attr),
+            ctypes.c_int(tid),
+            ctypes.c_int(-1),
+            ctypes.c_int(-1),
+            ctypes.c_ulong(0),
+        )
+    )
 
 
 def open_cpu_clock(period_ns: int, signal_number: int, tid: Optional[int] = None) -> Optional[CpuClock]:
@@ -103,4 +131,5 @@ def open_cpu_clock(period_ns: int, signal_number: int, tid: Optional[int] = None
 
 def _native_id() -> Any:
     import threading
+
     return threading.get_native_id()

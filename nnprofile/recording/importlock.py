@@ -17,6 +17,7 @@ its end; where the interpreter's importlib differs (its ``_blocking_on`` is no p
 Between windows, where the recording allocates nothing, the dict runs as a plain one (``stacked(False)``):
 NNabla's two failing imports a step would otherwise pay four Python calls each step.
 """
+
 from __future__ import annotations
 
 import sys

@@ -2,6 +2,7 @@
 own variable (through its own wrapper), each iterator's making noted, each monitor's add timed. A guest in the
 program's call as every wrapper is (``nnprofile.recording.wrappers``): the program's own call runs once, through the
 original, and a failure of nnprofile's own is noted and leaves it unrecorded."""
+
 from __future__ import annotations
 
 import sys
@@ -14,7 +15,7 @@ from .callsite import assigned_name, first_outside, outside_frame, parameter_of,
 
 _getframe = sys._getframe
 _ident = threading.get_ident
-OPENED = object()        # a wrapper's call on the open-call stack
+OPENED = object()  # a wrapper's call on the open-call stack
 
 
 class InputWrappers:
@@ -41,13 +42,15 @@ class InputWrappers:
                 del recorder._open[depth:]
                 try:
                     end = recorder.clock()
-                    recorder.events.append(InputCall(index, start, end, depth, recorder._read_stack, m0,
-                                                     recorder._waits()))
+                    recorder.events.append(
+                        InputCall(index, start, end, depth, recorder._read_stack, m0, recorder._waits())
+                    )
                     if not depth:
                         recorder.loop.input(index)
                     recorder.excluded.append((end, recorder.clock()))
                 except Exception as e:
                     recorder.fault("data iterator", e)
+
         return next
 
     def _read_plan(self: Any, iterator: Any, frame: Any) -> Optional[Tuple[int, int]]:
@@ -97,8 +100,15 @@ class InputWrappers:
         stored = self._iterators_named.get(id(iterator), "")
         if stored and path and "." not in path and parameter_of(frame, path):
             path = stored  # read through a function's parameter (``iterator``): named where it was made
-        name = path or stored or ("line %s" % made.rsplit(":", 1)[1] if made else
-                                  type(getattr(iterator, "_data_source", iterator)).__name__)
+        name = (
+            path
+            or stored
+            or (
+                "line %s" % made.rsplit(":", 1)[1]
+                if made
+                else type(getattr(iterator, "_data_source", iterator)).__name__
+            )
+        )
         taken = {i.name for i in self.iterators}
         if name in taken and stored and stored not in taken:
             name = stored
@@ -126,6 +136,7 @@ class InputWrappers:
             except Exception as e:
                 recorder.fault("data iterator", e)
             return result
+
         return init
 
     def _timed_add(self: Any, original: Callable) -> Callable:
@@ -158,8 +169,18 @@ class InputWrappers:
                 recorder._in_monitor = False
                 try:
                     end = recorder.clock()
-                    recorder.events.append(MonitorCall(str(getattr(monitor, "name", type(monitor).__name__)), start, end,
-                                                       depth, stack, m0, recorder._waits()))
+                    recorder.events.append(
+                        MonitorCall(
+                            str(getattr(monitor, "name", type(monitor).__name__)),
+                            start,
+                            end,
+                            depth,
+                            stack,
+                            m0,
+                            recorder._waits(),
+                        )
+                    )
                 except Exception as e:
                     recorder.fault("monitor", e)
+
         return add

@@ -2,6 +2,7 @@
 communicator factories' products made timed proxies, the function classes' products timed functions, the
 iterators' and monitors' methods wrapped (an iterator's once the program imports it), and the solvers a
 notebook made before recording started found and replaced."""
+
 from __future__ import annotations
 
 import sys
@@ -24,6 +25,7 @@ class Installing:
 
     def _patch_classes(self: Any) -> None:
         from nnabla import monitor
+
         self._patches.after_import("nnabla.utils.data_iterator", self._patch_iterators)
         for name in MONITOR_CLASSES:
             cls = getattr(monitor, name, None)
@@ -34,19 +36,24 @@ class Installing:
         """NNabla's DataIterator timed: as recording starts, or when the program first imports it."""
         self._patch_toggled("reads", data_iterator.DataIterator, "next", self._timed_next)  # (on: the next step's
         # end sets it as the schedule wants)
-        self._patches.attribute(data_iterator.DataIterator, "__init__",
-                                self._made_iterator(data_iterator.DataIterator.__init__))
+        self._patches.attribute(
+            data_iterator.DataIterator, "__init__", self._made_iterator(data_iterator.DataIterator.__init__)
+        )
 
     def _wrap_existing_solvers(self: Any) -> None:
         """Solvers and communicators the program made before recording started (a notebook's earlier
         cell), where a namespace given holds them: replaced by timed ones for the recording."""
         import nnabla.solver as solver_module
+
         made: Dict[int, Tuple[Any, Any]] = {}
         places = one_level_down(self.namespaces)
         for namespace in places:
             for value in list(namespace.values()):
-                if type(value) is not TimedSolver and isinstance(value, solver_module.Solver) \
-                        and (type(value).__module__ or "").startswith("nnabla"):  # the program's own: patched
+                if (
+                    type(value) is not TimedSolver
+                    and isinstance(value, solver_module.Solver)
+                    and (type(value).__module__ or "").startswith("nnabla")
+                ):  # the program's own: patched
                     made.setdefault(id(value), (value, self._track_solver(value)))
                 elif is_communicator(value) and id(value) not in made:
                     made[id(value)] = (value, self._track_communicator(value))
@@ -60,13 +67,19 @@ class Installing:
     def _track_solver(self: Any, solver: Any) -> TimedSolver:
         where = first_outside(sys._getframe(2), self._skip)
         self.counter.expects_updates = True  # its loop is the one that updates (``Counter``)
-        self.solvers.append(RawSolver(solver, str(getattr(solver, "name", type(solver).__name__)),
-                                      created=place(*where) if where is not None else None))
+        self.solvers.append(
+            RawSolver(
+                solver,
+                str(getattr(solver, "name", type(solver).__name__)),
+                created=place(*where) if where is not None else None,
+            )
+        )
         return TimedSolver(solver, self, len(self.solvers) - 1)
 
     def _tracking_factory(self: Any, factory: Callable, track: Callable[[Any], Any], kind: str) -> Callable:
         """``factory`` whose products, made while recording, are timed (``track``: a solver's or a
         communicator's proxy)."""
+
         def make(*args: Any, **kwargs: Any) -> Any:
             made = factory(*args, **kwargs)
             if not self.recording:
@@ -76,6 +89,7 @@ class Installing:
             except Exception as e:
                 self.fault("a new %s" % kind, e)
                 return made
+
         make.__name__ = getattr(factory, "__name__", kind)
         make.__doc__ = getattr(factory, "__doc__", None)
         return make
@@ -97,6 +111,7 @@ class Installing:
             except Exception as e:
                 self.fault("a new function", e)
                 return function
+
         return make
 
     def _snapshot_first(self: Any, original: Callable) -> Callable:
@@ -105,5 +120,6 @@ class Installing:
                 self.snapshot_parameters()
                 self.past_the_loop(_getframe(1))
             return original(*args, **kwargs)
+
         call.__name__, call.__doc__ = getattr(original, "__name__", "call"), getattr(original, "__doc__", None)
         return call

@@ -12,6 +12,7 @@ identifier every rank of one launch shares (Open MPI's job id, PMIx's namespace,
 Slurm's job and step), so that a merge never mixes in a result left by an
 earlier launch into the same folder.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,7 +26,7 @@ RANK_DIR = "rank-%d"
 class World:
     rank: int
     size: int
-    launcher: str            # who said so: "Open MPI", "PMI", "MVAPICH", "Slurm", "communicator"
+    launcher: str  # who said so: "Open MPI", "PMI", "MVAPICH", "Slurm", "communicator"
     launch: Optional[str] = None  # shared by the ranks of one launch; None where the launcher gives none
     local_rank: Optional[int] = None
 
@@ -36,8 +37,13 @@ class World:
 
 # launcher, rank variable, size variable, local rank variable, variables that identify the launch
 LAUNCHERS: Sequence[Tuple[str, str, str, str, Tuple[str, ...]]] = (
-    ("Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-     ("OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE")),
+    (
+        "Open MPI",
+        "OMPI_COMM_WORLD_RANK",
+        "OMPI_COMM_WORLD_SIZE",
+        "OMPI_COMM_WORLD_LOCAL_RANK",
+        ("OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE"),
+    ),
     ("MVAPICH", "MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_LOCAL_RANK", ("PMIX_NAMESPACE",)),
     ("PMI", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", ("PMIX_NAMESPACE", "PMI_KVSNAME")),
 )

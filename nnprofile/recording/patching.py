@@ -13,6 +13,7 @@ names, holds the replacements: it gets the originals back too).
 A module the program may never import (``nnabla.utils.data_iterator`` brings SciPy, 17,000 objects that every full
 garbage collection of the program would then walk) is patched once the program imports it (``after_import``).
 """
+
 from __future__ import annotations
 
 import importlib.machinery
@@ -45,8 +46,9 @@ class Patches:
         self._done.append((owner, name, _INHERITED if inherited else getattr(owner, name), False))
         setattr(owner, name, replacement)
 
-    def everywhere(self, replacements: Dict[int, Tuple[Any, Any]],
-                   namespaces: Iterable[MutableMapping[str, Any]] = ()) -> int:
+    def everywhere(
+        self, replacements: Dict[int, Tuple[Any, Any]], namespaces: Iterable[MutableMapping[str, Any]] = ()
+    ) -> int:
         """Replace each original (``id(original) -> (original, replacement)``) in every loaded module
         and every namespace given that holds it. Returns how many bindings were replaced."""
         count = 0

@@ -7,6 +7,7 @@ are timed. Its class still reads as the real one's (``isinstance`` holds). A fun
 ``auto_forward`` its call runs the function, and on NdArrays (eager work) likewise, so the call
 is timed; in a static graph it is only noted where the program made it.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -15,11 +16,28 @@ from typing import Any
 # loosely here, so that this module does not import the one that imports it.
 Recorder = Any
 
-SOLVER_CALLS = ("zero_grad", "weight_decay", "update", "clip_grad_by_norm", "scale_grad",
-                "check_inf_grad", "check_nan_grad", "check_inf_or_nan_grad")
+SOLVER_CALLS = (
+    "zero_grad",
+    "weight_decay",
+    "update",
+    "clip_grad_by_norm",
+    "scale_grad",
+    "check_inf_grad",
+    "check_nan_grad",
+    "check_inf_or_nan_grad",
+)
 # A communicator's calls that are timed: its collectives, its set-up and its barrier.
-COMM_CALLS = ("init", "all_reduce", "allreduce", "all_reduce_callback", "reduce", "bcast", "all_gather",
-              "reduce_scatter", "barrier")
+COMM_CALLS = (
+    "init",
+    "all_reduce",
+    "allreduce",
+    "all_reduce_callback",
+    "reduce",
+    "bcast",
+    "all_gather",
+    "reduce_scatter",
+    "barrier",
+)
 
 
 class TimedSolver:
@@ -88,14 +106,20 @@ class TimedCommunicator:
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._comm, name)
         if name == "add_context_and_parameters":
+
             def add(ctx_param_dict: Any) -> Any:
                 try:
                     params = ctx_param_dict[1]
-                    object.__setattr__(self, "_parameter_bytes", self._parameter_bytes + sum(
-                        array_bytes(v) for v in (params.values() if hasattr(params, "values") else params)))
+                    object.__setattr__(
+                        self,
+                        "_parameter_bytes",
+                        self._parameter_bytes
+                        + sum(array_bytes(v) for v in (params.values() if hasattr(params, "values") else params)),
+                    )
                 except Exception:
                     pass
                 return attr(ctx_param_dict)
+
             return add
         if name in COMM_CALLS and callable(attr):
             timed = self._recorder.timed_comm_call(self, name, attr)

@@ -1,4 +1,5 @@
 """What the recorder keeps of the program's objects while it runs, before ``describe`` makes them data."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -7,12 +8,12 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 @dataclass
 class RawSolver:
-    solver: Any             # the real solver
-    type_name: str          # Adam
-    variable: str = ""      # what the program calls it, where the bytecode says
+    solver: Any  # the real solver
+    type_name: str  # Adam
+    variable: str = ""  # what the program calls it, where the bytecode says
     parameters: Dict[str, Any] = field(default_factory=dict)  # its parameters when first called
     created: Optional[str] = None
-    own: bool = False       # a solver class of the program's own (NNabla's C++ methods are never called on it)
+    own: bool = False  # a solver class of the program's own (NNabla's C++ methods are never called on it)
 
 
 @dataclass
@@ -21,7 +22,7 @@ class EagerInfo:
 
     type_name: str
     args: Dict[str, Any]
-    inputs: List[Tuple[Tuple[int, ...], Optional[str]]]    # (shape, dtype)
+    inputs: List[Tuple[Tuple[int, ...], Optional[str]]]  # (shape, dtype)
     outputs: List[Tuple[Tuple[int, ...], Optional[str]]]
     source: Optional[str]
 
@@ -29,6 +30,7 @@ class EagerInfo:
 def device_sync(context: Any = None, import_extension: Any = None) -> Optional[Callable[[], None]]:
     """A wait for the device of the current context when it is a GPU (CUDA runs asynchronously)."""
     import nnabla as nn
+
     context = context if context is not None else nn.get_current_context()
     backends = list(getattr(context, "backend", []) or [])
     name = backends[0].split(":")[0] if backends else "cpu"
@@ -36,6 +38,7 @@ def device_sync(context: Any = None, import_extension: Any = None) -> Optional[C
         return None
     if import_extension is None:
         from nnabla.ext_utils import import_extension_module
+
         import_extension = import_extension_module
     try:
         ext = import_extension(name)

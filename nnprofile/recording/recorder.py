@@ -38,6 +38,7 @@ Only the thread that started the recording is recorded (a loader's thread runs u
 and wrapper is a guest: a failure of nnprofile's own is noted, never raised into the program
 (``wrappers``).
 """
+
 from __future__ import annotations
 
 import _thread
@@ -79,7 +80,7 @@ _ident = threading.get_ident
 # Only for steps that calls other than passes show (updates, reads, marks): without hooks, passes are unseen.
 CALIBRATION = (False, False, True, True) * 5
 MIN_PAIRS = 3  # pairs the estimate needs (``nnprofile.base.hookcost.measured_in_program``)
-_nn: Any = None       # nnabla, once recording started (no import in a hook)
+_nn: Any = None  # nnabla, once recording started (no import in a hook)
 
 
 class Recorder(Installing, Windowing, Wrappers, Counting):
@@ -91,10 +92,17 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
 
     SITE_STEPS = SITE_STEPS
 
-    def __init__(self, skip_first: int = Schedule.warmup, active: int = Schedule.active,
-                 clock: Optional[Callable[[], int]] = None, namespaces: Tuple[Any, ...] = (),
-                 calibrate: bool = True, schedule: Optional[Schedule] = None,
-                 on_window: Optional[Callable[["Recorder"], None]] = None, probe: Any = None):
+    def __init__(
+        self,
+        skip_first: int = Schedule.warmup,
+        active: int = Schedule.active,
+        clock: Optional[Callable[[], int]] = None,
+        namespaces: Tuple[Any, ...] = (),
+        calibrate: bool = True,
+        schedule: Optional[Schedule] = None,
+        on_window: Optional[Callable[["Recorder"], None]] = None,
+        probe: Any = None,
+    ):
         self.schedule = schedule or Schedule(warmup=max(0, skip_first), active=max(1, active))
         self.skip_first, self.active = self.schedule.warmup, self.schedule.active
         self.calibrate = calibrate
@@ -119,7 +127,7 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
         self._waits: Callable[[], int] = self.probe.process_switches
         self.marks = CPU if self.probe.available else ""
         self.waits: List[Tuple[int, int, int]] = []  # (ns, waited ns, switches so far) as steps ended, in a window
-        self._gc_start = 0           # a collection nnprofile's own allocation began, under way
+        self._gc_start = 0  # a collection nnprofile's own allocation began, under way
         self._deferred: Optional[BaseException] = None  # a Ctrl-C Python would have dropped, for the next hook
 
     def _init_program(self) -> None:
@@ -143,16 +151,16 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
         self.frame_loop: Any = None  # the loop's iterations counted from its own frame, once the loop is known
         self._toggles: Dict[str, List[Tuple[Any, str, Any, Any]]] = {}  # wrappers on in windows (or as needed)
         self._toggled: Dict[str, bool] = {}
-        self.by_frame_only = False   # between windows, the loop known: updates counted by its frame alone
-        self._quiet_until = 0        # between windows: the step count before which a step's end needs nothing
+        self.by_frame_only = False  # between windows, the loop known: updates counted by its frame alone
+        self._quiet_until = 0  # between windows: the step count before which a step's end needs nothing
         self._updates_outside = 0  # updates in a row outside the loop kept
         self._outside: List[Tuple[Any, Optional[str]]] = []  # the calls since the program left it (stack, key)
-        self._counter_base = 0       # steps counted before the count of iterations began
-        self._marked = False         # the program marks its steps (nnprofile.step())
+        self._counter_base = 0  # steps counted before the count of iterations began
+        self._marked = False  # the program marks its steps (nnprofile.step())
         self.steps_done = 0
-        self._open: List[Any] = []   # the calls open now: (function, start) for a hooked one, else a marker
-        self.elsewhere = 0           # functions run by other threads than the recorded one (not recorded)
-        self._thread = _ident()      # the thread recorded (the program's own)
+        self._open: List[Any] = []  # the calls open now: (function, start) for a hooked one, else a marker
+        self.elsewhere = 0  # functions run by other threads than the recorded one (not recorded)
+        self._thread = _ident()  # the thread recorded (the program's own)
         self.faults: Dict[str, List[Any]] = {}  # what could not be recorded: text, count, traceback
         self._own_solvers: Dict[int, int] = {}  # id(a solver of the program's own class) -> its index
         self._patched_classes: set = set()
@@ -181,8 +189,9 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
         self.excluded: List[Tuple[int, int]] = []  # nnprofile's own work between the program's calls
         # The program's own lines between NNabla's calls, sampled in windows (only on the real clock: a test's
         # scripted clock must not be read from another thread).
-        self.sampler: Optional[Sampler] = Sampler(self) if self.real_clock and os.environ.get(
-            "NNPROFILE_SAMPLER", "1") != "0" else None  # NNPROFILE_SAMPLER=0: none (make bench weighs its cost)
+        self.sampler: Optional[Sampler] = (
+            Sampler(self) if self.real_clock and os.environ.get("NNPROFILE_SAMPLER", "1") != "0" else None
+        )  # NNPROFILE_SAMPLER=0: none (make bench weighs its cost)
         self._patches = Patches()
         self._import_locks: Any = None  # importlib's own _blocking_on, while the reentrant one stands in
         self._in_monitor = False
@@ -192,7 +201,6 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
         # program sets its context once running: it is looked up at each step's end.
         self.sync: Optional[Callable[[], None]] = None
         self._sync_known = False
-
 
     # -- hooks (called by NNabla from C++: nothing may be raised from here) ---------------------------
 
@@ -307,6 +315,7 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
         import nnabla.function as function_module
         import nnabla.parameter as parameter_module
         import nnabla.solver as solver_module
+
         _nn = self._nn = nn
         self._thread = _ident()
         self.stacks.around(_getframe(1))
@@ -319,15 +328,16 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
         for name in dir(solver_module):
             factory = getattr(solver_module, name)
             if name[:1].isupper() and callable(factory) and not isinstance(factory, type):
-                replacements[id(factory)] = (factory, self._tracking_factory(factory, self._track_solver,
-                                                                              "solver"))
+                replacements[id(factory)] = (factory, self._tracking_factory(factory, self._track_solver, "solver"))
         for name in ("clear_parameters", "load_parameters"):
             original = getattr(parameter_module, name, None)
             if original is not None:
                 replacements[id(original)] = (original, self._snapshot_first(original))
         for factory in communicator_factories():
-            replacements[id(factory)] = (factory, self._tracking_factory(factory, self._track_communicator,
-                                                                          "communicator"))
+            replacements[id(factory)] = (
+                factory,
+                self._tracking_factory(factory, self._track_communicator, "communicator"),
+            )
         self._patches.everywhere(replacements, self.namespaces)
         self._import_locks = importlock.install()  # (see importlock: NNabla imports on its hot paths)
         self._patch_functions(self._patches)
@@ -348,6 +358,7 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
 
     def _patch_functions(self, patches: Patches) -> None:
         import nnabla.function as function_module
+
         for name in dir(function_module):
             factory = getattr(function_module, name)
             if name[:1].isupper() and callable(factory) and not isinstance(factory, type):
@@ -358,6 +369,7 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
         """Only the function hooks and the function classes, for calibrating what they cost: no
         solvers, iterators or monitors, and no counting of steps."""
         import nnabla as nn
+
         patches = Patches()
         self.ndarray_type = nn.NdArray
         nn.set_function_pre_hook(HOOK_KEY, self._pre)
@@ -403,7 +415,9 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
             self.sampler.stop()
         self.ended_ns = self.clock()
         if not self.capturing and self._per_step is not None and self._per_step[0] == "reads":
-            self.steps_done = max(self.steps_done, self._steps_before + self._counted_since // self._per_step[1])  # the last step ran
+            self.steps_done = max(
+                self.steps_done, self._steps_before + self._counted_since // self._per_step[1]
+            )  # the last step ran
         if self.capturing:
             self.stopped_ns = self.ended_ns
             self._note_wait(self.ended_ns)

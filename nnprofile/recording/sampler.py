@@ -31,6 +31,7 @@ the timer comes first. Outside windows
 nothing runs. Sampling cannot see into a C++ call that holds the lock throughout: such time is
 attributed at the call's end, or not at all, and the share of each line is of the samples taken.
 """
+
 from __future__ import annotations
 
 import signal
@@ -64,8 +65,10 @@ SWITCH_S = 0.0001
 # is switched out, so that its handler runs just as the program is back: measured beside two spinning processes,
 # a LeNet program's forward_all then read 1.33x and 1.26x its quiet figure, against 1.05x and 1.03x with SIGPROF.
 TIMERS: Tuple[Tuple[Any, Any], ...] = tuple(
-    (getattr(signal, s), getattr(signal, t)) for s, t in (("SIGPROF", "ITIMER_PROF"),)
-    if hasattr(signal, s) and hasattr(signal, t))
+    (getattr(signal, s), getattr(signal, t))
+    for s, t in (("SIGPROF", "ITIMER_PROF"),)
+    if hasattr(signal, s) and hasattr(signal, t)
+)
 _PREFIXES = SKIP + HOSTS + tuple(s + "." for s in SKIP + HOSTS)
 Where = Tuple[str, int, str]  # (file, line, function)
 INNER = ("<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>", "<lambda>")
@@ -77,21 +80,21 @@ class Sampler:
     def __init__(self, recorder: Any, interval_s: float = INTERVAL_S):
         self.recorder = recorder
         self.interval_s = interval_s
-        self.samples: List[Tuple[int, int]] = []   # (ns, index into wheres)
+        self.samples: List[Tuple[int, int]] = []  # (ns, index into wheres)
         self.wheres: List[Where] = []
         self._index: Dict[Where, int] = {}
-        self._own: Dict[Any, Optional[bool]] = {}   # code -> program's own (True), library (False), nnabla (None)
+        self._own: Dict[Any, Optional[bool]] = {}  # code -> program's own (True), library (False), nnabla (None)
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._switch: Optional[float] = None
-        self.taken = 0                               # samples tried (the cost's count)
-        self.handled: List[Tuple[int, int]] = []     # when the timer's handler ran (ns): no pass it held up fits costs
-        self._timer = False                          # sampling by a timer's signal now
-        self._which: Tuple[Any, Any] = TIMERS[-1]    # (its signal, its timer)
-        self._cpu: Optional[CpuClock] = None         # the CPU clock the timer's signal comes from, where it opened
-        self._period = CPU_PERIOD_NS                 # its period now (ns of the thread's CPU time)
-        self._waiting = False                        # disarmed by a sample inside a pass, until ``resume``
-        self.clock: Tuple[str, float] = ("", 0.0)    # what the samples came from ("cpu", "timer", "thread"), ms apart
+        self.taken = 0  # samples tried (the cost's count)
+        self.handled: List[Tuple[int, int]] = []  # when the timer's handler ran (ns): no pass it held up fits costs
+        self._timer = False  # sampling by a timer's signal now
+        self._which: Tuple[Any, Any] = TIMERS[-1]  # (its signal, its timer)
+        self._cpu: Optional[CpuClock] = None  # the CPU clock the timer's signal comes from, where it opened
+        self._period = CPU_PERIOD_NS  # its period now (ns of the thread's CPU time)
+        self._waiting = False  # disarmed by a sample inside a pass, until ``resume``
+        self.clock: Tuple[str, float] = ("", 0.0)  # what the samples came from ("cpu", "timer", "thread"), ms apart
 
     def start(self) -> None:
         if self._thread is not None or self._timer:
@@ -115,8 +118,11 @@ class Sampler:
             main = threading.main_thread().ident
             if threading.get_ident() != main or self.recorder._thread != main or not hasattr(signal, "setitimer"):
                 return False
-            free = [(n, w) for n, w in TIMERS if signal.getsignal(n) in (signal.SIG_DFL, None)
-                    and not any(signal.getitimer(w))]
+            free = [
+                (n, w)
+                for n, w in TIMERS
+                if signal.getsignal(n) in (signal.SIG_DFL, None) and not any(signal.getitimer(w))
+            ]
             if not free:
                 return False
             number, which = free[0]
@@ -269,8 +275,14 @@ class Sampler:
         name = code.co_filename
         if module == "nnprofile" or module.startswith("nnprofile."):
             kind: Optional[bool] = None
-        elif (module.startswith(_PREFIXES) or module in SKIP + HOSTS or name.startswith(_STDLIB) or "site-packages" in name
-              or "dist-packages" in name or (name.startswith("<") and not _cell(name, module, code.co_name))):
+        elif (
+            module.startswith(_PREFIXES)
+            or module in SKIP + HOSTS
+            or name.startswith(_STDLIB)
+            or "site-packages" in name
+            or "dist-packages" in name
+            or (name.startswith("<") and not _cell(name, module, code.co_name))
+        ):
             kind = False
         else:
             kind = True
@@ -292,7 +304,9 @@ class Sampler:
             return None
         if (f.f_code, f.f_lasti) in r._site_phases:
             return None  # at a pass's call site: inside NNabla's C++ pass (between its functions)
-        while f.f_code.co_name in INNER and f.f_back is not None and f.f_back.f_code.co_filename == f.f_code.co_filename:
+        while (
+            f.f_code.co_name in INNER and f.f_back is not None and f.f_back.f_code.co_filename == f.f_code.co_filename
+        ):
             f = f.f_back  # a comprehension or lambda: the line that holds it, in the function that runs it
         return (f.f_code.co_filename, line_of(f), f.f_code.co_name)
 
@@ -300,5 +314,6 @@ class Sampler:
 def _cell(name: str, module: str, function: str) -> bool:
     """Code without a file that is the program's own: a notebook's cell, stdin, ``python -c``; not code a library
     generated (``<string>`` lambdas of namedtuple and dataclasses, NNabla's ``<mean>`` wrappers)."""
-    return name.startswith(("<ipython-input-", "<stdin>")) or (name == "<string>" and module == "__main__"
-                                                               and function == "<module>")
+    return name.startswith(("<ipython-input-", "<stdin>")) or (
+        name == "<string>" and module == "__main__" and function == "<module>"
+    )

@@ -9,6 +9,7 @@ no hook is set: the program runs at full speed, and only the light wrappers that
 ``Windows`` is the schedule's state as the steps come: pure, so that where each step falls is tested
 without NNabla.
 """
+
 from __future__ import annotations
 
 from typing import Optional, Sequence, Tuple
@@ -27,11 +28,11 @@ class Windows:
     def __init__(self, schedule: Schedule, calibration: Sequence[bool] = ()):
         self.schedule = schedule
         self.calibration = tuple(calibration)  # after the first window: True with the hooks, False without
-        self.window = 0                          # windows begun
-        self.start: Optional[int] = None         # the step the current window began at
+        self.window = 0  # windows begun
+        self.start: Optional[int] = None  # the step the current window began at
         self.next_start: Optional[int] = None if schedule.on_demand else schedule.wait
-        self.closed = 0                          # windows closed
-        self.queued = False                      # on demand: asked again while one was under way
+        self.closed = 0  # windows closed
+        self.queued = False  # on demand: asked again while one was under way
 
     def length(self, window: int) -> int:
         """Steps a window holds: warmup, active, and after the first the calibration's."""
@@ -98,16 +99,31 @@ class Windows:
         return True
 
 
-def make_schedule(*, wait: int = Schedule.wait, warmup: Optional[int] = None, skip_first: Optional[int] = None,
-                  active: int = Schedule.active, repeat: int = Schedule.repeat, max_windows: int = Schedule.max_windows,
-                  on_demand: bool = False, signal: str = Schedule.signal) -> Schedule:
+def make_schedule(
+    *,
+    wait: int = Schedule.wait,
+    warmup: Optional[int] = None,
+    skip_first: Optional[int] = None,
+    active: int = Schedule.active,
+    repeat: int = Schedule.repeat,
+    max_windows: int = Schedule.max_windows,
+    on_demand: bool = False,
+    signal: str = Schedule.signal,
+) -> Schedule:
     """A schedule from the options as users give them (``skip_first`` is ``warmup``'s older name); a bad value is
     one clear error."""
     if warmup is not None and skip_first is not None and warmup != skip_first:
         raise ProfileError("warmup and skip_first are one option (skip_first is its older name): give one")
     chosen = warmup if warmup is not None else (skip_first if skip_first is not None else Schedule.warmup)
     try:
-        return Schedule(wait=wait, warmup=chosen, active=active, repeat=repeat, max_windows=max_windows,
-                        on_demand=on_demand, signal=signal.upper().replace("SIG", ""))
+        return Schedule(
+            wait=wait,
+            warmup=chosen,
+            active=active,
+            repeat=repeat,
+            max_windows=max_windows,
+            on_demand=on_demand,
+            signal=signal.upper().replace("SIG", ""),
+        )
     except ValueError as e:
         raise ProfileError(str(e))

@@ -8,6 +8,7 @@ that is the very one held keeps its token. Each code object is described once, w
 from its bytecode (a jump back to an earlier instruction). The frames that were running when the
 recording started (a launcher's, a notebook kernel's loop over cells) are not the program's either.
 """
+
 from __future__ import annotations
 
 import dis
@@ -24,6 +25,7 @@ _PREFIXES = SKIP + HOSTS + tuple(s + "." for s in SKIP + HOSTS)
 
 def _stdlib() -> Tuple[str, ...]:
     import sysconfig
+
     paths = sysconfig.get_paths()
     return tuple(p + "/" for p in {paths.get("stdlib", ""), paths.get("platstdlib", "")} if p)
 
@@ -69,12 +71,12 @@ class Stacks:
     """Takes the program's stack at a call; holds the code descriptions the stacks refer to."""
 
     def __init__(self) -> None:
-        self.outer: set = set()                # ids of the frames around the recording's start: not the program's
+        self.outer: set = set()  # ids of the frames around the recording's start: not the program's
         self.codes: List[CodeInfo] = []
-        self.objects: List[Any] = []           # the code objects, by index
-        self._index: Dict[Any, int] = {}       # code object -> index (None: not the program's)
+        self.objects: List[Any] = []  # the code objects, by index
+        self._index: Dict[Any, int] = {}  # code object -> index (None: not the program's)
         self._program: Dict[Any, bool] = {}
-        self._frames: List[Any] = []           # the last stack's frames, held
+        self._frames: List[Any] = []  # the last stack's frames, held
         self._tokens: List[int] = []
         self._next = 0
 
@@ -85,9 +87,13 @@ class Stacks:
             module = frame.f_globals.get("__name__", "") or ""
             name = code.co_filename
             generated = not module and name.startswith("<")
-            known = self._program[code] = not (module.startswith(_PREFIXES) or module in SKIP + HOSTS or generated
-                                               or name.startswith("<frozen")
-                                               or (name.startswith(_STDLIB) and "site-packages" not in name))
+            known = self._program[code] = not (
+                module.startswith(_PREFIXES)
+                or module in SKIP + HOSTS
+                or generated
+                or name.startswith("<frozen")
+                or (name.startswith(_STDLIB) and "site-packages" not in name)
+            )
         return known
 
     def _code(self, code: Any) -> int:
@@ -98,7 +104,9 @@ class Stacks:
             try:
                 self.codes.append(described(code))
             except Exception:  # a code object dis cannot read: no loops known in it
-                self.codes.append(CodeInfo(str(getattr(code, "co_filename", "?")), str(getattr(code, "co_name", "?")), 0))
+                self.codes.append(
+                    CodeInfo(str(getattr(code, "co_filename", "?")), str(getattr(code, "co_name", "?")), 0)
+                )
         return index
 
     def take(self, frame: Any) -> Stack:

@@ -2,6 +2,7 @@
 next opened, the hooks on or off for the step to come), a window on demand, the program's own step marks, and
 what other work on the machine took as they pass (the time the thread waited for a CPU, read where a step may
 begin; Python's full collections started by nnprofile's own allocation, left out of every figure)."""
+
 from __future__ import annotations
 
 import sys
@@ -35,22 +36,22 @@ class Windowing:
 
     def _init_windows(self: Any, on_window: Optional[Callable[[Any], None]]) -> None:
         """Where the schedule has got: the window open (or the last), the steps counted, what is due next."""
-        self.on_window = on_window   # called as each window closes, with its events still here
+        self.on_window = on_window  # called as each window closes, with its events still here
         self.on_active: Optional[Callable[[Any], None]] = None  # called when a window's kept steps are done
         self._active_handed = False
-        self.capturing = False       # a window is open: its events are kept
-        self.window = 0              # the window open, or the last closed
-        self.window_start = 0        # the steps of the run before the open window began
-        self.countable = True        # False: steps show only as passes, which only the hooks see
-        self._steps_before = 0     # steps counted before the loop now followed began
+        self.capturing = False  # a window is open: its events are kept
+        self.window = 0  # the window open, or the last closed
+        self.window_start = 0  # the steps of the run before the open window began
+        self.countable = True  # False: steps show only as passes, which only the hooks see
+        self._steps_before = 0  # steps counted before the loop now followed began
         self._per_step: Optional[Tuple[str, int]] = None  # counting without the hooks: (updates|marks|reads, per step)
-        self._counted_since = 0    # updates (or marks, or reads) since then
+        self._counted_since = 0  # updates (or marks, or reads) since then
         self._reads: List[int] = []  # before any window, in a program without a solver: the iterators read
-        self._asked = False          # a window on demand was asked for (a signal)
-        self.last_step_ns = 0        # when the last step ended
-        self.window_end = 0          # the steps of the run when the last window closed
+        self._asked = False  # a window on demand was asked for (a signal)
+        self.last_step_ns = 0  # when the last step ended
+        self.window_end = 0  # the steps of the run when the last window closed
         self.watch: Optional[Callable[[], None]] = None  # called every WATCH_EVERY steps between windows
-        self.ended_ns = 0            # when the recording ended (the program's end)
+        self.ended_ns = 0  # when the recording ended (the program's end)
         self.hooks_on = False
 
     def step(self: Any, end_ns: Optional[int] = None) -> None:
@@ -94,8 +95,12 @@ class Windowing:
             self.watch()
         if self.capturing and self.windows.window_done(self.steps_done):
             self._close_window()
-        elif self.capturing and not self._active_handed and self.on_active is not None \
-                and self.windows.active_done(self.steps_done):
+        elif (
+            self.capturing
+            and not self._active_handed
+            and self.on_active is not None
+            and self.windows.active_done(self.steps_done)
+        ):
             self._active_handed = True  # its kept steps done: written now, not after the steps for the hooks' cost
             try:
                 self.on_active(self)
@@ -172,8 +177,10 @@ class Windowing:
                 return  # (young generations' collections take microseconds)
             if phase == "start":
                 frame = _getframe(1)
-                ours = frame is not None and (frame.f_globals.get("__name__", "").startswith("nnprofile.")
-                                              or (frame.f_code, frame.f_lasti) in self._site_phases)
+                ours = frame is not None and (
+                    frame.f_globals.get("__name__", "").startswith("nnprofile.")
+                    or (frame.f_code, frame.f_lasti) in self._site_phases
+                )
                 self._gc_start = self.clock() if ours else 0
             elif self._gc_start:
                 self.excluded.append((self._gc_start, self.clock()))
@@ -236,8 +243,14 @@ class Windowing:
         the loop has ended (the program loads its best parameters, evaluates, saves): the hooks go back on, so that
         what it does after its last step is recorded (it is in no step)."""
         try:
-            if self.capturing and not self.hooks_on and self.calibrate and self.counter.loop is not None \
-                    and self._by_iterations() and self._outside_loop(frame):
+            if (
+                self.capturing
+                and not self.hooks_on
+                and self.calibrate
+                and self.counter.loop is not None
+                and self._by_iterations()
+                and self._outside_loop(frame)
+            ):
                 self._switch_hooks(True)
         except Exception as e:
             self.fault("following the program past its loop", e)

@@ -8,6 +8,7 @@ profile's notes; ``--debug`` prints its traceback) and the call goes on unrecord
 Each timed call is a node of the call tree: it opens on ``_open`` while it runs, so that what runs
 inside it (a custom solver's NdArray arithmetic, a loader's functions) is its child (``depth``).
 """
+
 from __future__ import annotations
 
 import _thread
@@ -22,11 +23,12 @@ from .callsite import first_outside, line_at, receiver_of_caller
 from .proxies import SOLVER_CALLS, array_bytes
 from .inputs import OPENED, InputWrappers
 from .raw import EagerInfo, RawSolver
+from .solver_classes import all_subclasses, count_direct, solver_parameters
 
 _getframe = sys._getframe
 _ident = threading.get_ident
-MAX_FAULTS = 20          # kinds of fault kept (each with its count)
-PLAIN, MADE, EAGER_CALL, DYNAMIC_CALL = 0, 1, 2, 3   # how a function proxy's call is recorded
+MAX_FAULTS = 20  # kinds of fault kept (each with its count)
+PLAIN, MADE, EAGER_CALL, DYNAMIC_CALL = 0, 1, 2, 3  # how a function proxy's call is recorded
 
 
 def _arrays(values: Any) -> List[Tuple[Tuple[int, ...], Optional[str]]]:
@@ -83,8 +85,10 @@ class Wrappers(InputWrappers):
                 lines = "".join(traceback.format_list(frames))
             except Exception:
                 lines = ""
-            out.append("nnprofile could not record (%d time%s): %s\nTraceback (nnprofile's own frames):\n%s"
-                       % (n, "" if n == 1 else "s", text, lines))
+            out.append(
+                "nnprofile could not record (%d time%s): %s\nTraceback (nnprofile's own frames):\n%s"
+                % (n, "" if n == 1 else "s", text, lines)
+            )
         return "\n".join(out)
 
     def hook_fault(self: Any, where: str, error: BaseException) -> None:
@@ -96,8 +100,11 @@ class Wrappers(InputWrappers):
         self.fault(where, error)
 
     def fault_notes(self: Any) -> List[str]:
-        return ["could not be recorded at %s (%d time%s); the program's calls there went on unrecorded"
-                % (text, n, "" if n == 1 else "s") for text, n, _ in self.faults.values()]
+        return [
+            "could not be recorded at %s (%d time%s); the program's calls there went on unrecorded"
+            % (text, n, "" if n == 1 else "s")
+            for text, n, _ in self.faults.values()
+        ]
 
     # -- functions run now (eager, auto_forward), through the function proxies -------------------------
 
@@ -110,8 +117,9 @@ class Wrappers(InputWrappers):
             return MADE
         return DYNAMIC_CALL
 
-    def run_function(self: Any, call: Callable[[], Any], function: Any, made_ns: Optional[int], mode: int,
-                     inputs: Sequence[Any]) -> Any:
+    def run_function(
+        self: Any, call: Callable[[], Any], function: Any, made_ns: Optional[int], mode: int, inputs: Sequence[Any]
+    ) -> Any:
         """Run the program's function call once (``call``), and record it as ``mode`` says."""
         if mode == MADE:  # a static graph's function: made now, run in its passes
             outputs = call()
@@ -141,8 +149,9 @@ class Wrappers(InputWrappers):
             self.fault("timing a function run now", e)
         return outputs
 
-    def dynamic_call(self: Any, outputs: Any, start: int, end: int, depth: int = 0,
-                     switches: Tuple[int, int] = (0, 0)) -> None:
+    def dynamic_call(
+        self: Any, outputs: Any, start: int, end: int, depth: int = 0, switches: Tuple[int, int] = (0, 0)
+    ) -> None:
         """A function run under auto_forward (its graph's forward, as it is made); inside another call
         (a backward that builds functions: double backward) a child of that call."""
         first = outputs[0] if isinstance(outputs, (tuple, list)) else outputs
@@ -187,15 +196,28 @@ class Wrappers(InputWrappers):
             frame, depth = frame.f_back, depth + 1
         return None
 
-    def eager_call(self: Any, function: Any, inputs: Sequence[Any], outputs: Any, start: int, end: int,
-                   depth: int = 0, switches: Tuple[int, int] = (0, 0)) -> None:
+    def eager_call(
+        self: Any,
+        function: Any,
+        inputs: Sequence[Any],
+        outputs: Any,
+        start: int,
+        end: int,
+        depth: int = 0,
+        switches: Tuple[int, int] = (0, 0),
+    ) -> None:
         """A function run on NdArrays: eager work, timed, with the program's line that called it (described
         in full the first time a line calls it on arrays of these shapes); inside another call, its child."""
         where = first_outside(_getframe(2), self._skip)
         key = (function.name, where, tuple([getattr(v, "shape", None) for v in inputs]))
         if key not in self.eager:
-            self.eager[key] = EagerInfo(str(function.name), dict(getattr(function, "args", {}) or {}),
-                                        _arrays(inputs), _arrays(outputs), place(*where) if where is not None else None)
+            self.eager[key] = EagerInfo(
+                str(function.name),
+                dict(getattr(function, "args", {}) or {}),
+                _arrays(inputs),
+                _arrays(outputs),
+                place(*where) if where is not None else None,
+            )
         if not depth:
             self._break_pass()
         self.events.append(Call(key, start, end, None, EAGER, depth, None, *switches))
@@ -216,8 +238,11 @@ class Wrappers(InputWrappers):
         """A solver proxy's method: the real solver's, timed."""
         recorder, solver = self, self.solvers[index].solver
         if method == "update":
+
             def call(*args: Any, **kwargs: Any) -> Any:
-                if recorder.by_frame_only and _ident() == recorder._thread:  # between windows, counted by the loop's frame
+                if (
+                    recorder.by_frame_only and _ident() == recorder._thread
+                ):  # between windows, counted by the loop's frame
                     try:
                         recorder.lean_update(_getframe(1))
                     except Exception as e:
@@ -225,10 +250,12 @@ class Wrappers(InputWrappers):
                     return solver.update(*args, **kwargs)
                 return recorder.solver_call(index, method, solver.update, args, kwargs)
         else:
+
             def call(*args: Any, **kwargs: Any) -> Any:
                 if not recorder.capturing:  # between windows only the updates count the steps
                     return getattr(solver, method)(*args, **kwargs)
                 return recorder.solver_call(index, method, getattr(solver, method), args, kwargs)
+
         return call
 
     def solver_call(self: Any, index: int, method: str, bound: Callable, args: Any, kwargs: Any) -> Any:
@@ -267,8 +294,9 @@ class Wrappers(InputWrappers):
             if self.sync is not None:
                 self.sync()
             end = self.clock()
-            self.events.append(SolverCall(method, index, start, end, depth, plan if depth == 0 else None, m0,
-                                          self._mark()))
+            self.events.append(
+                SolverCall(method, index, start, end, depth, plan if depth == 0 else None, m0, self._mark())
+            )
             if depth == 0 and method == "update":
                 self.loop.update(index, end)
                 self._recent_dynamic = set()  # type: set
@@ -308,7 +336,7 @@ class Wrappers(InputWrappers):
         """The program's own subclasses of NNabla's Solver and PythonFunction, timed from when first seen (a
         class is looked for when the direct subclasses change, or a window opens)."""
         try:
-            count = _count_direct(self._solver_base) + _count_direct(self._python_function)
+            count = count_direct(self._solver_base) + count_direct(self._python_function)
             if count != self._subclasses_seen:
                 self._subclasses_seen = count
                 self._patch_subclasses()
@@ -322,7 +350,7 @@ class Wrappers(InputWrappers):
             self.fault("looking for the program's own solver and function classes", e)
 
     def _patch_new_subclasses(self: Any) -> None:
-        for cls in _all_subclasses(self._solver_base):
+        for cls in all_subclasses(self._solver_base):
             if cls in self._patched_classes or (cls.__module__ or "").startswith(("nnabla.", "nnprofile.")):
                 continue
             self._patched_classes.add(cls)
@@ -330,7 +358,7 @@ class Wrappers(InputWrappers):
                 original = vars(cls).get(method)
                 if callable(original):
                     self._patches.attribute(cls, method, self._subclass_method(cls, method, original))
-        for cls in _all_subclasses(self._python_function):
+        for cls in all_subclasses(self._python_function):
             if cls in self._patched_classes:
                 continue
             self._patched_classes.add(cls)
@@ -350,6 +378,7 @@ class Wrappers(InputWrappers):
             if index is None:
                 return original(solver, *args, **kwargs)
             return recorder.solver_call(index, method, lambda *a, **k: original(solver, *a, **k), args, kwargs)
+
         call.__name__, call.__doc__ = getattr(original, "__name__", method), getattr(original, "__doc__", None)
         return call
 
@@ -360,8 +389,9 @@ class Wrappers(InputWrappers):
         if index is None or self.solvers[index].solver is not solver:
             where = first_outside(_getframe(3), self._skip)
             self.counter.expects_updates = True  # its loop is the one that updates (``Counter``)
-            self.solvers.append(RawSolver(solver, cls.__name__, created=None if where is None else place(*where),
-                                          own=True))
+            self.solvers.append(
+                RawSolver(solver, cls.__name__, created=None if where is None else place(*where), own=True)
+            )
             index = self._own_solvers[id(solver)] = len(self.solvers) - 1
         return index
 
@@ -378,6 +408,7 @@ class Wrappers(InputWrappers):
             if mode == PLAIN:
                 return original(function, *inputs, **kwargs)
             return recorder.run_function(lambda: original(function, *inputs, **kwargs), function, None, mode, inputs)
+
         return call
 
     # -- communicators -------------------------------------------------------------------------------
@@ -386,6 +417,7 @@ class Wrappers(InputWrappers):
         """A collective, timed from the program's call to its return: the bookkeeping is in it, so that the
         entry is what the program itself would measure around the call (the first Python after a
         collective runs on cold caches: tens of microseconds where it costs one when warm)."""
+
         def call(*args: Any, **kwargs: Any) -> Any:
             try:
                 timed = self.capturing and _ident() == self._thread
@@ -394,7 +426,13 @@ class Wrappers(InputWrappers):
                         self.sync()
                     start = self.clock()
                     data = args[0] if args else kwargs.get("data", kwargs.get("ndarray_list", kwargs.get("ndarray")))
-                    moved = proxy._parameter_bytes if method == "allreduce" else array_bytes(data) if data is not None else 0
+                    moved = (
+                        proxy._parameter_bytes
+                        if method == "allreduce"
+                        else array_bytes(data)
+                        if data is not None
+                        else 0
+                    )
                     depth = len(self._open)
                     # its marks: the time the thread waited for a CPU inside it (see assembly.sections.waited)
                     event = CommCall(method, start, start, moved, depth, m0=self._waited_ns())
@@ -423,41 +461,5 @@ class Wrappers(InputWrappers):
             except Exception as e:
                 self.fault("communicator %s" % method, e)
             return result
+
         return call
-
-
-def solver_parameters(solver: Any, own: bool = False) -> Dict[str, Any]:
-    """A solver's parameters: NNabla's ``get_parameters``; for a solver of the program's own (whose C++ part
-    was never made: calling it would crash), its own ``get_parameters`` where its class has one, else the
-    dict of variables it holds."""
-    try:
-        if not own or any("get_parameters" in vars(c) for c in type(solver).__mro__
-                          if not (c.__module__ or "").startswith("nnabla")):
-            found = dict(solver.get_parameters())
-            if found:
-                return found
-    except Exception:
-        pass
-    try:
-        import nnabla as nn
-        for value in vars(solver).values():
-            if isinstance(value, dict) and value and all(isinstance(v, nn.Variable) for v in value.values()):
-                return dict(value)
-    except Exception:
-        pass
-    return {}
-
-
-def _all_subclasses(base: Any) -> List[type]:
-    if base is None:
-        return []
-    out, todo = [], list(base.__subclasses__())
-    while todo:
-        cls = todo.pop()
-        out.append(cls)
-        todo += cls.__subclasses__()
-    return out
-
-
-def _count_direct(base: Any) -> int:
-    return len(base.__subclasses__()) if base is not None else 0

@@ -5,6 +5,7 @@ a comparison's files and check's verdicts.
 ``RENDERERS`` maps a format name to its renderer module (see ``render.base``); ``write_all``
 writes what they render, plus result.json, the data they come from (``files``).
 """
+
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence
@@ -19,8 +20,7 @@ RENDERERS: Dict[str, Renderer] = {r.NAME: r for r in (log, csv_files, xlsx, html
 FORMATS = tuple(RENDERERS)
 
 
-def render(profile: Profile, formats: Optional[Sequence[str]] = None,
-           analysis: Optional[Analysis] = None) -> Contents:
+def render(profile: Profile, formats: Optional[Sequence[str]] = None, analysis: Optional[Analysis] = None) -> Contents:
     """File name -> contents for the formats asked (all by default); the analysis is computed once."""
     analysis = analysis or analyze(profile)
     contents: Contents = {}
@@ -29,9 +29,14 @@ def render(profile: Profile, formats: Optional[Sequence[str]] = None,
     return contents
 
 
-def write_all(profile: Profile, outdir: str, save_result: bool = True,
-              formats: Optional[Sequence[str]] = None, analysis: Optional[Analysis] = None,
-              also: Sequence[str] = ()) -> List[str]:
+def write_all(
+    profile: Profile,
+    outdir: str,
+    save_result: bool = True,
+    formats: Optional[Sequence[str]] = None,
+    analysis: Optional[Analysis] = None,
+    also: Sequence[str] = (),
+) -> List[str]:
     """Write result.json (first) and every output file into ``outdir``; returns the paths. ``analysis``:
     the profile's, where the caller has it already; ``also``: files written into the folder besides."""
     return files.write_all(profile, outdir, lambda p, f: render(p, f, analysis), save_result, formats, also)

@@ -6,6 +6,7 @@ type (``group_by="type"``: the table is by type instead), and the first piece of
 ``key_averages().table(sort_by=..., row_limit=...)`` is the model; the figures are the analysis's, so that they
 read as the sections below them read.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -53,7 +54,7 @@ def table(layers: Sequence[LayerTime], whole_ms: float, view: View, unit: str = 
     """The sorted table of layers (or layer types), ``view.top`` rows, each its time a ``unit`` and its share of
     ``whole_ms``."""
     rows = sorted(_rows(layers, view.group_by), key=_key(view.sort))
-    shown = rows[:view.top]
+    shown = rows[: view.top]
     if not shown:
         return []
     by_type = view.group_by == "type"
@@ -61,15 +62,21 @@ def table(layers: Sequence[LayerTime], whole_ms: float, view: View, unit: str = 
     width = max(len(first), *(len(r[0]) for r in shown))
     kind = max(len("layers" if by_type else "type"), *(len(str(r[5]) if by_type else r[1] or "") for r in shown))
     align = "%*s" if by_type else "%-*s"  # a count right, a type's name left
-    out = [("  %3s  %-*s  " + align + "  %11s  %8s") % ("#", width, first, kind, "layers" if by_type else "type",
-                                                        "ms a %s" % unit, "of it")]
+    out = [
+        ("  %3s  %-*s  " + align + "  %11s  %8s")
+        % ("#", width, first, kind, "layers" if by_type else "type", "ms a %s" % unit, "of it")
+    ]
     for i, r in enumerate(shown, 1):
         share = "%.1f%%" % (100 * r[2] / whole_ms) if whole_ms > 0 else ""
-        out.append(("  %3d  %-*s  " + align + "  %11.4f  %8s") % (i, width, r[0], kind,
-                                                                   str(r[5]) if by_type else r[1] or "", r[2], share))
+        out.append(
+            ("  %3d  %-*s  " + align + "  %11.4f  %8s")
+            % (i, width, r[0], kind, str(r[5]) if by_type else r[1] or "", r[2], share)
+        )
     if len(rows) > len(shown):
         more = len(rows) - len(shown)
-        out.append("  (%d more %s%s; --top N shows more)" % (more, "type" if by_type else "layer", "" if more == 1 else "s"))
+        out.append(
+            "  (%d more %s%s; --top N shows more)" % (more, "type" if by_type else "layer", "" if more == 1 else "s")
+        )
     return out
 
 
@@ -84,8 +91,14 @@ def by_type_line(layers: Sequence[LayerTime], whole_ms: float, most: int = 5) ->
 
 def _step_lines(s: Summary, view: View) -> List[str]:
     step = s.step_ms
-    out = ["Step of %s: %.3f ms = %s" % (s.section, step, " + ".join(
-        "%s %.3f ms (%.1f%%)" % (p, ms, 100 * ms / step if step > 0 else 0) for p, ms in s.parts))]
+    out = [
+        "Step of %s: %.3f ms = %s"
+        % (
+            s.section,
+            step,
+            " + ".join("%s %.3f ms (%.1f%%)" % (p, ms, 100 * ms / step if step > 0 else 0) for p, ms in s.parts),
+        )
+    ]
     if s.layers:
         layers = s.base_layers
         out.append("Top %s by time a step:" % ("layer types" if view.group_by == "type" else "layers"))
@@ -102,8 +115,10 @@ def _inference_lines(a: SectionAnalysis, view: View) -> List[str]:
     if not whole or not a.layers:
         return []
     ms = whole[0].mean_ms
-    out = ["Inference pass of %s: %.3f ms" % (a.section.title, ms),
-           "Top %s by time a pass:" % ("layer types" if view.group_by == "type" else "layers")]
+    out = [
+        "Inference pass of %s: %.3f ms" % (a.section.title, ms),
+        "Top %s by time a pass:" % ("layer types" if view.group_by == "type" else "layers"),
+    ]
     out += table(a.layers, ms, view, unit="pass")
     if view.group_by == "layer":
         out.append(by_type_line(a.layers, ms))

@@ -5,6 +5,7 @@ it) and ``files(profile, analysis) -> {file name: text or bytes}``. It reads
 the profile and the analysis computed once from it, and nothing else; writing
 the files is ``nnprofile.render.write_all``'s job.
 """
+
 from __future__ import annotations
 
 from typing import Dict, Protocol, Union
@@ -18,5 +19,4 @@ Contents = Dict[str, Union[str, bytes]]
 class Renderer(Protocol):
     NAME: str
 
-    def files(self, profile: Profile, analysis: Analysis) -> Contents:
-        ...
+    def files(self, profile: Profile, analysis: Analysis) -> Contents: ...

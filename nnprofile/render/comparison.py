@@ -1,4 +1,5 @@
 """The outputs of `nnprofile compare`: compare.csv, compare.xlsx, box plots, compare.log."""
+
 from __future__ import annotations
 
 import os
@@ -28,14 +29,36 @@ def _plain(text: str) -> str:
 def row_cells(r: Row, text: Callable[[str], str] = csv_text) -> List[object]:
     """The cells of one row; ``text`` neutralises names for a CSV file (the workbook keeps them as text)."""
     d = r.stats
-    return [r.metric, r.unit, text(r.config), d.n, _num(d.mean), _num(d.median), _num(d.std), _num(d.p90),
-            _num(d.min), _num(d.max), _num(r.ratio, "%.4f"), _num(r.ci_low, "%.4f"), _num(r.ci_high, "%.4f")]
+    return [
+        r.metric,
+        r.unit,
+        text(r.config),
+        d.n,
+        _num(d.mean),
+        _num(d.median),
+        _num(d.std),
+        _num(d.p90),
+        _num(d.min),
+        _num(d.max),
+        _num(r.ratio, "%.4f"),
+        _num(r.ci_low, "%.4f"),
+        _num(r.ci_high, "%.4f"),
+    ]
 
 
 def entry_cells(r: EntryRow, text: Callable[[str], str] = csv_text) -> List[object]:
-    return [text(r.section), text(r.label), text(r.config), "" if r.n is None else r.n,
-            _num(r.mean_ms), _num(r.median_ms), _num(r.std_ms),
-            _num(r.ratio, "%.4f"), _num(r.ci_low, "%.4f"), _num(r.ci_high, "%.4f")]
+    return [
+        text(r.section),
+        text(r.label),
+        text(r.config),
+        "" if r.n is None else r.n,
+        _num(r.mean_ms),
+        _num(r.median_ms),
+        _num(r.std_ms),
+        _num(r.ratio, "%.4f"),
+        _num(r.ci_low, "%.4f"),
+        _num(r.ci_high, "%.4f"),
+    ]
 
 
 def table_lines(rows: Sequence[Row]) -> List[str]:
@@ -43,9 +66,23 @@ def table_lines(rows: Sequence[Row]) -> List[str]:
     width = max([len(r.config) for r in rows] + [13])
     names = ["%s (%s)" % (r.metric, r.unit) for r in rows]
     mwidth = max([len(n) for n in names] + [6])
-    lines = ["%-*s %-*s %3s %11s %11s %10s %11s %11s %11s  %s" % (
-        mwidth, "metric", width, "configuration", "n", "mean", "median", "std", "p90", "min", "max",
-        "ratio to first (95% CI)")]
+    lines = [
+        "%-*s %-*s %3s %11s %11s %10s %11s %11s %11s  %s"
+        % (
+            mwidth,
+            "metric",
+            width,
+            "configuration",
+            "n",
+            "mean",
+            "median",
+            "std",
+            "p90",
+            "min",
+            "max",
+            "ratio to first (95% CI)",
+        )
+    ]
     for r in rows:
         ratio = ""
         if r.ratio is not None:
@@ -53,9 +90,23 @@ def table_lines(rows: Sequence[Row]) -> List[str]:
             if r.ci_low is not None:
                 ratio += " (%.3f to %.3f)" % (r.ci_low, r.ci_high or 0.0)
         d = r.stats
-        lines.append("%-*s %-*s %3d %11.4f %11.4f %10.4f %11.4f %11.4f %11.4f  %s" % (
-            mwidth, "%s (%s)" % (r.metric, r.unit), width, r.config, d.n, d.mean, d.median, d.std, d.p90,
-            d.min, d.max, ratio))
+        lines.append(
+            "%-*s %-*s %3d %11.4f %11.4f %10.4f %11.4f %11.4f %11.4f  %s"
+            % (
+                mwidth,
+                "%s (%s)" % (r.metric, r.unit),
+                width,
+                r.config,
+                d.n,
+                d.mean,
+                d.median,
+                d.std,
+                d.p90,
+                d.min,
+                d.max,
+                ratio,
+            )
+        )
     return lines
 
 
@@ -69,11 +120,15 @@ def box_plots(metrics: Sequence[Metric], configs: Sequence[str], outdir: str, wh
     try:
         import matplotlib
     except ImportError:  # an extra: the tables stand without it
-        print("nnprofile: compare: the box plots need matplotlib (pip install 'nnprofile[plots]'); the tables are "
-              "written without them", file=sys.stderr)
+        print(
+            "nnprofile: compare: the box plots need matplotlib (pip install 'nnprofile[plots]'); the tables are "
+            "written without them",
+            file=sys.stderr,
+        )
         return []
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     paths = []
     for m in metrics:
         names = [c for c in configs if m.values.get(c)]
@@ -81,8 +136,13 @@ def box_plots(metrics: Sequence[Metric], configs: Sequence[str], outdir: str, wh
         fig, ax = plt.subplots(figsize=(max(4.5, 1.6 * len(names) + 2), 4.2), dpi=100)
         boxed = [i for i, values in enumerate(data, start=1) if len(values) >= MIN_BOX_POINTS]
         if boxed:  # a box of fewer points than MIN_BOX_POINTS would draw quartiles no one measured: points only
-            ax.boxplot([data[i - 1] for i in boxed], positions=boxed, showmeans=True, widths=0.5,
-                       meanprops={"marker": "D", "markerfacecolor": "white", "markeredgecolor": "black"})
+            ax.boxplot(
+                [data[i - 1] for i in boxed],
+                positions=boxed,
+                showmeans=True,
+                widths=0.5,
+                meanprops={"marker": "D", "markerfacecolor": "white", "markeredgecolor": "black"},
+            )
         for i, values in enumerate(data, start=1):
             offsets = [i + 0.12 * ((k % 5) - 2) / 2 for k in range(len(values))]
             ax.plot(offsets, values, "o", alpha=0.6, markersize=4, color="tab:blue")
@@ -109,6 +169,7 @@ def _sheet(wb: Any, title: str, columns: Sequence[str], rows: Sequence[Sequence[
     from openpyxl.formatting.rule import ColorScaleRule
     from openpyxl.styles import Font
     from openpyxl.utils import get_column_letter
+
     ws = wb.create_sheet(title=title)
     ws.append(columns)
     for cell in ws[1]:
@@ -126,8 +187,16 @@ def _sheet(wb: Any, title: str, columns: Sequence[str], rows: Sequence[Sequence[
         # faster than the first configuration in green, slower in red, equal in white
         ws.conditional_formatting.add(
             "%s2:%s%d" % (letter, letter, len(rows) + 1),
-            ColorScaleRule(start_type="min", start_color=GREEN, mid_type="num", mid_value=1,
-                           mid_color=WHITE, end_type="max", end_color=RED))
+            ColorScaleRule(
+                start_type="min",
+                start_color=GREEN,
+                mid_type="num",
+                mid_value=1,
+                mid_color=WHITE,
+                end_type="max",
+                end_color=RED,
+            ),
+        )
     return ws
 
 
@@ -140,26 +209,12 @@ def _as_number(v: Any) -> Any:
     return v
 
 
-def write(outdir: str, c: Comparison) -> List[str]:
-    """Write every output of a comparison into outdir (made if need be); returns the paths."""
+def _workbook(outdir: str, c: Comparison, plots: List[str]) -> str:
+    """compare.xlsx: the headline ratios, per entry and per layer, the box plots, the Info sheet last."""
     from openpyxl import Workbook
-    prepare_outdir(outdir)
-    c.location = outdir
-    header_lines, rows, findings, metrics = c.header, c.rows, c.findings, c.metrics
-    configs, what, entry_rows, layer_rows = c.names, c.what, c.entry_rows, c.layer_rows
     from openpyxl.drawing.image import Image
-    written = []
-    text = "\n".join(safe_text(line) for line in list(header_lines) + table_lines(rows) + list(findings)) + "\n"
-    written.append(write_whole(os.path.join(outdir, "compare.log"), text))
-    written.append(write_whole(os.path.join(outdir, "compare.csv"),
-                               csv_document([ROW_COLUMNS] + [row_cells(r) for r in rows])))
-    if entry_rows:
-        written.append(write_whole(os.path.join(outdir, "compare_entries.csv"), csv_document(
-            [ENTRY_COLUMNS] + [entry_cells(r) for r in entry_rows] + [entry_cells(r) for r in layer_rows])))
 
-    plots = box_plots(metrics, configs, outdir, what)
-    written.extend(plots)
-
+    header_lines, rows, findings, entry_rows, layer_rows = c.header, c.rows, c.findings, c.entry_rows, c.layer_rows
     wb = Workbook()
     info = wb.active
     info.title = "Info"
@@ -168,19 +223,58 @@ def write(outdir: str, c: Comparison) -> List[str]:
     info.column_dimensions["A"].width = 140
     _sheet(wb, "Compare", ROW_COLUMNS, [row_cells(r, _plain) for r in rows], ratio_col=ROW_COLUMNS.index("ratio") + 1)
     if entry_rows:
-        _sheet(wb, "Per entry", ENTRY_COLUMNS, [entry_cells(r, _plain) for r in entry_rows],
-               ratio_col=ENTRY_COLUMNS.index("ratio") + 1)
-        _sheet(wb, "Per layer", ENTRY_COLUMNS, [entry_cells(r, _plain) for r in layer_rows],
-               ratio_col=ENTRY_COLUMNS.index("ratio") + 1)
+        _sheet(
+            wb,
+            "Per entry",
+            ENTRY_COLUMNS,
+            [entry_cells(r, _plain) for r in entry_rows],
+            ratio_col=ENTRY_COLUMNS.index("ratio") + 1,
+        )
+        _sheet(
+            wb,
+            "Per layer",
+            ENTRY_COLUMNS,
+            [entry_cells(r, _plain) for r in layer_rows],
+            ratio_col=ENTRY_COLUMNS.index("ratio") + 1,
+        )
     if plots:
         ws = wb.create_sheet(title="Box plots")
         for i, png in enumerate(plots):
             ws.add_image(Image(png), "A%d" % (1 + 22 * i))
-    written.append(write_html(outdir, c, plots))
     wb.move_sheet(info, offset=len(wb.sheetnames) - 1)
     wb.active = 0
     path = os.path.join(outdir, "compare.xlsx")
     wb.save(path)
+    return path
+
+
+def write(outdir: str, c: Comparison) -> List[str]:
+    """Write every output of a comparison into outdir (made if need be); returns the paths."""
+    prepare_outdir(outdir)
+    c.location = outdir
+    header_lines, rows, findings, metrics = c.header, c.rows, c.findings, c.metrics
+    configs, what, entry_rows, layer_rows = c.names, c.what, c.entry_rows, c.layer_rows
+    written = []
+    text = "\n".join(safe_text(line) for line in list(header_lines) + table_lines(rows) + list(findings)) + "\n"
+    written.append(write_whole(os.path.join(outdir, "compare.log"), text))
+    written.append(
+        write_whole(os.path.join(outdir, "compare.csv"), csv_document([ROW_COLUMNS] + [row_cells(r) for r in rows]))
+    )
+    if entry_rows:
+        written.append(
+            write_whole(
+                os.path.join(outdir, "compare_entries.csv"),
+                csv_document(
+                    [ENTRY_COLUMNS] + [entry_cells(r) for r in entry_rows] + [entry_cells(r) for r in layer_rows]
+                ),
+            )
+        )
+
+    plots = box_plots(metrics, configs, outdir, what)
+    written.extend(plots)
+
+    written.append(write_html(outdir, c, plots))
+    path = _workbook(outdir, c, plots)
     written.append(path)
     return written
 
@@ -189,20 +283,25 @@ def write_html(outdir: str, c: Comparison, plots: Sequence[str]) -> str:
     """compare.html: one file with the findings, the ratios and their intervals, and the box plots inline."""
     import base64
     from html import escape
+
     rows = []
     for r in c.rows:
         d = r.stats
         ratio = "" if r.ratio is None else "%.3f" % r.ratio
         if r.ci_low is not None and r.ci_high is not None:
             ratio += " (%.3f to %.3f)" % (r.ci_low, r.ci_high)
-        rows.append("<tr><td class=t>%s</td><td class=t>%s</td><td>%d</td><td>%.4f</td><td>%.4f</td><td>%.4f</td>"
-                    "<td>%s</td></tr>" % (escape("%s (%s)" % (r.metric, r.unit)), escape(r.config), d.n, d.mean,
-                                          d.median, d.std, escape(ratio)))
+        rows.append(
+            "<tr><td class=t>%s</td><td class=t>%s</td><td>%d</td><td>%.4f</td><td>%.4f</td><td>%.4f</td>"
+            "<td>%s</td></tr>"
+            % (escape("%s (%s)" % (r.metric, r.unit)), escape(r.config), d.n, d.mean, d.median, d.std, escape(ratio))
+        )
     images = []
     for png in plots:
         with open(png, "rb") as image:
-            images.append('<img alt="%s" src="data:image/png;base64,%s">'
-                          % (escape(os.path.basename(png)), base64.b64encode(image.read()).decode("ascii")))
+            images.append(
+                '<img alt="%s" src="data:image/png;base64,%s">'
+                % (escape(os.path.basename(png)), base64.b64encode(image.read()).decode("ascii"))
+            )
     page = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
@@ -214,8 +313,12 @@ td.t,th.t{text-align:left}th{background:#f3f5f9}li{margin:3px 0}img{margin:8px 8
 <div>%s</div><h2>Findings</h2><ul>%s</ul><h2>Ratios to the first, with 95%% confidence intervals</h2>
 <table><tr><th class=t>metric</th><th class=t>configuration</th><th>n</th><th>mean</th><th>median</th><th>std</th>
 <th>ratio to first (95%% CI)</th></tr>%s</table><h2>Box plots</h2><div>%s</div></body></html>
-""" % ("".join("<p>%s</p>" % escape(line) for line in c.header), "".join("<li>%s</li>" % escape(f) for f in c.findings),
-       "".join(rows), "".join(images))
+""" % (
+        "".join("<p>%s</p>" % escape(line) for line in c.header),
+        "".join("<li>%s</li>" % escape(f) for f in c.findings),
+        "".join(rows),
+        "".join(images),
+    )
     path = os.path.join(outdir, "compare.html")
     with open(path, "w", encoding="utf-8") as out:
         out.write(page)

@@ -3,13 +3,15 @@
 Text taken from projects (layer names, sections) is neutralised against
 formula injection (``nnprofile.render.safe``).
 """
+
 from __future__ import annotations
 
 from typing import List, Optional, Sequence
 
 from ..analysis import Analysis, analyze
 from ..analysis.breakdown import summary_rows as advice_rows
-from ..analysis.ranks import RANK_COLUMNS, STEP_COLUMNS, advice_rows as rank_advice_rows, rank_rows, step_rows
+from ..analysis.ranks import RANK_COLUMNS, STEP_COLUMNS, rank_rows, step_rows
+from .ranks import advice_rows as rank_advice_rows
 from ..analysis.windows import window_columns, window_rows
 from ..result import Profile, format_ms
 from ..result.columns import FLAG, Column, Row, columns, is_unknown
@@ -20,12 +22,45 @@ NAME = "csv"
 
 PROFILE = "profile.csv"
 DETAIL = "profile_detail.csv"
-DETAIL_COLUMNS = ["section", "label", "phase", "layer", "layer_type", "class", "in_place",
-                  "mean_ms", "median_ms", "std_ms", "min_ms", "max_ms", "p90_ms", "runs", "rse",
-                  "calls_per_sample", "overhead_ns", "output_shape", "params", "flops", "bytes_read",
-                  "bytes_written", "gflops_per_s", "flop_per_byte", "coverage", "section_complete", "layer_id", "rounds",
-                  "entry_complete", "run_cv", "output_bytes", "parameter_bytes", "gradient_bytes",
-                  "input_gradient_bytes", "source", "rank_cv", "disturbed"]
+DETAIL_COLUMNS = [
+    "section",
+    "label",
+    "phase",
+    "layer",
+    "layer_type",
+    "class",
+    "in_place",
+    "mean_ms",
+    "median_ms",
+    "std_ms",
+    "min_ms",
+    "max_ms",
+    "p90_ms",
+    "runs",
+    "rse",
+    "calls_per_sample",
+    "overhead_ns",
+    "output_shape",
+    "params",
+    "flops",
+    "bytes_read",
+    "bytes_written",
+    "gflops_per_s",
+    "flop_per_byte",
+    "coverage",
+    "section_complete",
+    "layer_id",
+    "rounds",
+    "entry_complete",
+    "run_cv",
+    "output_bytes",
+    "parameter_bytes",
+    "gradient_bytes",
+    "input_gradient_bytes",
+    "source",
+    "rank_cv",
+    "disturbed",
+]
 
 
 def profile_rows(profile: Profile) -> List[List[str]]:
@@ -35,8 +70,7 @@ def profile_rows(profile: Profile) -> List[List[str]]:
     sections, a label shared by two sections (load_dataset, a layer present in
     both networks) shares a row, as NNC merges them.
     """
-    header = ["time in ms"] + [csv_text(s.title + ("" if s.complete else " (incomplete)"))
-                               for s in profile.sections]
+    header = ["time in ms"] + [csv_text(s.title + ("" if s.complete else " (incomplete)")) for s in profile.sections]
     order: List[str] = []
     cells = {}
     for col, section in enumerate(profile.sections):
@@ -106,8 +140,11 @@ def _cell(x: object) -> object:
 
 
 def files(profile: Profile, analysis: Analysis) -> Contents:
-    out: Contents = {PROFILE: _csv(profile_rows(profile)), DETAIL: _csv(detail_rows(profile, analysis)),
-           SUMMARY: _csv(summary_rows(profile, analysis))}
+    out: Contents = {
+        PROFILE: _csv(profile_rows(profile)),
+        DETAIL: _csv(detail_rows(profile, analysis)),
+        SUMMARY: _csv(summary_rows(profile, analysis)),
+    }
     if analysis.ranks is not None:  # a merged view: a row per rank, and per step and rank
         r = analysis.ranks
         out[RANKS] = _csv([RANK_COLUMNS] + [[_cell(x) for x in row] for row in rank_rows(r)])

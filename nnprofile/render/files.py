@@ -5,6 +5,7 @@ A file is written to a temporary name in the folder and renamed into place, so t
 (``nnprofile.base.outdir``). result.json lists the files the run wrote; the files an earlier run listed
 that this one does not write are removed (``prune``), and nothing else.
 """
+
 from __future__ import annotations
 
 import os
@@ -46,16 +47,32 @@ def claim_outdir(outdir: str) -> Lock:
     linked = linked_outputs(outdir)
     if linked:
         lock.release()
-        raise ProfileError("%s in %s %s a symbolic link: nnprofile writes only files of its own there (remove the "
-                           "link, or choose another -o)" % (", ".join(linked[:3]), outdir,
-                                                           "is" if len(linked) == 1 else "are"))
+        raise ProfileError(
+            "%s in %s %s a symbolic link: nnprofile writes only files of its own there (remove the "
+            "link, or choose another -o)" % (", ".join(linked[:3]), outdir, "is" if len(linked) == 1 else "are")
+        )
     return lock
 
 
 # The names nnprofile writes into an output folder (and the folders of windows and ranks).
-OUTPUT_NAMES = frozenset(("result.json", "profile.log", "profile.csv", "profile_detail.csv", "summary.csv",
-                          "profile.xlsx", "report.html", "trace.json.gz", "compare.log", "compare.csv",
-                          "compare.xlsx", "compare.html", "on-demand.json", "events.json.gz"))
+OUTPUT_NAMES = frozenset(
+    (
+        "result.json",
+        "profile.log",
+        "profile.csv",
+        "profile_detail.csv",
+        "summary.csv",
+        "profile.xlsx",
+        "report.html",
+        "trace.json.gz",
+        "compare.log",
+        "compare.csv",
+        "compare.xlsx",
+        "compare.html",
+        "on-demand.json",
+        "events.json.gz",
+    )
+)
 
 
 def linked_outputs(outdir: str) -> List[str]:
@@ -64,8 +81,11 @@ def linked_outputs(outdir: str) -> List[str]:
         entries = list(os.scandir(outdir))
     except OSError:
         return []
-    return sorted(e.name for e in entries if e.is_symlink() and (
-        e.name in OUTPUT_NAMES or e.name.startswith(("window-", "rank-", "runs"))))
+    return sorted(
+        e.name
+        for e in entries
+        if e.is_symlink() and (e.name in OUTPUT_NAMES or e.name.startswith(("window-", "rank-", "runs")))
+    )
 
 
 @contextmanager
@@ -96,9 +116,14 @@ def write_files(contents: Contents, outdir: str) -> List[str]:
     return [write_whole(join(outdir, name), data) for name, data in contents.items()]
 
 
-def write_all(profile: Profile, outdir: str, render: Callable[[Profile, Optional[Sequence[str]]], Contents],
-              save_result: bool = True, formats: Optional[Sequence[str]] = None,
-              also: Sequence[str] = ()) -> List[str]:
+def write_all(
+    profile: Profile,
+    outdir: str,
+    render: Callable[[Profile, Optional[Sequence[str]]], Contents],
+    save_result: bool = True,
+    formats: Optional[Sequence[str]] = None,
+    also: Sequence[str] = (),
+) -> List[str]:
     """Write result.json (first: the data, should the process be stopped while the rest renders) and
     every output file; returns the paths. ``also``: files written into the folder besides (a window's, as
     ``window-K/result.json``), listed with them."""
@@ -110,8 +135,13 @@ def write_all(profile: Profile, outdir: str, render: Callable[[Profile, Optional
     damaged: List[str] = []
     earlier = listed(outdir, damaged=damaged)
     for path in damaged:  # said, never blocking: the earlier run's files stay where they are
-        print(safe_text("nnprofile: warning: the earlier result.json in %s could not be read; set aside as %s"
-                        % (outdir, os.path.basename(path))), file=sys.stderr)
+        print(
+            safe_text(
+                "nnprofile: warning: the earlier result.json in %s could not be read; set aside as %s"
+                % (outdir, os.path.basename(path))
+            ),
+            file=sys.stderr,
+        )
     # First the record of what exists (itself, and ``also``), should the process be stopped while the rest is
     # written; then each file; then the record again, listing what was written, whole. A file that could not be
     # written is said in the record (incomplete, with the reason) and the error raised.

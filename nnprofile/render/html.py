@@ -11,6 +11,7 @@ SVG charts). No CDN, font, image or request leaves the file. Every name from
 a project or a program reaches the page as text, never as markup: a layer
 named ``<img src=x onerror=alert(1)>`` shows as those characters.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,7 +23,8 @@ from ..analysis.breakdown import MIN_SHARE_SAMPLES, clock_words, named, per_step
 from ..base.choices import GRAPH
 from . import interference
 from ..analysis.sampling import load_line, passes_line, sampling_line
-from ..analysis.ranks import RanksAnalysis, summary_lines as ranks_lines
+from ..analysis.ranks import RanksAnalysis
+from .ranks import summary_lines as ranks_lines
 from ..analysis.windows import WindowsAnalysis
 from .colours import PART_COLOURS
 from .log import section_line
@@ -31,10 +33,22 @@ from .base import Contents
 
 NAME = "html"
 FILENAME = "report.html"
-HEADER_KEYS = (("project", "project"), ("context", "context"), ("implementation_classes", "implementation classes"),
-               ("nnprofile", "nnprofile"), ("nnabla", "nnabla"), ("machine", "machine"), ("date", "date"),
-               ("mode", "mode"), ("sampling", "sampling rule"), ("batch_size", "batch size"),
-               ("world_size", "world size"), ("rank", "rank"), ("ranks_merged", "ranks merged"), ("hosts", "hosts"))
+HEADER_KEYS = (
+    ("project", "project"),
+    ("context", "context"),
+    ("implementation_classes", "implementation classes"),
+    ("nnprofile", "nnprofile"),
+    ("nnabla", "nnabla"),
+    ("machine", "machine"),
+    ("date", "date"),
+    ("mode", "mode"),
+    ("sampling", "sampling rule"),
+    ("batch_size", "batch size"),
+    ("world_size", "world size"),
+    ("rank", "rank"),
+    ("ranks_merged", "ranks merged"),
+    ("hosts", "hosts"),
+)
 
 
 def _rse(e: Entry) -> Optional[float]:
@@ -50,17 +64,30 @@ def _layers(a: SectionAnalysis) -> List[Dict[str, Any]]:
         f, b, e = lt.forward, lt.backward, lt.first
         total = lt.total_ms
         per_step = sum(per_step_ms(x) for x in (f, b) if x is not None) if a.program_step_ms else total
-        rows.append({
-            "layer": e.layer, "type": e.layer_type, "class": e.impl_class,
-            "fwd_mean": f.mean_ms if f else None, "fwd_median": f.stats.median / 1e6 if f else None,
-            "fwd_p90": f.stats.p90 / 1e6 if f else None, "fwd_rse": _rse(f) if f else None,
-            "bwd_mean": b.mean_ms if b else None, "bwd_median": b.stats.median / 1e6 if b else None,
-            "bwd_p90": b.stats.p90 / 1e6 if b else None, "bwd_rse": _rse(b) if b else None,
-            "total": total, "flops": lt.flops, "gflops": lt.gflops_per_s,
-            "bytes": lt.bytes_moved, "share": (per_step / step) if step else None,
-            "out_bytes": e.output_bytes, "param_bytes": e.parameter_bytes, "source": e.source or "",
-            "inside": _inside(f, b),
-        })
+        rows.append(
+            {
+                "layer": e.layer,
+                "type": e.layer_type,
+                "class": e.impl_class,
+                "fwd_mean": f.mean_ms if f else None,
+                "fwd_median": f.stats.median / 1e6 if f else None,
+                "fwd_p90": f.stats.p90 / 1e6 if f else None,
+                "fwd_rse": _rse(f) if f else None,
+                "bwd_mean": b.mean_ms if b else None,
+                "bwd_median": b.stats.median / 1e6 if b else None,
+                "bwd_p90": b.stats.p90 / 1e6 if b else None,
+                "bwd_rse": _rse(b) if b else None,
+                "total": total,
+                "flops": lt.flops,
+                "gflops": lt.gflops_per_s,
+                "bytes": lt.bytes_moved,
+                "share": (per_step / step) if step else None,
+                "out_bytes": e.output_bytes,
+                "param_bytes": e.parameter_bytes,
+                "source": e.source or "",
+                "inside": _inside(f, b),
+            }
+        )
     return rows
 
 
@@ -79,18 +106,36 @@ def _section(a: SectionAnalysis, profile: Profile) -> Dict[str, Any]:
     s: Section = a.section
     charted, chart_note = charted_layers(a)
     data: Dict[str, Any] = {
-        "title": s.title, "complete": s.complete, "layers": _layers(a), "subtitle": section_line(s)[len("Profiling "):-4],
-        "entries": [{"label": e.label, "mean": e.mean_ms, "per_step": e.calls_per_round() if s.kind != "optimizer" and
-                     s.kind != "executor" else None, "rse": _rse(e), "inside": _inside(e)}
-                    for e in s.entries if e.phase not in ("forward_function", "backward_function")],
-        "chart": [{"layer": l.layer if l.copies == 1 else "%s (%d copies)" % (l.layer, l.copies),
-                   "fwd_mean": l.forward_ms, "bwd_mean": l.backward_ms} for l in charted],
+        "title": s.title,
+        "complete": s.complete,
+        "layers": _layers(a),
+        "subtitle": section_line(s)[len("Profiling ") : -4],
+        "entries": [
+            {
+                "label": e.label,
+                "mean": e.mean_ms,
+                "per_step": e.calls_per_round() if s.kind != "optimizer" and s.kind != "executor" else None,
+                "rse": _rse(e),
+                "inside": _inside(e),
+            }
+            for e in s.entries
+            if e.phase not in ("forward_function", "backward_function")
+        ],
+        "chart": [
+            {
+                "layer": l.layer if l.copies == 1 else "%s (%d copies)" % (l.layer, l.copies),
+                "fwd_mean": l.forward_ms,
+                "bwd_mean": l.backward_ms,
+            }
+            for l in charted
+        ],
         "chart_note": chart_note,
         "coverage": [{"what": "%s of %s" % (c.layer_phase, c.whole_phase), "share": c.share} for c in a.coverage],
         "drift": a.drift.describe(),
         "notes": ([passes_line(s)] if passes_line(s) else [])
         + ([sampling_line(a.precision)] if a.precision is not None and s.sampling else [])
-        + (["Input: %s" % load_line(s)] if load_line(s) else []) + list(a.memory_lines),
+        + (["Input: %s" % load_line(s)] if load_line(s) else [])
+        + list(a.memory_lines),
         "incomplete": [e.label for e in a.incomplete],
     }
     if s.memory.curve:
@@ -106,19 +151,41 @@ def _lead(index: int, a: SectionAnalysis, purposes: Dict[str, str]) -> Dict[str,
     step = s.step_ms
     share = (lambda ms: ms / step) if step > 0 else (lambda ms: None)
     return {
-        "title": a.section.title, "section": index, "ms": step, "parts": [[p, ms] for p, ms in s.parts],
+        "title": a.section.title,
+        "section": index,
+        "ms": step,
+        "parts": [[p, ms] for p, ms in s.parts],
         "advice": [{"rule": x.rule, "text": x.text, "evidence": x.evidence} for x in s.advice],
-        "top": [{"layer": named(l), "type": l.layer_type, "ms": l.step_ms, "share": share(l.step_ms)}
-                for l in s.top_layers],
-        "graphs": [{"name": g.name, "purpose": purposes.get(g.name, ""), "fwd": g.forward_per_step,
-                    "bwd": g.backward_per_step, "ms": g.forward_ms + g.backward_ms,
-                    "share": share(g.forward_ms + g.backward_ms)} for g in s.graphs],
+        "top": [
+            {"layer": named(l), "type": l.layer_type, "ms": l.step_ms, "share": share(l.step_ms)} for l in s.top_layers
+        ],
+        "graphs": [
+            {
+                "name": g.name,
+                "purpose": purposes.get(g.name, ""),
+                "fwd": g.forward_per_step,
+                "bwd": g.backward_per_step,
+                "ms": g.forward_ms + g.backward_ms,
+                "share": share(g.forward_ms + g.backward_ms),
+            }
+            for g in s.graphs
+        ],
         "notes": list(s.notes),
-        "own": [{"where": x.where, "function": x.function, "text": x.text, "samples": x.samples}
-                if s.own_samples < MIN_SHARE_SAMPLES else  # too few samples for a share: the counts only
-                {"where": x.where, "function": x.function, "text": x.text, "ms": x.ms, "share": x.share,
-                 "samples": x.samples, "interval": "%.0f%% to %.0f%%" % (100 * x.share_low, 100 * x.share_high)}
-                for x in s.own_lines],
+        "own": [
+            {"where": x.where, "function": x.function, "text": x.text, "samples": x.samples}
+            if s.own_samples < MIN_SHARE_SAMPLES
+            # too few samples for a share: the counts only
+            else {
+                "where": x.where,
+                "function": x.function,
+                "text": x.text,
+                "ms": x.ms,
+                "share": x.share,
+                "samples": x.samples,
+                "interval": "%.0f%% to %.0f%%" % (100 * x.share_low, 100 * x.share_high),
+            }
+            for x in s.own_lines
+        ],
         "own_samples": s.own_samples,
         "own_clock": clock_words(s.own_clock),
     }
@@ -127,11 +194,23 @@ def _lead(index: int, a: SectionAnalysis, purposes: Dict[str, str]) -> Dict[str,
 def _windows(w: WindowsAnalysis) -> Dict[str, Any]:
     """A long training's windows: each window's step by part, against its steps and the wall clock; what the
     view found; the layers that moved most."""
-    return {"windows": [{"window": x.window, "span": x.span, "started_s": x.started_s, "ended_s": x.ended_s,
-                         "ms": x.step_ms, "parts": [[p, ms] for p, ms in x.parts], "complete": x.complete,
-                         "folder": x.folder} for x in w.windows],
-            "finding": w.slowdown.text() if w.slowdown is not None else None,
-            "moved": [[name, a, b] for name, a, b in w.moved]}
+    return {
+        "windows": [
+            {
+                "window": x.window,
+                "span": x.span,
+                "started_s": x.started_s,
+                "ended_s": x.ended_s,
+                "ms": x.step_ms,
+                "parts": [[p, ms] for p, ms in x.parts],
+                "complete": x.complete,
+                "folder": x.folder,
+            }
+            for x in w.windows
+        ],
+        "finding": w.slowdown.text() if w.slowdown is not None else None,
+        "moved": [[name, a, b] for name, a, b in w.moved],
+    }
 
 
 def _ranks(r: RanksAnalysis) -> Dict[str, Any]:
@@ -143,39 +222,68 @@ def _ranks(r: RanksAnalysis) -> Dict[str, Any]:
         parts = {p: x.parts[p] for p in ("input", "forward", "backward", "update", "monitor", "other")}
         parts["transfer"] = max(0.0, x.parts["communication"] - x.wait_ms)
         parts["waiting"] = x.wait_ms
-        ranks.append({"rank": x.rank, "host": x.host, "step": x.step_ms, "busy": x.busy_ms, "parts": parts,
-                      "communication": x.parts["communication"], "ratio": r.busy_ratio(x), "straggler": x.rank == named})
-    return {"lines": [line for line in ranks_lines(r) if not line.startswith(("Rank ", "Advice: "))],
-            "ranks": ranks, "advice": [{"rule": a.rule, "text": a.text, "evidence": a.evidence} for a in r.advice],
-            "steps": [{"step": s.step, "slowest": s.slowest, "spread": s.busy_spread_ms, "last_in": s.last_in}
-                      for s in r.steps]}
+        ranks.append(
+            {
+                "rank": x.rank,
+                "host": x.host,
+                "step": x.step_ms,
+                "busy": x.busy_ms,
+                "parts": parts,
+                "communication": x.parts["communication"],
+                "ratio": r.busy_ratio(x),
+                "straggler": x.rank == named,
+            }
+        )
+    return {
+        "lines": [line for line in ranks_lines(r) if not line.startswith(("Rank ", "Advice: "))],
+        "ranks": ranks,
+        "advice": [{"rule": a.rule, "text": a.text, "evidence": a.evidence} for a in r.advice],
+        "steps": [
+            {"step": s.step, "slowest": s.slowest, "spread": s.busy_spread_ms, "last_in": s.last_in} for s in r.steps
+        ],
+    }
 
 
 def report_data(profile: Profile, analysis: Analysis, trace: Optional[str]) -> Dict[str, Any]:
     def shown(value: object) -> str:
         return ", ".join(str(x) for x in value) if isinstance(value, list) else str(value)
+
     values = dict(profile.header.items())
     header = [[label, shown(values[key])] for key, label in HEADER_KEYS if values.get(key) not in (None, "", [])]
     purposes = {a.section.name: purpose(a.section.info) for a in analysis.sections if a.section.kind == GRAPH}
     found = profile.interference()
     busy = interference.sentence(profile)
-    return {"header": header, "notes": profile.notes, "complete": profile.complete, "failure": profile.failure,
-            "interference": {"text": busy, "share": found.share if found is not None else None,
-                             "measured": bool(found is not None and found.measured)} if busy else None,
-            "trace": trace, "sections": [_section(a, profile) for a in analysis.sections], "colours": PART_COLOURS,
-            "lead": [_lead(i, a, purposes) for i, a in enumerate(analysis.sections) if a.step is not None],
-            "windows": _windows(analysis.windows) if analysis.windows is not None else None,
-            "ranks": _ranks(analysis.ranks) if analysis.ranks is not None else None}
+    return {
+        "header": header,
+        "notes": profile.notes,
+        "complete": profile.complete,
+        "failure": profile.failure,
+        "interference": {
+            "text": busy,
+            "share": found.share if found is not None else None,
+            "measured": bool(found is not None and found.measured),
+        }
+        if busy
+        else None,
+        "trace": trace,
+        "sections": [_section(a, profile) for a in analysis.sections],
+        "colours": PART_COLOURS,
+        "lead": [_lead(i, a, purposes) for i, a in enumerate(analysis.sections) if a.step is not None],
+        "windows": _windows(analysis.windows) if analysis.windows is not None else None,
+        "ranks": _ranks(analysis.ranks) if analysis.ranks is not None else None,
+    }
 
 
 def _json_for_html(data: Dict[str, Any]) -> str:
     # Inside <script>, "</" could close the element; "<!--" could start a comment.
-    return json.dumps(data, separators=(",", ":")).replace("<", "\\u003c").replace(">", "\\u003e") \
-        .replace("&", "\\u0026")
+    return (
+        json.dumps(data, separators=(",", ":")).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    )
 
 
 def render(profile: Profile, analysis: Analysis) -> str:
     from ..render.trace import FILENAME as TRACE
+
     data = report_data(profile, analysis, TRACE if profile.timeline else None)
     return PAGE.replace("/*DATA*/", _json_for_html(data))
 

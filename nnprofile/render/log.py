@@ -1,13 +1,14 @@
 """The text log, line for line in NNC's Profile format."""
+
 from __future__ import annotations
 
 import re
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
-from ..analysis import SPREAD_FLOOR_MS, Analysis, SectionAnalysis, analyze
+from ..analysis import SPREAD_FLOOR_MS, Analysis, Coverage, SectionAnalysis, analyze
 from ..analysis.breakdown import purpose, summary_lines
 from ..analysis.sampling import passes_line, listed, load_line, sampling_line
-from ..analysis.ranks import summary_lines as ranks_lines
+from .ranks import summary_lines as ranks_lines
 from ..result import Entry, Profile, Section, format_ms
 from ..base.choices import GRAPH, OUTSIDE
 from . import answer, interference
@@ -37,59 +38,108 @@ def header_lines(profile: Profile) -> List[str]:
 def method_lines(profile: Profile) -> List[str]:
     """How it was measured (the "About this run" block at the log's end): timing, schedule, clock, hooks."""
     h = profile.header
-    how = {"isolated": "each function re-run on its own",
-           "graph": "each function timed inside whole forward and backward passes",
-           "record": "every call of the program's own run, between NNabla's hooks"}.get(h.mode, h.mode)
+    how = {
+        "isolated": "each function re-run on its own",
+        "graph": "each function timed inside whole forward and backward passes",
+        "record": "every call of the program's own run, between NNabla's hooks",
+    }.get(h.mode, h.mode)
     lines = ["Timing: %s mode (%s); %s" % (h.mode, how, h.sampling)]
     program = h if isinstance(h, ProgramHeader) else None
-    one_window = program is not None and program.schedule.startswith("wait 0,") and \
-        program.schedule.endswith("repeat 1 (1 window)")  # the default: as the Timing line says
+    one_window = (
+        program is not None
+        and program.schedule.startswith("wait 0,")
+        and program.schedule.endswith("repeat 1 (1 window)")
+    )  # the default: as the Timing line says
     if program is not None and program.schedule and not one_window:
         lines.append("Schedule: %s" % program.schedule)
     if isinstance(h, ProjectHeader) and h.clock:
         overhead = h.timing_overhead_ns or 0.0
-        lines.append("Clock: %s, smallest step %s ns; timing one sample costs %s ns, taken off every figure; "
-                     "calls under %s are timed in batches" % (h.clock, _num(h.clock_resolution_ns),
-                                                            _num(overhead), _duration(overhead * 100)))
+        lines.append(
+            "Clock: %s, smallest step %s ns; timing one sample costs %s ns, taken off every figure; "
+            "calls under %s are timed in batches"
+            % (h.clock, _num(h.clock_resolution_ns), _num(overhead), _duration(overhead * 100))
+        )
     if h.hook_overhead_ns is not None:
-        total = max(0.0, h.hook_overhead_ns)
-        inside = max(0.0, h.hook_inside_ns or 0.0)
-        measured = program.hooks_in_program if program is not None else None
-        replicas = int((measured or {}).get("signatures", 0))
-        lines.append("Hooks: NNabla's function hooks add %s per function to a pass, %s of it inside the function's "
-                     "own time; measured on a chain of 200 tiny functions%s and taken off every function%s"
-                     % (_duration(total), _duration(inside),
-                        " (and, for the program's own functions, on replicas of each: %d kinds by type, shapes and "
-                        "arguments, forward and backward)" % replicas if replicas else "",
-                        ", pass and step" if h.mode == "record" else ""))
-        if measured and "forward_scale" in measured:
-            text = ("Hooks in this program: the gaps between the functions of its passes hold %.2fx (forward) and "
-                    "%.2fx (backward) the hooks' cost measured there, so their code runs that much longer here "
-                    "(the program's work leaves its caches cold); every cost is scaled so, over its passes together "
-                    "(a graph whose passes alone set the scale then reads a coverage of 100%% by this fit)"
-                    % (float(measured["forward_scale"]), float(measured["backward_scale"])))
-            if "pairs" in measured:
-                text += ("; %d of its steps ran without the hooks, each against the step with them after it (median "
-                         "%.3f ms against %.3f ms, of which the hooks' cost %.3f ms): the rest, %+.3f ms a step, and "
-                         "%+.3f ms more in a step after one with the hooks (the program's own code slowed by what "
-                         "the hooks leave in the caches; zero where the pairs' spread could make it), is taken off "
-                         "each step too" % (measured["pairs"], measured.get("plain_ms", 0), measured.get("hooked_ms", 0),
-                                            measured.get("hooks_ms", 0), measured.get("outside_ms", 0),
-                                            measured.get("carry_ms", 0)))
-            lines.append(text)
-        elif measured and "plain_steps" in measured:  # a result of version 6 or earlier
-            lines.append("Hooks in this program: %d of its steps ran without them (median %.3f ms) against %d "
-                         "with them (%.3f ms): beyond the chain's cost, they slow each function by %.1f%% of its "
-                         "own time (the Python they run evicts the caches), taken off too"
-                         % (measured.get("plain_steps", 0), measured.get("plain_ms", 0),
-                            measured.get("hooked_steps", 0), measured.get("hooked_ms", 0),
-                            100 * float(measured.get("eviction", 0))))
+        lines += _hook_lines(h, program)
     dynamic = any(s.info.dynamic for s in profile.sections) or any(
-        e.phase == "eager" for s in profile.sections for e in s.entries)
+        e.phase == "eager" for s in profile.sections for e in s.entries
+    )
     if program is not None and program.call_overhead_ns is not None and dynamic:  # only where such calls ran
-        lines.append("Calls: timing a function called under auto_forward adds %s per call, %s of it inside "
-                     "its own time; taken off likewise"
-                     % (_duration(max(0.0, program.call_overhead_ns)), _duration(max(0.0, program.call_inside_ns or 0.0))))
+        lines.append(
+            "Calls: timing a function called under auto_forward adds %s per call, %s of it inside "
+            "its own time; taken off likewise"
+            % (_duration(max(0.0, program.call_overhead_ns)), _duration(max(0.0, program.call_inside_ns or 0.0)))
+        )
+    return lines
+
+
+def _hook_lines(h: Any, program: Optional[ProgramHeader]) -> List[str]:
+    """What the hooks cost, as measured on a chain (and on replicas of the program's functions), and as fitted to
+    the program's own passes and steps."""
+    lines: List[str] = []
+    total = max(0.0, h.hook_overhead_ns)
+    inside = max(0.0, h.hook_inside_ns or 0.0)
+    measured = program.hooks_in_program if program is not None else None
+    replicas = int((measured or {}).get("signatures", 0))
+    lines.append(
+        "Hooks: NNabla's function hooks add %s per function to a pass, %s of it inside the function's "
+        "own time; measured on a chain of 200 tiny functions%s and taken off every function%s"
+        % (
+            _duration(total),
+            _duration(inside),
+            " (and, for the program's own functions, on replicas of each: %d kinds by type, shapes and "
+            "arguments, forward and backward)" % replicas
+            if replicas
+            else "",
+            ", pass and step" if h.mode == "record" else "",
+        )
+    )
+    if measured:
+        lines += _fitted_lines(measured)
+    return lines
+
+
+def _fitted_lines(measured: Dict[str, Any]) -> List[str]:
+    """The hooks' cost fitted to the program: the scale its passes' gaps set, what its steps without them show."""
+    lines: List[str] = []
+    if "forward_scale" in measured:
+        text = (
+            "Hooks in this program: the gaps between the functions of its passes hold %.2fx (forward) and "
+            "%.2fx (backward) the hooks' cost measured there, so their code runs that much longer here "
+            "(the program's work leaves its caches cold); every cost is scaled so, over its passes together "
+            "(a graph whose passes alone set the scale then reads a coverage of 100%% by this fit)"
+            % (float(measured["forward_scale"]), float(measured["backward_scale"]))
+        )
+        if "pairs" in measured:
+            text += (
+                "; %d of its steps ran without the hooks, each against the step with them after it (median "
+                "%.3f ms against %.3f ms, of which the hooks' cost %.3f ms): the rest, %+.3f ms a step, and "
+                "%+.3f ms more in a step after one with the hooks (the program's own code slowed by what "
+                "the hooks leave in the caches; zero where the pairs' spread could make it), is taken off "
+                "each step too"
+                % (
+                    measured["pairs"],
+                    measured.get("plain_ms", 0),
+                    measured.get("hooked_ms", 0),
+                    measured.get("hooks_ms", 0),
+                    measured.get("outside_ms", 0),
+                    measured.get("carry_ms", 0),
+                )
+            )
+        lines.append(text)
+    elif "plain_steps" in measured:  # a result of version 6 or earlier
+        lines.append(
+            "Hooks in this program: %d of its steps ran without them (median %.3f ms) against %d "
+            "with them (%.3f ms): beyond the chain's cost, they slow each function by %.1f%% of its "
+            "own time (the Python they run evicts the caches), taken off too"
+            % (
+                measured.get("plain_steps", 0),
+                measured.get("plain_ms", 0),
+                measured.get("hooked_steps", 0),
+                measured.get("hooked_ms", 0),
+                100 * float(measured.get("eviction", 0)),
+            )
+        )
     return lines
 
 
@@ -101,19 +151,36 @@ def _duration(ns: float) -> str:
     return "%.3g ms" % (ns / 1e6) if ns >= 1e6 else "%.3g us" % (ns / 1e3)
 
 
+def coverage_line(c: Coverage) -> str:
+    """How much of a pass its layers add up to, and the engine's rest between them."""
+    share = "%.1f%%" % (c.share * 100) if c.share is not None else "n/a"
+    engine = (
+        "; the graph engine between them %s ms: %.1f%% named" % (format_ms(c.engine_ms), 100 * c.named_share)
+        if c.engine_ms and c.named_share is not None
+        else ""
+    )
+    often = ", each as often as it ran in a pass," if c.per_pass else ""
+    kept = (
+        " (%s ms of it the timing's own cost left in %d layer%s at the timing's resolution, not counted)"
+        % (format_ms(c.kept_cost_ms), c.kept_in, "" if c.kept_in == 1 else "s")
+        if c.kept_cost_ms
+        else ""
+    )
+    return "Coverage: the %s entries%s add up to %s ms%s, %s of %s (%s ms)%s" % (
+        c.layer_phase,
+        often,
+        format_ms(c.layers_ms),
+        kept,
+        share,
+        c.whole_phase,
+        format_ms(c.whole_ms),
+        engine,
+    )
+
+
 def section_footer(profile: Profile, a: SectionAnalysis) -> List[str]:
     """After a section: coverage, entries short of the target, drift, FLOP gaps, the step."""
-    lines = []
-    for c in a.coverage:
-        share = "%.1f%%" % (c.share * 100) if c.share is not None else "n/a"
-        engine = ("; the graph engine between them %s ms: %.1f%% named" % (format_ms(c.engine_ms), 100 * c.named_share)
-                  if c.engine_ms and c.named_share is not None else "")
-        often = ", each as often as it ran in a pass," if c.per_pass else ""
-        kept = (" (%s ms of it the timing's own cost left in %d layer%s at the timing's resolution, not counted)"
-                % (format_ms(c.kept_cost_ms), c.kept_in, "" if c.kept_in == 1 else "s") if c.kept_cost_ms else "")
-        lines.append("Coverage: the %s entries%s add up to %s ms%s, %s of %s (%s ms)%s"
-                     % (c.layer_phase, often, format_ms(c.layers_ms), kept, share, c.whole_phase,
-                        format_ms(c.whole_ms), engine))
+    lines = [coverage_line(c) for c in a.coverage]
     lines += inside_lines(a.section)
     passes = passes_line(a.section)
     if passes:
@@ -128,21 +195,29 @@ def section_footer(profile: Profile, a: SectionAnalysis) -> List[str]:
     thin = {id(e) for e in p.thin} if p is not None else set()
     missed = [e for e in a.missed_target if id(e) not in thin]
     if missed and target:
-        lines.append("Missed the %g%% target (time budget spent): %s. Their figures are less sure than the "
-                     "rest (the relative error in brackets); for tighter ones give the section more time "
-                     "(--max-seconds 5) or profile in fresh processes (--repeat 3)" % (
-                         target * 100,
-                         listed(missed, lambda e: "%s (%.1f%%)" % (e.label, e.stats.rse * 100), len(a.section.entries))))
+        lines.append(
+            "Missed the %g%% target (time budget spent): %s. Their figures are less sure than the "
+            "rest (the relative error in brackets); for tighter ones give the section more time "
+            "(--max-seconds 5) or profile in fresh processes (--repeat 3)"
+            % (
+                target * 100,
+                listed(missed, lambda e: "%s (%.1f%%)" % (e.label, e.stats.rse * 100), len(a.section.entries)),
+            )
+        )
     if p is not None and p.thin:
-        lines.append("Too few samples for a relative error (one sample, or all in one round): %s" % listed(
-            p.thin, lambda e: e.label, len(a.section.entries), worst_first=False))
+        lines.append(
+            "Too few samples for a relative error (one sample, or all in one round): %s"
+            % listed(p.thin, lambda e: e.label, len(a.section.entries), worst_first=False)
+        )
     if a.drift.describe():
         lines.append("Drift: %s." % a.drift.describe())
     if a.run_spread is not None:
         r = a.run_spread
-        lines.append("Repeat: %d fresh processes; run-to-run coefficient of variation of the entry means "
-                     "over %g ms: %.3f (median), %.3f at worst (%s)" % (r.runs, SPREAD_FLOOR_MS, r.median_cv,
-                                                                       r.worst_cv, r.worst))
+        lines.append(
+            "Repeat: %d fresh processes; run-to-run coefficient of variation of the entry means "
+            "over %g ms: %.3f (median), %.3f at worst (%s)"
+            % (r.runs, SPREAD_FLOOR_MS, r.median_cv, r.worst_cv, r.worst)
+        )
     if a.incomplete:
         lines.append(incomplete_line(a))
     if a.unknown_flops:
@@ -160,15 +235,24 @@ def inside_lines(section: Section) -> List[str]:
     """``Inside: <entry> ran <child> <calls> call(s) of <ms> ms, ...``: what ran inside each call that ran others."""
     lines = []
     for e in [e for e in section.entries if e.children][:MAX_INSIDE]:
-        lines.append("Inside: %s ran %s (their time is inside its own)" % (e.label, "; ".join(
-            "%s %g call%s of %s ms" % (c["label"], c["calls"], "" if c["calls"] == 1 else "s",
-                                       format_ms(float(c["mean_ms"]))) for c in e.children)))
+        lines.append(
+            "Inside: %s ran %s (their time is inside its own)"
+            % (
+                e.label,
+                "; ".join(
+                    "%s %g call%s of %s ms"
+                    % (c["label"], c["calls"], "" if c["calls"] == 1 else "s", format_ms(float(c["mean_ms"])))
+                    for c in e.children
+                ),
+            )
+        )
     return lines
 
 
 def incomplete_line(a: SectionAnalysis) -> str:
-    return ("Incomplete entries (measuring stopped before their sampling rule held): %s"
-            % ", ".join(e.label for e in a.incomplete))
+    return "Incomplete entries (measuring stopped before their sampling rule held): %s" % ", ".join(
+        e.label for e in a.incomplete
+    )
 
 
 def section_line(section: Section) -> str:
@@ -184,18 +268,38 @@ def section_line(section: Section) -> str:
         passes = dict(info.passes or {})
         ran = " and ".join("%d %s pass%s" % (n, phase, "" if n == 1 else "es") for phase, n in passes.items() if n)
         scale = dict(info.hook_scale or {})
-        own = ("; the hooks' cost scaled to these passes: %s" % ", ".join("%.2fx %s" % (float(x), phase)
-                                                                         for phase, x in scale.items())) if scale else ""
-        return "Profiling %s (%s; %s %s, in no step%s%s) ..." % (section.title, what, ran or "no pass", info.outside,
-                                                               "; auto_forward" if info.dynamic else "", own)
+        own = (
+            (
+                "; the hooks' cost scaled to these passes: %s"
+                % ", ".join("%.2fx %s" % (float(x), phase) for phase, x in scale.items())
+            )
+            if scale
+            else ""
+        )
+        return "Profiling %s (%s; %s %s, in no step%s%s) ..." % (
+            section.title,
+            what,
+            ran or "no pass",
+            info.outside,
+            "; auto_forward" if info.dynamic else "",
+            own,
+        )
 
     def rate(phase: str) -> object:  # passes per step over the steps every part counts (as the breakdown)
         whole = section.entries_of("%s_all" % phase)
-        return whole[0].calls_per_round() if whole else (info.forward_per_step if phase == "forward"
-                                                          else info.backward_per_step)
+        return (
+            whole[0].calls_per_round()
+            if whole
+            else (info.forward_per_step if phase == "forward" else info.backward_per_step)
+        )
+
     runs = [_per_step(rate("forward"), "forward"), _per_step(rate("backward"), "backward")]
-    return "Profiling %s (%s; %s per step%s) ..." % (section.title, what, " and ".join(r for r in runs if r),
-                                                     "; auto_forward" if info.dynamic else "")
+    return "Profiling %s (%s; %s per step%s) ..." % (
+        section.title,
+        what,
+        " and ".join(r for r in runs if r),
+        "; auto_forward" if info.dynamic else "",
+    )
 
 
 def _per_step(n: object, what: str) -> str:

@@ -17,6 +17,7 @@ nnprofile never saw. Each output keeps them as data:
   cannot hold are escaped; a sheet's name loses what Excel forbids (``[]:*?/\\``, an apostrophe at either
   end) and is cut to 31 characters, made unique.
 """
+
 from __future__ import annotations
 
 import re
@@ -65,8 +66,10 @@ def csv_text(value: Any) -> Any:
         return value
     if "\x00" in value:
         value = value.replace("\x00", "\\x00")
-    stripped = value.lstrip(" \x0b\x0c\x1c\x1d\x1e\x1f\x01\x02\x03\x04\x05\x06\x07\x08\x0e\x0f\x10\x11\x12\x13\x14"
-                            "\x15\x16\x17\x18\x19\x1a\x1b\x7f")
+    stripped = value.lstrip(
+        " \x0b\x0c\x1c\x1d\x1e\x1f\x01\x02\x03\x04\x05\x06\x07\x08\x0e\x0f\x10\x11\x12\x13\x14"
+        "\x15\x16\x17\x18\x19\x1a\x1b\x7f"
+    )
     if value.startswith(FORMULA_STARTS) or stripped.startswith(FORMULA_STARTS):
         return "'" + value
     return value

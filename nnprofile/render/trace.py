@@ -10,6 +10,7 @@ implementation class go in ``args``; process and thread names are metadata
 events. The size is bounded by the recording: events per step times the
 active steps.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -24,8 +25,7 @@ NAME = "trace"
 FILENAME = "trace.json.gz"
 PID, TID = 1, 1
 # Parents before children when they start together: a longer event first.
-CATEGORY_DEPTH = {"step": 0, "forward": 1, "backward": 1, "update": 1, "input": 1, "monitor": 1,
-                  "communication": 1}
+CATEGORY_DEPTH = {"step": 0, "forward": 1, "backward": 1, "update": 1, "input": 1, "monitor": 1, "communication": 1}
 
 
 def _us(ns: float) -> float:
@@ -37,21 +37,7 @@ def trace_events(profile: Profile) -> List[Dict[str, Any]]:
     clocks the merge aligned."""
     title = profile.header.project or "nnabla program"
     ranks = sorted({e.rank for e in profile.timeline if e.rank is not None})
-    if ranks:
-        method = profile.ranks.clock_method
-        hosts = {r.rank: r.host for r in profile.ranks.ranks}
-        events: List[Dict[str, Any]] = []
-        for rank in ranks:
-            events += [{"ph": "M", "pid": rank + 1, "tid": TID, "name": "process_name",
-                        "args": {"name": "rank %d (%s): %s" % (rank, hosts.get(rank) or "?", title)}},
-                       {"ph": "M", "pid": rank + 1, "tid": TID, "name": "process_sort_index", "args": {"sort_index": rank}},
-                       {"ph": "M", "pid": rank + 1, "tid": TID, "name": "thread_name",
-                        "args": {"name": "main thread (clocks: %s)" % method}}]
-    else:
-        events = [
-            {"ph": "M", "pid": PID, "tid": TID, "name": "process_name", "args": {"name": "nnprofile: %s" % title}},
-            {"ph": "M", "pid": PID, "tid": TID, "name": "thread_name", "args": {"name": "main thread"}},
-        ]
+    events = _processes(profile, title, ranks)
     ordered = sorted(profile.timeline, key=lambda e: (e.rank or 0, e.start, -e.end, CATEGORY_DEPTH.get(e.cat, 2)))
     curves = {s.title: s.memory.curve for s in profile.sections if s.memory.estimated} if not ranks else {}
     counters: List[Dict[str, Any]] = []
@@ -59,8 +45,18 @@ def trace_events(profile: Profile) -> List[Dict[str, Any]]:
     for e in ordered:
         start, end = e.start, e.end
         pid = e.rank + 1 if e.rank is not None else PID
-        events.append({"ph": "X", "pid": pid, "tid": TID, "name": e.name, "cat": e.cat,
-                       "ts": _us(start), "dur": _us(end - start), "args": e.args})
+        events.append(
+            {
+                "ph": "X",
+                "pid": pid,
+                "tid": TID,
+                "name": e.name,
+                "cat": e.cat,
+                "ts": _us(start),
+                "dur": _us(end - start),
+                "args": e.args,
+            }
+        )
         args = e.args
         if "section" in args and e.cat in ("forward", "backward"):  # a pass: its functions follow
             steps = [c for c in curves.get(args["section"], []) if c[1] == e.cat]
@@ -73,17 +69,61 @@ def trace_events(profile: Profile) -> List[Dict[str, Any]]:
     return events + counters
 
 
+def _processes(profile: Profile, title: str, ranks: List[int]) -> List[Dict[str, Any]]:
+    """The metadata events that name the process (one per rank in a merged view) and its thread."""
+    if ranks:
+        method = profile.ranks.clock_method
+        hosts = {r.rank: r.host for r in profile.ranks.ranks}
+        events: List[Dict[str, Any]] = []
+        for rank in ranks:
+            events += [
+                {
+                    "ph": "M",
+                    "pid": rank + 1,
+                    "tid": TID,
+                    "name": "process_name",
+                    "args": {"name": "rank %d (%s): %s" % (rank, hosts.get(rank) or "?", title)},
+                },
+                {"ph": "M", "pid": rank + 1, "tid": TID, "name": "process_sort_index", "args": {"sort_index": rank}},
+                {
+                    "ph": "M",
+                    "pid": rank + 1,
+                    "tid": TID,
+                    "name": "thread_name",
+                    "args": {"name": "main thread (clocks: %s)" % method},
+                },
+            ]
+    else:
+        events = [
+            {"ph": "M", "pid": PID, "tid": TID, "name": "process_name", "args": {"name": "nnprofile: %s" % title}},
+            {"ph": "M", "pid": PID, "tid": TID, "name": "thread_name", "args": {"name": "main thread"}},
+        ]
+    return events
+
+
 def _counter(ns: int, live_bytes: int) -> Dict[str, Any]:
     """A point of the memory track: the activations alive (estimated) after a function."""
-    return {"ph": "C", "pid": PID, "name": "live activations (estimated bytes)", "ts": _us(ns),
-            "args": {"bytes": live_bytes}}
+    return {
+        "ph": "C",
+        "pid": PID,
+        "name": "live activations (estimated bytes)",
+        "ts": _us(ns),
+        "args": {"bytes": live_bytes},
+    }
 
 
 def files(profile: Profile, analysis: Analysis) -> Contents:
     if not profile.timeline:
         return {}
-    document = {"traceEvents": trace_events(profile), "displayTimeUnit": "ms",
-                "otherData": {"nnprofile": profile.header.nnprofile, "nnabla": profile.header.nnabla,
-                              "project": profile.header.project, "context": profile.header.context}}
+    document = {
+        "traceEvents": trace_events(profile),
+        "displayTimeUnit": "ms",
+        "otherData": {
+            "nnprofile": profile.header.nnprofile,
+            "nnabla": profile.header.nnabla,
+            "project": profile.header.project,
+            "context": profile.header.context,
+        },
+    }
     raw = json.dumps(document, separators=(",", ":")).encode("utf-8")
     return {FILENAME: gzip.compress(raw, mtime=0)}  # the same profile, the same bytes

@@ -1,4 +1,5 @@
 """The outputs of ``nnprofile check``: a text table, a Markdown summary for a pull request, JUnit XML."""
+
 from __future__ import annotations
 
 from typing import List
@@ -8,8 +9,14 @@ from ..compare.gate import UNJUDGED, Check, Verdict
 
 
 def _cells(v: Verdict) -> List[str]:
-    return [v.section, v.metric, "%.4f" % v.baseline.mean_ms, "%.4f" % v.new.mean_ms,
-            "%.3f (%.3f to %.3f)" % (v.ratio, v.ci_low, v.ci_high), v.word + ("; " + v.note if v.note else "")]
+    return [
+        v.section,
+        v.metric,
+        "%.4f" % v.baseline.mean_ms,
+        "%.4f" % v.new.mean_ms,
+        "%.3f (%.3f to %.3f)" % (v.ratio, v.ci_low, v.ci_high),
+        v.word + ("; " + v.note if v.note else ""),
+    ]
 
 
 HEAD = ["section", "metric", "baseline ms", "new ms", "ratio (95% CI)", "verdict"]
@@ -21,19 +28,28 @@ def summary_line(c: Check) -> str:
     if c.exit_code == 0:
         layers = c.unresolved_layers
         return "nnprofile check: PASS: nothing got slower by more than %g%%%s%s" % (
-            c.threshold * 100, " (structure changed)" if c.structure else "",
+            c.threshold * 100,
+            " (structure changed)" if c.structure else "",
             "; %d layer%s could not be judged alone (see UNRESOLVED)" % (len(layers), "" if len(layers) == 1 else "s")
-            if layers else "")
+            if layers
+            else "",
+        )
     if c.exit_code == UNJUDGED:
         wanted = [v.repeats for v in c.unresolved if v.repeats]
-        return ("nnprofile check: UNRESOLVED: %d figure%s could not be judged%s" % (
-            len(c.unresolved), "" if len(c.unresolved) == 1 else "s",
-            " (about %d runs of each, interleaved, would resolve %s: --repeat %d)" % (
-                max(wanted), "them" if len(c.unresolved) > 1 else "it", max(wanted)) if wanted else ""))
+        return "nnprofile check: UNRESOLVED: %d figure%s could not be judged%s" % (
+            len(c.unresolved),
+            "" if len(c.unresolved) == 1 else "s",
+            " (about %d runs of each, interleaved, would resolve %s: --repeat %d)"
+            % (max(wanted), "them" if len(c.unresolved) > 1 else "it", max(wanted))
+            if wanted
+            else "",
+        )
     reasons = []
     if c.slower:
-        reasons.append("%d figure%s slower by more than %g%% (95%% CI above 1)"
-                       % (len(c.slower), "" if len(c.slower) == 1 else "s", c.threshold * 100))
+        reasons.append(
+            "%d figure%s slower by more than %g%% (95%% CI above 1)"
+            % (len(c.slower), "" if len(c.slower) == 1 else "s", c.threshold * 100)
+        )
     if c.strict_order and c.structure:
         reasons.append("the structure changed (--strict-order)")
     return "nnprofile check: FAIL: %s" % "; ".join(reasons)
@@ -54,6 +70,7 @@ def text(c: Check) -> str:
 def markdown(c: Check) -> str:
     def md(cell: str) -> str:
         return escape(cell).replace("|", "\\|")
+
     lines = ["## %s" % md(summary_line(c)), ""]
     for title, items in (("Comparability", c.comparability), ("Machine", c.machine), ("Structure", c.structure)):
         if items:
@@ -69,15 +86,18 @@ def junit(c: Check) -> str:
         name = quoteattr("%s: %s" % (v.section, v.metric))
         body = ""
         if v.slower:
-            body = "<failure message=%s/>" % quoteattr("ratio %.3f (95%% CI %.3f to %.3f) above %g" % (
-                v.ratio, v.ci_low, v.ci_high, 1 + c.threshold))
-        cases.append("  <testcase classname=\"nnprofile.check\" name=%s>%s</testcase>" % (name, body))
+            body = "<failure message=%s/>" % quoteattr(
+                "ratio %.3f (95%% CI %.3f to %.3f) above %g" % (v.ratio, v.ci_low, v.ci_high, 1 + c.threshold)
+            )
+        cases.append('  <testcase classname="nnprofile.check" name=%s>%s</testcase>' % (name, body))
     structure_failed = c.strict_order and bool(c.structure)
     body = "<failure message=%s/>" % quoteattr("; ".join(c.structure)) if structure_failed else ""
-    cases.append("  <testcase classname=\"nnprofile.check\" name=\"structure\">%s</testcase>" % body)
+    cases.append('  <testcase classname="nnprofile.check" name="structure">%s</testcase>' % body)
     body = "<error message=%s/>" % quoteattr("cannot judge: " + "; ".join(c.refusals)) if c.refusals else ""
-    cases.append("  <testcase classname=\"nnprofile.check\" name=\"judgeable\">%s</testcase>" % body)
+    cases.append('  <testcase classname="nnprofile.check" name="judgeable">%s</testcase>' % body)
     failures = len(c.slower) + int(structure_failed)
-    return ("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"nnprofile check\" tests=\"%d\" "
-            "failures=\"%d\" errors=\"%d\">\n%s\n</testsuite>\n" % (len(cases), failures, int(bool(c.refusals)),
-                                                             "\n".join(cases)))
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name="nnprofile check" tests="%d" '
+        'failures="%d" errors="%d">\n%s\n</testsuite>\n'
+        % (len(cases), failures, int(bool(c.refusals)), "\n".join(cases))
+    )

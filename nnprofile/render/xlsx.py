@@ -8,6 +8,7 @@ figures were taken. Written with XlsxWriter (twice as fast as openpyxl at
 this, which matters for networks of thousands of entries); every text cell is
 a string, never a formula.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -19,7 +20,7 @@ from ..analysis.breakdown import summary_rows as advice_rows
 from ..analysis.sampling import load_line
 from ..analysis.ranks import RANK_COLUMNS, STEP_COLUMNS, RanksAnalysis, rank_rows, step_rows
 from ..analysis.windows import WindowsAnalysis, window_columns, window_rows
-from ..analysis.ranks import summary_lines as ranks_lines
+from .ranks import summary_lines as ranks_lines
 from ..base.choices import LAYER_PHASES
 from ..result import Profile, Section
 from ..result.columns import MS_FORMAT, Column, Row, columns, is_unknown
@@ -33,10 +34,35 @@ NAME = "xlsx"
 FILENAME = "profile.xlsx"
 # The section sheets' columns (``nnprofile.result.columns``): the figures a reader looks at first, then what the
 # layer computes and holds; profile_detail.csv has every column.
-SHEET_COLUMNS = columns(["label", "mean_ms", "median_ms", "std_ms", "min_ms", "max_ms", "p90_ms", "runs", "rse",
-                         "calls_per_sample", "phase", "layer", "class", "output_shape", "params", "flops",
-                         "bytes_read", "bytes_written", "gflops_per_s", "flop_per_byte", "output_bytes",
-                         "parameter_bytes", "gradient_bytes", "input_gradient_bytes", "source"])
+SHEET_COLUMNS = columns(
+    [
+        "label",
+        "mean_ms",
+        "median_ms",
+        "std_ms",
+        "min_ms",
+        "max_ms",
+        "p90_ms",
+        "runs",
+        "rse",
+        "calls_per_sample",
+        "phase",
+        "layer",
+        "class",
+        "output_shape",
+        "params",
+        "flops",
+        "bytes_read",
+        "bytes_written",
+        "gflops_per_s",
+        "flop_per_byte",
+        "output_bytes",
+        "parameter_bytes",
+        "gradient_bytes",
+        "input_gradient_bytes",
+        "source",
+    ]
+)
 COLUMNS = [c.header for c in SHEET_COLUMNS]
 TIME_COLUMN = "B"
 PRINTED = COLUMNS.index("rel. std. error") + 1  # the columns a printed page holds: entry to relative error
@@ -50,7 +76,9 @@ def sheet_names(profile: Profile) -> List[str]:
     names: List[str] = []
     for s in profile.sections:
         base = " ".join(part for part in (s.name, s.network) if part)
-        names.append(sheet_name(base, names + ["Info", "Summary", "Ranks", "Windows", "Chart data"], fallback="Section"))
+        names.append(
+            sheet_name(base, names + ["Info", "Summary", "Ranks", "Windows", "Chart data"], fallback="Section")
+        )
     return names
 
 
@@ -72,9 +100,12 @@ class _Book:
 
     def __init__(self, buffer: io.BytesIO, created: datetime.datetime):
         import xlsxwriter
+
         # Text is text: no formulas, numbers or links are read into strings from projects.
-        self.wb = xlsxwriter.Workbook(buffer, {"in_memory": True, "strings_to_formulas": False,
-                                               "strings_to_numbers": False, "strings_to_urls": False})
+        self.wb = xlsxwriter.Workbook(
+            buffer,
+            {"in_memory": True, "strings_to_formulas": False, "strings_to_numbers": False, "strings_to_urls": False},
+        )
         self.wb.set_properties({"created": created})
         self.bold = self.wb.add_format({"bold": True})
         self.wrap = self.wb.add_format({"text_wrap": True, "valign": "top"})
@@ -112,8 +143,9 @@ SECTION_FORMATS = {i: c.number_format for i, c in enumerate(SHEET_COLUMNS) if c.
 LAYER_FORMATS = {1: MS_FORMAT, 2: MS_FORMAT}
 
 
-def _section_sheet(book: _Book, ws: Any, a: SectionAnalysis, failure: Optional[str], data: Any,
-                   block: int) -> Optional[Any]:
+def _section_sheet(
+    book: _Book, ws: Any, a: SectionAnalysis, failure: Optional[str], data: Any, block: int
+) -> Optional[Any]:
     """One section: its entries; the bar chart of its layers (returned, for a sheet of its own), its data on the
     Chart data sheet (``data``), in its own block of columns (``block``). It prints one page wide, its header on
     every page, the narrow set of columns (PRINTED: the rest are on screen and in profile_detail.csv)."""
@@ -152,9 +184,17 @@ def _entry_rows(book: _Book, ws: Any, section: Section, failure: Optional[str], 
 
     first, end = colour_scale_rows(section)
     if first:
-        ws.conditional_format("%s%d:%s%d" % (TIME_COLUMN, first, TIME_COLUMN, end), {
-            "type": "3_color_scale", "min_color": "#" + COLOUR_LOW, "mid_color": "#" + COLOUR_MID,
-            "max_color": "#" + COLOUR_HIGH, "mid_type": "percentile", "mid_value": 50})
+        ws.conditional_format(
+            "%s%d:%s%d" % (TIME_COLUMN, first, TIME_COLUMN, end),
+            {
+                "type": "3_color_scale",
+                "min_color": "#" + COLOUR_LOW,
+                "mid_color": "#" + COLOUR_MID,
+                "max_color": "#" + COLOUR_HIGH,
+                "mid_type": "percentile",
+                "mid_value": 50,
+            },
+        )
 
 
 def _layer_chart(book: _Book, data: Any, section: Section, layers: Sequence[Any], block: int) -> Any:
@@ -171,9 +211,14 @@ def _layer_chart(book: _Book, data: Any, section: Section, layers: Sequence[Any]
     n = len(layers)
     chart = book.wb.add_chart({"type": "bar"})
     for j in range(1, len(head)):
-        chart.add_series({"name": [data.name, 1, c0 + j], "categories": [data.name, 2, c0, n + 1, c0],
-                          "values": [data.name, 2, c0 + j, n + 1, c0 + j],
-                          "fill": {"color": FORWARD if j == 1 else BACKWARD}})
+        chart.add_series(
+            {
+                "name": [data.name, 1, c0 + j],
+                "categories": [data.name, 2, c0, n + 1, c0],
+                "values": [data.name, 2, c0 + j, n + 1, c0 + j],
+                "fill": {"color": FORWARD if j == 1 else BACKWARD},
+            }
+        )
     chart.set_x_axis({"name": "ms per call", "num_format": "0.0##"})
     # The first layer at the top, as in the log; the value axis below the last layer.
     chart.set_y_axis({"name": "layer", "reverse": True, "crossing": "max", "interval_unit": 1})
@@ -215,8 +260,13 @@ def _summary_sheet(book: _Book, ws: Any, rows: List[List[object]]) -> None:
         while last + 1 < len(rows) and rows[last + 1][1] == "part" and rows[last + 1][0] == rows[first][0]:
             last += 1
         pie = book.wb.add_chart({"type": "pie"})
-        pie.add_series({"categories": [ws.name, first, 2, last, 2], "values": [ws.name, first, 3, last, 3],
-                        "points": [{"fill": {"color": part_colour(str(rows[i][2]))}} for i in range(first, last + 1)]})
+        pie.add_series(
+            {
+                "categories": [ws.name, first, 2, last, 2],
+                "values": [ws.name, first, 3, last, 3],
+                "points": [{"fill": {"color": part_colour(str(rows[i][2]))}} for i in range(first, last + 1)],
+            }
+        )
         pie.set_title({"name": "One training step"})
         pie.set_size({"width": 454, "height": 340})
         ws.insert_chart(1, 8, pie)
@@ -243,8 +293,14 @@ def _ranks_sheet(book: _Book, ws: Any, r: RanksAnalysis) -> None:
     colours = ("#54A24B", "#4C78A8", "#F58518", "#B279A2", "#9D755D", "#BAB0AC", "#E45756")
     for part, colour in zip(RANK_BAR_PARTS, colours):
         col = RANK_COLUMNS.index(part)
-        chart.add_series({"name": [ws.name, 0, col], "categories": [ws.name, 1, 0, n, 0],
-                          "values": [ws.name, 1, col, n, col], "fill": {"color": colour}})
+        chart.add_series(
+            {
+                "name": [ws.name, 0, col],
+                "categories": [ws.name, 1, 0, n, 0],
+                "values": [ws.name, 1, col, n, col],
+                "fill": {"color": colour},
+            }
+        )
     chart.set_title({"name": "Each rank's step (ms)"})
     chart.set_x_axis({"name": "ms"})
     chart.set_y_axis({"name": "rank", "reverse": True, "crossing": "max", "interval_unit": 1})
@@ -253,8 +309,15 @@ def _ranks_sheet(book: _Book, ws: Any, r: RanksAnalysis) -> None:
     ws.insert_chart(0, len(RANK_COLUMNS) + 1, chart)
 
 
-def _coloured_table(book: _Book, ws: Any, columns: List[str], rows: List[List[object]], formats: Dict[int, str],
-                    coloured: int, lines: List[str]) -> int:
+def _coloured_table(
+    book: _Book,
+    ws: Any,
+    columns: List[str],
+    rows: List[List[object]],
+    formats: Dict[int, str],
+    coloured: int,
+    lines: List[str],
+) -> int:
     """A header row and the rows (the column ``coloured`` from green, lowest, to red), then the lines below;
     returns the next free row."""
     ws.freeze_panes(1, 1)
@@ -262,9 +325,20 @@ def _coloured_table(book: _Book, ws: Any, columns: List[str], rows: List[List[ob
     for i, row in enumerate(rows, start=1):
         _write_row(book, ws, i, row, formats)
     n = len(rows)
-    ws.conditional_format(1, coloured, n, coloured, {
-        "type": "3_color_scale", "min_color": "#" + COLOUR_LOW, "mid_color": "#" + COLOUR_MID,
-        "max_color": "#" + COLOUR_HIGH, "mid_type": "percentile", "mid_value": 50})
+    ws.conditional_format(
+        1,
+        coloured,
+        n,
+        coloured,
+        {
+            "type": "3_color_scale",
+            "min_color": "#" + COLOUR_LOW,
+            "mid_color": "#" + COLOUR_MID,
+            "max_color": "#" + COLOUR_HIGH,
+            "mid_type": "percentile",
+            "mid_value": 50,
+        },
+    )
     at = n + 2
     for line in lines:
         ws.write_string(at, 0, cell_text(line))
@@ -281,13 +355,21 @@ def _windows_sheet(book: _Book, ws: Any, w: WindowsAnalysis) -> None:
     rows = window_rows(w)
     n = len(rows)
     step = columns.index("step_ms")
-    at = _coloured_table(book, ws, columns, rows, {c: MS_FORMAT for c, name in enumerate(columns) if name.endswith("_ms")},
-                         step, w.lines()[1 + n:])
+    at = _coloured_table(
+        book,
+        ws,
+        columns,
+        rows,
+        {c: MS_FORMAT for c, name in enumerate(columns) if name.endswith("_ms")},
+        step,
+        w.lines()[1 + n :],
+    )
     chart = book.wb.add_chart({"type": "column", "subtype": "stacked"})
     for col, name in enumerate(columns):
         if col > step + 1 and name.endswith("_ms"):
-            chart.add_series({"name": [ws.name, 0, col], "categories": [ws.name, 1, 0, n, 0],
-                              "values": [ws.name, 1, col, n, col]})
+            chart.add_series(
+                {"name": [ws.name, 0, col], "categories": [ws.name, 1, 0, n, 0], "values": [ws.name, 1, col, n, col]}
+            )
     chart.set_title({"name": "The step by part, window by window (ms)"})
     chart.set_x_axis({"name": "window"})
     chart.set_y_axis({"name": "ms per step"})
@@ -295,10 +377,12 @@ def _windows_sheet(book: _Book, ws: Any, w: WindowsAnalysis) -> None:
     ws.insert_chart(at + 1, 0, chart)
 
 
-RULE = ("each entry is sampled in rounds over the whole section; the time shown is the mean of its round "
-        "means, leaving out the rounds in which the machine ran more than the drift threshold slower than "
-        "its usual speed (the lower quartile of the rounds); median, std, min, max and p90 are over all "
-        "samples; the relative standard error comes from the spread of the kept round means")
+RULE = (
+    "each entry is sampled in rounds over the whole section; the time shown is the mean of its round "
+    "means, leaving out the rounds in which the machine ran more than the drift threshold slower than "
+    "its usual speed (the lower quartile of the rounds); median, std, min, max and p90 are over all "
+    "samples; the relative standard error comes from the spread of the kept round means"
+)
 
 
 def _info_sheet(book: _Book, ws: Any, profile: Profile, analysis: Analysis) -> None:
@@ -312,10 +396,12 @@ def _info_sheet(book: _Book, ws: Any, profile: Profile, analysis: Analysis) -> N
     if busy:
         rows.append(["interference", busy])
     rows += [["note", note] for note in profile.notes]
-    rows += [["drift", "%s: %s" % (a.section.title, a.drift.describe())] for a in analysis.sections
-             if a.drift.describe()]
-    rows += [["input", "%s: %s" % (a.section.title, load_line(a.section))] for a in analysis.sections
-             if load_line(a.section)]
+    rows += [
+        ["drift", "%s: %s" % (a.section.title, a.drift.describe())] for a in analysis.sections if a.drift.describe()
+    ]
+    rows += [
+        ["input", "%s: %s" % (a.section.title, load_line(a.section))] for a in analysis.sections if load_line(a.section)
+    ]
     for i, row in enumerate(rows, start=1):
         _write_row(book, ws, i, row, {})
 
@@ -367,8 +453,9 @@ def workbook_bytes(profile: Profile, analysis: Optional[Analysis] = None) -> byt
     for block, (ws, section) in enumerate(zip(sheets, profile.sections)):
         if not section.complete:
             ws.set_tab_color("#F8696B")
-        chart = _section_sheet(book, ws, analysis.of(section),
-                               None if section.complete else (profile.failure or "stopped"), data, block)
+        chart = _section_sheet(
+            book, ws, analysis.of(section), None if section.complete else (profile.failure or "stopped"), data, block
+        )
         if chart is not None and block in charts:
             charts[block].set_chart(chart)
     if summary_sheet is not None:

@@ -3,6 +3,7 @@ that give entries, result.json (versioned, every earlier version loads), and pan
 
 It imports nothing above it; how a result shows itself is filled in from above (``views``).
 """
+
 from .model import Entry, Interference, Profile, Section, format_ms, ms
 from . import frames  # noqa: F401  (registers the DataFrames a Profile gives: ``views``)
 

@@ -4,6 +4,7 @@ damaged value is named where it is read, never met later in a figure or a render
 ``check_fields`` takes the fields of a dataclass (their types as declared, in text) and the values a file holds
 for them; a field of a type it does not know (a nested record, read by its own loader) is left to that loader.
 """
+
 from __future__ import annotations
 
 import math
@@ -49,15 +50,21 @@ def _pair(x: Any) -> bool:
 
 
 CHECKS: Dict[str, Callable[[Any], bool]] = {
-    "str": _text, "Optional[str]": _optional(_text),
-    "int": _whole, "Optional[int]": _optional(_whole),
-    "float": number, "Optional[float]": _optional(number),
+    "str": _text,
+    "Optional[str]": _optional(_text),
+    "int": _whole,
+    "Optional[int]": _optional(_whole),
+    "float": number,
+    "Optional[float]": _optional(number),
     "bool": lambda x: isinstance(x, bool),
-    "List[str]": _list_of(_text), "List[int]": _list_of(_whole), "List[float]": _list_of(number),
+    "List[str]": _list_of(_text),
+    "List[int]": _list_of(_whole),
+    "List[float]": _list_of(number),
     "List[Optional[float]]": _list_of(_optional(number)),
     "List[Dict[str, Any]]": _list_of(lambda x: isinstance(x, dict)),
     "Dict[str, Any]": lambda x: isinstance(x, dict),
-    "Dict[str, float]": _dict_of(number), "Optional[Dict[str, float]]": _optional(_dict_of(number)),
+    "Dict[str, float]": _dict_of(number),
+    "Optional[Dict[str, float]]": _optional(_dict_of(number)),
     "List[Tuple[str, float]]": _list_of(_pair),
 }
 
@@ -79,12 +86,10 @@ def declared(cls: Type[Any]) -> Dict[str, str]:
     return {f.name: str(f.type) for f in fields(cls)}
 
 
-def check_fields(types: Dict[str, str], values: Dict[str, Any], where: str,
-                 skip: Iterable[str] = ()) -> None:
+def check_fields(types: Dict[str, str], values: Dict[str, Any], where: str, skip: Iterable[str] = ()) -> None:
     """Each value of a known field of a known type holds that type; else one error naming the field."""
     left_out = set(skip)
     for name, value in values.items():
         check = _check_of(types.get(name, "")) if name not in left_out else None
         if check is not None and not check(value):
-            raise ProfileError("%s: %s holds %s, not a value of type %s" % (where, name, repr(value)[:40],
-                                                                            types[name]))
+            raise ProfileError("%s: %s holds %s, not a value of type %s" % (where, name, repr(value)[:40], types[name]))

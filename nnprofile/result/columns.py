@@ -8,6 +8,7 @@ A value is None where it is not known: an empty cell in a file, NaN in a DataFra
 FLOP formula gives reads ``unknown`` in the files (``unknown``). Text that comes from a project or a program
 (``from_user``) is neutralised where a file is written (``nnprofile.render.safe``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -33,16 +34,16 @@ class Row:
 
 @dataclass(frozen=True)
 class Column:
-    name: str                        # the DataFrame's and the CSV file's
-    header: str                      # the workbook's
-    unit: str                        # "ms", "ns", "bytes", "FLOP", "GFLOP/s", "FLOP/byte", "" (a count, a ratio)
-    get: Callable[[Row], Any]        # the value, None where not known
+    name: str  # the DataFrame's and the CSV file's
+    header: str  # the workbook's
+    unit: str  # "ms", "ns", "bytes", "FLOP", "GFLOP/s", "FLOP/byte", "" (a count, a ratio)
+    get: Callable[[Row], Any]  # the value, None where not known
     kind: str = TEXT
-    text: str = ""                   # printf format of the value in a CSV file ("": as it is)
-    number_format: str = ""          # the workbook's ("": Excel's general)
-    width: int = 13                  # the workbook's
-    unknown: bool = False            # None for a layer's forward or backward: no formula gives it, "unknown"
-    from_user: bool = False          # text a project or program named
+    text: str = ""  # printf format of the value in a CSV file ("": as it is)
+    number_format: str = ""  # the workbook's ("": Excel's general)
+    width: int = 13  # the workbook's
+    unknown: bool = False  # None for a layer's forward or backward: no formula gives it, "unknown"
+    from_user: bool = False  # text a project or program named
 
 
 def _stats(row: Row) -> Any:
@@ -69,8 +70,15 @@ ENTRY_COLUMNS: Sequence[Column] = (
     Column("max_ms", "max (ms)", "ms", lambda r: ms(_stats(r).max), MS, "%f", MS_FORMAT),
     Column("p90_ms", "p90 (ms)", "ms", lambda r: ms(_stats(r).p90), MS, "%f", MS_FORMAT),
     Column("runs", "runs", "", lambda r: _stats(r).n, INT),
-    Column("rse", "rel. std. error", "", _optional(lambda r: _stats(r).rse, lambda r: _stats(r).rse_known), FLOAT,
-           "%.4f", "0.00%"),
+    Column(
+        "rse",
+        "rel. std. error",
+        "",
+        _optional(lambda r: _stats(r).rse, lambda r: _stats(r).rse_known),
+        FLOAT,
+        "%.4f",
+        "0.00%",
+    ),
     Column("calls_per_sample", "calls/sample", "", lambda r: r.entry.calls_per_sample, INT),
     Column("overhead_ns", "overhead (ns)", "ns", lambda r: r.entry.overhead_ns, FLOAT, "%.1f"),
     Column("output_shape", "output shape", "", lambda r: r.entry.output_shape, from_user=True, width=16),
@@ -78,10 +86,20 @@ ENTRY_COLUMNS: Sequence[Column] = (
     Column("flops", "FLOPs", "FLOP", lambda r: r.entry.flops, INT, width=14, unknown=True),
     Column("bytes_read", "bytes read", "bytes", lambda r: r.entry.bytes_read, INT),
     Column("bytes_written", "bytes written", "bytes", lambda r: r.entry.bytes_written, INT),
-    Column("gflops_per_s", "GFLOP/s", "GFLOP/s", lambda r: r.entry.gflops_per_s, FLOAT, "%.3f", "0.000", 10,
-           unknown=True),
-    Column("flop_per_byte", "FLOP/byte", "FLOP/byte", lambda r: r.entry.arithmetic_intensity, FLOAT, "%.3f",
-           "0.000", 10, unknown=True),
+    Column(
+        "gflops_per_s", "GFLOP/s", "GFLOP/s", lambda r: r.entry.gflops_per_s, FLOAT, "%.3f", "0.000", 10, unknown=True
+    ),
+    Column(
+        "flop_per_byte",
+        "FLOP/byte",
+        "FLOP/byte",
+        lambda r: r.entry.arithmetic_intensity,
+        FLOAT,
+        "%.3f",
+        "0.000",
+        10,
+        unknown=True,
+    ),
     Column("coverage", "coverage", "", lambda r: r.coverage.get(r.entry.phase), FLOAT, "%.4f", "0.00%"),
     Column("dtype", "dtype", "", lambda r: r.entry.dtype),
     Column("section_kind", "section kind", "", lambda r: r.section.kind),
@@ -92,8 +110,9 @@ ENTRY_COLUMNS: Sequence[Column] = (
     Column("output_bytes", "output bytes", "bytes", lambda r: r.entry.output_bytes, INT, width=14),
     Column("parameter_bytes", "parameter bytes", "bytes", lambda r: r.entry.parameter_bytes, INT, width=15),
     Column("gradient_bytes", "gradient bytes", "bytes", lambda r: r.entry.gradient_bytes, INT, width=14),
-    Column("input_gradient_bytes", "input gradient bytes", "bytes", lambda r: r.entry.input_gradient_bytes, INT,
-           width=19),
+    Column(
+        "input_gradient_bytes", "input gradient bytes", "bytes", lambda r: r.entry.input_gradient_bytes, INT, width=19
+    ),
     Column("source", "source", "", lambda r: r.entry.source, from_user=True, width=30),
     Column("rank_cv", "rank CV", "", lambda r: r.entry.rank_cv, FLOAT, "%.4f", "0.00%"),
     Column("disturbed", "disturbed", "", lambda r: len(r.entry.disturbed), INT),  # samples other work held up

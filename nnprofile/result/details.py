@@ -7,6 +7,7 @@ this version does not know is kept as read (``extra``) and written back. Reading
 (``info["role"]``, ``info.get("role")``) is kept for code written against the dict of earlier versions
 (``nnprofile.base.records``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -108,10 +109,25 @@ class SectionInfo(Record):
 
 # What each field is in the file (a number may be written as an integer).
 SectionInfo.KINDS = {
-    "graph": str, "dynamic": bool, "trained_by": list, "forward_per_step": (int, float),
-    "backward_per_step": (int, float), "outside": str, "passes": dict, "role": str, "writes": list, "feeds": list,
-    "hook_scale": dict, "own_samples": int, "own_lines": list, "own_clock": list, "inputs_of": dict,
-    "drift_exempt": list, "layers_in_passes": str, "load_dataset_burst": dict}
+    "graph": str,
+    "dynamic": bool,
+    "trained_by": list,
+    "forward_per_step": (int, float),
+    "backward_per_step": (int, float),
+    "outside": str,
+    "passes": dict,
+    "role": str,
+    "writes": list,
+    "feeds": list,
+    "hook_scale": dict,
+    "own_samples": int,
+    "own_lines": list,
+    "own_clock": list,
+    "inputs_of": dict,
+    "drift_exempt": list,
+    "layers_in_passes": str,
+    "load_dataset_burst": dict,
+}
 
 
 @dataclass
@@ -131,5 +147,12 @@ class Sampling(Record):
     extra: Dict[str, Any] = field(default_factory=dict)
 
 
-Sampling.KINDS = {"rounds": int, "seconds": (int, float), "budget_seconds": (int, float), "plan": str, "lean": bool,
-                  "layer_every": int, "stopped": str}
+Sampling.KINDS = {
+    "rounds": int,
+    "seconds": (int, float),
+    "budget_seconds": (int, float),
+    "plan": str,
+    "lean": bool,
+    "layer_every": int,
+    "stopped": str,
+}

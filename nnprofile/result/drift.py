@@ -6,6 +6,7 @@ the machine's usual speed (``nnprofile.base.stats.speed_levels``); rounds slower
 section measured together. A project's rounds, a program's steps, and pooled runs or ranks all
 come through here.
 """
+
 from __future__ import annotations
 
 import math
@@ -17,8 +18,9 @@ from .model import Entry, Section
 Pair = Tuple[Sequence[float], Sequence[int]]  # an entry's samples and round sizes
 
 
-def measure_drift(pairs: Iterable[Pair], rounds: int, threshold: float, robust: bool = False,
-                  reference: Sequence[float] = ()) -> Drift:
+def measure_drift(
+    pairs: Iterable[Pair], rounds: int, threshold: float, robust: bool = False, reference: Sequence[float] = ()
+) -> Drift:
     return Drift(tuple(speed_levels([p for p in pairs if p[0]], rounds, robust, reference)), threshold)
 
 
@@ -72,8 +74,12 @@ def drift_over(sections: Sequence[Section], rounds: int, threshold: float, keep_
     which steps ran slow. Where leaving the slow
     rounds out would leave an entry without a call (``emptied``), no round is left out: every part of a
     step keeps its share, from the same rounds (the caller says so)."""
-    drift = measure_drift(((e.samples_ns, e.round_sizes) for s in sections for e in s.entries if e.phase != "step"),
-                          rounds, threshold, robust=keep_rare)
+    drift = measure_drift(
+        ((e.samples_ns, e.round_sizes) for s in sections for e in s.entries if e.phase != "step"),
+        rounds,
+        threshold,
+        robust=keep_rare,
+    )
     if keep_rare:  # a recording keeps every step it ran: none is left out, what ran slow is said
         drift = Drift(drift.levels, threshold, tuple(range(len(drift.levels))))
         for s in sections:

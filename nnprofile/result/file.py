@@ -3,64 +3,11 @@
 The file holds every entry with all its samples; statistics are written too,
 for readers of the file, but recomputed from the samples on loading. Files
 carry a format version. Every change to the format bumps it, and files of
-every earlier version keep loading: ``UPGRADES`` turns version n into n + 1,
-one step at a time, and a checked-in file of each version is tested.
-
-Versions:
-  1. the first release: header, notes, sections of entries with their samples.
-  2. sections carry ``speed_levels`` (the machine's speed per round); entries carry ``layer_id``, the layer's identity within its section (forward
-     and backward entries of one function share it), ``round_sizes`` and
-     ``dropped_rounds`` (samples are taken in rounds; the reported mean is that of
-     the round means, rounds the machine ran slow in left out), ``run_means`` (with
-     --repeat, each process's mean), the memory a layer holds (``output_bytes``, ``parameter_bytes``,
-     ``gradient_bytes``, ``input_gradient_bytes``) and sections the step's ``memory`` and ``reference_ns`` (a fixed workload per round); profiles carry a ``timeline`` (recorded programs and
-     graph mode: events of the active steps) and sections may be of kind ``script``
-     and ``complete`` (False for an entry cut short by a failure or Ctrl-C).
-  3. compact, for networks of thousands of entries: each entry on a line of its own, fields at
-     their default value left out, and its samples as ``samples_total_ns``, whole nanoseconds per
-     sample (each sample times ``calls_per_sample`` calls; the per-call times are these divided by
-     it, exactly as measured), where they are whole (else ``samples_ns`` as before). Sections carry
-     ``sampling``: what their time budget allowed (rounds, seconds, plan, why sampling stopped).
-  4. recorded programs as they are written: a section per graph the program ran (kind ``graph``,
-     with ``info``: its name, whether auto_forward made it, the solvers that train it, its forward
-     and backward passes per step) and one for the program's step (kind ``script``); entries may
-     carry ``source``, where the program created the layer ("train.py:42"). Version 3 files of
-     programs (one ``script`` section holding every layer) load as they were.
-  5. distributed runs: a merged view of several ranks carries ``ranks`` (the world, each rank's
-     step parts per step, how the clocks were aligned; see ``nnprofile.merging.ranks``), its
-     entries ``rank_means`` (each rank's mean) and its timeline events their ``rank``; a rank's
-     own result states ``rank``, ``world_size``, ``launch``, ``host`` and ``clock_origin_ns`` in
-     its header. Earlier files are of one process: empty ``ranks``.
-  6. a typed header (``nnprofile.result.header``): its ``kind`` says whose it is, ``project`` (an NNC
-     project's profile), ``program`` (a recorded program; version 5 said ``script``) or ``merged``
-     (the ranks of a distributed run merged), and each kind names its fields; a field it does not
-     name is kept under ``extra``. Earlier headers are sorted by what they hold.
-  7. a recorded program's loop as it ran: its header names the steps run without the hooks
-     (``plain_steps``, after the kept ones, for what the hooks cost) and the hooks' cost as fitted to
-     the program (``hooks_in_program``: the scale per phase read off the gaps of its passes, the
-     pairs of steps without and with the hooks); its graphs' sections say what each is for
-     (``info["role"]``: trained, backward, feeds, evaluation; ``info["feeds"]``) and which rounds
-     are never left out (``info["drift_exempt"]``: steps holding rare work); its step holds the eager
-     work (entries of phase ``eager``, functions called on NdArrays, by the program's line).
-  8. long trainings in windows: ``windows`` holds each window in a few figures (its steps over the
-     whole run, when it ran, its step and parts, its heaviest layers, its folder:
-     ``nnprofile.result.windows``); a program's header says the ``schedule`` and which ``window``
-     its sections are (0: the only one). Earlier results are one window.
-  9. calls inside calls: an entry may list its ``children`` (the calls that ran inside it, each kind
-     with its calls per parent call and its mean); a graph that writes parameters has the role
-     ``updates`` (``info["writes"]``: the scopes it writes); a program's step may hold ``engine``
-     entries, the graph engine's time between a pass's functions; a program's header counts the
-     steps the whole run went through (``run_steps``); ``files`` lists the files the run wrote into its
-     folder (a later run removes those it does not write again). Earlier results have none of these.
- 10. other work on the machine, measured: an entry may list the samples it interrupted (``disturbed``, their
-     indexes) with the time it took of each (``taken_ns``: the sample's wall time less the thread's CPU time,
-     taken off it in every figure; null where not known: that sample is left out) and the rate it interrupted
-     the section's timed work at (``switch_rate``, per ns: the weights of the samples kept where some were left
-     out), a step the time it waited for a CPU in each sample (``waited_ns``, taken off), a call too short to
-     take the timing's own cost off the cost left in it (``kept_cost_ns``, per call); a section says what other work took of it (``interference``: the measured time, the time waited,
-     the switches, the samples interrupted). Earlier results were measured without it: none of these, and their
-     figures stand as they were.
+every earlier version keep loading: ``nnprofile.result.upgrades`` turns version
+n into n + 1, one step at a time (and lists what each version added), and a
+checked-in file of each version is tested.
 """
+
 from __future__ import annotations
 
 import copy
@@ -68,7 +15,7 @@ import json
 import math
 import os
 from dataclasses import MISSING, fields
-from typing import Any, Callable, Dict, List, Optional, Type
+from typing import Any, Dict, List, Optional, Type
 
 from ..base.errors import ProfileError
 from ..base.outdir import MAX_RECORD_BYTES, write_whole
@@ -80,11 +27,11 @@ from .details import Sampling, SectionInfo
 from .ranks import RanksView
 from .model import Entry, Interference, Profile, Section
 from .timeline import TimelineEvent
+from .upgrades import VERSION, upgrade
 from .windows import WindowSummary
 
 FILENAME = "result.json"
 FORMAT = "nnprofile-result"
-VERSION = 10
 _ENTRY_FIELDS = {f.name for f in fields(Entry)}
 _ENTRY_ORDER = [f.name for f in fields(Entry)]
 # Defaults of the entry's fields: a field at its default is left out of the file.
@@ -120,9 +67,16 @@ def entry_dict(e: Entry) -> Dict[str, Any]:
     else:
         d["samples_ns"] = e.samples_ns
     st = e.stats
-    d["stats_ns"] = {"n": st.n, "mean": round(st.mean, 3), "median": round(st.median, 3),
-                     "std": round(st.std, 3), "min": round(st.min, 3), "max": round(st.max, 3),
-                     "p90": round(st.p90, 3), "rse": round(st.rse, 6) if st.rse_known else None}
+    d["stats_ns"] = {
+        "n": st.n,
+        "mean": round(st.mean, 3),
+        "median": round(st.median, 3),
+        "std": round(st.std, 3),
+        "min": round(st.min, 3),
+        "max": round(st.max, 3),
+        "p90": round(st.p90, 3),
+        "rse": round(st.rse, 6) if st.rse_known else None,
+    }
     return d
 
 
@@ -132,18 +86,30 @@ MAX_SAMPLE_NS = 86_400e9
 
 _ENTRY_TYPES = declared(Entry)
 _WINDOW_TYPES = declared(WindowSummary)
-_EVENT_TYPES = {"name": "str", "cat": "str", "start": "int", "end": "int", "args": "Dict[str, Any]",
-                "rank": "Optional[int]"}
+_EVENT_TYPES = {
+    "name": "str",
+    "cat": "str",
+    "start": "int",
+    "end": "int",
+    "args": "Dict[str, Any]",
+    "rank": "Optional[int]",
+}
 _CHILD_TYPES = {"label": "str", "type": "str", "calls": "float", "mean_ms": "float"}
 
 
 def _record(value: Any, types: Dict[str, str], where: str) -> Dict[str, Any]:
     """A record of a list (a window, an event, a child): an object whose fields hold their types, all present."""
-    if not isinstance(value, dict) or any(name not in value for name in types if not types[name].startswith(
-            "Optional") and name not in ("args", "parts", "layers", "complete", "folder", "step_error_ms")):
+    if not isinstance(value, dict) or any(
+        name not in value
+        for name in types
+        if not types[name].startswith("Optional")
+        and name not in ("args", "parts", "layers", "complete", "folder", "step_error_ms")
+    ):
         raise ProfileError("%s: not a record with %s" % (where, ", ".join(sorted(types))[:120]))
     check_fields(types, value, where)
     return value
+
+
 _SECTION_TYPES = declared(Section)
 _PROFILE_TYPES = declared(Profile)
 
@@ -170,16 +136,27 @@ def _entry_from_dict(e: Dict[str, Any], where: str = "an entry") -> Entry:
         if not isinstance(value, list) or not all(isinstance(x, int) and x >= 0 for x in value):
             raise ProfileError("%s: %s must be a list of whole numbers of 0 or more" % (where, name))
     if fields_.get("round_sizes") and sum(fields_["round_sizes"]) != len(fields_["samples_ns"]):
-        raise ProfileError("%s: round_sizes count %d samples, the entry holds %d"
-                           % (where, sum(fields_["round_sizes"]), len(fields_["samples_ns"])))
+        raise ProfileError(
+            "%s: round_sizes count %d samples, the entry holds %d"
+            % (where, sum(fields_["round_sizes"]), len(fields_["samples_ns"]))
+        )
     disturbed = fields_.get("disturbed", [])
-    if not isinstance(disturbed, list) or not all(isinstance(i, int) and not isinstance(i, bool)
-                                                  and 0 <= i < len(fields_["samples_ns"]) for i in disturbed):
+    if not isinstance(disturbed, list) or not all(
+        isinstance(i, int) and not isinstance(i, bool) and 0 <= i < len(fields_["samples_ns"]) for i in disturbed
+    ):
         raise ProfileError("%s: disturbed must list the indexes of samples it holds" % where)
     taken = fields_.get("taken_ns", [])
-    if not isinstance(taken, list) or len(taken) > len(disturbed) or not all(
-            t is None or (isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t)
-                          and 0 <= t <= MAX_SAMPLE_NS) for t in taken):
+    if (
+        not isinstance(taken, list)
+        or len(taken) > len(disturbed)
+        or not all(
+            t is None
+            or (
+                isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) and 0 <= t <= MAX_SAMPLE_NS
+            )
+            for t in taken
+        )
+    ):
         raise ProfileError("%s: taken_ns must give each disturbed sample the time taken of it (ns, or null)" % where)
     rate = fields_.get("switch_rate", 0.0)
     if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not math.isfinite(rate) or rate < 0:
@@ -214,10 +191,15 @@ def _interference(d: Any, where: str) -> Optional[Interference]:
         found = Interference.from_dict(d)
     except (TypeError, ValueError) as e:
         raise ProfileError("%s: interference holds what is no count or time (%s)" % (where, e))
-    if found.timed_ns < 0 or (found.waited_ns is not None and found.waited_ns < 0) or found.switches < 0 \
-            or not 0 <= found.disturbed <= max(found.samples, 0):
-        raise ProfileError("%s: interference holds negative times or counts, or more samples interrupted than taken"
-                           % where)
+    if (
+        found.timed_ns < 0
+        or (found.waited_ns is not None and found.waited_ns < 0)
+        or found.switches < 0
+        or not 0 <= found.disturbed <= max(found.samples, 0)
+    ):
+        raise ProfileError(
+            "%s: interference holds negative times or counts, or more samples interrupted than taken" % where
+        )
     return found
 
 
@@ -228,10 +210,16 @@ def _samples(values: Any, where: str, name: str) -> List[float]:
     out = []
     for x in values:
         # (an int is compared before it is made a float: 10**400 is no float)
-        if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 <= x <= MAX_SAMPLE_NS or \
-                not math.isfinite(x):
-            raise ProfileError("%s: %s holds %s, not a time in nanoseconds (finite, 0 or more, under a day)"
-                               % (where, name, repr(x)[:40]))
+        if (
+            isinstance(x, bool)
+            or not isinstance(x, (int, float))
+            or not 0 <= x <= MAX_SAMPLE_NS
+            or not math.isfinite(x)
+        ):
+            raise ProfileError(
+                "%s: %s holds %s, not a time in nanoseconds (finite, 0 or more, under a day)"
+                % (where, name, repr(x)[:40])
+            )
         out.append(float(x))
     return out
 
@@ -239,15 +227,34 @@ def _samples(values: Any, where: str, name: str) -> List[float]:
 def to_dict(profile: Profile) -> Dict[str, Any]:
     sections = []
     for s in profile.sections:
-        sections.append({"kind": s.kind, "name": s.name, "network": s.network,
-                         "complete": s.complete, "speed_levels": s.speed_levels, "memory": s.memory.to_json(),
-                         "reference_ns": s.reference_ns, "sampling": s.sampling.to_json(), "info": s.info.to_json(),
-                         "interference": s.interference.to_dict() if s.interference is not None else None,
-                         "entries": [entry_dict(e) for e in s.entries]})
-    return {"format": FORMAT, "version": VERSION, "header": profile.header.to_dict(), "notes": profile.notes,
-            "complete": profile.complete, "failure": profile.failure, "ranks": profile.ranks.to_json(),
-            "windows": [w.to_dict() for w in profile.windows], "files": list(profile.files),
-            "sections": sections, "timeline": [e.to_dict() for e in profile.timeline]}
+        sections.append(
+            {
+                "kind": s.kind,
+                "name": s.name,
+                "network": s.network,
+                "complete": s.complete,
+                "speed_levels": s.speed_levels,
+                "memory": s.memory.to_json(),
+                "reference_ns": s.reference_ns,
+                "sampling": s.sampling.to_json(),
+                "info": s.info.to_json(),
+                "interference": s.interference.to_dict() if s.interference is not None else None,
+                "entries": [entry_dict(e) for e in s.entries],
+            }
+        )
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "header": profile.header.to_dict(),
+        "notes": profile.notes,
+        "complete": profile.complete,
+        "failure": profile.failure,
+        "ranks": profile.ranks.to_json(),
+        "windows": [w.to_dict() for w in profile.windows],
+        "files": list(profile.files),
+        "sections": sections,
+        "timeline": [e.to_dict() for e in profile.timeline],
+    }
 
 
 def dumps(profile: Profile) -> str:
@@ -257,13 +264,17 @@ def dumps(profile: Profile) -> str:
     for key in ("format", "version", "header", "notes", "complete", "failure", "files"):
         out.append(" %s: %s," % (json.dumps(key), json.dumps(data[key], indent=1).replace("\n", "\n ")))
     out.append(' "ranks": %s,' % _ranks_text(data["ranks"]))
-    out.append(' "windows": [%s],' % ",\n".join(("\n  " if i == 0 else "  ") + json.dumps(w, separators=(",", ":"))
-                                                for i, w in enumerate(data["windows"])))
+    out.append(
+        ' "windows": [%s],'
+        % ",\n".join(
+            ("\n  " if i == 0 else "  ") + json.dumps(w, separators=(",", ":")) for i, w in enumerate(data["windows"])
+        )
+    )
     out.append(' "sections": [')
     for i, section in enumerate(data["sections"]):
         entries = section.pop("entries")
         head = json.dumps(section, separators=(",", ":"))[:-1]
-        out.append("  %s,\"entries\":[" % head)
+        out.append('  %s,"entries":[' % head)
         out.append(",\n".join("   " + json.dumps(e, separators=(",", ":")) for e in entries))
         out.append("  ]}" + ("," if i + 1 < len(data["sections"]) else ""))
     out.append(" ],")
@@ -281,110 +292,7 @@ def _ranks_text(ranks: Dict[str, Any]) -> str:
     head = {k: v for k, v in ranks.items() if k != "ranks"}
     rows = ",\n   ".join(json.dumps(r, separators=(",", ":")) for r in ranks.get("ranks", []))
     top = json.dumps(head, separators=(",", ":"))[:-1]
-    return "%s%s\n  \"ranks\":[\n   %s]}" % (top, "," if head else "", rows)
-
-
-def _v1_to_v2(data: Dict[str, Any]) -> Dict[str, Any]:
-    """Version 1 had no layer identity (a layer's name stood for it, as it was unique per section
-    then) and took each entry's samples in one burst (one round)."""
-    for s in data.get("sections", []):
-        ids: Dict[str, int] = {}
-        for e in s.get("entries", []):
-            if e.get("layer") is not None and e.get("phase") in ("setup_function", "forward_function",
-                                                                  "backward_function"):
-                e["layer_id"] = ids.setdefault(e["layer"], len(ids))
-            e.setdefault("round_sizes", [])
-            e.setdefault("dropped_rounds", [])
-            e.setdefault("complete", True)
-            e.setdefault("run_means", [])
-        s.setdefault("speed_levels", [])
-    return data
-
-
-def _v2_to_v3(data: Dict[str, Any]) -> Dict[str, Any]:
-    """Version 3 changed how entries are written, not what they hold; sections gained ``sampling``."""
-    for s in data.get("sections", []):
-        s.setdefault("sampling", {})
-    return data
-
-
-def _v3_to_v4(data: Dict[str, Any]) -> Dict[str, Any]:
-    """Version 4 added graph sections (a kind, and their ``info``) and layers' ``source``."""
-    for s in data.get("sections", []):
-        s.setdefault("info", {})
-    return data
-
-
-def _v4_to_v5(data: Dict[str, Any]) -> Dict[str, Any]:
-    """Version 5 added the merged view of ranks; earlier results are of one process."""
-    data.setdefault("ranks", {})
-    return data
-
-
-def _v5_to_v6(data: Dict[str, Any]) -> Dict[str, Any]:
-    """Version 6 typed the header: its ``kind`` is read from what it holds (a recorded program said
-    ``script``; a merged view names the ranks it merged)."""
-    header = dict(data.get("header") or {})
-    if header.get("kind") == "script" or header.get("mode") == "record":
-        header["kind"] = "merged" if "ranks_merged" in header else "program"
-    else:
-        header["kind"] = "project"
-    data["header"] = header
-    return data
-
-
-def _v6_to_v7(data: Dict[str, Any]) -> Dict[str, Any]:
-    """Version 7 gave a recorded program's header the steps run without the hooks (``plain_steps``) and the
-    hooks' cost as fitted to the program (``hooks_in_program``: ``forward_scale``, ``backward_scale``, the
-    pairs' figures), its graphs' sections what each is for (``info["role"]``, ``info["feeds"]``) and the
-    rounds never left out (``info["drift_exempt"]``), and its step the eager work (phase ``eager``). An
-    earlier program ran every kept step with the hooks, one after the other: nothing to add."""
-    header = dict(data.get("header") or {})
-    if header.get("kind") in ("program", "merged"):
-        header.setdefault("plain_steps", [])
-    data["header"] = header
-    return data
-
-
-def _v7_to_v8(data: Dict[str, Any]) -> Dict[str, Any]:
-    """Version 8 added the windows of a long training (``windows``) and a program header's schedule and
-    window; earlier results are one window, its files the folder's own."""
-    data.setdefault("windows", [])
-    return data
-
-
-def _v8_to_v9(data: Dict[str, Any]) -> Dict[str, Any]:
-    """Version 9 added entries' ``children``, the ``updates`` role and ``engine`` entries, all absent before:
-    nothing to change."""
-    return data
-
-
-def _v9_to_v10(data: Dict[str, Any]) -> Dict[str, Any]:
-    """Version 10 added what other work on the machine took (sections' ``interference``; entries' ``disturbed``,
-    ``switch_rate`` and ``waited_ns``): earlier results did not measure it, and say so (no interference)."""
-    for s in data.get("sections", []):
-        s.setdefault("interference", None)
-    return data
-
-
-UPGRADES: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4,
-                                                                   4: _v4_to_v5, 5: _v5_to_v6, 6: _v6_to_v7,
-                                                                   7: _v7_to_v8, 8: _v8_to_v9, 9: _v9_to_v10}
-
-
-def upgrade(data: Dict[str, Any]) -> Dict[str, Any]:
-    """A result of any earlier version, brought to the current one step by step."""
-    version = data.get("version", 1)
-    if not isinstance(version, int) or version < 1:
-        raise ProfileError("unknown result format version %r" % version)
-    if version > VERSION:
-        raise ProfileError("result format version %s is newer than this nnprofile reads (%d); "
-                           "upgrade nnprofile" % (version, VERSION))
-    while version < VERSION:
-        data = UPGRADES[version](data)
-        version += 1
-        data["version"] = version
-    return data
+    return '%s%s\n  "ranks":[\n   %s]}' % (top, "," if head else "", rows)
 
 
 def from_dict(data: Dict[str, Any]) -> Profile:
@@ -403,21 +311,38 @@ def from_dict(data: Dict[str, Any]) -> Profile:
         where = "section %r" % s["name"][:80]
         check_fields(_SECTION_TYPES, s, where)
         entries = [_entry_from_dict(e, where) for e in s.get("entries", [])]
-        sections.append(Section(kind=s["kind"], name=s["name"], network=s["network"],
-                                entries=entries, complete=s.get("complete", False),
-                                speed_levels=list(s.get("speed_levels", [])), memory=_typed(StepMemory, s.get("memory", {}), where, "memory"),
-                                reference_ns=list(s.get("reference_ns", [])),
-                                sampling=_typed(Sampling, s.get("sampling", {}), where, "sampling"),
-                                info=_typed(SectionInfo, s.get("info", {}), where, "info"),
-                                interference=_interference(s.get("interference"), where)))
-    return Profile(header=header_from_dict(dict(data.get("header", {}))), notes=list(data.get("notes", [])),
-                   sections=sections, complete=data.get("complete", False), failure=data.get("failure"),
-                   timeline=[TimelineEvent.from_dict(_record(e, _EVENT_TYPES, "timeline event %d" % (k + 1)))
-                             for k, e in enumerate(data.get("timeline", []))],
-                   ranks=_typed(RanksView, data.get("ranks", {}), "the result", "ranks"),
-                   windows=[WindowSummary.from_dict(_record(w, _WINDOW_TYPES, "window %d" % (k + 1)))
-                            for k, w in enumerate(data.get("windows", []))],
-                   files=[str(f) for f in data.get("files", []) if isinstance(f, str)])
+        sections.append(
+            Section(
+                kind=s["kind"],
+                name=s["name"],
+                network=s["network"],
+                entries=entries,
+                complete=s.get("complete", False),
+                speed_levels=list(s.get("speed_levels", [])),
+                memory=_typed(StepMemory, s.get("memory", {}), where, "memory"),
+                reference_ns=list(s.get("reference_ns", [])),
+                sampling=_typed(Sampling, s.get("sampling", {}), where, "sampling"),
+                info=_typed(SectionInfo, s.get("info", {}), where, "info"),
+                interference=_interference(s.get("interference"), where),
+            )
+        )
+    return Profile(
+        header=header_from_dict(dict(data.get("header", {}))),
+        notes=list(data.get("notes", [])),
+        sections=sections,
+        complete=data.get("complete", False),
+        failure=data.get("failure"),
+        timeline=[
+            TimelineEvent.from_dict(_record(e, _EVENT_TYPES, "timeline event %d" % (k + 1)))
+            for k, e in enumerate(data.get("timeline", []))
+        ],
+        ranks=_typed(RanksView, data.get("ranks", {}), "the result", "ranks"),
+        windows=[
+            WindowSummary.from_dict(_record(w, _WINDOW_TYPES, "window %d" % (k + 1)))
+            for k, w in enumerate(data.get("windows", []))
+        ],
+        files=[str(f) for f in data.get("files", []) if isinstance(f, str)],
+    )
 
 
 def save(profile: Profile, outdir: str) -> str:
@@ -430,7 +355,9 @@ def load(path: str) -> Profile:
         path = os.path.join(path, FILENAME)
     try:
         if os.path.getsize(path) > MAX_RECORD_BYTES:
-            raise ProfileError("%s: larger than a result file can be (%d MB), not read" % (path, MAX_RECORD_BYTES >> 20))
+            raise ProfileError(
+                "%s: larger than a result file can be (%d MB), not read" % (path, MAX_RECORD_BYTES >> 20)
+            )
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
     except FileNotFoundError:

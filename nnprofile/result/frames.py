@@ -3,6 +3,7 @@
 One row per entry, in log order, its columns as ``nnprofile.result.columns`` defines them; times in milliseconds
 as floats, counts as integers, and a missing figure as NaN (pandas' empty cell), never as zero.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, List
@@ -14,11 +15,42 @@ from .paired import layer_times
 if TYPE_CHECKING:
     import pandas
 
-COLUMNS = ["section", "label", "phase", "layer", "layer_id", "layer_type", "class", "in_place",
-           "mean_ms", "median_ms", "std_ms", "min_ms", "max_ms", "p90_ms", "runs", "rse",
-           "calls_per_sample", "overhead_ns", "output_shape", "params", "flops", "bytes_read",
-           "bytes_written", "gflops_per_s", "flop_per_byte", "dtype", "section_kind", "section_complete",
-           "rounds", "run_cv", "entry_complete", "source", "rank_cv", "disturbed"]
+COLUMNS = [
+    "section",
+    "label",
+    "phase",
+    "layer",
+    "layer_id",
+    "layer_type",
+    "class",
+    "in_place",
+    "mean_ms",
+    "median_ms",
+    "std_ms",
+    "min_ms",
+    "max_ms",
+    "p90_ms",
+    "runs",
+    "rse",
+    "calls_per_sample",
+    "overhead_ns",
+    "output_shape",
+    "params",
+    "flops",
+    "bytes_read",
+    "bytes_written",
+    "gflops_per_s",
+    "flop_per_byte",
+    "dtype",
+    "section_kind",
+    "section_complete",
+    "rounds",
+    "run_cv",
+    "entry_complete",
+    "source",
+    "rank_cv",
+    "disturbed",
+]
 DTYPES = {INT: "Int64", MS: "float64", FLOAT: "float64", FLAG: bool}  # pandas' nullable integers keep them whole
 
 
@@ -26,12 +58,15 @@ def profile_records(profile: Any) -> List[Dict[str, Any]]:
     """The rows of ``profile_frame`` as plain dicts (None where a figure is unknown); ``profile`` is a
     ``nnprofile.result.model.Profile``."""
     chosen = columns(COLUMNS)
-    return [{c.name: c.get(row) for c in chosen}
-            for row in (Row(section, e) for section in profile.sections for e in section.entries)]
+    return [
+        {c.name: c.get(row) for c in chosen}
+        for row in (Row(section, e) for section in profile.sections for e in section.entries)
+    ]
 
 
 def profile_frame(profile: Any) -> "pandas.DataFrame":
     import pandas as pd
+
     frame = pd.DataFrame.from_records(profile_records(profile), columns=COLUMNS)
     for c in columns(COLUMNS):
         if c.kind in DTYPES:
@@ -39,9 +74,24 @@ def profile_frame(profile: Any) -> "pandas.DataFrame":
     return frame
 
 
-LAYER_COLUMNS = ["section", "layer", "layer_type", "forward_ms", "backward_ms", "total_ms", "forward_rse",
-                 "backward_rse", "calls_per_step", "share_of_section", "output_shape", "params", "flops",
-                 "gflops_per_s", "source", "class"]
+LAYER_COLUMNS = [
+    "section",
+    "layer",
+    "layer_type",
+    "forward_ms",
+    "backward_ms",
+    "total_ms",
+    "forward_rse",
+    "backward_rse",
+    "calls_per_step",
+    "share_of_section",
+    "output_shape",
+    "params",
+    "flops",
+    "gflops_per_s",
+    "source",
+    "class",
+]
 
 
 def layer_frame(profile: Any) -> "pandas.DataFrame":
@@ -49,6 +99,7 @@ def layer_frame(profile: Any) -> "pandas.DataFrame":
     every output follows), in forward order, with no pass totals or other whole-step entries; the heaviest first is
     ``.nlargest(3, "total_ms")``. A missing figure is NaN (a layer with no backward: backward_ms NaN)."""
     import pandas as pd
+
     rows = []
     for section in profile.sections:
         totals = [e.mean_ms * e.calls_per_round() for e in section.entries if e.is_layer_work]
@@ -56,19 +107,37 @@ def layer_frame(profile: Any) -> "pandas.DataFrame":
         for lt in layer_times(section):
             f, b, e = lt.forward, lt.backward, lt.first
             per_step = sum(x.mean_ms * x.calls_per_round() for x in (f, b) if x is not None)
-            rows.append({
-                "section": section.title, "layer": e.layer, "layer_type": e.layer_type,
-                "forward_ms": f.mean_ms if f is not None else None, "backward_ms": b.mean_ms if b is not None else None,
-                "total_ms": lt.total_ms,
-                "forward_rse": f.stats.rse if f is not None and f.stats.rse_known else None,
-                "backward_rse": b.stats.rse if b is not None and b.stats.rse_known else None,
-                "calls_per_step": e.calls_per_round(), "share_of_section": per_step / whole if whole else None,
-                "output_shape": e.output_shape, "params": e.params, "flops": lt.flops,
-                "gflops_per_s": lt.gflops_per_s, "source": e.source, "class": e.impl_class,
-            })
+            rows.append(
+                {
+                    "section": section.title,
+                    "layer": e.layer,
+                    "layer_type": e.layer_type,
+                    "forward_ms": f.mean_ms if f is not None else None,
+                    "backward_ms": b.mean_ms if b is not None else None,
+                    "total_ms": lt.total_ms,
+                    "forward_rse": f.stats.rse if f is not None and f.stats.rse_known else None,
+                    "backward_rse": b.stats.rse if b is not None and b.stats.rse_known else None,
+                    "calls_per_step": e.calls_per_round(),
+                    "share_of_section": per_step / whole if whole else None,
+                    "output_shape": e.output_shape,
+                    "params": e.params,
+                    "flops": lt.flops,
+                    "gflops_per_s": lt.gflops_per_s,
+                    "source": e.source,
+                    "class": e.impl_class,
+                }
+            )
     frame = pd.DataFrame.from_records(rows, columns=LAYER_COLUMNS)
-    for column in ("forward_ms", "backward_ms", "total_ms", "forward_rse", "backward_rse", "calls_per_step",
-                   "share_of_section", "gflops_per_s"):
+    for column in (
+        "forward_ms",
+        "backward_ms",
+        "total_ms",
+        "forward_rse",
+        "backward_rse",
+        "calls_per_step",
+        "share_of_section",
+        "gflops_per_s",
+    ):
         frame[column] = frame[column].astype("float64")
     for column in ("params", "flops"):
         frame[column] = frame[column].astype("Int64")
@@ -82,20 +151,31 @@ def layer_type_frame(profile: Any) -> "pandas.DataFrame":
     """One row per layer type of each section: how many layers, their time a step together (forward and backward,
     each as often as it runs a step) and their share of the section's layers; the heaviest first in each section."""
     import pandas as pd
+
     layers = layer_frame(profile)
     if layers.empty:
         return pd.DataFrame(columns=TYPE_COLUMNS)
-    layers = layers.assign(ms_per_step=layers["total_ms"] * layers["calls_per_step"].fillna(1.0),
-                           layer_type=layers["layer_type"].fillna("?"))
+    layers = layers.assign(
+        ms_per_step=layers["total_ms"] * layers["calls_per_step"].fillna(1.0),
+        layer_type=layers["layer_type"].fillna("?"),
+    )
     grouped = layers.groupby(["section", "layer_type"], sort=False).agg(
-        layers=("layer", "size"), ms_per_step=("ms_per_step", "sum"), share_of_section=("share_of_section", "sum"))
+        layers=("layer", "size"), ms_per_step=("ms_per_step", "sum"), share_of_section=("share_of_section", "sum")
+    )
     frame = grouped.reset_index()
     order = {name: i for i, name in enumerate(dict.fromkeys(layers["section"]))}
-    frame = frame.assign(_order=frame["section"].map(order)).sort_values(
-        ["_order", "ms_per_step"], ascending=[True, False]).drop(columns="_order").reset_index(drop=True)
+    frame = (
+        frame.assign(_order=frame["section"].map(order))
+        .sort_values(["_order", "ms_per_step"], ascending=[True, False])
+        .drop(columns="_order")
+        .reset_index(drop=True)
+    )
     return frame[TYPE_COLUMNS]
 
 
-for _name, _maker in (("profile_frame", profile_frame), ("layer_frame", layer_frame),
-                      ("layer_type_frame", layer_type_frame)):
+for _name, _maker in (
+    ("profile_frame", profile_frame),
+    ("layer_frame", layer_frame),
+    ("layer_type_frame", layer_type_frame),
+):
     views.register(_name, _maker)

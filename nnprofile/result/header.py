@@ -5,6 +5,7 @@ Every renderer and analysis reads these fields by name; result.json saves them w
 ``kind`` (format version 6 on; earlier files are upgraded, see ``nnprofile.result.file``). A field
 an older file held that this version does not name is kept in ``extra`` and shown as it was.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
@@ -24,12 +25,12 @@ class Header:
 
     nnprofile: str = ""
     nnabla: str = ""
-    project: str = ""             # the project's files, or the program's command
-    context: str = "cpu:float"    # the context that ran (backend:type_config)
+    project: str = ""  # the project's files, or the program's command
+    context: str = "cpu:float"  # the context that ran (backend:type_config)
     machine: str = ""
     date: str = ""
-    mode: str = "isolated"        # isolated, graph (a project), record (a program)
-    sampling: str = ""            # how each figure was sampled, in a sentence
+    mode: str = "isolated"  # isolated, graph (a project), record (a program)
+    sampling: str = ""  # how each figure was sampled, in a sentence
     target_rse: Optional[float] = None
     drift_threshold: float = 0.10
     batch_size: BatchSize = None
@@ -64,9 +65,9 @@ class ProjectHeader(Header):
 
     project_sha256: str = ""
     requested_context: str = ""
-    data: str = "datasets"        # or "synthetic"
+    data: str = "datasets"  # or "synthetic"
     memory_limit: Optional[int] = None
-    repeat: int = 1               # fresh processes pooled (--repeat)
+    repeat: int = 1  # fresh processes pooled (--repeat)
     clock: str = ""
     clock_resolution_ns: Optional[float] = None
     timing_overhead_ns: Optional[float] = None
@@ -79,16 +80,16 @@ class ProgramHeader(Header):
     KIND: ClassVar[str] = "program"
 
     mode: str = "record"
-    steps: str = ""               # how the steps were found (the rule taken)
+    steps: str = ""  # how the steps were found (the rule taken)
     active_steps: int = 0
     skipped_steps: int = 0
-    kept_steps: List[int] = field(default_factory=list)   # the kept steps' numbers (from 1); older: consecutive
+    kept_steps: List[int] = field(default_factory=list)  # the kept steps' numbers (from 1); older: consecutive
     plain_steps: List[int] = field(default_factory=list)  # the steps run without the hooks (for their cost)
-    schedule: str = ""            # when windows were recorded (wait, warmup, active, repeat; on demand)
-    window: int = 0               # which window its sections are (from 1; 0: the only one)
+    schedule: str = ""  # when windows were recorded (wait, warmup, active, repeat; on demand)
+    window: int = 0  # which window its sections are (from 1; 0: the only one)
     run_steps: Optional[int] = None  # the steps the whole run went through (its final files; None in a window's)
-    call_overhead_ns: Optional[float] = None   # an auto_forward call's timing cost, in all
-    call_inside_ns: Optional[float] = None     # and inside its own interval
+    call_overhead_ns: Optional[float] = None  # an auto_forward call's timing cost, in all
+    call_inside_ns: Optional[float] = None  # and inside its own interval
     chain_hook_overhead_ns: Optional[float] = None
     hooks_in_program: Optional[Dict[str, float]] = None
     hook_eviction: Optional[float] = None
@@ -139,7 +140,8 @@ def _check_batch_size(size: Any) -> None:
 
 def as_merged(rank: ProgramHeader, **changes: Any) -> MergedHeader:
     """A rank's header as the merged view's: the same fields, but those of one rank."""
-    values = {f.name: getattr(rank, f.name) for f in fields(rank)
-              if f.name not in ("rank", "clock_origin_ns", "started_unix")}
+    values = {
+        f.name: getattr(rank, f.name) for f in fields(rank) if f.name not in ("rank", "clock_origin_ns", "started_unix")
+    }
     values.update(changes)
     return MergedHeader(**values)

@@ -5,6 +5,7 @@ This is the hand-over between measuring and rendering. Every renderer reads a
 log, the CSV files and the workbook cannot disagree about which entries exist,
 in which order, or what they measured.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -97,14 +98,26 @@ class Entry:
         """
         # The lists by identity and length: cheap to check (nothing allocated), and any change of
         # samples, rounds or dropped rounds (always by a new list or by growing one) shows.
-        key = (id(self.samples_ns), len(self.samples_ns), id(self.round_sizes), len(self.round_sizes),
-               id(self.dropped_rounds), len(self.dropped_rounds), self.overhead_ns, id(self.disturbed),
-               len(self.disturbed), id(self.taken_ns), len(self.taken_ns), self.switch_rate)
+        key = (
+            id(self.samples_ns),
+            len(self.samples_ns),
+            id(self.round_sizes),
+            len(self.round_sizes),
+            id(self.dropped_rounds),
+            len(self.dropped_rounds),
+            self.overhead_ns,
+            id(self.disturbed),
+            len(self.disturbed),
+            id(self.taken_ns),
+            len(self.taken_ns),
+            self.switch_rate,
+        )
         cached = self.__dict__.get("_stats")
         if cached is not None and cached[0] == key:
             return cached[1]
-        stats = summarize_undisturbed(self.values(), self.round_sizes, self.dropped_rounds, self.disturbed,
-                                      self.switch_rate, self.taken_ns)
+        stats = summarize_undisturbed(
+            self.values(), self.round_sizes, self.dropped_rounds, self.disturbed, self.switch_rate, self.taken_ns
+        )
         self.__dict__["_stats"] = (key, stats)
         return stats
 
@@ -123,7 +136,7 @@ class Entry:
         fixed: List[Optional[float]] = corrected(self.values(), self.disturbed, self.taken_ns)
         stand_in = self.stats.mean if self.disturbed else 0.0
         for n in self.round_sizes or [len(fixed)]:
-            totals.append(sum(stand_in if v is None else v for v in fixed[start:start + n]))
+            totals.append(sum(stand_in if v is None else v for v in fixed[start : start + n]))
             start += n
         return totals
 
@@ -226,15 +239,26 @@ class Interference:
         return min(1.0, max(0.0, self.waited_ns / self.timed_ns))
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"measured": self.measured, "timed_ns": round(self.timed_ns, 1),
-                "waited_ns": None if self.waited_ns is None else round(self.waited_ns, 1), "switches": self.switches,
-                "disturbed": self.disturbed, "samples": self.samples}
+        return {
+            "measured": self.measured,
+            "timed_ns": round(self.timed_ns, 1),
+            "waited_ns": None if self.waited_ns is None else round(self.waited_ns, 1),
+            "switches": self.switches,
+            "disturbed": self.disturbed,
+            "samples": self.samples,
+        }
 
     @classmethod
     def from_dict(cls, d: Dict[str, Any]) -> "Interference":
         waited = d.get("waited_ns")
-        return cls(bool(d.get("measured")), float(d.get("timed_ns") or 0.0), None if waited is None else float(waited),
-                   int(d.get("switches") or 0), int(d.get("disturbed") or 0), int(d.get("samples") or 0))
+        return cls(
+            bool(d.get("measured")),
+            float(d.get("timed_ns") or 0.0),
+            None if waited is None else float(waited),
+            int(d.get("switches") or 0),
+            int(d.get("disturbed") or 0),
+            int(d.get("samples") or 0),
+        )
 
 
 def combined(parts: "List[Interference]") -> Optional[Interference]:
@@ -243,9 +267,14 @@ def combined(parts: "List[Interference]") -> Optional[Interference]:
     if not known:
         return None
     waited = [p.waited_ns for p in known]
-    return Interference(True, sum(p.timed_ns for p in known),
-                        None if any(w is None for w in waited) else sum(w for w in waited if w is not None),
-                        sum(p.switches for p in known), sum(p.disturbed for p in known), sum(p.samples for p in known))
+    return Interference(
+        True,
+        sum(p.timed_ns for p in known),
+        None if any(w is None for w in waited) else sum(w for w in waited if w is not None),
+        sum(p.switches for p in known),
+        sum(p.disturbed for p in known),
+        sum(p.samples for p in known),
+    )
 
 
 @dataclass
@@ -265,7 +294,7 @@ class Section:
     # activations_at_peak, peak_estimated, peak_layer, peak_phase, alive_at_peak, peak_measured,
     # measured (how), batch_size, curve; empty when not measured.
     memory: StepMemory = field(default_factory=StepMemory)
-    # A fixed workload's time in each round (``nnprofile.measure.rounds.Reference``): the
+    # A fixed workload's time in each round (``nnprofile.measure.machine_watch.Reference``): the
     # machine's speed, comparable between runs.
     reference_ns: List[float] = field(default_factory=list)
     # What the time budget allowed (``nnprofile.measure.rounds``): rounds, seconds, budget_seconds,
@@ -340,21 +369,27 @@ class Profile:
         """One line: what was profiled, its sections, how it ended (the figures are in to_dataframe())."""
         entries = sum(len(s.entries) for s in self.sections)
         return "<nnprofile Profile of %s: %d section%s (%s), %d entries, %s%s>" % (
-            self.header.project or "?", len(self.sections), "" if len(self.sections) == 1 else "s",
-            ", ".join(s.title for s in self.sections), entries,
+            self.header.project or "?",
+            len(self.sections),
+            "" if len(self.sections) == 1 else "s",
+            ", ".join(s.title for s in self.sections),
+            entries,
             "complete" if self.complete else "incomplete: %s" % (self.failure or "stopped"),
-            ", in %s" % self.location if self.location else "")
+            ", in %s" % self.location if self.location else "",
+        )
 
     def _repr_html_(self) -> Optional[str]:
         """In Jupyter: the header, each step's breakdown, the top layers, the advice, a link to the report
         (made by ``nnprofile.render.inline``; None, the plain repr, where the renderers are not loaded)."""
         from .views import find
+
         maker = find("profile_html")
         return maker(self) if maker is not None else None
 
     def to_dataframe(self) -> "pandas.DataFrame":
         """One row per entry, in log order, every figure as a number (see ``nnprofile.result.frames``)."""
         from .views import make
+
         return make("profile_frame", self)
 
     def layers(self, group_by: str = "layer") -> "pandas.DataFrame":
@@ -363,6 +398,7 @@ class Profile:
         of each section, its layers summed ("all BatchNormalization: 33 % of the step"); see
         ``nnprofile.result.frames``."""
         from .views import make
+
         if group_by not in ("layer", "type"):
             raise ValueError("group_by is 'layer' or 'type', not %r" % (group_by,))
         return make("layer_type_frame" if group_by == "type" else "layer_frame", self)
@@ -370,6 +406,7 @@ class Profile:
     def ranks_dataframe(self) -> "pandas.DataFrame":
         """A merged view's ranks: one row per rank, its step and parts (ms per step); empty otherwise."""
         from .views import make
+
         return make("ranks_frame", self)
 
     def labels(self) -> List[str]:
@@ -385,6 +422,12 @@ class Profile:
             return None
         if getattr(self.header, "kind", "") in ("program", "merged"):  # one stretch of time: the samples summed
             first = parts[0]
-            return Interference(first.measured, first.timed_ns, first.waited_ns, first.switches,
-                                sum(p.disturbed for p in parts), sum(p.samples for p in parts))
+            return Interference(
+                first.measured,
+                first.timed_ns,
+                first.waited_ns,
+                first.switches,
+                sum(p.disturbed for p in parts),
+                sum(p.samples for p in parts),
+            )
         return combined(parts) or parts[0]

@@ -5,6 +5,7 @@ A layer's entries are paired by its identity (``Entry.layer_id``; in results of 
 its name, then unique in a section), in forward order; a backward whose forward the section does not hold
 follows as a layer of its own. Its FLOPs are its forward's and backward's together, unknown where either is.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ class LayerTime:
     backward_ms: float
     flops: Optional[int]  # forward + backward, None when unknown
     bytes_moved: int = 0  # read and written, forward + backward
-    forward: Optional[Entry] = field(default=None, compare=False)   # the entries behind the figures
+    forward: Optional[Entry] = field(default=None, compare=False)  # the entries behind the figures
     backward: Optional[Entry] = field(default=None, compare=False)
     copies: int = 1  # a base layer: how many unrolled (or repeated) copies it sums
     # A recorded program's layer: its time per step (its calls in a step, summed), which differs
@@ -80,5 +81,13 @@ def _paired(f: Optional[Entry], b: Optional[Entry]) -> LayerTime:
         flops = sum(e.flops or 0 for e in both)
     moved = sum((e.bytes_read or 0) + (e.bytes_written or 0) for e in both)
     first = both[0]
-    return LayerTime(first.layer or "", first.layer_type or "", f.mean_ms if f is not None else 0.0,
-                     b.mean_ms if b is not None else 0.0, flops, moved, f, b)
+    return LayerTime(
+        first.layer or "",
+        first.layer_type or "",
+        f.mean_ms if f is not None else 0.0,
+        b.mean_ms if b is not None else 0.0,
+        flops,
+        moved,
+        f,
+        b,
+    )

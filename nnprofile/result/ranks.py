@@ -2,6 +2,7 @@
 ``nnprofile.analysis.ranks`` reads it), typed: the world, how the ranks' clocks were aligned, the steps every rank
 kept, and each rank's step parts per step. A profile of one process has an empty view (``{}`` in the file).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -50,8 +51,15 @@ class RankRow(Record):
         return Collective.from_json(value) if name == "collective" else value
 
 
-RankRow.KINDS = {"rank": int, "host": str, "complete": bool, "failure": str, "step_ns": list, "parts_ns": dict,
-                 "collective": dict}
+RankRow.KINDS = {
+    "rank": int,
+    "host": str,
+    "complete": bool,
+    "failure": str,
+    "step_ns": list,
+    "parts_ns": dict,
+    "collective": dict,
+}
 
 
 @dataclass
@@ -86,5 +94,13 @@ class RanksView(Record):
         return value
 
 
-RanksView.KINDS = {"size": int, "launcher": str, "launch": str, "missing": list, "stale": list, "clock": dict,
-                   "steps": list, "ranks": list}
+RanksView.KINDS = {
+    "size": int,
+    "launcher": str,
+    "launch": str,
+    "missing": list,
+    "stale": list,
+    "clock": dict,
+    "steps": list,
+    "ranks": list,
+}

@@ -5,21 +5,21 @@ mode's first hooked pass); in a merged view of ranks each event names its ``rank
 merge aligned. result.json saves each event as a small object (``to_dict``); the Perfetto trace
 is rendered from them (``nnprofile.render.trace``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
 # "inside": a call that ran inside another (a custom layer's functions, a solver's own arithmetic), nested in it.
-CATEGORIES = ("step", "window", "forward", "backward", "update", "input", "monitor", "communication", "eager",
-              "inside")
+CATEGORIES = ("step", "window", "forward", "backward", "update", "input", "monitor", "communication", "eager", "inside")
 
 
 @dataclass(slots=True)
 class TimelineEvent:
     name: str
-    cat: str                      # one of CATEGORIES
-    start: int                    # ns from the origin
+    cat: str  # one of CATEGORIES
+    start: int  # ns from the origin
     end: int
     args: Dict[str, Any] = field(default_factory=dict)
     rank: Optional[int] = None
@@ -30,17 +30,29 @@ class TimelineEvent:
         return "class" in self.args
 
     def shifted(self, offset: int, rank: Optional[int] = None) -> "TimelineEvent":
-        return TimelineEvent(self.name, self.cat, self.start + offset, self.end + offset, self.args,
-                             self.rank if rank is None else rank)
+        return TimelineEvent(
+            self.name, self.cat, self.start + offset, self.end + offset, self.args, self.rank if rank is None else rank
+        )
 
     def to_dict(self) -> Dict[str, Any]:
-        out: Dict[str, Any] = {"name": self.name, "cat": self.cat, "start": self.start, "end": self.end,
-                               "args": self.args}
+        out: Dict[str, Any] = {
+            "name": self.name,
+            "cat": self.cat,
+            "start": self.start,
+            "end": self.end,
+            "args": self.args,
+        }
         if self.rank is not None:
             out["rank"] = self.rank
         return out
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> "TimelineEvent":
-        return cls(str(data["name"]), str(data["cat"]), int(data["start"]), int(data["end"]),
-                   dict(data.get("args") or {}), int(data["rank"]) if data.get("rank") is not None else None)
+        return cls(
+            str(data["name"]),
+            str(data["cat"]),
+            int(data["start"]),
+            int(data["end"]),
+            dict(data.get("args") or {}),
+            int(data["rank"]) if data.get("rank") is not None else None,
+        )

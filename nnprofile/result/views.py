@@ -5,6 +5,7 @@ them: ``Profile._repr_html_`` and ``Profile.ranks_dataframe()`` look their maker
 the renderers (``nnprofile.render.inline``) and the analysis (``nnprofile.analysis``) register
 them when they load. ``import nnprofile`` and its API load both.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Dict, Optional
@@ -24,6 +25,8 @@ def make(name: str, value: Any) -> Any:
     """The view ``name`` of ``value``; a clear error where no room above has registered it."""
     maker = _VIEWS.get(name)
     if maker is None:
-        raise RuntimeError("%s is made by nnprofile's analysis and renderers: import nnprofile (the API loads "
-                           "them) before asking for it" % name)
+        raise RuntimeError(
+            "%s is made by nnprofile's analysis and renderers: import nnprofile (the API loads "
+            "them) before asking for it" % name
+        )
     return maker(value)

@@ -5,6 +5,7 @@ each window's files in a folder of its own; the view over all of them keeps, per
 which steps it held and when, its step and the step's parts, its heaviest layers. Small, so that a
 run of any number of windows stays small, and saved in ``result.json`` (``Profile.windows``).
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -13,18 +14,18 @@ from typing import Any, Dict, List, Optional, Tuple
 
 @dataclass
 class WindowSummary:
-    window: int                     # from 1
-    first_step: int                 # its kept steps, numbered over the whole run (from 1)
+    window: int  # from 1
+    first_step: int  # its kept steps, numbered over the whole run (from 1)
     last_step: int
-    steps: int                      # how many it kept
-    started_s: float                # seconds from the program's start to its first kept step
-    ended_s: float                  # ... and to the end of its last
-    step_ms: float                  # the step, and each part, per step (as its own breakdown says)
+    steps: int  # how many it kept
+    started_s: float  # seconds from the program's start to its first kept step
+    ended_s: float  # ... and to the end of its last
+    step_ms: float  # the step, and each part, per step (as its own breakdown says)
     step_error_ms: Optional[float]  # the standard error of the step's mean over its kept steps (None: one step)
     parts: List[Tuple[str, float]] = field(default_factory=list)
     layers: Dict[str, float] = field(default_factory=dict)  # "graph: layer" -> forward + backward, ms per step
-    complete: bool = True           # False: the program ended (or failed) before the window filled
-    folder: str = ""                # where its own files are, from the view's folder ("window-3"); "" where
+    complete: bool = True  # False: the program ended (or failed) before the window filled
+    folder: str = ""  # where its own files are, from the view's folder ("window-3"); "" where
     #                                 they are not kept (past --max-windows), or are the folder's own
 
     def to_dict(self) -> Dict[str, Any]:
@@ -41,5 +42,8 @@ class WindowSummary:
 
     @property
     def span(self) -> str:
-        return "step %d" % self.first_step if self.first_step == self.last_step else \
-            "steps %d to %d" % (self.first_step, self.last_step)
+        return (
+            "step %d" % self.first_step
+            if self.first_step == self.last_step
+            else "steps %d to %d" % (self.first_step, self.last_step)
+        )

@@ -18,6 +18,7 @@ rewrites the golden files instead.
 Nothing heavy is imported here until a function runs: pytest loads the plugin
 in every session wherever nnprofile is installed.
 """
+
 from .order import LayerOrderError, assert_layer_order, layer_order, order_difference
 
 __all__ = ["layer_order", "assert_layer_order", "order_difference", "LayerOrderError"]

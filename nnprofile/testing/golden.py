@@ -1,5 +1,6 @@
 """Whether golden files are rewritten rather than compared (``pytest --nnprofile-update``): set by
 the plugin, or by ``NNPROFILE_UPDATE_GOLDEN=1`` outside pytest."""
+
 import os
 from typing import List
 

@@ -1,4 +1,5 @@
 """The logged layer order of a project or a result, and its comparison with a golden file."""
+
 from __future__ import annotations
 
 import difflib
@@ -36,15 +37,18 @@ def layer_order(source: Union["Profile", PathLike], synthetic: bool = True) -> L
     """
     from ..render.log import footer_lines, section_line
     from ..result import Profile
+
     if isinstance(source, Profile):
         profile = source
     else:
         path = os.fspath(source)
         if path.lower().endswith(PROJECT_SUFFIXES):
             from ..api import profile as run_profile
+
             profile = run_profile(path, runs=1, warmup=0, synthetic=synthetic)
         else:
             from ..result import file as result_file
+
             profile = result_file.load(path)
     lines: List[str] = []
     for section in profile.sections:
@@ -80,8 +84,8 @@ def _class(line: str) -> Optional[str]:
 class Difference:
     """How an order differs from the golden one; empty lists where it does not."""
 
-    added: List[Tuple[int, str]] = field(default_factory=list)      # (line in the new order, label)
-    removed: List[Tuple[int, str]] = field(default_factory=list)    # (line in the golden order, label)
+    added: List[Tuple[int, str]] = field(default_factory=list)  # (line in the new order, label)
+    removed: List[Tuple[int, str]] = field(default_factory=list)  # (line in the golden order, label)
     moved: List[Tuple[int, int, str]] = field(default_factory=list)  # (golden line, new line, label)
     changed: List[Tuple[int, str, str, str]] = field(default_factory=list)  # (new line, label, old class, new class)
 
@@ -106,7 +110,7 @@ def order_difference(expected: List[str], actual: List[str]) -> Difference:
     common_new = [k for k in new_keys if k in old_at]
     in_order = set()
     for block in difflib.SequenceMatcher(None, common_old, common_new, autojunk=False).get_matching_blocks():
-        in_order.update(common_old[block.a:block.a + block.size])
+        in_order.update(common_old[block.a : block.a + block.size])
     for i, k in enumerate(new_keys):
         if k not in old_at:
             diff.added.append((i, actual[i]))
@@ -145,7 +149,12 @@ def assert_layer_order(source: Union["Profile", PathLike], golden_path: PathLike
     if expected == actual:
         return
     diff = order_difference(expected, actual)
-    lines = diff.lines() if diff else ["  the same layers in the same order, but lines differ:"] + [
-        "  " + line for line in difflib.unified_diff(expected, actual, lineterm="", n=0)][2:]
-    raise LayerOrderError("%s: the layer order differs (intended? rewrite it: pytest --nnprofile-update):\n%s"
-                          % (path, "\n".join(lines)))
+    lines = (
+        diff.lines()
+        if diff
+        else ["  the same layers in the same order, but lines differ:"]
+        + ["  " + line for line in difflib.unified_diff(expected, actual, lineterm="", n=0)][2:]
+    )
+    raise LayerOrderError(
+        "%s: the layer order differs (intended? rewrite it: pytest --nnprofile-update):\n%s" % (path, "\n".join(lines))
+    )

@@ -4,6 +4,7 @@ files of ``nnprofile.testing.assert_layer_order`` instead of comparing with them
 pytest loads this module in every session wherever nnprofile is installed: it imports nothing but
 ``nnprofile.testing.golden``.
 """
+
 from typing import Any
 
 from . import golden
@@ -11,9 +12,12 @@ from . import golden
 
 def pytest_addoption(parser: Any) -> None:
     group = parser.getgroup("nnprofile")
-    group.addoption("--nnprofile-update", action="store_true", default=False,
-                    help="rewrite nnprofile's golden layer-order files (assert_layer_order) instead of "
-                         "comparing with them")
+    group.addoption(
+        "--nnprofile-update",
+        action="store_true",
+        default=False,
+        help="rewrite nnprofile's golden layer-order files (assert_layer_order) instead of comparing with them",
+    )
 
 
 def pytest_configure(config: Any) -> None:

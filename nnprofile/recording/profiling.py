@@ -1,0 +1,173 @@
+"""A recording made a profile: the program pipeline's driver, as ``nnprofile.measure.session`` is a project's.
+
+The recorder's events are captured (``capturing``), the hooks' cost per signature measured again where the
+program made new ones, the capture assembled into sections (``nnprofile.assembly``), and the header and notes
+say how the run was recorded. The API (``nnprofile.api.programs.Recording``) calls ``program_profile`` where a
+window or the run ends, and writes what it returns.
+"""
+
+from __future__ import annotations
+
+import datetime
+import platform
+from dataclasses import dataclass, field
+from typing import Any, Callable, List, Optional, Sequence
+
+from .._version import __version__
+from ..assembly.assemble import DRIFT, Assembly, assemble
+from ..assembly.events import Capture
+from ..base import machine
+from ..base.hookcost import HookCosts
+from ..base.options import Schedule
+from ..result import Profile
+from ..result.header import ProgramHeader
+from .capturing import capture_of
+
+
+@dataclass
+class Run:
+    """What a recorded run knows of itself that its profile says: its name and command, how its steps were
+    sampled, what could not be recorded, when it started, and its world under a launcher (None: one process)."""
+
+    name: str
+    command: str
+    schedule: Schedule
+    active: int
+    skip_first: int
+    started_unix: float
+    missed: List[str] = field(default_factory=list)
+    world: Optional[Any] = None
+
+
+@dataclass
+class Made:
+    """A profile and what it was made from: the capture, the hooks' costs as fitted, where its timeline starts."""
+
+    profile: Profile
+    capture: Capture
+    costs: HookCosts
+    origin_ns: int
+
+
+def program_profile(
+    run: Run,
+    recorder: Any,
+    costs: HookCosts,
+    failure: Optional[str],
+    refine: Optional[Callable[[Capture], HookCosts]] = None,
+) -> Made:
+    """The profile of what ``recorder`` recorded (its window), ``costs`` the hooks' as measured on entry;
+    ``refine``: the costs again with the signatures this capture holds measured (None: as they are)."""
+    capture = capture_of(recorder, costs)
+    if refine is not None:
+        costs = refine(capture)
+        capture.costs = costs
+    a = assemble(capture, costs, run.name)
+    header = _header(run, recorder, a, costs)
+    profile = Profile(
+        header=header,
+        notes=run_notes(a, list(run.missed), run.skip_first, recorder),
+        sections=a.sections,
+        complete=failure is None,
+        failure=failure,
+        timeline=a.timeline,
+    )
+    return Made(profile, capture, a.costs, a.origin_ns or recorder.started_ns)
+
+
+def _header(run: Run, recorder: Any, a: Assembly, measured: HookCosts) -> ProgramHeader:
+    """How the run was recorded: the steps kept (numbered over the whole run), the hooks' costs, the machine; what
+    ran and at which batch, as a project's header says; its rank under a launcher."""
+    import nnabla
+
+    costs = a.costs
+    offset = recorder.window_start  # the steps before the window began, counted
+    kept, plain = [s + offset for s in a.kept_steps], [s + offset for s in a.plain_steps]
+    context = nnabla.get_current_context()
+    windowed = run.schedule.windowed or run.schedule.wait
+    header = ProgramHeader(
+        nnprofile=__version__,
+        nnabla=nnabla.__version__,
+        project=run.command,
+        context=",".join(context.backend) if context.backend else "cpu:float",
+        sampling="%s%s of %d recorded (%s %d, active %d)%s; each figure (the time of one call) is "
+        "the mean over those steps (the Drift line says which steps, if any, it leaves out)"
+        % (
+            "window %d: " % recorder.window if windowed else "",
+            span_words(kept),
+            offset + a.steps,
+            "warmup" if windowed else "skip first",
+            a.skip,
+            run.active,
+            "; steps %s ran without the hooks, for what they cost" % numbers(plain) if plain else "",
+        ),
+        schedule=run.schedule.describe(),
+        window=recorder.window if run.schedule.windowed else 0,
+        steps=a.how,
+        machine="%s, %s, Python %s" % (platform.node(), platform.machine(), platform.python_version()),
+        date=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        hook_overhead_ns=round(costs.static_total, 1),
+        hook_inside_ns=round(costs.static_inside, 1),
+        call_overhead_ns=round(costs.dynamic_total, 1),
+        call_inside_ns=round(costs.dynamic_inside, 1),
+        active_steps=a.kept,
+        skipped_steps=a.skip,
+        chain_hook_overhead_ns=round(measured.static_total, 1),
+        kept_steps=kept,
+        plain_steps=plain,
+        drift_threshold=DRIFT,
+        machine_rates=machine.measure(),
+    )
+    if a.in_program is not None:
+        header.hooks_in_program = {k: round(v, 4) for k, v in a.in_program.items()}
+        header.hook_eviction = round(costs.eviction, 4)
+    header.implementation_classes = sorted({e.impl_class for s in a.sections for e in s.entries if e.impl_class})
+    header.batch_size = next((s.memory.batch_size for s in a.sections if s.memory.batch_size), header.batch_size)
+    world = run.world
+    if world is not None and world.several:
+        header.rank, header.world_size, header.launcher = world.rank, world.size, world.launcher
+        header.launch, header.host, header.clock_origin_ns = world.launch, platform.node(), a.origin_ns
+        header.started_unix = round(run.started_unix, 3)
+    return header
+
+
+def span_words(steps: Sequence[int]) -> str:
+    """Steps as a reader says them: "steps 3 to 22", "step 3", "no steps"."""
+    if not steps:
+        return "no steps"
+    return "step %d" % steps[0] if len(steps) == 1 else "steps %d to %d" % (steps[0], steps[-1])
+
+
+def numbers(steps: Sequence[int]) -> str:
+    """The first six steps of a list, and "..." for more."""
+    shown = ", ".join(str(s) for s in steps[:6])
+    return shown + (", ..." if len(steps) > 6 else "")
+
+
+def run_notes(a: Any, missed: List[str], skip_first: int, recorder: Any) -> List[str]:
+    """A recorded run's notes: the assembly's (``a``), what could not be recorded (``missed``), and what the run's
+    shape says (fewer steps than set aside, no step found, its work in another thread, nothing recorded)."""
+    notes = list(a.notes) + missed
+    if a.skip < skip_first:
+        notes.append(
+            "the program ran %d step%s, fewer than --skip-first %d and one active step: the skip "
+            "was shrunk to %d" % (a.steps, "" if a.steps == 1 else "s", skip_first, a.skip)
+        )
+    if a.how.startswith("one step:"):
+        notes.append(
+            "no steps were found (no solver update seen, no nnprofile.step(), no repeating pass): "
+            "the whole run is one step; mark the end of each step with nnprofile.step()"
+        )
+    if recorder.elsewhere and (not recorder.events or a.steps == 0):
+        notes.append(
+            "the program's NNabla work ran in another thread (%d functions there): nnprofile records "
+            "the thread that started it, so none of it is in these figures; put nnprofile.record() "
+            "around the loop inside that thread" % recorder.elsewhere
+        )
+    elif not recorder.events:
+        notes.append(
+            "nothing was recorded: the program ran no NNabla function in this process (one that "
+            "trains in a child process, as multiprocessing starts it, is recorded by "
+            "nnprofile.record() inside that child)"
+        )
+    return notes
