@@ -107,7 +107,8 @@ def test_log_text_is_exact(profile):
         "update (Adam) 8.000000(ms)",
         "Coverage: the forward_function entries add up to 2.501000 ms, 83.4% of forward_all (3.000000 ms)",
         "Coverage: the backward_function entries add up to 1.238567 ms, 61.9% of backward_all (2.000000 ms)",
-        "Missed the 2% target (time budget spent): load_dataset (50.0%), forward_function (Affine_2 : Mystery) (50.0%),",
+        "Missed the 2% target (time budget spent): load_dataset (50.0%), "
+        "forward_function (Affine_2 : Mystery) (50.0%),",
         "  update (Adam) (7.2%). Their figures are less sure than the rest (the relative error in brackets);",
         "  for tighter ones give the section more time (--max-seconds 5) or profile in fresh processes (--repeat 3)",
         "Too few samples for a relative error (one sample, or all in one round): forward_function (Affine : Affine), "

@@ -383,7 +383,8 @@ class RoundRunner:
 
     def _own(self) -> int:
         """The clock, less the time other work on the machine took from this thread since sampling began (its wait
-        for a CPU): the budget is of the profile's own time, so that a busy machine gets the rounds a quiet one would."""
+        for a CPU): the budget is of the profile's own time, so that a busy machine gets the rounds a quiet one
+        would."""
         now = self.timer.clock.now_ns()
         start = getattr(self, "_waited0", None)
         if start is None:

@@ -1,5 +1,6 @@
-"""What a section says besides its entries (result.json's section ``info``, and a project's ``sampling``), typed: the one hand-over from the
-stages that make sections (``nnprofile.assembly``, ``nnprofile.measure``) to those that read them.
+"""What a section says besides its entries (result.json's section ``info``, and a project's ``sampling``), typed:
+the one hand-over from the stages that make sections (``nnprofile.assembly``, ``nnprofile.measure``) to those
+that read them.
 
 Every field is None where the section does not say it (a project's section says none of a graph's). In the
 file a field is written only where it is set, under its own name, as every earlier version wrote it; a name

@@ -2,14 +2,15 @@
 
 Versions:
   1. the first release: header, notes, sections of entries with their samples.
-  2. sections carry ``speed_levels`` (the machine's speed per round); entries carry ``layer_id``, the layer's identity within its section (forward
-     and backward entries of one function share it), ``round_sizes`` and
+  2. sections carry ``speed_levels`` (the machine's speed per round); entries carry ``layer_id``, the layer's
+     identity within its section (forward and backward entries of one function share it), ``round_sizes`` and
      ``dropped_rounds`` (samples are taken in rounds; the reported mean is that of
      the round means, rounds the machine ran slow in left out), ``run_means`` (with
      --repeat, each process's mean), the memory a layer holds (``output_bytes``, ``parameter_bytes``,
-     ``gradient_bytes``, ``input_gradient_bytes``) and sections the step's ``memory`` and ``reference_ns`` (a fixed workload per round); profiles carry a ``timeline`` (recorded programs and
-     graph mode: events of the active steps) and sections may be of kind ``script``
-     and ``complete`` (False for an entry cut short by a failure or Ctrl-C).
+     ``gradient_bytes``, ``input_gradient_bytes``) and sections the step's ``memory`` and ``reference_ns`` (a
+     fixed workload per round); profiles carry a ``timeline`` (recorded programs and graph mode: events of the
+     active steps) and sections may be of kind ``script`` and ``complete`` (False for an entry cut short by a
+     failure or Ctrl-C).
   3. compact, for networks of thousands of entries: each entry on a line of its own, fields at
      their default value left out, and its samples as ``samples_total_ns``, whole nanoseconds per
      sample (each sample times ``calls_per_sample`` calls; the per-call times are these divided by
@@ -51,9 +52,10 @@ Versions:
      taken off it in every figure; null where not known: that sample is left out) and the rate it interrupted
      the section's timed work at (``switch_rate``, per ns: the weights of the samples kept where some were left
      out), a step the time it waited for a CPU in each sample (``waited_ns``, taken off), a call too short to
-     take the timing's own cost off the cost left in it (``kept_cost_ns``, per call); a section says what other work took of it (``interference``: the measured time, the time waited,
-     the switches, the samples interrupted). Earlier results were measured without it: none of these, and their
-     figures stand as they were.
+     take the timing's own cost off the cost left in it (``kept_cost_ns``, per call); a section says what other
+     work took of it (``interference``: the measured time, the time waited, the switches, the samples
+     interrupted). Earlier results were measured without it: none of these, and their figures stand as they
+     were.
 """
 
 from __future__ import annotations
