@@ -6,6 +6,7 @@ from nnprofile.analysis import advice, breakdown
 from nnprofile.analysis import analyze_section
 from nnprofile.result import Entry, Section
 from nnprofile.result.header import ProjectHeader
+from nnprofile.render import step as step_words
 
 
 def summarize_section(section, context="cpu:float", rates=None):
@@ -246,9 +247,9 @@ def test_a_programs_parts_have_kinds():
 
 def test_summary_rows_and_lines_agree():
     s = summarize_section(_section())
-    rows = breakdown.summary_rows(s)
+    rows = step_words.summary_rows(s)
     assert rows[0][1:4] == ["step", "training step", 23.5]
     assert [r[2] for r in rows if r[1] == "part"] == list(breakdown.PARTS)
-    lines = breakdown.summary_lines(s)
+    lines = step_words.summary_lines(s)
     assert lines[0].startswith("Step: 23.500 ms = input 2.000 ms (8.5%)")
     assert sum(1 for l in lines if l.startswith("Advice:")) == len(s.advice)

@@ -286,7 +286,7 @@ def test_the_own_lines_never_add_up_to_more_than_other_as_it_reads():
 
 
 def test_other_lines_show_their_samples_and_interval_and_no_share_from_too_few():
-    from nnprofile.analysis.breakdown import summary_lines
+    from nnprofile.render.step import summary_lines
 
     [line] = [
         l

@@ -151,7 +151,7 @@ def test_unknown_mode_is_refused():
 def test_load_dataset_is_also_timed_as_nnabla_cli_times_it(tmp_path):
     """Beside its entry (a read between the step's other work), load_dataset in reads in a row, after a pass
     through the dataset (none here: synthetic data), as nnabla_cli profile reads it; both said, each defined."""
-    from nnprofile.analysis.sampling import load_line
+    from nnprofile.render.sampling import load_line
     from nnprofile.render import log
 
     profile = _profile(SHARED, tmp_path)

@@ -84,8 +84,10 @@ class SectionAnalysis:
     drift: Drift
     step: Optional[Summary] = None  # complete training sections: breakdown and advice
     run_spread: Optional["RunSpread"] = None  # with --repeat: how entry means moved between processes
-    memory_rows: List[List[object]] = field(default_factory=list)  # summary.csv rows of the step's memory
-    memory_lines: List[str] = field(default_factory=list)
+    # A memory limit given (bytes), and the largest batch whose estimated peak fits in it (None: none fits, or no
+    # limit or estimate).
+    memory_limit: Optional[int] = None
+    largest_batch: Optional[int] = None
     base_layers: List[LayerTime] = field(default_factory=list)  # unrolled copies summed into their base layer
     precision: Optional[Precision] = None  # what the time budget allowed, the errors reached
     # A recorded program's graph: the program's step (ms), which its layers' shares are of.
@@ -226,8 +228,8 @@ def analyze_section(section: Section, header: Header, graphs: Sequence[Section] 
         drift=Drift(tuple(section.speed_levels), threshold or 0.10, tuple(section.info.drift_exempt or ())),
         step=step,
         run_spread=run_spread(section),
-        memory_rows=memory.rows(section, limit),
-        memory_lines=memory.lines(section, limit),
+        memory_limit=limit,
+        largest_batch=memory.fits(section, limit),
         base_layers=bases,
         precision=precision(section, layers, step.step_ms if step is not None else None, bases)
         if section.entries

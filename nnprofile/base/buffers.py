@@ -14,7 +14,7 @@ NNabla's Python API has no call for allocated or peak bytes on the CPU, so:
 
 Everything here reads functions and variables as data (``nnprofile.base.functions``). What is
 measured (the process's or the device's memory over a step) is in ``nnprofile.measure.peak``;
-how the outputs say it, in ``nnprofile.analysis.memory``.
+how the outputs say it, in ``nnprofile.render.memory``.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import List, Optional, Sequence
 
 from ..analysis import Analysis, analyze
-from ..analysis.breakdown import summary_rows as advice_rows
+from . import memory
+from .step import summary_rows as advice_rows
 from ..analysis.ranks import RANK_COLUMNS, STEP_COLUMNS, rank_rows, step_rows
 from .ranks import advice_rows as rank_advice_rows
 from ..analysis.windows import window_columns, window_rows
@@ -122,7 +123,7 @@ def summary_rows(profile: Profile, analysis: Optional[Analysis] = None) -> List[
     for a in analysis.sections:
         if a.step is not None:
             rows.extend([csv_text(cell) for cell in row] + [""] for row in advice_rows(a.step))
-        rows.extend([csv_text(cell) for cell in row] for row in a.memory_rows)
+        rows.extend([csv_text(cell) for cell in row] for row in memory.rows(a))
     return rows
 
 

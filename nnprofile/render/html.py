@@ -22,7 +22,8 @@ from ..analysis import Analysis, SectionAnalysis, charted_layers
 from ..analysis.breakdown import MIN_SHARE_SAMPLES, clock_words, named, per_step_ms, purpose
 from ..base.choices import GRAPH
 from . import interference
-from ..analysis.sampling import load_line, passes_line, sampling_line
+from . import memory
+from .sampling import load_line, passes_line, sampling_line
 from ..analysis.ranks import RanksAnalysis
 from .ranks import summary_lines as ranks_lines
 from ..analysis.windows import WindowsAnalysis
@@ -135,7 +136,7 @@ def _section(a: SectionAnalysis, profile: Profile) -> Dict[str, Any]:
         "notes": ([passes_line(s)] if passes_line(s) else [])
         + ([sampling_line(a.precision)] if a.precision is not None and s.sampling else [])
         + (["Input: %s" % load_line(s)] if load_line(s) else [])
-        + list(a.memory_lines),
+        + memory.lines(a),
         "incomplete": [e.label for e in a.incomplete],
     }
     if s.memory.curve:

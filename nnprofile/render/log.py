@@ -6,8 +6,10 @@ import re
 from typing import Any, Dict, List, Optional
 
 from ..analysis import SPREAD_FLOOR_MS, Analysis, Coverage, SectionAnalysis, analyze
-from ..analysis.breakdown import purpose, summary_lines
-from ..analysis.sampling import passes_line, listed, load_line, sampling_line
+from ..analysis.breakdown import purpose
+from . import memory
+from .step import summary_lines
+from .sampling import listed, load_line, passes_line, sampling_line
 from .ranks import summary_lines as ranks_lines
 from ..result import Entry, Profile, Section, format_ms
 from ..base.choices import GRAPH, OUTSIDE
@@ -224,7 +226,7 @@ def section_footer(profile: Profile, a: SectionAnalysis) -> List[str]:
         lines.append("FLOPs not counted (no formula for): %s" % ", ".join(a.unknown_flops))
     if a.step is not None:
         lines.extend(summary_lines(a.step))
-    lines.extend(a.memory_lines)
+    lines.extend(memory.lines(a))
     return lines
 
 

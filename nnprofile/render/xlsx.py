@@ -16,8 +16,9 @@ import io
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..analysis import Analysis, SectionAnalysis, analyze, charted_layers
-from ..analysis.breakdown import summary_rows as advice_rows
-from ..analysis.sampling import load_line
+from . import memory
+from .step import summary_rows as advice_rows
+from .sampling import load_line
 from ..analysis.ranks import RANK_COLUMNS, STEP_COLUMNS, RanksAnalysis, rank_rows, step_rows
 from ..analysis.windows import WindowsAnalysis, window_columns, window_rows
 from .ranks import summary_lines as ranks_lines
@@ -446,7 +447,7 @@ def workbook_bytes(profile: Profile, analysis: Optional[Analysis] = None) -> byt
     for a in analysis.sections:
         if a.step is not None:
             summary += [row + [""] for row in advice_rows(a.step)]
-        summary += a.memory_rows
+        summary += memory.rows(a)
     summary_sheet = book.wb.add_worksheet("Summary") if len(summary) > 1 else None  # a complete training section
     info = book.wb.add_worksheet("Info")
     data = book.wb.add_worksheet(CHART_DATA) if any(a.layers for a in analysis.sections) else None

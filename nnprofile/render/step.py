@@ -1,0 +1,93 @@
+"""A step in words: the log's footer of a section with a step (its parts, half precision, the top layers, the
+program's own lines, the notes and the advice) and the rows summary.csv and the Summary sheet give it, from the
+analysis (``nnprofile.analysis.breakdown``)."""
+
+from __future__ import annotations
+
+from typing import List
+
+from ..analysis.breakdown import MIN_SHARE_SAMPLES, Summary, clock_words, named, pct
+
+
+def summary_lines(s: Summary) -> List[str]:
+    """The log footer of a training section."""
+    step = s.step_ms
+    lines = [
+        "Step: %.3f ms = %s"
+        % (step, " + ".join("%s %.3f ms (%s)" % (p, ms, pct(ms / step if step > 0 else 0)) for p, ms in s.parts))
+    ]
+    if s.functions:
+        lines.append("Half precision: %d of %d functions" % (s.half_functions, s.functions))
+    if s.layers:
+        lines.append(
+            "Top layers (forward + backward): %s"
+            % ", ".join(
+                "%s %.3f ms (%s)" % (named(l), l.step_ms, pct(l.step_ms / step if step > 0 else 0))
+                for l in s.top_layers
+            )
+        )
+    if s.own_lines:
+        other = dict(s.parts).get("other", 0.0)
+        few = s.own_samples < MIN_SHARE_SAMPLES
+        how = clock_words(s.own_clock)
+        lines.append(
+            "Other: %.3f ms a step is the program's own Python between NNabla's calls (%d samples%s%s): %s"
+            % (
+                other,
+                s.own_samples,
+                ", %s" % how if how else "",
+                ", too few for a share" if few else "",
+                "; ".join(
+                    "%s in %s %s (%s)"
+                    % (
+                        l.where,
+                        l.function,
+                        "`%s`" % l.text if l.text else "",
+                        "%d of %d samples" % (l.samples, s.own_samples)
+                        if few
+                        else "%d samples, %s [%s, %s]" % (l.samples, pct(l.share), pct(l.share_low), pct(l.share_high)),
+                    )
+                    for l in s.own_lines[:5]
+                ),
+            )
+        )
+    lines += ["Note: %s" % n for n in s.notes]
+    for a in s.advice:
+        lines.append("Advice: %s Evidence: %s." % (a.text, a.evidence))
+    if not s.advice:
+        lines.append("Advice: none of nnprofile's rules fired for this step.")
+    return lines
+
+
+def summary_rows(s: Summary) -> List[List[object]]:
+    """Rows of summary.csv and the Summary sheet: section, item, name, ms, percent, detail."""
+    step = s.step_ms
+    rows: List[List[object]] = [[s.section, "step", "training step", round(step, 6), 100.0, ""]]
+    for p, ms in s.parts:
+        rows.append([s.section, "part", p, ms, round(100 * ms / step, 2) if step > 0 else 0.0, ""])
+    if s.functions:
+        rows.append(
+            [
+                s.section,
+                "half_precision",
+                "functions in half precision",
+                s.half_functions,
+                round(100.0 * s.half_functions / s.functions, 2),
+                "%d of %d" % (s.half_functions, s.functions),
+            ]
+        )
+    for l in s.top_layers:
+        rows.append(
+            [
+                s.section,
+                "top_layer",
+                l.layer,
+                round(l.step_ms, 6),
+                round(100 * l.step_ms / step, 2) if step > 0 else 0.0,
+                "forward %.6f ms, backward %.6f ms%s"
+                % (l.forward_ms, l.backward_ms, ", %d unrolled copies summed" % l.copies if l.copies > 1 else ""),
+            ]
+        )
+    for a in s.advice:
+        rows.append([s.section, "advice", a.rule, "", "", "%s Evidence: %s." % (a.text, a.evidence)])
+    return rows
