@@ -334,3 +334,25 @@ def test_a_loop_of_passes_says_how_many_reads_a_step_holds():
     loop.input(1)
     loop.pass_started("forward", ("static", "y"), "y", 5)
     assert loop.reads_per_step(loop.rule()) == 0
+
+
+def test_the_rest_of_a_pass_is_named_by_the_figures_the_outputs_show():
+    """Passes of 100 us whose functions take 80 us, one of them held up for 2 ms by other work: by its raw time the
+    rest (20 us a pass) is under a twentieth of the passes, by the figures every output shows (the 2 ms taken off)
+    a fifth of a pass, and is named; where the rest is 2 us a pass, it is not."""
+    from nnprofile.assembly.sections import pass_entries
+    from nnprofile.base.series import SeriesTable
+
+    def entries(rest_ns):
+        whole, engine = SeriesTable(), SeriesTable()
+        for k in range(5):
+            whole.next_round()
+            engine.next_round()
+            held = k == 0
+            whole.get("forward").add(80e3 + rest_ns + (2e6 if held else 0.0), held, 2e6 if held else None)
+            engine.get("forward").add(rest_ns)
+        return {e.phase: e for e in pass_entries(whole, engine, {}, dynamic=False)}
+
+    named = entries(20e3)
+    assert named["forward_all"].mean_ms == pytest.approx(0.1) and named["engine"].mean_ms == pytest.approx(0.02)
+    assert "engine" not in entries(2e3)
