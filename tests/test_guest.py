@@ -90,6 +90,29 @@ def test_a_profile_that_cannot_be_made_leaves_the_program_its_output_and_says_so
     assert lines and "injected fault" in lines[-1] and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
+def test_a_ctrl_c_before_the_recorder_stopped_still_stops_it_and_its_timer(tmp_path):
+    """A Ctrl-C landing as the recording ends, before the recorder stopped (injected: its stop's first call is
+    interrupted): the recorder is stopped all the same, its sampler's timer with it, so that Python putting the
+    timer signal's default back as it finalises never ends the process by that signal; said as asked for."""
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([FAULTS, ROOT]),
+        NNPROFILE_TEST_INTERRUPT="nnprofile.recording.recorder:Recorder.stop",
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "nnprofile", "run", "-q", "-o", str(tmp_path / "out"), SCRIPT, "--iterations", "40"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(tmp_path),
+        timeout=600,
+    )
+    assert proc.returncode >= 0, proc.stderr[-3000:]  # not ended by a signal (SIGPROF: -27)
+    assert "a second Ctrl-C stopped it before all its files were written" in proc.stderr, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr and "nnprofile: error:" not in proc.stderr
+
+
 def test_nested_import_waits_on_one_thread_keep_the_outer_one():
     """importlib's _blocking_on as a recording leaves it: a wait nested in another on the same thread (a garbage
     collection inside an import that imports again) takes only its own note off; a plain dict loses the outer."""

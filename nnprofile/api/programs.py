@@ -247,19 +247,17 @@ class Recording:
         outcome (its exception, its exit): it is kept in ``error`` and said in one line. A Ctrl-C is said at
         once; a second one while the files are made stops that (files are whole or not there) and is said."""
         how = interruption(error)
-        if how:
-            warn(
-                "nnprofile: %s: writing what was recorded%s"
-                % (how, "" if terminated(error) else " (Ctrl-C again to stop without writing)")
-            )
         try:
-            self.recorder.stop()  # first, and alone: the program's NNabla is its own again, whatever follows
-        except Exception as e:
-            self.recorder.fault("ending the recording", e)
-        try:
+            if how:
+                warn(
+                    "nnprofile: %s: writing what was recorded%s"
+                    % (how, "" if terminated(error) else " (Ctrl-C again to stop without writing)")
+                )
+            self._stop_recorder()  # first, and alone: the program's NNabla is its own again, whatever follows
             with own_imports(self._imports):
                 self._finish(kind, error, tb)
         except (Exception, KeyboardInterrupt) as e:
+            self._stop_recorder()  # a second Ctrl-C may have come before it was stopped
             if interrupted(e, before=error):  # a second Ctrl-C or SIGTERM (also inside NNabla's C++): stop, as asked
                 self.profile = None
                 self.error = "a second %s stopped it before all its files were written (any written is whole)" % (
@@ -276,6 +274,13 @@ class Recording:
             for lock in reversed(self._locks):
                 release_outdir(lock)
             self._locks = []
+
+    def _stop_recorder(self) -> None:
+        """The recorder stopped (its hooks, wrappers and sampler off); a failure of its own noted, never raised."""
+        try:
+            self.recorder.stop()
+        except Exception as e:
+            self.recorder.fault("ending the recording", e)
 
     def _finish(self, kind: Any, error: Any, tb: Any) -> None:
         self.recorder.stop()

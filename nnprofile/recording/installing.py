@@ -117,8 +117,11 @@ class Installing:
     def _snapshot_first(self: Any, original: Callable) -> Callable:
         def call(*args: Any, **kwargs: Any) -> Any:
             if self.recording:
-                self.snapshot_parameters()
-                self.past_the_loop(_getframe(1))
+                try:
+                    self.snapshot_parameters()
+                    self.past_the_loop(_getframe(1))
+                except Exception as e:  # called from C with no caller (NNabla's own atexit finalize): nothing to do
+                    self.fault("a call that may save parameters", e)
             return original(*args, **kwargs)
 
         call.__name__, call.__doc__ = getattr(original, "__name__", "call"), getattr(original, "__doc__", None)

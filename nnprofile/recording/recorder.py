@@ -398,8 +398,11 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
         self._aside(t0)
 
     def stop(self) -> None:
-        """Unhook and put everything back (the program's end); a window still open keeps its events."""
+        """Unhook and put everything back (the program's end); a window still open keeps its events. Again after a
+        stop that a second Ctrl-C cut short, the sampler at least is off."""
         if not self.recording:
+            if self.sampler is not None:
+                self.sampler.stop()
             return
         try:
             self._break_pass()

@@ -34,6 +34,7 @@ attributed at the call's end, or not at all, and the share of each line is of th
 
 from __future__ import annotations
 
+import atexit
 import signal
 import sys
 import threading
@@ -129,6 +130,9 @@ class Sampler:
             signal.signal(number, self._on_timer)
             signal.siginterrupt(number, False)  # a system call the signal lands in is restarted, not failed
             self._timer, self._which = True, (number, which)
+            # Python puts the signal's default back as it finalises (terminate, for SIGPROF): a timer a cut-short
+            # ending left armed is stopped first, so that it never ends the program
+            atexit.register(self._stop_timer)
             self._period = CPU_PERIOD_NS
             self._cpu = open_cpu_clock(CPU_PERIOD_NS, number) if self.interval_s == INTERVAL_S else None
             if self._cpu is not None:
@@ -148,6 +152,7 @@ class Sampler:
         if not self._timer:
             return
         self._timer = False
+        atexit.unregister(self._stop_timer)
         number, which = self._which
         cpu, self._cpu = self._cpu, None
         if cpu is not None:

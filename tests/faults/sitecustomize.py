@@ -20,6 +20,26 @@ for _spec in filter(None, os.environ.get("NNPROFILE_TEST_FAULTS", "").split(",")
     _break(_spec.strip())
 
 
+def _interrupt_once(spec):
+    """NNPROFILE_TEST_INTERRUPT=module:Class.method: its first call raises KeyboardInterrupt before it runs (a
+    Ctrl-C landing there), later calls run as they are."""
+    module_name, _, path = spec.partition(":")
+    owner, _, name = path.rpartition(".")
+    target = getattr(importlib.import_module(module_name), owner) if owner else importlib.import_module(module_name)
+    original, calls = getattr(target, name), []
+
+    def interrupted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return original(*args, **kwargs)
+    setattr(target, name, interrupted)
+
+
+if os.environ.get("NNPROFILE_TEST_INTERRUPT"):
+    _interrupt_once(os.environ["NNPROFILE_TEST_INTERRUPT"])
+
+
 def _disk_full(marker):
     """NNPROFILE_TEST_FULL=TEXT: writing any file whose path holds TEXT fails as a full disk does."""
     import errno
