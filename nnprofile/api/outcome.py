@@ -9,7 +9,7 @@ from typing import Any, List, Optional
 
 from ..base.errors import Terminated, in_chain
 from ..result import Profile
-from ..recording.profiling import numbers as _numbers, run_notes, span_words as _span  # noqa: F401
+from ..recording.profiling import span_words as _span
 from ..result.header import ProgramHeader
 
 MESSAGE_LIMIT = 300  # characters of a program's exception message in the log

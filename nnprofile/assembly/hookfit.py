@@ -215,7 +215,7 @@ def fit(
     }
 
     def outside(c: Call, p: Any) -> float:  # a function's cost between it and the next, as ``costs`` stand
-        return costs.total(c.kind, key[id(c)]) - costs.inside(c.kind, key[id(c)])
+        return costs.between(c.kind, key[id(c)])
 
     ratios = {
         phase: _phase_ratio(capture, [p for i in kept for p in phases[i] if p.phase == phase], outside, excluded)

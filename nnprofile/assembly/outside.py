@@ -66,11 +66,6 @@ def outside_sections(
 def own_graph_section(builder: Builder, g: Graph, indexes: List[int], where: str) -> Section:
     """The section of a graph that ran only outside the kept steps, its hooks' cost scaled to its own passes where
     they are enough (``hookfit.own_scale``; said in its info, ``hook_scale``)."""
-
-    def outside_of(c: Any, p: Any) -> float:
-        key = builder.signature(c, p.phase)
-        return builder.costs.total(c.kind, key) - builder.costs.inside(c.kind, key)
-
     marks = builder.capture.marks
     handled = builder.capture.handled
     passes = {
@@ -84,7 +79,7 @@ def own_graph_section(builder: Builder, g: Graph, indexes: List[int], where: str
         ]
         for phase in ("forward", "backward")
     }
-    own = hookfit.own_scale(builder.costs, passes, outside_of, builder.excluded)
+    own = hookfit.own_scale(builder.costs, passes, builder.outside_cost, builder.excluded)
     saved = builder.costs
     builder.costs = own or saved
     try:

@@ -191,22 +191,17 @@ class Builder(ProgramPart):
         """What the hooks added inside a pass (from its first function's start to its last one's end): each
         call's cost, but the part of each stretch's last one's that falls after its end, outside the pass, and
         between them no more than there was (``overshoot``)."""
-        c = self.costs
-        after = 0.0
-        for _, _, last in p.spans():
-            key = self.signature(last, p.phase)
-            after += c.total(last.kind, key) - c.inside(last.kind, key)
+        after = sum(self.outside_cost(last, p) for _, _, last in p.spans())
         return self.hook_total(p.calls, p.phase) - after - self.overshoot(p)
 
     def overshoot(self, p: Pass) -> float:
         """What the hooks' cost between a pass's functions, as estimated, is above the time between them
         (``hookfit.overshoot``): not taken off the pass, nor off the step that holds it."""
+        return hookfit.overshoot(p, self.outside_cost, self.excluded)
 
-        def outside_of(call: Call, _: Pass) -> float:
-            key = self.signature(call, p.phase)
-            return self.costs.total(call.kind, key) - self.costs.inside(call.kind, key)
-
-        return hookfit.overshoot(p, outside_of, self.excluded)
+    def outside_cost(self, call: Call, p: Pass) -> float:
+        """What the hooks add after a function of a pass, outside its own interval, as the costs stand."""
+        return self.costs.between(call.kind, self.signature(call, p.phase))
 
     def hit(self, call: Any) -> bool:
         """Whether other work kept the program from running while the call ran (its marks)."""

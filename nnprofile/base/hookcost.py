@@ -75,6 +75,10 @@ class HookCosts:
             * {"static": self.static_total, "dynamic": self.dynamic_total, "eager": self.eager_total}[kind]
         )
 
+    def between(self, kind: str, signature: Optional[str] = None) -> float:
+        """What timing adds per function outside its own interval: between it and the next function."""
+        return self.total(kind, signature) - self.inside(kind, signature)
+
     def per_pass(self) -> float:
         return self.scale * self.pass_total
 
