@@ -143,14 +143,14 @@ def test_updates_alone_count_the_steps_when_every_iteration_has_one():
             loss.backward()
             solver.update()
             if i == 150:
-                seen["reads wrapped"] = recorder._toggled["reads"]
-                seen["monitors wrapped"] = recorder._toggled.get("monitors")
+                seen["reads wrapped"] = recorder.toggles.on["reads"]
+                seen["monitors wrapped"] = recorder.toggles.on.get("monitors")
                 seen["by frame only"] = recorder.by_frame_only
 
     recorder = _record(Schedule(wait=10**6), program)
     assert recorder.steps_done == 200
     assert seen == {"reads wrapped": False, "monitors wrapped": False, "by frame only": True}
-    assert _original_next() is recorder._toggles["reads"][0][2]  # put back at the end
+    assert _original_next() is recorder.toggles.groups["reads"][0].original  # put back at the end
 
 
 def test_reads_stay_counted_where_gradients_accumulate_over_several():
@@ -171,7 +171,7 @@ def test_reads_stay_counted_where_gradients_accumulate_over_several():
             if i % 4 == 3:
                 solver.update()
                 solver.zero_grad()
-        seen["reads wrapped"] = recorder._toggled["reads"]
+        seen["reads wrapped"] = recorder.toggles.on["reads"]
 
     recorder = _record(Schedule(wait=10**6), program)
     assert seen == {"reads wrapped": True}
@@ -251,7 +251,7 @@ def test_a_window_asked_for_between_reads_begins_at_the_next_read():
             x.d, t.d = data.next()
             loss.forward()
             if i == 120:
-                assert not recorder._toggled["reads"]
+                assert not recorder.toggles.on["reads"]
                 recorder.request_window()  # as the signal's handler does, in the middle of a step
             solver.zero_grad()
             loss.backward()

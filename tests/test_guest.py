@@ -69,6 +69,16 @@ def test_a_fault_of_nnprofiles_own_never_reaches_the_program(group, alone, tmp_p
 
 
 @pytest.mark.slow
+def test_debug_shows_the_frames_of_what_could_not_be_recorded(alone, tmp_path):
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "nnprofile", "run", "-q", "--debug", "-o", str(out), SCRIPT, "--iterations", "6"]
+    proc = _run(*command, faults=INJECTED["solvers"], cwd=tmp_path)
+    assert proc.returncode == alone.returncode and proc.stdout == alone.stdout, proc.stderr[-3000:]
+    assert "nnprofile could not record" in proc.stderr and "Traceback (nnprofile's own frames)" in proc.stderr
+    assert "_solver_plan" in proc.stderr  # the injected fault's own frame
+
+
+@pytest.mark.slow
 def test_a_profile_that_cannot_be_made_leaves_the_program_its_output_and_says_so(alone, tmp_path):
     proc = _run(
         sys.executable,

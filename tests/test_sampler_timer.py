@@ -12,9 +12,9 @@ from nnprofile.recording.sampler import Sampler
 
 class _Recorder:
     def __init__(self):
-        self._open, self.capturing, self.excluded = [], True, []
-        self._thread = threading.main_thread().ident
-        self._site_phases = {}
+        self.open_calls, self.capturing, self.excluded = [], True, []
+        self.program_thread = threading.main_thread().ident
+        self.site_phases = {}
 
 
 def test_the_timer_samples_the_program_s_own_line_and_leaves_its_own_time_out():
@@ -29,7 +29,7 @@ def test_the_timer_samples_the_program_s_own_line_and_leaves_its_own_time_out():
         line,
         "test_the_timer_samples_the_program_s_own_line_and_leaves_its_own_time_out",
     )
-    r._open.append(("a function", 0))  # inside a call nnprofile times: no sample, its time still left out
+    r.open_calls.append(("a function", 0))  # inside a call nnprofile times: no sample, its time still left out
     s._on_timer(signal.SIGPROF, sys._getframe())
     assert len(s.samples) == 1 and len(r.excluded) == 2 and s.taken == 2
     s._timer = False  # stopped: a signal still pending does nothing
@@ -119,7 +119,7 @@ def test_a_program_in_another_thread_is_sampled_by_the_thread():
 
     def body():
         r = _Recorder()
-        r._thread = threading.get_ident()
+        r.program_thread = threading.get_ident()
         s = Sampler(r)
         s.start()
         out["timer"], out["thread"] = s._timer, s._thread is not None

@@ -280,7 +280,7 @@ class Recording:
         try:
             self.recorder.stop()
         except Exception as e:
-            self.recorder.fault("ending the recording", e)
+            self.recorder.faults.add("ending the recording", e)
 
     def _finish(self, kind: Any, error: Any, tb: Any) -> None:
         self.recorder.stop()

@@ -195,6 +195,8 @@ def run(args) -> int:
         module=bool(args.module),
         schedule=schedule,
     )
+    if args.debug and recording.recorder is not None:  # what nnprofile could not record, with its own frames
+        sys.stderr.write(recording.recorder.faults.traceback_text())
     profile = recording.profile
     if recording.error is not None or recording.unrecorded is not None or profile is None:
         return _not_written(args, recording, status)

@@ -103,27 +103,12 @@ class Counting:
 
     # -- the wrappers between windows: only those that count the steps --------------------------------------
 
-    def _patch_toggled(self: Any, group: str, owner: Any, name: str, make: Any) -> None:
-        """Wrap a class's method (``make(original)``), on while a window is open, and between windows where the
-        group is needed to count the steps (``_sync_wrappers``)."""
-        original = vars(owner)[name]
-        wrapper = make(original)
-        self._patches.attribute(owner, name, wrapper)
-        self._toggles.setdefault(group, []).append((owner, name, original, wrapper))
-        self._toggled[group] = True
-
-    def _toggle(self: Any, group: str, on: bool) -> None:
-        if self._toggled.get(group, on) == on or not self.recording:
-            return
-        self._toggled[group] = on
-        for owner, name, original, wrapper in self._toggles[group]:
-            setattr(owner, name, wrapper if on else original)
-
     def _sync_wrappers(self: Any) -> None:
         """Between windows, the monitors' wrappers are off, and the iterators' too where the updates alone count
         the steps (every iteration of the loop kept has one) and no window is near: the program's reads then
         run as NNabla's own. Both are on again a step before a window begins (or when one is asked for)."""
-        self._toggle("monitors", self.capturing)
+        if self.recording:  # (once stopped, every original is back)
+            self.toggles.set("monitors", self.capturing)
         if self._import_locks is not None:
             importlock.stacked(self.capturing)
         w = self.windows
@@ -131,7 +116,8 @@ class Counting:
         by_updates = (
             bool(self.frame_loop) and bool(self.solvers) and self._by_iterations() and self.counter.updates_show_it
         )
-        self._toggle("reads", self.capturing or near or not by_updates)
+        if self.recording:
+            self.toggles.set("reads", self.capturing or near or not by_updates)
         self.by_frame_only = bool(self.frame_loop) and self._by_iterations() and not self.capturing and self.recording
 
     def lean_update(self: Any, frame: Any) -> None:
@@ -155,7 +141,7 @@ class Counting:
             due.append(w.next_start - 1)
         if self.watch is not None:
             due.append(self.steps_done - self.steps_done % WATCH_EVERY + WATCH_EVERY)
-        if self._toggled.get("reads", False):
+        if self.toggles.is_on("reads"):
             due.append(self.steps_done + RECHECK)
         return min(due) if due else 1 << 62
 

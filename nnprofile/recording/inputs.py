@@ -28,18 +28,18 @@ class InputWrappers:
             try:
                 plan = recorder._read_plan(iterator, _getframe(1))
             except Exception as e:
-                recorder.fault("data iterator", e)
+                recorder.faults.add("data iterator", e)
                 plan = None
             if plan is None:
                 return original(iterator)
             index, depth = plan
             start = recorder.clock()
             m0 = recorder._waits()
-            recorder._open.append(OPENED)
+            recorder.open_calls.append(OPENED)
             try:
                 return original(iterator)
             finally:
-                del recorder._open[depth:]
+                del recorder.open_calls[depth:]
                 try:
                     end = recorder.clock()
                     recorder.events.append(
@@ -49,16 +49,16 @@ class InputWrappers:
                         recorder.loop.input(index)
                     recorder.excluded.append((end, recorder.clock()))
                 except Exception as e:
-                    recorder.fault("data iterator", e)
+                    recorder.faults.add("data iterator", e)
 
         return next
 
     def _read_plan(self: Any, iterator: Any, frame: Any) -> Optional[Tuple[int, int]]:
         """None: not timed (counted, between windows); else (iterator, depth). A read may end the pass before
         it, and begin a step: the window that step closes or opens decides whether the read is timed."""
-        if not self.recording or _ident() != self._thread:
+        if not self.recording or _ident() != self.program_thread:
             return None
-        depth = len(self._open)
+        depth = len(self.open_calls)
         if depth:
             return (self._iterator_of(iterator, frame), depth) if self.capturing else None
         t0 = None
@@ -134,7 +134,7 @@ class InputWrappers:
                     if outside is not None:
                         recorder._iterators_named[id(iterator)] = assigned_name(outside)
             except Exception as e:
-                recorder.fault("data iterator", e)
+                recorder.faults.add("data iterator", e)
             return result
 
         return init
@@ -144,9 +144,9 @@ class InputWrappers:
 
         def add(monitor: Any, *args: Any, **kwargs: Any) -> Any:
             try:
-                timed = recorder.capturing and not recorder._in_monitor and _ident() == recorder._thread
+                timed = recorder.capturing and not recorder._in_monitor and _ident() == recorder.program_thread
                 if timed:
-                    depth = len(recorder._open)
+                    depth = len(recorder.open_calls)
                     stack = None
                     if not depth:
                         recorder._break_pass()
@@ -157,15 +157,15 @@ class InputWrappers:
                     start = recorder.clock()
                     m0 = recorder._waits()
             except Exception as e:
-                recorder.fault("monitor", e)
+                recorder.faults.add("monitor", e)
                 timed = False
             if not timed:  # one monitor's add calling another's, or no window open
                 return original(monitor, *args, **kwargs)
-            recorder._open.append(OPENED)
+            recorder.open_calls.append(OPENED)
             try:
                 return original(monitor, *args, **kwargs)
             finally:
-                del recorder._open[depth:]
+                del recorder.open_calls[depth:]
                 recorder._in_monitor = False
                 try:
                     end = recorder.clock()
@@ -181,6 +181,6 @@ class InputWrappers:
                         )
                     )
                 except Exception as e:
-                    recorder.fault("monitor", e)
+                    recorder.faults.add("monitor", e)
 
         return add

@@ -30,11 +30,11 @@ class Installing:
         for name in MONITOR_CLASSES:
             cls = getattr(monitor, name, None)
             if cls is not None and "add" in vars(cls):
-                self._patch_toggled("monitors", cls, "add", self._timed_add)
+                self.toggles.add("monitors", cls, "add", self._timed_add)
 
     def _patch_iterators(self: Any, data_iterator: Any) -> None:
         """NNabla's DataIterator timed: as recording starts, or when the program first imports it."""
-        self._patch_toggled("reads", data_iterator.DataIterator, "next", self._timed_next)  # (on: the next step's
+        self.toggles.add("reads", data_iterator.DataIterator, "next", self._timed_next)  # (on: the next step's
         # end sets it as the schedule wants)
         self._patches.attribute(
             data_iterator.DataIterator, "__init__", self._made_iterator(data_iterator.DataIterator.__init__)
@@ -87,7 +87,7 @@ class Installing:
             try:
                 return track(made)
             except Exception as e:
-                self.fault("a new %s" % kind, e)
+                self.faults.add("a new %s" % kind, e)
                 return made
 
         make.__name__ = getattr(factory, "__name__", kind)
@@ -109,7 +109,7 @@ class Installing:
             try:
                 return TimedFunction(function, self, made)
             except Exception as e:
-                self.fault("a new function", e)
+                self.faults.add("a new function", e)
                 return function
 
         return make
@@ -121,7 +121,7 @@ class Installing:
                     self.snapshot_parameters()
                     self.past_the_loop(_getframe(1))
                 except Exception as e:  # called from C with no caller (NNabla's own atexit finalize): nothing to do
-                    self.fault("a call that may save parameters", e)
+                    self.faults.add("a call that may save parameters", e)
             return original(*args, **kwargs)
 
         call.__name__, call.__doc__ = getattr(original, "__name__", "call"), getattr(original, "__doc__", None)

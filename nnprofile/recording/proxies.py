@@ -12,9 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-# The proxies call back into the recorder (``nnprofile.recording.recorder.Recorder``, which makes them): typed
-# loosely here, so that this module does not import the one that imports it.
-Recorder = Any
+from .parts import CallTimer
 
 SOLVER_CALLS = (
     "zero_grad",
@@ -45,7 +43,7 @@ class TimedSolver:
     and kept on the proxy (the program calls it every step, and the lookup is no part of its step); it
     times only while the recording lasts."""
 
-    def __init__(self, solver: Any, recorder: Recorder, index: int):
+    def __init__(self, solver: Any, recorder: CallTimer, index: int):
         object.__setattr__(self, "_solver", solver)
         object.__setattr__(self, "_recorder", recorder)
         object.__setattr__(self, "_index", index)
@@ -94,7 +92,7 @@ class TimedCommunicator:
     method is made once and kept on the proxy (the program calls it every step); it times only
     while the recording lasts."""
 
-    def __init__(self, comm: Any, recorder: Recorder):
+    def __init__(self, comm: Any, recorder: CallTimer):
         object.__setattr__(self, "_comm", comm)
         object.__setattr__(self, "_recorder", recorder)
         object.__setattr__(self, "_parameter_bytes", 0)
@@ -140,7 +138,7 @@ class TimedFunction:
 
     __slots__ = ("_function", "_recorder", "_made_ns")
 
-    def __init__(self, function: Any, recorder: Recorder, made_ns: int):
+    def __init__(self, function: Any, recorder: CallTimer, made_ns: int):
         self._function = function
         self._recorder = recorder
         self._made_ns = made_ns
@@ -150,7 +148,7 @@ class TimedFunction:
         try:
             mode = recorder.function_mode(inputs, kwargs)
         except Exception as e:  # nnprofile's own failure: the call goes on, unrecorded
-            recorder.fault("a function proxy", e)
+            recorder.faults.add("a function proxy", e)
             mode = 0
         function = self._function
         if not mode:

@@ -32,7 +32,7 @@ the steps themselves are found afterwards, by the same rule, from the events (``
 once ``describe`` has turned them into data.
 
 Calls nest (a custom layer's ``forward_impl`` runs NNabla functions, a backward builds and runs
-functions, a solver of the program's own computes on NdArrays): every timed call is open on ``_open``
+functions, a solver of the program's own computes on NdArrays): every timed call is open on ``open_calls``
 while it runs, and a call that runs while another is open is recorded as its child (its ``depth``).
 Only the thread that started the recording is recorded (a loader's thread runs untouched). Every hook
 and wrapper is a guest: a failure of nnprofile's own is noted, never raised into the program
@@ -59,6 +59,8 @@ from ..assembly.steps import Loop
 from .callsite import BACKWARD_NAMES, FORWARD_NAMES, call_at
 from . import importlock
 from .counting import Counting
+from .faults import Faults
+from .toggles import Toggles
 from .patching import Patches
 from .sampler import Sampler
 from .schedule import OFF, Schedule, Windows
@@ -149,8 +151,6 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
         self.stacks = Stacks()
         self.counter = Counter(self.stacks.codes)
         self.frame_loop: Any = None  # the loop's iterations counted from its own frame, once the loop is known
-        self._toggles: Dict[str, List[Tuple[Any, str, Any, Any]]] = {}  # wrappers on in windows (or as needed)
-        self._toggled: Dict[str, bool] = {}
         self.by_frame_only = False  # between windows, the loop known: updates counted by its frame alone
         self._quiet_until = 0  # between windows: the step count before which a step's end needs nothing
         self._updates_outside = 0  # updates in a row outside the loop kept
@@ -158,10 +158,10 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
         self._counter_base = 0  # steps counted before the count of iterations began
         self._marked = False  # the program marks its steps (nnprofile.step())
         self.steps_done = 0
-        self._open: List[Any] = []  # the calls open now: (function, start) for a hooked one, else a marker
+        self.open_calls: List[Any] = []  # the calls open now: (function, start) for a hooked one, else a marker
         self.elsewhere = 0  # functions run by other threads than the recorded one (not recorded)
-        self._thread = _ident()  # the thread recorded (the program's own)
-        self.faults: Dict[str, List[Any]] = {}  # what could not be recorded: text, count, traceback
+        self.program_thread = _ident()  # the thread recorded (the program's own)
+        self.faults = Faults()  # what could not be recorded
         self._own_solvers: Dict[int, int] = {}  # id(a solver of the program's own class) -> its index
         self._patched_classes: set = set()
         self._subclasses_seen = -1
@@ -178,7 +178,7 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
         self._dynamic_pass = False
         self._dynamic_place: Any = None  # where in the loop's body the current run of auto_forward calls is built
         self._recent_dynamic: set = set()  # functions made under auto_forward since the last update
-        self._site_phases: Dict[Any, str] = {}
+        self.site_phases: Dict[Any, str] = {}
         # Parameter variable -> its full name, as seen while the program ran; function -> source.
         self.parameter_names: Dict[Any, str] = {}
         self.created: Dict[Any, str] = {}
@@ -193,6 +193,7 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
             Sampler(self) if self.real_clock and os.environ.get("NNPROFILE_SAMPLER", "1") != "0" else None
         )  # NNPROFILE_SAMPLER=0: none (make bench weighs its cost)
         self._patches = Patches()
+        self.toggles = Toggles(self._patches)  # the monitors' and iterators' wrappers, off between windows
         self._import_locks: Any = None  # importlib's own _blocking_on, while the reentrant one stands in
         self._in_monitor = False
         self._skip = ("nnabla", "nnabla_ext", "nnprofile")  # modules whose frames are not the program's
@@ -210,19 +211,19 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
                 signum = signal.SIGTERM if getattr(self._deferred, "exit_code", 130) == 143 else signal.SIGINT
                 self._deferred = None
                 _thread.interrupt_main(signum)
-            if _ident() == self._thread:
+            if _ident() == self.program_thread:
                 if self.sync is not None:
                     self.sync()  # what ran before this function is not its time
-                self._open.append((f, self.clock(), self._mark()))
+                self.open_calls.append((f, self.clock(), self._mark()))
             else:
                 self.elsewhere += 1  # a function another thread ran: not recorded, but counted and said
-        except BaseException as e:  # noqa: B036 (a Ctrl-C is given back by hook_fault)
-            self.hook_fault("the function pre-hook", e)
+        except BaseException as e:  # noqa: B036 (a Ctrl-C is given back by faults.in_hook)
+            self.faults.in_hook("the function pre-hook", e)
 
     def _start_of(self, f: Any) -> Optional[Tuple[Any, int, int]]:
         """``f``'s open call (f, its start, the switches then), taken off the open calls (with any call above it that
         never ended)."""
-        opened = self._open
+        opened = self.open_calls
         for i in range(len(opened) - 1, -1, -1):
             top = opened[i]
             if type(top) is tuple and top[0] == f:
@@ -234,13 +235,13 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
 
     def _post(self, f: Any) -> None:
         try:
-            if _ident() != self._thread:
+            if _ident() != self.program_thread:
                 return
             if self.sync is not None:
                 self.sync()
             end = self.clock()
             m1 = self._mark()
-            opened = self._open
+            opened = self.open_calls
             top = opened[-1] if opened else None
             if type(top) is tuple and top[0] == f:  # (the usual case: f's own call on top; NNabla hands each hook
                 # a new Python object for the same function)
@@ -270,13 +271,13 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
                 self._pass_functions.add(f)
                 self._pass_last = f
         except BaseException as e:  # noqa: B036
-            self.hook_fault("the function post-hook", e)
+            self.faults.in_hook("the function post-hook", e)
 
     def _phase(self, site: Any) -> str:
-        phase = self._site_phases.get(site)
+        phase = self.site_phases.get(site)
         if phase is None:
             method, _ = call_at(site[0], site[1], FORWARD_NAMES + BACKWARD_NAMES)
-            phase = self._site_phases[site] = "backward" if method in BACKWARD_NAMES else "forward"
+            phase = self.site_phases[site] = "backward" if method in BACKWARD_NAMES else "forward"
         return phase
 
     def _close_pass(self) -> None:
@@ -317,7 +318,7 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
         import nnabla.solver as solver_module
 
         _nn = self._nn = nn
-        self._thread = _ident()
+        self.program_thread = _ident()
         self.stacks.around(_getframe(1))
         self._solver_base = solver_module.Solver
         self._python_function = getattr(function_module, "PythonFunction", None)
@@ -346,7 +347,7 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
         try:
             self._check_subclasses()
         except Exception as e:  # the program's own classes then run untimed; the rest is recorded
-            self.fault("looking for the program's own solver and function classes", e)
+            self.faults.add("looking for the program's own solver and function classes", e)
         self.recording = True
         if self.real_clock:  # (a test's scripted clock is read only where the test says)
             gc.callbacks.append(self._collected)
@@ -375,7 +376,7 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
         nn.set_function_pre_hook(HOOK_KEY, self._pre)
         nn.set_function_post_hook(HOOK_KEY, self._post)
         self._patch_functions(patches)
-        self._thread = _ident()
+        self.program_thread = _ident()
         self.recording = self.capturing = self.hooks_on = True
         self.note_sites = False
         self.loop.mark(0)  # marks: passes do not count steps
@@ -394,7 +395,7 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
             for name, variable in all_parameters().items():
                 self.parameter_names.setdefault(variable, name)
         except Exception as e:
-            self.fault("reading the parameters' names", e)
+            self.faults.add("reading the parameters' names", e)
         self._aside(t0)
 
     def stop(self) -> None:
@@ -412,7 +413,7 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
                 if self.capturing and self.windows.window_done(self.steps_done):
                     self._close_window()
         except Exception as e:  # what was recorded stays; everything is put back below, whatever happened
-            self.fault("ending the recording", e)
+            self.faults.add("ending the recording", e)
         self.recording = self.by_frame_only = False
         if self.sampler is not None:
             self.sampler.stop()
@@ -429,7 +430,7 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
                 _nn.unset_function_pre_hook(HOOK_KEY)
                 _nn.unset_function_post_hook(HOOK_KEY)
             except Exception as e:
-                self.fault("removing the hooks", e)
+                self.faults.add("removing the hooks", e)
             self.hooks_on = False
         self._patches.undo()
         if self._collected in gc.callbacks:

@@ -45,6 +45,7 @@ from .stack import SKIP, HOSTS, _STDLIB
 from .callsite import line_of
 from .cpuclock import CpuClock, open_cpu_clock
 from .inputs import OPENED
+from .parts import SampledProgram
 
 INTERVAL_S = 0.001
 # The CPU clock's period (``nnprofile.recording.cpuclock``): a quarter of a millisecond of the thread's CPU time, so
@@ -78,7 +79,7 @@ INNER = ("<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>", "<lambda>")
 class Sampler:
     """Samples the program's thread while a window is open (``start``/``stop``); keeps (time, where)."""
 
-    def __init__(self, recorder: Any, interval_s: float = INTERVAL_S):
+    def __init__(self, recorder: SampledProgram, interval_s: float = INTERVAL_S):
         self.recorder = recorder
         self.interval_s = interval_s
         self.samples: List[Tuple[int, int]] = []  # (ns, index into wheres)
@@ -117,7 +118,11 @@ class Sampler:
         neither a handler nor a timer of the program's has; False where none can be had."""
         try:
             main = threading.main_thread().ident
-            if threading.get_ident() != main or self.recorder._thread != main or not hasattr(signal, "setitimer"):
+            if (
+                threading.get_ident() != main
+                or self.recorder.program_thread != main
+                or not hasattr(signal, "setitimer")
+            ):
                 return False
             free = [
                 (n, w)
@@ -180,8 +185,8 @@ class Sampler:
         self.taken += 1
         kept: Optional[bool] = None  # None: dropped inside a pass; False: inside a wrapped call of the program's
         try:
-            if r._open:
-                kept = None if r._open[-1] is not OPENED else False
+            if r.open_calls:
+                kept = None if r.open_calls[-1] is not OPENED else False
             elif r.capturing and frame is not None:
                 kept = self._keep(t0, self._where(frame, r)) or None
         except Exception:  # never a failure of the sampler's into the program
@@ -262,9 +267,9 @@ class Sampler:
         t0 = clock()
         self.taken += 1
         try:
-            if r._open or not r.capturing:
+            if r.open_calls or not r.capturing:
                 return
-            frame = sys._current_frames().get(r._thread)
+            frame = sys._current_frames().get(r.program_thread)
             self._keep(t0, self._where(frame, r) if frame is not None else None)
         finally:
             r.excluded.append((t0, clock()))  # the program's thread waited: no part of any step
@@ -294,7 +299,7 @@ class Sampler:
         self._own[code] = kind
         return kind
 
-    def _where(self, frame: Any, r: Any) -> Optional[Where]:
+    def _where(self, frame: Any, r: SampledProgram) -> Optional[Where]:
         """The program's own line the thread is on (the line that called NNabla or a library, where the thread is
         in their code), or None where it is in nnprofile's own code or inside NNabla's C++ pass."""
         f = frame
@@ -307,7 +312,7 @@ class Sampler:
             f = f.f_back
         if f is None:
             return None
-        if (f.f_code, f.f_lasti) in r._site_phases:
+        if (f.f_code, f.f_lasti) in r.site_phases:
             return None  # at a pass's call site: inside NNabla's C++ pass (between its functions)
         while (
             f.f_code.co_name in INNER and f.f_back is not None and f.f_back.f_code.co_filename == f.f_code.co_filename

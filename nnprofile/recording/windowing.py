@@ -57,7 +57,7 @@ class Windowing:
     def step(self: Any, end_ns: Optional[int] = None) -> None:
         """``nnprofile.step()``: the program marks the end of a step."""
         try:
-            if _ident() != self._thread or not self.recording:
+            if _ident() != self.program_thread or not self.recording:
                 return
             self._marked = True
             if not self.capturing:
@@ -70,13 +70,14 @@ class Windowing:
             self._count_at_end()
             self.excluded.append((at, self.clock()))
         except Exception as e:
-            self.fault("nnprofile.step()", e)
+            self.faults.add("nnprofile.step()", e)
 
     def request_window(self: Any) -> None:
         """A window on demand (a signal): from the next step on. Only a flag: safe in a signal handler."""
         self._asked = True
         try:
-            self._toggle("reads", True)  # the step the window begins at is seen where it begins
+            if self.recording:
+                self.toggles.set("reads", True)  # the step the window begins at is seen where it begins
         except Exception:
             pass
 
@@ -105,7 +106,7 @@ class Windowing:
             try:
                 self.on_active(self)
             except Exception as e:
-                self.fault("handing over window %d" % self.window, e)
+                self.faults.add("handing over window %d" % self.window, e)
         if self._asked:
             self._asked = False
             self.windows.ask(self.steps_done + (1 if late else 0))
@@ -164,7 +165,7 @@ class Windowing:
             try:
                 self.on_window(self)
             except Exception as e:  # the program goes on, whatever happened to the window's files
-                self.fault("handing over window %d" % self.window, e)
+                self.faults.add("handing over window %d" % self.window, e)
         self.events, self.excluded = [], []
 
     def _collected(self: Any, phase: str, info: Any) -> None:
@@ -173,20 +174,20 @@ class Windowing:
         nnprofile's work, left out of every call, pass and step like the rest of it (a collection of the window's
         many events once read 30 ms inside a 0.1 ms function). Where the program allocated, it is its time."""
         try:
-            if not self.capturing or _ident() != self._thread or info.get("generation", 2) < 2:
+            if not self.capturing or _ident() != self.program_thread or info.get("generation", 2) < 2:
                 return  # (young generations' collections take microseconds)
             if phase == "start":
                 frame = _getframe(1)
                 ours = frame is not None and (
                     frame.f_globals.get("__name__", "").startswith("nnprofile.")
-                    or (frame.f_code, frame.f_lasti) in self._site_phases
+                    or (frame.f_code, frame.f_lasti) in self.site_phases
                 )
                 self._gc_start = self.clock() if ours else 0
             elif self._gc_start:
                 self.excluded.append((self._gc_start, self.clock()))
                 self._gc_start = 0
         except Exception as e:
-            self.fault("timing a garbage collection", e)
+            self.faults.add("timing a garbage collection", e)
         except BaseException as e:  # noqa: B036 (a Ctrl-C that landed here: Python would drop it; given back later)
             self._deferred = e
 
@@ -218,7 +219,7 @@ class Windowing:
             waited = self.probe.waited_ns()
             switches = int(self.probe.switches()) if waited is not None else 0
         except Exception as e:
-            self.fault("reading what other work took", e)
+            self.faults.add("reading what other work took", e)
             waited = None
         if at_ns is None:
             at_ns = self.clock()
@@ -235,7 +236,7 @@ class Windowing:
             waited = max(int(waited), waits[-1][1] if waits else 0)
             waits.append((at_ns, waited, switches))
         except Exception as e:
-            self.fault("reading what other work took", e)
+            self.faults.add("reading what other work took", e)
         return at_ns
 
     def past_the_loop(self: Any, frame: Any) -> None:
@@ -253,7 +254,7 @@ class Windowing:
             ):
                 self._switch_hooks(True)
         except Exception as e:
-            self.fault("following the program past its loop", e)
+            self.faults.add("following the program past its loop", e)
 
     def _outside_loop(self: Any, frame: Any) -> bool:
         loop = self.counter.loop

@@ -5,16 +5,14 @@ the original, and its result or its exception is the program's. What nnprofile d
 naming, counting steps) is guarded: a failure of nnprofile's own is noted (``fault``, said in the
 profile's notes; ``--debug`` prints its traceback) and the call goes on unrecorded.
 
-Each timed call is a node of the call tree: it opens on ``_open`` while it runs, so that what runs
+Each timed call is a node of the call tree: it opens on ``open_calls`` while it runs, so that what runs
 inside it (a custom solver's NdArray arithmetic, a loader's functions) is its child (``depth``).
 """
 
 from __future__ import annotations
 
-import _thread
 import sys
 import threading
-import traceback
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..base.places import place
@@ -27,7 +25,6 @@ from .solver_classes import all_subclasses, count_direct, solver_parameters
 
 _getframe = sys._getframe
 _ident = threading.get_ident
-MAX_FAULTS = 20  # kinds of fault kept (each with its count)
 PLAIN, MADE, EAGER_CALL, DYNAMIC_CALL = 0, 1, 2, 3  # how a function proxy's call is recorded
 
 
@@ -59,57 +56,10 @@ class Wrappers(InputWrappers):
 
     comm_rank: Optional[Tuple[int, int]]
 
-    # -- faults ------------------------------------------------------------------------------------
-
-    def fault(self: Any, where: str, error: BaseException) -> None:
-        """A failure of nnprofile's own at ``where``: noted, never raised into the program. Nothing is formatted
-        or imported here (it may run inside NNabla's C++, during an import): the traceback is kept as frames'
-        names and lines, and written out at the end (``fault_traceback``)."""
-        try:
-            key = "%s: %s" % (where, type(error).__name__)
-            known = self.faults.get(key)
-            if known is not None:
-                known[1] += 1
-                return
-            if len(self.faults) < MAX_FAULTS:
-                frames = traceback.StackSummary.extract(traceback.walk_tb(error.__traceback__), lookup_lines=False)
-                self.faults[key] = ["%s: %s: %s" % (where, type(error).__name__, error), 1, frames]
-        except Exception:
-            pass
-
-    def fault_traceback(self: Any) -> str:
-        """nnprofile's own tracebacks of what it could not record (``--debug``)."""
-        out = []
-        for text, n, frames in self.faults.values():
-            try:
-                lines = "".join(traceback.format_list(frames))
-            except Exception:
-                lines = ""
-            out.append(
-                "nnprofile could not record (%d time%s): %s\nTraceback (nnprofile's own frames):\n%s"
-                % (n, "" if n == 1 else "s", text, lines)
-            )
-        return "\n".join(out)
-
-    def hook_fault(self: Any, where: str, error: BaseException) -> None:
-        """A failure inside a hook NNabla calls from C++, where nothing may be raised: a Ctrl-C that landed
-        there is given back to the program (at its next Python instruction), anything else is noted."""
-        if isinstance(error, KeyboardInterrupt):
-            _thread.interrupt_main()
-            return
-        self.fault(where, error)
-
-    def fault_notes(self: Any) -> List[str]:
-        return [
-            "could not be recorded at %s (%d time%s); the program's calls there went on unrecorded"
-            % (text, n, "" if n == 1 else "s")
-            for text, n, _ in self.faults.values()
-        ]
-
     # -- functions run now (eager, auto_forward), through the function proxies -------------------------
 
     def function_mode(self: Any, inputs: Sequence[Any], kwargs: Dict[str, Any]) -> int:
-        if not self.recording or not self.hooks_on or _ident() != self._thread:
+        if not self.recording or not self.hooks_on or _ident() != self.program_thread:
             return PLAIN
         if inputs and type(inputs[0]) is self.ndarray_type:
             return EAGER_CALL
@@ -127,9 +77,9 @@ class Wrappers(InputWrappers):
                 if self.note_sites:
                     self.note_creation(outputs, depth=3)
             except Exception as e:
-                self.fault("noting where a function was made", e)
+                self.faults.add("noting where a function was made", e)
             return outputs
-        opened = self._open
+        opened = self.open_calls
         depth = len(opened)
         start = made_ns if made_ns is not None else self.clock()
         m0 = self._mark()
@@ -146,7 +96,7 @@ class Wrappers(InputWrappers):
             else:
                 self.dynamic_call(outputs, start, end, depth, switches)
         except Exception as e:
-            self.fault("timing a function run now", e)
+            self.faults.add("timing a function run now", e)
         return outputs
 
     def dynamic_call(
@@ -241,12 +191,12 @@ class Wrappers(InputWrappers):
 
             def call(*args: Any, **kwargs: Any) -> Any:
                 if (
-                    recorder.by_frame_only and _ident() == recorder._thread
+                    recorder.by_frame_only and _ident() == recorder.program_thread
                 ):  # between windows, counted by the loop's frame
                     try:
                         recorder.lean_update(_getframe(1))
                     except Exception as e:
-                        recorder.fault("counting steps at solver update", e)
+                        recorder.faults.add("counting steps at solver update", e)
                     return solver.update(*args, **kwargs)
                 return recorder.solver_call(index, method, solver.update, args, kwargs)
         else:
@@ -264,7 +214,7 @@ class Wrappers(InputWrappers):
         try:
             plan = self._solver_plan(index, method)
         except Exception as e:
-            self.fault("solver %s" % method, e)
+            self.faults.add("solver %s" % method, e)
             plan = None
         if plan is None:
             return bound(*args, **kwargs)
@@ -273,9 +223,9 @@ class Wrappers(InputWrappers):
             try:
                 self._light_step("updates", index)
             except Exception as e:
-                self.fault("counting steps at solver %s" % method, e)
+                self.faults.add("counting steps at solver %s" % method, e)
             return result
-        opened = self._open
+        opened = self.open_calls
         depth = len(opened)
         try:
             if self.sync is not None:
@@ -283,7 +233,7 @@ class Wrappers(InputWrappers):
             start = self.clock()
             m0 = self._mark()
         except Exception as e:
-            self.fault("solver %s" % method, e)
+            self.faults.add("solver %s" % method, e)
             return bound(*args, **kwargs)
         opened.append(OPENED)
         try:
@@ -303,15 +253,15 @@ class Wrappers(InputWrappers):
                 self._count_at_end()
             self._aside(end)  # nnprofile's own work, no part of the step
         except Exception as e:
-            self.fault("solver %s" % method, e)
+            self.faults.add("solver %s" % method, e)
         return result
 
     def _solver_plan(self: Any, index: int, method: str) -> Any:
         """None: not recorded; "light": counted only (no window open); else the call's stack (a window is
         open), after nnprofile's own work before it (naming the solver, counting the step it begins)."""
-        if _ident() != self._thread or not self.recording:
+        if _ident() != self.program_thread or not self.recording:
             return None
-        depth = len(self._open)
+        depth = len(self.open_calls)
         if not self.capturing and (depth or method != "update"):
             return None  # between windows only the program's own updates count its steps
         frame = _getframe(3)
@@ -341,13 +291,13 @@ class Wrappers(InputWrappers):
                 self._subclasses_seen = count
                 self._patch_subclasses()
         except Exception as e:  # the program's own classes then run untimed
-            self.fault("looking for the program's own solver and function classes", e)
+            self.faults.add("looking for the program's own solver and function classes", e)
 
     def _patch_subclasses(self: Any) -> None:
         try:
             self._patch_new_subclasses()
         except Exception as e:
-            self.fault("looking for the program's own solver and function classes", e)
+            self.faults.add("looking for the program's own solver and function classes", e)
 
     def _patch_new_subclasses(self: Any) -> None:
         for cls in all_subclasses(self._solver_base):
@@ -373,7 +323,7 @@ class Wrappers(InputWrappers):
             try:
                 index = recorder._solver_index(solver, cls)
             except Exception as e:
-                recorder.fault("solver %s" % method, e)
+                recorder.faults.add("solver %s" % method, e)
                 return original(solver, *args, **kwargs)
             if index is None:
                 return original(solver, *args, **kwargs)
@@ -383,7 +333,7 @@ class Wrappers(InputWrappers):
         return call
 
     def _solver_index(self: Any, solver: Any, cls: type) -> Optional[int]:
-        if not self.recording or _ident() != self._thread:
+        if not self.recording or _ident() != self.program_thread:
             return None
         index = self._own_solvers.get(id(solver))
         if index is None or self.solvers[index].solver is not solver:
@@ -403,7 +353,7 @@ class Wrappers(InputWrappers):
             try:
                 mode = recorder.function_mode(inputs, kwargs)
             except Exception as e:
-                recorder.fault("custom function", e)
+                recorder.faults.add("custom function", e)
                 mode = PLAIN
             if mode == PLAIN:
                 return original(function, *inputs, **kwargs)
@@ -420,7 +370,7 @@ class Wrappers(InputWrappers):
 
         def call(*args: Any, **kwargs: Any) -> Any:
             try:
-                timed = self.capturing and _ident() == self._thread
+                timed = self.capturing and _ident() == self.program_thread
                 if timed:
                     if self.sync is not None:
                         self.sync()
@@ -433,19 +383,19 @@ class Wrappers(InputWrappers):
                         if data is not None
                         else 0
                     )
-                    depth = len(self._open)
+                    depth = len(self.open_calls)
                     # its marks: the time the thread waited for a CPU inside it (see assembly.sections.waited)
                     event = CommCall(method, start, start, moved, depth, m0=self._waited_ns())
             except Exception as e:
-                self.fault("communicator %s" % method, e)
+                self.faults.add("communicator %s" % method, e)
                 timed = False
             if not timed:
                 return bound(*args, **kwargs)
-            self._open.append(OPENED)
+            self.open_calls.append(OPENED)
             try:
                 result = bound(*args, **kwargs)
             finally:
-                del self._open[depth:]
+                del self.open_calls[depth:]
             try:
                 if self.sync is not None:
                     self.sync()
@@ -459,7 +409,7 @@ class Wrappers(InputWrappers):
                 event.m1 = max(event.m0, self._waited_ns())
                 event.end_ns = self.clock()
             except Exception as e:
-                self.fault("communicator %s" % method, e)
+                self.faults.add("communicator %s" % method, e)
             return result
 
         return call

@@ -1,0 +1,42 @@
+"""The interfaces between the recording's parts: what each part may ask of the one that owns it.
+
+The recorder (``recorder.Recorder``) makes the stand-ins it gives the program (``proxies``) and the
+sampler of the program's own lines (``sampler``); these talk back to it only through the protocols
+here, so that neither imports the recorder, and a test can hand them a small object of its own.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
+
+from .faults import Faults
+
+
+class CallTimer(Protocol):
+    """What a proxy (a solver, a communicator, a function object) asks of the recording: how to time its calls."""
+
+    faults: Faults
+
+    def timed_solver_call(self, index: int, method: str) -> Callable[..., Any]:
+        """The solver ``index``'s ``method``, timed while the recording lasts."""
+
+    def timed_comm_call(self, proxy: Any, method: str, bound: Callable[..., Any]) -> Callable[..., Any]:
+        """A communicator's collective ``bound``, timed while the recording lasts."""
+
+    def function_mode(self, inputs: Sequence[Any], kwargs: Dict[str, Any]) -> int:
+        """How a function object's call is recorded now (``wrappers.PLAIN`` and the rest)."""
+
+    def run_function(
+        self, call: Callable[[], Any], function: Any, made_ns: Optional[int], mode: int, inputs: Sequence[Any]
+    ) -> Any:
+        """The function's call run (exactly once), recorded as ``mode`` says."""
+
+
+class SampledProgram(Protocol):
+    """What the sampler reads of the recording, from its timer's handler or its thread."""
+
+    program_thread: int  # the thread recorded (the program's own)
+    capturing: bool  # a window is open
+    open_calls: List[Any]  # the calls nnprofile times that are open now (a sample inside one is dropped)
+    site_phases: Dict[Any, str]  # the call sites of passes seen: (code, instruction) -> phase
+    excluded: List[Tuple[int, int]]  # nnprofile's own stretches of time, left out of every figure
