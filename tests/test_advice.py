@@ -7,6 +7,7 @@ from nnprofile.analysis import analyze_section
 from nnprofile.result import Entry, Section
 from nnprofile.result.header import ProjectHeader
 from nnprofile.render import step as step_words
+from nnprofile.render.advice import words
 
 
 def summarize_section(section, context="cpu:float", rates=None):
@@ -92,7 +93,7 @@ def test_input_bound_fires_above_a_fifth_of_the_step():
     assert "input_bound" not in _rules(_section())
     # input 8 of 29.5 ms: 27%
     assert "input_bound" in _rules(_section(load=7.0))
-    a = [a for a in summarize_section(_section(load=7.0)).advice if a.rule == "input_bound"][0]
+    a = words([a for a in summarize_section(_section(load=7.0)).advice if a.rule == "input_bound"][0])
     assert "8.000 ms" in a.evidence and "27.1%" in a.evidence
 
 
@@ -111,7 +112,7 @@ def test_dominant_layer_threshold_both_sides():
     big = summarize_section(_section(conv_f=6.0, conv_b=10.0))  # 16 / 23.5 = 68%
     small = summarize_section(_section(conv_f=2.0, conv_b=3.0))  # 5 / 23.5 = 21%
     assert [a.rule for a in big.advice].count("dominant_layer") == 1
-    assert "Conv" in [a for a in big.advice if a.rule == "dominant_layer"][0].evidence
+    assert "Conv" in words([a for a in big.advice if a.rule == "dominant_layer"][0]).evidence
     assert "dominant_layer" not in [a.rule for a in small.advice]
 
 
@@ -145,14 +146,14 @@ def test_the_dominant_layers_advice_fits_what_the_layer_does(ltype, kind, says):
     for e in section.entries:
         if e.layer == "Conv":
             e.layer_type, e.layer = ltype, "heavy"
-    [a] = [a for a in summarize_section(section).advice if a.rule == "dominant_layer"]
+    [a] = [words(a) for a in summarize_section(section).advice if a.rule == "dominant_layer"]
     assert says in a.text and "heavy" in a.text and ltype in a.evidence
     # maps, kernels, strides and pooling are for convolutions only
     assert any(w in a.text for w in CONV_WORDS) == (kind == "convolution"), a.text
 
 
 def _slow(section, rates=None):
-    return [a for a in summarize_section(section, rates=rates).advice if a.rule == "slow_layer"]
+    return [words(a) for a in summarize_section(section, rates=rates).advice if a.rule == "slow_layer"]
 
 
 def test_a_convolution_is_judged_by_flops_against_the_machines_matrix_product():
@@ -234,7 +235,7 @@ def _program(validation_ms, trained=False):
 
 def test_costly_evaluation_fires_for_a_forward_only_graph_over_a_tenth_of_the_step():
     assert advice.costly_evaluation(_program(0.5)) == []  # 0.5 of 10.5 ms: under a tenth
-    [said] = advice.costly_evaluation(_program(2.0))  # 2 of 12 ms
+    [said] = map(words, advice.costly_evaluation(_program(2.0)))  # 2 of 12 ms
     assert said.rule == "costly_evaluation" and "'vpred'" in said.text and "16.7%" in said.text
     assert "0.50 forward passes of 'vpred' per step, 4.000 ms each" in said.evidence
     assert advice.costly_evaluation(_program(2.0, trained=True)) == []

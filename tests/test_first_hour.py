@@ -16,7 +16,8 @@ import pytest
 import nnprofile
 from conftest import LENET, ROOT, run_cli
 from nnprofile.analysis import analyze
-from nnprofile.analysis.advice import own_python
+from nnprofile.analysis import advice as rules
+from nnprofile.render.advice import words
 from nnprofile.analysis.breakdown import OwnLine, Summary
 from nnprofile.result import Entry, Profile, Section
 
@@ -62,7 +63,7 @@ def test_a_slow_python_line_in_the_loop_leads_other_and_the_advice_names_it(tmp_
     assert step.own_lines and step.own_lines[0].where == "slow_line.py:%d" % line
     assert step.own_lines[0].share > 0.5 and "np.array" in step.own_lines[0].text
     assert sum(l.ms for l in step.own_lines) <= dict(step.parts)["other"] + 1e-9  # shares of other, no more
-    [advice] = [a for a in step.advice if a.rule == "own_python"]
+    [advice] = [words(a) for a in step.advice if a.rule == "own_python"]
     assert "slow_line.py:%d" % line in advice.text and "converting data in Python" in advice.text
     log = (tmp_path / "out" / "profile.log").read_text()
     assert "Other: " in log and "slow_line.py:%d" % line in log
@@ -102,11 +103,11 @@ def _summary(other_ms, lines, samples=40):
 def test_the_own_python_advice_names_no_line_its_samples_do_not_show():
     """10 samples, 4 of them on one line: its share's interval reaches below a fifth of other, so the advice says
     other is large without naming it; 4 samples in all are too few for any share."""
-    [advice] = own_python(_summary(3.0, [("train.py:57", "x.d = rows", 0.4)], samples=10))
+    [advice] = map(words, rules.own_python(_summary(3.0, [("train.py:57", "x.d = rows", 0.4)], samples=10)))
     assert "train.py:57" not in advice.text and "no one line's share of it is shown by its samples" in advice.text
-    [advice] = own_python(_summary(3.0, [("train.py:57", "x.d = rows", 1.0)], samples=4))
+    [advice] = map(words, rules.own_python(_summary(3.0, [("train.py:57", "x.d = rows", 1.0)], samples=4)))
     assert "train.py:57" not in advice.text and "no one line's share of it is shown by its samples" in advice.text
-    [named] = own_python(_summary(3.0, [("train.py:57", "x.d = rows", 0.75)], samples=40))
+    [named] = map(words, rules.own_python(_summary(3.0, [("train.py:57", "x.d = rows", 0.75)], samples=40)))
     assert "most of it at train.py:57" in named.text
 
 
@@ -120,14 +121,14 @@ def test_the_own_python_advice_names_no_line_its_samples_do_not_show():
     ],
 )
 def test_the_own_python_advice_says_what_usually_helps_with_the_line(text, hint):
-    [advice] = own_python(_summary(3.0, [("train.py:57", text, 0.9)]))
+    [advice] = map(words, rules.own_python(_summary(3.0, [("train.py:57", text, 0.9)])))
     assert (
         advice.text.startswith(
             "The program's own Python between NNabla's calls takes 75.0% of the step, most of it at train.py:57"
         )
         and hint in advice.text
     )
-    assert not own_python(_summary(0.1, [("train.py:57", text, 0.9)]))  # 9% of the step: no advice
+    assert not rules.own_python(_summary(0.1, [("train.py:57", text, 0.9)]))  # 9% of the step: no advice
 
 
 def test_layers_are_one_row_per_layer_with_its_section_and_no_pass_totals():

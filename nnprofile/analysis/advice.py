@@ -1,20 +1,20 @@
 """What to try first: recommendations over a step's breakdown, each with the measured evidence that triggered it.
 
 Every rule is a small function in ``RULES`` from a ``Summary`` (``nnprofile.analysis.breakdown``)
-to the advice it triggers, so that its trigger can be tested on hand-made figures. Advice about a
-layer fits what the layer does (``nnprofile.base.kinds``): maps, kernels, strides and pooling are
-for convolutions only.
+to the advice it triggers (its facts: ``nnprofile.analysis.facts``), so that its trigger can be
+tested on hand-made figures. The words are ``nnprofile.render.advice``'s: advice about a layer
+fits what the layer does (``nnprofile.base.kinds``).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from ..base import kinds, machine
 from ..base.choices import GPU_BACKENDS
-from . import evidence
-from .breakdown import MIN_SHARE_SAMPLES, Advice, LayerTime, Summary, named, pct
+from . import evidence, facts
+from .breakdown import MIN_SHARE_SAMPLES, Advice, LayerTime, Summary, named
 
 INPUT_BOUND_SHARE = 0.20
 DOMINANT_LAYER_SHARE = 0.50
@@ -30,92 +30,41 @@ def _kind_share(s: Summary, kind: str) -> Tuple[float, Tuple[float, float]]:
     return s.share(kind), evidence.share_interval(s.kind_ms(kind), s.kind_error(kind), s.step_ms, s.step_error)
 
 
+def _share(s: Summary, kind: str, threshold: float) -> Optional[facts.Share]:
+    """A kind of part's share of the step, where its whole interval lies above the threshold."""
+    share, bounds = _kind_share(s, kind)
+    if not evidence.past(bounds, threshold):
+        return None
+    return facts.Share(s.kind_ms(kind), share, bounds, s.step_ms, threshold)
+
+
 def input_bound(s: Summary) -> List[Advice]:
-    share, bounds = _kind_share(s, "input")
-    if not evidence.past(bounds, INPUT_BOUND_SHARE):
-        return []
-    return [
-        Advice(
-            "input_bound",
-            "The step waits for its data: prepare batches ahead (a dataset cache on fast storage, "
-            "smaller images, fewer augmentations) or overlap loading with computing.",
-            "input (load_dataset, let_data) takes %.3f ms, %s %s of the %.3f ms step (threshold %s)"
-            % (s.kind_ms("input"), pct(share), evidence.bracket(bounds, True), s.step_ms, pct(INPUT_BOUND_SHARE)),
-        )
-    ]
+    found = _share(s, "input", INPUT_BOUND_SHARE)
+    return [Advice("input_bound", facts.InputBound(found))] if found else []
 
 
 def no_half_on_gpu(s: Summary) -> List[Advice]:
     if s.backend not in GPU_BACKENDS or s.half_functions > 0 or not s.functions:
         return []
-    return [
-        Advice(
-            "no_half_precision",
-            "No function ran in half precision on a GPU backend: try mixed precision "
-            "(nnprofile compare PROJECT --set type_config=float --set type_config=half) and "
-            "check the validation error with --train-epochs.",
-            "0 of %d functions ran in half precision on %s:%s" % (s.functions, s.backend, s.type_config),
-        )
-    ]
-
-
-# What to try where one layer dominates, by what the layer does (``nnprofile.base.kinds``).
-DOMINANT_ADVICE = {
-    kinds.CONVOLUTION: "shrink %s (fewer maps, a smaller kernel, a stride) or move it later, after pooling.",
-    kinds.AFFINE: "%s is a product with a weight matrix: fewer units, a smaller input to it, "
-    "or its weight factored into two smaller ones (a low-rank layer, as an "
-    "SVD-compressed network has).",
-    kinds.RECURRENT: "%s is recurrent, a small product per time step: fewer hidden units, shorter sequences "
-    "(truncated backpropagation through time), or a larger batch.",
-    kinds.NORMALIZATION: "%s reads and writes its whole input and computes little: normalize fewer or smaller "
-    "tensors, or fuse it with the activation after it (F.fused_batch_normalization).",
-    kinds.POOLING: "%s reads its whole input: give it a smaller one (a stride in the layer before it).",
-    kinds.EMBEDDING: "%s looks up rows of a table; its backward adds into the whole table's gradient and the "
-    "solver updates every row: a smaller vocabulary or embedding size, or fewer lookups per step.",
-    kinds.ELEMENTWISE: "%s is element-wise: its time is moving its operands through memory, not arithmetic. "
-    "Smaller operands (batch, dimensions), or fewer separate element-wise functions (each "
-    "reads and writes its whole input).",
-    kinds.REDUCTION: "%s reads its whole input to produce little: reduce smaller tensors, or once where the "
-    "program reduces the same data several times.",
-    kinds.LOSS: "the loss %s has a large input (many classes or positions): fewer classes, or a sampled loss.",
-    kinds.DATA: "%s only moves data (reshape, transpose, concatenate, slice): lay the data out so that it "
-    "needs no copy.",
-}
+    return [Advice("no_half_precision", facts.NoHalf(s.functions, s.backend, s.type_config))]
 
 
 def _layer_share(s: Summary, l: LayerTime) -> Tuple[float, float]:
     return evidence.share_interval(l.step_ms, evidence.layer_error(l), s.step_ms, s.step_error)
 
 
+def _name(l: LayerTime) -> facts.LayerName:
+    return facts.LayerName(l.layer, l.copies, l.layer_type)
+
+
 def dominant_layer(s: Summary) -> List[Advice]:
     step = s.step_ms
     out = []
     for l in s.base_layers:
-        if step > 0 and evidence.past(_layer_share(s, l), DOMINANT_LAYER_SHARE):
-            what = DOMINANT_ADVICE.get(kinds.layer_kind(l.layer_type))
-            out.append(
-                Advice(
-                    "dominant_layer",
-                    "One layer dominates the step: "
-                    + (
-                        what % l.layer
-                        if what
-                        else "%s; the others matter little until it costs "
-                        "less (its shapes and arguments are in the "
-                        "layer table)." % l.layer
-                    ),
-                    "%s (%s) takes %.3f ms forward + backward, %s %s of the %.3f ms step (threshold %s)"
-                    % (
-                        named(l),
-                        l.layer_type,
-                        l.step_ms,
-                        pct(l.step_ms / step),
-                        evidence.bracket(_layer_share(s, l), True),
-                        step,
-                        pct(DOMINANT_LAYER_SHARE),
-                    ),
-                )
-            )
+        bounds = _layer_share(s, l)
+        if step > 0 and evidence.past(bounds, DOMINANT_LAYER_SHARE):
+            time = facts.Share(l.step_ms, l.step_ms / step, bounds, step, DOMINANT_LAYER_SHARE)
+            out.append(Advice("dominant_layer", facts.DominantLayer(_name(l), kinds.layer_kind(l.layer_type), time)))
     return out
 
 
@@ -125,13 +74,16 @@ COMPUTE_KINDS = (kinds.CONVOLUTION, kinds.AFFINE, kinds.RECURRENT)
 MEMORY_KINDS = (kinds.ELEMENTWISE, kinds.NORMALIZATION, kinds.POOLING, kinds.REDUCTION, kinds.DATA)
 
 
-def _rate(l: LayerTime) -> Optional[Tuple[float, str, str]]:
-    """(the layer's rate, the machine's reach it is judged by, its unit), by what the layer does."""
+UNITS = {"gflops": "GFLOP/s", "gbytes_per_s": "GB/s"}
+
+
+def _rate(l: LayerTime) -> Optional[Tuple[float, str]]:
+    """(the layer's rate, the machine's reach it is judged by: a key of ``UNITS``), by what the layer does."""
     kind = kinds.layer_kind(l.layer_type)
     if kind in COMPUTE_KINDS and l.gflops_per_s is not None:
-        return l.gflops_per_s, "gflops", "GFLOP/s"
+        return l.gflops_per_s, "gflops"
     if kind in MEMORY_KINDS and l.gbytes_per_s is not None:
-        return l.gbytes_per_s, "gbytes_per_s", "GB/s"
+        return l.gbytes_per_s, "gbytes_per_s"
     return None
 
 
@@ -151,20 +103,6 @@ def implausible(s: Summary) -> List[str]:
     return out
 
 
-def _slow_words(key: str, one: bool) -> str:
-    """What slow layers of a kind of work do (``key``: gflops, gbytes_per_s), for one layer or several."""
-    if key == "gflops":
-        return (
-            "compute%s far below what this machine reaches: %s implementation or shape (small or odd sizes) costs "
-            "more than %s arithmetic" % ("s" if one else "", "its" if one else "their", "its" if one else "their")
-        )
-    return (
-        "move%s %s operands far slower than this machine's memory allows: many small calls, or a layout %s must "
-        "convert, cost more than the data moved"
-        % ("s" if one else "", "its" if one else "their", "it" if one else "they")
-    )
-
-
 def slow_layer(s: Summary) -> List[Advice]:
     """Layers that matter and run far below what this machine reaches for their kind of work: a matrix product
     or convolution by FLOP/s against the machine's matrix product, an element-wise or normalisation layer by
@@ -177,74 +115,50 @@ def slow_layer(s: Summary) -> List[Advice]:
     rated = []
     for l in s.base_layers:
         found = _rate(l)
-        if found is None or l.total_ms <= 0:
-            continue
-        rate, key, unit = found
-        if machine.plausible(rate, s.machine_rates.get(key)):
-            rated.append((l, rate, key, unit))
-    slow: dict = {}
-    for l, rate, key, unit in rated:
+        if found is not None and l.total_ms > 0 and machine.plausible(found[0], s.machine_rates.get(found[1])):
+            rated.append((l,) + found)
+    slow: Dict[str, List[facts.SlowLayer]] = {}
+    against: Dict[str, Tuple[float, Optional[str]]] = {}
+    for l, rate, key in rated:
         if not evidence.past(_layer_share(s, l), SLOW_LAYER_MIN_SHARE):
             continue
-        reference, against = _reference(s, l, rated, key, unit)
+        reference = _reference(s, l, rated, key)
         if reference is None:
             continue
         relative = evidence.layer_error(l) / l.step_ms if l.step_ms > 0 else 0.0
         bounds = (rate / (1 + evidence.Z * relative), rate / max(1e-9, 1 - evidence.Z * relative))
-        if not evidence.past(bounds, SLOW_LAYER_FACTOR * reference, above=False):
+        if not evidence.past(bounds, SLOW_LAYER_FACTOR * reference[0], above=False):
             continue
+        memory = _memory(l) if key == "gflops" else None
         slow.setdefault(key, []).append(
-            "%s (%s) achieves %.3f %s %s over %.3f ms (%s of the step)%s"
-            % (
-                named(l),
-                l.layer_type,
-                rate,
-                unit,
-                evidence.bracket(bounds),
-                l.step_ms,
-                pct(l.step_ms / s.step_ms),
-                _memory(l) if key == "gflops" else "",
-            )
+            facts.SlowLayer(_name(l), rate, bounds, l.step_ms, l.step_ms / s.step_ms, memory)
         )
-        slow.setdefault(key + " layers", []).append(l.layer)
-        slow[key + " against"] = against
-    out = []
-    for key in ("gflops", "gbytes_per_s"):
-        if key not in slow:
-            continue
-        layers = slow[key + " layers"]
-        text = _slow_words(key, len(layers) == 1)
-        out.append(
-            Advice(
-                "slow_layer",
-                "%s %s." % (_listed(layers), text),
-                "%s; %s (threshold: a tenth of it)" % ("; ".join(slow[key]), slow[key + " against"]),
-            )
-        )
-    return out
+        against[key] = reference
+    return [
+        Advice("slow_layer", facts.SlowLayers(key, UNITS[key], tuple(slow[key]), *against[key]))
+        for key in ("gflops", "gbytes_per_s")
+        if key in slow
+    ]
 
 
-def _reference(s: Summary, l: LayerTime, rated: list, key: str, unit: str) -> Tuple[Optional[float], str]:
-    """What a layer's rate is judged against: the machine's, or (older results) the best layer of its kind."""
+def _reference(s: Summary, l: LayerTime, rated: list, key: str) -> Optional[Tuple[float, Optional[str]]]:
+    """What a layer's rate is judged against: the machine's (no layer named), or (older results) the best layer of
+    its kind, named."""
     reach = s.machine_rates.get(key)
     if reach:
-        return reach, "this machine reaches %.1f %s (measured)" % (reach, unit)
-    peers = [(x, r) for x, r, k, _ in rated if k == key and x is not l]
+        return reach, None
+    peers = [(x, r) for x, r, k in rated if k == key and x is not l]
     if not peers:
-        return None, ""
+        return None
     best, reference = max(peers, key=lambda p: p[1])
-    return reference, "the best layer of its kind, %s, achieves %.3f %s" % (best.layer, reference, unit)
+    return reference, best.layer
 
 
-def _listed(names: List[str]) -> str:
-    return names[0] if len(names) == 1 else "%s and %s" % (", ".join(names[:-1]), names[-1])
-
-
-def _memory(l: LayerTime) -> str:
-    """For the evidence: how memory-bound a layer is, and the bandwidth it reached."""
+def _memory(l: LayerTime) -> Optional[Tuple[float, float]]:
+    """How memory-bound a layer is (FLOP per byte), and the bandwidth it reached (GB/s)."""
     if not l.bytes_moved or l.flops is None:
-        return ""
-    return ", %.2f FLOP/byte, %.2f GB/s moved" % (l.flops / l.bytes_moved, l.bytes_moved / (l.total_ms * 1e6))
+        return None
+    return l.flops / l.bytes_moved, l.bytes_moved / (l.total_ms * 1e6)
 
 
 def between_layers(s: Summary) -> List[Advice]:
@@ -260,30 +174,12 @@ def between_layers(s: Summary) -> List[Advice]:
     )
     if not evidence.past(bounds, BETWEEN_LAYERS_COVERAGE, above=False):
         return []
-    return [
-        Advice(
-            "between_layers",
-            "Much of forward_all is spent between the layers (graph bookkeeping, memory "
-            "allocation, launches): larger batches or fewer, larger layers amortise it.",
-            "the forward_function entries add up to %s of forward_all (threshold %s)"
-            % (pct(s.coverage), pct(BETWEEN_LAYERS_COVERAGE)),
-        )
-    ]
+    return [Advice("between_layers", facts.BetweenLayers(s.coverage, BETWEEN_LAYERS_COVERAGE))]
 
 
 def heavy_update(s: Summary) -> List[Advice]:
-    share, bounds = _kind_share(s, "update")
-    if not evidence.past(bounds, UPDATE_SHARE):
-        return []
-    return [
-        Advice(
-            "heavy_update",
-            "The solver update is a large part of the step: a network with many parameters "
-            "and little computation; a simpler solver (SGD, Momentum) or larger batches help.",
-            "update (and weight decay) take %.3f ms, %s %s of the step (threshold %s)"
-            % (s.kind_ms("update"), pct(share), evidence.bracket(bounds, True), pct(UPDATE_SHARE)),
-        )
-    ]
+    found = _share(s, "update", UPDATE_SHARE)
+    return [Advice("heavy_update", facts.HeavyUpdate(found))] if found else []
 
 
 def costly_evaluation(s: Summary) -> List[Advice]:
@@ -291,48 +187,25 @@ def costly_evaluation(s: Summary) -> List[Advice]:
     step = s.step_ms
     out = []
     for g in s.graphs:
-        name = "forward (%s)" % g.name
-        if (
-            not g.evaluation
-            or step <= 0
-            or not evidence.past(
-                evidence.share_interval(g.forward_ms, s.errors.get(name, 0.0), step, s.step_error), EVALUATION_SHARE
-            )
-        ):
+        if not g.evaluation or step <= 0:
             continue
-        out.append(
-            Advice(
-                "costly_evaluation",
-                "The graph '%s' runs forward only (an evaluation) and costs %s of the training step: "
-                "evaluate less often, on fewer batches, or with a larger batch." % (g.name, pct(g.forward_ms / step)),
-                "%.2f forward passes of '%s' per step, %.3f ms each: %.3f ms of the %.3f ms step "
-                "(threshold %s)"
-                % (g.forward_per_step, g.name, g.forward_pass_ms, g.forward_ms, step, pct(EVALUATION_SHARE)),
+        bounds = evidence.share_interval(g.forward_ms, s.errors.get("forward (%s)" % g.name, 0.0), step, s.step_error)
+        if evidence.past(bounds, EVALUATION_SHARE):
+            time = facts.Share(g.forward_ms, g.forward_ms / step, bounds, step, EVALUATION_SHARE)
+            out.append(
+                Advice("costly_evaluation", facts.CostlyEvaluation(g.name, g.forward_per_step, g.forward_pass_ms, time))
             )
-        )
     return out
 
 
 OWN_PYTHON_SHARE = 0.20  # the program's own Python this share of the step or more: its lines are named
-# What usually helps, by what a line does (read off its text), the first that matches.
+# What a line does, read off its text, the first that matches (what usually helps with each:
+# ``nnprofile.render.advice.OWN_HINTS``).
 OWN_HINTS = [
-    (
-        re.compile(r"\b(print|logging|logger|log|monitor|writer)\w*\s*[.(]|\.add\("),
-        "logging every step: log every N steps",
-    ),
-    (
-        re.compile(r"\b(PF|F)\.\w+\(|parametric_functions|nn\.Variable\("),
-        "building graphs inside the loop: build the static graph once, before the loop, and feed it new data",
-    ),
-    (
-        re.compile(r"(float|int)\([^)]*\.d\b|\.d\.(copy|item|tolist)|\.data\.(copy|item)|\bprint\(.*\.d\b"),
-        "reading `.d` every step (it copies the array to the host and waits for the device): read it every N steps",
-    ),
-    (
-        re.compile(r"\bnp\.|numpy|astype|\.append\(|for .* in |\[.*for .* in .*\]|random"),
-        "converting data in Python: vectorise it with NumPy, prepare it once outside the loop, or let a data "
-        "iterator (in its own thread) do it",
-    ),
+    ("logging", re.compile(r"\b(print|logging|logger|log|monitor|writer)\w*\s*[.(]|\.add\(")),
+    ("graphs_in_loop", re.compile(r"\b(PF|F)\.\w+\(|parametric_functions|nn\.Variable\(")),
+    ("reading_d", re.compile(r"(float|int)\([^)]*\.d\b|\.d\.(copy|item|tolist)|\.data\.(copy|item)|\bprint\(.*\.d\b")),
+    ("python_data", re.compile(r"\bnp\.|numpy|astype|\.append\(|for .* in |\[.*for .* in .*\]|random")),
 ]
 
 
@@ -345,39 +218,25 @@ def own_python(s: Summary) -> List[Advice]:
     """The program's own Python is a large share of the step: its lines, and what usually helps with each."""
     other, step = dict(s.parts).get("other", 0.0), s.step_ms
     rest = evidence.combined(e for p, e in s.errors.items() if p != "other")
-    if (
-        not s.own_samples
-        or step <= 0
-        or not evidence.past(evidence.rest_share_interval(step - other, rest, step, s.step_error), OWN_PYTHON_SHARE)
-    ):
+    if not s.own_samples or step <= 0:
+        return []
+    bounds = evidence.rest_share_interval(step - other, rest, step, s.step_error)
+    if not evidence.past(bounds, OWN_PYTHON_SHARE):
         return []
     top = [l for l in s.own_lines[:3] if l.share_low >= OWN_LINE_NAMED and s.own_samples >= MIN_SHARE_SAMPLES]
-    hints = []
+    hints: List[str] = []
     for l in top:
-        hint = next((h for pattern, h in OWN_HINTS if pattern.search(l.text)), None)
+        hint = next((h for h, pattern in OWN_HINTS if pattern.search(l.text)), None)
         if hint is not None and hint not in hints:
             hints.append(hint)
-    where = (
-        ", most of it at %s%s" % (top[0].where, " (`%s`)" % top[0].text if top[0].text else "")
-        if top
-        else " (no one line's share of it is shown by its samples)"
+    lines = tuple(facts.LineShare(l.where, l.text, l.share, l.ms) for l in top or s.own_lines[:3])
+    found = facts.OwnPython(
+        facts.Share(other, other / step, bounds, step, OWN_PYTHON_SHARE),
+        lines[0] if top else None,
+        tuple(hints),
+        lines,
     )
-    text = "The program's own Python between NNabla's calls takes %s of the step%s. What usually helps: %s." % (
-        pct(other / step),
-        where,
-        "; ".join(hints)
-        if hints
-        else "converting data in Python, reading `.d` "
-        "every step, building graphs inside the loop and logging every step are the usual causes",
-    )
-    top = top or s.own_lines[:3]
-    shown = "other %.3f ms of the %.3f ms step (threshold %s); sampled lines: %s" % (
-        other,
-        step,
-        pct(OWN_PYTHON_SHARE),
-        ", ".join("%s %s (%.3f ms)" % (l.where, pct(l.share), l.ms) for l in top),
-    )
-    return [Advice("own_python", text, shown)]
+    return [Advice("own_python", found)]
 
 
 RULES: List[Callable[[Summary], List[Advice]]] = [

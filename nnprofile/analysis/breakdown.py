@@ -21,6 +21,7 @@ from ..result import Entry, Section
 from ..result.details import SectionInfo
 from ..result.paired import LayerTime, layer_times  # noqa: F401  (the one pairing rule)
 from . import evidence
+from .facts import Facts
 from .ownlines import (  # noqa: F401  (CLOCK_WORDS, wilson: read from here by the renderers and tests)
     CLOCK_WORDS,
     MIN_SHARE_SAMPLES,
@@ -37,9 +38,10 @@ TOP_LAYERS = 5
 
 @dataclass(frozen=True)
 class Advice:
+    """What a rule found: its name and the figures it stands on (the words: ``nnprofile.render.advice``)."""
+
     rule: str
-    text: str
-    evidence: str
+    facts: Facts
 
 
 def _quoted(names: Sequence[str]) -> str:

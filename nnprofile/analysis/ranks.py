@@ -28,6 +28,7 @@ from ..result import Profile
 from ..result.ranks import RanksView
 from ..base.stats import mean_ci, median
 from .advice import INPUT_BOUND_SHARE
+from . import facts
 from .breakdown import Advice
 
 if TYPE_CHECKING:
@@ -92,24 +93,6 @@ class Straggler:
     others_part_ms: float = 0.0
     last_in: int = 0  # steps in which it entered the longest collective last
     last_in_steps: int = 0  # steps where that could be told
-
-    def interval(self) -> str:
-        if self.low is None or self.high is None:
-            return "one step: no interval"
-        return "95%% interval %.2fx to %.2fx over %d steps" % (self.low, self.high, self.steps)
-
-    def evidence(self) -> str:
-        parts = []
-        if self.part is not None:
-            parts.append(
-                "%s %.3f ms a step against %.3f ms (the other ranks' median)"
-                % (self.part, self.part_ms, self.others_part_ms)
-            )
-        if self.last_in_steps:
-            parts.append(
-                "entered the step's longest collective last in %d of %d steps" % (self.last_in, self.last_in_steps)
-            )
-        return "; ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -305,55 +288,31 @@ def _layer_spread(profile: Profile) -> Optional[LayerSpread]:
 
 # -- advice: each rule takes the analysis and returns what it triggers -------------------
 
-WHY = {
-    "input": "its data comes slower (its storage, its loader, or a data source it alone reads): give it a "
-    "local copy, prefetch (DataIterator's use_thread), or balance the shards",
-    "forward": "it computes slower: a slower or busier device, or more work on it",
-    "backward": "it computes slower: a slower or busier device, or more work on it",
-    "update": "its solver update is slower: a slower or busier device",
-    "monitor": "it monitors more (usually rank 0): monitor less often, or on one rank after the collective",
-    "other": "its own Python between NNabla's calls is slower (logging, saving, checks that other ranks skip)",
-}
-
 
 def straggler_rule(a: RanksAnalysis) -> List[Advice]:
     s = a.straggler
     if s is None or not s.named:
         return []
-    why = WHY.get(s.part or "", "the evidence does not single out a part of its step")
-    return [
-        Advice(
-            "straggler",
-            "Rank %d is the straggler, and every other rank waits for it in the collectives: %s." % (s.rank, why),
-            "rank %d is busy %.2fx the other ranks' median (%s; threshold %.2fx)%s; the other ranks wait "
-            "%.3f ms a step inside collectives"
-            % (
-                s.rank,
-                s.ratio,
-                s.interval(),
-                1 + STRAGGLER_FACTOR,
-                "; " + s.evidence() if s.evidence() else "",
-                a.wait_ms - a.rank(s.rank).wait_ms,
-            ),
-        )
-    ]
+    found = facts.Straggler(
+        s.rank,
+        s.part,
+        s.ratio,
+        (s.low, s.high, s.steps),
+        1 + STRAGGLER_FACTOR,
+        s.part_ms,
+        s.others_part_ms,
+        (s.last_in, s.last_in_steps),
+        a.wait_ms - a.rank(s.rank).wait_ms,
+    )
+    return [Advice("straggler", found)]
 
 
 def input_bound_rank(a: RanksAnalysis) -> List[Advice]:
-    out = []
-    for r in a.ranks:
-        busy = r.busy_ms
-        if busy > 0 and r.parts["input"] / busy > INPUT_BOUND_SHARE:
-            out.append(
-                Advice(
-                    "input_bound_rank",
-                    "Rank %d waits for its data: prepare its batches ahead (DataIterator's use_thread, "
-                    "a local cache) so that it keeps up with its collectives." % r.rank,
-                    "input takes %.3f ms, %.1f%% of its %.3f ms busy time a step (threshold %.0f%%)"
-                    % (r.parts["input"], 100 * r.parts["input"] / busy, busy, 100 * INPUT_BOUND_SHARE),
-                )
-            )
-    return out
+    return [
+        Advice("input_bound_rank", facts.RankInput(r.rank, r.parts["input"], r.busy_ms, INPUT_BOUND_SHARE))
+        for r in a.ranks
+        if r.busy_ms > 0 and r.parts["input"] / r.busy_ms > INPUT_BOUND_SHARE
+    ]
 
 
 def communication_rule(a: RanksAnalysis) -> List[Advice]:
@@ -362,30 +321,7 @@ def communication_rule(a: RanksAnalysis) -> List[Advice]:
     wait = _mean([r.wait_ms for r in a.ranks])
     if step <= 0 or comm / step <= COMMUNICATION_SHARE:
         return []
-    if wait > comm / 2:
-        text = (
-            "Communication takes %.1f%% of the step, most of it waiting for slower ranks: make the ranks' work "
-            "even (see the straggler) before tuning the collectives." % (100 * comm / step)
-        )
-    else:
-        text = (
-            "Communication takes %.1f%% of the step: reduce fewer, larger buffers (pack the gradients), use a "
-            "larger batch per rank, or overlap it with backward (all_reduce_callback on GPUs)." % (100 * comm / step)
-        )
-    return [
-        Advice(
-            "communication",
-            text,
-            "communication %.3f ms of the %.3f ms step%s, of it %.3f ms waiting (threshold %.0f%%)"
-            % (
-                comm,
-                step,
-                " on average over %d ranks" % len(a.ranks) if len(a.ranks) > 1 else "",
-                wait,
-                100 * COMMUNICATION_SHARE,
-            ),
-        )
-    ]
+    return [Advice("communication", facts.Communication(comm, step, wait, len(a.ranks), COMMUNICATION_SHARE))]
 
 
 RULES = [straggler_rule, input_bound_rank, communication_rule]

@@ -14,6 +14,7 @@ from typing import Callable, Dict, List, Sequence, Tuple
 
 from ..analysis import Analysis, SectionAnalysis
 from ..analysis.breakdown import LayerTime, Summary, named
+from .advice import words
 
 SORTS = ("time", "forward", "backward", "name")
 GROUPS = ("layer", "type")
@@ -106,7 +107,7 @@ def _step_lines(s: Summary, view: View) -> List[str]:
         if view.group_by == "layer":
             out.append(by_type_line(layers, step))
     if s.advice:
-        out.append("First advice: %s" % s.advice[0].text)
+        out.append("First advice: %s" % words(s.advice[0]).text)
     return out
 
 

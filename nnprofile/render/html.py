@@ -20,6 +20,7 @@ from typing import Any, Dict, List, Optional
 
 from ..analysis import Analysis, SectionAnalysis, charted_layers
 from ..analysis.breakdown import MIN_SHARE_SAMPLES, clock_words, named, per_step_ms, purpose
+from .advice import words
 from ..base.choices import GRAPH
 from . import interference
 from . import memory
@@ -156,7 +157,7 @@ def _lead(index: int, a: SectionAnalysis, purposes: Dict[str, str]) -> Dict[str,
         "section": index,
         "ms": step,
         "parts": [[p, ms] for p, ms in s.parts],
-        "advice": [{"rule": x.rule, "text": x.text, "evidence": x.evidence} for x in s.advice],
+        "advice": [words(x)._asdict() for x in s.advice],
         "top": [
             {"layer": named(l), "type": l.layer_type, "ms": l.step_ms, "share": share(l.step_ms)} for l in s.top_layers
         ],
@@ -238,7 +239,7 @@ def _ranks(r: RanksAnalysis) -> Dict[str, Any]:
     return {
         "lines": [line for line in ranks_lines(r) if not line.startswith(("Rank ", "Advice: "))],
         "ranks": ranks,
-        "advice": [{"rule": a.rule, "text": a.text, "evidence": a.evidence} for a in r.advice],
+        "advice": [words(a)._asdict() for a in r.advice],
         "steps": [
             {"step": s.step, "slowest": s.slowest, "spread": s.busy_spread_ms, "last_in": s.last_in} for s in r.steps
         ],

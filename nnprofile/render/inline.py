@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
 from ..analysis import Analysis, analyze
 from ..analysis.breakdown import named, part_kind, purpose
+from ..analysis.breakdown import Advice
+from .advice import words
 from ..base.choices import GRAPH
 from ..compare import Comparison
 from ..result import views
@@ -302,7 +304,8 @@ def profile_html(profile: "Profile", analysis: Optional[Analysis] = None) -> str
     return "".join(out)
 
 
-def _advice(a: Any) -> str:
+def _advice(advice: Advice) -> str:
+    a = words(advice)
     return (
         '<div style="border-left: 4px solid #f0ad4e; background: #fff8ec; padding: 4px 8px; margin: 4px 0">'
         '%s<div style="%s; font-size: 12px">Evidence: %s</div></div>' % (_e(a.text), MUTED, _e(a.evidence))

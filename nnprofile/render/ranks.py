@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Dict, List, Sequence
 
-from ..analysis.ranks import LAYER_SPREAD_FLOOR_MS, LISTED_RANKS, PARTS, STRAGGLER_FACTOR, RanksAnalysis
+from ..analysis.ranks import LAYER_SPREAD_FLOOR_MS, LISTED_RANKS, PARTS, STRAGGLER_FACTOR, RanksAnalysis, Straggler
+from .advice import ratio_interval, straggler_evidence, words
 from ..base.stats import median
 
 
@@ -42,12 +43,12 @@ def _straggler_lines(a: RanksAnalysis) -> List[str]:
     if g.named:
         lines.append(
             "Straggler: rank %d, busy %.2fx the other ranks' median (%s)%s"
-            % (g.rank, g.ratio, g.interval(), "; evidence: " + g.evidence() if g.evidence() else "")
+            % (g.rank, g.ratio, _interval(g), "; evidence: " + _evidence(g) if _evidence(g) else "")
         )
     else:
         lines.append(
             "Straggler: none (the busiest, rank %d, is %.2fx the other ranks' median, %s; a straggler "
-            "is over %.2fx with 95%% confidence)" % (g.rank, g.ratio, g.interval(), 1 + STRAGGLER_FACTOR)
+            "is over %.2fx with 95%% confidence)" % (g.rank, g.ratio, _interval(g), 1 + STRAGGLER_FACTOR)
         )
     waiting = [r for r in a.ranks if r.rank != g.rank]
     if waiting:
@@ -103,9 +104,17 @@ def summary_lines(a: RanksAnalysis) -> List[str]:
             "%.3f at most (%s in %s)"
             % (ls.layers, LAYER_SPREAD_FLOOR_MS, ls.median_cv, ls.worst_cv, ls.worst, ls.worst_section)
         )
-    for x in a.advice:
+    for x in map(words, a.advice):
         lines.append("Advice: %s Evidence: %s." % (x.text, x.evidence))
     return lines
+
+
+def _interval(s: Straggler) -> str:
+    return ratio_interval(s.low, s.high, s.steps)
+
+
+def _evidence(s: Straggler) -> str:
+    return straggler_evidence(s.part, s.part_ms, s.others_part_ms, (s.last_in, s.last_in_steps))
 
 
 def _ranks(ranks: Sequence[int]) -> str:
@@ -124,7 +133,7 @@ def advice_rows(a: RanksAnalysis) -> List[List[object]]:
                 "rank %d" % s.rank,
                 round(a.rank(s.rank).busy_ms, 6),
                 round(100 * (s.ratio - 1), 2),
-                "%s; %s" % (s.interval(), s.evidence()),
+                "%s; %s" % (_interval(s), _evidence(s)),
             ]
         )
     for r in a.ranks:
@@ -138,6 +147,6 @@ def advice_rows(a: RanksAnalysis) -> List[List[object]]:
                 "waiting inside collectives",
             ]
         )
-    for x in a.advice:
+    for x in map(words, a.advice):
         rows.append(["ranks", "advice", x.rule, "", "", "%s Evidence: %s." % (x.text, x.evidence)])
     return rows

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import List
 
 from ..analysis.breakdown import MIN_SHARE_SAMPLES, Summary, clock_words, named, pct
+from .advice import words
 
 
 def summary_lines(s: Summary) -> List[str]:
@@ -52,7 +53,7 @@ def summary_lines(s: Summary) -> List[str]:
             )
         )
     lines += ["Note: %s" % n for n in s.notes]
-    for a in s.advice:
+    for a in map(words, s.advice):
         lines.append("Advice: %s Evidence: %s." % (a.text, a.evidence))
     if not s.advice:
         lines.append("Advice: none of nnprofile's rules fired for this step.")
@@ -88,6 +89,6 @@ def summary_rows(s: Summary) -> List[List[object]]:
                 % (l.forward_ms, l.backward_ms, ", %d unrolled copies summed" % l.copies if l.copies > 1 else ""),
             ]
         )
-    for a in s.advice:
+    for a in map(words, s.advice):
         rows.append([s.section, "advice", a.rule, "", "", "%s Evidence: %s." % (a.text, a.evidence)])
     return rows
