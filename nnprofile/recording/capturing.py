@@ -103,8 +103,8 @@ def capture_of(recorder: Any, costs: Optional[HookCosts] = None) -> Capture:
         costs=costs,
         codes=list(recorder.stacks.codes),
         faults=fault_notes(recorder.faults),
-        marks=recorder.marks,
-        waits=list(recorder.waits),
+        marks=recorder.cpu.kind,
+        waits=list(recorder.cpu.readings),
         **sampled(recorder),
     )
 

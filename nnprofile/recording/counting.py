@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Any, Optional, Tuple
 
-from ..assembly.events import SWITCHES
 from ..assembly.iterations import INSIDE, ITERATION, RUN, Counter
 from ..assembly.steps import Loop, pattern
 from . import importlock
@@ -59,7 +58,7 @@ class Counting:
         from its own frame (``FastLoop``); the stack, where taken, is for the recording only."""
         counter = self.counter
         if self.capturing and (since is not None or begun is not None):  # where a step may begin: the wait so far
-            self._note_wait(since if begun is None else begun[0], begun)
+            self.cpu.note(since if begun is None else begun[0], begun)
         if not self.hooks_on and self.capturing and frame is not None:
             self.past_the_loop(frame)
         if counter.fixed and self.frame_loop and frame is not None:
@@ -159,8 +158,9 @@ class Counting:
         of every step)."""
         if not self._sync_known:
             self.sync, self._sync_known = device_sync(), True
-            if self.sync is not None and self.marks:  # an asynchronous device: its waits are no CPU time
-                self._mark, self.marks = self.probe.switches, SWITCHES
+            if self.sync is not None:  # an asynchronous device: its waits are no CPU time
+                self.cpu.on_async_device()
+                self._mark = self.cpu.mark
         if self._by_iterations():
             return
         before = self.steps_done

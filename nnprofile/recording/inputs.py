@@ -34,7 +34,7 @@ class InputWrappers:
                 return original(iterator)
             index, depth = plan
             start = recorder.clock()
-            m0 = recorder._waits()
+            m0 = recorder.cpu.process_switches()
             recorder.open_calls.append(OPENED)
             try:
                 return original(iterator)
@@ -43,7 +43,7 @@ class InputWrappers:
                 try:
                     end = recorder.clock()
                     recorder.events.append(
-                        InputCall(index, start, end, depth, recorder._read_stack, m0, recorder._waits())
+                        InputCall(index, start, end, depth, recorder._read_stack, m0, recorder.cpu.process_switches())
                     )
                     if not depth:
                         recorder.loop.input(index)
@@ -155,7 +155,7 @@ class InputWrappers:
                             recorder.past_the_loop(_getframe(1))
                     recorder._in_monitor = True
                     start = recorder.clock()
-                    m0 = recorder._waits()
+                    m0 = recorder.cpu.process_switches()
             except Exception as e:
                 recorder.faults.add("monitor", e)
                 timed = False
@@ -177,7 +177,7 @@ class InputWrappers:
                             depth,
                             stack,
                             m0,
-                            recorder._waits(),
+                            recorder.cpu.process_switches(),
                         )
                     )
                 except Exception as e:

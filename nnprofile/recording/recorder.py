@@ -53,13 +53,13 @@ from typing import Any, Callable, Dict, Hashable, Iterator, List, Optional, Tupl
 
 from ..assembly.events import STATIC, Call, Event, IteratorInfo
 from ..assembly.iterations import Counter
-from ..assembly.events import CPU
 from ..base.interference import NoProbe, Probe
 from ..assembly.steps import Loop
 from .callsite import BACKWARD_NAMES, FORWARD_NAMES, call_at
 from . import importlock
 from .counting import Counting
 from .faults import Faults
+from .waits import CpuWaits
 from .toggles import Toggles
 from .patching import Patches
 from .sampler import Sampler
@@ -105,6 +105,7 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
         on_window: Optional[Callable[["Recorder"], None]] = None,
         probe: Any = None,
     ):
+        self.faults = Faults()  # what could not be recorded
         self.schedule = schedule or Schedule(warmup=max(0, skip_first), active=max(1, active))
         self.skip_first, self.active = self.schedule.warmup, self.schedule.active
         self.calibrate = calibrate
@@ -120,15 +121,9 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
         self.real_clock = clock is None
         # The kernel's accounting of other work (``nnprofile.base.interference``): read around every timed call (its
         # involuntary context switches) and as steps end (the time waited for a CPU). A scripted clock has none.
-        self.probe = probe if probe is not None else (Probe() if clock is None else NoProbe())
-        # Each call's marks: the thread's CPU time (short of its wall time where it was kept from running); on an
-        # asynchronous device (its waits are no CPU time) its involuntary context switches (``_marks_for``).
-        self._mark: Callable[[], int] = self.probe.cpu_ns
-        # a wait (a read, a log): the involuntary context switches of the process's threads (the loader thread it
-        # waits for among them)
-        self._waits: Callable[[], int] = self.probe.process_switches
-        self.marks = CPU if self.probe.available else ""
-        self.waits: List[Tuple[int, int, int]] = []  # (ns, waited ns, switches so far) as steps ended, in a window
+        chosen = probe if probe is not None else (Probe() if clock is None else NoProbe())
+        self.cpu = CpuWaits(chosen, self.clock, self.faults)
+        self._mark = self.cpu.mark  # (the hooks' own copy of a call's mark: one lookup fewer in the hot path)
         self._gc_start = 0  # a collection nnprofile's own allocation began, under way
         self._deferred: Optional[BaseException] = None  # a Ctrl-C Python would have dropped, for the next hook
 
@@ -161,7 +156,6 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
         self.open_calls: List[Any] = []  # the calls open now: (function, start) for a hooked one, else a marker
         self.elsewhere = 0  # functions run by other threads than the recorded one (not recorded)
         self.program_thread = _ident()  # the thread recorded (the program's own)
-        self.faults = Faults()  # what could not be recorded
         self._own_solvers: Dict[int, int] = {}  # id(a solver of the program's own class) -> its index
         self._patched_classes: set = set()
         self._subclasses_seen = -1
@@ -309,9 +303,8 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
 
     def _start(self) -> "Recorder":
         global _nn
-        if type(self.probe) is Probe:  # its files are the thread's that made it: the program's, that starts it
-            self.probe = Probe()
-            self._mark, self._waits = self.probe.cpu_ns, self.probe.process_switches
+        self.cpu.in_this_thread()  # the program's, that starts it
+        self._mark = self.cpu.mark
         import nnabla as nn
         import nnabla.function as function_module
         import nnabla.parameter as parameter_module
@@ -424,7 +417,7 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
             )  # the last step ran
         if self.capturing:
             self.stopped_ns = self.ended_ns
-            self._note_wait(self.ended_ns)
+            self.cpu.note(self.ended_ns)
         if self.hooks_on:
             try:
                 _nn.unset_function_pre_hook(HOOK_KEY)

@@ -9,7 +9,7 @@ import sys
 import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ..assembly.events import CPU, Hooks, StepMark
+from ..assembly.events import Hooks, StepMark
 from ..assembly.steps import Loop
 from .counting import WATCH_EVERY
 from .schedule import OFF
@@ -87,7 +87,7 @@ class Windowing:
         step that follows began (its reads were not watched): a window asked for begins a step later."""
         self.last_step_ns = self.clock()
         if self.capturing:
-            self._note_wait(self.last_step_ns)
+            self.cpu.note(self.last_step_ns)
         if self.steps_done < self._quiet_until and not self._asked and not self.capturing:
             return  # between windows, nothing is due before then
         if self.capturing and self.steps_done - self.window_start <= SITE_STEPS + 1:
@@ -132,13 +132,13 @@ class Windowing:
         self.window, self.window_start = window, self.steps_done
         self._reads = []
         self._patch_subclasses()
-        self.events, self.excluded, self.waits = [], [], []
+        self.events, self.excluded, self.cpu.readings = [], [], []
         if len(self.created) > MAX_CREATED:  # bounded over any number of windows (sources noted anew)
             self.created = {}
         self.loop = Loop()
         self._steps_before = self.steps_done
         self.started_ns = self.clock()
-        self._note_wait(self.started_ns)
+        self.cpu.note(self.started_ns)
         self.capturing = True
         self._active_handed = False
         self.note_sites = True
@@ -157,7 +157,7 @@ class Windowing:
         self._switch_hooks(False)
         self.window_end = self.steps_done
         self.stopped_ns = self.clock()
-        self._note_wait(self.stopped_ns)
+        self.cpu.note(self.stopped_ns)
         self.snapshot_parameters()
         self._freeze()
         self._sync_wrappers()
@@ -197,47 +197,10 @@ class Windowing:
         if self.sampler is not None:
             self.sampler.resume()  # (its own cost is nnprofile's too)
         if self.capturing:
-            t1 = self._note_wait(None)  # (read before the clock: the reading's own cost is nnprofile's too)
+            t1 = self.cpu.note(None)  # (read before the clock: the reading's own cost is nnprofile's too)
         else:
             t1 = self.clock()
         self.excluded.append((t0, t1))
-
-    def _waited_ns(self: Any) -> int:
-        """The time the thread has waited for a CPU so far (0 where the kernel does not say)."""
-        try:
-            return int(self.probe.waited_ns() or 0)
-        except Exception:
-            return 0
-
-    def _note_wait(self: Any, at_ns: Optional[int], begun: Optional[Tuple[int, int, int]] = None) -> int:
-        """The time the thread has waited for a CPU so far (what other work took of each step), read where a step
-        can begin (a call of the program's loop) and as nnprofile's own work ends. ``at_ns`` None: dated by the clock
-        read after it (returned). ``begun``: read after a call that already ran (its start, and its marks): the
-        reading is dated at its start, what the call was held up taken off, so that it falls on the step's bound
-        as the assembly draws it."""
-        try:
-            waited = self.probe.waited_ns()
-            switches = int(self.probe.switches()) if waited is not None else 0
-        except Exception as e:
-            self.faults.add("reading what other work took", e)
-            waited = None
-        if at_ns is None:
-            at_ns = self.clock()
-        if waited is None:
-            return at_ns
-        try:
-            if begun is not None:
-                at_ns, m0, m1 = begun
-                if self.marks == CPU:
-                    waited -= max(0, (self.clock() - at_ns) - (self._mark() - m0))
-            waits = self.waits
-            if waits and at_ns <= waits[-1][0]:
-                return at_ns  # readings go forward in time (each step's share is read between them)
-            waited = max(int(waited), waits[-1][1] if waits else 0)
-            waits.append((at_ns, waited, switches))
-        except Exception as e:
-            self.faults.add("reading what other work took", e)
-        return at_ns
 
     def past_the_loop(self: Any, frame: Any) -> None:
         """A call of the program's outside its step loop while the steps that measure the hooks' cost run without them:

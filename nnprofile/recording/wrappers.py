@@ -385,7 +385,7 @@ class Wrappers(InputWrappers):
                     )
                     depth = len(self.open_calls)
                     # its marks: the time the thread waited for a CPU inside it (see assembly.sections.waited)
-                    event = CommCall(method, start, start, moved, depth, m0=self._waited_ns())
+                    event = CommCall(method, start, start, moved, depth, m0=self.cpu.waited_ns())
             except Exception as e:
                 self.faults.add("communicator %s" % method, e)
                 timed = False
@@ -406,7 +406,7 @@ class Wrappers(InputWrappers):
                     self.comm_rank = (int(getattr(proxy._comm, "rank", 0)), int(getattr(proxy._comm, "size", 1)))
                 elif method == "all_reduce_callback":
                     self.callback_used = True
-                event.m1 = max(event.m0, self._waited_ns())
+                event.m1 = max(event.m0, self.cpu.waited_ns())
                 event.end_ns = self.clock()
             except Exception as e:
                 self.faults.add("communicator %s" % method, e)
