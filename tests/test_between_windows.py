@@ -145,10 +145,10 @@ def test_updates_alone_count_the_steps_when_every_iteration_has_one():
             if i == 150:
                 seen["reads wrapped"] = recorder.toggles.on["reads"]
                 seen["monitors wrapped"] = recorder.toggles.on.get("monitors")
-                seen["by frame only"] = recorder.by_frame_only
+                seen["by frame only"] = recorder.steps.by_frame_only
 
     recorder = _record(Schedule(wait=10**6), program)
-    assert recorder.steps_done == 200
+    assert recorder.steps.done == 200
     assert seen == {"reads wrapped": False, "monitors wrapped": False, "by frame only": True}
     assert _original_next() is recorder.toggles.groups["reads"][0].original  # put back at the end
 
@@ -175,7 +175,7 @@ def test_reads_stay_counted_where_gradients_accumulate_over_several():
 
     recorder = _record(Schedule(wait=10**6), program)
     assert seen == {"reads wrapped": True}
-    assert recorder.counter.bare > 0 and recorder.steps_done == 240
+    assert recorder.steps.counter.bare > 0 and recorder.steps.done == 240
 
 
 def test_a_program_that_moves_on_to_another_loop_is_counted_there():
@@ -203,7 +203,7 @@ def test_a_program_that_moves_on_to_another_loop_is_counted_there():
         train(data, x, t, loss, solver, 150)  # then a loop elsewhere
 
     recorder = _record(Schedule(wait=10**6), program)
-    assert recorder.steps_done == 270, recorder.steps_done
+    assert recorder.steps.done == 270, recorder.steps.done
 
 
 def test_the_wrappers_are_back_a_step_before_the_window_it_begins_at_a_read():
@@ -229,7 +229,7 @@ def test_the_wrappers_are_back_a_step_before_the_window_it_begins_at_a_read():
         program,
         on_window=lambda r: windows.append((r.window_start, list(r.events))),
     )
-    assert recorder.steps_done == 130 and len(windows) == 1
+    assert recorder.steps.done == 130 and len(windows) == 1
     start, events = windows[0]
     timed = [e for e in events if isinstance(e, (InputCall, SolverCall)) and e.depth == 0]
     assert start == 100 and isinstance(timed[0], InputCall)  # the window's first step from its read on
@@ -266,7 +266,7 @@ def test_a_window_asked_for_between_reads_begins_at_the_next_read():
     start, events = windows[0]
     timed = [e for e in events if isinstance(e, (InputCall, SolverCall)) and e.depth == 0]
     assert start == 121 and isinstance(timed[0], InputCall)
-    assert sum(1 for e in timed if isinstance(e, InputCall)) == 5 and recorder.steps_done == 160
+    assert sum(1 for e in timed if isinstance(e, InputCall)) == 5 and recorder.steps.done == 160
 
 
 def _epoch(data, x, t, loss, solver, n, train):
@@ -294,7 +294,7 @@ def test_a_validation_through_the_trainings_own_loop_is_no_step(schedule):
             _epoch(data, x, t, loss, solver, 2, False)  # a new run of the loop, without an update
 
     recorder = _record(schedule, program)
-    assert recorder.steps_done == 30
+    assert recorder.steps.done == 30
 
 
 @pytest.mark.parametrize("schedule", [Schedule(), Schedule(wait=10**6)], ids=["windowed", "between windows"])
@@ -315,4 +315,4 @@ def test_an_environments_steps_before_training_starts_are_no_steps(schedule):
                 solver.update()
 
     recorder = _record(schedule, program)
-    assert recorder.steps_done == 80
+    assert recorder.steps.done == 80

@@ -26,8 +26,8 @@ INJECTED = {
     "stacks": ["%s.stack:Stacks.take" % S, "%s.eager_call" % W],
     "counting": ["nnprofile.assembly.iterations:Counter.feed", "%s._iterator_name" % W, "%s.note_creation" % W],
     "solvers": ["%s._solver_plan" % W, "%s._solver_index" % W, "%s._read_plan" % W],
-    "proxies": ["%s.function_mode" % W, "%s._track_solver" % R, "%s._freeze" % R],
-    "passes": ["%s._close_pass" % R, "%s._step_ended" % R, "%s._check_subclasses" % W],
+    "proxies": ["%s.function_mode" % W, "%s._track_solver" % R, "%s.counting:StepCount.freeze" % S],
+    "passes": ["%s._close_pass" % R, "%s.step_ended" % R, "%s._check_subclasses" % W],
 }
 
 

@@ -16,6 +16,7 @@ import pytest
 import nnprofile
 from conftest import ROOT, run_cli
 from nnprofile.analysis import analyze
+from nnprofile.render.advice import words
 
 SCRIPTS = os.path.join(ROOT, "tests", "scripts")
 CONV_WORDS = ("maps", "kernel", "stride", "pooling")
@@ -191,7 +192,7 @@ def test_an_element_wise_layer_gets_advice_that_fits_it(word2vec):
     step = _step(analysis)
     _parts_hold_together(step)
     assert step.top_layers[0].layer == "Mul2"
-    for a in step.advice:
+    for a in map(words, step.advice):
         if a.rule == "dominant_layer":
             assert "element-wise" in a.text and not any(w in a.text for w in CONV_WORDS), a.text
     [after] = [s for s in profile.sections if s.info.get("outside") == "after the last step"]

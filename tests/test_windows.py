@@ -577,15 +577,15 @@ def test_reads_in_no_pattern_are_counted_no_longer_than_their_first_64():
     from nnprofile.recording.counting import FREEZE_AT
     from nnprofile.recording.recorder import Recorder
 
-    recorder = Recorder(schedule=Schedule(wait=10**6), calibrate=False)
+    steps = Recorder(schedule=Schedule(wait=10**6), calibrate=False).steps
     for k in range(3 * FREEZE_AT):  # a new iterator each read: no pattern
-        if recorder.counts_reads():
-            recorder._light_read(k)
-    assert not recorder.counts_reads() and len(recorder._reads) == FREEZE_AT and recorder.steps_done == 0
-    steady = Recorder(schedule=Schedule(wait=10**6), calibrate=False)
+        if steps.counts_reads():
+            steps.light_read(k)
+    assert not steps.counts_reads() and len(steps.reads) == FREEZE_AT and steps.done == 0
+    steady = Recorder(schedule=Schedule(wait=10**6), calibrate=False).steps
     for _ in range(3 * FREEZE_AT):
-        steady._light_read(0)
-    assert steady.counts_reads() and steady.steps_done == 3 * FREEZE_AT - 1  # the last step ends at the next read
+        steady.light_read(0)
+    assert steady.counts_reads() and steady.done == 3 * FREEZE_AT - 1  # the last step ends at the next read
 
 
 @pytest.mark.slow

@@ -87,7 +87,7 @@ def unfinished_notes(recorder: Any, schedule: Any, profile: Profile, kind: Any, 
     if not r.window:
         notes.append(
             "no window was recorded: the program ended first (%d steps%s)"
-            % (r.steps_done, ", waiting for a signal" if schedule.on_demand else "")
+            % (r.steps.done, ", waiting for a signal" if schedule.on_demand else "")
         )
     if kind is SystemExit and error.code not in (None, 0):  # the program's own choice: not a failure
         notes.append("the program exited with status %s" % error.code)
@@ -99,7 +99,7 @@ def after_windows(recorder: Any, ended: str) -> str:
     how it ended."""
     r = recorder
     recorded = r.window_end
-    after = max(0, r.steps_done - recorded)
+    after = max(0, r.steps.done - recorded)
     tail = max(0.0, (r.ended_ns - r.last_step_ns) / 1e9) if r.last_step_ns else 0.0
     return (
         "after window %d (its last step %d) the program ran %d more step%s unrecorded, then %.3f s after its "

@@ -315,7 +315,7 @@ class Recording:
         else:  # every window closed: the program ran on untouched after the last; say what happened then
             self.profile = last
             end_notes = [after_windows(self.recorder, ended)]
-            if not r.countable and (self.schedule.repeat != 1 or self.schedule.on_demand):
+            if not r.steps.countable and (self.schedule.repeat != 1 or self.schedule.on_demand):
                 end_notes.append(
                     "the program's steps show only as passes (no solver update, no nnprofile.step()), "
                     "which only the hooks see: after the first window its steps could not be counted, "
@@ -323,7 +323,7 @@ class Recording:
                 )
             if failure:  # the run did not end as it should: the windows closed are whole, the view says so
                 self.profile.complete, self.profile.failure = False, failure
-        counted = max(r.steps_done, offset_steps(self.profile))
+        counted = max(r.steps.done, offset_steps(self.profile))
         if self.profile is not None and isinstance(self.profile.header, ProgramHeader) and counted:
             whole_run(self.profile.header, counted)
         try:

@@ -12,12 +12,11 @@ recording without stacks), the steps are the repeating pattern of solver updates
 
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 from ..assembly.iterations import INSIDE, ITERATION, RUN, Counter
 from ..assembly.steps import Loop, pattern
-from . import importlock
-from .raw import device_sync
+from .parts import CountingHost
 
 # Without a window open, steps are counted by the loop as it comes until it has shown this many updates
 # (or marks); then by the pattern it showed, so that what is kept stays small over a run of any length.
@@ -29,23 +28,39 @@ LEFT_LOOP = 3  # updates in a row outside the loop kept (passes, without a solve
 MIN_READS = 2  # a loop without a solver counts its steps by its reads from its second read on
 
 
-class Counting:
-    """The counting part of ``Recorder`` (a mix-in: the state is the recorder's)."""
+class StepCount:
+    """The live count of the program's steps (``done``), and what it is counted by: the loop's iterations
+    (``counter``, from its frame once known: ``frame_loop``), else the pattern its updates, marks or reads showed
+    (``per_step``). It tells the recording (``host``) each step that ends."""
 
-    _per_step: Optional[Tuple[str, int]]
+    def __init__(self, host: CountingHost) -> None:
+        self.host = host
+        self.done = 0  # steps counted so far
+        self.counter = Counter(host.stacks.codes)
+        self.frame_loop: Any = None  # the loop's iterations counted from its own frame, once the loop is known
+        self.by_frame_only = False  # between windows, the loop known: updates counted by its frame alone
+        self.marked = False  # the program marks its steps (nnprofile.step())
+        self.countable = True  # False: steps show only as passes, which only the hooks see
+        self.counter_base = 0  # steps counted before the count of iterations began
+        self.updates_outside = 0  # updates in a row outside the loop kept
+        self.outside: List[Tuple[Any, Optional[str]]] = []  # the calls since the program left it (stack, key)
+        self.steps_before = 0  # steps counted before the loop now followed began
+        self.per_step: Optional[Tuple[str, int]] = None  # counting without the hooks: (updates|marks|reads, per step)
+        self.counted_since = 0  # updates (or marks, or reads) since then
+        self.reads: List[int] = []  # before any window, in a program without a solver: the iterators read
 
-    def _by_iterations(self: Any) -> bool:
-        return self.counter.loop is not None and not self.loop.marks and not self._marked
+    def by_iterations(self) -> bool:
+        return self.counter.loop is not None and not self.host.loop.marks and not self.marked
 
-    def _take(self: Any, frame: Any) -> Any:
+    def take(self, frame: Any) -> Any:
         """The program's stack at a call, where the recording keeps it or the loop is still being chosen; between
-        windows, once the loop is known, none is taken (``_moved`` reads the loop's frame alone)."""
-        if self.capturing or not self.counter.fixed or not self.frame_loop:
-            return self.stacks.take(frame)
+        windows, once the loop is known, none is taken (``moved`` reads the loop's frame alone)."""
+        if self.host.capturing or not self.counter.fixed or not self.frame_loop:
+            return self.host.stacks.take(frame)
         return None
 
-    def _moved(
-        self: Any,
+    def moved(
+        self,
         stack: Any,
         key: Optional[str],
         since: Optional[int] = None,
@@ -56,11 +71,11 @@ class Counting:
         loop's iterations; a step that ended is followed by the schedule, its work (from ``since``, the
         clock's last reading) set aside as nnprofile's own. Once the loop is known, its iterations are counted
         from its own frame (``FastLoop``); the stack, where taken, is for the recording only."""
-        counter = self.counter
-        if self.capturing and (since is not None or begun is not None):  # where a step may begin: the wait so far
-            self.cpu.note(since if begun is None else begun[0], begun)
-        if not self.hooks_on and self.capturing and frame is not None:
-            self.past_the_loop(frame)
+        counter, host = self.counter, self.host
+        if host.capturing and (since is not None or begun is not None):  # where a step may begin: the wait so far
+            host.cpu.note(since if begun is None else begun[0], begun)
+        if not host.hooks_on and host.capturing and frame is not None:
+            host.past_the_loop(frame)
         if counter.fixed and self.frame_loop and frame is not None:
             counter.moved(self.frame_loop.event(frame), key)
         elif not stack:
@@ -68,182 +83,156 @@ class Counting:
         else:
             counter.feed(stack, key)
             if counter.fixed and self.frame_loop is None:  # the loop was kept as found: counted from its frame now
-                self.frame_loop = FastLoop.of(counter, self.stacks) or False
+                self.frame_loop = FastLoop.of(counter, host.stacks) or False
         if counter.fixed:
             self._follow(stack, frame, key)
-        if self._by_iterations():
-            steps = self._counter_base + self.counter.completed
-            if steps > self.steps_done:
-                t0 = self.clock() if since is None else since
-                self.steps_done = steps
-                self._step_ended()
-                if self.capturing:
-                    self._aside(t0)
+        if self.by_iterations():
+            steps = self.counter_base + self.counter.completed
+            if steps > self.done:
+                t0 = host.clock() if since is None else since
+                self.done = steps
+                host.step_ended()
+                if host.capturing:
+                    host.aside(t0)
 
-    def _follow(self: Any, stack: Any, frame: Any, key: Optional[str]) -> None:
+    def _follow(self, stack: Any, frame: Any, key: Optional[str]) -> None:
         """A call, the loop kept: outside it, its stack is kept (a few); where the program's updates (its passes,
         without a solver) go on outside it, the program moved on to another loop (a second stage, a fine-tuning):
         the loop is chosen again, from the calls made since it left the old one, the steps counted so far kept."""
         if self.counter.inside:
-            if self._updates_outside or self._outside:
-                self._updates_outside, self._outside = 0, []
+            if self.updates_outside or self.outside:
+                self.updates_outside, self.outside = 0, []
             return
-        if len(self._outside) < OUTSIDE_KEPT:
-            self._outside.append((stack or self.stacks.take(frame), key))
-        if key == "update" or (key == "other" and not self.solvers):
-            self._updates_outside += 1
-            if self._updates_outside >= LEFT_LOOP:
-                calls, self._outside, self._updates_outside = self._outside, [], 0
-                self._counter_base = self.steps_done
-                self.counter = Counter(self.stacks.codes, expects_updates=bool(self.solvers))
+        if len(self.outside) < OUTSIDE_KEPT:
+            self.outside.append((stack or self.host.stacks.take(frame), key))
+        solvers = bool(self.host.solvers)
+        if key == "update" or (key == "other" and not solvers):
+            self.updates_outside += 1
+            if self.updates_outside >= LEFT_LOOP:
+                calls, self.outside, self.updates_outside = self.outside, [], 0
+                self.counter_base = self.done
+                self.counter = Counter(self.host.stacks.codes, expects_updates=solvers)
                 self.frame_loop, self.by_frame_only = None, False
                 for s, k in calls:
                     self.counter.feed(s, k)
 
-    # -- the wrappers between windows: only those that count the steps --------------------------------------
-
-    def _sync_wrappers(self: Any) -> None:
-        """Between windows, the monitors' wrappers are off, and the iterators' too where the updates alone count
-        the steps (every iteration of the loop kept has one) and no window is near: the program's reads then
-        run as NNabla's own. Both are on again a step before a window begins (or when one is asked for)."""
-        if self.recording:  # (once stopped, every original is back)
-            self.toggles.set("monitors", self.capturing)
-        if self._import_locks is not None:
-            importlock.stacked(self.capturing)
-        w = self.windows
-        near = self._asked or w.queued or (w.next_start is not None and self.steps_done + 1 >= w.next_start)
-        by_updates = (
-            bool(self.frame_loop) and bool(self.solvers) and self._by_iterations() and self.counter.updates_show_it
-        )
-        if self.recording:
-            self.toggles.set("reads", self.capturing or near or not by_updates)
-        self.by_frame_only = bool(self.frame_loop) and self._by_iterations() and not self.capturing and self.recording
-
-    def lean_update(self: Any, frame: Any) -> None:
-        """A solver's update between windows, the loop known (``lean``): its iteration counted from the loop's
-        frame, and nothing else (``_moved``'s work for an update, in the fewest steps)."""
+    def lean_update(self, frame: Any) -> None:
+        """A solver's update between windows, the loop known (``by_frame_only``): its iteration counted from the
+        loop's frame, and nothing else (``moved``'s work for an update, in the fewest steps)."""
         counter = self.counter
         counter.moved(self.frame_loop.event(frame), "update")
-        if not counter.inside or self._updates_outside or self._outside:
+        if not counter.inside or self.updates_outside or self.outside:
             self._follow(None, frame, "update")
-        steps = self._counter_base + self.counter.completed
-        if steps > self.steps_done and self._by_iterations():
-            self.steps_done = steps
-            self._step_ended(late=True)
+        steps = self.counter_base + self.counter.completed
+        if steps > self.done and self.by_iterations():
+            self.done = steps
+            self.host.step_ended(late=True)
 
-    def _next_due(self: Any) -> int:
-        """Between windows, the step count at which a step's end next has something to do: the window a step
-        ahead, the watcher's turn, the wrappers' choice while it can still change (checked every few steps)."""
-        due = []
-        w = self.windows
-        if w.next_start is not None and w.more():
-            due.append(w.next_start - 1)
-        if self.watch is not None:
-            due.append(self.steps_done - self.steps_done % WATCH_EVERY + WATCH_EVERY)
-        if self.toggles.is_on("reads"):
-            due.append(self.steps_done + RECHECK)
-        return min(due) if due else 1 << 62
-
-    def _count_steps(self: Any) -> None:
-        """A program whose passes are its steps (no solver, no loop found): counted as each pass starts."""
-        if self._by_iterations():
+    def count_passes(self) -> None:
+        """A program whose passes are its steps (no solver, no loop found): counted as each pass starts; at an
+        update or a mark, under the pattern rule, likewise (the callers leave this work out of every step)."""
+        if self.by_iterations():
             return
-        before = self.steps_done
-        self.steps_done = max(before, self._steps_before + self.loop.steps())
-        if self.steps_done != before:
-            self._step_ended()
+        before = self.done
+        self.done = max(before, self.steps_before + self.host.loop.steps())
+        if self.done != before:
+            self.host.step_ended()
 
-    def _count_at_end(self: Any) -> None:
-        """At an update or a mark: under the pattern rule, count the steps (the callers leave this work out
-        of every step)."""
-        if not self._sync_known:
-            self.sync, self._sync_known = device_sync(), True
-            if self.sync is not None:  # an asynchronous device: its waits are no CPU time
-                self.cpu.on_async_device()
-                self._mark = self.cpu.mark
-        if self._by_iterations():
-            return
-        before = self.steps_done
-        self.steps_done = max(before, self._steps_before + self.loop.steps())
-        if self.steps_done != before:
-            self._step_ended()
-
-    def _light_step(self: Any, kind: str, solver: int) -> None:
+    def light_step(self, kind: str, solver: int) -> None:
         """An update (or a step mark) with no window open, under the pattern rule."""
-        if self._by_iterations():
+        if self.by_iterations():
             return
-        before = self.steps_done
-        if self._per_step is None:  # no window has shown the loop yet: the solvers' updates as they come
+        before, loop = self.done, self.host.loop
+        if self.per_step is None:  # no window has shown the loop yet: the solvers' updates as they come
             if kind == "updates":
-                self.loop.hooks(False)
-                self.loop.update(solver, 0)
+                loop.hooks(False)
+                loop.update(solver, 0)
             else:
-                self.loop.mark(0)
-            self.steps_done = max(before, self._steps_before + self.loop.steps())
-            if len(self.loop.segments) + len(self.loop.marks) >= FREEZE_AT:
-                self._freeze()
-        elif kind == self._per_step[0]:
-            self._counted_since += 1
-            self.steps_done = self._steps_before + self._counted_since // self._per_step[1]
-        if self.steps_done != before:
-            self._step_ended()
+                loop.mark(0)
+            self.done = max(before, self.steps_before + loop.steps())
+            if len(loop.segments) + len(loop.marks) >= FREEZE_AT:
+                self.freeze()
+        elif kind == self.per_step[0]:
+            self.counted_since += 1
+            self.done = self.steps_before + self.counted_since // self.per_step[1]
+        if self.done != before:
+            self.host.step_ended()
 
-    def counts_reads(self: Any) -> bool:
+    def counts_reads(self) -> bool:
         """Whether the steps are counted by the iterators' reads now (no window open, the pattern rule): in a
         loop without a solver or a step mark, before any window, or after windows that showed a fixed number
         a step."""
-        if self._by_iterations():
+        if self.by_iterations():
             return False
-        if self._per_step is None:
-            return not self.solvers and not self.loop.segments and not self.loop.marks and len(self._reads) < FREEZE_AT
-        return self._per_step[0] == "reads"
+        if self.per_step is None:
+            loop = self.host.loop
+            return not self.host.solvers and not loop.segments and not loop.marks and len(self.reads) < FREEZE_AT
+        return self.per_step[0] == "reads"
 
-    def _light_read(self: Any, iterator: int) -> None:
+    def light_read(self, iterator: int) -> None:
         """An iterator's read with no window open, in a loop whose steps only passes show (pattern rule)."""
-        before = self.steps_done
-        if self._per_step is None:
-            self._reads.append(iterator)
-            found = pattern(self._reads) if len(self._reads) >= MIN_READS else None
+        before = self.done
+        if self.per_step is None:
+            self.reads.append(iterator)
+            found = pattern(self.reads) if len(self.reads) >= MIN_READS else None
             if found is not None:
                 offset, period, _ = found
-                self.steps_done = max(
-                    self.steps_done, self._steps_before + max(0, len(self._reads) - offset - 1) // period
-                )
-                if len(self._reads) >= FREEZE_AT:
-                    counted = self.steps_done - self._steps_before
-                    self._per_step, self._counted_since = (
-                        ("reads", period),
-                        len(self._reads) - offset - counted * period,
-                    )
-                    self._steps_before, self._reads = self.steps_done, []  # type: ignore[var-annotated]
+                self.done = max(self.done, self.steps_before + max(0, len(self.reads) - offset - 1) // period)
+                if len(self.reads) >= FREEZE_AT:
+                    counted = self.done - self.steps_before
+                    self.per_step = ("reads", period)
+                    self.counted_since = len(self.reads) - offset - counted * period
+                    self.steps_before, self.reads = self.done, []
         else:
-            self._counted_since += 1
-            self.steps_done = self._steps_before + max(0, self._counted_since - 1) // self._per_step[1]
-        if self.steps_done != before:
-            self._step_ended()
+            self.counted_since += 1
+            self.done = self.steps_before + max(0, self.counted_since - 1) // self.per_step[1]
+        if self.done != before:
+            self.host.step_ended()
 
-    def _freeze(self: Any) -> None:
+    def freeze(self) -> None:
         """Count from here on by what the window showed: the loop's iterations where a loop was found; else
         by the pattern: updates (or marks) per step, and how many of the step under way are done."""
         if self.counter.loop is not None:
             self.counter.fix()
-            self.frame_loop = FastLoop.of(self.counter, self.stacks) or False
-        rule = self.loop.rule()
-        counted = self.loop.steps()
-        if self._by_iterations():
-            if not self.loop.segments and not self.loop.read_at and not self.solvers:
+            self.frame_loop = FastLoop.of(self.counter, self.host.stacks) or False
+        loop = self.host.loop
+        rule = loop.rule()
+        counted = loop.steps()
+        if self.by_iterations():
+            if not loop.segments and not loop.read_at and not self.host.solvers:
                 self.countable = False  # its iterations show only in passes, which only the hooks see
         elif rule.kind == "updates":
-            done = max(0, len(self.loop.segments) - rule.offset) - counted * rule.period
-            self._per_step, self._counted_since = ("updates", rule.period), max(0, done)
+            done = max(0, len(loop.segments) - rule.offset) - counted * rule.period
+            self.per_step, self.counted_since = ("updates", rule.period), max(0, done)
         elif rule.kind == "marks":
-            self._per_step, self._counted_since = ("marks", 1), 0
-        elif rule.kind == "passes" and (reads := self.loop.reads_per_step(rule)):
-            self._per_step, self._counted_since = ("reads", reads), self.loop.reads_after(rule)
+            self.per_step, self.counted_since = ("marks", 1), 0
+        elif rule.kind == "passes" and (reads := loop.reads_per_step(rule)):
+            self.per_step, self.counted_since = ("reads", reads), loop.reads_after(rule)
         elif self.counter.loop is None:
             self.countable = False
-        self._steps_before += counted
-        self.loop = Loop()
+        self.steps_before += counted
+        self.host.loop = Loop()
+
+    def window_opened(self) -> None:
+        """A window begins: the count goes on from here, by the window's own loop (what came before frozen)."""
+        if self.per_step is None and self.host.loop.segments:
+            self.freeze()
+        self.reads = []
+        self.steps_before = self.done
+
+    def last_iteration(self) -> bool:
+        """The program ended inside its loop's last iteration: that step ends with it. Whether it did."""
+        if not (self.by_iterations() and self.counter.inside):
+            return False
+        self.counter.inside = False
+        self.done = max(self.done, self.counter_base + self.counter.completed)
+        return True
+
+    def last_reads(self) -> None:
+        """The program ended, its steps counted by its reads between windows: its last step ran (its end, the next
+        read, never comes)."""
+        if self.per_step is not None and self.per_step[0] == "reads":
+            self.done = max(self.done, self.steps_before + self.counted_since // self.per_step[1])
 
 
 class FastLoop:

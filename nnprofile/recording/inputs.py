@@ -66,14 +66,14 @@ class InputWrappers:
             t0 = self.clock()
             self._break_pass()
             self._check_subclasses()
-        self._read_stack = self._take(frame)
-        self._moved(self._read_stack, "other", t0, frame)
+        self._read_stack = self.steps.take(frame)
+        self.steps.moved(self._read_stack, "other", t0, frame)
         if not self.capturing:  # between windows (or the window just closed): counted only
-            if self.counts_reads():
-                self._light_read(self._iterator_of(iterator, frame))
+            if self.steps.counts_reads():
+                self.steps.light_read(self._iterator_of(iterator, frame))
             return None
         index = self._iterator_of(iterator, frame)
-        self._aside(t0 if t0 is not None else self.clock())
+        self.aside(t0 if t0 is not None else self.clock())
         return index, 0
 
     def _iterator_of(self: Any, iterator: Any, frame: Any) -> int:

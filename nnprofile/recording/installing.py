@@ -66,7 +66,7 @@ class Installing:
 
     def _track_solver(self: Any, solver: Any) -> TimedSolver:
         where = first_outside(sys._getframe(2), self._skip)
-        self.counter.expects_updates = True  # its loop is the one that updates (``Counter``)
+        self.steps.counter.expects_updates = True  # its loop is the one that updates (``Counter``)
         self.solvers.append(
             RawSolver(
                 solver,

@@ -1,15 +1,19 @@
 """The interfaces between the recording's parts: what each part may ask of the one that owns it.
 
-The recorder (``recorder.Recorder``) makes the stand-ins it gives the program (``proxies``) and the
-sampler of the program's own lines (``sampler``); these talk back to it only through the protocols
-here, so that neither imports the recorder, and a test can hand them a small object of its own.
+The recorder (``recorder.Recorder``) makes the stand-ins it gives the program (``proxies``), the
+sampler of the program's own lines (``sampler``) and the count of its steps (``counting``); these talk
+back to it only through the protocols here, so that none imports the recorder, and a test can hand
+them a small object of its own.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
+from ..assembly.steps import Loop
 from .faults import Faults
+from .stack import Stacks
+from .waits import CpuWaits
 
 
 class CallTimer(Protocol):
@@ -40,3 +44,24 @@ class SampledProgram(Protocol):
     open_calls: List[Any]  # the calls nnprofile times that are open now (a sample inside one is dropped)
     site_phases: Dict[Any, str]  # the call sites of passes seen: (code, instruction) -> phase
     excluded: List[Tuple[int, int]]  # nnprofile's own stretches of time, left out of every figure
+
+
+class CountingHost(Protocol):
+    """What the count of steps (``counting.StepCount``) reads of the recording, and tells it."""
+
+    capturing: bool  # a window is open
+    hooks_on: bool  # the function hooks are set
+    solvers: List[Any]  # the program's solvers made so far
+    stacks: Stacks
+    loop: Loop  # the window's sequence of passes, updates, reads and marks (a new one as a window opens)
+    clock: Callable[[], int]
+    cpu: CpuWaits
+
+    def step_ended(self, late: bool = False) -> None:
+        """A step has ended (the count says how many): the schedule's windows follow."""
+
+    def aside(self, t0: int) -> None:
+        """nnprofile's own work since ``t0``: left out of every call, pass and step."""
+
+    def past_the_loop(self, frame: Any) -> None:
+        """A call of the program's that may lie past its step loop (the hooks go back on there)."""

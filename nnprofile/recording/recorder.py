@@ -52,12 +52,11 @@ import time
 from typing import Any, Callable, Dict, Hashable, Iterator, List, Optional, Tuple
 
 from ..assembly.events import STATIC, Call, Event, IteratorInfo
-from ..assembly.iterations import Counter
 from ..base.interference import NoProbe, Probe
 from ..assembly.steps import Loop
 from .callsite import BACKWARD_NAMES, FORWARD_NAMES, call_at
 from . import importlock
-from .counting import Counting
+from .counting import StepCount
 from .faults import Faults
 from .waits import CpuWaits
 from .toggles import Toggles
@@ -85,7 +84,7 @@ MIN_PAIRS = 3  # pairs the estimate needs (``nnprofile.base.hookcost.measured_in
 _nn: Any = None  # nnabla, once recording started (no import in a hook)
 
 
-class Recorder(Installing, Windowing, Wrappers, Counting):
+class Recorder(Installing, Windowing, Wrappers):
     """Hooks into NNabla while started; keeps the raw events of a program's run.
 
     ``namespaces``: further namespaces (a notebook's) in which NNabla's factories are replaced,
@@ -144,15 +143,8 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
         self.eager: Dict[Hashable, EagerInfo] = {}
         self.loop = Loop()
         self.stacks = Stacks()
-        self.counter = Counter(self.stacks.codes)
-        self.frame_loop: Any = None  # the loop's iterations counted from its own frame, once the loop is known
-        self.by_frame_only = False  # between windows, the loop known: updates counted by its frame alone
+        self.steps = StepCount(self)  # the live count of the program's steps
         self._quiet_until = 0  # between windows: the step count before which a step's end needs nothing
-        self._updates_outside = 0  # updates in a row outside the loop kept
-        self._outside: List[Tuple[Any, Optional[str]]] = []  # the calls since the program left it (stack, key)
-        self._counter_base = 0  # steps counted before the count of iterations began
-        self._marked = False  # the program marks its steps (nnprofile.step())
-        self.steps_done = 0
         self.open_calls: List[Any] = []  # the calls open now: (function, start) for a hooked one, else a marker
         self.elsewhere = 0  # functions run by other threads than the recorded one (not recorded)
         self.program_thread = _ident()  # the thread recorded (the program's own)
@@ -258,9 +250,9 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
                 self._pass_first, self._pass_start = f, start
                 self._pass_last = f
                 self._check_subclasses()
-                call.stack = self._take(frame)
-                self._moved(call.stack, "other", end, frame, begun=(start, m0, m1))
-                self._aside(end)  # nnprofile's own work inside the pass
+                call.stack = self.steps.take(frame)
+                self.steps.moved(call.stack, "other", end, frame, begun=(start, m0, m1))
+                self.aside(end)  # nnprofile's own work inside the pass
             else:
                 self._pass_functions.add(f)
                 self._pass_last = f
@@ -283,11 +275,21 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
             self.loop.pass_started(phase, graph, self._pass_site, self._pass_start)
             self._pass_site = None
             if not self.solvers and not self.loop.marks:  # a program without a solver: passes mark its steps
-                self._count_steps()
+                self.steps.count_passes()
         self._dynamic_pass = False
 
     def _break_pass(self) -> None:
         self._close_pass()
+
+    def _find_sync(self) -> None:
+        """At the first update or step mark (the program has set its context by then): the device's wait, on an
+        asynchronous device (CUDA), read before each reading of the clock; a call's marks are then its context
+        switches (its waits for the device are no CPU time)."""
+        if not self._sync_known:
+            self.sync, self._sync_known = device_sync(), True
+            if self.sync is not None:
+                self.cpu.on_async_device()
+                self._mark = self.cpu.mark
 
     # -- start, steps, stop ----------------------------------------------------
 
@@ -389,7 +391,7 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
                 self.parameter_names.setdefault(variable, name)
         except Exception as e:
             self.faults.add("reading the parameters' names", e)
-        self._aside(t0)
+        self.aside(t0)
 
     def stop(self) -> None:
         """Unhook and put everything back (the program's end); a window still open keeps its events. Again after a
@@ -400,21 +402,16 @@ class Recorder(Installing, Windowing, Wrappers, Counting):
             return
         try:
             self._break_pass()
-            if self._by_iterations() and self.counter.inside:  # the loop's last iteration ended with the program
-                self.counter.inside = False
-                self.steps_done = max(self.steps_done, self._counter_base + self.counter.completed)
-                if self.capturing and self.windows.window_done(self.steps_done):
-                    self._close_window()
+            if self.steps.last_iteration() and self.capturing and self.windows.window_done(self.steps.done):
+                self._close_window()
         except Exception as e:  # what was recorded stays; everything is put back below, whatever happened
             self.faults.add("ending the recording", e)
-        self.recording = self.by_frame_only = False
+        self.recording = self.steps.by_frame_only = False
         if self.sampler is not None:
             self.sampler.stop()
         self.ended_ns = self.clock()
-        if not self.capturing and self._per_step is not None and self._per_step[0] == "reads":
-            self.steps_done = max(
-                self.steps_done, self._steps_before + self._counted_since // self._per_step[1]
-            )  # the last step ran
+        if not self.capturing:
+            self.steps.last_reads()
         if self.capturing:
             self.stopped_ns = self.ended_ns
             self.cpu.note(self.ended_ns)

@@ -11,7 +11,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..assembly.events import Hooks, StepMark
 from ..assembly.steps import Loop
-from .counting import WATCH_EVERY
+from . import importlock
+from .counting import RECHECK, WATCH_EVERY
 from .schedule import OFF
 
 HOOK_KEY = "nnprofile"
@@ -42,11 +43,6 @@ class Windowing:
         self.capturing = False  # a window is open: its events are kept
         self.window = 0  # the window open, or the last closed
         self.window_start = 0  # the steps of the run before the open window began
-        self.countable = True  # False: steps show only as passes, which only the hooks see
-        self._steps_before = 0  # steps counted before the loop now followed began
-        self._per_step: Optional[Tuple[str, int]] = None  # counting without the hooks: (updates|marks|reads, per step)
-        self._counted_since = 0  # updates (or marks, or reads) since then
-        self._reads: List[int] = []  # before any window, in a program without a solver: the iterators read
         self._asked = False  # a window on demand was asked for (a signal)
         self.last_step_ns = 0  # when the last step ended
         self.window_end = 0  # the steps of the run when the last window closed
@@ -59,15 +55,16 @@ class Windowing:
         try:
             if _ident() != self.program_thread or not self.recording:
                 return
-            self._marked = True
+            self.steps.marked = True
             if not self.capturing:
-                self._light_step("marks", 0)
+                self.steps.light_step("marks", 0)
                 return
             at = self.clock() if end_ns is None else end_ns
             self._break_pass()
             self.events.append(StepMark(at, self.stacks.take(_getframe(1))))
             self.loop.mark(at)
-            self._count_at_end()
+            self._find_sync()
+            self.steps.count_passes()
             self.excluded.append((at, self.clock()))
         except Exception as e:
             self.faults.add("nnprofile.step()", e)
@@ -81,26 +78,26 @@ class Windowing:
         except Exception:
             pass
 
-    def _step_ended(self: Any, late: bool = False) -> None:
-        """A step has ended (``steps_done`` counts it): close the window whose steps are done, open the next
+    def step_ended(self: Any, late: bool = False) -> None:
+        """A step has ended (``steps.done`` counts it): close the window whose steps are done, open the next
         where the schedule says, set the hooks for the step to come. ``late``: seen at an update, after the
         step that follows began (its reads were not watched): a window asked for begins a step later."""
         self.last_step_ns = self.clock()
         if self.capturing:
             self.cpu.note(self.last_step_ns)
-        if self.steps_done < self._quiet_until and not self._asked and not self.capturing:
+        if self.steps.done < self._quiet_until and not self._asked and not self.capturing:
             return  # between windows, nothing is due before then
-        if self.capturing and self.steps_done - self.window_start <= SITE_STEPS + 1:
+        if self.capturing and self.steps.done - self.window_start <= SITE_STEPS + 1:
             self.snapshot_parameters()  # a dynamic graph makes its parameters in its first steps
-        if self.watch is not None and not self.capturing and self.steps_done % WATCH_EVERY == 0:
+        if self.watch is not None and not self.capturing and self.steps.done % WATCH_EVERY == 0:
             self.watch()
-        if self.capturing and self.windows.window_done(self.steps_done):
+        if self.capturing and self.windows.window_done(self.steps.done):
             self._close_window()
         elif (
             self.capturing
             and not self._active_handed
             and self.on_active is not None
-            and self.windows.active_done(self.steps_done)
+            and self.windows.active_done(self.steps.done)
         ):
             self._active_handed = True  # its kept steps done: written now, not after the steps for the hooks' cost
             try:
@@ -109,34 +106,62 @@ class Windowing:
                 self.faults.add("handing over window %d" % self.window, e)
         if self._asked:
             self._asked = False
-            self.windows.ask(self.steps_done + (1 if late else 0))
-        if not self.capturing and self.countable:
-            phase, window = self.windows.begin(self.steps_done)
+            self.windows.ask(self.steps.done + (1 if late else 0))
+        if not self.capturing and self.steps.countable:
+            phase, window = self.windows.begin(self.steps.done)
             if phase != OFF:
                 self._open_window(window)
         if self.capturing:
-            self._switch_hooks(self.windows.hooked(self.steps_done) or self._passes_only())
+            self._switch_hooks(self.windows.hooked(self.steps.done) or self._passes_only())
         self._sync_wrappers()
         self._quiet_until = self._next_due() if not self.capturing else 0
 
+    # -- the wrappers between windows: only those that count the steps --------------------------------------
+
+    def _sync_wrappers(self: Any) -> None:
+        """Between windows, the monitors' wrappers are off, and the iterators' too where the updates alone count
+        the steps (every iteration of the loop kept has one) and no window is near: the program's reads then
+        run as NNabla's own. Both are on again a step before a window begins (or when one is asked for)."""
+        if self.recording:  # (once stopped, every original is back)
+            self.toggles.set("monitors", self.capturing)
+        if self._import_locks is not None:
+            importlock.stacked(self.capturing)
+        w, steps = self.windows, self.steps
+        near = self._asked or w.queued or (w.next_start is not None and steps.done + 1 >= w.next_start)
+        counted = bool(steps.frame_loop) and steps.by_iterations()
+        by_updates = counted and bool(self.solvers) and steps.counter.updates_show_it
+        if self.recording:
+            self.toggles.set("reads", self.capturing or near or not by_updates)
+        steps.by_frame_only = counted and not self.capturing and self.recording
+
+    def _next_due(self: Any) -> int:
+        """Between windows, the step count at which a step's end next has something to do: the window a step
+        ahead, the watcher's turn, the wrappers' choice while it can still change (checked every few steps)."""
+        due = []
+        w, done = self.windows, self.steps.done
+        if w.next_start is not None and w.more():
+            due.append(w.next_start - 1)
+        if self.watch is not None:
+            due.append(done - done % WATCH_EVERY + WATCH_EVERY)
+        if self.toggles.is_on("reads"):
+            due.append(done + RECHECK)
+        return min(due) if due else 1 << 62
+
     def _passes_only(self: Any) -> bool:
         """The steps show only in passes (no update, read or mark in the window): the hooks stay on."""
-        if self._by_iterations():
+        if self.steps.by_iterations():
             return not self.loop.segments and not self.loop.read_at and not self.loop.marks and not self.solvers
         return self.loop.rule().kind == "passes"
 
     def _open_window(self: Any, window: int) -> None:
         """A window begins: its events from here, a loop of its own (the steps counted go on)."""
-        if self._per_step is None and self.loop.segments:
-            self._freeze()
-        self.window, self.window_start = window, self.steps_done
-        self._reads = []
+        self.steps.window_opened()
+        self.window, self.window_start = window, self.steps.done
         self._patch_subclasses()
         self.events, self.excluded, self.cpu.readings = [], [], []
         if len(self.created) > MAX_CREATED:  # bounded over any number of windows (sources noted anew)
             self.created = {}
         self.loop = Loop()
-        self._steps_before = self.steps_done
         self.started_ns = self.clock()
         self.cpu.note(self.started_ns)
         self.capturing = True
@@ -155,11 +180,11 @@ class Windowing:
         if self.sampler is not None:
             self.sampler.stop()
         self._switch_hooks(False)
-        self.window_end = self.steps_done
+        self.window_end = self.steps.done
         self.stopped_ns = self.clock()
         self.cpu.note(self.stopped_ns)
         self.snapshot_parameters()
-        self._freeze()
+        self.steps.freeze()
         self._sync_wrappers()
         if self.on_window is not None:
             try:
@@ -191,7 +216,7 @@ class Windowing:
         except BaseException as e:  # noqa: B036 (a Ctrl-C that landed here: Python would drop it; given back later)
             self._deferred = e
 
-    def _aside(self: Any, t0: int) -> None:
+    def aside(self: Any, t0: int) -> None:
         """nnprofile's own work since ``t0`` set aside (no part of any call, pass or step), the wait for a CPU read as
         it ends: what held that work up is no part of any step either (``assembly.intervals.waited_aside``)."""
         if self.sampler is not None:
@@ -211,8 +236,8 @@ class Windowing:
                 self.capturing
                 and not self.hooks_on
                 and self.calibrate
-                and self.counter.loop is not None
-                and self._by_iterations()
+                and self.steps.counter.loop is not None
+                and self.steps.by_iterations()
                 and self._outside_loop(frame)
             ):
                 self._switch_hooks(True)
@@ -220,7 +245,7 @@ class Windowing:
             self.faults.add("following the program past its loop", e)
 
     def _outside_loop(self: Any, frame: Any) -> bool:
-        loop = self.counter.loop
+        loop = self.steps.counter.loop
         if loop is None:
             return False
         code, head = self.stacks.objects[loop[0]], loop[1]

@@ -120,14 +120,14 @@ class Wrappers(InputWrappers):
             self._dynamic_pass, self._dynamic_place = True, place
             self._check_subclasses()
             self.loop.pass_started("forward", None, "auto_forward", start)
-            stack = self._take(frame)
-            self._moved(stack, "other", t0, frame, begun=(start, switches[0], switches[1]))
+            stack = self.steps.take(frame)
+            self.steps.moved(stack, "other", t0, frame, begun=(start, switches[0], switches[1]))
             if not self.solvers and not self.loop.marks:
-                self._count_steps()
-            self._aside(t0)
+                self.steps.count_passes()
+            self.aside(t0)
         self.events.append(Call(parent, start, end, None, DYNAMIC, 0, stack, *switches))
         self._recent_dynamic.add(parent)
-        if self.note_sites and self.steps_done < self.SITE_STEPS:
+        if self.note_sites and self.steps.done < self.SITE_STEPS:
             self.note_creation(outputs, depth=4)
 
     def _loop_place(self: Any, frame: Any) -> Any:
@@ -135,7 +135,7 @@ class Wrappers(InputWrappers):
         the frame running the loop (known once the loop was chosen); None before that or outside it. A graph made
         under auto_forward is built where the program builds it: each line of the loop that calls into the code
         making functions begins a pass of its own."""
-        loop = self.counter.loop
+        loop = self.steps.counter.loop
         if loop is None:
             return None
         code = self.stacks.objects[loop[0]] if loop[0] < len(self.stacks.objects) else None
@@ -191,10 +191,10 @@ class Wrappers(InputWrappers):
 
             def call(*args: Any, **kwargs: Any) -> Any:
                 if (
-                    recorder.by_frame_only and _ident() == recorder.program_thread
+                    recorder.steps.by_frame_only and _ident() == recorder.program_thread
                 ):  # between windows, counted by the loop's frame
                     try:
-                        recorder.lean_update(_getframe(1))
+                        recorder.steps.lean_update(_getframe(1))
                     except Exception as e:
                         recorder.faults.add("counting steps at solver update", e)
                     return solver.update(*args, **kwargs)
@@ -221,7 +221,7 @@ class Wrappers(InputWrappers):
         if plan == "light":
             result = bound(*args, **kwargs)
             try:
-                self._light_step("updates", index)
+                self.steps.light_step("updates", index)
             except Exception as e:
                 self.faults.add("counting steps at solver %s" % method, e)
             return result
@@ -250,8 +250,9 @@ class Wrappers(InputWrappers):
             if depth == 0 and method == "update":
                 self.loop.update(index, end)
                 self._recent_dynamic = set()  # type: set
-                self._count_at_end()
-            self._aside(end)  # nnprofile's own work, no part of the step
+                self._find_sync()
+                self.steps.count_passes()
+            self.aside(end)  # nnprofile's own work, no part of the step
         except Exception as e:
             self.faults.add("solver %s" % method, e)
         return result
@@ -270,8 +271,8 @@ class Wrappers(InputWrappers):
         if depth == 0:
             if self.capturing:
                 self._break_pass()
-            stack = self._take(frame)
-            self._moved(stack, "update" if method == "update" else None, t0, frame)
+            stack = self.steps.take(frame)
+            self.steps.moved(stack, "update" if method == "update" else None, t0, frame)
         if not self.capturing:
             return "light"
         info = self.solvers[index]
@@ -279,7 +280,7 @@ class Wrappers(InputWrappers):
             info.variable = receiver_of_caller(frame, (method,))
         if not info.parameters:
             info.parameters = solver_parameters(info.solver, info.own)
-        self._aside(t0 if t0 is not None else self.clock())
+        self.aside(t0 if t0 is not None else self.clock())
         return stack if depth == 0 else ()
 
     def _check_subclasses(self: Any) -> None:
@@ -338,7 +339,7 @@ class Wrappers(InputWrappers):
         index = self._own_solvers.get(id(solver))
         if index is None or self.solvers[index].solver is not solver:
             where = first_outside(_getframe(3), self._skip)
-            self.counter.expects_updates = True  # its loop is the one that updates (``Counter``)
+            self.steps.counter.expects_updates = True  # its loop is the one that updates (``Counter``)
             self.solvers.append(
                 RawSolver(solver, cls.__name__, created=None if where is None else place(*where), own=True)
             )
