@@ -9,19 +9,20 @@ import sys
 import threading
 from typing import Any, Callable, Optional, Tuple
 
+from .host import RecorderParts
+from .raw import OPENED
 from ..base.places import place
 from ..assembly.events import InputCall, IteratorInfo, MonitorCall
 from .callsite import assigned_name, first_outside, outside_frame, parameter_of, receiver_of_caller, receiver_path
 
 _getframe = sys._getframe
 _ident = threading.get_ident
-OPENED = object()  # a wrapper's call on the open-call stack
 
 
 class InputWrappers:
     """The Recorder's iterator and monitor wrappers (a part of it: ``Recorder(Wrappers, Counting)``)."""
 
-    def _timed_next(self: Any, original: Callable) -> Callable:
+    def _timed_next(self: RecorderParts, original: Callable) -> Callable:
         recorder = self
 
         def next(iterator: Any) -> Any:  # noqa: A001 (DataIterator's own name)
@@ -53,7 +54,7 @@ class InputWrappers:
 
         return next
 
-    def _read_plan(self: Any, iterator: Any, frame: Any) -> Optional[Tuple[int, int]]:
+    def _read_plan(self: RecorderParts, iterator: Any, frame: Any) -> Optional[Tuple[int, int]]:
         """None: not timed (counted, between windows); else (iterator, depth). A read may end the pass before
         it, and begin a step: the window that step closes or opens decides whether the read is timed."""
         if not self.recording or _ident() != self.program_thread:
@@ -76,7 +77,7 @@ class InputWrappers:
         self.aside(t0 if t0 is not None else self.clock())
         return index, 0
 
-    def _iterator_of(self: Any, iterator: Any, frame: Any) -> int:
+    def _iterator_of(self: RecorderParts, iterator: Any, frame: Any) -> int:
         """The iterator's index (named, the first time, as the program names it)."""
         index = self._iterator_index.get(id(iterator))
         if index is None or self._iterator_objects[index] is not iterator:
@@ -86,7 +87,7 @@ class InputWrappers:
             self.iterators.append(IteratorInfo(name, bool(getattr(iterator, "_use_thread", False))))
         return index
 
-    def _iterator_name(self: Any, iterator: Any, frame: Any) -> str:
+    def _iterator_name(self: RecorderParts, iterator: Any, frame: Any) -> str:
         """What the program calls the iterator: its variable (``di_train``), through the program's own
         wrapper (``train.itr0`` for ``self.itr0.next()`` inside ``train.next()``), else the line that made
         it; distinct iterators get distinct names."""
@@ -120,7 +121,7 @@ class InputWrappers:
             name = "%s (%d)" % (base, n)
         return name
 
-    def _made_iterator(self: Any, original: Callable) -> Callable:
+    def _made_iterator(self: RecorderParts, original: Callable) -> Callable:
         recorder = self
 
         def init(iterator: Any, *args: Any, **kwargs: Any) -> Any:
@@ -139,7 +140,7 @@ class InputWrappers:
 
         return init
 
-    def _timed_add(self: Any, original: Callable) -> Callable:
+    def _timed_add(self: RecorderParts, original: Callable) -> Callable:
         recorder = self
 
         def add(monitor: Any, *args: Any, **kwargs: Any) -> Any:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable, Dict, Optional, Tuple
 
+from .host import RecorderParts
 from ..base.places import place
 from .bindings import is_communicator, one_level_down
 from .callsite import first_outside
@@ -23,7 +24,7 @@ class Installing:
 
     comm_rank: Optional[Tuple[int, int]]  # (the Recorder's, set in its __init__)
 
-    def _patch_classes(self: Any) -> None:
+    def _patch_classes(self: RecorderParts) -> None:
         from nnabla import monitor
 
         self._patches.after_import("nnabla.utils.data_iterator", self._patch_iterators)
@@ -32,7 +33,7 @@ class Installing:
             if cls is not None and "add" in vars(cls):
                 self.toggles.add("monitors", cls, "add", self._timed_add)
 
-    def _patch_iterators(self: Any, data_iterator: Any) -> None:
+    def _patch_iterators(self: RecorderParts, data_iterator: Any) -> None:
         """NNabla's DataIterator timed: as recording starts, or when the program first imports it."""
         self.toggles.add("reads", data_iterator.DataIterator, "next", self._timed_next)  # (on: the next step's
         # end sets it as the schedule wants)
@@ -40,7 +41,7 @@ class Installing:
             data_iterator.DataIterator, "__init__", self._made_iterator(data_iterator.DataIterator.__init__)
         )
 
-    def _wrap_existing_solvers(self: Any) -> None:
+    def _wrap_existing_solvers(self: RecorderParts) -> None:
         """Solvers and communicators the program made before recording started (a notebook's earlier
         cell), where a namespace given holds them: replaced by timed ones for the recording."""
         import nnabla.solver as solver_module
@@ -64,7 +65,7 @@ class Installing:
         if made:
             self._patches.everywhere(made, places)
 
-    def _track_solver(self: Any, solver: Any) -> TimedSolver:
+    def _track_solver(self: RecorderParts, solver: Any) -> TimedSolver:
         where = first_outside(sys._getframe(2), self._skip)
         self.steps.counter.expects_updates = True  # its loop is the one that updates (``Counter``)
         self.solvers.append(
@@ -76,7 +77,7 @@ class Installing:
         )
         return TimedSolver(solver, self, len(self.solvers) - 1)
 
-    def _tracking_factory(self: Any, factory: Callable, track: Callable[[Any], Any], kind: str) -> Callable:
+    def _tracking_factory(self: RecorderParts, factory: Callable, track: Callable[[Any], Any], kind: str) -> Callable:
         """``factory`` whose products, made while recording, are timed (``track``: a solver's or a
         communicator's proxy)."""
 
@@ -94,11 +95,11 @@ class Installing:
         make.__doc__ = getattr(factory, "__doc__", None)
         return make
 
-    def _track_communicator(self: Any, comm: Any) -> TimedCommunicator:
+    def _track_communicator(self: RecorderParts, comm: Any) -> TimedCommunicator:
         self.communicators.append(type(comm).__name__)
         return TimedCommunicator(comm, self)
 
-    def _function_factory(self: Any, factory: Callable) -> Callable:
+    def _function_factory(self: RecorderParts, factory: Callable) -> Callable:
         clock = self.clock
 
         def make(*args: Any, **kwargs: Any) -> Any:
@@ -114,7 +115,7 @@ class Installing:
 
         return make
 
-    def _snapshot_first(self: Any, original: Callable) -> Callable:
+    def _snapshot_first(self: RecorderParts, original: Callable) -> Callable:
         def call(*args: Any, **kwargs: Any) -> Any:
             if self.recording:
                 try:

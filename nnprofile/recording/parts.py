@@ -12,6 +12,7 @@ from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tupl
 
 from ..assembly.steps import Loop
 from .faults import Faults
+from .raw import RawSolver
 from .stack import Stacks
 from .waits import CpuWaits
 
@@ -51,7 +52,7 @@ class CountingHost(Protocol):
 
     capturing: bool  # a window is open
     hooks_on: bool  # the function hooks are set
-    solvers: List[Any]  # the program's solvers made so far
+    solvers: List[RawSolver]  # the program's solvers made so far
     stacks: Stacks
     loop: Loop  # the window's sequence of passes, updates, reads and marks (a new one as a window opens)
     clock: Callable[[], int]

@@ -6,6 +6,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 
+OPENED = object()  # a wrapper's call on the open-call stack (``Recorder.open_calls``)
+
+
 @dataclass
 class RawSolver:
     solver: Any  # the real solver

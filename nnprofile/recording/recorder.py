@@ -66,6 +66,7 @@ from .schedule import OFF, Schedule, Windows
 from .stack import Stacks
 from .raw import EagerInfo, RawSolver, device_sync  # noqa: F401 (the recorder's vocabulary)
 from .wrappers import Wrappers
+from .host import RecorderParts
 from .installing import Installing
 from .windowing import HOOK_KEY, MAX_CREATED, SITE_STEPS, Windowing  # noqa: F401 (the recorder's vocabulary)
 from .bindings import all_parameters, communicator_factories
@@ -182,7 +183,11 @@ class Recorder(Installing, Windowing, Wrappers):
         self.toggles = Toggles(self._patches)  # the monitors' and iterators' wrappers, off between windows
         self._import_locks: Any = None  # importlib's own _blocking_on, while the reentrant one stands in
         self._in_monitor = False
-        self._skip = ("nnabla", "nnabla_ext", "nnprofile")  # modules whose frames are not the program's
+        self._skip: Tuple[str, ...] = (
+            "nnabla",
+            "nnabla_ext",
+            "nnprofile",
+        )  # modules whose frames are not the program's
         self.ndarray_type: Any = None
         # Waits for the device before each reading on an asynchronous backend (CUDA). The
         # program sets its context once running: it is looked up at each step's end.
@@ -431,3 +436,8 @@ class Recorder(Installing, Windowing, Wrappers):
             self.snapshot_parameters()
         self.stacks.release()
         self.finished = True
+
+
+def _as_parts(recorder: Recorder) -> RecorderParts:
+    """(For mypy: the Recorder is what its mixed-in parts take it for, member by member.)"""
+    return recorder

@@ -44,7 +44,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from .stack import SKIP, HOSTS, _STDLIB
 from .callsite import line_of
 from .cpuclock import CpuClock, open_cpu_clock
-from .inputs import OPENED
+from .raw import OPENED
 from .parts import SampledProgram
 
 INTERVAL_S = 0.001

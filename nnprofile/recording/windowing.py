@@ -9,6 +9,7 @@ import sys
 import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from .host import RecorderParts
 from ..assembly.events import Hooks, StepMark
 from ..assembly.steps import Loop
 from . import importlock
@@ -35,7 +36,7 @@ class Windowing:
     waits: List[Tuple[int, int, int]]
     created: Dict[Any, str]
 
-    def _init_windows(self: Any, on_window: Optional[Callable[[Any], None]]) -> None:
+    def _init_windows(self: RecorderParts, on_window: Optional[Callable[[Any], None]]) -> None:
         """Where the schedule has got: the window open (or the last), the steps counted, what is due next."""
         self.on_window = on_window  # called as each window closes, with its events still here
         self.on_active: Optional[Callable[[Any], None]] = None  # called when a window's kept steps are done
@@ -50,7 +51,7 @@ class Windowing:
         self.ended_ns = 0  # when the recording ended (the program's end)
         self.hooks_on = False
 
-    def step(self: Any, end_ns: Optional[int] = None) -> None:
+    def step(self: RecorderParts, end_ns: Optional[int] = None) -> None:
         """``nnprofile.step()``: the program marks the end of a step."""
         try:
             if _ident() != self.program_thread or not self.recording:
@@ -69,7 +70,7 @@ class Windowing:
         except Exception as e:
             self.faults.add("nnprofile.step()", e)
 
-    def request_window(self: Any) -> None:
+    def request_window(self: RecorderParts) -> None:
         """A window on demand (a signal): from the next step on. Only a flag: safe in a signal handler."""
         self._asked = True
         try:
@@ -78,7 +79,7 @@ class Windowing:
         except Exception:
             pass
 
-    def step_ended(self: Any, late: bool = False) -> None:
+    def step_ended(self: RecorderParts, late: bool = False) -> None:
         """A step has ended (``steps.done`` counts it): close the window whose steps are done, open the next
         where the schedule says, set the hooks for the step to come. ``late``: seen at an update, after the
         step that follows began (its reads were not watched): a window asked for begins a step later."""
@@ -118,7 +119,7 @@ class Windowing:
 
     # -- the wrappers between windows: only those that count the steps --------------------------------------
 
-    def _sync_wrappers(self: Any) -> None:
+    def _sync_wrappers(self: RecorderParts) -> None:
         """Between windows, the monitors' wrappers are off, and the iterators' too where the updates alone count
         the steps (every iteration of the loop kept has one) and no window is near: the program's reads then
         run as NNabla's own. Both are on again a step before a window begins (or when one is asked for)."""
@@ -134,7 +135,7 @@ class Windowing:
             self.toggles.set("reads", self.capturing or near or not by_updates)
         steps.by_frame_only = counted and not self.capturing and self.recording
 
-    def _next_due(self: Any) -> int:
+    def _next_due(self: RecorderParts) -> int:
         """Between windows, the step count at which a step's end next has something to do: the window a step
         ahead, the watcher's turn, the wrappers' choice while it can still change (checked every few steps)."""
         due = []
@@ -147,13 +148,13 @@ class Windowing:
             due.append(done + RECHECK)
         return min(due) if due else 1 << 62
 
-    def _passes_only(self: Any) -> bool:
+    def _passes_only(self: RecorderParts) -> bool:
         """The steps show only in passes (no update, read or mark in the window): the hooks stay on."""
         if self.steps.by_iterations():
             return not self.loop.segments and not self.loop.read_at and not self.loop.marks and not self.solvers
         return self.loop.rule().kind == "passes"
 
-    def _open_window(self: Any, window: int) -> None:
+    def _open_window(self: RecorderParts, window: int) -> None:
         """A window begins: its events from here, a loop of its own (the steps counted go on)."""
         self.steps.window_opened()
         self.window, self.window_start = window, self.steps.done
@@ -172,7 +173,7 @@ class Windowing:
             self.sampler.start()
         self._sync_wrappers()
 
-    def _close_window(self: Any) -> None:
+    def _close_window(self: RecorderParts) -> None:
         """The window's steps are done: the hooks off, the program runs on untouched; the window is handed
         over (``on_window``), and its events then forgotten."""
         self._break_pass()
@@ -193,7 +194,7 @@ class Windowing:
                 self.faults.add("handing over window %d" % self.window, e)
         self.events, self.excluded = [], []
 
-    def _collected(self: Any, phase: str, info: Any) -> None:
+    def _collected(self: RecorderParts, phase: str, info: Any) -> None:
         """Python's garbage collector, run by an allocation: where nnprofile's own code allocated (an event, a stack),
         or NNabla inside a pass (the object it hands each hook: the program's own pass allocates none), its pause is
         nnprofile's work, left out of every call, pass and step like the rest of it (a collection of the window's
@@ -216,7 +217,7 @@ class Windowing:
         except BaseException as e:  # noqa: B036 (a Ctrl-C that landed here: Python would drop it; given back later)
             self._deferred = e
 
-    def aside(self: Any, t0: int) -> None:
+    def aside(self: RecorderParts, t0: int) -> None:
         """nnprofile's own work since ``t0`` set aside (no part of any call, pass or step), the wait for a CPU read as
         it ends: what held that work up is no part of any step either (``assembly.intervals.waited_aside``)."""
         if self.sampler is not None:
@@ -227,7 +228,7 @@ class Windowing:
             t1 = self.clock()
         self.excluded.append((t0, t1))
 
-    def past_the_loop(self: Any, frame: Any) -> None:
+    def past_the_loop(self: RecorderParts, frame: Any) -> None:
         """A call of the program's outside its step loop while the steps that measure the hooks' cost run without them:
         the loop has ended (the program loads its best parameters, evaluates, saves): the hooks go back on, so that
         what it does after its last step is recorded (it is in no step)."""
@@ -244,7 +245,7 @@ class Windowing:
         except Exception as e:
             self.faults.add("following the program past its loop", e)
 
-    def _outside_loop(self: Any, frame: Any) -> bool:
+    def _outside_loop(self: RecorderParts, frame: Any) -> bool:
         loop = self.steps.counter.loop
         if loop is None:
             return False
@@ -257,7 +258,7 @@ class Windowing:
             frame, depth = frame.f_back, depth + 1
         return True
 
-    def _switch_hooks(self: Any, on: bool) -> None:
+    def _switch_hooks(self: RecorderParts, on: bool) -> None:
         if on == self.hooks_on:
             return
         nn = self._nn

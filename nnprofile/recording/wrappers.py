@@ -15,11 +15,13 @@ import sys
 import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from .host import RecorderParts
 from ..base.places import place
 from ..assembly.events import DYNAMIC, EAGER, Call, CommCall, SolverCall
 from .callsite import first_outside, line_at, receiver_of_caller
 from .proxies import SOLVER_CALLS, array_bytes
-from .inputs import OPENED, InputWrappers
+from .inputs import InputWrappers
+from .raw import OPENED
 from .raw import EagerInfo, RawSolver
 from .solver_classes import all_subclasses, count_direct, solver_parameters
 
@@ -58,7 +60,7 @@ class Wrappers(InputWrappers):
 
     # -- functions run now (eager, auto_forward), through the function proxies -------------------------
 
-    def function_mode(self: Any, inputs: Sequence[Any], kwargs: Dict[str, Any]) -> int:
+    def function_mode(self: RecorderParts, inputs: Sequence[Any], kwargs: Dict[str, Any]) -> int:
         if not self.recording or not self.hooks_on or _ident() != self.program_thread:
             return PLAIN
         if inputs and type(inputs[0]) is self.ndarray_type:
@@ -68,7 +70,12 @@ class Wrappers(InputWrappers):
         return DYNAMIC_CALL
 
     def run_function(
-        self: Any, call: Callable[[], Any], function: Any, made_ns: Optional[int], mode: int, inputs: Sequence[Any]
+        self: RecorderParts,
+        call: Callable[[], Any],
+        function: Any,
+        made_ns: Optional[int],
+        mode: int,
+        inputs: Sequence[Any],
     ) -> Any:
         """Run the program's function call once (``call``), and record it as ``mode`` says."""
         if mode == MADE:  # a static graph's function: made now, run in its passes
@@ -100,7 +107,7 @@ class Wrappers(InputWrappers):
         return outputs
 
     def dynamic_call(
-        self: Any, outputs: Any, start: int, end: int, depth: int = 0, switches: Tuple[int, int] = (0, 0)
+        self: RecorderParts, outputs: Any, start: int, end: int, depth: int = 0, switches: Tuple[int, int] = (0, 0)
     ) -> None:
         """A function run under auto_forward (its graph's forward, as it is made); inside another call
         (a backward that builds functions: double backward) a child of that call."""
@@ -130,7 +137,7 @@ class Wrappers(InputWrappers):
         if self.note_sites and self.steps.done < self.SITE_STEPS:
             self.note_creation(outputs, depth=4)
 
-    def _loop_place(self: Any, frame: Any) -> Any:
+    def _loop_place(self: RecorderParts, frame: Any) -> Any:
         """Where in the step loop's body the program is at a call: (its frame, its line), found by walking out to
         the frame running the loop (known once the loop was chosen); None before that or outside it. A graph made
         under auto_forward is built where the program builds it: each line of the loop that calls into the code
@@ -147,7 +154,7 @@ class Wrappers(InputWrappers):
         return None
 
     def eager_call(
-        self: Any,
+        self: RecorderParts,
         function: Any,
         inputs: Sequence[Any],
         outputs: Any,
@@ -172,7 +179,7 @@ class Wrappers(InputWrappers):
             self._break_pass()
         self.events.append(Call(key, start, end, None, EAGER, depth, None, *switches))
 
-    def note_creation(self: Any, outputs: Any, depth: int = 2) -> None:
+    def note_creation(self: RecorderParts, outputs: Any, depth: int = 2) -> None:
         """Where the program created the function behind ``outputs``: its first frame outside NNabla."""
         first = outputs[0] if isinstance(outputs, (tuple, list)) else outputs
         parent = getattr(first, "parent", None)
@@ -184,7 +191,7 @@ class Wrappers(InputWrappers):
 
     # -- solvers -------------------------------------------------------------------------------------
 
-    def timed_solver_call(self: Any, index: int, method: str) -> Callable:
+    def timed_solver_call(self: RecorderParts, index: int, method: str) -> Callable:
         """A solver proxy's method: the real solver's, timed."""
         recorder, solver = self, self.solvers[index].solver
         if method == "update":
@@ -208,7 +215,7 @@ class Wrappers(InputWrappers):
 
         return call
 
-    def solver_call(self: Any, index: int, method: str, bound: Callable, args: Any, kwargs: Any) -> Any:
+    def solver_call(self: RecorderParts, index: int, method: str, bound: Callable, args: Any, kwargs: Any) -> Any:
         """The program's call of a solver's method: run once; timed while a window is open, counted as a
         step's update between windows."""
         try:
@@ -257,7 +264,7 @@ class Wrappers(InputWrappers):
             self.faults.add("solver %s" % method, e)
         return result
 
-    def _solver_plan(self: Any, index: int, method: str) -> Any:
+    def _solver_plan(self: RecorderParts, index: int, method: str) -> Any:
         """None: not recorded; "light": counted only (no window open); else the call's stack (a window is
         open), after nnprofile's own work before it (naming the solver, counting the step it begins)."""
         if _ident() != self.program_thread or not self.recording:
@@ -283,7 +290,7 @@ class Wrappers(InputWrappers):
         self.aside(t0 if t0 is not None else self.clock())
         return stack if depth == 0 else ()
 
-    def _check_subclasses(self: Any) -> None:
+    def _check_subclasses(self: RecorderParts) -> None:
         """The program's own subclasses of NNabla's Solver and PythonFunction, timed from when first seen (a
         class is looked for when the direct subclasses change, or a window opens)."""
         try:
@@ -294,13 +301,13 @@ class Wrappers(InputWrappers):
         except Exception as e:  # the program's own classes then run untimed
             self.faults.add("looking for the program's own solver and function classes", e)
 
-    def _patch_subclasses(self: Any) -> None:
+    def _patch_subclasses(self: RecorderParts) -> None:
         try:
             self._patch_new_subclasses()
         except Exception as e:
             self.faults.add("looking for the program's own solver and function classes", e)
 
-    def _patch_new_subclasses(self: Any) -> None:
+    def _patch_new_subclasses(self: RecorderParts) -> None:
         for cls in all_subclasses(self._solver_base):
             if cls in self._patched_classes or (cls.__module__ or "").startswith(("nnabla.", "nnprofile.")):
                 continue
@@ -315,7 +322,7 @@ class Wrappers(InputWrappers):
             self._patched_classes.add(cls)
             self._patches.attribute(cls, "__call__", self._python_function_call(cls.__call__))
 
-    def _subclass_method(self: Any, cls: type, method: str, original: Callable) -> Callable:
+    def _subclass_method(self: RecorderParts, cls: type, method: str, original: Callable) -> Callable:
         """A method of the program's own Solver subclass, timed as a solver's call (its instances made known
         as solvers when first called)."""
         recorder = self
@@ -333,7 +340,7 @@ class Wrappers(InputWrappers):
         call.__name__, call.__doc__ = getattr(original, "__name__", method), getattr(original, "__doc__", None)
         return call
 
-    def _solver_index(self: Any, solver: Any, cls: type) -> Optional[int]:
+    def _solver_index(self: RecorderParts, solver: Any, cls: type) -> Optional[int]:
         if not self.recording or _ident() != self.program_thread:
             return None
         index = self._own_solvers.get(id(solver))
@@ -346,7 +353,7 @@ class Wrappers(InputWrappers):
             index = self._own_solvers[id(solver)] = len(self.solvers) - 1
         return index
 
-    def _python_function_call(self: Any, original: Callable) -> Callable:
+    def _python_function_call(self: RecorderParts, original: Callable) -> Callable:
         """A custom PythonFunction's call: under auto_forward or on NdArrays it runs now, and is timed so."""
         recorder = self
 
@@ -364,7 +371,7 @@ class Wrappers(InputWrappers):
 
     # -- communicators -------------------------------------------------------------------------------
 
-    def timed_comm_call(self: Any, proxy: Any, method: str, bound: Callable) -> Callable:
+    def timed_comm_call(self: RecorderParts, proxy: Any, method: str, bound: Callable) -> Callable:
         """A collective, timed from the program's call to its return: the bookkeeping is in it, so that the
         entry is what the program itself would measure around the call (the first Python after a
         collective runs on cold caches: tens of microseconds where it costs one when warm)."""

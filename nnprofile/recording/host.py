@@ -1,0 +1,153 @@
+"""The Recorder as its mixed-in parts see it: the state they share, and the methods they call on one another.
+
+The Recorder (``recorder.Recorder``) is its hooks and passes, with four parts mixed in: its windows
+(``windowing``), its wrappers of the program's calls (``wrappers``, ``inputs``) and their installing
+(``installing``). Each part's methods take ``self`` as ``RecorderParts``, so that mypy checks every
+use of the shared state against the types here, and the Recorder against this protocol wherever a
+part's method is called on it. The objects the Recorder owns (its count of steps, its faults, its
+toggled wrappers, its readings of other work, its sampler) are reached through their own fields.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Dict, Hashable, List, Optional, Protocol, Sequence, Set, Tuple
+
+from .parts import CallTimer, CountingHost, SampledProgram
+
+if TYPE_CHECKING:
+    from ..assembly.events import IteratorInfo
+    from ..assembly.steps import Loop
+    from .counting import StepCount
+    from .faults import Faults
+    from .patching import Patches
+    from .proxies import TimedCommunicator, TimedSolver
+    from .raw import EagerInfo, RawSolver
+    from .sampler import Sampler
+    from .schedule import Windows
+    from .stack import Stacks
+    from .toggles import Toggles
+    from .waits import CpuWaits
+
+
+class RecorderParts(CallTimer, CountingHost, SampledProgram, Protocol):
+    # -- what the recording is doing now
+    recording: bool  # started, not yet stopped
+    capturing: bool  # a window is open: its events are kept
+    hooks_on: bool  # the function hooks are set
+    calibrate: bool  # steps after the kept ones measure what the hooks cost
+    note_sites: bool  # where functions are made is noted (the first steps of a window)
+    program_thread: int  # the thread recorded (the program's own)
+    clock: Callable[[], int]
+    _mark: Callable[[], int]  # a call's mark now (``CpuWaits.mark``)
+    sync: Optional[Callable[[], None]]  # the device's wait, on an asynchronous device
+    _nn: Any  # nnabla, once started
+    _deferred: Optional[BaseException]  # a Ctrl-C Python would have dropped, for the next hook
+    _gc_start: int
+    _import_locks: Any
+    _patches: Patches
+    # -- what it keeps of a window
+    events: List[Any]
+    excluded: List[Tuple[int, int]]  # nnprofile's own stretches, left out of every figure
+    open_calls: List[Any]
+    loop: Loop
+    stacks: Stacks
+    site_phases: Dict[Any, str]
+    created: Dict[Any, str]  # function -> where the program made it
+    eager: Dict[Hashable, EagerInfo]
+    started_ns: int
+    stopped_ns: int
+    ended_ns: int
+    last_step_ns: int
+    _dynamic_pass: bool
+    _dynamic_place: Any
+    _recent_dynamic: Set[Any]
+    _read_stack: Any
+    _in_monitor: bool
+    # -- the parts it owns
+    steps: StepCount
+    faults: Faults
+    toggles: Toggles
+    cpu: CpuWaits
+    sampler: Optional[Sampler]
+    windows: Windows
+    # -- its windows
+    window: int
+    window_start: int
+    window_end: int
+    on_window: Optional[Callable[[Any], None]]
+    on_active: Optional[Callable[[Any], None]]
+    watch: Optional[Callable[[], None]]
+    _active_handed: bool
+    _asked: bool
+    _quiet_until: int
+    # -- what the program made
+    namespaces: Tuple[Any, ...]
+    ndarray_type: Any
+    solvers: List[RawSolver]
+    iterators: List[IteratorInfo]
+    communicators: List[str]
+    comm_rank: Optional[Tuple[int, int]]
+    callback_used: bool
+    _iterator_index: Dict[int, int]
+    _iterator_objects: List[Any]
+    _iterators_made: Dict[int, str]
+    _iterators_named: Dict[int, str]
+    _own_solvers: Dict[int, int]
+    _patched_classes: Set[Any]
+    _subclasses_seen: int
+    _solver_base: Any
+    _python_function: Any
+    _skip: Tuple[str, ...]
+    SITE_STEPS: int
+
+    def _pre(self, f: Any) -> None: ...
+    def _post(self, f: Any) -> None: ...
+    def _close_pass(self) -> None: ...
+    def _break_pass(self) -> None: ...
+    def _find_sync(self) -> None: ...
+    def snapshot_parameters(self) -> None: ...
+    def _sync_wrappers(self) -> None: ...
+    def _next_due(self) -> int: ...
+    def _passes_only(self) -> bool: ...
+    def _open_window(self, window: int) -> None: ...
+    def _close_window(self) -> None: ...
+    def aside(self, t0: int) -> None: ...
+    def past_the_loop(self, frame: Any) -> None: ...
+    def _outside_loop(self, frame: Any) -> bool: ...
+    def _switch_hooks(self, on: bool) -> None: ...
+    def function_mode(self, inputs: Sequence[Any], kwargs: Dict[str, Any]) -> int: ...
+    def run_function(
+        self, call: Callable[[], Any], function: Any, made_ns: Optional[int], mode: int, inputs: Sequence[Any]
+    ) -> Any: ...
+    def dynamic_call(
+        self, outputs: Any, start: int, end: int, depth: int = 0, switches: Tuple[int, int] = (0, 0)
+    ) -> None: ...
+    def _loop_place(self, frame: Any) -> Any: ...
+    def eager_call(
+        self,
+        function: Any,
+        inputs: Sequence[Any],
+        outputs: Any,
+        start: int,
+        end: int,
+        depth: int = 0,
+        switches: Tuple[int, int] = (0, 0),
+    ) -> None: ...
+    def note_creation(self, outputs: Any, depth: int = 2) -> None: ...
+    def solver_call(self, index: int, method: str, bound: Callable, args: Any, kwargs: Any) -> Any: ...
+    def _solver_plan(self, index: int, method: str) -> Any: ...
+    def _check_subclasses(self) -> None: ...
+    def _patch_subclasses(self) -> None: ...
+    def _patch_new_subclasses(self) -> None: ...
+    def _subclass_method(self, cls: type, method: str, original: Callable) -> Callable: ...
+    def _solver_index(self, solver: Any, cls: type) -> Optional[int]: ...
+    def _python_function_call(self, original: Callable) -> Callable: ...
+    def _timed_next(self, original: Callable) -> Callable: ...
+    def _read_plan(self, iterator: Any, frame: Any) -> Optional[Tuple[int, int]]: ...
+    def _iterator_of(self, iterator: Any, frame: Any) -> int: ...
+    def _iterator_name(self, iterator: Any, frame: Any) -> str: ...
+    def _made_iterator(self, original: Callable) -> Callable: ...
+    def _timed_add(self, original: Callable) -> Callable: ...
+    def _patch_iterators(self, data_iterator: Any) -> None: ...
+    def _track_solver(self, solver: Any) -> TimedSolver: ...
+    def _track_communicator(self, comm: Any) -> TimedCommunicator: ...
