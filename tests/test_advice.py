@@ -184,7 +184,7 @@ def test_without_the_machines_figures_a_layer_is_judged_against_its_own_kind():
 def test_a_rate_above_what_the_machine_reaches_is_flagged_and_no_reference():
     # A 0.001 ms convolution "at" 180 TFLOP/s: its time is too short to rate; it is said, and never advised on.
     s = summarize_section(_section(conv_f=0.0005, conv_b=0.0005), rates={"gflops": 100.0, "gbytes_per_s": 20.0})
-    [note] = [n for n in s.notes if "above what this machine reaches" in n]
+    [note] = [step_words.note(n) for n in s.notes if "above what this machine reaches" in step_words.note(n)]
     assert note.startswith("Conv (Convolution) reads") and "too short to rate" in note
     assert not [a for a in s.advice if a.rule == "slow_layer"]
 

@@ -15,6 +15,7 @@ import pytest
 import nnprofile
 from conftest import FakeClock, ROOT, run_cli
 from nnprofile.analysis.windows import NOISE_FLOOR, analyze_windows, slowdown
+from nnprofile.render.windows import finding
 from nnprofile.base.hookcost import HookCosts
 from nnprofile.recording.schedule import ACTIVE, CALIBRATE, OFF, WARMUP, Schedule, Windows
 from nnprofile.result.windows import WindowSummary
@@ -120,7 +121,7 @@ def test_a_lasting_slowdown_is_found_with_the_part_that_grew():
     assert s is not None and s.window == 3 and s.first_step == 301
     assert s.part == "input (data)" and (s.part_base_ms, s.part_ms) == (1.0, 6.0)
     assert s.step_ms == 15.1 and s.base_ms == 10.0
-    assert "the part that grew most: input (data)" in s.text()
+    assert "the part that grew most: input (data)" in finding(s)
 
 
 def test_a_slow_spell_just_before_a_lasting_slowdown_is_not_its_start():

@@ -19,6 +19,7 @@ from ..result.header import Header, ProjectHeader
 from ..base.stats import Drift, median
 from . import memory
 from .advice import implausible, advise
+from .facts import ChartShown
 from .breakdown import (
     Advice,
     LayerTime,
@@ -140,20 +141,20 @@ class Analysis:
 CHART_LAYERS = 60
 
 
-def charted_layers(a: SectionAnalysis, limit: int = CHART_LAYERS) -> Tuple[List[LayerTime], str]:
+def charted_layers(a: SectionAnalysis, limit: int = CHART_LAYERS) -> Tuple[List[LayerTime], Optional[ChartShown]]:
     """The layers a bar chart shows, in forward order, and a note when they are not every layer:
     every layer up to ``limit``; else their unrolled copies summed into base layers (``Affine_2``
     for ``Affine_2_RecurrentInput[3]``), and of those the slowest ``limit``."""
     if len(a.layers) <= limit:
-        return list(a.layers), ""
+        return list(a.layers), None
     bases = list(a.base_layers)
-    note = "unrolled copies summed into their base layer" if len(bases) < len(a.layers) else ""
+    shown = ChartShown(len(bases) < len(a.layers), 0, len(bases))
     if len(bases) > limit:
         order = {id(l): i for i, l in enumerate(bases)}
         slowest = sorted(bases, key=lambda l: -l.total_ms)[:limit]
-        note = "the %d slowest of %d %slayers" % (limit, len(bases), "base " if note else "")
+        shown = ChartShown(shown.summed, limit, len(bases))
         bases = sorted(slowest, key=lambda l: order[id(l)])
-    return bases, note
+    return bases, shown if shown.summed or shown.slowest else None
 
 
 def coverage(section: Section) -> List[Coverage]:

@@ -14,7 +14,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 from ..base import kinds, machine
 from ..base.choices import GPU_BACKENDS
 from . import evidence, facts
-from .breakdown import MIN_SHARE_SAMPLES, Advice, LayerTime, Summary, named
+from .breakdown import MIN_SHARE_SAMPLES, Advice, LayerTime, Summary
 
 INPUT_BOUND_SHARE = 0.20
 DOMINANT_LAYER_SHARE = 0.50
@@ -87,18 +87,14 @@ def _rate(l: LayerTime) -> Optional[Tuple[float, str]]:
     return None
 
 
-def implausible(s: Summary) -> List[str]:
+def implausible(s: Summary) -> List[facts.RateAboveMachine]:
     """Notes for layers whose rate is above what this machine reaches: their time is too short to rate."""
     out = []
     for l in s.base_layers:
         for rate, key, unit in [(l.gflops_per_s, "gflops", "GFLOP/s"), (l.gbytes_per_s, "gbytes_per_s", "GB/s")]:
             reach = s.machine_rates.get(key)
             if rate is not None and reach and not machine.plausible(rate, reach):
-                out.append(
-                    "%s (%s) reads %.1f %s, above what this machine reaches (%.1f %s measured): its time "
-                    "(%.6f ms) is too short to rate, and it is no reference for other layers"
-                    % (named(l), l.layer_type, rate, unit, reach, unit, l.total_ms)
-                )
+                out.append(facts.RateAboveMachine(_name(l), rate, unit, reach, l.total_ms))
                 break
     return out
 

@@ -18,15 +18,12 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..base.choices import HALF_DTYPES, OPTIMIZER, PART_OF_PHASE, SCRIPT
 from ..result import Entry, Section
-from ..result.details import SectionInfo
 from ..result.paired import LayerTime, layer_times  # noqa: F401  (the one pairing rule)
 from . import evidence
-from .facts import Facts
-from .ownlines import (  # noqa: F401  (CLOCK_WORDS, wilson: read from here by the renderers and tests)
-    CLOCK_WORDS,
+from .facts import Facts, PartsOverStep, StepNote
+from .ownlines import (  # noqa: F401  (wilson: read from here by the tests)
     MIN_SHARE_SAMPLES,
     OwnLine,
-    clock_words,
     own_clock,
     own_lines,
     wilson,
@@ -42,28 +39,6 @@ class Advice:
 
     rule: str
     facts: Facts
-
-
-def _quoted(names: Sequence[str]) -> str:
-    items = ["'%s'" % n for n in names]
-    return items[0] if len(items) == 1 else "%s and %s" % (", ".join(items[:-1]), items[-1])
-
-
-def purpose(info: SectionInfo) -> str:
-    """What a recorded program's graph is for, from its section's ``info`` (older results: what it ran)."""
-    trained = list(info.trained_by or [])
-    role = info.role
-    if trained:
-        return "trained by %s" % ", ".join(trained)
-    if role == "backward" or (role is None and info.backward_per_step):
-        return "forward and backward, no solver update after its backward"
-    if role == "feeds":
-        return "forward only, part of training: feeds %s" % _quoted(list(info.feeds or []))
-    if role == "updates":
-        return "forward only, part of training: updates parameters of %s (F.assign)" % _quoted(list(info.writes or []))
-    if role == "evaluation":
-        return "forward only: an evaluation, no graph run backward reads its outputs"
-    return "forward only"
 
 
 @dataclass(frozen=True)
@@ -111,7 +86,7 @@ class Summary:
     type_config: str
     advice: List[Advice]
     graphs: List[GraphTime] = field(default_factory=list)  # a recorded program's graphs
-    notes: List[str] = field(default_factory=list)  # how a part was reckoned, where it is not the plain rule
+    notes: List[StepNote] = field(default_factory=list)  # how a part was reckoned, where it is not the plain rule
     machine_rates: Dict[str, float] = field(default_factory=dict)  # what this machine reaches, as measured
     # A recorded program's own lines in ``other`` (sampled between NNabla's calls), the most first.
     own_lines: List["OwnLine"] = field(default_factory=list)
@@ -297,14 +272,12 @@ def summarize_program(
     if not script.complete or not script.entries_of("step"):
         return None
     parts, errors, graph_times = _program_parts(script, graphs)
-    notes: List[str] = []
+    notes: List[StepNote] = []
     step = per_step_ms(script.entries_of("step")[0])
     step_error = evidence.entry_error(script.entries_of("step")[0], step)
     held = sum(ms for _, ms in parts)
     if held > step * 1.001:
-        notes.append(
-            "the parts come to %.3f ms, more than the step's %.3f ms: the program's own time reads 0" % (held, step)
-        )
+        notes.append(PartsOverStep(held, step))
     other = max(0.0, step - held)
     parts.append(("other", other))
     errors["other"] = evidence.combined([step_error] + list(errors.values()))
@@ -382,12 +355,3 @@ def summarize_section(
         errors=errors,
         step_error=step_error,
     )
-
-
-def named(l: LayerTime) -> str:
-    """A layer's name, with how many unrolled copies it sums."""
-    return l.layer if l.copies == 1 else "%s (%d copies)" % (l.layer, l.copies)
-
-
-def pct(x: float) -> str:
-    return "%.1f%%" % (100 * x)

@@ -71,11 +71,3 @@ def layer_error(layer: object) -> float:
 def past(bounds: Tuple[float, float], threshold: float, above: bool = True) -> bool:
     """Whether the whole interval lies past the threshold (above it, or below it)."""
     return bounds[0] > threshold if above else bounds[1] < threshold
-
-
-def bracket(bounds: Tuple[float, float], percent: bool = False) -> str:
-    """``[31.0%, 36.1%]`` or ``[1.520, 1.740]``: an interval as the evidence prints it."""
-    lo, hi = max(0.0, bounds[0]), bounds[1]
-    if percent:
-        return "[%.1f%%, %.1f%%]" % (100 * lo, 100 * hi)
-    return "[%.3f, %.3f]" % (lo, hi)

@@ -139,6 +139,35 @@ class Communication:
     threshold: float
 
 
+@dataclass(frozen=True)
+class PartsOverStep:
+    """A step's note: its parts come to more than the step (the program's own time then reads 0)."""
+
+    parts_ms: float
+    step_ms: float
+
+
+@dataclass(frozen=True)
+class RateAboveMachine:
+    """A step's note: a layer reads a rate above what this machine reaches (its time too short to rate)."""
+
+    layer: LayerName
+    rate: float
+    unit: str
+    reach: float  # what the machine reaches, measured
+    total_ms: float
+
+
+@dataclass(frozen=True)
+class ChartShown:
+    """What a bar chart of layers shows where it is not every layer."""
+
+    summed: bool  # unrolled copies summed into their base layer
+    slowest: int  # the slowest this many (0: every base layer)
+    of: int  # of so many (base) layers
+
+
+StepNote = Union[PartsOverStep, RateAboveMachine]
 Facts = Union[
     InputBound,
     NoHalf,

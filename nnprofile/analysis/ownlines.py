@@ -44,19 +44,6 @@ def own_clock(info: SectionInfo) -> Tuple[str, float]:
     return info.own_clock or ("", 0.0)
 
 
-CLOCK_WORDS = {
-    "cpu": "one every %g ms of the thread's CPU time",
-    "timer": "the profiling timer, at the kernel's tick",
-    "thread": "one every %g ms of the wall clock, from a thread of nnprofile's",
-}
-
-
-def clock_words(clock: Tuple[str, float]) -> str:
-    """How the samples were taken, in words ("" where that is not known)."""
-    words = CLOCK_WORDS.get(clock[0], "")
-    return words % clock[1] if "%g" in words else words
-
-
 def own_lines(info: SectionInfo, other_ms: float) -> List[OwnLine]:
     """The program's own lines, each its share of the samples (with its interval) and so of ``other``'s time per
     step."""

@@ -46,63 +46,12 @@ class Slowdown:
     def ratio(self) -> float:
         return self.step_ms / self.base_ms if self.base_ms > 0 else float("inf")
 
-    def text(self) -> str:
-        return (
-            "the step slowed from window %d on (steps from %d, %.0f s into the run): %.3f ms in the last window "
-            "against %.3f ms in the first (%+.1f%%, more than the %.3f ms the windows' own spread allows); "
-            "the part that grew most: %s, %.3f ms against %.3f ms (%+.3f ms)"
-            % (
-                self.window,
-                self.first_step,
-                self.started_s,
-                self.step_ms,
-                self.base_ms,
-                100 * (self.ratio - 1),
-                self.threshold_ms,
-                self.part,
-                self.part_ms,
-                self.part_base_ms,
-                self.part_ms - self.part_base_ms,
-            )
-        )
-
 
 @dataclass
 class WindowsAnalysis:
     windows: List[WindowSummary]
     slowdown: Optional[Slowdown] = None
     moved: List[Tuple[str, float, float]] = field(default_factory=list)  # layer, first window's ms, last's
-
-    def lines(self) -> List[str]:
-        """The log's block over the windows (text made here: issue 38 moves it to the renderers)."""
-        out = ["Windows: %d recorded" % len(self.windows)]
-        for w in self.windows:
-            out.append(
-                "Window %d: %s, %s into the run%s: step %.3f ms = %s"
-                % (
-                    w.window,
-                    w.span,
-                    _when(w.started_s, w.ended_s),
-                    "" if w.complete else " (not filled)",
-                    w.step_ms,
-                    " + ".join("%s %.3f ms" % (p, ms) for p, ms in w.parts),
-                )
-            )
-        if self.slowdown is not None:
-            out.append("Finding: %s" % self.slowdown.text())
-        elif len(self.windows) > 1:
-            out.append("Finding: the step did not slow over the run by more than the windows' own spread")
-        if self.moved:
-            ends = compared(self.windows)
-            out.append(
-                "Layers that moved most from window %d to window %d (ms per step): %s"
-                % (
-                    ends[0].window,
-                    ends[-1].window,
-                    ", ".join("%s %.3f to %.3f" % (name, a, b) for name, a, b in self.moved),
-                )
-            )
-        return out
 
 
 def _threshold(a: WindowSummary, b: WindowSummary) -> float:
@@ -207,55 +156,3 @@ def summarize_window(
         complete,
         folder,
     )
-
-
-def window_columns(a: WindowsAnalysis) -> List[str]:
-    """windows.csv's columns: each window's steps and times, its step, and each part (ms per step)."""
-    parts: List[str] = []
-    for w in a.windows:
-        parts += [p for p, _ in w.parts if p not in parts]
-    return [
-        "window",
-        "first_step",
-        "last_step",
-        "steps",
-        "started_s",
-        "ended_s",
-        "step_ms",
-        "step_error_ms",
-        *["%s_ms" % p for p in parts],
-        "complete",
-        "folder",
-    ]
-
-
-def window_rows(a: WindowsAnalysis) -> List[List[object]]:
-    columns = window_columns(a)
-    parts = [c[:-3] for c in columns[8:-2]]
-    rows: List[List[object]] = []
-    for w in a.windows:
-        held = dict(w.parts)
-        rows.append(
-            [
-                w.window,
-                w.first_step,
-                w.last_step,
-                w.steps,
-                w.started_s,
-                w.ended_s,
-                w.step_ms,
-                w.step_error_ms,
-                *[held.get(p) for p in parts],
-                w.complete,
-                w.folder,
-            ]
-        )
-    return rows
-
-
-def _when(started_s: float, ended_s: float) -> str:
-    """A window's time in the run, at a precision that tells its ends apart ("1.8 s to 1.8 s" says nothing)."""
-    for digits in (1, 2, 3):
-        if round(started_s, digits) != round(ended_s, digits):
-            return "%.*f s to %.*f s" % (digits, started_s, digits, ended_s)
-    return "at %.3f s" % started_s

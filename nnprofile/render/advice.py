@@ -11,8 +11,8 @@ from typing import Callable, Dict, NamedTuple, Optional, Sequence, Tuple
 
 from ..analysis import facts
 from ..analysis.breakdown import Advice
-from ..analysis.evidence import bracket
 from ..base import kinds
+from .words import bracket, named, pct
 
 
 class Words(NamedTuple):
@@ -25,14 +25,6 @@ def words(a: Advice) -> Words:
     """A piece of advice in words."""
     text, evidence = SAYS[type(a.facts)](a.facts)
     return Words(a.rule, text, evidence)
-
-
-def pct(x: float) -> str:
-    return "%.1f%%" % (100 * x)
-
-
-def _named(n: facts.LayerName) -> str:
-    return n.layer if n.copies == 1 else "%s (%d copies)" % (n.layer, n.copies)
 
 
 def _listed(names: Sequence[str]) -> str:
@@ -98,7 +90,7 @@ def _dominant(f: facts.DominantLayer) -> Tuple[str, str]:
         "One layer dominates the step: " + text,
         "%s (%s) takes %.3f ms forward + backward, %s %s of the %.3f ms step (threshold %s)"
         % (
-            _named(f.layer),
+            named(f.layer),
             f.layer.layer_type,
             f.time.ms,
             pct(f.time.share),
@@ -126,7 +118,7 @@ def _slow_words(key: str, one: bool) -> str:
 def _slow_layer(l: facts.SlowLayer, unit: str) -> str:
     memory = ", %.2f FLOP/byte, %.2f GB/s moved" % l.memory if l.memory is not None else ""
     return "%s (%s) achieves %.3f %s %s over %.3f ms (%s of the step)%s" % (
-        _named(l.layer),
+        named(l.layer),
         l.layer.layer_type,
         l.rate,
         unit,

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List, Sequence, Tuple
 
 from ..analysis import Analysis, SectionAnalysis
-from ..analysis.breakdown import LayerTime, Summary, named
+from ..analysis.breakdown import LayerTime, Summary
+from .words import named
 from .advice import words
 
 SORTS = ("time", "forward", "backward", "name")

@@ -13,7 +13,7 @@ from . import memory
 from .step import summary_rows as advice_rows
 from ..analysis.ranks import RANK_COLUMNS, STEP_COLUMNS, rank_rows, step_rows
 from .ranks import advice_rows as rank_advice_rows
-from ..analysis.windows import window_columns, window_rows
+from .windows import columns as window_columns, rows as window_rows
 from ..result import Profile, format_ms
 from ..result.columns import FLAG, Column, Row, columns, is_unknown
 from .base import Contents

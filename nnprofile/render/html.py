@@ -19,8 +19,11 @@ import os
 from typing import Any, Dict, List, Optional
 
 from ..analysis import Analysis, SectionAnalysis, charted_layers
-from ..analysis.breakdown import MIN_SHARE_SAMPLES, clock_words, named, per_step_ms, purpose
+from ..analysis.breakdown import MIN_SHARE_SAMPLES, per_step_ms
+from .words import clock_words, named, purpose
 from .advice import words
+from .step import chart_note, note
+from .windows import finding
 from ..base.choices import GRAPH
 from . import interference
 from . import memory
@@ -106,7 +109,7 @@ def _inside(*entries: Optional[Entry]) -> str:
 
 def _section(a: SectionAnalysis, profile: Profile) -> Dict[str, Any]:
     s: Section = a.section
-    charted, chart_note = charted_layers(a)
+    charted, shown = charted_layers(a)
     data: Dict[str, Any] = {
         "title": s.title,
         "complete": s.complete,
@@ -131,7 +134,7 @@ def _section(a: SectionAnalysis, profile: Profile) -> Dict[str, Any]:
             }
             for l in charted
         ],
-        "chart_note": chart_note,
+        "chart_note": chart_note(shown),
         "coverage": [{"what": "%s of %s" % (c.layer_phase, c.whole_phase), "share": c.share} for c in a.coverage],
         "drift": a.drift.describe(),
         "notes": ([passes_line(s)] if passes_line(s) else [])
@@ -172,7 +175,7 @@ def _lead(index: int, a: SectionAnalysis, purposes: Dict[str, str]) -> Dict[str,
             }
             for g in s.graphs
         ],
-        "notes": list(s.notes),
+        "notes": [note(n) for n in s.notes],
         "own": [
             {"where": x.where, "function": x.function, "text": x.text, "samples": x.samples}
             if s.own_samples < MIN_SHARE_SAMPLES
@@ -210,7 +213,7 @@ def _windows(w: WindowsAnalysis) -> Dict[str, Any]:
             }
             for x in w.windows
         ],
-        "finding": w.slowdown.text() if w.slowdown is not None else None,
+        "finding": finding(w.slowdown) if w.slowdown is not None else None,
         "moved": [[name, a, b] for name, a, b in w.moved],
     }
 

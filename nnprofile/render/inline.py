@@ -15,9 +15,11 @@ import os
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
 from ..analysis import Analysis, analyze
-from ..analysis.breakdown import named, part_kind, purpose
+from ..analysis.breakdown import part_kind
+from .words import named, purpose
 from ..analysis.breakdown import Advice
 from .advice import words
+from .step import note as step_note
 from ..base.choices import GRAPH
 from ..compare import Comparison
 from ..result import views
@@ -223,7 +225,7 @@ def _lead(a: Any, purposes: Dict[str, str]) -> List[str]:
             '<th style="%s">type</th><th style="%s">forward + backward</th><th style="%s">of the step'
             "</th></tr>%s</table>" % (CELL, CELL, NUMBER, NUMBER, body)
         )
-    out += ['<p style="%s; margin: 2px 0">Note: %s</p>' % (MUTED, _e(n)) for n in step.notes]
+    out += ['<p style="%s; margin: 2px 0">Note: %s</p>' % (MUTED, _e(step_note(n))) for n in step.notes]
     return out
 
 

@@ -6,7 +6,7 @@ import re
 from typing import Any, Dict, List, Optional
 
 from ..analysis import SPREAD_FLOOR_MS, Analysis, Coverage, SectionAnalysis, analyze
-from ..analysis.breakdown import purpose
+from .words import purpose
 from . import memory
 from .step import summary_lines
 from .sampling import listed, load_line, passes_line, sampling_line
@@ -14,6 +14,7 @@ from .ranks import summary_lines as ranks_lines
 from ..result import Entry, Profile, Section, format_ms
 from ..base.choices import GRAPH, OUTSIDE
 from . import answer, interference
+from .windows import lines as window_lines
 from ..result.header import ProgramHeader, ProjectHeader
 from .base import Contents
 from .safe import safe_text
@@ -333,7 +334,7 @@ def render(profile: Profile, analysis: Optional[Analysis] = None, view: answer.V
     lines.extend(answer.lines(analysis, view))
     lines.extend("Note: %s" % note for note in profile.notes)
     if analysis.windows is not None:
-        lines.extend(analysis.windows.lines())
+        lines.extend(window_lines(analysis.windows))
     if analysis.ranks is not None:
         lines.extend(ranks_lines(analysis.ranks))
     for section in profile.sections:

@@ -4,10 +4,35 @@ analysis (``nnprofile.analysis.breakdown``)."""
 
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional
 
-from ..analysis.breakdown import MIN_SHARE_SAMPLES, Summary, clock_words, named, pct
+from ..analysis import facts
+from ..analysis.breakdown import MIN_SHARE_SAMPLES, Summary
+from .words import clock_words, named, pct
 from .advice import words
+
+
+def note(n: facts.StepNote) -> str:
+    """A note on how a step's figures were reckoned."""
+    if isinstance(n, facts.PartsOverStep):
+        return "the parts come to %.3f ms, more than the step's %.3f ms: the program's own time reads 0" % (
+            n.parts_ms,
+            n.step_ms,
+        )
+    return (
+        "%s (%s) reads %.1f %s, above what this machine reaches (%.1f %s measured): its time (%.6f ms) is too short "
+        "to rate, and it is no reference for other layers"
+        % (named(n.layer), n.layer.layer_type, n.rate, n.unit, n.reach, n.unit, n.total_ms)
+    )
+
+
+def chart_note(shown: Optional[facts.ChartShown]) -> str:
+    """What a chart of layers shows, where it is not every layer ("" where it is)."""
+    if shown is None:
+        return ""
+    if not shown.slowest:
+        return "unrolled copies summed into their base layer"
+    return "the %d slowest of %d %slayers" % (shown.slowest, shown.of, "base " if shown.summed else "")
 
 
 def summary_lines(s: Summary) -> List[str]:
@@ -52,7 +77,7 @@ def summary_lines(s: Summary) -> List[str]:
                 ),
             )
         )
-    lines += ["Note: %s" % n for n in s.notes]
+    lines += ["Note: %s" % note(n) for n in s.notes]
     for a in map(words, s.advice):
         lines.append("Advice: %s Evidence: %s." % (a.text, a.evidence))
     if not s.advice:

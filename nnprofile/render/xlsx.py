@@ -17,10 +17,11 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..analysis import Analysis, SectionAnalysis, analyze, charted_layers
 from . import memory
-from .step import summary_rows as advice_rows
+from .step import chart_note, summary_rows as advice_rows
 from .sampling import load_line
 from ..analysis.ranks import RANK_COLUMNS, STEP_COLUMNS, RanksAnalysis, rank_rows, step_rows
-from ..analysis.windows import WindowsAnalysis, window_columns, window_rows
+from ..analysis.windows import WindowsAnalysis
+from .windows import columns as window_columns, rows as window_rows, summary_lines as window_findings
 from .ranks import summary_lines as ranks_lines
 from ..base.choices import LAYER_PHASES
 from ..result import Profile, Section
@@ -92,8 +93,8 @@ def colour_scale_rows(section: Section) -> Tuple[int, int]:
 def chart_layers(a: SectionAnalysis) -> Tuple[List[Tuple[str, float, float]], str]:
     """What the bar chart shows (see ``nnprofile.analysis.charted_layers``), and a note when it is not
     every layer."""
-    layers, note = charted_layers(a)
-    return [(l.layer, l.forward_ms, l.backward_ms) for l in layers], note
+    layers, shown = charted_layers(a)
+    return [(l.layer, l.forward_ms, l.backward_ms) for l in layers], chart_note(shown)
 
 
 class _Book:
@@ -363,7 +364,7 @@ def _windows_sheet(book: _Book, ws: Any, w: WindowsAnalysis) -> None:
         rows,
         {c: MS_FORMAT for c, name in enumerate(columns) if name.endswith("_ms")},
         step,
-        w.lines()[1 + n :],
+        window_findings(w),
     )
     chart = book.wb.add_chart({"type": "column", "subtype": "stacked"})
     for col, name in enumerate(columns):

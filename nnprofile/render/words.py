@@ -1,0 +1,62 @@
+"""Small words every renderer uses: a share as a percentage, an interval, a layer's name with its copies, what a
+program's graph is for, how the program's own lines were sampled."""
+
+from __future__ import annotations
+
+from typing import Sequence, Tuple, Union
+
+from ..analysis.breakdown import LayerTime
+from ..analysis.facts import LayerName
+from ..result.details import SectionInfo
+
+
+def pct(x: float) -> str:
+    return "%.1f%%" % (100 * x)
+
+
+def bracket(bounds: Tuple[float, float], percent: bool = False) -> str:
+    """``[31.0%, 36.1%]`` or ``[1.520, 1.740]``: an interval as the evidence prints it."""
+    lo, hi = max(0.0, bounds[0]), bounds[1]
+    if percent:
+        return "[%.1f%%, %.1f%%]" % (100 * lo, 100 * hi)
+    return "[%.3f, %.3f]" % (lo, hi)
+
+
+def named(l: Union[LayerTime, LayerName]) -> str:
+    """A layer's name, with how many unrolled copies it sums."""
+    return l.layer if l.copies == 1 else "%s (%d copies)" % (l.layer, l.copies)
+
+
+def _quoted(names: Sequence[str]) -> str:
+    items = ["'%s'" % n for n in names]
+    return items[0] if len(items) == 1 else "%s and %s" % (", ".join(items[:-1]), items[-1])
+
+
+def purpose(info: SectionInfo) -> str:
+    """What a recorded program's graph is for, from its section's ``info`` (older results: what it ran)."""
+    trained = list(info.trained_by or [])
+    role = info.role
+    if trained:
+        return "trained by %s" % ", ".join(trained)
+    if role == "backward" or (role is None and info.backward_per_step):
+        return "forward and backward, no solver update after its backward"
+    if role == "feeds":
+        return "forward only, part of training: feeds %s" % _quoted(list(info.feeds or []))
+    if role == "updates":
+        return "forward only, part of training: updates parameters of %s (F.assign)" % _quoted(list(info.writes or []))
+    if role == "evaluation":
+        return "forward only: an evaluation, no graph run backward reads its outputs"
+    return "forward only"
+
+
+CLOCK_WORDS = {
+    "cpu": "one every %g ms of the thread's CPU time",
+    "timer": "the profiling timer, at the kernel's tick",
+    "thread": "one every %g ms of the wall clock, from a thread of nnprofile's",
+}
+
+
+def clock_words(clock: Tuple[str, float]) -> str:
+    """How the samples were taken, in words ("" where that is not known)."""
+    words = CLOCK_WORDS.get(clock[0], "")
+    return words % clock[1] if "%g" in words else words
