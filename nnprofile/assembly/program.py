@@ -6,15 +6,16 @@ and the section of the calls outside the kept steps; the program's own lines, an
 from __future__ import annotations
 
 import bisect
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Protocol, Sequence, Set, Tuple
 
+from ..base.hookcost import HookCosts
 from ..base.places import place, short
 from ..base.choices import OUTSIDE, PHASES, SCRIPT
 from ..base.series import RoundSeries, SeriesTable
 from ..result import Entry, Section
 from ..result.details import SampledLine, SectionInfo
 from ..result.timeline import TimelineEvent
-from .events import EAGER, Call, CommCall, InputCall, MonitorCall, SolverCall, depth_of
+from .events import EAGER, Call, Capture, CommCall, InputCall, MonitorCall, SolverCall, depth_of
 from .intervals import overlap
 from .passes import Pass, group_passes
 
@@ -22,10 +23,46 @@ SOLVER_PHASES = {"zero_grad": "prepare_backward", "weight_decay": "weight_decay"
 OWN_LINES = 12  # the program's own lines a step's section keeps (the most sampled)
 
 
+class BuilderParts(Protocol):
+    """The Builder (``nnprofile.assembly.sections``) as its program part sees it: the recording and costs it reads,
+    the figures it asks of it, and the part's own methods (mypy checks the Builder against it: ``sections``)."""
+
+    capture: Capture
+    costs: HookCosts
+    name: str
+    labels: List[str]
+    kept: List[int]
+    per_step: List[List[Any]]
+    bounds: List[Tuple[int, int]]
+    plain: Set[int]
+    functions: Dict[Any, Any]
+    excluded: List[Tuple[int, int]]
+    origin: int
+    timeline: List[TimelineEvent]
+
+    def span(self, call: Any) -> float: ...
+    def signature(self, call: Call, phase: str = "forward") -> Optional[str]: ...
+    def own_cost(self, call: Call, phase: str = "forward") -> float: ...
+    def resolved(self, label: str, mean: float, off: float) -> float: ...
+    def inner(self, call: Any) -> Tuple[List[Any], float]: ...
+    def children(self, calls: Sequence[Tuple[Any, float]]) -> List[Dict[str, Any]]: ...
+    def _nested_events(self, call: Any) -> None: ...
+    def overshoot(self, p: Pass) -> float: ...
+    def hit(self, call: Any) -> bool: ...
+    def taken(self, call: Any) -> Optional[float]: ...
+    def waited(self, start: int, end: int, field: int = 1) -> float: ...
+    def _tally(
+        self, events: Sequence[Any], tables: "_Tables", step_passes: Sequence[Pass], timeline: bool = True
+    ) -> float: ...
+    def _entries(self, tables: "_Tables") -> List[Entry]: ...
+    def own_lines(self, info: SectionInfo) -> None: ...
+    def _step_events(self, i: int, events: Sequence[Any]) -> None: ...
+
+
 class ProgramPart:
     """The Builder's part that makes the program's sections (a mixin: it reads the Builder's recording and costs)."""
 
-    def program_section(self: Any) -> Section:
+    def program_section(self: BuilderParts) -> Section:
         capture, c = self.capture, self.costs
         section = Section(kind=SCRIPT, name=self.name, network="", complete=True)
         tables = _Tables()
@@ -66,7 +103,7 @@ class ProgramPart:
         self.own_lines(section.info)
         return section
 
-    def outside_section(self: Any, spans: Sequence[List[Any]], where: str) -> Section:
+    def outside_section(self: BuilderParts, spans: Sequence[List[Any]], where: str) -> Section:
         """The program's own calls outside the kept steps (``spans``: before the first kept step, after the last
         step): each iterator's wait, each solver's and monitor's calls, the eager work; no step of theirs."""
         section = Section(kind=OUTSIDE, name=self.name, network="", complete=True)
@@ -79,7 +116,7 @@ class ProgramPart:
         return section
 
     def _tally(
-        self: Any, events: Sequence[Any], tables: "_Tables", step_passes: Sequence[Pass], timeline: bool = True
+        self: BuilderParts, events: Sequence[Any], tables: "_Tables", step_passes: Sequence[Pass], timeline: bool = True
     ) -> float:
         """The program's own calls among ``events`` into their tables (the calls inside each are its children); returns
         what the hooks cost the events' functions."""
@@ -121,7 +158,7 @@ class ProgramPart:
                     self._nested_events(e)
         return hooks
 
-    def _entries(self: Any, tables: "_Tables") -> List[Entry]:
+    def _entries(self: BuilderParts, tables: "_Tables") -> List[Entry]:
         """The entries of a program's calls (iterators, solvers, eager work, monitors, communication), NNC's phases."""
         capture, c = self.capture, self.costs
         entries: List[Entry] = []
@@ -158,7 +195,7 @@ class ProgramPart:
             add(e, ("comm", method))
         return entries
 
-    def own_lines(self: Any, info: SectionInfo) -> None:
+    def own_lines(self: BuilderParts, info: SectionInfo) -> None:
         """The program's own lines in the kept steps, as sampled between NNabla's calls, into the step's ``info``:
         each line's samples (the most first, at most OWN_LINES), the samples in all (``other`` is shared out by
         them), the clock that took them."""
@@ -184,7 +221,7 @@ class ProgramPart:
             kind, period = self.capture.sample_clock
             info.own_clock = (str(kind), float(period))
 
-    def _step_events(self: Any, i: int, events: Sequence[Any]) -> None:
+    def _step_events(self: BuilderParts, i: int, events: Sequence[Any]) -> None:
         o = self.origin
         number = i + 1
         start, end = self.bounds[i]

@@ -36,7 +36,7 @@ from . import hookfit
 from .tree import descendants
 from .graphs import Graph, Namer, layer_keys
 from .passes import Pass
-from .program import ProgramPart, entry_of, per_step_of
+from .program import BuilderParts, ProgramPart, entry_of, per_step_of
 
 # Events a trace keeps per step: a bound on its size (times the active steps).
 MAX_EVENTS_PER_STEP = 20_000
@@ -456,3 +456,8 @@ def pass_entries(whole: SeriesTable, engine: SeriesTable, clears: Dict[str, str]
         if rest.stats.mean > (1 - COVERED) * next(e for e in entries if e.phase == phase + "_all").stats.mean:
             entries.append(rest)
     return entries
+
+
+def _as_parts(builder: Builder) -> BuilderParts:
+    """(For mypy: the Builder is what its program part takes it for, member by member.)"""
+    return builder
