@@ -79,12 +79,12 @@ def unfinished_notes(recorder: Any, schedule: Any, profile: Profile, kind: Any, 
     """What the notes say of a run that ended inside a window, or before any: what the window holds, and the
     program's own exit status."""
     r, notes = recorder, []
-    if r.capturing and r.window and (schedule.windowed or schedule.wait):
+    if r.capturing and r.windowing.window and (schedule.windowed or schedule.wait):
         notes.append(
             "the program ended before window %d filled: it holds %s"
-            % (r.window, _span(getattr(profile.header, "kept_steps", [])))
+            % (r.windowing.window, _span(getattr(profile.header, "kept_steps", [])))
         )
-    if not r.window:
+    if not r.windowing.window:
         notes.append(
             "no window was recorded: the program ended first (%d steps%s)"
             % (r.steps.done, ", waiting for a signal" if schedule.on_demand else "")
@@ -98,11 +98,11 @@ def after_windows(recorder: Any, ended: str) -> str:
     """The note at the program's end: the steps it ran after the last window, the time after its last step,
     how it ended."""
     r = recorder
-    recorded = r.window_end
+    recorded = r.windowing.window_end
     after = max(0, r.steps.done - recorded)
-    tail = max(0.0, (r.ended_ns - r.last_step_ns) / 1e9) if r.last_step_ns else 0.0
+    tail = max(0.0, (r.ended_ns - r.windowing.last_step_ns) / 1e9) if r.windowing.last_step_ns else 0.0
     return (
         "after window %d (its last step %d) the program ran %d more step%s unrecorded, then %.3f s after its "
         "last step (work after the loop: a final evaluation, saving), and %s"
-        % (max(1, r.window), recorded, after, "" if after == 1 else "s", tail, ended)
+        % (max(1, r.windowing.window), recorded, after, "" if after == 1 else "s", tail, ended)
     )

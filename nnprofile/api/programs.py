@@ -116,7 +116,7 @@ class Recording:
         )
         self.hook_costs = hook_costs
         self.recorder = self._new()
-        self.recorder.on_active = self._window_kept
+        self.recorder.windowing.on_active = self._window_kept
         self.world = world if world is not None else launcher.world()
         self.merge_wait = DEFAULT_WAIT if merge_wait is None else merge_wait
         self.save_events = save_events  # write it too, as events.json.gz
@@ -179,9 +179,11 @@ class Recording:
         if self.schedule.on_demand:
             from .ondemand import Listener
 
-            self.listener = Listener(self.recorder.request_window, self.schedule.signal, folder, self.progress)
+            self.listener = Listener(
+                self.recorder.windowing.request_window, self.schedule.signal, folder, self.progress
+            )
             self.listener.install()
-            self.recorder.watch = self.listener.check
+            self.recorder.windowing.watch = self.listener.check
         machine.measure()  # what this machine reaches, once, before the program runs (not inside it)
         # What calibrating and measuring left (17,000 objects) is not left for the program's own full collections to
         # walk: they would pause its steps longer than when it runs alone.
@@ -343,13 +345,13 @@ class Recording:
         except (
             Exception
         ) as e:  # a full disk, a bug of nnprofile's: said once, noted in the next files; the program goes on
-            text = "window %d could not be written (%s)" % (recorder.window, _reason(e))
+            text = "window %d could not be written (%s)" % (recorder.windowing.window, _reason(e))
             warn("nnprofile: %s; the program goes on" % text)
             self.missed.append(text)
             return
         self.missed = []
         if self.on_window is not None:
-            self.on_window(profile, recorder.window)
+            self.on_window(profile, recorder.windowing.window)
 
     def _window_kept(self, recorder: Any) -> None:
         """A window's kept steps are done and steps that measure the hooks' cost follow: its files now, with the
@@ -382,16 +384,18 @@ class Recording:
         ended = recorder.stopped_ns if recorder.stopped_ns and not recorder.capturing else recorder.clock()
         self.writer.add(
             profile,
-            recorder.window,
-            kept[0] if kept else recorder.window_start + 1,
+            recorder.windowing.window,
+            kept[0] if kept else recorder.windowing.window_start + 1,
             origin / 1e9,
             max(0, ended - self._run_start_ns) / 1e9,
             origin,
             complete,
         )
-        folder = self.writer.window_folder(recorder.window)
-        if self.listener is not None and self._counted != recorder.window:  # each window once (written early too)
-            self._counted = recorder.window
+        folder = self.writer.window_folder(recorder.windowing.window)
+        if (
+            self.listener is not None and self._counted != recorder.windowing.window
+        ):  # each window once (written early too)
+            self._counted = recorder.windowing.window
             self.listener.window_written()
         if self.save_events and self.capture is not None and folder is not None:
             from ..assembly import events

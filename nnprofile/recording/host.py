@@ -1,18 +1,18 @@
 """The Recorder as its mixed-in parts see it: the state they share, and the methods they call on one another.
 
-The Recorder (``recorder.Recorder``) is its hooks and passes, with four parts mixed in: its windows
-(``windowing``), its wrappers of the program's calls (``wrappers``, ``inputs``) and their installing
-(``installing``). Each part's methods take ``self`` as ``RecorderParts``, so that mypy checks every
-use of the shared state against the types here, and the Recorder against this protocol wherever a
-part's method is called on it. The objects the Recorder owns (its count of steps, its faults, its
-toggled wrappers, its readings of other work, its sampler) are reached through their own fields.
+The Recorder (``recorder.Recorder``) has three parts mixed in: its function hooks (``hooks``), its
+wrappers of the program's calls (``wrappers``, ``inputs``) and their installing (``installing``). Each
+part's methods take ``self`` as ``RecorderParts``, so that mypy checks every use of the shared state
+against the types here, and the Recorder against this protocol (``recorder._as_parts``). The objects the
+Recorder owns (its count of steps, its faults, its toggled wrappers, its readings of other work, its
+sampler, the keeper of its windows) are reached through their own fields.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Dict, Hashable, List, Optional, Protocol, Sequence, Set, Tuple
 
-from .parts import CallTimer, CountingHost, SampledProgram
+from .parts import CallTimer, CountingHost, SampledProgram, WindowsHost
 
 if TYPE_CHECKING:
     from ..assembly.events import IteratorInfo
@@ -23,13 +23,13 @@ if TYPE_CHECKING:
     from .proxies import TimedCommunicator, TimedSolver
     from .raw import EagerInfo, RawSolver
     from .sampler import Sampler
-    from .schedule import Windows
+    from .windowing import WindowKeeper
     from .stack import Stacks
     from .toggles import Toggles
     from .waits import CpuWaits
 
 
-class RecorderParts(CallTimer, CountingHost, SampledProgram, Protocol):
+class RecorderParts(CallTimer, CountingHost, SampledProgram, WindowsHost, Protocol):
     # -- what the recording is doing now
     recording: bool  # started, not yet stopped
     capturing: bool  # a window is open: its events are kept
@@ -57,8 +57,14 @@ class RecorderParts(CallTimer, CountingHost, SampledProgram, Protocol):
     started_ns: int
     stopped_ns: int
     ended_ns: int
-    last_step_ns: int
     _dynamic_pass: bool
+    _pass_site: Any  # the pass under way: its call site, its functions, its first and last, when it began
+    _pass_functions: Set[Any]
+    _pass_first: Any
+    _pass_last: Any
+    _pass_start: int
+    _sync_known: bool
+    elsewhere: int  # functions other threads ran (not recorded)
     _dynamic_place: Any
     _recent_dynamic: Set[Any]
     _read_stack: Any
@@ -69,17 +75,7 @@ class RecorderParts(CallTimer, CountingHost, SampledProgram, Protocol):
     toggles: Toggles
     cpu: CpuWaits
     sampler: Optional[Sampler]
-    windows: Windows
-    # -- its windows
-    window: int
-    window_start: int
-    window_end: int
-    on_window: Optional[Callable[[Any], None]]
-    on_active: Optional[Callable[[Any], None]]
-    watch: Optional[Callable[[], None]]
-    _active_handed: bool
-    _asked: bool
-    _quiet_until: int
+    windowing: WindowKeeper
     # -- what the program made
     namespaces: Tuple[Any, ...]
     ndarray_type: Any
@@ -101,20 +97,20 @@ class RecorderParts(CallTimer, CountingHost, SampledProgram, Protocol):
     SITE_STEPS: int
 
     def _pre(self, f: Any) -> None: ...
+    def _start_of(self, f: Any) -> Optional[Tuple[Any, int, int]]: ...
+    def _phase(self, site: Any) -> str: ...
     def _post(self, f: Any) -> None: ...
     def _close_pass(self) -> None: ...
     def _break_pass(self) -> None: ...
     def _find_sync(self) -> None: ...
     def snapshot_parameters(self) -> None: ...
-    def _sync_wrappers(self) -> None: ...
-    def _next_due(self) -> int: ...
-    def _passes_only(self) -> bool: ...
-    def _open_window(self, window: int) -> None: ...
-    def _close_window(self) -> None: ...
     def aside(self, t0: int) -> None: ...
     def past_the_loop(self, frame: Any) -> None: ...
     def _outside_loop(self, frame: Any) -> bool: ...
     def _switch_hooks(self, on: bool) -> None: ...
+    def _patch_functions(self, patches: Patches) -> None: ...
+    def begin_capture(self) -> None: ...
+    def end_capture(self) -> None: ...
     def function_mode(self, inputs: Sequence[Any], kwargs: Dict[str, Any]) -> int: ...
     def run_function(
         self, call: Callable[[], Any], function: Any, made_ns: Optional[int], mode: int, inputs: Sequence[Any]

@@ -20,7 +20,7 @@ _ident = threading.get_ident
 
 
 class InputWrappers:
-    """The Recorder's iterator and monitor wrappers (a part of it: ``Recorder(Wrappers, Counting)``)."""
+    """The Recorder's iterator and monitor wrappers (a part of it, mixed in through ``wrappers.Wrappers``)."""
 
     def _timed_next(self: RecorderParts, original: Callable) -> Callable:
         recorder = self

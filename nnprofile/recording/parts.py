@@ -1,9 +1,9 @@
 """The interfaces between the recording's parts: what each part may ask of the one that owns it.
 
 The recorder (``recorder.Recorder``) makes the stand-ins it gives the program (``proxies``), the
-sampler of the program's own lines (``sampler``) and the count of its steps (``counting``); these talk
-back to it only through the protocols here, so that none imports the recorder, and a test can hand
-them a small object of its own.
+sampler of the program's own lines (``sampler``), the count of its steps (``counting``) and the keeper
+of its windows (``windowing``); these talk back to it only through the protocols here, so that none
+imports the recorder, and a test can hand them a small object of its own.
 """
 
 from __future__ import annotations
@@ -66,3 +66,32 @@ class CountingHost(Protocol):
 
     def past_the_loop(self, frame: Any) -> None:
         """A call of the program's that may lie past its step loop (the hooks go back on there)."""
+
+
+class WindowsHost(Protocol):
+    """What the keeper of the windows (``windowing.WindowKeeper``) reads of the recording, and asks of it."""
+
+    recording: bool  # started, not yet stopped
+    capturing: bool  # a window is open
+    steps: Any  # its count of steps (``counting.StepCount``)
+    clock: Callable[[], int]
+    cpu: CpuWaits
+    faults: Faults
+    toggles: Any  # the wrappers switched between windows (``toggles.Toggles``)
+    solvers: List[RawSolver]
+    loop: Loop
+    events: List[Any]
+    excluded: List[Tuple[int, int]]
+    _import_locks: Any  # importlib's own locks while the reentrant ones stand in (``importlock``)
+
+    def begin_capture(self) -> None:
+        """A window begins: its events kept from here."""
+
+    def end_capture(self) -> None:
+        """A window's steps are done: the hooks off, its capture ended (its events still held)."""
+
+    def snapshot_parameters(self) -> None:
+        """The parameters' names noted as they are now."""
+
+    def _switch_hooks(self, on: bool) -> None:
+        """The function hooks on or off (for the steps that measure what they cost)."""

@@ -81,7 +81,7 @@ def _header(run: Run, recorder: Any, a: Assembly, measured: HookCosts) -> Progra
     import nnabla
 
     costs = a.costs
-    offset = recorder.window_start  # the steps before the window began, counted
+    offset = recorder.windowing.window_start  # the steps before the window began, counted
     kept, plain = [s + offset for s in a.kept_steps], [s + offset for s in a.plain_steps]
     context = nnabla.get_current_context()
     windowed = run.schedule.windowed or run.schedule.wait
@@ -93,7 +93,7 @@ def _header(run: Run, recorder: Any, a: Assembly, measured: HookCosts) -> Progra
         sampling="%s%s of %d recorded (%s %d, active %d)%s; each figure (the time of one call) is "
         "the mean over those steps (the Drift line says which steps, if any, it leaves out)"
         % (
-            "window %d: " % recorder.window if windowed else "",
+            "window %d: " % recorder.windowing.window if windowed else "",
             span_words(kept),
             offset + a.steps,
             "warmup" if windowed else "skip first",
@@ -102,7 +102,7 @@ def _header(run: Run, recorder: Any, a: Assembly, measured: HookCosts) -> Progra
             "; steps %s ran without the hooks, for what they cost" % numbers(plain) if plain else "",
         ),
         schedule=run.schedule.describe(),
-        window=recorder.window if run.schedule.windowed else 0,
+        window=recorder.windowing.window if run.schedule.windowed else 0,
         steps=a.how,
         machine="%s, %s, Python %s" % (platform.node(), platform.machine(), platform.python_version()),
         date=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),

@@ -36,25 +36,28 @@ functions, a solver of the program's own computes on NdArrays): every timed call
 while it runs, and a call that runs while another is open is recorded as its child (its ``depth``).
 Only the thread that started the recording is recorded (a loader's thread runs untouched). Every hook
 and wrapper is a guest: a failure of nnprofile's own is noted, never raised into the program
-(``wrappers``).
+(``faults``).
+
+The Recorder is its function hooks (``hooks``), its wrappers of the program's calls (``wrappers``,
+``inputs``) and their installing (``installing``), mixed in and typed by ``host.RecorderParts``; and it
+owns the parts with state of their own, each talking back through a protocol of ``parts``: the count of
+steps (``counting.StepCount``), the keeper of the windows (``windowing.WindowKeeper``), the readings of
+other work (``waits.CpuWaits``), the wrappers off between windows (``toggles.Toggles``), the faults
+(``faults.Faults``) and the sampler of the program's own lines (``sampler.Sampler``).
 """
 
 from __future__ import annotations
 
-import _thread
-import contextlib
 import gc
 import os
-import signal
 import sys
 import threading
 import time
-from typing import Any, Callable, Dict, Hashable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Hashable, List, Optional, Tuple
 
-from ..assembly.events import STATIC, Call, Event, IteratorInfo
+from ..assembly.events import Event, IteratorInfo, StepMark
 from ..base.interference import NoProbe, Probe
 from ..assembly.steps import Loop
-from .callsite import BACKWARD_NAMES, FORWARD_NAMES, call_at
 from . import importlock
 from .counting import StepCount
 from .faults import Faults
@@ -62,13 +65,14 @@ from .waits import CpuWaits
 from .toggles import Toggles
 from .patching import Patches
 from .sampler import Sampler
-from .schedule import OFF, Schedule, Windows
+from .schedule import Schedule, Windows
 from .stack import Stacks
 from .raw import EagerInfo, RawSolver, device_sync  # noqa: F401 (the recorder's vocabulary)
 from .wrappers import Wrappers
 from .host import RecorderParts
 from .installing import Installing
-from .windowing import HOOK_KEY, MAX_CREATED, SITE_STEPS, Windowing  # noqa: F401 (the recorder's vocabulary)
+from .hooks import HOOK_KEY, FunctionHooks  # noqa: F401 (the recorder's vocabulary)
+from .windowing import MAX_CREATED, SITE_STEPS, WindowKeeper  # noqa: F401 (the recorder's vocabulary)
 from .bindings import all_parameters, communicator_factories
 
 _getframe = sys._getframe
@@ -85,7 +89,7 @@ MIN_PAIRS = 3  # pairs the estimate needs (``nnprofile.base.hookcost.measured_in
 _nn: Any = None  # nnabla, once recording started (no import in a hook)
 
 
-class Recorder(Installing, Windowing, Wrappers):
+class Recorder(FunctionHooks, Installing, Wrappers):
     """Hooks into NNabla while started; keeps the raw events of a program's run.
 
     ``namespaces``: further namespaces (a notebook's) in which NNabla's factories are replaced,
@@ -109,12 +113,15 @@ class Recorder(Installing, Windowing, Wrappers):
         self.schedule = schedule or Schedule(warmup=max(0, skip_first), active=max(1, active))
         self.skip_first, self.active = self.schedule.warmup, self.schedule.active
         self.calibrate = calibrate
-        self.windows = Windows(self.schedule, CALIBRATION if calibrate else ())
-        self._init_windows(on_window)
+        self.capturing = False  # a window is open: its events are kept
+        self.hooks_on = False
+        self.ended_ns = 0  # when the recording ended (the program's end)
         self._init_clock(clock, probe)
         self.namespaces = namespaces
         self._init_program()
         self._init_passes()
+        # where the schedule has got: the window open (or the last), what is due next
+        self.windowing = WindowKeeper(self, Windows(self.schedule, CALIBRATION if calibrate else ()), on_window)
 
     def _init_clock(self, clock: Optional[Callable[[], int]], probe: Any) -> None:
         self.clock: Callable[[], int] = clock or time.perf_counter_ns
@@ -145,7 +152,6 @@ class Recorder(Installing, Windowing, Wrappers):
         self.loop = Loop()
         self.stacks = Stacks()
         self.steps = StepCount(self)  # the live count of the program's steps
-        self._quiet_until = 0  # between windows: the step count before which a step's end needs nothing
         self.open_calls: List[Any] = []  # the calls open now: (function, start) for a hooked one, else a marker
         self.elsewhere = 0  # functions run by other threads than the recorded one (not recorded)
         self.program_thread = _ident()  # the thread recorded (the program's own)
@@ -193,108 +199,6 @@ class Recorder(Installing, Windowing, Wrappers):
         # program sets its context once running: it is looked up at each step's end.
         self.sync: Optional[Callable[[], None]] = None
         self._sync_known = False
-
-    # -- hooks (called by NNabla from C++: nothing may be raised from here) ---------------------------
-
-    def _pre(self, f: Any) -> None:
-        try:
-            if self._deferred is not None:  # a Ctrl-C (or a SIGTERM) that landed in a garbage collection's callback
-                signum = signal.SIGTERM if getattr(self._deferred, "exit_code", 130) == 143 else signal.SIGINT
-                self._deferred = None
-                _thread.interrupt_main(signum)
-            if _ident() == self.program_thread:
-                if self.sync is not None:
-                    self.sync()  # what ran before this function is not its time
-                self.open_calls.append((f, self.clock(), self._mark()))
-            else:
-                self.elsewhere += 1  # a function another thread ran: not recorded, but counted and said
-        except BaseException as e:  # noqa: B036 (a Ctrl-C is given back by faults.in_hook)
-            self.faults.in_hook("the function pre-hook", e)
-
-    def _start_of(self, f: Any) -> Optional[Tuple[Any, int, int]]:
-        """``f``'s open call (f, its start, the switches then), taken off the open calls (with any call above it that
-        never ended)."""
-        opened = self.open_calls
-        for i in range(len(opened) - 1, -1, -1):
-            top = opened[i]
-            if type(top) is tuple and top[0] == f:
-                del opened[i:]
-                return top
-            if top is not None and type(top) is not tuple:  # a wrapper's call, open around f: f began before it
-                return None
-        return None
-
-    def _post(self, f: Any) -> None:
-        try:
-            if _ident() != self.program_thread:
-                return
-            if self.sync is not None:
-                self.sync()
-            end = self.clock()
-            m1 = self._mark()
-            opened = self.open_calls
-            top = opened[-1] if opened else None
-            if type(top) is tuple and top[0] == f:  # (the usual case: f's own call on top; NNabla hands each hook
-                # a new Python object for the same function)
-                opened.pop()
-            else:
-                top = self._start_of(f)
-                if top is None:
-                    return
-            _, start, m0 = top
-            if opened:
-                self.events.append(Call(f, start, end, None, STATIC, len(opened), None, m0, m1))
-                return
-            frame = _getframe(1)
-            site = (frame.f_code, frame.f_lasti)
-            call = Call(f, start, end, site, STATIC, 0, None, m0, m1)
-            self.events.append(call)
-            if site != self._pass_site or f in self._pass_functions:  # a new pass starts
-                self._close_pass()
-                self._pass_site, self._pass_functions = site, {f}
-                self._pass_first, self._pass_start = f, start
-                self._pass_last = f
-                self._check_subclasses()
-                call.stack = self.steps.take(frame)
-                self.steps.moved(call.stack, "other", end, frame, begun=(start, m0, m1))
-                self.aside(end)  # nnprofile's own work inside the pass
-            else:
-                self._pass_functions.add(f)
-                self._pass_last = f
-        except BaseException as e:  # noqa: B036
-            self.faults.in_hook("the function post-hook", e)
-
-    def _phase(self, site: Any) -> str:
-        phase = self.site_phases.get(site)
-        if phase is None:
-            method, _ = call_at(site[0], site[1], FORWARD_NAMES + BACKWARD_NAMES)
-            phase = self.site_phases[site] = "backward" if method in BACKWARD_NAMES else "forward"
-        return phase
-
-    def _close_pass(self) -> None:
-        """The pass that just ended, to the loop's structure (its graph: what it ran on)."""
-        if self._pass_site is not None:
-            phase = self._phase(self._pass_site)
-            root = self._pass_first if phase == "backward" else self._pass_last
-            graph = ("auto_forward", self._pass_site) if root in self._recent_dynamic else ("static", root)
-            self.loop.pass_started(phase, graph, self._pass_site, self._pass_start)
-            self._pass_site = None
-            if not self.solvers and not self.loop.marks:  # a program without a solver: passes mark its steps
-                self.steps.count_passes()
-        self._dynamic_pass = False
-
-    def _break_pass(self) -> None:
-        self._close_pass()
-
-    def _find_sync(self) -> None:
-        """At the first update or step mark (the program has set its context by then): the device's wait, on an
-        asynchronous device (CUDA), read before each reading of the clock; a call's marks are then its context
-        switches (its waits for the device are no CPU time)."""
-        if not self._sync_known:
-            self.sync, self._sync_known = device_sync(), True
-            if self.sync is not None:
-                self.cpu.on_async_device()
-                self._mark = self.cpu.mark
 
     # -- start, steps, stop ----------------------------------------------------
 
@@ -351,10 +255,7 @@ class Recorder(Installing, Windowing, Wrappers):
         self.recording = True
         if self.real_clock:  # (a test's scripted clock is read only where the test says)
             gc.callbacks.append(self._collected)
-        phase, window = self.windows.begin(0)
-        if phase != OFF:  # the first window from the first step (else the program runs untouched until it)
-            self._open_window(window)
-            self._switch_hooks(True)
+        self.windowing.begin()
         return self
 
     def _patch_functions(self, patches: Patches) -> None:
@@ -364,29 +265,6 @@ class Recorder(Installing, Windowing, Wrappers):
             factory = getattr(function_module, name)
             if name[:1].isupper() and callable(factory) and not isinstance(factory, type):
                 patches.attribute(function_module, name, self._function_factory(factory))
-
-    @contextlib.contextmanager
-    def hooked(self) -> Iterator["Recorder"]:
-        """Only the function hooks and the function classes, for calibrating what they cost: no
-        solvers, iterators or monitors, and no counting of steps."""
-        import nnabla as nn
-
-        patches = Patches()
-        self.ndarray_type = nn.NdArray
-        nn.set_function_pre_hook(HOOK_KEY, self._pre)
-        nn.set_function_post_hook(HOOK_KEY, self._post)
-        self._patch_functions(patches)
-        self.program_thread = _ident()
-        self.recording = self.capturing = self.hooks_on = True
-        self.note_sites = False
-        self.loop.mark(0)  # marks: passes do not count steps
-        try:
-            yield self
-        finally:
-            self.recording = self.capturing = self.hooks_on = False
-            nn.unset_function_pre_hook(HOOK_KEY)
-            nn.unset_function_post_hook(HOOK_KEY)
-            patches.undo()
 
     def snapshot_parameters(self) -> None:
         """Note every parameter's full name as it is now (names outlive clear_parameters)."""
@@ -398,6 +276,40 @@ class Recorder(Installing, Windowing, Wrappers):
             self.faults.add("reading the parameters' names", e)
         self.aside(t0)
 
+    # -- a window's capture, begun and ended by the windows' part -------------------------------------------
+
+    def begin_capture(self) -> None:
+        """A window begins: its events from here, a loop of its own (the steps counted go on)."""
+        self.steps.window_opened()
+        self._patch_subclasses()
+        self.events, self.excluded, self.cpu.readings = [], [], []
+        if len(self.created) > MAX_CREATED:  # bounded over any number of windows (sources noted anew)
+            self.created = {}
+        self.loop = Loop()
+        self.started_ns = self.clock()
+        self.cpu.note(self.started_ns)
+        self.capturing = True
+        self.note_sites = True
+        if self.sampler is not None:
+            self.sampler.clear()
+            self.sampler.start()
+
+    def end_capture(self) -> None:
+        """A window's steps are done: the hooks off, the sampler stopped, the names read, the count frozen."""
+        self._break_pass()
+        self.capturing = False
+        if self.sampler is not None:
+            self.sampler.stop()
+        self._switch_hooks(False)
+        self.stopped_ns = self.clock()
+        self.cpu.note(self.stopped_ns)
+        self.snapshot_parameters()
+        self.steps.freeze()
+
+    def step_ended(self, late: bool = False) -> None:
+        """A step has ended (``steps.done`` counts it): the windows follow (``windowing.WindowKeeper``)."""
+        self.windowing.step_ended(late)
+
     def stop(self) -> None:
         """Unhook and put everything back (the program's end); a window still open keeps its events. Again after a
         stop that a second Ctrl-C cut short, the sampler at least is off."""
@@ -407,8 +319,9 @@ class Recorder(Installing, Windowing, Wrappers):
             return
         try:
             self._break_pass()
-            if self.steps.last_iteration() and self.capturing and self.windows.window_done(self.steps.done):
-                self._close_window()
+            w = self.windowing
+            if self.steps.last_iteration() and self.capturing and w.windows.window_done(self.steps.done):
+                w.close()
         except Exception as e:  # what was recorded stays; everything is put back below, whatever happened
             self.faults.add("ending the recording", e)
         self.recording = self.steps.by_frame_only = False
@@ -436,6 +349,68 @@ class Recorder(Installing, Windowing, Wrappers):
             self.snapshot_parameters()
         self.stacks.release()
         self.finished = True
+
+    # -- the program's own marks, nnprofile's own work, the program past its loop --------------------------
+
+    def step(self, end_ns: Optional[int] = None) -> None:
+        """``nnprofile.step()``: the program marks the end of a step."""
+        try:
+            if _ident() != self.program_thread or not self.recording:
+                return
+            self.steps.marked = True
+            if not self.capturing:
+                self.steps.light_step("marks", 0)
+                return
+            at = self.clock() if end_ns is None else end_ns
+            self._break_pass()
+            self.events.append(StepMark(at, self.stacks.take(_getframe(1))))
+            self.loop.mark(at)
+            self._find_sync()
+            self.steps.count_passes()
+            self.excluded.append((at, self.clock()))
+        except Exception as e:
+            self.faults.add("nnprofile.step()", e)
+
+    def aside(self, t0: int) -> None:
+        """nnprofile's own work since ``t0`` set aside (no part of any call, pass or step), the wait for a CPU read as
+        it ends: what held that work up is no part of any step either (``assembly.intervals.waited_aside``)."""
+        if self.sampler is not None:
+            self.sampler.resume()  # (its own cost is nnprofile's too)
+        if self.capturing:
+            t1 = self.cpu.note(None)  # (read before the clock: the reading's own cost is nnprofile's too)
+        else:
+            t1 = self.clock()
+        self.excluded.append((t0, t1))
+
+    def past_the_loop(self, frame: Any) -> None:
+        """A call of the program's outside its step loop while the steps that measure the hooks' cost run without them:
+        the loop has ended (the program loads its best parameters, evaluates, saves): the hooks go back on, so that
+        what it does after its last step is recorded (it is in no step)."""
+        try:
+            if (
+                self.capturing
+                and not self.hooks_on
+                and self.calibrate
+                and self.steps.counter.loop is not None
+                and self.steps.by_iterations()
+                and self._outside_loop(frame)
+            ):
+                self._switch_hooks(True)
+        except Exception as e:
+            self.faults.add("following the program past its loop", e)
+
+    def _outside_loop(self, frame: Any) -> bool:
+        loop = self.steps.counter.loop
+        if loop is None:
+            return False
+        code, head = self.stacks.objects[loop[0]], loop[1]
+        end = next((e for h, e in self.stacks.codes[loop[0]].loops if h == head), head)
+        depth = 0
+        while frame is not None and depth < 64:
+            if frame.f_code is code:
+                return not (head <= frame.f_lasti <= end)
+            frame, depth = frame.f_back, depth + 1
+        return True
 
 
 def _as_parts(recorder: Recorder) -> RecorderParts:
