@@ -14,6 +14,7 @@ from ..assembly.steps import Loop
 from .faults import Faults
 from .raw import RawSolver
 from .stack import Stacks
+from .toggles import Toggles
 from .waits import CpuWaits
 
 
@@ -68,21 +69,37 @@ class CountingHost(Protocol):
         """A call of the program's that may lie past its step loop (the hooks go back on there)."""
 
 
+class CountedSteps(Protocol):
+    """What the keeper of the windows reads of the count of steps (``counting.StepCount``), and sets."""
+
+    done: int  # steps counted so far
+    countable: bool  # False: the steps show only in passes, which only the hooks see
+    frame_loop: Any  # the loop counted from its own frame (False: it cannot be; None: not yet known)
+    counter: Any  # the count of the loop's iterations (``nnprofile.assembly.iterations.Counter``)
+    by_frame_only: bool  # between windows, updates counted by the loop's frame alone
+
+    def by_iterations(self) -> bool:
+        """Whether the steps are the loop's iterations (else the pattern of updates, marks or reads)."""
+
+
 class WindowsHost(Protocol):
     """What the keeper of the windows (``windowing.WindowKeeper``) reads of the recording, and asks of it."""
 
     recording: bool  # started, not yet stopped
     capturing: bool  # a window is open
-    steps: Any  # its count of steps (``counting.StepCount``)
     clock: Callable[[], int]
     cpu: CpuWaits
     faults: Faults
-    toggles: Any  # the wrappers switched between windows (``toggles.Toggles``)
+    toggles: Toggles  # the wrappers switched between windows
     solvers: List[RawSolver]
     loop: Loop
     events: List[Any]
     excluded: List[Tuple[int, int]]
     _import_locks: Any  # importlib's own locks while the reentrant ones stand in (``importlock``)
+
+    @property
+    def steps(self) -> CountedSteps:
+        """Its count of steps."""
 
     def begin_capture(self) -> None:
         """A window begins: its events kept from here."""
