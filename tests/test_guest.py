@@ -91,7 +91,7 @@ def test_a_profile_that_cannot_be_made_leaves_the_program_its_output_and_says_so
         SCRIPT,
         "--iterations",
         "6",
-        faults=["nnprofile.api.programs:Recording._profile"],
+        faults=["nnprofile.recording.driver:ProgramRun.profile"],
         cwd=tmp_path,
     )
     assert proc.stdout == alone.stdout

@@ -112,12 +112,12 @@ def test_a_failure_while_a_ctrl_c_is_handled_is_no_second_ctrl_c():
 @pytest.mark.parametrize("second", [KeyboardInterrupt, RuntimeError])
 def test_what_stops_the_files_of_an_interrupted_recording_is_said_as_it_is(second, monkeypatch, tmp_path, capsys):
     """Ctrl-C in the program, then while nnprofile makes its files: a second Ctrl-C, or a bug of nnprofile's own."""
-    from nnprofile.api import programs
+    from nnprofile.recording import driver
 
     def breaks(self, *args, **kwargs):
         raise second("injected")
 
-    monkeypatch.setattr(programs.Recording, "_profile", breaks)
+    monkeypatch.setattr(driver.ProgramRun, "profile", breaks)
     loss, _ = _mlp()
     with pytest.raises(KeyboardInterrupt):
         with nnprofile.record(outdir=tmp_path / "out", skip_first=0, active=50) as rec:

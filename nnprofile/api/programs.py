@@ -15,13 +15,12 @@ program's step.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import gc
 import os
 import sys
 import threading
 import time
-from typing import Any, Callable, Dict, List, MutableMapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, List, MutableMapping, Optional, Sequence, Union
 
 from ..base import machine
 from ..render.files import claim_outdir, prepare_outdir, release_outdir
@@ -40,7 +39,7 @@ from .outcome import (  # noqa: F401  (shorten: the API's)
     warn,
     whole_run,
 )
-from .quiet import own_imports, quiet_nnabla
+from ..base.quiet import own_imports
 from .windows import WindowCallback, WindowWriter
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -92,6 +91,7 @@ class Recording:
     ):
         from ..merging.ranks import DEFAULT_WAIT
         from ..recording import launcher
+        from ..recording.driver import ProgramRun
         from ..recording.recorder import Recorder
 
         # Fixed now: a program that changes its working folder (os.chdir) moves nothing nnprofile writes.
@@ -106,18 +106,23 @@ class Recording:
         self.on_window = WindowCallback(on_window) if on_window is not None else None  # as each window closes
         # Where the hooks' cost is measured (not given), a few steps after the first window run without them.
         # ``clock`` and ``probe`` (the kernel's accounting of other work): scripted ones in tests.
-        self._new = lambda: Recorder(
-            clock=clock,
-            namespaces=self.namespaces,
-            calibrate=hook_costs is None,
-            schedule=self.schedule,
-            on_window=self._window_closed,
-            probe=probe,
-        )
-        self.hook_costs = hook_costs
-        self.recorder = self._new()
-        self.recorder.windowing.on_active = self._window_kept
         self.world = world if world is not None else launcher.world()
+        self.run = ProgramRun(
+            self.name,
+            self.command,
+            self.schedule,
+            self.world,
+            hook_costs,
+            lambda: Recorder(
+                clock=clock,
+                namespaces=self.namespaces,
+                calibrate=hook_costs is None,
+                schedule=self.schedule,
+                on_window=self._window_closed,
+                probe=probe,
+            ),
+        )
+        self.recorder.windowing.on_active = self._window_kept
         self.merge_wait = DEFAULT_WAIT if merge_wait is None else merge_wait
         self.save_events = save_events  # write it too, as events.json.gz
         self.progress = progress
@@ -128,13 +133,9 @@ class Recording:
         self.writer: Optional[WindowWriter] = None
         self.listener: Optional[Any] = None  # on demand: the signal's handler
         self._run_start_ns = 0
-        self._origin_ns = 0  # the recorder's clock at the last window's first kept step
         self.profile: Optional[Profile] = None
-        self._measure_again = False
         self.merged: Optional[Profile] = None  # rank 0 of several: the ranks' merged view
         self.written_to: Optional[str] = None  # where this process's own result went
-        self.capture: Optional[Any] = None  # the recording as data (nnprofile.assembly.events.Capture)
-        self._signatures: Dict[str, Tuple[float, float]] = {}  # the hooks' cost per function signature
         self._locks: List[Any] = []  # the output folders this run holds
         self.missed: List[str] = []  # windows that could not be written (said in the next files)
         self._counted = 0  # the last window the on-demand status counted
@@ -142,7 +143,11 @@ class Recording:
         self.error: Optional[str] = None  # the profile could not be made or written, and why
         self.error_traceback = ""
         self._guard: Optional[Any] = None
-        self._started_unix = 0.0
+
+    @property
+    def recorder(self) -> Any:
+        """The recorder of this run (``nnprofile.recording.recorder.Recorder``)."""
+        return self.run.recorder
 
     def runs_program_below(self, frame: Any) -> None:
         """A launcher's frame, from which the program runs: its stacks are taken up to it, never beyond."""
@@ -152,8 +157,6 @@ class Recording:
             pass
 
     def __enter__(self) -> "Recording":
-        from ..recording.calibrate import calibrate
-
         self._imports = list(sys.path)
         if self.outdir is not None:  # one run at a time in a folder: the second is refused, in one line
             if self.world is not None and self.world.several:
@@ -163,13 +166,10 @@ class Recording:
                     self._locks.append(claim_outdir(self.outdir))
             else:
                 self._locks.append(claim_outdir(self.outdir))
-        self._measure_again = self.hook_costs is None
         import nnabla  # noqa: F401  (its import logs "Initializing CPU extension...": the program's own line, unquieted)
 
-        if self.hook_costs is None:
-            with quiet_nnabla():
-                self.hook_costs = calibrate(self._new)
-        self._started_unix = time.time()
+        self.run.calibrate()
+        self.run.started_unix = time.time()
         folder = self.outdir
         if folder is not None and self.world is not None and self.world.several:
             from ..recording.launcher import rank_dir
@@ -219,21 +219,16 @@ class Recording:
 
     def run_world(self) -> Optional[Any]:
         """The launcher's world, else the one the program's communicator told when it was initialised."""
-        if self.world is not None:
-            return self.world
-        if self.recorder.comm_rank is not None and self.recorder.comm_rank[1] > 1:
-            from ..recording.launcher import World
-
-            return World(self.recorder.comm_rank[0], self.recorder.comm_rank[1], "communicator")
-        return None
+        return self.run.run_world()
 
     def _terminated(self) -> None:
         """SIGTERM (from the watcher thread; the main thread may be blocked in a collective): write what was
         recorded so far, result.json first, in the second or so before the launcher's SIGKILL."""
         snapshot = copy.copy(self.recorder)
         snapshot.events = list(self.recorder.events)
-        profile = self._profile(
+        profile = self.run.profile(
             "ended by SIGTERM (the launcher stopped this rank, as it does when another rank dies)",
+            self.missed,
             snapshot,
             measure_signatures=False,
         )
@@ -303,13 +298,9 @@ class Recording:
         r = self.recorder
         last = self.writer.last if self.writer is not None else None
         if r.capturing or last is None:  # a window under way (what it holds is written), or none recorded yet
-            if self._measure_again and self.hook_costs is not None and not interrupted(error) and r.events:
-                from ..base.hookcost import smaller
-                from ..recording.calibrate import calibrate
-
-                with quiet_nnabla():
-                    self.hook_costs = smaller(self.hook_costs, calibrate(self._new))
-            self.profile = self._profile(failure)
+            if not interrupted(error):
+                self.run.calibrate_again()
+            self.profile = self.run.profile(failure, self.missed)
             self.profile.notes += unfinished_notes(self.recorder, self.schedule, self.profile, kind, error)
             if r.capturing and self.schedule.windowed:
                 self._add_window(self.profile, r, complete=False)
@@ -340,7 +331,7 @@ class Recording:
         between its calls): its profile, written at once; then the program runs on untouched."""
         try:
             with own_imports(self._imports):
-                profile = self._profile(None, recorder)
+                profile = self.run.profile(None, self.missed, recorder)
                 self._add_window(profile, recorder, complete=True)
         except (
             Exception
@@ -360,7 +351,7 @@ class Recording:
             return
         try:
             with own_imports(self._imports):
-                profile = self._profile(None, recorder, measure_signatures=False)
+                profile = self.run.profile(None, self.missed, recorder, measure_signatures=False)
                 profile.notes.append(
                     "written when the window's kept steps were done; the steps that measure what "
                     "the hooks cost in this program were still to come (files of the whole window "
@@ -380,7 +371,7 @@ class Recording:
             return
         h = profile.header
         kept = list(getattr(h, "kept_steps", []))
-        origin = self._origin_ns - self._run_start_ns
+        origin = self.run.origin_ns - self._run_start_ns
         ended = recorder.stopped_ns if recorder.stopped_ns and not recorder.capturing else recorder.clock()
         self.writer.add(
             profile,
@@ -397,12 +388,12 @@ class Recording:
         ):  # each window once (written early too)
             self._counted = recorder.windowing.window
             self.listener.window_written()
-        if self.save_events and self.capture is not None and folder is not None:
+        if self.save_events and self.run.capture is not None and folder is not None:
             from ..assembly import events
 
-            events.save(self.capture, os.path.join(folder, EVENTS))
+            events.save(self.run.capture, os.path.join(folder, EVENTS))
         if not self.save_events:
-            self.capture = None  # the window's raw calls: not kept past it (the program runs on, and on)
+            self.run.capture = None  # the window's raw calls: not kept past it (the program runs on, and on)
 
     def _write_results(self, end_notes: Sequence[str] = ()) -> None:
         assert self.outdir is not None and self.profile is not None
@@ -421,13 +412,13 @@ class Recording:
         if world.rank == 0:
             from ..merging.ranks import collect, merge, spans
 
-            found = collect(self.outdir, world.size, 0.0, world.launch, self._started_unix - 60)
+            found = collect(self.outdir, world.size, 0.0, world.launch, self.run.started_unix - 60)
             if found.missing and self.merge_wait > 0:
                 self.progress(
                     "nnprofile: waiting up to %g s for the results of rank%s %s"
                     % (self.merge_wait, "s" if len(found.missing) > 1 else "", spans(found.missing))
                 )
-                found = collect(self.outdir, world.size, self.merge_wait, world.launch, self._started_unix - 60)
+                found = collect(self.outdir, world.size, self.merge_wait, world.launch, self.run.started_unix - 60)
             self.merged = merge(found)
             self._write(self.merged, self.outdir)
 
@@ -436,43 +427,7 @@ class Recording:
 
         self.written_to = self.written_to or folder
         write_all(profile, folder)
-        if self.save_events and self.capture is not None and profile is self.profile:
+        if self.save_events and self.run.capture is not None and profile is self.profile:
             from ..assembly import events
 
-            events.save(self.capture, os.path.join(folder, EVENTS))
-
-    def _profile(
-        self, failure: Optional[str], recorder: Optional[Any] = None, measure_signatures: bool = True
-    ) -> Profile:
-        """The profile of a window (or the run) so far (``nnprofile.recording.profiling``); its capture kept."""
-        from ..recording.profiling import Run, program_profile
-
-        assert self.hook_costs is not None  # measured on entry
-        recorder = recorder or self.recorder
-        run = Run(
-            self.name,
-            self.command,
-            self.schedule,
-            self.active,
-            self.skip_first,
-            self._started_unix,
-            list(self.missed),
-            self.run_world(),
-        )
-        made = program_profile(
-            run,
-            recorder,
-            self.hook_costs,
-            failure,
-            self._refine if measure_signatures and self._measure_again else None,
-        )
-        self.capture, self._origin_ns = made.capture, made.origin_ns
-        return made.profile
-
-    def _refine(self, capture: Any) -> Any:
-        """The hooks' costs with the signatures this capture holds measured (once each, over the run)."""
-        from ..recording.calibrate import signature_costs
-
-        assert self.hook_costs is not None
-        self._signatures.update(signature_costs(capture, self._new, self._signatures))
-        return dataclasses.replace(self.hook_costs, by_signature=dict(self._signatures))
+            events.save(self.run.capture, os.path.join(folder, EVENTS))

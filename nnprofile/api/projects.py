@@ -31,7 +31,7 @@ from ..base.clock import Clock
 from ..measure.timing import Sampling, Timer
 from ..base.outdir import listed
 from ..render.files import claim_outdir, release_outdir
-from .quiet import quiet_nnabla
+from ..base.quiet import quiet_nnabla
 from ..result import Profile, Section, file as result_file
 from ..result.header import ProjectHeader
 

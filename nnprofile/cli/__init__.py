@@ -82,7 +82,7 @@ def _main(argv: Optional[List[str]] = None) -> int:
     previous = logger.level
     # NNabla logs INFO lines on import and restates its errors as log lines before raising them; nnprofile says
     # what matters once, in its own words (--debug lifts it). A program run under nnprofile logs as it does
-    # alone: its logger is its own (nnprofile quiets only its own NNabla work: ``nnprofile.api.quiet``).
+    # alone: its logger is its own (nnprofile quiets only its own NNabla work: ``nnprofile.base.quiet``).
     if getattr(command, "QUIET_NNABLA", True):
         logger.setLevel(logging.INFO if args.debug else logging.CRITICAL + 1)
     try:

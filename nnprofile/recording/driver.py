@@ -1,0 +1,96 @@
+"""A program's recording driven from the recorder's start to each window's profile.
+
+``ProgramRun`` makes the recorder (and makes it again to measure what the hooks cost, before the program
+runs and at its end), and makes each window's profile, or the run's, from what the recorder holds
+(``profiling.program_profile``), the hooks' cost per function signature measured once each as the
+captures show them. What the run does around that, its folder's lock, its signals, writing each window's
+files and merging the ranks, is the API's (``nnprofile.api.programs.Recording``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+
+from ..base.quiet import quiet_nnabla
+from ..result import Profile
+from .launcher import World
+from .recorder import Recorder
+from .schedule import Schedule
+
+
+class ProgramRun:
+    """The recorder of one program's run, what its hooks cost, and the profiles made from it."""
+
+    def __init__(
+        self,
+        name: str,
+        command: str,
+        schedule: Schedule,
+        world: Optional[World],
+        hook_costs: Optional[Any] = None,
+        new_recorder: Optional[Callable[[], Recorder]] = None,
+    ) -> None:
+        self.name, self.command, self.schedule, self.world = name, command, schedule, world
+        self.new_recorder = new_recorder or (lambda: Recorder(schedule=schedule, calibrate=hook_costs is None))
+        self.hook_costs = hook_costs  # what the hooks cost (``nnprofile.base.hookcost.HookCosts``): given, or measured
+        self.measure_again = hook_costs is None  # measured here: again at the end, and per signature as seen
+        self.recorder = self.new_recorder()
+        self.signatures: Dict[str, Tuple[float, float]] = {}  # the hooks' cost per function signature
+        self.capture: Optional[Any] = None  # the last profile's recording as data (``assembly.events.Capture``)
+        self.origin_ns = 0  # the recorder's clock at the last window's first kept step
+        self.started_unix = 0.0
+
+    def calibrate(self) -> None:
+        """What the hooks cost, measured before the program runs (where not given)."""
+        from .calibrate import calibrate
+
+        if self.hook_costs is None:
+            with quiet_nnabla():
+                self.hook_costs = calibrate(self.new_recorder)
+
+    def calibrate_again(self) -> None:
+        """At the end of a run that recorded: measured again, the smaller of the two kept (the machine as it was
+        then may have been busier)."""
+        from ..base.hookcost import smaller
+        from .calibrate import calibrate
+
+        if self.measure_again and self.hook_costs is not None and self.recorder.events:
+            with quiet_nnabla():
+                self.hook_costs = smaller(self.hook_costs, calibrate(self.new_recorder))
+
+    def run_world(self) -> Optional[World]:
+        """The launcher's world, else the one the program's communicator told when it was initialised."""
+        if self.world is not None:
+            return self.world
+        rank = self.recorder.comm_rank
+        if rank is not None and rank[1] > 1:
+            return World(rank[0], rank[1], "communicator")
+        return None
+
+    def profile(
+        self,
+        failure: Optional[str],
+        missed: Sequence[str] = (),
+        recorder: Optional[Recorder] = None,
+        measure_signatures: bool = True,
+    ) -> Profile:
+        """The profile of a window (or the run) so far (``profiling.program_profile``); its capture kept.
+        ``missed``: windows whose files could not be written, said in this one's notes."""
+        from .profiling import Run, program_profile
+
+        assert self.hook_costs is not None  # measured on entry
+        s = self.schedule
+        run = Run(self.name, self.command, s, s.active, s.warmup, self.started_unix, list(missed), self.run_world())
+        refine = self._refine if measure_signatures and self.measure_again else None
+        made = program_profile(run, recorder or self.recorder, self.hook_costs, failure, refine)
+        self.capture, self.origin_ns = made.capture, made.origin_ns
+        return made.profile
+
+    def _refine(self, capture: Any) -> Any:
+        """The hooks' costs with the signatures this capture holds measured (once each, over the run)."""
+        from .calibrate import signature_costs
+
+        assert self.hook_costs is not None
+        self.signatures.update(signature_costs(capture, self.new_recorder, self.signatures))
+        return dataclasses.replace(self.hook_costs, by_signature=dict(self.signatures))
