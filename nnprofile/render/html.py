@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional
 
 from ..analysis import Analysis, SectionAnalysis, charted_layers
 from ..analysis.breakdown import MIN_SHARE_SAMPLES, per_step_ms
-from .words import clock_words, named, purpose
+from .words import named, own_lines_note, purpose
 from .advice import words
 from .step import chart_note, note
 from .windows import finding
@@ -192,7 +192,7 @@ def _lead(index: int, a: SectionAnalysis, purposes: Dict[str, str]) -> Dict[str,
             for x in s.own_lines
         ],
         "own_samples": s.own_samples,
-        "own_clock": clock_words(s.own_clock),
+        "own_note": own_lines_note(s.own_samples, s.own_clock),
     }
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
 from ..analysis import Analysis, analyze
 from ..analysis.breakdown import part_kind
-from .words import named, purpose
+from .words import named, own_lines_note, purpose
 from ..analysis.breakdown import Advice
 from .advice import words
 from .step import note as step_note
@@ -182,7 +182,8 @@ def _own_lines_table(step: Any) -> str:
     return (
         '<table style="border-collapse: collapse; margin: 4px 0"><tr><th style="%s">other: the program\'s '
         'own line</th><th style="%s">function</th><th style="%s">code</th><th style="%s">per step</th>'
-        '<th style="%s">of other</th></tr>%s</table>' % (CELL, CELL, CELL, NUMBER, NUMBER, body)
+        '<th style="%s">of other</th></tr>%s</table><p style="%s; margin: 2px 0">%s</p>'
+        % (CELL, CELL, CELL, NUMBER, NUMBER, body, MUTED, _e(own_lines_note(step.own_samples, step.own_clock)))
     )
 
 

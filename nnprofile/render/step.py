@@ -8,7 +8,7 @@ from typing import List, Optional
 
 from ..analysis import facts
 from ..analysis.breakdown import MIN_SHARE_SAMPLES, Summary
-from .words import clock_words, named, pct
+from .words import OTHER, named, pct, sampled
 from .advice import words
 
 
@@ -55,13 +55,12 @@ def summary_lines(s: Summary) -> List[str]:
     if s.own_lines:
         other = dict(s.parts).get("other", 0.0)
         few = s.own_samples < MIN_SHARE_SAMPLES
-        how = clock_words(s.own_clock)
         lines.append(
-            "Other: %.3f ms a step is the program's own Python between NNabla's calls (%d samples%s%s): %s"
+            "Other: %.3f ms a step is %s (%s%s): %s"
             % (
                 other,
-                s.own_samples,
-                ", %s" % how if how else "",
+                OTHER,
+                sampled(s.own_samples, s.own_clock),
                 ", too few for a share" if few else "",
                 "; ".join(
                     "%s in %s %s (%s)"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Sequence, Tuple, Union
 
-from ..analysis.breakdown import LayerTime
+from ..analysis.breakdown import MIN_SHARE_SAMPLES, LayerTime
 from ..analysis.facts import LayerName
 from ..result.details import SectionInfo
 
@@ -60,3 +60,22 @@ def clock_words(clock: Tuple[str, float]) -> str:
     """How the samples were taken, in words ("" where that is not known)."""
     words = CLOCK_WORDS.get(clock[0], "")
     return words % clock[1] if "%g" in words else words
+
+
+# What a step's ``other`` is, in every output's words (the log, the report, the notebook, the advice).
+OTHER = "the program's own Python between NNabla's calls"
+
+
+def sampled(samples: int, clock: Tuple[str, float]) -> str:
+    """``412 samples, one every 1 ms of the thread's CPU time``: how many samples show the program's own lines."""
+    how = clock_words(clock)
+    return "%d samples%s" % (samples, ", %s" % how if how else "")
+
+
+def own_lines_note(samples: int, clock: Tuple[str, float]) -> str:
+    """What a table of the program's own lines shows."""
+    return (
+        "%s, sampled (%s): each line's share of them (with its 95%% interval), and of other's time per step "
+        "(fewer than %d samples in all: the counts only)."
+        % (OTHER[0].upper() + OTHER[1:], sampled(samples, clock), MIN_SHARE_SAMPLES)
+    )
