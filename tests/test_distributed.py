@@ -539,7 +539,11 @@ def test_the_communication_entries_are_the_time_the_program_measures_around_its_
         assert all(a <= 1.05 * b + 20_000 for a, b in zip(entry.samples_ns, kept)), list(zip(entry.samples_ns, kept))
         agree = [abs(a - b) <= 0.05 * b + 20_000 for a, b in zip(entry.samples_ns, kept)]
         assert sum(agree) >= 0.7 * len(agree), list(zip(entry.samples_ns, kept))
-        assert statistics.median(entry.samples_ns) == pytest.approx(statistics.median(kept), rel=0.05)
+        # The medians: within 5% and the 20 us the calls are allowed above (the program's own clock readings and
+        # the proxy's call lie in its window and not in ours: on the straggler, whose collectives are short because
+        # it comes last, that fixed cost read 5.6% once under load, 1-3% alone).
+        ours, theirs = statistics.median(entry.samples_ns), statistics.median(kept)
+        assert abs(ours - theirs) <= 0.05 * theirs + 20_000, (ours, theirs)
         assert entry.bytes_read == 4 * (16 * 9 + 16 + 16 * 8 * 8 * 10 + 10)  # the gradients: conv and fc
 
 
