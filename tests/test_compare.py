@@ -16,11 +16,11 @@ from nnprofile.compare.configs import Config, parse_set
 from nnprofile.compare.metrics import Metric, Row, metric_rows
 from nnprofile.base.errors import ProfileError
 from nnprofile.result import Entry, Profile, Section
-from nnprofile.base.stats import ratio_ci, summarize as describe
+from nnprofile.base.stats import ratio_ci, summarize
 
 
-def test_describe():
-    d = describe([10.0, 12.0, 14.0, 20.0])
+def test_summarize():
+    d = summarize([10.0, 12.0, 14.0, 20.0])
     assert (d.n, d.mean, d.median, d.min, d.max) == (4, 14.0, 13.0, 10.0, 20.0)
     assert d.std == pytest.approx(math.sqrt(((4**2) + 2**2 + 0 + 6**2) / 3))
     assert d.p90 == pytest.approx(14 + 0.7 * 6)
@@ -80,7 +80,7 @@ def test_metric_rows_take_ratios_to_the_first_configuration():
 
 
 def _row(config, ratio, low, high, metric="training step"):
-    return Row(metric, "ms", config, describe([1.0, 1.0, 1.0]), ratio, low, high)
+    return Row(metric, "ms", config, summarize([1.0, 1.0, 1.0]), ratio, low, high)
 
 
 def test_findings_say_slower_faster_or_no_difference():

@@ -6,6 +6,7 @@ from conftest import FakeClock
 from nnprofile.measure.items import Action, Probe
 from nnprofile.measure.rounds import RoundRunner
 from nnprofile.measure.sequence import simple
+from nnprofile.render.words import drift_words
 from nnprofile.measure.timing import Sampling, Timer
 from nnprofile.result import Section
 from nnprofile.base.stats import Drift, speed_levels, summarize_rounds
@@ -76,7 +77,7 @@ def test_a_spell_over_most_of_the_run_is_flagged():
     section, drift, _ = _run(Machine(slow_rounds=range(3, 12)), min_rounds=5, max_seconds=100, max_rounds=12)
     assert len(drift.levels) == 12
     assert drift.flagged
-    assert "in doubt" in drift.describe()
+    assert "in doubt" in drift_words(drift)
     for e in section.entries:
         # Either within 5% of the undisturbed figure, or flagged: here the usual speed is taken
         # from the lower quartile of the rounds, the three undisturbed ones.

@@ -61,7 +61,7 @@ def _header(project: Any, sampling: Sampling, options: ProfileOptions) -> Projec
         context=project.run_context.description,
         requested_context=project.run_context.requested,
         batch_size=project.batch_size or _batch_sizes(project),
-        sampling=sampling.describe(),
+        sampling=sampling.header_text(),
         machine="%s, %s, Python %s" % (platform.node(), platform.machine(), platform.python_version()),
         date=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         data="synthetic" if options.synthetic else "datasets",

@@ -3,7 +3,7 @@
 The recorder (``recorder``) keeps, in order, every call it timed: functions (a static graph's
 forward and backward between NNabla's hooks, an auto_forward function as it is made, an eager
 call on NdArrays), solver calls, waits for a batch, monitors, communicator calls, the program's
-``nnprofile.step()`` marks and where the hooks were switched. ``describe`` turns NNabla's objects
+``nnprofile.step()`` marks and where the hooks were switched. ``nnprofile.recording.capturing`` turns NNabla's objects
 into data (``Capture``): functions and variables by id (``nnprofile.base.functions``), each call
 site with the pass it runs and the name the program called it on, each solver with its
 parameters. From a ``Capture`` on, everything is pure (``nnprofile.assembly``): it saves to a

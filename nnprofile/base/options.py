@@ -326,8 +326,8 @@ class Schedule:
         """Whether each window gets a folder of its own (OUTDIR/window-K): several windows, or on demand."""
         return self.on_demand or self.repeat != 1
 
-    def describe(self) -> str:
-        """The log's line: the schedule in torch.profiler's words."""
+    def header_text(self) -> str:
+        """The header's (and the log's) line: the schedule in torch.profiler's words."""
         if self.on_demand:
             return "on demand (SIG%s or nnprofile capture PID): each time, warmup %d and active %d steps" % (
                 self.signal,

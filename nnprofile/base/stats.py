@@ -293,43 +293,6 @@ class Drift:
     def high(self) -> float:
         return max(self.levels) if self.levels else 1.0
 
-    def describe(self) -> str:
-        """One line for the log's footer, the Info sheet and the notes (empty when steady)."""
-        slow_kept = [r for r in self.exempt if r < len(self.levels) and self.levels[r] > 1 + self.threshold]
-        if self.levels and len(self.exempt) == len(self.levels):  # a recorded program: every step kept
-            return (
-                (
-                    "%d of %d steps ran more than %g%% slower than the usual step (up to %+.0f%%); every step is "
-                    "kept: a program's steps vary on their own (an input that falls behind, a validation), and "
-                    "the figures are what it ran"
-                    % (len(slow_kept), len(self.levels), self.threshold * 100, (self.high - 1) * 100)
-                )
-                if slow_kept
-                else ""
-            )
-        if not self.dropped and not self.flagged:
-            return ""
-        what = (
-            "%d of %d rounds ran more than %g%% slower than the machine's usual speed in this "
-            "section (up to %+.0f%%)"
-            % (len(self.dropped), len(self.levels), self.threshold * 100, (self.high - 1) * 100)
-        )
-        kept = (
-            (
-                "; %d more ran as slow but are kept: they hold work most rounds do not (a validation), whose "
-                "share leaving them out would take away" % len(slow_kept)
-            )
-            if slow_kept
-            else ""
-        )
-        if self.flagged:
-            spread = max(self.high - 1, 1 - min(self.levels))
-            return (
-                "the machine's speed drifted: %s%s; its usual speed is in doubt, so every figure of "
-                "this section may be off by up to %.0f%%" % (what, kept, spread * 100)
-            )
-        return "%s; those rounds are left out of every figure%s" % (what, kept)
-
 
 def speed_levels(
     series: Sequence[Tuple[Sequence[float], Sequence[int]]],

@@ -40,7 +40,8 @@ class Plan:
     def layer_round(self, round_index: int) -> bool:
         return round_index % self.layer_every == 0
 
-    def describe(self) -> str:
+    def header_text(self) -> str:
+        """The header's words for the plan of the rounds."""
         if not self.lean:
             return "every entry every round"
         if self.layer_every == 1:

@@ -222,7 +222,7 @@ class RoundRunner:
     def _sampling(self, st: "_State") -> Sampling:
         """What the budget allowed, as the section keeps it."""
         sampling = self.timer.sampling
-        described = st.plan.describe()
+        described = st.plan.header_text()
         if st.allocation.planned:
             described += (
                 "; from round %d on, the layer entries' shares of the rounds by the spread each had "

@@ -63,7 +63,8 @@ class Sampling:
     def adaptive(self) -> bool:
         return self.runs is None
 
-    def describe(self) -> str:
+    def header_text(self) -> str:
+        """The header's words for how the entries are sampled."""
         if self.runs is not None:
             return (
                 "%d warm-up + %d rounds of one timed run per entry; each figure (the time of one call) is "

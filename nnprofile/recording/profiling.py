@@ -101,7 +101,7 @@ def _header(run: Run, recorder: Any, a: Assembly, measured: HookCosts) -> Progra
             run.active,
             "; steps %s ran without the hooks, for what they cost" % numbers(plain) if plain else "",
         ),
-        schedule=run.schedule.describe(),
+        schedule=run.schedule.header_text(),
         window=recorder.windowing.window if run.schedule.windowed else 0,
         steps=a.how,
         machine="%s, %s, Python %s" % (platform.node(), platform.machine(), platform.python_version()),

@@ -1,4 +1,4 @@
-"""What the recorder keeps of the program's objects while it runs, before ``describe`` makes them data."""
+"""What the recorder keeps of the program's objects while it runs, before ``capturing`` makes them data."""
 
 from __future__ import annotations
 

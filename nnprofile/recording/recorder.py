@@ -29,7 +29,7 @@ Recording follows torch.profiler's schedule: ``skip_first`` steps recorded and s
 everything is unhooked and the program runs on at full speed. The loop's structure is followed as
 it comes (``counting``: the iterations of its loop, read off its code), only to know when to stop;
 the steps themselves are found afterwards, by the same rule, from the events (``nnprofile.assembly``),
-once ``describe`` has turned them into data.
+once ``capturing`` has turned them into data.
 
 Calls nest (a custom layer's ``forward_impl`` runs NNabla functions, a backward builds and runs
 functions, a solver of the program's own computes on NdArrays): every timed call is open on ``open_calls``

@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional
 
 from ..analysis import Analysis, SectionAnalysis, charted_layers
 from ..analysis.breakdown import MIN_SHARE_SAMPLES, per_step_ms
-from .words import named, own_lines_note, purpose
+from .words import drift_words, named, own_lines_note, purpose
 from .advice import words
 from .step import chart_note, note
 from .windows import finding
@@ -136,7 +136,7 @@ def _section(a: SectionAnalysis, profile: Profile) -> Dict[str, Any]:
         ],
         "chart_note": chart_note(shown),
         "coverage": [{"what": "%s of %s" % (c.layer_phase, c.whole_phase), "share": c.share} for c in a.coverage],
-        "drift": a.drift.describe(),
+        "drift": drift_words(a.drift),
         "notes": ([passes_line(s)] if passes_line(s) else [])
         + ([sampling_line(a.precision)] if a.precision is not None and s.sampling else [])
         + (["Input: %s" % load_line(s)] if load_line(s) else [])

@@ -6,7 +6,7 @@ import re
 from typing import Any, Dict, List, Optional
 
 from ..analysis import SPREAD_FLOOR_MS, Analysis, Coverage, SectionAnalysis, analyze
-from .words import purpose
+from .words import drift_words, purpose
 from . import memory
 from .step import summary_lines
 from .sampling import listed, load_line, passes_line, sampling_line
@@ -212,8 +212,8 @@ def section_footer(profile: Profile, a: SectionAnalysis) -> List[str]:
             "Too few samples for a relative error (one sample, or all in one round): %s"
             % listed(p.thin, lambda e: e.label, len(a.section.entries), worst_first=False)
         )
-    if a.drift.describe():
-        lines.append("Drift: %s." % a.drift.describe())
+    if drift_words(a.drift):
+        lines.append("Drift: %s." % drift_words(a.drift))
     if a.run_spread is not None:
         r = a.run_spread
         lines.append(

@@ -7,6 +7,7 @@ from typing import Sequence, Tuple, Union
 
 from ..analysis.breakdown import MIN_SHARE_SAMPLES, LayerTime
 from ..analysis.facts import LayerName
+from ..base.stats import Drift
 from ..result.details import SectionInfo
 
 
@@ -79,3 +80,39 @@ def own_lines_note(samples: int, clock: Tuple[str, float]) -> str:
         "(fewer than %d samples in all: the counts only)."
         % (OTHER[0].upper() + OTHER[1:], sampled(samples, clock), MIN_SHARE_SAMPLES)
     )
+
+
+def drift_words(d: Drift) -> str:
+    """One line for the log's footer, the Info sheet and the notes (empty when steady)."""
+    slow_kept = [r for r in d.exempt if r < len(d.levels) and d.levels[r] > 1 + d.threshold]
+    if d.levels and len(d.exempt) == len(d.levels):  # a recorded program: every step kept
+        return (
+            (
+                "%d of %d steps ran more than %g%% slower than the usual step (up to %+.0f%%); every step is "
+                "kept: a program's steps vary on their own (an input that falls behind, a validation), and "
+                "the figures are what it ran" % (len(slow_kept), len(d.levels), d.threshold * 100, (d.high - 1) * 100)
+            )
+            if slow_kept
+            else ""
+        )
+    if not d.dropped and not d.flagged:
+        return ""
+    what = (
+        "%d of %d rounds ran more than %g%% slower than the machine's usual speed in this "
+        "section (up to %+.0f%%)" % (len(d.dropped), len(d.levels), d.threshold * 100, (d.high - 1) * 100)
+    )
+    kept = (
+        (
+            "; %d more ran as slow but are kept: they hold work most rounds do not (a validation), whose "
+            "share leaving them out would take away" % len(slow_kept)
+        )
+        if slow_kept
+        else ""
+    )
+    if d.flagged:
+        spread = max(d.high - 1, 1 - min(d.levels))
+        return (
+            "the machine's speed drifted: %s%s; its usual speed is in doubt, so every figure of "
+            "this section may be off by up to %.0f%%" % (what, kept, spread * 100)
+        )
+    return "%s; those rounds are left out of every figure%s" % (what, kept)

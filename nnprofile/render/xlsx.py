@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ..analysis import Analysis, SectionAnalysis, analyze, charted_layers
 from . import memory
 from .step import chart_note, summary_rows as advice_rows
+from .words import drift_words
 from .sampling import load_line
 from ..analysis.ranks import RANK_COLUMNS, STEP_COLUMNS, RanksAnalysis, rank_rows, step_rows
 from ..analysis.windows import WindowsAnalysis
@@ -399,7 +400,7 @@ def _info_sheet(book: _Book, ws: Any, profile: Profile, analysis: Analysis) -> N
         rows.append(["interference", busy])
     rows += [["note", note] for note in profile.notes]
     rows += [
-        ["drift", "%s: %s" % (a.section.title, a.drift.describe())] for a in analysis.sections if a.drift.describe()
+        ["drift", "%s: %s" % (a.section.title, drift_words(a.drift))] for a in analysis.sections if drift_words(a.drift)
     ]
     rows += [
         ["input", "%s: %s" % (a.section.title, load_line(a.section))] for a in analysis.sections if load_line(a.section)
