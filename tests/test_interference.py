@@ -243,3 +243,19 @@ def test_a_pass_held_up_between_its_functions_counts_less_what_was_taken_there()
     assert b.gap_taken(p) == 50_050  # the second gap: 100,050 ns, 50,000 on the CPU; the first (20 ns) counts not
     capture.excluded = [(100_000, 100_100)]  # nnprofile's own work in that gap: left out already, not read
     assert Builder(capture, None, "s", [], [], [], []).gap_taken(p) is None
+
+
+def test_the_calibration_reads_the_threads_cpu_time_where_the_kernel_gives_it():
+    """What the hooks cost is measured on the thread's CPU time, so that a busy machine's preemptions stay out of it
+    (the clock once fell back to the wall clock unseen, when the probe moved into the recorder's CpuWaits: a TD3
+    pass then lost 4 ms of hooks' cost under two competing processes, its layers reading 200% of it)."""
+    from nnprofile.assembly.events import CPU
+    from nnprofile.recording.calibrate import busy_clock
+    from nnprofile.recording.recorder import Recorder
+
+    real = Recorder(calibrate=False)
+    if real.cpu.kind != CPU:
+        pytest.skip("the kernel gives no thread CPU time here")
+    assert busy_clock(real) == real.cpu.probe.cpu_ns
+    scripted = Recorder(calibrate=False, clock=lambda: 0)  # a test's clock: no kernel accounting
+    assert busy_clock(scripted) is scripted.clock

@@ -14,28 +14,31 @@ there (``nnprofile.base.hookcost.measured_in_program``).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Tuple
 
+from ..assembly.events import CPU
 from ..base.hookcost import BACKWARD, HookCosts, paired_cost
 from ..base.stats import median
+
+if TYPE_CHECKING:
+    from .recorder import Recorder
 
 
 REPEAT_SHORT = 10
 
 
-def busy_clock(recorder: Any) -> Callable[[], int]:
+def busy_clock(recorder: Recorder) -> Callable[[], int]:
     """The clock the calibration reads: the thread's CPU time where the kernel gives it (NNabla's CPU functions and
     the hooks run on this thread, so it is what they cost; another task running meanwhile, on a busy machine, is
     not), else the recorder's clock."""
-    probe = getattr(recorder, "probe", None)
-    if probe is not None and probe.available and getattr(recorder, "marks", "") == "cpu":
-        return probe.cpu_ns
+    if recorder.cpu.kind == CPU:
+        return recorder.cpu.probe.cpu_ns
     return recorder.clock
 
 
-def call_time(call: Any, recorder: Any) -> float:
+def call_time(call: Any, recorder: Recorder) -> float:
     """A recorded call's time as the calibration's clock reads it."""
-    if getattr(recorder, "marks", "") == "cpu" and (call.m0 or call.m1):
+    if recorder.cpu.kind == CPU and (call.m0 or call.m1):
         return float(call.m1 - call.m0)
     return float(call.end_ns - call.start_ns)
 
