@@ -91,10 +91,10 @@ def implausible(s: Summary) -> List[facts.RateAboveMachine]:
     """Notes for layers whose rate is above what this machine reaches: their time is too short to rate."""
     out = []
     for l in s.base_layers:
-        for rate, key, unit in [(l.gflops_per_s, "gflops", "GFLOP/s"), (l.gbytes_per_s, "gbytes_per_s", "GB/s")]:
+        for rate, key in [(l.gflops_per_s, "gflops"), (l.gbytes_per_s, "gbytes_per_s")]:
             reach = s.machine_rates.get(key)
             if rate is not None and reach and not machine.plausible(rate, reach):
-                out.append(facts.RateAboveMachine(_name(l), rate, unit, reach, l.total_ms))
+                out.append(facts.RateAboveMachine(_name(l), rate, UNITS[key], reach, l.total_ms))
                 break
     return out
 

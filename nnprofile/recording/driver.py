@@ -28,11 +28,13 @@ class ProgramRun:
         command: str,
         schedule: Schedule,
         world: Optional[World],
-        hook_costs: Optional[Any] = None,
-        new_recorder: Optional[Callable[[], Recorder]] = None,
+        hook_costs: Optional[Any],
+        new_recorder: Callable[[], Recorder],
     ) -> None:
+        """``new_recorder``: a recorder as the run wants it (its clock, probe, namespaces, window callback), made
+        anew to measure what the hooks cost."""
         self.name, self.command, self.schedule, self.world = name, command, schedule, world
-        self.new_recorder = new_recorder or (lambda: Recorder(schedule=schedule, calibrate=hook_costs is None))
+        self.new_recorder = new_recorder
         self.hook_costs = hook_costs  # what the hooks cost (``nnprofile.base.hookcost.HookCosts``): given, or measured
         self.measure_again = hook_costs is None  # measured here: again at the end, and per signature as seen
         self.recorder = self.new_recorder()

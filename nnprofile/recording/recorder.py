@@ -189,11 +189,8 @@ class Recorder(FunctionHooks, Installing, Wrappers):
         self.toggles = Toggles(self._patches)  # the monitors' and iterators' wrappers, off between windows
         self._import_locks: Any = None  # importlib's own _blocking_on, while the reentrant one stands in
         self._in_monitor = False
-        self._skip: Tuple[str, ...] = (
-            "nnabla",
-            "nnabla_ext",
-            "nnprofile",
-        )  # modules whose frames are not the program's
+        # modules whose frames are not the program's
+        self._skip: Tuple[str, ...] = ("nnabla", "nnabla_ext", "nnprofile")
         self.ndarray_type: Any = None
         # Waits for the device before each reading on an asynchronous backend (CUDA). The
         # program sets its context once running: it is looked up at each step's end.

@@ -12,7 +12,7 @@ from typing import Callable, Dict, NamedTuple, Optional, Sequence, Tuple
 from ..analysis import facts
 from ..analysis.breakdown import Advice
 from ..base import kinds
-from .words import OTHER, bracket, named, pct
+from .words import OTHER_OPENING, bracket, named, pct
 
 
 class Words(NamedTuple):
@@ -191,8 +191,7 @@ def _own_python(f: facts.OwnPython) -> Tuple[str, str]:
     )
     helps = "; ".join(OWN_HINTS[h] for h in f.hints) if f.hints else USUAL_CAUSES
     return (
-        "%s takes %s of the step%s. What usually helps: %s."
-        % (OTHER[0].upper() + OTHER[1:], pct(f.other.share), where, helps),
+        "%s takes %s of the step%s. What usually helps: %s." % (OTHER_OPENING, pct(f.other.share), where, helps),
         "other %.3f ms of the %.3f ms step (threshold %s); sampled lines: %s"
         % (
             f.other.ms,

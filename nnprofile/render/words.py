@@ -65,6 +65,7 @@ def clock_words(clock: Tuple[str, float]) -> str:
 
 # What a step's ``other`` is, in every output's words (the log, the report, the notebook, the advice).
 OTHER = "the program's own Python between NNabla's calls"
+OTHER_OPENING = OTHER[0].upper() + OTHER[1:]  # (as a sentence begins with it)
 
 
 def sampled(samples: int, clock: Tuple[str, float]) -> str:
@@ -77,8 +78,7 @@ def own_lines_note(samples: int, clock: Tuple[str, float]) -> str:
     """What a table of the program's own lines shows."""
     return (
         "%s, sampled (%s): each line's share of them (with its 95%% interval), and of other's time per step "
-        "(fewer than %d samples in all: the counts only)."
-        % (OTHER[0].upper() + OTHER[1:], sampled(samples, clock), MIN_SHARE_SAMPLES)
+        "(fewer than %d samples in all: the counts only)." % (OTHER_OPENING, sampled(samples, clock), MIN_SHARE_SAMPLES)
     )
 
 
