@@ -44,6 +44,7 @@ _API = {
         "Interrupted",
         "ProfileError",
         "Entry",
+        "Note",
         "Profile",
         "Section",
     )
@@ -63,6 +64,7 @@ __all__ = [
     "Analysis",
     "Comparison",
     "Entry",
+    "Note",
     "Profile",
     "Section",
     "ProfileError",
@@ -77,6 +79,7 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors
         Analysis,
         Comparison,
         Entry,
+        Note,
         Interrupted,
         Profile,
         ProfileError,

@@ -18,6 +18,7 @@ from nnprofile.assembly.assemble import assemble, replay
 from nnprofile.assembly.graphs import split_by_graph
 from nnprofile.assembly.passes import group_passes
 from nnprofile.assembly.steps import bounds, split
+from nnprofile.render import notes
 
 EVENTS = os.path.join(ROOT, "tests", "events")
 
@@ -93,7 +94,9 @@ def test_the_stored_classifier_assembles_as_it_ran():
     assert [e.layer for e in loss.entries_of("forward_function")][:3] == ["conv1/conv", "ReLU", "MaxPooling"]
     assert [e.label for e in program.entries][:2] == ["load_dataset (data)", "load_dataset (vdata)"]
     # the final evaluation after the loop is in no step, and said
-    assert any(n.startswith("after the last step") and "graph 'vpred' 1 forward pass" in n for n in a.notes)
+    [after] = [n for n in a.notes if n.kind == "after_the_loop"]
+    assert [(g["graph"], g["passes"]) for g in after.figures["graphs"]] == [("vpred", {"forward": 1})]
+    assert str(after).startswith("after the last step") and "graph 'vpred' 1 forward pass," in str(after)
 
 
 def test_two_solvers_and_their_graphs_are_one_step():
@@ -307,12 +310,14 @@ def test_nnprofiles_own_work_is_said_where_it_is_a_fifth_of_the_step_or_more():
     program.entries.append(Entry(label="step", phase="step", samples_ns=[100e3, 90e3, 110e3]))
     bounds = [(k * 200_000, k * 200_000 + 130_000) for k in range(3)]
     own = [(a + 50_000, a + 65_000) for a, _ in bounds] + [(a + 70_000, a + 85_000) for a, _ in bounds]
-    said = own_work_note(program, bounds, sorted(own))
+    note = own_work_note(program, bounds, sorted(own))
+    assert note.kind == "own_work" and note.figures == {"own_ms": pytest.approx(0.030), "step_ms": pytest.approx(0.1)}
+    said = notes.text(note)
     assert said.startswith("nnprofile's own work between the program's calls took 0.030 ms of each kept step")
     assert "30% of the step's 0.100 ms" in said and "'other'" in said
     assert own_work_note(program, bounds, [(a + 50_000, a + 60_000) for a, _ in bounds]) is None  # 10 %
     capture = load("gan")  # a GAN's steps of milliseconds: nothing to say
-    assert not [n for n in assemble(capture, capture.costs, "gan").notes if "own work" in n]
+    assert not [n for n in assemble(capture, capture.costs, "gan").notes if n.kind == "own_work"]
 
 
 def test_a_loop_of_passes_says_how_many_reads_a_step_holds():

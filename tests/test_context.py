@@ -5,6 +5,8 @@ import pytest
 
 from nnprofile.project import context
 from nnprofile.base.errors import ProfileError
+from nnprofile.render import notes
+from nnprofile.result.notes import Note
 
 
 class Proto:
@@ -83,7 +85,10 @@ def test_a_projects_gpu_request_falls_back_to_the_cpu_with_one_note(monkeypatch)
     monkeypatch.setattr(context, "extension_available", lambda backend: backend == "cpu")
     rc = context.resolve("cudnn", "float", "0")
     assert rc.backend == "cpu" and rc.synchronize is None
-    assert rc.notes == ["the project asks for cuDNN, but nnabla-ext-cuda is not installed: running on the CPU"]
+    assert rc.notes == [Note("backend_missing", {"backend": "cuDNN"})]
+    assert notes.texts(rc.notes) == [
+        "the project asks for cuDNN, but nnabla-ext-cuda is not installed: running on the CPU"
+    ]
 
 
 def test_an_explicit_gpu_request_without_the_extension_is_an_error(monkeypatch):

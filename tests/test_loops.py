@@ -108,7 +108,7 @@ def test_a_validation_after_each_epoch_has_its_part_and_the_test_after_the_loop_
     _parts_hold_together(step)
     parts = dict(step.parts)
     assert parts["forward (vloss)"] > 0 and parts["evaluation input (valid, for 'vloss')"] > 0
-    [after] = [n for n in profile.notes if n.startswith("after the last step")]
+    [after] = [str(n) for n in profile.notes if n.kind == "after_the_loop"]
     assert "graph 'vloss' 3 forward passes" in after  # a graph of the steps, run after them too: in no figure
     # the test after the loop: a section of its own, outside the steps, its passes counted
     assert (tloss.name, tloss.info["role"], tloss.info["outside"]) == ("tloss", "evaluation", "after the last step")
@@ -204,5 +204,5 @@ def test_work_after_the_loop_while_the_hooks_were_off_is_said_unseen(tmp_path_fa
     """23 iterations: the program ends in the steps that run without the hooks (after the 20 kept ones and the
     one set aside, steps 22 and 23), so its similarity graph after the loop is not seen, and the notes say so."""
     profile, analysis, log = _run(tmp_path_factory, "word2vec", "--iterations", "23")
-    assert not [n for n in profile.notes if n.startswith("after the last step")]
-    assert any(n.startswith("the program ended while steps ran without the hooks") for n in profile.notes)
+    assert not [n for n in profile.notes if n.kind == "after_the_loop"]
+    assert any(n.kind == "hooks_off_at_end" for n in profile.notes)

@@ -324,7 +324,7 @@ def test_each_windows_files_are_complete_while_the_program_still_runs(tmp_path):
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 0, stderr
     view = nnprofile.load(out)
-    [end] = [n for n in view.notes if n.startswith("after window 2")]
+    [end] = [str(n) for n in view.notes if n.kind == "after_windows"]
     assert "the program ran 28 more steps unrecorded" in end and "ended normally" in end
     log = (out / "profile.log").read_text()
     assert "Windows: 2 recorded" in log and "Window 2: steps 48 to 52" in log

@@ -14,6 +14,8 @@ from ..base.errors import Interrupted, ProfileError
 from ..compare import Comparison, compare_results
 from ..render.files import prepare_outdir
 from ..result import Entry, Profile, Section
+from ..result.notes import Note
+from ..render import notes as _notes  # noqa: F401 (says a Note in words: str(note))
 from .launch import run, run_recording
 from .ondemand import capture
 from .programs import Recording, step
@@ -35,6 +37,7 @@ __all__ = [
     "compare_results",
     "Comparison",
     "Entry",
+    "Note",
     "Profile",
     "Section",
     "ProfileError",

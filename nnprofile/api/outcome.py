@@ -9,8 +9,8 @@ from typing import Any, List, Optional
 
 from ..base.errors import Terminated, in_chain
 from ..result import Profile
-from ..recording.profiling import span_words as _span
 from ..result.header import ProgramHeader
+from ..result.notes import Note
 
 MESSAGE_LIMIT = 300  # characters of a program's exception message in the log
 
@@ -75,34 +75,42 @@ def whole_run(header: ProgramHeader, steps: int) -> None:
     header.sampling = re.sub(r" of \d+ recorded", " of %d (the whole run) recorded" % steps, header.sampling, count=1)
 
 
-def unfinished_notes(recorder: Any, schedule: Any, profile: Profile, kind: Any, error: Any) -> List[str]:
+def unfinished_notes(recorder: Any, schedule: Any, profile: Profile, kind: Any, error: Any) -> List[Note]:
     """What the notes say of a run that ended inside a window, or before any: what the window holds, and the
     program's own exit status."""
     r, notes = recorder, []
     if r.capturing and r.windowing.window and (schedule.windowed or schedule.wait):
-        notes.append(
-            "the program ended before window %d filled: it holds %s"
-            % (r.windowing.window, _span(getattr(profile.header, "kept_steps", [])))
-        )
+        kept = list(getattr(profile.header, "kept_steps", []))
+        notes.append(Note("window_unfilled", {"window": r.windowing.window, "kept_steps": kept}))
     if not r.windowing.window:
-        notes.append(
-            "no window was recorded: the program ended first (%d steps%s)"
-            % (r.steps.done, ", waiting for a signal" if schedule.on_demand else "")
-        )
-    if kind is SystemExit and error.code not in (None, 0):  # the program's own choice: not a failure
-        notes.append("the program exited with status %s" % error.code)
+        notes.append(Note("no_window", {"steps": r.steps.done, "on_demand": bool(schedule.on_demand)}))
+    status = exit_status(kind, error)
+    if status is not None:  # the program's own choice: not a failure
+        notes.append(Note("exit_status", {"status": status}))
     return notes
 
 
-def after_windows(recorder: Any, ended: str) -> str:
+def exit_status(kind: Any, error: Any) -> Any:
+    """The status a program chose to exit with, where not 0 (a number, else its words); None otherwise."""
+    if kind is not SystemExit or error.code in (None, 0):
+        return None
+    return error.code if isinstance(error.code, int) and not isinstance(error.code, bool) else str(error.code)
+
+
+def after_windows(recorder: Any, failure: Optional[str], status: Any) -> Note:
     """The note at the program's end: the steps it ran after the last window, the time after its last step,
-    how it ended."""
+    how it ended (``failure``, else its own exit ``status``, else normally)."""
     r = recorder
     recorded = r.windowing.window_end
-    after = max(0, r.steps.done - recorded)
     tail = max(0.0, (r.ended_ns - r.windowing.last_step_ns) / 1e9) if r.windowing.last_step_ns else 0.0
-    return (
-        "after window %d (its last step %d) the program ran %d more step%s unrecorded, then %.3f s after its "
-        "last step (work after the loop: a final evaluation, saving), and %s"
-        % (max(1, r.windowing.window), recorded, after, "" if after == 1 else "s", tail, ended)
+    return Note(
+        "after_windows",
+        {
+            "window": max(1, r.windowing.window),
+            "last_step": recorded,
+            "more_steps": max(0, r.steps.done - recorded),
+            "tail_s": tail,
+            "failure": failure,
+            "status": status,
+        },
     )

@@ -27,9 +27,12 @@ from ..render.files import claim_outdir, prepare_outdir, release_outdir
 from ..recording.schedule import Schedule, make_schedule  # noqa: F401 (the API's, and run's)
 from ..result import Profile
 from ..result.header import ProgramHeader
+from ..result.notes import Note
+from ..render.notes import text as note_text
 from .outcome import (  # noqa: F401  (shorten: the API's)
     _reason,
     after_windows,
+    exit_status,
     interrupted,
     interruption,
     offset_steps,
@@ -137,7 +140,7 @@ class Recording:
         self.merged: Optional[Profile] = None  # rank 0 of several: the ranks' merged view
         self.written_to: Optional[str] = None  # where this process's own result went
         self._locks: List[Any] = []  # the output folders this run holds
-        self.missed: List[str] = []  # windows that could not be written (said in the next files)
+        self.missed: List[Note] = []  # windows that could not be written (said in the next files)
         self._counted = 0  # the last window the on-demand status counted
         self.unrecorded: Optional[str] = None  # recording could not start: the program ran unrecorded
         self.error: Optional[str] = None  # the profile could not be made or written, and why
@@ -290,11 +293,6 @@ class Recording:
         failure = interruption(error)
         if failure is None and kind is not None and kind is not SystemExit:
             failure = "the program raised %s: %s" % (kind.__name__, shorten(str(error)))
-        ended = failure or (
-            "it exited with status %s" % error.code
-            if kind is SystemExit and error.code not in (None, 0)
-            else "it ended normally"
-        )
         r = self.recorder
         last = self.writer.last if self.writer is not None else None
         if r.capturing or last is None:  # a window under way (what it holds is written), or none recorded yet
@@ -304,16 +302,12 @@ class Recording:
             self.profile.notes += unfinished_notes(self.recorder, self.schedule, self.profile, kind, error)
             if r.capturing and self.schedule.windowed:
                 self._add_window(self.profile, r, complete=False)
-            end_notes: List[str] = []
+            end_notes: List[Note] = []
         else:  # every window closed: the program ran on untouched after the last; say what happened then
             self.profile = last
-            end_notes = [after_windows(self.recorder, ended)]
+            end_notes = [after_windows(self.recorder, failure, exit_status(kind, error))]
             if not r.steps.countable and (self.schedule.repeat != 1 or self.schedule.on_demand):
-                end_notes.append(
-                    "the program's steps show only as passes (no solver update, no nnprofile.step()), "
-                    "which only the hooks see: after the first window its steps could not be counted, "
-                    "so no other window was recorded; call nnprofile.step() at each step's end"
-                )
+                end_notes.append(Note("steps_uncounted"))
             if failure:  # the run did not end as it should: the windows closed are whole, the view says so
                 self.profile.complete, self.profile.failure = False, failure
         counted = max(r.steps.done, offset_steps(self.profile))
@@ -336,9 +330,9 @@ class Recording:
         except (
             Exception
         ) as e:  # a full disk, a bug of nnprofile's: said once, noted in the next files; the program goes on
-            text = "window %d could not be written (%s)" % (recorder.windowing.window, _reason(e))
-            warn("nnprofile: %s; the program goes on" % text)
-            self.missed.append(text)
+            missed = Note("window_not_written", {"window": recorder.windowing.window, "reason": _reason(e)})
+            warn("nnprofile: %s; the program goes on" % note_text(missed))
+            self.missed.append(missed)
             return
         self.missed = []
         if self.on_window is not None:
@@ -352,11 +346,7 @@ class Recording:
         try:
             with own_imports(self._imports):
                 profile = self.run.profile(None, self.missed, recorder, measure_signatures=False)
-                profile.notes.append(
-                    "written when the window's kept steps were done; the steps that measure what "
-                    "the hooks cost in this program were still to come (files of the whole window "
-                    "replace these)"
-                )
+                profile.notes.append(Note("written_early"))
                 progress, self.writer.progress = self.writer.progress, lambda line: None
                 try:
                     self._add_window(profile, recorder, complete=True, quiet=True)
@@ -395,7 +385,7 @@ class Recording:
         if not self.save_events:
             self.run.capture = None  # the window's raw calls: not kept past it (the program runs on, and on)
 
-    def _write_results(self, end_notes: Sequence[str] = ()) -> None:
+    def _write_results(self, end_notes: Sequence[Note] = ()) -> None:
         assert self.outdir is not None and self.profile is not None
         world = self.run_world()
         folder = self.outdir if world is None or not world.several else self._rank_folder(world.rank, clean=False)

@@ -34,6 +34,7 @@ from ..render.files import claim_outdir, release_outdir
 from ..base.quiet import quiet_nnabla
 from ..result import Profile, Section, file as result_file
 from ..result.header import ProjectHeader
+from ..result.notes import Note
 
 PathLike = Union[str, "os.PathLike[str]"]
 SectionCallback = Callable[[Section], None]
@@ -252,14 +253,11 @@ def _timed_profile(
         timer.hook_inside_ns = inside if overhead_ns is None else overhead_ns
         header.hook_overhead_ns, header.hook_inside_ns = round(total, 1), round(inside, 1)
     if not opts.layers:
-        result.notes.append("per-layer entries were skipped (--no-layers)")
+        result.notes.append(Note("no_layers"))
     if opts.zero_weights:
-        result.notes.append("weights and biases were zeroed (--zero-weights), as nnabla_cli profile does")
+        result.notes.append(Note("zero_weights"))
     if opts.synthetic:
-        result.notes.append(
-            "the data was synthetic (--synthetic): random batches of the declared "
-            "shapes; load_dataset does not measure reading a dataset"
-        )
+        result.notes.append(Note("synthetic"))
     return timer, result
 
 

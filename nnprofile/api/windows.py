@@ -30,6 +30,7 @@ from ..render.files import prepare_outdir
 from ..result import Profile
 from ..result.header import ProgramHeader
 from ..result.timeline import TimelineEvent
+from ..result.notes import Note
 from ..result.windows import WindowSummary
 from .outcome import shorten, warn
 
@@ -151,7 +152,7 @@ class WindowWriter:
                 % (window, self.windows[-1].span if self.windows else "no steps", folder)
             )
 
-    def view(self, notes: Optional[List[str]] = None) -> Optional[Profile]:
+    def view(self, notes: Optional[List[Note]] = None) -> Optional[Profile]:
         """The view over the windows so far: their figures, the last window's sections and header."""
         if self.last is None:
             return None
@@ -164,7 +165,7 @@ class WindowWriter:
             view.header.window = 0
         return view
 
-    def write_view(self, notes: Optional[List[str]] = None) -> Optional[Profile]:
+    def write_view(self, notes: Optional[List[Note]] = None) -> Optional[Profile]:
         """The view over every window, into the output folder; it lists the windows' files with its own (a later
         run into the folder removes them as its own)."""
         view = self.view(notes)

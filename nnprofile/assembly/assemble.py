@@ -18,6 +18,7 @@ from ..base.hookcost import HookCosts
 from ..base.stats import Drift
 from ..result import Section
 from ..result.drift import drift_over, emptied
+from ..result.notes import Note
 from ..result.timeline import TimelineEvent
 from . import hookfit, interference, steps as step_rule
 from .events import (
@@ -50,13 +51,6 @@ from .notes import (
     updates_per_step,
 )
 
-INPUT_NOTE = (
-    "input (load_dataset) is the time the program waited in DataIterator.next(); NNabla's "
-    "iterators load the next batch in a thread while the step runs (use_thread, the default), so "
-    "it is the wait, not the loading"
-)
-
-
 # A kept step slower than the usual speed by more than this is left out of the means: the machine's slow
 # spells (1.2-1.7x), not the program's own variation from step to step (a step after a validation reads
 # its data from colder caches), which is its time as much as any other.
@@ -73,7 +67,7 @@ class Assembly:
     skip: int  # of them set aside first
     kept: int  # of them kept
     how: str  # how the steps were found
-    notes: List[str]
+    notes: List[Note]
     costs: HookCosts  # what the hooks cost, as taken off (measured in the program where it could be)
     # How the hooks' cost was fitted to the program: signatures measured on replicas; the steps without
     # the hooks against those with (pairs, medians, scale); the bound the gaps between functions set.
@@ -82,6 +76,7 @@ class Assembly:
     graphs: List[Graph] = field(default_factory=list)
     kept_steps: List[int] = field(default_factory=list)  # the kept steps' numbers, from 1
     plain_steps: List[int] = field(default_factory=list)  # the steps run without the hooks, among them
+    rule: str = ""  # the kind of rule the steps were found by (``nnprofile.assembly.steps.Rule``: "one", "marks"...)
 
 
 def replay(events: Sequence[Any], passes: Sequence[Pass]) -> step_rule.Loop:
@@ -263,10 +258,7 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
     shown = in_kept_steps(graphs, kept)
     sections = _kept_sections(builder, shown, graph_roles)
 
-    def interrupted(these: Sequence[Section]) -> None:  # other work's share, and the entries' weights
-        interference.apply(these, capture, per_step, kept, bounds, builder.waited)
-
-    interrupted(sections)
+    interference.apply(sections, capture, per_step, kept, bounds, builder.waited)  # other work's share
     validation = evaluation_inputs(graphs, graph_roles, per_step, kept, capture)
     if validation:
         sections[-1].info.inputs_of = validation
@@ -274,13 +266,13 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
     drift = drift_over(sections, len(kept), DRIFT, keep_rare=True)
     _step_memory(builder, sections, shown, kept)
     names = _namer(graphs, capture, labels)
-    notes = capture_notes(capture, graphs, INPUT_NOTE) + every_step_counts(drift, sections, kept)
+    notes = capture_notes(capture, graphs) + every_step_counts(drift, sections, kept)
     notes += unresolved_note(builder.unresolved) + _step_notes(
         sections[-1], [bounds[i] for i in kept], excluded, raised
     )
     # What ran only outside the kept steps: before the program's step section (the last, as every reader takes it).
     outside = outside_sections(builder, graphs, kept, skip, before, after, capture)
-    interrupted(outside)
+    interference.apply(outside, capture, per_step, kept, bounds, builder.waited)
     sections[-1:-1] = outside
     notes += spoiled_note(interference.spoiled(sections))
     notes += after_the_loop(graphs, kept, len(per_step))
@@ -300,6 +292,7 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
         graphs,
         [i + 1 for i in kept],
         [i + 1 for i in plain_kept],
+        rule.kind,
     )
 
 
@@ -328,17 +321,14 @@ def _kept_sections(builder: Builder, shown: Sequence[Graph], graph_roles: Dict[A
 
 def _step_notes(
     step: Section, spans: Sequence[Tuple[int, int]], excluded: Sequence[Tuple[int, int]], raised: int
-) -> List[str]:
+) -> List[Note]:
     """What the step's notes say of nnprofile's own work in it, and of steps held to the sum of their parts."""
     notes = []
     own = own_work_note(step, list(spans), list(excluded))
     if own:
         notes.append(own)
     if raised:
-        notes.append(
-            "in %d of the %d kept steps the hooks' cost as estimated left less than the step's timed parts; "
-            "there the step is the sum of its parts (the program's own time reads 0)" % (raised, len(spans))
-        )
+        notes.append(Note("held_to_parts", {"steps": raised, "kept": len(spans)}))
     return notes
 
 
@@ -368,7 +358,7 @@ def in_kept_steps(graphs: Sequence[Graph], kept: Sequence[int]) -> List[Graph]:
     )
 
 
-def every_step_counts(drift: Drift, sections: Sequence[Section], kept: Sequence[int]) -> List[str]:
+def every_step_counts(drift: Drift, sections: Sequence[Section], kept: Sequence[int]) -> List[Note]:
     """Where leaving out the steps the machine ran slow in would leave some entry no call, every step counts: no
     section says a round is left out, and a note says which steps ran slow."""
     if not math.isinf(drift.threshold):
@@ -377,9 +367,10 @@ def every_step_counts(drift: Drift, sections: Sequence[Section], kept: Sequence[
     for s in sections:
         s.speed_levels = []
     return [
-        "every kept step counts, also those the machine ran slow in (steps %s): leaving them out "
-        "would leave out every call of %s"
-        % (", ".join(str(kept[r] + 1) for r in slow.dropped), "; ".join(emptied(sections, slow)))
+        Note(
+            "every_step_counts",
+            {"slow_steps": [kept[r] + 1 for r in slow.dropped], "emptied": emptied(sections, slow)},
+        )
     ]
 
 

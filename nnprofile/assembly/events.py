@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple, Union
 
@@ -34,8 +35,9 @@ from .iterations import CodeInfo, Stack
 
 FORMAT = "nnprofile-events"
 # 2: each event's depth and stack, the program's code objects; 3: the names calls' results are stored in, the
-# thread's marks around each call (its CPU time) and the time it waited for a CPU as steps ended
-VERSION = 3
+# thread's marks around each call (its CPU time) and the time it waited for a CPU as steps ended; 4: each fault
+# as where it happened and how many times (3 held its note's words)
+VERSION = 4
 STATIC, DYNAMIC, EAGER = "static", "dynamic", "eager"  # how a function ran (and was timed)
 
 
@@ -236,7 +238,7 @@ class Capture:
     # When the sampler's handler ran in the program's thread (ns): a pass it ran in fits no costs (its leavings in the
     # caches slow the hooks' code after it), though its time is left out of every figure as the rest of nnprofile's.
     handled: List[Tuple[int, int]] = field(default_factory=list)
-    faults: List[str] = field(default_factory=list)  # what could not be recorded, and why
+    faults: List[Tuple[str, int]] = field(default_factory=list)  # what could not be recorded, where; how often
     # Other work on the machine (``nnprofile.base.interference``): what each call's marks are ("" none read, CPU:
     # the thread's CPU time, SWITCHES: its involuntary context switches), and as steps ended, the thread's time
     # waited for a CPU and its involuntary context switches so far: (ns of the recorder's clock, waited ns, switches).
@@ -303,6 +305,14 @@ def _event(x: list) -> Event:
     return Hooks(bool(x[1]), int(x[2]))
 
 
+def _fault(x: Any) -> Tuple[str, int]:
+    """A fault as (where, times); version 3 held the note's words, read back."""
+    if isinstance(x, list):
+        return str(x[0]), int(x[1])
+    said = re.match(r"could not be recorded at (.*) \((\d+) times?\); ", str(x))
+    return (said.group(1), int(said.group(2))) if said else (str(x), 1)
+
+
 def to_dict(c: Capture) -> Dict[str, Any]:
     costs = None
     if c.costs is not None:
@@ -326,7 +336,7 @@ def to_dict(c: Capture) -> Dict[str, Any]:
         "solvers": [[s.type_name, s.variable, s.parameters, s.state_bytes, s.created] for s in c.solvers],
         "iterators": [[i.name, i.threaded] for i in c.iterators],
         "codes": [x.to_list() for x in c.codes],
-        "faults": list(c.faults),
+        "faults": [list(x) for x in c.faults],
         "samples": [list(x) for x in c.samples],
         "sample_sites": [list(x) for x in c.sample_sites],
         "sampled": c.sampled,
@@ -371,7 +381,7 @@ def from_dict(d: Dict[str, Any]) -> Capture:
         active=int(d.get("active", Schedule.active)),
         costs=costs,
         codes=[CodeInfo.from_list(x) for x in d.get("codes", [])],
-        faults=[str(x) for x in d.get("faults", [])],
+        faults=[_fault(x) for x in d.get("faults", [])],
         samples=[(int(a), int(b)) for a, b in d.get("samples", [])],
         sample_sites=[(str(a), int(b), str(c), str(t)) for a, b, c, t in d.get("sample_sites", [])],
         sampled=int(d.get("sampled", 0)),

@@ -1,11 +1,13 @@
-"""What a recording's assembly says in words beside its figures: nnprofile's own work where it weighs on short
-steps, the updates a step, and the work after the loop that no figure holds."""
+"""What a recording's assembly notes beside its figures (``nnprofile.result.notes``, said by
+``nnprofile.render.notes``): nnprofile's own work where it weighs on short steps, the work after the loop that no
+figure holds, what could not be recorded; and the updates a step, in the words of the steps' rule."""
 
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..result import Section
+from ..result.notes import Note
 from .events import SolverCall
 from .graphs import UNDETERMINED, Graph
 from .intervals import overlap
@@ -15,7 +17,7 @@ OWN_WORK_NOTE = 0.2
 
 def own_work_note(
     program: Section, kept_bounds: Sequence[Tuple[int, int]], excluded: Sequence[Tuple[int, int]]
-) -> Optional[str]:
+) -> Optional[Note]:
     """What nnprofile's own work between the program's calls took in a kept step (its mean), where that is
     ``OWN_WORK_NOTE`` of the step (its mean, the figure every output shows) or more: it is left out of every
     figure, but in so short a step the program's own Python after it runs from caches it filled, and ``other``
@@ -27,12 +29,7 @@ def own_work_note(
     step = steps[0].mean_ms
     if step <= 0 or own < OWN_WORK_NOTE * step:
         return None
-    return (
-        "nnprofile's own work between the program's calls took %.3f ms of each kept step (the mean), %.0f%% "
-        "of the step's %.3f ms: it is left out of every figure, but in steps this short the program's own code "
-        "after it runs from colder caches, so that 'other' (and the step) can read higher than the program "
-        "runs without nnprofile" % (own, 100.0 * own / step, step)
-    )
+    return Note("own_work", {"own_ms": own, "step_ms": step})
 
 
 def updates_per_step(per_step: List[List[Any]], kept: Sequence[int], labels: Sequence[str]) -> str:
@@ -51,7 +48,7 @@ def updates_per_step(per_step: List[List[Any]], kept: Sequence[int], labels: Seq
     )
 
 
-def after_the_loop(graphs: Sequence[Graph], kept: Sequence[int], steps: int) -> List[str]:
+def after_the_loop(graphs: Sequence[Graph], kept: Sequence[int], steps: int) -> List[Note]:
     """The passes, after the last step, of graphs the kept steps run too (a final evaluation): in no figure, said."""
     ran = []
     for g in graphs:
@@ -61,74 +58,34 @@ def after_the_loop(graphs: Sequence[Graph], kept: Sequence[int], steps: int) -> 
         counts: Dict[str, int] = {}
         for p in passes:
             counts[p.phase] = counts.get(p.phase, 0) + 1
-        ran.append(
-            "graph '%s' %s, %.3f ms in all"
-            % (
-                g.name,
-                " and ".join(
-                    "%d %s pass%s" % (n, phase, "" if n == 1 else "es")
-                    for phase, n in sorted(counts.items(), reverse=True)
-                ),
-                sum(p.end_ns - p.start_ns for p in passes) / 1e6,
-            )
-        )
-    if not ran:
-        return []
-    return ["after the last step (work after the loop: a final evaluation, saving), in no figure: %s" % "; ".join(ran)]
+        ran.append({"graph": g.name, "passes": counts, "ms": sum(p.end_ns - p.start_ns for p in passes) / 1e6})
+    return [Note("after_the_loop", {"graphs": ran})] if ran else []
 
 
-def capture_notes(capture: Any, graphs: Sequence[Graph], input_note: str) -> List[str]:
+def capture_notes(capture: Any, graphs: Sequence[Graph]) -> List[Note]:
     """What the recording itself says: its faults, what input entries are, a backward that communicates where no
     hook sees it, functions under auto_forward whose graph cannot be told."""
-    notes = ["%s" % fault for fault in capture.faults]
+    notes = [Note("fault", {"where": where, "times": n}) for where, n in capture.faults]
     if capture.iterators:
-        notes.append(input_note)
+        notes.append(Note("input_is_wait"))
     if capture.callback_used:
-        notes.append(
-            "the program reduces its gradients with all_reduce_callback: NNabla's backward runs that "
-            "communication itself, where no hook sees it, so it is inside backward_all and the "
-            "backward_function entries, not separated from them (the call that sets it up is timed)"
-        )
+        notes.append(Note("callback_reduce"))
     undetermined = [g.name for g in graphs if g.key == UNDETERMINED]
     if undetermined:
-        notes.append(
-            "under auto_forward, functions that no backward reached are in the graph '%s': the rule "
-            "(a function belongs to the graph whose backward reaches it) cannot tell their graph" % undetermined[0]
-        )
+        notes.append(Note("undetermined_graph", {"graph": undetermined[0]}))
     return notes
 
 
-def unresolved_note(unresolved: Sequence[Tuple[str, float, float]]) -> List[str]:
+def unresolved_note(unresolved: Sequence[Tuple[str, float, float]]) -> List[Note]:
     """Entries shorter than the timing's cost inside them (label, mean, that cost; ns): shown at a tenth."""
-    if not unresolved:
-        return []
-    first = "; ".join(
-        "%s, %.3f us a call against %.3f us" % (label, mean / 1e3, off / 1e3) for label, mean, off in unresolved[:5]
-    )
-    more = "; and %d more" % (len(unresolved) - 5) if len(unresolved) > 5 else ""
-    return [
-        "shorter than the timing's own cost estimated inside them, so shown at a tenth of what was "
-        "measured (an upper bound; the rest of that cost taken off): %s%s" % (first, more)
-    ]
+    return [Note("unresolved", {"entries": [list(u) for u in unresolved]})] if unresolved else []
 
 
-def spoiled_note(spoiled: Sequence[str]) -> List[str]:
+def spoiled_note(spoiled: Sequence[str]) -> List[Note]:
     """Figures that stand on few undisturbed calls."""
-    if not spoiled:
-        return []
-    return [
-        "few calls ran undisturbed by other work for these figures (they stand on those few, or on "
-        "every call where none did): %s%s"
-        % ("; ".join(spoiled[:5]), "; and %d more" % (len(spoiled) - 5) if len(spoiled) > 5 else "")
-    ]
+    return [Note("spoiled", {"entries": list(spoiled)})] if spoiled else []
 
 
-def hooks_off_note(hooks: Sequence[bool]) -> List[str]:
+def hooks_off_note(hooks: Sequence[bool]) -> List[Note]:
     """Where the program ended with the hooks off (``hooks``: each switch, on or off, in order)."""
-    if hooks and not hooks[-1]:
-        return [
-            "the program ended while steps ran without the hooks (those that measure what the hooks "
-            "cost, after the kept steps): what it did after its last step (a final evaluation, saving) "
-            "was not seen"
-        ]
-    return []
+    return [Note("hooks_off_at_end")] if hooks and not hooks[-1] else []

@@ -23,6 +23,7 @@ from ..base.options import ProfileOptions
 from ..result import Entry, Profile, Section
 from ..result.drift import drift_over
 from ..result.header import ProjectHeader
+from ..result.notes import Note
 from .fresh import profile_in_fresh_process
 
 
@@ -97,9 +98,10 @@ def pool_profiles(profiles: Sequence[Profile], threshold: float, means: str) -> 
     return [pool_sections([t.get(k) for t in by_key], threshold, means) for k in keys]
 
 
-def left_out(profiles: Sequence[Profile], pooled: Sequence[Section], names: Sequence[str]) -> List[str]:
-    """The sources (``names``: "run 2", "rank 1") every one of whose rounds the pooled drift left out: they
-    ran slower than the others throughout, and the pooled figures are the others' (said, not hidden)."""
+def left_out(profiles: Sequence[Profile], pooled: Sequence[Section], source: str, numbers: Sequence[int]) -> List[Note]:
+    """The sources (``source`` "run" or "rank", and each one's number) every one of whose rounds the pooled
+    drift left out: they ran slower than the others throughout, and the pooled figures are the others' (said, not
+    hidden)."""
     out = []
     for section in pooled:
         if not section.entries:
@@ -107,24 +109,14 @@ def left_out(profiles: Sequence[Profile], pooled: Sequence[Section], names: Sequ
         dropped = set(section.entries[0].dropped_rounds)
         start = 0
         slow = []
-        for p, name in zip(profiles, names):
+        for p, number in zip(profiles, numbers):
             same = next((s for s in p.sections if (s.kind, s.name) == (section.kind, section.name)), None)
             n = _rounds(same)
             if n and all(r in dropped for r in range(start, start + n)):
-                slow.append(name)
+                slow.append(number)
             start += n
         if slow:
-            out.append(
-                "%s: every round of %s ran more than the drift threshold slower than the others' usual speed "
-                "and is left out of the pooled figures, as the drift rule leaves out slow rounds; %s own "
-                "figures are in %s own result"
-                % (
-                    section.title,
-                    " and ".join(slow),
-                    "their" if len(slow) > 1 else "its",
-                    "their" if len(slow) > 1 else "its",
-                )
-            )
+            out.append(Note("left_out", {"section": section.title, "source": source, "numbers": slow}))
     return out
 
 
@@ -139,7 +131,7 @@ def merge_runs(profiles: Sequence[Profile], threshold: float) -> Profile:
     if isinstance(header, ProjectHeader):
         header.repeat = len(profiles)
     sections = pool_profiles(profiles, threshold, "run_means")
-    notes = list(first.notes) + left_out(profiles, sections, ["run %d" % (i + 1) for i in range(len(profiles))])
+    notes = list(first.notes) + left_out(profiles, sections, "run", range(1, len(profiles) + 1))
     return Profile(
         header=header,
         notes=notes,

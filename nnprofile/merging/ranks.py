@@ -35,6 +35,7 @@ from ..base.errors import ProfileError
 from ..recording.launcher import RANK_DIR
 from ..result import Profile, file as result_file
 from ..result.header import ProgramHeader, as_merged
+from ..result.notes import Note
 from ..result.ranks import Collective, RankRow, RanksView
 from ..result.timeline import TimelineEvent
 from .profiles import left_out, pool_profiles
@@ -185,7 +186,7 @@ def merge(found: Found) -> Profile:
     notes = _merged_notes(ranks, profiles)
     failure = _failure(found, ranks, profiles)
     sections = pool_profiles(profiles, base.drift_threshold, "rank_means")
-    notes += left_out(profiles, sections, ["rank %d" % k for k in ranks])
+    notes += left_out(profiles, sections, "rank", ranks)
     merged = Profile(
         header=header,
         notes=notes,
@@ -209,20 +210,13 @@ def merge(found: Found) -> Profile:
     return merged
 
 
-def _merged_notes(ranks: Sequence[int], profiles: Sequence[Profile]) -> List[str]:
+def _merged_notes(ranks: Sequence[int], profiles: Sequence[Profile]) -> List[Note]:
     """The ranks' notes, each once, and where each rank's own result is."""
-    notes: List[str] = []
+    notes: List[Note] = []
     for p in profiles:
         notes += [n for n in p.notes if n not in notes]
-    folders = (
-        "%s/" % (RANK_DIR % ranks[0])
-        if len(ranks) == 1
-        else "%s/ %s %s/" % (RANK_DIR % ranks[0], "and" if len(ranks) == 2 else "to", RANK_DIR % ranks[-1])
-    )
-    notes.append(
-        "a merged view of %d rank%s: each figure pools every rank's calls (the average rank); each rank's "
-        "own result is in %s" % (len(ranks), "" if len(ranks) == 1 else "s", folders)
-    )
+    folders = [RANK_DIR % k for k in (ranks[:1] if len(ranks) == 1 else (ranks[0], ranks[-1]))]
+    notes.append(Note("merged_ranks", {"ranks": len(ranks), "folders": folders}))
     return notes
 
 

@@ -14,6 +14,7 @@ from typing import Callable, List, Optional
 
 from ..base.choices import BACKEND_NAMES, BACKENDS, TYPE_CONFIGS
 from ..base.errors import ProfileError
+from ..result.notes import Note
 
 
 @dataclass
@@ -24,7 +25,7 @@ class RunContext:
     requested: str  # what the project or the user asked for
     nnabla_context: object
     synchronize: Optional[Callable[[], None]]  # None where the backend is synchronous
-    notes: List[str]
+    notes: List[Note]
 
     @property
     def description(self) -> str:
@@ -92,7 +93,7 @@ def resolve(
     """Choose the context: command-line overrides, else the project's, with CPU fallback."""
     from nnabla.ext_utils import get_extension_context, import_extension_module
 
-    notes: List[str] = []
+    notes: List[Note] = []
     chosen_tc = type_config or project_type_config
     if backend is not None:
         if backend not in BACKENDS:
@@ -107,10 +108,7 @@ def resolve(
         requested = project_backend
         chosen = project_backend
         if not extension_available(project_backend):
-            notes.append(
-                "the project asks for %s, but nnabla-ext-cuda is not installed: running on the CPU"
-                % BACKEND_NAMES[project_backend]
-            )
+            notes.append(Note("backend_missing", {"backend": BACKEND_NAMES[project_backend]}))
             chosen = "cpu"
     if chosen_tc not in TYPE_CONFIGS:
         raise ProfileError("unknown type config '%s' (choose from %s)" % (chosen_tc, ", ".join(TYPE_CONFIGS)))

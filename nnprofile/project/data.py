@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from ..base.errors import ProfileError
+from ..result.notes import Note
 from ..base.outdir import component, inside
 from .loader import DatasetSpec
 
@@ -192,11 +193,10 @@ class DatasetPool:
             sources.append(self._open[n])
         return MultiSource(sources)
 
-    def notes(self) -> List[str]:
+    def notes(self) -> List[Note]:
         """Which datasets were read from the project's own cache."""
         return [
-            "dataset '%s' was read from the project's cache %s, as NNabla reads it (complete, and newer "
-            "than %s)" % (s.spec.name, s.project_cache, s.spec.uri)
+            Note("dataset_cache", {"dataset": s.spec.name, "cache": s.project_cache, "uri": s.spec.uri})
             for s in self._open.values()
             if s.project_cache
         ]

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import dis
 from functools import lru_cache
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from ..assembly.events import EAGER, Call, Capture, SiteInfo, SolverInfo
 from ..base.buffers import solver_state_bytes
 from ..base.functions import Describer, FunctionInfo, VariableInfo
 from ..base.hookcost import HookCosts
 from .callsite import BACKWARD_NAMES, FORWARD_NAMES, call_at
-from .faults import Faults
 
 
 @lru_cache(maxsize=4096)
@@ -102,20 +101,11 @@ def capture_of(recorder: Any, costs: Optional[HookCosts] = None) -> Capture:
         active=recorder.active,
         costs=costs,
         codes=list(recorder.stacks.codes),
-        faults=fault_notes(recorder.faults),
+        faults=recorder.faults.counted(),
         marks=recorder.cpu.kind,
         waits=list(recorder.cpu.readings),
         **sampled(recorder),
     )
-
-
-def fault_notes(faults: Faults) -> List[str]:
-    """The profile's notes of what could not be recorded."""
-    return [
-        "could not be recorded at %s (%d time%s); the program's calls there went on unrecorded"
-        % (text, n, "" if n == 1 else "s")
-        for text, n in faults.counted()
-    ]
 
 
 def sampled(recorder: Any) -> Dict[str, Any]:

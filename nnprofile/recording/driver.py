@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 from ..base.quiet import quiet_nnabla
 from ..result import Profile
+from ..result.notes import Note
 from .launcher import World
 from .recorder import Recorder
 from .schedule import Schedule
@@ -73,7 +74,7 @@ class ProgramRun:
     def profile(
         self,
         failure: Optional[str],
-        missed: Sequence[str] = (),
+        missed: Sequence[Note] = (),
         recorder: Optional[Recorder] = None,
         measure_signatures: bool = True,
     ) -> Profile:

@@ -21,6 +21,7 @@ from ..base.hookcost import HookCosts
 from ..base.options import Schedule
 from ..result import Profile
 from ..result.header import ProgramHeader
+from ..result.notes import Note
 from .capturing import capture_of
 
 
@@ -35,7 +36,7 @@ class Run:
     active: int
     skip_first: int
     started_unix: float
-    missed: List[str] = field(default_factory=list)
+    missed: List[Note] = field(default_factory=list)
     world: Optional[Any] = None
 
 
@@ -144,30 +145,16 @@ def numbers(steps: Sequence[int]) -> str:
     return shown + (", ..." if len(steps) > 6 else "")
 
 
-def run_notes(a: Any, missed: List[str], skip_first: int, recorder: Any) -> List[str]:
+def run_notes(a: Assembly, missed: List[Note], skip_first: int, recorder: Any) -> List[Note]:
     """A recorded run's notes: the assembly's (``a``), what could not be recorded (``missed``), and what the run's
     shape says (fewer steps than set aside, no step found, its work in another thread, nothing recorded)."""
     notes = list(a.notes) + missed
     if a.skip < skip_first:
-        notes.append(
-            "the program ran %d step%s, fewer than --skip-first %d and one active step: the skip "
-            "was shrunk to %d" % (a.steps, "" if a.steps == 1 else "s", skip_first, a.skip)
-        )
-    if a.how.startswith("one step:"):
-        notes.append(
-            "no steps were found (no solver update seen, no nnprofile.step(), no repeating pass): "
-            "the whole run is one step; mark the end of each step with nnprofile.step()"
-        )
+        notes.append(Note("skip_shrunk", {"steps": a.steps, "skip_first": skip_first, "skip": a.skip}))
+    if a.rule == "one":
+        notes.append(Note("no_steps_found"))
     if recorder.elsewhere and (not recorder.events or a.steps == 0):
-        notes.append(
-            "the program's NNabla work ran in another thread (%d functions there): nnprofile records "
-            "the thread that started it, so none of it is in these figures; put nnprofile.record() "
-            "around the loop inside that thread" % recorder.elsewhere
-        )
+        notes.append(Note("other_thread", {"functions": recorder.elsewhere}))
     elif not recorder.events:
-        notes.append(
-            "nothing was recorded: the program ran no NNabla function in this process (one that "
-            "trains in a child process, as multiprocessing starts it, is recorded by "
-            "nnprofile.record() inside that child)"
-        )
+        notes.append(Note("nothing_recorded"))
     return notes

@@ -18,6 +18,7 @@ import json
 import os
 from typing import Any, Dict, List, Optional
 
+from .notes import texts
 from ..analysis import Analysis, SectionAnalysis, charted_layers
 from ..analysis.breakdown import MIN_SHARE_SAMPLES, per_step_ms
 from .words import drift_words, named, own_lines_note, purpose
@@ -260,7 +261,7 @@ def report_data(profile: Profile, analysis: Analysis, trace: Optional[str]) -> D
     busy = interference.sentence(profile)
     return {
         "header": header,
-        "notes": profile.notes,
+        "notes": texts(profile.notes),
         "complete": profile.complete,
         "failure": profile.failure,
         "interference": {

@@ -14,6 +14,7 @@ import html
 import os
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
+from .notes import texts
 from ..analysis import Analysis, analyze
 from ..analysis.breakdown import part_kind
 from .words import named, own_lines_note, purpose
@@ -286,7 +287,7 @@ def profile_html(profile: "Profile", analysis: Optional[Analysis] = None) -> str
     busy = interference.sentence(profile)
     if busy:
         out.append('<p style="%s; margin: 2px 0">Interference: %s</p>' % (MUTED, _e(busy)))
-    for note in profile.notes:
+    for note in texts(profile.notes):
         out.append('<p style="%s; margin: 2px 0">Note: %s</p>' % (MUTED, _e(note)))
     values = dict(h.items())
     rows = [

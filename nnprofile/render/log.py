@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional
 
+from .notes import texts
 from ..analysis import SPREAD_FLOOR_MS, Analysis, Coverage, SectionAnalysis, analyze
 from .words import drift_words, purpose
 from . import memory
@@ -35,7 +36,7 @@ def title_lines(profile: Profile) -> List[str]:
 
 def header_lines(profile: Profile) -> List[str]:
     """The title, the notes and the method: what ``log.render`` shows around the answer and the sections."""
-    return title_lines(profile) + ["Note: %s" % note for note in profile.notes] + method_lines(profile)
+    return title_lines(profile) + ["Note: %s" % note for note in texts(profile.notes)] + method_lines(profile)
 
 
 def method_lines(profile: Profile) -> List[str]:
@@ -332,7 +333,7 @@ def render(profile: Profile, analysis: Optional[Analysis] = None, view: answer.V
     analysis = analysis or analyze(profile)
     lines = title_lines(profile)
     lines.extend(answer.lines(analysis, view))
-    lines.extend("Note: %s" % note for note in profile.notes)
+    lines.extend("Note: %s" % note for note in texts(profile.notes))
     if analysis.windows is not None:
         lines.extend(window_lines(analysis.windows))
     if analysis.ranks is not None:

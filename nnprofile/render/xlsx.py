@@ -15,6 +15,7 @@ import datetime
 import io
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from .notes import texts
 from ..analysis import Analysis, SectionAnalysis, analyze, charted_layers
 from . import memory
 from .step import chart_note, summary_rows as advice_rows
@@ -398,7 +399,7 @@ def _info_sheet(book: _Book, ws: Any, profile: Profile, analysis: Analysis) -> N
     busy = interference.sentence(profile)
     if busy:
         rows.append(["interference", busy])
-    rows += [["note", note] for note in profile.notes]
+    rows += [["note", note] for note in texts(profile.notes)]
     rows += [
         ["drift", "%s: %s" % (a.section.title, drift_words(a.drift))] for a in analysis.sections if drift_words(a.drift)
     ]

@@ -26,6 +26,7 @@ from ..base.records import R
 from .details import Sampling, SectionInfo
 from .ranks import RanksView
 from .model import Entry, Interference, Profile, Section
+from .notes import Note
 from .timeline import TimelineEvent
 from .upgrades import VERSION, upgrade
 from .windows import WindowSummary
@@ -182,6 +183,19 @@ def _typed(kind: Type[R], d: Any, where: str, name: str) -> R:
         raise ProfileError("%s: %s holds a field of the wrong kind (%s)" % (where, name, e))
 
 
+def _notes(data: Any) -> List[Note]:
+    """The profile's notes as the file holds them, or one clear error naming the note."""
+    if not isinstance(data, list):
+        raise ProfileError("the result: notes must be a list")
+    out = []
+    for k, n in enumerate(data):
+        try:
+            out.append(Note.from_json(n))
+        except ValueError as e:
+            raise ProfileError("the result: note %d: %s" % (k + 1, e))
+    return out
+
+
 def _interference(d: Any, where: str) -> Optional[Interference]:
     if d is None:
         return None
@@ -246,7 +260,7 @@ def to_dict(profile: Profile) -> Dict[str, Any]:
         "format": FORMAT,
         "version": VERSION,
         "header": profile.header.to_dict(),
-        "notes": profile.notes,
+        "notes": [(Note.text(n) if isinstance(n, str) else n).to_json() for n in profile.notes],
         "complete": profile.complete,
         "failure": profile.failure,
         "ranks": profile.ranks.to_json(),
@@ -328,7 +342,7 @@ def from_dict(data: Dict[str, Any]) -> Profile:
         )
     return Profile(
         header=header_from_dict(dict(data.get("header", {}))),
-        notes=list(data.get("notes", [])),
+        notes=_notes(data.get("notes", [])),
         sections=sections,
         complete=data.get("complete", False),
         failure=data.get("failure"),

@@ -18,6 +18,7 @@ from ..base.series import corrected
 from ..base.stats import NS_PER_MS, Stats, summarize_undisturbed
 from ..base.choices import LAYER_PHASES, OUTSIDE, PHASES  # noqa: F401  (PHASES: part of this module's vocabulary)
 from .header import Header, ProjectHeader, header_from_dict
+from .notes import Note
 from .timeline import TimelineEvent
 from .windows import WindowSummary
 
@@ -338,7 +339,9 @@ class Profile:
 
     # What was profiled and how (``nnprofile.result.header``); a dict is read as one (its "kind").
     header: Header = field(default_factory=ProjectHeader)
-    notes: List[str] = field(default_factory=list)
+    # What is said beside the figures: each a kind and its figures (``nnprofile.result.notes``), said in words by
+    # the renderers (``str(note)``).
+    notes: List[Note] = field(default_factory=list)
     sections: List[Section] = field(default_factory=list)
     complete: bool = False
     failure: Optional[str] = None
@@ -360,6 +363,7 @@ class Profile:
         # Made by hand (a test, a notebook): a dict header and dict events are read as typed ones.
         if isinstance(self.header, dict):
             self.header = header_from_dict(self.header)
+        self.notes = [Note.text(n) if isinstance(n, str) else n for n in self.notes]
         self.timeline = [TimelineEvent.from_dict(e) if isinstance(e, dict) else e for e in self.timeline]
         self.windows = [WindowSummary.from_dict(w) if isinstance(w, dict) else w for w in self.windows]
         if isinstance(self.ranks, dict):

@@ -56,6 +56,8 @@ Versions:
      work took of it (``interference``: the measured time, the time waited, the switches, the samples
      interrupted). Earlier results were measured without it: none of these, and their figures stand as they
      were.
+ 11. notes as data: each note is an object, its ``kind`` and its ``figures`` (``nnprofile.result.notes``), said in
+     words by the renderers. An earlier note, its words, is a note of kind ``text``.
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ from typing import Any, Callable, Dict
 
 from ..base.errors import ProfileError
 
-VERSION = 10
+VERSION = 11
 
 
 def _v1_to_v2(data: Dict[str, Any]) -> Dict[str, Any]:
@@ -153,6 +155,15 @@ def _v9_to_v10(data: Dict[str, Any]) -> Dict[str, Any]:
     return data
 
 
+def _v10_to_v11(data: Dict[str, Any]) -> Dict[str, Any]:
+    """Version 11 made the notes data (``nnprofile.result.notes``: a kind and its figures, said in words by the
+    renderers); an earlier note was its words, kept as a note of kind "text"."""
+    notes = data.get("notes", [])
+    if isinstance(notes, list):  # anything else is refused as the file is read
+        data["notes"] = [{"kind": "text", "figures": {"text": n}} if isinstance(n, str) else n for n in notes]
+    return data
+
+
 UPGRADES: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {
     1: _v1_to_v2,
     2: _v2_to_v3,
@@ -163,6 +174,7 @@ UPGRADES: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {
     7: _v7_to_v8,
     8: _v8_to_v9,
     9: _v9_to_v10,
+    10: _v10_to_v11,
 }
 
 

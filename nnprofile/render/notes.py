@@ -1,0 +1,296 @@
+"""A profile's notes in words: each kind of note (``nnprofile.result.notes``) said from its figures, the same way in
+the log, the workbook, the report, the notebook and on the terminal.
+
+``SAY`` holds one function per kind; a kind this version does not know (a newer nnprofile's) is said as its kind
+and figures, never dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Sequence
+
+from ..result import views
+from ..result.notes import TEXT, Note
+
+Figures = Dict[str, Any]
+
+
+def text(note: Note) -> str:
+    """The note in words; a kind this version does not say, or figures it cannot read (a newer or a hand-made
+    file), as its kind and figures."""
+    say = SAY.get(note.kind)
+    if say is not None:
+        try:
+            return say(note.figures)
+        except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError):
+            pass
+    return "%s: %s" % (note.kind, ", ".join("%s %s" % kv for kv in note.figures.items()))
+
+
+def texts(notes: Sequence[Note]) -> List[str]:
+    return [text(n) for n in notes]
+
+
+def _passes(n: int) -> str:
+    return "pass" if n == 1 else "passes"
+
+
+def _s(n: int, word: str = "") -> str:
+    return word + ("" if n == 1 else "s")
+
+
+def _first(items: Sequence[str], sep: str = "; ") -> str:
+    """The first five of a list, and how many more."""
+    more = "; and %d more" % (len(items) - 5) if len(items) > 5 else ""
+    return sep.join(items[:5]) + more
+
+
+def _steps(steps: Sequence[int]) -> str:
+    """Steps as a reader says them: "steps 3 to 22", "step 3", "no steps"."""
+    if not steps:
+        return "no steps"
+    return "step %d" % steps[0] if len(steps) == 1 else "steps %d to %d" % (steps[0], steps[-1])
+
+
+# -- a recording's assembly ----------------------------------------------------------------
+
+
+def _fault(f: Figures) -> str:
+    return "could not be recorded at %s (%d %s); the program's calls there went on unrecorded" % (
+        f["where"],
+        f["times"],
+        _s(f["times"], "time"),
+    )
+
+
+def _own_work(f: Figures) -> str:
+    own, step = f["own_ms"], f["step_ms"]
+    return (
+        "nnprofile's own work between the program's calls took %.3f ms of each kept step (the mean), %.0f%% "
+        "of the step's %.3f ms: it is left out of every figure, but in steps this short the program's own code "
+        "after it runs from colder caches, so that 'other' (and the step) can read higher than the program "
+        "runs without nnprofile" % (own, 100.0 * own / step, step)
+    )
+
+
+def _held_to_parts(f: Figures) -> str:
+    return (
+        "in %d of the %d kept steps the hooks' cost as estimated left less than the step's timed parts; "
+        "there the step is the sum of its parts (the program's own time reads 0)" % (f["steps"], f["kept"])
+    )
+
+
+def _every_step_counts(f: Figures) -> str:
+    return (
+        "every kept step counts, also those the machine ran slow in (steps %s): leaving them out "
+        "would leave out every call of %s" % (", ".join(str(s) for s in f["slow_steps"]), "; ".join(f["emptied"]))
+    )
+
+
+def _unresolved(f: Figures) -> str:
+    entries = [
+        "%s, %.3f us a call against %.3f us" % (label, mean / 1e3, cost / 1e3) for label, mean, cost in f["entries"]
+    ]
+    return (
+        "shorter than the timing's own cost estimated inside them, so shown at a tenth of what was "
+        "measured (an upper bound; the rest of that cost taken off): %s" % _first(entries)
+    )
+
+
+def _spoiled(f: Figures) -> str:
+    return (
+        "few calls ran undisturbed by other work for these figures (they stand on those few, or on "
+        "every call where none did): %s" % _first(f["entries"])
+    )
+
+
+def _after_the_loop(f: Figures) -> str:
+    ran = [
+        "graph '%s' %s, %.3f ms in all"
+        % (
+            g["graph"],
+            " and ".join(
+                "%d %s pass%s" % (n, phase, "" if n == 1 else "es")
+                for phase, n in sorted(g["passes"].items(), reverse=True)
+            ),
+            g["ms"],
+        )
+        for g in f["graphs"]
+    ]
+    return "after the last step (work after the loop: a final evaluation, saving), in no figure: %s" % "; ".join(ran)
+
+
+INPUT = (
+    "input (load_dataset) is the time the program waited in DataIterator.next(); NNabla's "
+    "iterators load the next batch in a thread while the step runs (use_thread, the default), so "
+    "it is the wait, not the loading"
+)
+CALLBACK = (
+    "the program reduces its gradients with all_reduce_callback: NNabla's backward runs that "
+    "communication itself, where no hook sees it, so it is inside backward_all and the "
+    "backward_function entries, not separated from them (the call that sets it up is timed)"
+)
+HOOKS_OFF = (
+    "the program ended while steps ran without the hooks (those that measure what the hooks "
+    "cost, after the kept steps): what it did after its last step (a final evaluation, saving) "
+    "was not seen"
+)
+
+
+def _undetermined(f: Figures) -> str:
+    return (
+        "under auto_forward, functions that no backward reached are in the graph '%s': the rule "
+        "(a function belongs to the graph whose backward reaches it) cannot tell their graph" % f["graph"]
+    )
+
+
+# -- the run: how it went, and what it wrote -----------------------------------------------
+
+
+def _skip_shrunk(f: Figures) -> str:
+    return "the program ran %d %s, fewer than --skip-first %d and one active step: the skip was shrunk to %d" % (
+        f["steps"],
+        _s(f["steps"], "step"),
+        f["skip_first"],
+        f["skip"],
+    )
+
+
+NO_STEPS = (
+    "no steps were found (no solver update seen, no nnprofile.step(), no repeating pass): "
+    "the whole run is one step; mark the end of each step with nnprofile.step()"
+)
+NOTHING = (
+    "nothing was recorded: the program ran no NNabla function in this process (one that "
+    "trains in a child process, as multiprocessing starts it, is recorded by "
+    "nnprofile.record() inside that child)"
+)
+UNCOUNTED = (
+    "the program's steps show only as passes (no solver update, no nnprofile.step()), "
+    "which only the hooks see: after the first window its steps could not be counted, "
+    "so no other window was recorded; call nnprofile.step() at each step's end"
+)
+EARLY = (
+    "written when the window's kept steps were done; the steps that measure what "
+    "the hooks cost in this program were still to come (files of the whole window "
+    "replace these)"
+)
+
+
+def _other_thread(f: Figures) -> str:
+    return (
+        "the program's NNabla work ran in another thread (%d functions there): nnprofile records "
+        "the thread that started it, so none of it is in these figures; put nnprofile.record() "
+        "around the loop inside that thread" % f["functions"]
+    )
+
+
+def _window_unfilled(f: Figures) -> str:
+    return "the program ended before window %d filled: it holds %s" % (f["window"], _steps(f["kept_steps"]))
+
+
+def _no_window(f: Figures) -> str:
+    return "no window was recorded: the program ended first (%d steps%s)" % (
+        f["steps"],
+        ", waiting for a signal" if f["on_demand"] else "",
+    )
+
+
+def _ended(f: Figures) -> str:
+    """How the program ended: its failure, its own exit status, or normally."""
+    if f.get("failure"):
+        return str(f["failure"])
+    if f.get("status") is not None:
+        return "it exited with status %s" % f["status"]
+    return "it ended normally"
+
+
+def _after_windows(f: Figures) -> str:
+    return (
+        "after window %d (its last step %d) the program ran %d more %s unrecorded, then %.3f s after its "
+        "last step (work after the loop: a final evaluation, saving), and %s"
+        % (f["window"], f["last_step"], f["more_steps"], _s(f["more_steps"], "step"), f["tail_s"], _ended(f))
+    )
+
+
+def _window_not_written(f: Figures) -> str:
+    return "window %d could not be written (%s)" % (f["window"], f["reason"])
+
+
+# -- a project's run, and a merge ------------------------------------------------------------
+
+
+def _backend_missing(f: Figures) -> str:
+    return "the project asks for %s, but nnabla-ext-cuda is not installed: running on the CPU" % f["backend"]
+
+
+def _dataset_cache(f: Figures) -> str:
+    return "dataset '%s' was read from the project's cache %s, as NNabla reads it (complete, and newer than %s)" % (
+        f["dataset"],
+        f["cache"],
+        f["uri"],
+    )
+
+
+def _left_out(f: Figures) -> str:
+    sources = ["%s %d" % (f["source"], n) for n in f["numbers"]]
+    their = "their" if len(sources) > 1 else "its"
+    return (
+        "%s: every round of %s ran more than the drift threshold slower than the others' usual speed "
+        "and is left out of the pooled figures, as the drift rule leaves out slow rounds; %s own "
+        "figures are in %s own result" % (f["section"], " and ".join(sources), their, their)
+    )
+
+
+def _merged_ranks(f: Figures) -> str:
+    folders, ranks = f["folders"], f["ranks"]
+    where = "%s/" % folders[0]
+    if len(folders) > 1:
+        where += " %s %s/" % ("and" if ranks == 2 else "to", folders[-1])
+    return (
+        "a merged view of %d %s: each figure pools every rank's calls (the average rank); each rank's "
+        "own result is in %s" % (ranks, _s(ranks, "rank"), where)
+    )
+
+
+def _fixed(words: str) -> Callable[[Figures], str]:
+    return lambda f: words
+
+
+SAY: Dict[str, Callable[[Figures], str]] = {
+    TEXT: lambda f: str(f.get("text", "")),
+    "fault": _fault,
+    "input_is_wait": _fixed(INPUT),
+    "callback_reduce": _fixed(CALLBACK),
+    "undetermined_graph": _undetermined,
+    "every_step_counts": _every_step_counts,
+    "unresolved": _unresolved,
+    "own_work": _own_work,
+    "held_to_parts": _held_to_parts,
+    "spoiled": _spoiled,
+    "after_the_loop": _after_the_loop,
+    "hooks_off_at_end": _fixed(HOOKS_OFF),
+    "skip_shrunk": _skip_shrunk,
+    "no_steps_found": _fixed(NO_STEPS),
+    "other_thread": _other_thread,
+    "nothing_recorded": _fixed(NOTHING),
+    "window_unfilled": _window_unfilled,
+    "no_window": _no_window,
+    "exit_status": lambda f: "the program exited with status %s" % f["status"],
+    "after_windows": _after_windows,
+    "steps_uncounted": _fixed(UNCOUNTED),
+    "written_early": _fixed(EARLY),
+    "window_not_written": _window_not_written,
+    "backend_missing": _backend_missing,
+    "dataset_cache": _dataset_cache,
+    "no_layers": _fixed("per-layer entries were skipped (--no-layers)"),
+    "zero_weights": _fixed("weights and biases were zeroed (--zero-weights), as nnabla_cli profile does"),
+    "synthetic": _fixed(
+        "the data was synthetic (--synthetic): random batches of the declared "
+        "shapes; load_dataset does not measure reading a dataset"
+    ),
+    "left_out": _left_out,
+    "merged_ranks": _merged_ranks,
+}
+
+views.register("note_text", text)
