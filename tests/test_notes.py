@@ -102,3 +102,14 @@ def test_a_forged_note_is_one_error_naming_it(forged, says):
     data["notes"] = forged
     with pytest.raises(ProfileError, match=re.escape(says)):
         result_file.from_dict(data)
+
+
+def test_the_faults_of_a_version_3_events_file_read_back_as_where_and_how_often():
+    from nnprofile.assembly import events
+
+    said = "could not be recorded at the function pre-hook (KeyError) (3 times); the program's calls there went on"
+    assert events._fault(said) == ("the function pre-hook (KeyError)", 3)
+    assert events._fault(["the solver's update (ValueError)", 1]) == ("the solver's update (ValueError)", 1)
+    assert events._fault("words of no fault") == ("words of no fault", 1)
+    note = Note("fault", {"where": "the function pre-hook (KeyError)", "times": 3})
+    assert str(note) == said + " unrecorded"
