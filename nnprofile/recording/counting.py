@@ -37,7 +37,9 @@ class StepCount:
         self.host = host
         self.done = 0  # steps counted so far
         self.counter = Counter(host.stacks.codes)
-        self.frame_loop: Any = None  # the loop's iterations counted from its own frame, once the loop is known
+        # the loop's iterations counted from its own frame, once the loop is known (a FastLoop; False: it cannot be;
+        # read on the hot path as it is, its kind known by the count's state: Any)
+        self.frame_loop: Any = None
         self.by_frame_only = False  # between windows, the loop known: updates counted by its frame alone
         self.marked = False  # the program marks its steps (nnprofile.step())
         self.countable = True  # False: steps show only as passes, which only the hooks see

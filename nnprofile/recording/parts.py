@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
+from ..assembly.iterations import Counter
 from ..assembly.steps import Loop
 from .faults import Faults
 from .raw import RawSolver
@@ -74,9 +75,16 @@ class CountedSteps(Protocol):
 
     done: int  # steps counted so far
     countable: bool  # False: the steps show only in passes, which only the hooks see
-    frame_loop: Any  # the loop counted from its own frame (False: it cannot be; None: not yet known)
-    counter: Any  # the count of the loop's iterations (``nnprofile.assembly.iterations.Counter``)
     by_frame_only: bool  # between windows, updates counted by the loop's frame alone
+
+    @property
+    def frame_loop(self) -> object:
+        """The loop counted from its own frame (False: it cannot be; None: not yet known): read for whether there is
+        one."""
+
+    @property
+    def counter(self) -> Counter:
+        """The count of the loop's iterations."""
 
     def by_iterations(self) -> bool:
         """Whether the steps are the loop's iterations (else the pattern of updates, marks or reads)."""
