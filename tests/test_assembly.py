@@ -103,8 +103,8 @@ def test_two_solvers_and_their_graphs_are_one_step():
     capture = load("gan")
     a = assemble(capture, capture.costs, "gan.py")
     assert (a.steps, a.kept) == (6, 5)
-    assert a.how.startswith("solver updates: one step per 2 updates of 2 solvers")
-    assert "Adam: gen after the backward of 'loss_gen'" in a.how
+    assert str(a.how).startswith("solver updates: one step per 2 updates of 2 solvers")
+    assert "Adam: gen after the backward of 'loss_gen'" in str(a.how)
     assert [(s.name, s.info.get("trained_by")) for s in a.sections[:2]] == [
         ("loss_gen", ["Adam: gen"]),
         ("loss_dis", ["Adam: dis"]),
@@ -116,10 +116,10 @@ def test_a_static_then_a_dynamic_graph_and_their_solvers():
     a = assemble(capture, capture.costs, "static_then_dynamic.py")
     static, dynamic = a.sections[:2]
     assert (static.name, dynamic.name) == ("loss", "dyn_loss") and dynamic.info["dynamic"]
-    assert a.how.startswith(
+    assert str(a.how).startswith(
         "solver updates: one step per update (the updates form no repeating pattern"
     )  # one, then the other
-    assert "nnprofile.step()" in a.how
+    assert "nnprofile.step()" in str(a.how)
     assert static.info["trained_by"][0].startswith("Adam: line ")
     assert static.info["trained_by"] != dynamic.info["trained_by"]
     assert [e.layer for e in dynamic.entries_of("forward_function")][:2] == ["cnn/conv11/conv", "ReLU"]

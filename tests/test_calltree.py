@@ -183,7 +183,7 @@ def test_a_custom_layers_functions_on_ndarrays_are_its_children_not_eager_work()
     back = next(e for e in loss.entries_of("backward_function") if e.layer == "PythonMul2")
     assert {c["label"]: c["calls"] for c in back.children}["Mul2 (on NdArrays)"] == 2  # dx0 and dx1
     assert not a.sections[-1].entries_of("eager")  # nothing counted twice beside the layer
-    assert a.how.startswith("one step per iteration of the program's loop at custom_layer.py:")
+    assert str(a.how).startswith("one step per iteration of the program's loop at custom_layer.py:")
     assert (a.steps, a.skip, a.kept_steps) == (6, 1, [2, 3, 4, 5])
     # The trace nests each child inside its layer's call.
     calls = [e for e in a.timeline if e.cat in ("forward", "backward") and e.name == "PythonMul2"]
@@ -198,7 +198,7 @@ def test_a_loop_with_an_actor_every_second_iteration_is_one_step_an_iteration():
     a = assemble(capture, capture.costs, "td3.py")
     # 14 iterations, the first 3 filling the replay buffer (before the first update): 11 steps
     assert a.steps == 11 and a.kept_steps == list(range(2, 10))
-    assert a.how.endswith(
+    assert str(a.how).endswith(
         "(updates a step: Adam: critic 1, Adam: actor 0.5); the 3 iterations before its first "
         "update are before the first step"
     )
@@ -234,7 +234,7 @@ def test_an_events_file_of_version_1_still_assembles_by_the_pattern_of_its_updat
     capture = load("gan")
     assert all(getattr(e, "stack", None) is None for e in capture.events) and not capture.codes
     a = assemble(capture, capture.costs, "gan.py")
-    assert a.how.startswith("solver updates: one step per 2 updates of 2 solvers")
+    assert str(a.how).startswith("solver updates: one step per 2 updates of 2 solvers")
 
 
 @pytest.mark.parametrize("name", ["custom_layer", "td3", "riemannian"])

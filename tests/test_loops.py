@@ -57,7 +57,7 @@ def test_one_solver_updated_twice_an_iteration_is_one_step(vat):
     h = profile.header
     # 12 iterations of two updates each: 12 steps, the first set aside, 11 kept
     assert h.skipped_steps == 1 and h.kept_steps == list(range(2, 13))
-    assert h.steps == "one step per iteration of the program's loop at vat.py:%d (updates a step: Adam 2)" % _line(
+    assert str(h.steps) == "one step per iteration of the program's loop at vat.py:%d (updates a step: Adam 2)" % _line(
         "vat.py", "for i in range(args.iterations)"
     )
     names = [s.name for s in profile.sections]
@@ -97,9 +97,9 @@ def lstm(tmp_path_factory):
 def test_a_validation_after_each_epoch_has_its_part_and_the_test_after_the_loop_is_said(lstm):
     profile, analysis, log = lstm
     h = profile.header
-    assert h.steps == "one step per iteration of the program's loop at lstm_lm.py:%d (updates a step: Sgd 1)" % _line(
-        "lstm_lm.py", "for i in range(args.iters_per_epoch)"
-    ) and h.kept_steps == list(range(2, 22))
+    loop = _line("lstm_lm.py", "for i in range(args.iters_per_epoch)")
+    said = "one step per iteration of the program's loop at lstm_lm.py:%d (updates a step: Sgd 1)" % loop
+    assert str(h.steps) == said and h.kept_steps == list(range(2, 22))
     loss, vloss, tloss, outside, program = profile.sections
     assert (loss.name, vloss.name) == ("loss", "vloss") and vloss.info["role"] == "evaluation"
     # validations after epochs 1 and 2 (3 batches each) fall in steps 9 and 17; the third after the last step
@@ -152,7 +152,7 @@ def test_a_name_bound_to_a_second_graph_and_a_solver_used_before_the_loop(tiny):
         "tiny_mlp.py",
         "tiny_mlp.py",
     ]
-    assert profile.header.steps == (
+    assert str(profile.header.steps) == (
         "one step per iteration of the program's loop at tiny_mlp.py:%d (updates a step: "
         "Adam 1)" % _line("tiny_mlp.py", "for i in range(args.iterations)")
     )

@@ -64,7 +64,7 @@ def test_a_cell_is_recorded_and_its_value_is_the_profile(shell, tmp_path):
     from nnprofile import Profile as P
 
     assert isinstance(profile, P)
-    assert profile.header.active_steps == 3 and profile.header.steps.startswith(
+    assert profile.header.active_steps == 3 and str(profile.header.steps).startswith(
         "one step per iteration of the program's loop at In ["
     )  # the cell, as IPython names it
     program = profile.sections[-1]

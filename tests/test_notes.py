@@ -18,15 +18,18 @@ from nnprofile.result import Profile, file as result_file
 from nnprofile.result.notes import Note
 
 GOLDEN = os.path.join(ROOT, "tests", "golden")
-MADE = re.compile(r"""Note\(\s*["']([a-z_]+)["']""")
+MADE = re.compile(r"""Note\(\s*["']([a-z_]+)["']\s*[,)]""")
+RULE = re.compile(r"""Rule\(\s*["']([a-z_]+)["']""")  # a step rule: its header note is "steps_" and its kind
 
 
 def _kinds_made():
-    """Every kind of note the package's source makes (``Note("kind", ...)``)."""
+    """Every kind of note the package's source makes (``Note("kind", ...)``, and a program header's ``steps`` for
+    each kind of step rule, ``Rule("kind", ...)``)."""
     kinds = set()
     for path in glob.glob(os.path.join(ROOT, "nnprofile", "**", "*.py"), recursive=True):
         with open(path, encoding="utf-8") as f:
-            kinds |= set(MADE.findall(f.read()))
+            source = f.read()
+        kinds |= set(MADE.findall(source)) | {"steps_" + k for k in RULE.findall(source)}
     return kinds
 
 
@@ -54,6 +57,21 @@ def test_a_version_11_file_holds_its_notes_as_kinds_and_figures_said_as_the_run_
         % (end.figures["last_step"], end.figures["more_steps"])
     ) in text
     assert "it ended normally" in text and "Note: input (load_dataset) is the time the program waited" in text
+    h = profile.header
+    assert (h.sampling.kind, h.steps.kind, h.schedule.kind) == ("sampling_steps", "steps_iterations", "schedule")
+    assert h.sampling.figures["whole_run"] and h.sampling.figures["recorded"] == h.run_steps
+    assert json.loads(result_file.dumps(profile))["header"] == raw["header"]
+    assert "Steps: one step per iteration of the program's loop at train_validate.py:" in text
+    assert "Schedule: wait 0, warmup 1, active 3, repeat 2 (2 windows)" in text
+    assert (
+        "window 2: steps %d to %d of %d (the whole run) recorded (warmup 1, active 3)"
+        % (
+            h.kept_steps[0],
+            h.kept_steps[-1],
+            h.run_steps,
+        )
+        in text
+    )
 
 
 @pytest.mark.parametrize("version", range(1, 11))
@@ -113,3 +131,81 @@ def test_the_faults_of_a_version_3_events_file_read_back_as_where_and_how_often(
     assert events._fault("words of no fault") == ("words of no fault", 1)
     note = Note("fault", {"where": "the function pre-hook (KeyError)", "times": 3})
     assert str(note) == said + " unrecorded"
+
+
+def test_how_the_steps_were_found_is_said_from_the_rules_figures():
+    """A program header's ``steps``: the rule's figures (``rule_figures``), said by render/rules.py in the words the
+    log's ``Steps:`` line has always had."""
+    from nnprofile.assembly.steps import Rule, rule_figures
+
+    def name(what):
+        return {"graph": "g%s", "iterator": "it%s", "solver": "Solver %s"}[what[0]] % (what[1],)
+
+    def said(rule):
+        figures = json.loads(json.dumps(rule_figures(rule, 7, name)))  # as result.json holds them
+        return notes.text(Note("steps_" + rule.kind, figures))
+
+    fed = Rule(
+        "updates", 2, [(0, frozenset({1}), frozenset({0})), (1, frozenset({2, 3}), frozenset({1}))], "structure", 1
+    )
+    assert said(fed) == (
+        "solver updates: one step per 2 updates of 2 solvers (the loop's repeating pattern: Solver 0 after the "
+        "backward of 'g1' fed by 'it0'; Solver 1 after the backward of 'g2' and 'g3' fed by 'it1') (the first 1 "
+        "update, before the pattern began, is before the first step)"
+    )
+    unseen = Rule("updates", 2, [(0, frozenset(), frozenset()), None], "graphs", 3)
+    assert said(unseen) == (
+        "solver updates: one step per 2 updates of one solver (the loop's repeating pattern: Solver 0 with no "
+        "backward before it; an update the hooks did not see) (the first 3 updates, before the pattern began, are "
+        "before the first step)"
+    )
+    assert said(Rule("passes", 3, [], offset=3)) == (
+        "passes without a solver: one step per 3 passes (the first 3 passes, before the pattern began, are before "
+        "the first step)"
+    )
+    assert said(Rule("marks")) == "marked by nnprofile.step(): 7"
+    loop = Rule("iterations", where="train.py:40", before=1, idle=4)
+    figures = dict(rule_figures(loop, 7), updates=[["Adam: critic", 1.0], ["Adam: actor", 0.5]])
+    assert notes.text(Note("steps_iterations", figures)) == (
+        "one step per iteration of the program's loop at train.py:40 (updates a step: Adam: critic 1, Adam: actor "
+        "0.5); the 1 iteration before its first update is before the first step; 4 iterations in runs of the loop "
+        "without an update (a validation through the same loop) are no step"
+    )
+
+
+def test_how_a_run_was_sampled_and_scheduled_is_said_from_its_figures():
+    """A header's ``sampling`` and ``schedule``: figures in result.json, said in the words the log's Timing and
+    Schedule lines have always had; a merged view says how it pooled them after the first run's or rank's."""
+    from nnprofile.measure.timing import Sampling
+    from nnprofile.recording.profiling import schedule_note
+    from nnprofile.base.options import Schedule
+
+    def said(note):
+        return notes.text(Note.from_json(json.loads(json.dumps(note.to_json()))))  # as result.json holds it
+
+    rounds = Sampling().header_note()
+    assert said(rounds) == (
+        "1 warm-up, then rounds over all entries (at least 5) until every entry's relative standard error is below "
+        "2% and the machine's speed holds within 10%, or 1.5 s per section (or 0.25 s by one entry) are spent; each "
+        "figure (the time of one call) is the mean of its round means, leaving out rounds the machine ran slow in"
+    )
+    assert said(Sampling(runs=50, warmup=3).header_note()).startswith(
+        "3 warm-up + 50 rounds of one timed run per entry; each figure"
+    )
+    assert said(schedule_note(Schedule(wait=2, warmup=1, active=5, repeat=0))) == (
+        "wait 2, warmup 1, active 5, repeat 0 (until the program ends)"
+    )
+    assert said(schedule_note(Schedule(warmup=1, active=5, on_demand=True, signal="USR2"))) == (
+        "on demand (SIGUSR2 or nnprofile capture PID): each time, warmup 1 and active 5 steps"
+    )
+    steps = {"windowed": True, "window": 2, "kept": [12, 13, 14], "recorded": 30, "skip": 1, "active": 3}
+    steps.update(whole_run=True, plain=list(range(15, 23)))
+    assert said(Note("sampling_steps", steps)) == (
+        "window 2: steps 12 to 14 of 30 (the whole run) recorded (warmup 1, active 3); steps 15, 16, 17, 18, 19, "
+        "20, ... ran without the hooks, for what they cost; each figure (the time of one call) is the mean over "
+        "those steps (the Drift line says which steps, if any, it leaves out)"
+    )
+    pooled = Note("sampling_pooled", {"of": rounds.to_json(), "runs": 3})
+    assert said(pooled) == said(rounds) + "; in 3 fresh processes, rounds pooled"
+    ranks = Note("sampling_pooled", {"of": Note.text("steps 2 to 4").to_json(), "ranks": [0, 1, 2, 3]})
+    assert said(ranks) == "steps 2 to 4; pooled over ranks 0 to 3, each rank's steps a round"

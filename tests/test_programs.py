@@ -18,7 +18,9 @@ from conftest import FakeClock, ROOT, interruptible, run_cli
 from nnprofile.analysis import analyze
 from nnprofile.analysis.breakdown import per_step_ms
 from nnprofile.base.hookcost import HookCosts
-from nnprofile.assembly.steps import Loop, bounds, period, rule_sentence, update_period
+from nnprofile.assembly.steps import Loop, bounds, period, rule_figures, update_period
+from nnprofile.render import notes
+from nnprofile.result.notes import Note
 from nnprofile.api.programs import interrupted, shorten
 
 SCRIPTS = os.path.join(ROOT, "tests", "scripts")
@@ -52,9 +54,8 @@ def _loop(updates=(), marks=(), passes=()):
 
 def _steps(loop, started_ns, last_ns):
     rule = loop.rule()
-    return bounds(loop, rule, started_ns, last_ns), rule_sentence(
-        rule, len(bounds(loop, rule, started_ns, last_ns)), lambda what: str(what[1])
-    )
+    found = bounds(loop, rule, started_ns, last_ns)
+    return found, notes.text(Note("steps_" + rule.kind, rule_figures(rule, len(found), lambda what: str(what[1]))))
 
 
 def test_steps_end_at_the_last_update_of_each_pattern_and_what_follows_is_no_step():
@@ -196,7 +197,7 @@ def test_steps_are_the_iterations_and_what_follows_the_loop_is_not_a_step(classi
     # 13 iterations: the first set aside, the other 12 kept (fewer than the 20 active: no step is left to
     # measure the hooks without them)
     assert h.skipped_steps == 1 and h.kept_steps == list(range(2, 14)) and h.plain_steps == []
-    assert h.active_steps == 12 and h.steps.startswith(
+    assert h.active_steps == 12 and str(h.steps).startswith(
         "one step per iteration of the program's loop at train_validate.py:"
     )
     program = profile.sections[-1]
@@ -465,7 +466,7 @@ def test_nnprofile_step_overrides_the_rule(tmp_path):
             if i % 2 == 1:
                 nnprofile.step()  # two updates a step (gradient accumulation, say)
     profile = recording.profile
-    assert profile.header.active_steps == 3 and "nnprofile.step()" in profile.header.steps
+    assert profile.header.active_steps == 3 and "nnprofile.step()" in str(profile.header.steps)
     assert profile.sections[0].info["forward_per_step"] == 2
 
 

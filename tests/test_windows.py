@@ -18,6 +18,7 @@ from nnprofile.analysis.windows import NOISE_FLOOR, analyze_windows, slowdown
 from nnprofile.render.windows import finding
 from nnprofile.base.hookcost import HookCosts
 from nnprofile.recording.schedule import ACTIVE, CALIBRATE, OFF, WARMUP, Schedule, Windows
+from nnprofile.recording.profiling import schedule_note
 from nnprofile.result.windows import WindowSummary
 
 SCRIPTS = os.path.join(ROOT, "tests", "scripts")
@@ -85,7 +86,7 @@ def _phases_from(windows, start, end):
 
 
 def test_a_schedule_says_itself_and_refuses_what_cannot_be():
-    assert Schedule().header_text() == "wait 0, warmup 1, active 20, repeat 1 (1 window)"
+    assert str(schedule_note(Schedule())) == "wait 0, warmup 1, active 20, repeat 1 (1 window)"
     assert not Schedule().windowed and Schedule(repeat=0).windowed and Schedule(on_demand=True).windowed
     with pytest.raises(ValueError):
         Schedule(active=0)

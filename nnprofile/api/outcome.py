@@ -3,7 +3,6 @@ NNabla's C++), one line on stderr that never raises, and the spans of steps a he
 
 from __future__ import annotations
 
-import re
 import sys
 from typing import Any, List, Optional
 
@@ -72,7 +71,8 @@ def offset_steps(profile: Optional[Profile]) -> int:
 def whole_run(header: ProgramHeader, steps: int) -> None:
     """The final files' header: the steps the whole run went through (a window's own files keep theirs)."""
     header.run_steps = steps
-    header.sampling = re.sub(r" of \d+ recorded", " of %d (the whole run) recorded" % steps, header.sampling, count=1)
+    if header.sampling.kind == "sampling_steps":
+        header.sampling = Note(header.sampling.kind, dict(header.sampling.figures, recorded=steps, whole_run=True))
 
 
 def unfinished_notes(recorder: Any, schedule: Any, profile: Profile, kind: Any, error: Any) -> List[Note]:

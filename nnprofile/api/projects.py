@@ -62,7 +62,7 @@ def _header(project: Any, sampling: Sampling, options: ProfileOptions) -> Projec
         context=project.run_context.description,
         requested_context=project.run_context.requested,
         batch_size=project.batch_size or _batch_sizes(project),
-        sampling=sampling.header_text(),
+        sampling=sampling.header_note(),
         machine="%s, %s, Python %s" % (platform.node(), platform.machine(), platform.python_version()),
         date=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         data="synthetic" if options.synthetic else "datasets",

@@ -66,7 +66,7 @@ class Assembly:
     steps: int  # steps found in the recording (but those run without the hooks)
     skip: int  # of them set aside first
     kept: int  # of them kept
-    how: str  # how the steps were found
+    how: Note  # how the steps were found
     notes: List[Note]
     costs: HookCosts  # what the hooks cost, as taken off (measured in the program where it could be)
     # How the hooks' cost was fitted to the program: signatures measured on replicas; the steps without
@@ -145,26 +145,15 @@ def kept_steps(states: Sequence[str], skip: int, active: int) -> Tuple[List[int]
     )
 
 
-def iteration_bounds(top: Sequence[Any], capture: Capture) -> Optional[Tuple[List[Tuple[int, int]], str, str]]:
-    """The steps (``_iteration_bounds``), the loop's line, and what of its iterations are no steps, said."""
+def iteration_bounds(top: Sequence[Any], capture: Capture) -> Optional[Tuple[List[Tuple[int, int]], str, int, int]]:
+    """The steps (``_iteration_bounds``), the loop's line, and how many of its iterations are no steps: before its
+    first update, and after it in runs of the loop without an update (a validation through the same loop)."""
     found = _iteration_bounds(top, capture)
     if found is None:
         return None
     bounds, where, steps = found
     before = steps.index(True) if True in steps else len(steps)
-    idle = sum(1 for x in steps[before:] if not x)
-    said = []
-    if before:
-        said.append(
-            "the %d iteration%s before its first update %s before the first step"
-            % (before, "" if before == 1 else "s", "is" if before == 1 else "are")
-        )
-    if idle:
-        said.append(
-            "%d iteration%s in runs of the loop without an update (a validation through the same loop) %s "
-            "no step" % (idle, "" if idle == 1 else "s", "is" if idle == 1 else "are")
-        )
-    return bounds, where, "; ".join(said)
+    return bounds, where, before, sum(1 for x in steps[before:] if not x)
 
 
 def _iteration_bounds(top: Sequence[Any], capture: Capture) -> Optional[Tuple[List[Tuple[int, int]], str, List[bool]]]:
@@ -220,7 +209,7 @@ def find_steps(
     if not loop.marks:
         found = iteration_bounds(top, capture)
         if found is not None:
-            return found[0], step_rule.Rule("iterations", where=found[1], note=found[2]), loop
+            return found[0], step_rule.Rule("iterations", where=found[1], before=found[2], idle=found[3]), loop
     rule = loop.rule()
     return step_rule.bounds(loop, rule, capture.started_ns, last_ns), rule, loop
 
@@ -296,12 +285,13 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
     )
 
 
-def _how(rule: Any, steps: int, names: Any, per_step: List[List[Any]], kept: Sequence[int], labels: List[str]) -> str:
-    """How the steps were found, in words, with the updates a step holds where they are the program's iterations."""
-    how = step_rule.rule_sentence(rule, steps, names)
+def _how(rule: Any, steps: int, names: Any, per_step: List[List[Any]], kept: Sequence[int], labels: List[str]) -> Note:
+    """How the steps were found (``nnprofile.render.rules`` says it), with the updates a step holds where they are
+    the program's iterations."""
+    figures = step_rule.rule_figures(rule, steps, names)
     if rule.kind == "iterations":
-        how += updates_per_step(per_step, kept, labels)
-    return how + ("; %s" % rule.note if rule.note else "")
+        figures["updates"] = updates_per_step(per_step, kept, labels)
+    return Note("steps_" + rule.kind, figures)
 
 
 def _step_memory(builder: Builder, sections: List[Section], shown: Sequence[Graph], kept: Sequence[int]) -> None:

@@ -32,20 +32,17 @@ def own_work_note(
     return Note("own_work", {"own_ms": own, "step_ms": step})
 
 
-def updates_per_step(per_step: List[List[Any]], kept: Sequence[int], labels: Sequence[str]) -> str:
-    """`` (updates a step: Adam: critic 1, Adam: actor 0.5)`` over the kept steps; "" without an update."""
+def updates_per_step(per_step: List[List[Any]], kept: Sequence[int], labels: Sequence[str]) -> List[List[Any]]:
+    """Each solver's updates a step over the kept steps (``[["Adam: critic", 1.0], ["Adam: actor", 0.5]]``), in
+    the solvers' order; [] without an update."""
     counts: Dict[int, int] = {}
     for i in kept:
         for e in per_step[i]:
             if isinstance(e, SolverCall) and e.method == "update" and not e.depth:
                 counts[e.solver] = counts.get(e.solver, 0) + 1
-    if not counts or not kept:
-        return ""
-    return " (updates a step: %s)" % ", ".join(
-        "%s %s"
-        % (labels[s] if s < len(labels) else "solver %d" % (s + 1), ("%.2f" % (n / len(kept))).rstrip("0").rstrip("."))
-        for s, n in sorted(counts.items())
-    )
+    if not kept:
+        return []
+    return [[labels[s] if s < len(labels) else "solver %d" % (s + 1), n / len(kept)] for s, n in sorted(counts.items())]
 
 
 def after_the_loop(graphs: Sequence[Graph], kept: Sequence[int], steps: int) -> List[Note]:

@@ -31,7 +31,7 @@ the same rule.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Hashable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple
 
 
 def _classes(keys: Sequence[Hashable], start: int, p: int) -> Optional[List[Hashable]]:
@@ -139,7 +139,8 @@ class Rule:
     offset: int = 0  # updates (or passes) before the pattern began: no step's
     found: bool = True  # False: no pattern (each update is a step)
     where: str = ""  # for iterations: the loop's line ("train.py:57")
-    note: str = ""  # for iterations: which of them are no steps (before the first update, ...)
+    before: int = 0  # for iterations: those before the first update (no steps)
+    idle: int = 0  # for iterations: those after it in runs of the loop without an update (no steps)
 
 
 class Loop:
@@ -347,72 +348,40 @@ def outside(events: Sequence[Any], steps: Sequence[Tuple[int, int]], start_of: A
     return [e for e in events if start_of(e) < first], [e for e in events if start_of(e) >= last]
 
 
-def rule_sentence(rule: Rule, steps: int, name: Any = str) -> str:
-    """The log's ``Steps:`` line: which rule applied, and on what (``name`` names a pattern's graph,
-    iterator or solver: ``name(("graph", key))``, ``name(("iterator", i))``, ``name(("solver", i))``)."""
+def rule_figures(rule: Rule, steps: int, name: Any = str) -> Dict[str, Any]:
+    """What the log's ``Steps:`` line says (``nnprofile.render.rules``), as figures: which rule applied, and on
+    what (``name`` names a pattern's graph, iterator or solver: ``name(("graph", key))``, ``name(("iterator", i))``,
+    ``name(("solver", i))``)."""
     if rule.kind == "marks":
-        return "marked by nnprofile.step(): %d" % steps
+        return {"steps": steps}
     if rule.kind == "iterations":
-        return "one step per iteration of the program's loop at %s" % rule.where
-    if rule.kind == "one":
-        return (
-            "one step: no solver update, no nnprofile.step(), no repeating pass (the structure does not say "
-            "where a step ends: call nnprofile.step() at each step's end)"
-        )
-    if rule.kind == "none":
-        return "nothing recorded"
-    before = ""
-    if rule.offset:
-        before = " (the first %d %s, before the pattern began, %s before the first step)" % (
-            rule.offset,
-            ("update" if rule.kind == "updates" else "pass")
-            + ("" if rule.offset == 1 else "s" if rule.kind == "updates" else "es"),
-            "is" if rule.offset == 1 else "are",
-        )
+        return {"where": rule.where, "before": rule.before, "idle": rule.idle}
+    if rule.kind in ("one", "none"):
+        return {}
+    figures: Dict[str, Any] = {"period": rule.period, "offset": rule.offset}
     if rule.kind == "passes":
-        return (
-            "passes without a solver: one step per pass"
-            if rule.period == 1
-            else "passes without a solver: one step per %d passes" % rule.period
-        ) + before
-    if not rule.found:
-        return (
-            "solver updates: one step per update (the updates form no repeating pattern, and no loop holds them: "
-            "where a step is more than one update, call nnprofile.step() at each step's end)"
-        )
+        return figures
     known = [k for k in rule.pattern if k is not None]
-    parts = [_pattern_part(rule, key, known, name) for key in rule.pattern]
-    if rule.period == 1:
-        return "solver updates: one step per update" + before
-    solvers = len({k[0] for k in known})
-    return "solver updates: one step per %d updates%s (the loop's repeating pattern: %s)%s" % (
-        rule.period,
-        " of %d solvers" % solvers if solvers > 1 else " of one solver",
-        "; ".join(parts),
-        before,
-    )
+    figures["found"] = rule.found
+    figures["solvers"] = len({k[0] for k in known})
+    figures["pattern"] = [_pattern_part(rule, key, known, name) for key in rule.pattern] if rule.found else []
+    return figures
 
 
-def _pattern_part(rule: Rule, key: Any, known: List[Any], name: Any) -> str:
-    """One update of a pattern of updates, in words: its solver, the graphs whose backward it follows, and where
-    the pattern's updates are fed by different iterators, what feeds it."""
+def _pattern_part(rule: Rule, key: Any, known: List[Any], name: Any) -> Dict[str, Any]:
+    """One update of a pattern of updates: its solver, the graphs whose backward it follows (where the pattern is
+    by structure or graphs), and where the pattern's updates are fed by different iterators, what feeds it; an
+    update the hooks did not see is ``{}``."""
     if key is None:
-        return "an update the hooks did not see"
+        return {}
     solver = key[0]
     if rule.by == "solvers":
-        return str(name(("solver", solver)))
-    trained = key[1]
+        return {"solver": str(name(("solver", solver)))}
     fed = key[2] if len(key) > 2 else frozenset()
-    text = (
-        "%s after the backward of %s" % (name(("solver", solver)), _listed(name(("graph", g)) for g in trained))
-        if trained
-        else "%s with no backward before it" % name(("solver", solver))
-    )
+    part: Dict[str, Any] = {
+        "solver": str(name(("solver", solver))),
+        "after": sorted(name(("graph", g)) for g in key[1]),
+    }
     if fed and rule.by == "structure" and len({k[2] for k in known}) > 1:
-        text += " fed by %s" % _listed(name(("iterator", i)) for i in fed)
-    return text
-
-
-def _listed(names: Any) -> str:
-    items = sorted("'%s'" % n for n in names)
-    return items[0] if len(items) == 1 else "%s and %s" % (", ".join(items[:-1]), items[-1])
+        part["fed_by"] = sorted(name(("iterator", i)) for i in fed)
+    return part

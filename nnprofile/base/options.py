@@ -326,27 +326,6 @@ class Schedule:
         """Whether each window gets a folder of its own (OUTDIR/window-K): several windows, or on demand."""
         return self.on_demand or self.repeat != 1
 
-    def header_text(self) -> str:
-        """The header's (and the log's) line: the schedule in torch.profiler's words."""
-        if self.on_demand:
-            return "on demand (SIG%s or nnprofile capture PID): each time, warmup %d and active %d steps" % (
-                self.signal,
-                self.warmup,
-                self.active,
-            )
-        windows = (
-            "until the program ends"
-            if self.repeat == 0
-            else "%d window%s" % (self.repeat, "" if self.repeat == 1 else "s")
-        )
-        return "wait %d, warmup %d, active %d, repeat %d (%s)" % (
-            self.wait,
-            self.warmup,
-            self.active,
-            self.repeat,
-            windows,
-        )
-
 
 # The signals that may ask for a window: the user-defined ones. Any other (TERM, INT, SEGV, ...) is one a program
 # or its launcher depends on for its own handling.

@@ -16,6 +16,7 @@ from ..base.clock import Clock
 from ..base.interference import NoProbe, Probe, rate, shortfall
 from ..base.options import ProfileOptions
 from ..base.stats import RunningStats, summarize
+from ..result.notes import Note
 
 # Calls so short that the timing overhead would exceed this share of a sample
 # are timed in batches of consecutive calls.
@@ -63,27 +64,19 @@ class Sampling:
     def adaptive(self) -> bool:
         return self.runs is None
 
-    def header_text(self) -> str:
-        """The header's words for how the entries are sampled."""
+    def header_note(self) -> Note:
+        """How the entries are sampled, for the header (``nnprofile.render.rules`` says it)."""
         if self.runs is not None:
-            return (
-                "%d warm-up + %d rounds of one timed run per entry; each figure (the time of one call) is "
-                "the mean of its round means, leaving out rounds the machine ran slow in" % (self.warmup, self.runs)
-            )
-        return (
-            "%d warm-up, then rounds over all entries (at least %d) until every entry's relative "
-            "standard error is below %g%% and the machine's speed holds within %g%%, or %g s "
-            "per section (or %g s by one entry) are spent; each figure (the time of one call) is the mean of its "
-            "round means, leaving out rounds the machine ran slow in"
-            % (
-                self.warmup,
-                self.min_rounds,
-                self.target_rse * 100,
-                self.drift_threshold * 100,
-                self.max_seconds,
-                self.max_seconds_per_entry,
-            )
-        )
+            return Note("sampling_runs", {"warmup": self.warmup, "runs": self.runs})
+        figures = {
+            "warmup": self.warmup,
+            "min_rounds": self.min_rounds,
+            "target_rse": self.target_rse,
+            "drift_threshold": self.drift_threshold,
+            "max_seconds": self.max_seconds,
+            "max_seconds_per_entry": self.max_seconds_per_entry,
+        }
+        return Note("sampling_rounds", figures)
 
 
 class StopRule:

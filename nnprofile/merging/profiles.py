@@ -125,9 +125,8 @@ def merge_runs(profiles: Sequence[Profile], threshold: float) -> Profile:
     if not profiles:
         raise ProfileError("no runs to merge")
     first = profiles[0]
-    header = dataclasses.replace(
-        first.header, sampling="%s; in %d fresh processes, rounds pooled" % (first.header.sampling, len(profiles))
-    )
+    pooled = Note("sampling_pooled", {"of": first.header.sampling.to_json(), "runs": len(profiles)})
+    header = dataclasses.replace(first.header, sampling=pooled)
     if isinstance(header, ProjectHeader):
         header.repeat = len(profiles)
     sections = pool_profiles(profiles, threshold, "run_means")

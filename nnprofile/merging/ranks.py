@@ -181,7 +181,7 @@ def merge(found: Found) -> Profile:
         world_size=found.size,
         ranks_merged=ranks,
         hosts=sorted(set(hosts)),
-        sampling="%s; pooled over %s, each rank's steps a round" % (base.sampling, _span(ranks)),
+        sampling=Note("sampling_pooled", {"of": base.sampling.to_json(), "ranks": list(ranks)}),
     )
     notes = _merged_notes(ranks, profiles)
     failure = _failure(found, ranks, profiles)
@@ -229,12 +229,6 @@ def _failure(found: Found, ranks: Sequence[int], profiles: Sequence[Profile]) ->
             found.size,
         )
     return next(("rank %d: %s" % (k, p.failure) for k, p in zip(ranks, profiles) if p.failure), None)
-
-
-def _span(ranks: Sequence[int]) -> str:
-    if len(ranks) == 1:
-        return "rank %d" % ranks[0]
-    return "ranks %d %s %d" % (ranks[0], "and" if len(ranks) == 2 else "to", ranks[-1])
 
 
 # -- sections --------------------------------------------------------------------------

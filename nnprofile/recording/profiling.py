@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime
 import platform
 from dataclasses import dataclass, field
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, List, Optional
 
 from .._version import __version__
 from ..assembly.assemble import DRIFT, Assembly, assemble
@@ -91,18 +91,20 @@ def _header(run: Run, recorder: Any, a: Assembly, measured: HookCosts) -> Progra
         nnabla=nnabla.__version__,
         project=run.command,
         context=",".join(context.backend) if context.backend else "cpu:float",
-        sampling="%s%s of %d recorded (%s %d, active %d)%s; each figure (the time of one call) is "
-        "the mean over those steps (the Drift line says which steps, if any, it leaves out)"
-        % (
-            "window %d: " % recorder.windowing.window if windowed else "",
-            span_words(kept),
-            offset + a.steps,
-            "warmup" if windowed else "skip first",
-            a.skip,
-            run.active,
-            "; steps %s ran without the hooks, for what they cost" % numbers(plain) if plain else "",
+        sampling=Note(
+            "sampling_steps",
+            {
+                "windowed": bool(windowed),
+                "window": recorder.windowing.window,
+                "kept": kept,
+                "recorded": offset + a.steps,
+                "whole_run": False,
+                "skip": a.skip,
+                "active": run.active,
+                "plain": plain,
+            },
         ),
-        schedule=run.schedule.header_text(),
+        schedule=schedule_note(run.schedule),
         window=recorder.windowing.window if run.schedule.windowed else 0,
         steps=a.how,
         machine="%s, %s, Python %s" % (platform.node(), platform.machine(), platform.python_version()),
@@ -132,17 +134,11 @@ def _header(run: Run, recorder: Any, a: Assembly, measured: HookCosts) -> Progra
     return header
 
 
-def span_words(steps: Sequence[int]) -> str:
-    """Steps as a reader says them: "steps 3 to 22", "step 3", "no steps"."""
-    if not steps:
-        return "no steps"
-    return "step %d" % steps[0] if len(steps) == 1 else "steps %d to %d" % (steps[0], steps[-1])
-
-
-def numbers(steps: Sequence[int]) -> str:
-    """The first six steps of a list, and "..." for more."""
-    shown = ", ".join(str(s) for s in steps[:6])
-    return shown + (", ..." if len(steps) > 6 else "")
+def schedule_note(s: Schedule) -> Note:
+    """When the windows were recorded, in torch.profiler's terms (``nnprofile.render.rules`` says it)."""
+    if s.on_demand:
+        return Note("schedule_on_demand", {"signal": s.signal, "warmup": s.warmup, "active": s.active})
+    return Note("schedule", {"wait": s.wait, "warmup": s.warmup, "active": s.active, "repeat": s.repeat})
 
 
 def run_notes(a: Assembly, missed: List[Note], skip_first: int, recorder: Any) -> List[Note]:

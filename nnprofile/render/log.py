@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional
 
-from .notes import texts
+from .notes import text, texts
+from ..result.notes import Note
 from ..analysis import SPREAD_FLOOR_MS, Analysis, Coverage, SectionAnalysis, analyze
 from .words import drift_words, purpose
 from . import memory
@@ -29,14 +30,22 @@ def title_lines(profile: Profile) -> List[str]:
     """What was profiled, where, and (a program's) what its step is."""
     h = profile.header
     lines = ["nnprofile %s (nnabla %s): %s" % (h.nnprofile, h.nnabla, h.project), "Context: %s" % h.context]
-    if isinstance(h, ProgramHeader) and h.steps:
-        lines.append("Steps: %s" % h.steps)
+    if isinstance(h, ProgramHeader) and text(h.steps):
+        lines.append("Steps: %s" % text(h.steps))
     return lines
 
 
 def header_lines(profile: Profile) -> List[str]:
     """The title, the notes and the method: what ``log.render`` shows around the answer and the sections."""
     return title_lines(profile) + ["Note: %s" % note for note in texts(profile.notes)] + method_lines(profile)
+
+
+def _one_window(schedule: Note) -> bool:
+    """The default schedule, one window from the start, as the Timing line says it (an earlier file: its words)."""
+    if schedule.kind == "schedule":
+        return schedule.figures.get("wait") == 0 and schedule.figures.get("repeat") == 1
+    words = text(schedule)
+    return words.startswith("wait 0,") and words.endswith("repeat 1 (1 window)")
 
 
 def method_lines(profile: Profile) -> List[str]:
@@ -47,15 +56,10 @@ def method_lines(profile: Profile) -> List[str]:
         "graph": "each function timed inside whole forward and backward passes",
         "record": "every call of the program's own run, between NNabla's hooks",
     }.get(h.mode, h.mode)
-    lines = ["Timing: %s mode (%s); %s" % (h.mode, how, h.sampling)]
+    lines = ["Timing: %s mode (%s); %s" % (h.mode, how, text(h.sampling))]
     program = h if isinstance(h, ProgramHeader) else None
-    one_window = (
-        program is not None
-        and program.schedule.startswith("wait 0,")
-        and program.schedule.endswith("repeat 1 (1 window)")
-    )  # the default: as the Timing line says
-    if program is not None and program.schedule and not one_window:
-        lines.append("Schedule: %s" % program.schedule)
+    if program is not None and text(program.schedule) and not _one_window(program.schedule):
+        lines.append("Schedule: %s" % text(program.schedule))
     if isinstance(h, ProjectHeader) and h.clock:
         overhead = h.timing_overhead_ns or 0.0
         lines.append(

@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, List, Sequence
 
 from ..result import views
 from ..result.notes import TEXT, Note
+from . import rules
 
 Figures = Dict[str, Any]
 
@@ -253,6 +254,25 @@ def _merged_ranks(f: Figures) -> str:
     )
 
 
+def _pooled(f: Figures) -> str:
+    """A merged view's sampling: the first run's or rank's, then how they were pooled."""
+    said = text(Note.from_json(f["of"]))
+    if "ranks" in f:
+        ranks = f["ranks"]
+        over = (
+            "rank %d" % ranks[0]
+            if len(ranks) == 1
+            else "ranks %d %s %d"
+            % (
+                ranks[0],
+                "and" if len(ranks) == 2 else "to",
+                ranks[-1],
+            )
+        )
+        return "%s; pooled over %s, each rank's steps a round" % (said, over)
+    return "%s; in %d fresh processes, rounds pooled" % (said, f["runs"])
+
+
 def _fixed(words: str) -> Callable[[Figures], str]:
     return lambda f: words
 
@@ -291,6 +311,8 @@ SAY: Dict[str, Callable[[Figures], str]] = {
     ),
     "left_out": _left_out,
     "merged_ranks": _merged_ranks,
+    "sampling_pooled": _pooled,
+    **rules.SAY,  # how a run was measured (its header's ``sampling``, ``schedule`` and ``steps``)
 }
 
 views.register("note_text", text)

@@ -13,8 +13,12 @@ from typing import Any, ClassVar, Dict, List, Optional, Tuple, Type, Union
 
 from ..base.errors import ProfileError
 from .checks import check_fields, declared
+from .notes import Note
 
 BatchSize = Union[None, int, Dict[str, int]]
+# The fields a header holds as notes (a kind and its figures, said in words by the renderers): how each figure was
+# sampled, and a program's how its steps were found and when its windows were recorded.
+NOTED = ("sampling", "steps", "schedule")
 
 
 @dataclass
@@ -30,7 +34,7 @@ class Header:
     machine: str = ""
     date: str = ""
     mode: str = "isolated"  # isolated, graph (a project), record (a program)
-    sampling: str = ""  # how each figure was sampled, in a sentence
+    sampling: Note = field(default_factory=lambda: Note.text(""))  # how each figure was sampled (said by render)
     target_rse: Optional[float] = None
     drift_threshold: float = 0.10
     batch_size: BatchSize = None
@@ -41,6 +45,11 @@ class Header:
     # What this machine reaches (``nnprofile.base.machine``): {"gflops": ..., "gbytes_per_s": ...}.
     machine_rates: Dict[str, float] = field(default_factory=dict)
     extra: Dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in NOTED:  # made by hand with words, as earlier versions held them
+            if isinstance(getattr(self, name, None), str):
+                setattr(self, name, Note.text(getattr(self, name)))
 
     @property
     def kind(self) -> str:
@@ -53,7 +62,7 @@ class Header:
 
     def to_dict(self) -> Dict[str, Any]:
         out: Dict[str, Any] = {"kind": self.kind}
-        out.update(self.items())
+        out.update((k, v.to_json() if isinstance(v, Note) else v) for k, v in self.items())
         return out
 
 
@@ -80,12 +89,12 @@ class ProgramHeader(Header):
     KIND: ClassVar[str] = "program"
 
     mode: str = "record"
-    steps: str = ""  # how the steps were found (the rule taken)
+    steps: Note = field(default_factory=lambda: Note.text(""))  # how the steps were found (the rule: its figures)
     active_steps: int = 0
     skipped_steps: int = 0
     kept_steps: List[int] = field(default_factory=list)  # the kept steps' numbers (from 1); older: consecutive
     plain_steps: List[int] = field(default_factory=list)  # the steps run without the hooks (for their cost)
-    schedule: str = ""  # when windows were recorded (wait, warmup, active, repeat; on demand)
+    schedule: Note = field(default_factory=lambda: Note.text(""))  # when windows were recorded (wait, warmup...)
     window: int = 0  # which window its sections are (from 1; 0: the only one)
     run_steps: Optional[int] = None  # the steps the whole run went through (its final files; None in a window's)
     call_overhead_ns: Optional[float] = None  # an auto_forward call's timing cost, in all
@@ -122,10 +131,21 @@ def header_from_dict(data: Dict[str, Any]) -> Header:
     names = {f.name for f in fields(kind)} - {"extra"}
     known = {k: v for k, v in data.items() if k in names}
     check_fields(declared(kind), known, "header")
+    for name in NOTED:
+        if name in known:
+            known[name] = _note(known[name], name)
     _check_batch_size(known.get("batch_size"))
     extra = dict(data.get("extra") or {})
     extra.update({k: v for k, v in data.items() if k not in names and k not in ("kind", "extra")})
     return kind(extra=extra, **known)
+
+
+def _note(value: Any, name: str) -> Note:
+    """A header's field that says something (a note: a kind and its figures; the words of an earlier version)."""
+    try:
+        return Note.from_json(value)
+    except ValueError as e:
+        raise ProfileError("header.%s: %s" % (name, e))
 
 
 def _check_batch_size(size: Any) -> None:

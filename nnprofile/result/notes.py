@@ -32,6 +32,8 @@ class Note:
     def from_json(cls, data: Any) -> "Note":
         """A note as the file holds it (a version 10 note, words, is read as one of kind "text"); ValueError where
         it is neither."""
+        if isinstance(data, Note):  # made by hand, already one
+            return data
         if isinstance(data, str):
             return cls(TEXT, {"text": data})
         if not isinstance(data, dict) or not isinstance(data.get("kind"), str):

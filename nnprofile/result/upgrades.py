@@ -57,7 +57,9 @@ Versions:
      interrupted). Earlier results were measured without it: none of these, and their figures stand as they
      were.
  11. notes as data: each note is an object, its ``kind`` and its ``figures`` (``nnprofile.result.notes``), said in
-     words by the renderers. An earlier note, its words, is a note of kind ``text``.
+     words by the renderers; so are the header's ``sampling`` (how each figure was sampled) and a program's
+     ``steps`` (how its steps were found: kind ``steps_`` and the rule, ``marks``, ``iterations``, ``updates``,
+     ``passes``, ``one``, ``none``) and ``schedule``. An earlier note, its words, is a note of kind ``text``.
 """
 
 from __future__ import annotations
@@ -157,10 +159,15 @@ def _v9_to_v10(data: Dict[str, Any]) -> Dict[str, Any]:
 
 def _v10_to_v11(data: Dict[str, Any]) -> Dict[str, Any]:
     """Version 11 made the notes data (``nnprofile.result.notes``: a kind and its figures, said in words by the
-    renderers); an earlier note was its words, kept as a note of kind "text"."""
+    renderers), and so the header's ``sampling`` and a program's ``steps`` and ``schedule``; an earlier one was its
+    words, kept as a note of kind "text"."""
     notes = data.get("notes", [])
     if isinstance(notes, list):  # anything else is refused as the file is read
         data["notes"] = [{"kind": "text", "figures": {"text": n}} if isinstance(n, str) else n for n in notes]
+    header = data.get("header")
+    for name in ("sampling", "steps", "schedule"):
+        if isinstance(header, dict) and isinstance(header.get(name), str):
+            header[name] = {"kind": "text", "figures": {"text": header[name]}}
     return data
 
 
