@@ -11,6 +11,7 @@ from conftest import FakeClock
 from nnprofile.base.stats import levels_of, speed_levels, summarize_rounds
 from nnprofile.measure.allocation import Allocation, Need, RoundLevels, per_round, shares
 from nnprofile.measure.items import Action, Probe
+from nnprofile.render.sampling import plan_words
 from nnprofile.measure.rounds import RoundRunner
 from nnprofile.measure.sequence import simple
 from nnprofile.measure.timing import Sampling, Timer
@@ -133,4 +134,4 @@ def test_a_section_gives_its_noisy_layer_entries_the_rounds_its_steady_ones_do_n
     noisy = [rounds["forward_function (N%d : Affine)" % i] for i in range(2)]
     assert 5 <= min(steady) and max(steady) <= 6  # the minimum (done at the plan after it): their rounds to the noisy
     assert min(noisy) > 3 * max(steady) and rounds["forward_all"] == section.sampling["rounds"]
-    assert "shares of the rounds" in section.sampling["plan"]
+    assert section.sampling.shared_from == 4 and "shares of the rounds" in plan_words(section.sampling)

@@ -209,3 +209,22 @@ def test_how_a_run_was_sampled_and_scheduled_is_said_from_its_figures():
     assert said(pooled) == said(rounds) + "; in 3 fresh processes, rounds pooled"
     ranks = Note("sampling_pooled", {"of": Note.text("steps 2 to 4").to_json(), "ranks": [0, 1, 2, 3]})
     assert said(ranks) == "steps 2 to 4; pooled over ranks 0 to 3, each rank's steps a round"
+
+
+def test_how_a_sections_entries_were_sampled_is_said_from_its_figures():
+    """A project's section keeps its plan as figures (lean rounds, the round its shares were planned from, the
+    partial layer rounds), said by render/sampling.py; an earlier result's words stand as they were."""
+    from nnprofile.render.sampling import plan_words
+    from nnprofile.result.details import Sampling
+
+    lean = Sampling(lean=True, layer_every=3, shared_from=4, partial_rounds=2, partial_short_of=3)
+    assert plan_words(Sampling.from_json(json.loads(json.dumps(lean.to_json())))) == (
+        "lean rounds: one sample of each layer entry in every 3rd round; the whole-step entries every round; from "
+        "round 4 on, the layer entries' shares of the rounds by the spread each had shown, those at the target "
+        "done; then 2 partial layer rounds: the layer entries short of 3 rounds, the heaviest first, as many as "
+        "the rest of the budget allowed"
+    )
+    assert plan_words(Sampling(lean=False, layer_every=1)) == "every entry every round"
+    assert plan_words(Sampling(plan="as version 10 said it", lean=True, layer_every=2)) == "as version 10 said it"
+    assert plan_words(Sampling()) == ""  # a program's section: no rounds
+    assert "shared_from" not in Sampling(lean=False, layer_every=1).to_json()  # only where set

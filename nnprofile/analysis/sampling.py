@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from ..result import Entry, Section
+from ..result.details import Sampling as SectionSampling
 from ..base.choices import PART_OF_PHASE
 from .breakdown import LayerTime, base_layers, base_name
 
@@ -26,7 +27,7 @@ class Precision:
     rounds: int
     seconds: Optional[float]
     budget_seconds: Optional[float]
-    plan: str
+    plan: SectionSampling  # how the entries were sampled (its lean rounds, shares, partial rounds: said by render)
     stopped: str
     samples: Tuple[int, int, int]  # per entry: fewest, median, most
     # (forward_all / backward_all / the step, rse; None with too few samples for one)
@@ -110,7 +111,7 @@ def precision(
         rounds=sampling.rounds or max(len(e.round_sizes) for e in section.entries or [Entry("", "", [])]),
         seconds=sampling.seconds,
         budget_seconds=sampling.budget_seconds,
-        plan=sampling.plan or "",
+        plan=sampling,
         stopped=sampling.stopped or "",
         samples=(counts[0], counts[len(counts) // 2], counts[-1]),
         whole=whole,

@@ -40,21 +40,6 @@ class Plan:
     def layer_round(self, round_index: int) -> bool:
         return round_index % self.layer_every == 0
 
-    def header_text(self) -> str:
-        """The header's words for the plan of the rounds."""
-        if not self.lean:
-            return "every entry every round"
-        if self.layer_every == 1:
-            return "lean rounds: one sample of each layer entry a round"
-        return (
-            "lean rounds: one sample of each layer entry in every %s round; the whole-step entries "
-            "every round" % _ordinal(self.layer_every)
-        )
-
-
-def _ordinal(n: int) -> str:
-    return {2: "2nd", 3: "3rd"}.get(n, "%dth" % n)
-
 
 def make_plan(
     whole_ns: float, layer_normal_ns: float, layer_lean_ns: float, remaining_ns: float, min_rounds: int

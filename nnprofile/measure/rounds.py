@@ -222,26 +222,16 @@ class RoundRunner:
     def _sampling(self, st: "_State") -> Sampling:
         """What the budget allowed, as the section keeps it."""
         sampling = self.timer.sampling
-        described = st.plan.header_text()
-        if st.allocation.planned:
-            described += (
-                "; from round %d on, the layer entries' shares of the rounds by the spread each had "
-                "shown, those at the target done" % (FIRST_PLAN + 1)
-            )
-        if st.partial_rounds:
-            described += (
-                "; then %d partial layer round%s: the layer entries short of %d rounds, the "
-                "heaviest first, as many as the rest of the budget allowed"
-                % (st.partial_rounds, "" if st.partial_rounds == 1 else "s", MIN_LAYER_ROUNDS)
-            )
         return Sampling(
             rounds=st.rounds,
             seconds=round(st.measured_ns / 1e9, 3),
             budget_seconds=None if st.fixed else sampling.max_seconds,
-            plan=described,
             lean=st.plan.lean,
             layer_every=st.plan.layer_every,
             stopped=st.stopped,
+            shared_from=FIRST_PLAN + 1 if st.allocation.planned else None,
+            partial_rounds=st.partial_rounds or None,
+            partial_short_of=MIN_LAYER_ROUNDS if st.partial_rounds else None,
         )
 
     def _plan(self, items: Sequence[Item], elapsed_ns: float) -> Plan:

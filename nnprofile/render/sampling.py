@@ -8,6 +8,7 @@ from typing import Callable, List, Optional
 
 from ..analysis.sampling import MAIN_LAYERS_SHARE, Precision
 from ..result import Entry, Section
+from ..result.details import Sampling as SectionSampling
 
 # A "Missed the target" line names the entries one by one up to this many, else the worst few.
 LIST_AT_MOST = 8
@@ -21,6 +22,38 @@ STOPPED = {
     "runs": "the runs asked for",
     "interrupted": "interrupted",
 }
+
+
+def _ordinal(n: int) -> str:
+    return {2: "2nd", 3: "3rd"}.get(n, "%dth" % n)
+
+
+def plan_words(s: SectionSampling) -> str:
+    """How a section's entries were sampled: every round, or lean rounds; the layer entries' shares planned from a
+    round on; partial layer rounds at the end (an earlier version's result: its words)."""
+    if s.plan or s.lean is None:
+        return s.plan or ""
+    if not s.lean:
+        words = "every entry every round"
+    elif s.layer_every == 1:
+        words = "lean rounds: one sample of each layer entry a round"
+    else:
+        words = (
+            "lean rounds: one sample of each layer entry in every %s round; the whole-step entries "
+            "every round" % _ordinal(s.layer_every or 1)
+        )
+    if s.shared_from:
+        words += (
+            "; from round %d on, the layer entries' shares of the rounds by the spread each had "
+            "shown, those at the target done" % s.shared_from
+        )
+    if s.partial_rounds:
+        words += (
+            "; then %d partial layer round%s: the layer entries short of %d rounds, the "
+            "heaviest first, as many as the rest of the budget allowed"
+            % (s.partial_rounds, "" if s.partial_rounds == 1 else "s", s.partial_short_of or 0)
+        )
+    return words
 
 
 def sampling_line(p: Precision) -> str:
@@ -37,8 +70,9 @@ def sampling_line(p: Precision) -> str:
         how.append("%d round%s in %.2f s%s" % (p.rounds, "" if p.rounds == 1 else "s", p.seconds, budget))
     else:
         how.append("%d round%s" % (p.rounds, "" if p.rounds == 1 else "s"))
-    if p.plan:
-        how.append(p.plan)
+    plan = plan_words(p.plan)
+    if plan:
+        how.append(plan)
     if p.stopped in STOPPED:
         how.append("stopped: %s" % STOPPED[p.stopped])
     fewest, median, most = p.samples

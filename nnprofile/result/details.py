@@ -134,8 +134,10 @@ SectionInfo.KINDS = {
 @dataclass
 class Sampling(Record):
     """What a project's section's time budget allowed (``nnprofile.measure.rounds``): the rounds run, the seconds
-    they took against the budget (None: a fixed number of rounds), how entries were sampled (``plan``), whether
-    rounds were lean and how often a layer round came, and why sampling stopped; empty where not known."""
+    they took against the budget (None: a fixed number of rounds), how entries were sampled: whether rounds were
+    lean and how often a layer round came, from which round the layer entries' shares were planned, how many
+    partial layer rounds ran for the entries short of how many rounds (``nnprofile.render.sampling`` says it;
+    ``plan``: the words of results before version 11), and why sampling stopped; empty where not known."""
 
     SPARSE = False
     rounds: Optional[int] = None
@@ -145,7 +147,18 @@ class Sampling(Record):
     lean: Optional[bool] = None
     layer_every: Optional[int] = None
     stopped: Optional[str] = None
+    shared_from: Optional[int] = None
+    partial_rounds: Optional[int] = None
+    partial_short_of: Optional[int] = None
     extra: Dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> Dict[str, Any]:
+        """Every field (None as null) but those version 11 added, written where set (an earlier file's as read)."""
+        out = super().to_json()
+        for name in ("shared_from", "partial_rounds", "partial_short_of"):
+            if out.get(name, 0) is None:
+                del out[name]
+        return out
 
 
 Sampling.KINDS = {
@@ -156,4 +169,7 @@ Sampling.KINDS = {
     "lean": bool,
     "layer_every": int,
     "stopped": str,
+    "shared_from": int,
+    "partial_rounds": int,
+    "partial_short_of": int,
 }

@@ -298,8 +298,8 @@ class Section:
     # A fixed workload's time in each round (``nnprofile.measure.machine_watch.Reference``): the
     # machine's speed, comparable between runs.
     reference_ns: List[float] = field(default_factory=list)
-    # What the time budget allowed (``nnprofile.measure.rounds``): rounds, seconds, budget_seconds,
-    # plan (how entries were sampled), lean, strata, stopped (why sampling ended); empty when unknown.
+    # What the time budget allowed (``nnprofile.measure.rounds``): rounds, seconds, budget_seconds, how entries
+    # were sampled (lean, layer_every, shared_from, partial rounds), stopped (why sampling ended); empty if unknown.
     sampling: Sampling = field(default_factory=Sampling)
     # What the section says besides its entries (a recorded program's graph: its name, what trains it, its passes
     # per step, what it is for; its step: the program's own lines): ``nnprofile.result.details``.

@@ -59,7 +59,9 @@ Versions:
  11. notes as data: each note is an object, its ``kind`` and its ``figures`` (``nnprofile.result.notes``), said in
      words by the renderers; so are the header's ``sampling`` (how each figure was sampled) and a program's
      ``steps`` (how its steps were found: kind ``steps_`` and the rule, ``marks``, ``iterations``, ``updates``,
-     ``passes``, ``one``, ``none``) and ``schedule``. An earlier note, its words, is a note of kind ``text``.
+     ``passes``, ``one``, ``none``) and ``schedule``. An earlier note, its words, is a note of kind ``text``. A
+     project's section keeps its plan as figures (``sampling``: ``shared_from``, ``partial_rounds``,
+     ``partial_short_of`` beside ``lean`` and ``layer_every``), no longer in words (``plan``: an earlier file's).
 """
 
 from __future__ import annotations
