@@ -318,16 +318,17 @@ def test_clocks_of_one_host_align_by_their_origins_and_across_hosts_at_a_collect
     known = 7_000_000_123  # rank 1's clock reads this much later than rank 0's for one instant
     same = [_rank_profile(0, 2, origin=50 * MS), _rank_profile(1, 2, origin=50 * MS + known)]
     offsets, method = align_clocks(same, ["h", "h"], [2, 3])
-    assert offsets == [0, known] and "one host" in method
+    assert offsets == [0, known] and method.kind == "clock_one_host" and "one host" in method
     # Across hosts: rank 1's events sit 3 ms later on its own timeline than the same instants on rank
     # 0's; aligning at the end of the first collective takes exactly that off.
     apart = [_rank_profile(0, 2, host="a"), _rank_profile(1, 2, host="b", shift=3 * MS)]
     offsets, method = align_clocks(apart, ["a", "b"], [2, 3])
-    assert offsets[0] - offsets[1] == 3 * MS and "aligned at the end of the first all_reduce of step 2" in method
+    assert offsets[0] - offsets[1] == 3 * MS and method.figures == {"collective": "all_reduce", "step": 2, "hosts": 2}
+    assert "aligned at the end of the first all_reduce of step 2" in method
     lonely = copy.deepcopy(apart)
     lonely[1].timeline = [e for e in lonely[1].timeline if e.cat != "communication"]
     offsets, method = align_clocks(lonely, ["a", "b"], [2, 3])
-    assert offsets == [0, 0] and method.startswith("not aligned")
+    assert offsets == [0, 0] and method.kind == "clock_not_aligned" and str(method).startswith("not aligned")
     # The merge states the method, and every rank's events land on the aligned clock.
     merged = merge(Found({0: apart[0], 1: apart[1]}, 2))
     ends = {

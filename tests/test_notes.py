@@ -228,3 +228,18 @@ def test_how_a_sections_entries_were_sampled_is_said_from_its_figures():
     assert plan_words(Sampling(plan="as version 10 said it", lean=True, layer_every=2)) == "as version 10 said it"
     assert plan_words(Sampling()) == ""  # a program's section: no rounds
     assert "shared_from" not in Sampling(lean=False, layer_every=1).to_json()  # only where set
+
+
+def test_how_the_ranks_clocks_were_aligned_is_a_note_and_whether_they_were_is_a_fact():
+    from nnprofile.result.ranks import RanksView
+
+    apart = RanksView(clock={"method": Note("clock_not_aligned", {"hosts": 2}).to_json()})
+    assert not apart.clock_aligned and notes.text(apart.clock_method).startswith("not aligned: the ranks ran on 2")
+    one = RanksView(clock={"method": Note("clock_one_host", {"host": "vm"}).to_json()})
+    assert one.clock_aligned and str(one.clock_method) == "the ranks ran on one host (vm) and share its monotonic clock"
+    older = RanksView(clock={"method": "not aligned: the ranks ran on 3 hosts"})  # version 5 to 10: words
+    assert not older.clock_aligned and older.clock_method.kind == "text"
+    data = json.loads(result_file.dumps(Profile()))
+    data["ranks"] = {"clock": {"method": {"figures": {}}}}
+    with pytest.raises(ProfileError, match="ranks holds a field of the wrong kind"):
+        result_file.from_dict(data)

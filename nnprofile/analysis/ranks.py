@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from ..base.choices import LAYER_PHASES
+from ..result.notes import Note
 from ..result import Profile
 from ..result.ranks import RanksView
 from ..base.stats import mean_ci, median
@@ -113,7 +114,7 @@ class RanksAnalysis:
     missing: List[int]
     stale: List[int]
     launcher: str
-    clock: str  # how the timelines were aligned
+    clock: Note  # how the timelines were aligned
     steps: List[StepSpread]
     straggler: Optional[Straggler]
     layer_spread: Optional[LayerSpread]
@@ -209,7 +210,7 @@ def _step_spreads(data: RanksView, busy_at: List[List[float]], wait_at: List[Lis
     (where the clocks were aligned), each rank's busy and waiting time."""
     rows, steps = data.ranks, list(data.steps)
     n_steps = len(steps)
-    aligned = not data.clock_method.startswith("not aligned")
+    aligned = data.clock_aligned
     enter = [(r.collective.enter_ns if r.collective is not None else None) or [None] * n_steps for r in rows]
     spreads = []
     for i, step in enumerate(steps):

@@ -203,7 +203,7 @@ def merge(found: Found) -> Profile:
         launch=found.launch,
         missing=found.missing,
         stale=found.stale,
-        clock={"method": method, "offsets_ns": offsets},
+        clock={"method": method.to_json(), "offsets_ns": offsets},
         steps=steps,
         ranks=[_rank_data(k, p, host, steps, offset) for k, p, host, offset in zip(ranks, profiles, hosts, offsets)],
     )
@@ -316,7 +316,7 @@ def _collectives(profile: Profile, steps: List[int], offset: int) -> Optional[Co
 # -- clocks and the timeline --------------------------------------------------------------
 
 
-def align_clocks(profiles: Sequence[Profile], hosts: Sequence[str], steps: Sequence[int]) -> Tuple[List[int], str]:
+def align_clocks(profiles: Sequence[Profile], hosts: Sequence[str], steps: Sequence[int]) -> Tuple[List[int], Note]:
     """What to add to each rank's timeline times to put every rank on one clock, and how it was found."""
     origins = [_rank(p).clock_origin_ns for p in profiles]
     if len(set(hosts)) == 1 and all(o is not None for o in origins):
@@ -324,7 +324,7 @@ def align_clocks(profiles: Sequence[Profile], hosts: Sequence[str], steps: Seque
         least = min(known)
         return (
             [o - least for o in known],
-            "the ranks ran on one host (%s) and share its monotonic clock" % (hosts[0] or "unknown"),
+            Note("clock_one_host", {"host": hosts[0] or "unknown"}),
         )
     if steps:
         ends = []
@@ -343,13 +343,12 @@ def align_clocks(profiles: Sequence[Profile], hosts: Sequence[str], steps: Seque
             latest = max(x[1] for x in ends if x is not None)
             return (
                 [latest - x[1] for x in ends if x is not None],
-                "aligned at the end of the first %s of step %d, which every rank leaves together (the ranks "
-                "ran on %d hosts)" % (ends[0][0] if ends[0] else "", steps[0], len(set(hosts))),
+                Note(
+                    "clock_collective",
+                    {"collective": ends[0][0] if ends[0] else "", "step": steps[0], "hosts": len(set(hosts))},
+                ),
             )
-    return [0] * len(profiles), (
-        "not aligned: the ranks ran on %d hosts and share no collective in a common step; "
-        "each rank's timeline starts at its first kept step" % len(set(hosts))
-    )
+    return [0] * len(profiles), Note("clock_not_aligned", {"hosts": len(set(hosts))})
 
 
 def _timeline(ranks: Sequence[int], profiles: Sequence[Profile], offsets: Sequence[int]) -> List[TimelineEvent]:

@@ -273,6 +273,13 @@ def _pooled(f: Figures) -> str:
     return "%s; in %d fresh processes, rounds pooled" % (said, f["runs"])
 
 
+def _clock_collective(f: Figures) -> str:
+    return (
+        "aligned at the end of the first %s of step %d, which every rank leaves together (the ranks "
+        "ran on %d hosts)" % (f["collective"], f["step"], f["hosts"])
+    )
+
+
 def _fixed(words: str) -> Callable[[Figures], str]:
     return lambda f: words
 
@@ -312,6 +319,12 @@ SAY: Dict[str, Callable[[Figures], str]] = {
     "left_out": _left_out,
     "merged_ranks": _merged_ranks,
     "sampling_pooled": _pooled,
+    "clock_one_host": lambda f: "the ranks ran on one host (%s) and share its monotonic clock" % f["host"],
+    "clock_collective": _clock_collective,
+    "clock_not_aligned": lambda f: (
+        "not aligned: the ranks ran on %d hosts and share no collective in a common "
+        "step; each rank's timeline starts at its first kept step" % f["hosts"]
+    ),
     **rules.SAY,  # how a run was measured (its header's ``sampling``, ``schedule`` and ``steps``)
 }
 

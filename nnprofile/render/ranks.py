@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Sequence
 
+from .notes import text
 from ..analysis.ranks import LAYER_SPREAD_FLOOR_MS, LISTED_RANKS, PARTS, STRAGGLER_FACTOR, RanksAnalysis, Straggler
 from .advice import ratio_interval, straggler_evidence, words
 from ..base.stats import median
@@ -75,7 +76,7 @@ def summary_lines(a: RanksAnalysis) -> List[str]:
             a.size,
             a.launcher or "launcher unknown",
             "; no result from rank%s %s" % ("s" if len(a.missing) > 1 else "", _ranks(a.missing)) if a.missing else "",
-            a.clock,
+            text(a.clock),
         )
     ]
     if a.stale:

@@ -17,6 +17,7 @@ import gzip
 import json
 from typing import Any, Dict, List
 
+from .notes import text
 from ..analysis import Analysis
 from ..result import Profile
 from .base import Contents
@@ -72,7 +73,7 @@ def trace_events(profile: Profile) -> List[Dict[str, Any]]:
 def _processes(profile: Profile, title: str, ranks: List[int]) -> List[Dict[str, Any]]:
     """The metadata events that name the process (one per rank in a merged view) and its thread."""
     if ranks:
-        method = profile.ranks.clock_method
+        method = text(profile.ranks.clock_method)
         hosts = {r.rank: r.host for r in profile.ranks.ranks}
         events: List[Dict[str, Any]] = []
         for rank in ranks:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from ..base.records import Record
+from .notes import TEXT, Note
 
 
 @dataclass
@@ -79,14 +80,25 @@ class RanksView(Record):
     extra: Dict[str, Any] = field(default_factory=dict)
 
     @property
-    def clock_method(self) -> str:
-        return str(self.clock.get("method", ""))
+    def clock_method(self) -> Note:
+        """How the ranks' clocks were aligned (``nnprofile.render.notes`` says it; an earlier file's: its words)."""
+        return Note.from_json(self.clock.get("method", ""))
+
+    @property
+    def clock_aligned(self) -> bool:
+        """Whether the ranks' timelines are on one clock."""
+        method = self.clock_method
+        if method.kind == TEXT:
+            return not str(method.figures.get("text", "")).startswith("not aligned")
+        return method.kind != "clock_not_aligned"
 
     def encode(self, name: str, value: Any) -> Any:
         return [r.to_json() for r in value] if name == "ranks" else value
 
     @classmethod
     def decode(cls, name: str, value: Any) -> Any:
+        if name == "clock" and "method" in value:
+            Note.from_json(value["method"])  # a method that is no note: ValueError, naming it
         if name == "ranks":
             if not all(isinstance(r, dict) for r in value):
                 raise ValueError("ranks holds what is no rank")

@@ -61,7 +61,9 @@ Versions:
      ``steps`` (how its steps were found: kind ``steps_`` and the rule, ``marks``, ``iterations``, ``updates``,
      ``passes``, ``one``, ``none``) and ``schedule``. An earlier note, its words, is a note of kind ``text``. A
      project's section keeps its plan as figures (``sampling``: ``shared_from``, ``partial_rounds``,
-     ``partial_short_of`` beside ``lean`` and ``layer_every``), no longer in words (``plan``: an earlier file's).
+     ``partial_short_of`` beside ``lean`` and ``layer_every``), no longer in words (``plan``: an earlier file's);
+     a merged view's ``ranks.clock.method`` is a note (``clock_one_host``, ``clock_collective``,
+     ``clock_not_aligned``; an earlier file's words are read as a note of kind ``text``).
 """
 
 from __future__ import annotations
