@@ -40,17 +40,10 @@ def _s(n: int, word: str = "") -> str:
     return word + ("" if n == 1 else "s")
 
 
-def _first(items: Sequence[str], sep: str = "; ") -> str:
+def _first(items: Sequence[str]) -> str:
     """The first five of a list, and how many more."""
     more = "; and %d more" % (len(items) - 5) if len(items) > 5 else ""
-    return sep.join(items[:5]) + more
-
-
-def _steps(steps: Sequence[int]) -> str:
-    """Steps as a reader says them: "steps 3 to 22", "step 3", "no steps"."""
-    if not steps:
-        return "no steps"
-    return "step %d" % steps[0] if len(steps) == 1 else "steps %d to %d" % (steps[0], steps[-1])
+    return "; ".join(items[:5]) + more
 
 
 # -- a recording's assembly ----------------------------------------------------------------
@@ -187,7 +180,7 @@ def _other_thread(f: Figures) -> str:
 
 
 def _window_unfilled(f: Figures) -> str:
-    return "the program ended before window %d filled: it holds %s" % (f["window"], _steps(f["kept_steps"]))
+    return "the program ended before window %d filled: it holds %s" % (f["window"], rules.span(f["kept_steps"]))
 
 
 def _no_window(f: Figures) -> str:

@@ -115,7 +115,8 @@ def _rounds(f: Figures) -> str:
     )
 
 
-def _span(steps: Sequence[int]) -> str:
+def span(steps: Sequence[int]) -> str:
+    """Steps as a reader says them: "steps 3 to 22", "step 3", "no steps"."""
     if not steps:
         return "no steps"
     return "step %d" % steps[0] if len(steps) == 1 else "steps %d to %d" % (steps[0], steps[-1])
@@ -129,7 +130,7 @@ def _recorded_steps(f: Figures) -> str:
         "steps (the Drift line says which steps, if any, it leaves out)"
         % (
             "window %d: " % f["window"] if f["windowed"] else "",
-            _span(f["kept"]),
+            span(f["kept"]),
             f["recorded"],
             " (the whole run)" if f.get("whole_run") else "",
             "warmup" if f["windowed"] else "skip first",
