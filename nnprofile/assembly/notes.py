@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ..base.stats import median
 from ..result import Section
 from ..result.notes import Note
 from .events import SolverCall
@@ -18,14 +19,15 @@ OWN_WORK_NOTE = 0.2
 def own_work_note(
     program: Section, kept_bounds: Sequence[Tuple[int, int]], excluded: Sequence[Tuple[int, int]]
 ) -> Optional[Note]:
-    """What nnprofile's own work between the program's calls took in a kept step (its mean), where that is
-    ``OWN_WORK_NOTE`` of the step (its mean, the figure every output shows) or more: it is left out of every
-    figure, but in so short a step the program's own Python after it runs from caches it filled, and ``other``
-    reads high."""
+    """What nnprofile's own work between the program's calls took in a kept step (the median over the kept
+    steps), where that is ``OWN_WORK_NOTE`` of the step (its mean, the figure every output shows) or more: it is
+    left out of every figure, but in so short a step the program's own Python after it runs from caches it filled,
+    and ``other`` reads high. The median, as it is work in every step that the note is about: a window's files
+    written once, after its kept steps (inside the last one's bounds), is no step's doing."""
     steps = program.entries_of("step")
     if not steps or not steps[0].samples_ns or not kept_bounds:
         return None
-    own = sum(overlap(a, b, excluded) for a, b in kept_bounds) / len(kept_bounds) / 1e6
+    own = median([overlap(a, b, excluded) for a, b in kept_bounds]) / 1e6
     step = steps[0].mean_ms
     if step <= 0 or own < OWN_WORK_NOTE * step:
         return None

@@ -60,7 +60,7 @@ def _fault(f: Figures) -> str:
 def _own_work(f: Figures) -> str:
     own, step = f["own_ms"], f["step_ms"]
     return (
-        "nnprofile's own work between the program's calls took %.3f ms of each kept step (the mean), %.0f%% "
+        "nnprofile's own work between the program's calls took %.3f ms of each kept step (the median), %.0f%% "
         "of the step's %.3f ms: it is left out of every figure, but in steps this short the program's own code "
         "after it runs from colder caches, so that 'other' (and the step) can read higher than the program "
         "runs without nnprofile" % (own, 100.0 * own / step, step)
