@@ -76,7 +76,6 @@ class Assembly:
     graphs: List[Graph] = field(default_factory=list)
     kept_steps: List[int] = field(default_factory=list)  # the kept steps' numbers, from 1
     plain_steps: List[int] = field(default_factory=list)  # the steps run without the hooks, among them
-    rule: str = ""  # the kind of rule the steps were found by (``nnprofile.assembly.steps.Rule``: "one", "marks"...)
 
 
 def replay(events: Sequence[Any], passes: Sequence[Pass]) -> step_rule.Loop:
@@ -281,7 +280,6 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
         graphs,
         [i + 1 for i in kept],
         [i + 1 for i in plain_kept],
-        rule.kind,
     )
 
 

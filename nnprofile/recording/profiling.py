@@ -147,7 +147,7 @@ def run_notes(a: Assembly, missed: List[Note], skip_first: int, recorder: Any) -
     notes = list(a.notes) + missed
     if a.skip < skip_first:
         notes.append(Note("skip_shrunk", {"steps": a.steps, "skip_first": skip_first, "skip": a.skip}))
-    if a.rule == "one":
+    if a.how.kind == "steps_one":
         notes.append(Note("no_steps_found"))
     if recorder.elsewhere and (not recorder.events or a.steps == 0):
         notes.append(Note("other_thread", {"functions": recorder.elsewhere}))
