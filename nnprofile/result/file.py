@@ -260,7 +260,7 @@ def to_dict(profile: Profile) -> Dict[str, Any]:
         "format": FORMAT,
         "version": VERSION,
         "header": profile.header.to_dict(),
-        "notes": [(Note.text(n) if isinstance(n, str) else n).to_json() for n in profile.notes],
+        "notes": [Note.from_json(n).to_json() for n in profile.notes],
         "complete": profile.complete,
         "failure": profile.failure,
         "ranks": profile.ranks.to_json(),

@@ -363,7 +363,7 @@ class Profile:
         # Made by hand (a test, a notebook): a dict header and dict events are read as typed ones.
         if isinstance(self.header, dict):
             self.header = header_from_dict(self.header)
-        self.notes = [Note.text(n) if isinstance(n, str) else n for n in self.notes]
+        self.notes = [Note.from_json(n) for n in self.notes]
         self.timeline = [TimelineEvent.from_dict(e) if isinstance(e, dict) else e for e in self.timeline]
         self.windows = [WindowSummary.from_dict(w) if isinstance(w, dict) else w for w in self.windows]
         if isinstance(self.ranks, dict):

@@ -71,6 +71,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict
 
 from ..base.errors import ProfileError
+from .notes import Note
 
 VERSION = 11
 
@@ -167,11 +168,11 @@ def _v10_to_v11(data: Dict[str, Any]) -> Dict[str, Any]:
     words, kept as a note of kind "text"."""
     notes = data.get("notes", [])
     if isinstance(notes, list):  # anything else is refused as the file is read
-        data["notes"] = [{"kind": "text", "figures": {"text": n}} if isinstance(n, str) else n for n in notes]
+        data["notes"] = [Note.text(n).to_json() if isinstance(n, str) else n for n in notes]
     header = data.get("header")
     for name in ("sampling", "steps", "schedule"):
         if isinstance(header, dict) and isinstance(header.get(name), str):
-            header[name] = {"kind": "text", "figures": {"text": header[name]}}
+            header[name] = Note.text(header[name]).to_json()
     return data
 
 
