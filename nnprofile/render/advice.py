@@ -7,12 +7,12 @@ in these words; the rules that decide it are ``nnprofile.analysis.advice`` (a st
 
 from __future__ import annotations
 
-from typing import Callable, Dict, NamedTuple, Optional, Sequence, Tuple
+from typing import Callable, Dict, NamedTuple, Optional, Tuple
 
 from ..analysis import facts
 from ..analysis.breakdown import Advice
 from ..base import kinds
-from .words import OTHER_OPENING, bracket, named, pct
+from .words import OTHER_OPENING, bracket, listed, named, pct
 
 
 class Words(NamedTuple):
@@ -25,10 +25,6 @@ def words(a: Advice) -> Words:
     """A piece of advice in words."""
     text, evidence = SAYS[type(a.facts)](a.facts)
     return Words(a.rule, text, evidence)
-
-
-def _listed(names: Sequence[str]) -> str:
-    return names[0] if len(names) == 1 else "%s and %s" % (", ".join(names[:-1]), names[-1])
 
 
 def _share(s: facts.Share) -> str:
@@ -136,7 +132,7 @@ def _slow(f: facts.SlowLayers) -> Tuple[str, str]:
         else "the best layer of its kind, %s, achieves %.3f %s" % (f.best_layer, f.reference, f.unit)
     )
     return (
-        "%s %s." % (_listed([l.layer.layer for l in f.layers]), _slow_words(f.key, len(f.layers) == 1)),
+        "%s %s." % (listed([l.layer.layer for l in f.layers]), _slow_words(f.key, len(f.layers) == 1)),
         "%s; %s (threshold: a tenth of it)" % ("; ".join(_slow_layer(l, f.unit) for l in f.layers), against),
     )
 

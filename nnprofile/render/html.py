@@ -18,8 +18,7 @@ import json
 import os
 from typing import Any, Dict, List, Optional
 
-from .notes import text, texts
-from ..result.notes import Note
+from .notes import said, texts
 from ..analysis import Analysis, SectionAnalysis, charted_layers
 from ..analysis.breakdown import MIN_SHARE_SAMPLES, per_step_ms
 from .words import drift_words, named, own_lines_note, purpose
@@ -255,7 +254,7 @@ def report_data(profile: Profile, analysis: Analysis, trace: Optional[str]) -> D
     def shown(value: object) -> str:
         return ", ".join(str(x) for x in value) if isinstance(value, list) else str(value)
 
-    values = {k: text(v) if isinstance(v, Note) else v for k, v in profile.header.items()}
+    values = {k: said(v) for k, v in profile.header.items()}
     header = [[label, shown(values[key])] for key, label in HEADER_KEYS if values.get(key) not in (None, "", [])]
     purposes = {a.section.name: purpose(a.section.info) for a in analysis.sections if a.section.kind == GRAPH}
     found = profile.interference()

@@ -14,8 +14,7 @@ import html
 import os
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
-from .notes import text, texts
-from ..result.notes import Note
+from .notes import said, texts
 from ..analysis import Analysis, analyze
 from ..analysis.breakdown import part_kind
 from .words import named, own_lines_note, purpose
@@ -290,7 +289,7 @@ def profile_html(profile: "Profile", analysis: Optional[Analysis] = None) -> str
         out.append('<p style="%s; margin: 2px 0">Interference: %s</p>' % (MUTED, _e(busy)))
     for note in texts(profile.notes):
         out.append('<p style="%s; margin: 2px 0">Note: %s</p>' % (MUTED, _e(note)))
-    values = {k: text(v) if isinstance(v, Note) else v for k, v in h.items()}
+    values = {k: said(v) for k, v in h.items()}
     rows = [
         '<tr><td style="%s; %s">%s</td><td style="%s">%s</td></tr>' % (CELL, MUTED, _e(label), CELL, _e(values[key]))
         for key, label in HEADER_KEYS

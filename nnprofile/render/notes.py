@@ -12,6 +12,7 @@ from typing import Any, Callable, Dict, List, Sequence
 from ..result import views
 from ..result.notes import TEXT, Note
 from . import rules
+from .words import plural, through
 
 Figures = Dict[str, Any]
 
@@ -32,12 +33,9 @@ def texts(notes: Sequence[Note]) -> List[str]:
     return [text(n) for n in notes]
 
 
-def _passes(n: int) -> str:
-    return "pass" if n == 1 else "passes"
-
-
-def _s(n: int, word: str = "") -> str:
-    return word + ("" if n == 1 else "s")
+def said(value: Any) -> Any:
+    """A header's value as an output shows it: a note in words, anything else as it is."""
+    return text(value) if isinstance(value, Note) else value
 
 
 def _first(items: Sequence[str]) -> str:
@@ -53,7 +51,7 @@ def _fault(f: Figures) -> str:
     return "could not be recorded at %s (%d %s); the program's calls there went on unrecorded" % (
         f["where"],
         f["times"],
-        _s(f["times"], "time"),
+        plural(f["times"], "time"),
     )
 
 
@@ -144,7 +142,7 @@ def _undetermined(f: Figures) -> str:
 def _skip_shrunk(f: Figures) -> str:
     return "the program ran %d %s, fewer than --skip-first %d and one active step: the skip was shrunk to %d" % (
         f["steps"],
-        _s(f["steps"], "step"),
+        plural(f["steps"], "step"),
         f["skip_first"],
         f["skip"],
     )
@@ -203,7 +201,7 @@ def _after_windows(f: Figures) -> str:
     return (
         "after window %d (its last step %d) the program ran %d more %s unrecorded, then %.3f s after its "
         "last step (work after the loop: a final evaluation, saving), and %s"
-        % (f["window"], f["last_step"], f["more_steps"], _s(f["more_steps"], "step"), f["tail_s"], _ended(f))
+        % (f["window"], f["last_step"], f["more_steps"], plural(f["more_steps"], "step"), f["tail_s"], _ended(f))
     )
 
 
@@ -238,12 +236,10 @@ def _left_out(f: Figures) -> str:
 
 def _merged_ranks(f: Figures) -> str:
     folders, ranks = f["folders"], f["ranks"]
-    where = "%s/" % folders[0]
-    if len(folders) > 1:
-        where += " %s %s/" % ("and" if ranks == 2 else "to", folders[-1])
+    where = through("%s/" % folders[0], "%s/" % folders[-1], ranks)
     return (
         "a merged view of %d %s: each figure pools every rank's calls (the average rank); each rank's "
-        "own result is in %s" % (ranks, _s(ranks, "rank"), where)
+        "own result is in %s" % (ranks, plural(ranks, "rank"), where)
     )
 
 
@@ -252,16 +248,7 @@ def _pooled(f: Figures) -> str:
     said = text(Note.from_json(f["of"]))
     if "ranks" in f:
         ranks = f["ranks"]
-        over = (
-            "rank %d" % ranks[0]
-            if len(ranks) == 1
-            else "ranks %d %s %d"
-            % (
-                ranks[0],
-                "and" if len(ranks) == 2 else "to",
-                ranks[-1],
-            )
-        )
+        over = "%s %s" % (plural(len(ranks), "rank"), through(str(ranks[0]), str(ranks[-1]), len(ranks)))
         return "%s; pooled over %s, each rank's steps a round" % (said, over)
     return "%s; in %d fresh processes, rounds pooled" % (said, f["runs"])
 

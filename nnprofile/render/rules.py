@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Sequence
 
+from .words import listed, plural
+
 Figures = Dict[str, Any]
 
 ONE = (
@@ -20,12 +22,12 @@ NO_PATTERN = (
 
 
 def _listed(names: Sequence[str]) -> str:
-    items = sorted("'%s'" % n for n in names)
-    return items[0] if len(items) == 1 else "%s and %s" % (", ".join(items[:-1]), items[-1])
+    """Names quoted, in the order of their quoted text."""
+    return listed(sorted("'%s'" % n for n in names))
 
 
 def _plural(n: int, word: str) -> str:
-    return "%d %s%s" % (n, word, "" if n == 1 else "s")
+    return "%d %s" % (n, plural(n, word))
 
 
 def _iterations(f: Figures) -> str:
@@ -146,7 +148,7 @@ def _recorded_steps(f: Figures) -> str:
 
 def _schedule(f: Figures) -> str:
     repeat = f["repeat"]
-    windows = "until the program ends" if repeat == 0 else "%d window%s" % (repeat, "" if repeat == 1 else "s")
+    windows = "until the program ends" if repeat == 0 else _plural(repeat, "window")
     return "wait %d, warmup %d, active %d, repeat %d (%s)" % (f["wait"], f["warmup"], f["active"], repeat, windows)
 
 

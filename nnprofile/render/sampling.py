@@ -9,6 +9,7 @@ from typing import Callable, List, Optional
 from ..analysis.sampling import MAIN_LAYERS_SHARE, Precision
 from ..result import Entry, Section
 from ..result.details import Sampling as SectionSampling
+from .words import plural
 
 # A "Missed the target" line names the entries one by one up to this many, else the worst few.
 LIST_AT_MOST = 8
@@ -49,9 +50,9 @@ def plan_words(s: SectionSampling) -> str:
         )
     if s.partial_rounds:
         words += (
-            "; then %d partial layer round%s: the layer entries short of %d rounds, the "
+            "; then %d partial layer %s: the layer entries short of %d rounds, the "
             "heaviest first, as many as the rest of the budget allowed"
-            % (s.partial_rounds, "" if s.partial_rounds == 1 else "s", s.partial_short_of or 0)
+            % (s.partial_rounds, plural(s.partial_rounds, "round"), s.partial_short_of or 0)
         )
     return words
 

@@ -28,9 +28,23 @@ def named(l: Union[LayerTime, LayerName]) -> str:
     return l.layer if l.copies == 1 else "%s (%d copies)" % (l.layer, l.copies)
 
 
-def _quoted(names: Sequence[str]) -> str:
-    items = ["'%s'" % n for n in names]
+def listed(items: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
     return items[0] if len(items) == 1 else "%s and %s" % (", ".join(items[:-1]), items[-1])
+
+
+def _quoted(names: Sequence[str]) -> str:
+    return listed(["'%s'" % n for n in names])
+
+
+def plural(n: int, word: str) -> str:
+    """``word`` as ``n`` of it says it: step, steps."""
+    return word if n == 1 else word + "s"
+
+
+def through(first: str, last: str, count: int) -> str:
+    """A run of ``count`` numbered things by its ends: ``first``, ``first and last``, ``first to last``."""
+    return first if count == 1 else "%s %s %s" % (first, "and" if count == 2 else "to", last)
 
 
 def purpose(info: SectionInfo) -> str:

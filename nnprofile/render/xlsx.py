@@ -15,7 +15,7 @@ import datetime
 import io
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .notes import text, texts
+from .notes import said, texts
 from ..analysis import Analysis, SectionAnalysis, analyze, charted_layers
 from . import memory
 from .step import chart_note, summary_rows as advice_rows
@@ -27,7 +27,6 @@ from .windows import columns as window_columns, rows as window_rows, summary_lin
 from .ranks import summary_lines as ranks_lines
 from ..base.choices import LAYER_PHASES
 from ..result import Profile, Section
-from ..result.notes import Note
 from ..result.columns import MS_FORMAT, Column, Row, columns, is_unknown
 from . import interference
 from .colours import BACKWARD, FORWARD, part_colour
@@ -396,10 +395,7 @@ def _info_sheet(book: _Book, ws: Any, profile: Profile, analysis: Analysis) -> N
     ws.write_row(0, 0, ["nnprofile", "value"], book.bold)
     status = "complete" if profile.complete else "INCOMPLETE: %s" % (profile.failure or "stopped")
     rows: List[List[object]] = [["status", status], ["rule", RULE]]
-    rows += [
-        [key, "" if value is None else text(value) if isinstance(value, Note) else str(value)]
-        for key, value in profile.header.items()
-    ]
+    rows += [[key, "" if value is None else str(said(value))] for key, value in profile.header.items()]
     busy = interference.sentence(profile)
     if busy:
         rows.append(["interference", busy])
