@@ -36,7 +36,7 @@ from .events import (
 from .iterations import entries, loop_where, select, step_loop
 from .tree import children, descendants, top_level
 from .graphs import Graph, split_by_graph
-from .roles import EVALUATION, apply_role, roles, solver_labels, trainers
+from .roles import EVALUATION, apply_role, roles, solver_label, solver_labels, trainers
 from .passes import Pass, group_passes
 from .intervals import merged
 from .outside import outside_sections
@@ -428,6 +428,6 @@ def _namer(graphs: Sequence[Graph], capture: Capture, labels: Sequence[str]) -> 
             return by_key.get(key, "?")
         if kind == "iterator":
             return capture.iterators[key].name if key < len(capture.iterators) else "?"
-        return labels[key] if key < len(labels) else "solver %d" % (key + 1)
+        return solver_label(labels, key)
 
     return name

@@ -12,6 +12,7 @@ from ..result.notes import Note
 from .events import SolverCall
 from .graphs import UNDETERMINED, Graph
 from .intervals import overlap
+from .roles import solver_label
 
 OWN_WORK_NOTE = 0.2
 
@@ -44,7 +45,7 @@ def updates_per_step(per_step: List[List[Any]], kept: Sequence[int], labels: Seq
                 counts[e.solver] = counts.get(e.solver, 0) + 1
     if not kept:
         return []
-    return [[labels[s] if s < len(labels) else "solver %d" % (s + 1), n / len(kept)] for s, n in sorted(counts.items())]
+    return [[solver_label(labels, s), n / len(kept)] for s, n in sorted(counts.items())]
 
 
 def after_the_loop(graphs: Sequence[Graph], kept: Sequence[int], steps: int) -> List[Note]:

@@ -17,6 +17,7 @@ from ..result.details import SampledLine, SectionInfo
 from ..result.timeline import TimelineEvent
 from .events import EAGER, Call, Capture, CommCall, InputCall, MonitorCall, SolverCall, depth_of
 from .intervals import overlap
+from .roles import solver_label
 from .passes import Pass, group_passes
 
 SOLVER_PHASES = {"zero_grad": "prepare_backward", "weight_decay": "weight_decay", "update": "update"}
@@ -171,7 +172,7 @@ class ProgramPart:
         for it, s in tables.inputs.series.items():
             add(entry_of("load_dataset (%s)" % capture.iterators[it].name, "load_dataset", s), ("input", it))
         for (solver, method), s in tables.solvers.series.items():
-            label = self.labels[solver] if solver < len(self.labels) else "solver %d" % (solver + 1)
+            label = solver_label(self.labels, solver)
             add(
                 entry_of("%s (%s)" % (method, label), SOLVER_PHASES.get(method, "solver"), s),
                 ("solver", solver, method),

@@ -44,6 +44,11 @@ def trainers(graph: Graph, steps: Sequence[List[Any]], capture: Capture) -> List
     return sorted(found)
 
 
+def solver_label(labels: Sequence[str], index: int) -> str:
+    """Solver ``index``'s label (``solver_labels``), or its number for a solver the capture does not list."""
+    return labels[index] if index < len(labels) else "solver %d" % (index + 1)
+
+
 def solver_labels(capture: Capture) -> List[str]:
     """How each solver is called in labels: its type alone when no other solver shares it; else with
     the common scope of its parameters (Adam: gen), else the program's name for it (Adam:
