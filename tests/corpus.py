@@ -165,8 +165,3 @@ def progress_bar(line: str) -> bool:
 def own_lines(stderr: str) -> str:
     """stderr without nnprofile's own lines (``nnprofile: ...``)."""
     return "\n".join(line for line in stderr.splitlines() if not line.startswith("nnprofile:"))
-
-
-def named(section, name: str) -> bool:
-    """Whether a section is the graph the program calls ``name`` (``loss``, or ``loss (line 98)`` of two)."""
-    return section.name == name or section.name.startswith(name + " (")

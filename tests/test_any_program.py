@@ -172,7 +172,7 @@ def test_a_reinforcement_learning_loop_steps_by_iteration_and_its_target_update_
     roles = {s.name: (s.info.get("role"), s.info.get("writes")) for s in profile.sections[:-1]}
     assert roles["update_actor_target"] == ("updates", ["target/actor"])
     assert roles["update_critic_target"] == ("updates", ["target/critic"])
-    assert roles["target_q"][0] == "feeds" and roles["policy"][0] == "evaluation"
+    assert roles["target_q"][0] == "feeds" and roles["policy"][0] == "forward"  # the acting policy: no evaluation
     target = next(s for s in profile.sections if s.name == "update_actor_target")
     assert "Assign (target/actor/fc1/affine/W)" in _layers(target)
     assert not any("[" in x for x in _layers(target))  # no function is a copy of the layer whose weight it writes

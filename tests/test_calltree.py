@@ -204,7 +204,7 @@ def test_a_loop_with_an_actor_every_second_iteration_is_one_step_an_iteration():
     )
     roles = {s.name: s.info.get("role") for s in a.sections[:-1]}
     assert roles == {
-        "policy": "evaluation",
+        "policy": "forward",  # the acting policy: every step, its action no single figure, read by nothing trained
         "target_q": "feeds",
         "critic_loss": "trained",
         "actor_loss": "trained",

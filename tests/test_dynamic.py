@@ -22,9 +22,10 @@ SCRIPTS = os.path.join(ROOT, "tests", "scripts")
 pytestmark = pytest.mark.slow
 
 
-def _run(tmp_path_factory, name, *args):
+def _run(tmp_path_factory, name, *args, options=()):
     out = tmp_path_factory.mktemp(name) / "result"
-    proc = run_cli("run", "-q", "-o", str(out), os.path.join(SCRIPTS, name + ".py"), *args, cwd=str(out.parent))
+    script = os.path.join(SCRIPTS, name + ".py")
+    proc = run_cli("run", "-q", *options, "-o", str(out), script, *args, cwd=str(out.parent))
     assert proc.returncode == 0, proc.stderr[-3000:]
     profile = nnprofile.load(out)
     return profile, analyze(profile)
@@ -99,4 +100,36 @@ def test_a_static_training_with_an_evaluation_built_in_dynamic_mode(tmp_path_fac
     assert not graphs["loss"].info["dynamic"] and _per_step(graphs["loss"]) == (1, 1)
     assert graphs["verr"].info["dynamic"] and graphs["verr"].info["role"] == "evaluation"
     assert _per_step(graphs["verr"]) == (0.3, 0)  # steps 4, 7, ..., 19 of 2-21: 6 of 20
+    _holds(profile, analysis)
+
+
+def test_a_validation_under_no_grad_is_recorded_and_images_saved_between_functions_are_the_program_s(
+    tmp_path_factory,
+):
+    """A new user's dynamic CNN: its validation every 5 iterations under ``nn.no_grad()`` is a graph as any other;
+    after it two images are saved (``img * 0.5 + 0.5``, then milliseconds of the program's own Python writing
+    each): each call a graph of its own, whose pass is its functions and never the program's code after them
+    (no sample of the program's lines that write the image falls in any pass), which ``other`` holds by its
+    lines."""
+    from nnprofile.assembly.events import load
+    from nnprofile.assembly.passes import group_passes
+
+    out = tmp_path_factory.mktemp("images")
+    args = ("--iterations", "40", "--val-interval", "5", "--out", str(out))
+    profile, analysis = _run(tmp_path_factory, "dynamic_cnn", *args, options=("--save-events",))
+    graphs = _graphs(profile)
+    vpred = graphs["vpred"]
+    assert vpred.info["role"] == "evaluation" and vpred.info["dynamic"] and _per_step(vpred) == (0.2, 0)
+    calls = ("dynamic_cnn.py:63", "dynamic_cnn.py:64")  # the two lines of the loop that save an image
+    saved = [s for s in graphs.values() if any(p.endswith(calls) for p in s.info["built_at"])]
+    assert len(saved) == 2 and all(s.info["role"] == "evaluation" and _per_step(s) == (0.2, 0) for s in saved)
+    step = next(s for s in profile.sections if s.kind == "script")
+    assert any(line.function == "save_image" for line in step.info.own_lines), step.info.own_lines
+    capture = load(os.path.join(profile.location, "events.json.gz"))
+    spans = [(a, b) for p in group_passes(capture.events, capture.sites) for a, b, _ in p.spans()]
+    writing = {
+        k for k, (f, line, _, _) in enumerate(capture.sample_sites) if f.endswith("dynamic_cnn.py") and 33 <= line <= 37
+    }
+    inside = [t for t, k in capture.samples if k in writing and any(a <= t < b for a, b in spans)]
+    assert writing and not inside
     _holds(profile, analysis)

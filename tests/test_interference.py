@@ -238,7 +238,7 @@ def test_a_pass_held_up_between_its_functions_counts_less_what_was_taken_there()
     first = SimpleNamespace(start_ns=0, end_ns=100, m0=0, m1=100)  # ran undisturbed
     second = SimpleNamespace(start_ns=150, end_ns=250, m0=130, m1=200)  # held up 30 ns inside it
     third = SimpleNamespace(start_ns=100_300, end_ns=100_400, m0=50_200, m1=50_300)  # 100 us later, 50 on the CPU
-    p = SimpleNamespace(calls=[first, second, third], stretches=[])
+    p = SimpleNamespace(calls=[first, second, third], runs=lambda: [[first, second, third]])
     assert b.taken(second) == 30 and b.taken(first) == 0
     assert b.gap_taken(p) == 50_050  # the second gap: 100,050 ns, 50,000 on the CPU; the first (20 ns) counts not
     capture.excluded = [(100_000, 100_100)]  # nnprofile's own work in that gap: left out already, not read

@@ -19,6 +19,7 @@ from ..base.stats import Drift
 from ..result import Section
 from ..result.drift import drift_over, emptied
 from ..result.notes import Note
+from ..result.checks import first_events
 from ..result.timeline import TimelineEvent
 from . import hookfit, interference, steps as step_rule
 from .events import (
@@ -36,7 +37,8 @@ from .events import (
 from .iterations import entries, loop_where, select, step_loop
 from .tree import children, descendants, top_level
 from .graphs import Graph, split_by_graph
-from .roles import EVALUATION, apply_role, roles, solver_label, solver_labels, trainers
+from .roles import apply_role, roles, solver_label, solver_labels, solver_summaries, trainers
+from .feeding import evaluation_inputs
 from .passes import Pass, group_passes
 from .intervals import merged
 from .outside import outside_sections
@@ -250,6 +252,8 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
     validation = evaluation_inputs(graphs, graph_roles, per_step, kept, capture)
     if validation:
         sections[-1].info.inputs_of = validation
+    if capture.solvers:
+        sections[-1].info.solvers = solver_summaries(capture, labels, graphs, per_step, kept)
     raised = hold_parts(sections)
     drift = drift_over(sections, len(kept), DRIFT, keep_rare=True)
     _step_memory(builder, sections, shown, kept)
@@ -268,7 +272,7 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
     how = _how(rule, len(bounds), names, per_step, kept, labels)
     return Assembly(
         sections if any(s.entries for s in sections) else [],
-        builder.timeline,
+        first_events(builder.timeline),
         len(bounds),
         skip,
         len(kept),
@@ -360,43 +364,6 @@ def every_step_counts(drift: Drift, sections: Sequence[Section], kept: Sequence[
             {"slow_steps": [kept[r] + 1 for r in slow.dropped], "emptied": emptied(sections, slow)},
         )
     ]
-
-
-def evaluation_inputs(
-    graphs: Sequence[Graph],
-    graph_roles: Dict[Any, Tuple[str, List[str]]],
-    per_step: List[List[Any]],
-    kept: Sequence[int],
-    capture: Capture,
-) -> Dict[str, str]:
-    """Iterator name -> the evaluation graph it feeds, for each iterator whose every read in the kept steps is
-    followed by a pass of one evaluation graph (a validation's data): it belongs to the validation, not to
-    the training's input."""
-    if all(graph_roles.get(g.key, ("",))[0] == EVALUATION for g in graphs):
-        return {}  # no training at all (an inference loop): its data is its input
-    graph_of: Dict[int, Graph] = {}
-    for g in graphs:
-        for i in kept:
-            for p in g.passes[i]:
-                graph_of[id(p.calls[0])] = g
-    fed: Dict[int, set] = {}
-    for i in kept:
-        pending: List[int] = []
-        for e in per_step[i]:
-            if getattr(e, "depth", 0):
-                continue
-            if isinstance(e, InputCall):
-                pending.append(e.iterator)
-            elif isinstance(e, Call) and id(e) in graph_of:
-                for it in pending:
-                    fed.setdefault(it, set()).add(graph_of[id(e)].key)
-                pending = []
-    out: Dict[str, str] = {}
-    names = {g.key: g.name for g in graphs}
-    for it, keys in fed.items():
-        if len(keys) == 1 and graph_roles.get(next(iter(keys)), ("",))[0] == EVALUATION and it < len(capture.iterators):
-            out[capture.iterators[it].name] = names[next(iter(keys))]
-    return out
 
 
 def hold_parts(sections: Sequence[Section]) -> int:

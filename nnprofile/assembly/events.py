@@ -36,8 +36,9 @@ from .iterations import CodeInfo, Stack
 FORMAT = "nnprofile-events"
 # 2: each event's depth and stack, the program's code objects; 3: the names calls' results are stored in, the
 # thread's marks around each call (its CPU time) and the time it waited for a CPU as steps ended; 4: each fault
-# as where it happened and how many times (3 held its note's words)
-VERSION = 4
+# as where it happened and how many times (3 held its note's words); 5: an auto_forward call's program frames and
+# when the program's call that made it entered NNabla; when each solver was made
+VERSION = 5
 STATIC, DYNAMIC, EAGER = "static", "dynamic", "eager"  # how a function ran (and was timed)
 
 
@@ -46,7 +47,7 @@ class Call:
     its id in the capture's graph once described; ``site``: the call site of its pass (a static
     graph's), or None; ``kind``: STATIC, DYNAMIC (auto_forward) or EAGER (on NdArrays)."""
 
-    __slots__ = ("function", "start_ns", "end_ns", "site", "kind", "depth", "stack", "m0", "m1")
+    __slots__ = ("function", "start_ns", "end_ns", "site", "kind", "depth", "stack", "m0", "m1", "entered_ns", "frames")
 
     def __init__(
         self,
@@ -59,6 +60,8 @@ class Call:
         stack: Optional[Stack] = None,
         m0: int = 0,
         m1: int = 0,
+        entered_ns: Optional[int] = None,
+        frames: Optional[Stack] = None,
     ):
         self.function = function
         self.start_ns = start_ns
@@ -72,6 +75,11 @@ class Call:
         # time fell short of its wall time, or the switches moved (``disturbed``); 0, 0 where not read.
         self.m0 = m0
         self.m1 = m1
+        # An auto_forward call (its graph is built as it runs): when the program's call that made it entered NNabla
+        # (a parametric function: its parameters fetched, its function made), so that what lies between the last
+        # function's end and this is the program's own code; and the program's frames it was made from.
+        self.entered_ns = start_ns if entered_ns is None else entered_ns
+        self.frames = frames
 
     @property
     def dynamic(self) -> bool:
@@ -200,6 +208,7 @@ class SolverInfo:
     parameters: List[int] = field(default_factory=list)  # variable ids of the parameters it updates
     state_bytes: int = 0  # what it keeps per parameter, in all
     created: Optional[str] = None  # where the program made it ("train.py:40")
+    made_ns: int = 0  # when (the recorder's clock; 0: not known, or before the window began)
 
 
 @dataclass
@@ -263,7 +272,10 @@ def _marks(e: Any) -> list:
 
 def _event_list(e: Event) -> list:
     if isinstance(e, Call):
-        return ["f", e.function, e.start_ns, e.end_ns, e.site, e.kind, e.depth, _stack_out(e.stack)] + _marks(e)
+        head = ["f", e.function, e.start_ns, e.end_ns, e.site, e.kind, e.depth, _stack_out(e.stack)]
+        if e.entered_ns != e.start_ns or e.frames:  # (version 5: marks written, then these)
+            return head + [e.m0, e.m1, e.entered_ns, _stack_out(e.frames)]
+        return head + _marks(e)
     if isinstance(e, SolverCall):
         return ["s", e.method, e.solver, e.start_ns, e.end_ns, e.depth, _stack_out(e.stack)] + _marks(e)
     if isinstance(e, InputCall):
@@ -291,7 +303,8 @@ def _event(x: list) -> Event:
     kind = x[0]
     if kind == "f":
         depth, stack = _tail(x, 6)
-        return Call(int(x[1]), int(x[2]), int(x[3]), x[4], str(x[5]), depth, stack, *_switches(x, 8))
+        entered, frames = (int(x[10]), _stack_in(x[11])) if len(x) > 11 else (None, None)
+        return Call(int(x[1]), int(x[2]), int(x[3]), x[4], str(x[5]), depth, stack, *_switches(x, 8), entered, frames)
     if kind == "s":
         return SolverCall(str(x[1]), int(x[2]), int(x[3]), int(x[4]), *_tail(x, 5), *_switches(x, 7))
     if kind == "i":
@@ -333,7 +346,7 @@ def to_dict(c: Capture) -> Dict[str, Any]:
         "variables": [v.to_list() for v in c.graph.variables.values()],
         "functions": [f.to_list() for f in c.graph.functions.values()],
         "sites": [[s.id, s.file, s.line, s.code, s.phase, s.receiver, s.clears] for s in c.sites.values()],
-        "solvers": [[s.type_name, s.variable, s.parameters, s.state_bytes, s.created] for s in c.solvers],
+        "solvers": [[s.type_name, s.variable, s.parameters, s.state_bytes, s.created, s.made_ns] for s in c.solvers],
         "iterators": [[i.name, i.threaded] for i in c.iterators],
         "codes": [x.to_list() for x in c.codes],
         "faults": [list(x) for x in c.faults],
@@ -369,7 +382,9 @@ def from_dict(d: Dict[str, Any]) -> Capture:
             int(x[0]): SiteInfo(int(x[0]), x[1], int(x[2]), x[3], x[4], x[5], x[6] if len(x) > 6 else "")
             for x in d["sites"]
         },
-        solvers=[SolverInfo(x[0], x[1], list(x[2]), int(x[3]), x[4]) for x in d["solvers"]],
+        solvers=[
+            SolverInfo(x[0], x[1], list(x[2]), int(x[3]), x[4], int(x[5]) if len(x) > 5 else 0) for x in d["solvers"]
+        ],
         iterators=[IteratorInfo(x[0], bool(x[1])) for x in d["iterators"]],
         communicators=list(d.get("communicators", [])),
         started_ns=int(d["started_ns"]),

@@ -39,9 +39,9 @@ from ..base.functions import FunctionInfo, Graph as Functions
 from .events import DYNAMIC, Call, Capture
 from .iterations import Stack, kind, stored_name
 from .passes import Pass
+from .builds import UNDETERMINED, add_build, apart, build_name, dynamic_passes, places, read_from
 
 DYNAMIC_FORWARD = "forward only (auto_forward)"
-UNDETERMINED = ("forward only",)
 WRITERS = ("Assign",)  # functions that write their first input: into a parameter, training's work
 
 
@@ -78,10 +78,9 @@ def split_by_graph(
     that measure their cost, is left out).
 
     Under auto_forward a graph is no object the program keeps: its functions run as they are made, anew each
-    step. A function made so belongs to the graph whose backward reaches it, or that such a function reads from
-    (a random draw, a constant: no backward runs through them); the rest, which no backward reaches, to the graph
-    built where the program built it (the line of its loop that called the code making it: a validation's
-    ``vloss = model(vx)``). Each such graph's functions in one run of auto_forward calls are one forward pass."""
+    step: which graph each function belongs to is ``nnprofile.assembly.builds``' rule (what reads it, and the
+    program's call that built it). Each such graph's functions in one run of auto_forward calls are one forward
+    pass."""
     graphs: Dict[Any, Graph] = {}
     functions = capture.graph.functions
     by_backward: Set[Any] = set()  # graphs named by their backward's call (a loss: ``loss.backward()``)
@@ -103,43 +102,40 @@ def split_by_graph(
             if p.phase == "backward" and p.name and key not in by_backward:
                 graph.name = p.name  # what it is trained as, over what a forward ran it as (``metric.forward()``)
                 by_backward.add(key)
-        read_from(owner, [[c.function for c in p.calls] for p in step_passes if p.dynamic], functions)
+        held = apart(owner, [p for p in step_passes if p.dynamic], functions, capture.codes)
+        read_from(owner, [[c.function for c in p.calls] for p in step_passes if p.dynamic], functions, held)
         for graph in graphs.values():
             graph.passes.append([])
-        order = {id(e): k for k, e in enumerate(steps[s])}
         for p in step_passes:
             if not p.dynamic:
                 graphs[graph_key(p, dynamic_functions)].passes[-1].append(p)
                 continue
-            for key, run in dynamic_passes(p, owner).items():
+            for key, run in dynamic_passes(p, owner, held, capture.codes).items():
                 if key not in graphs:
                     graphs[key] = _built_graph(key, p, s, capture)
                 add_build(graphs[key].passes[-1], run, key[0] == "auto_forward")
-        for graph in graphs.values():
-            for p in graph.passes[-1]:
-                if p.dynamic:
-                    p.stretches = stretches(p.calls, order)
     out = merge_rebuilt(
         [g for g in graphs.values() if any(g.passes[i] for i in range(len(g.passes)) if shown is None or i in shown)],
         capture,
     )
     out.sort(key=_first_use)
+    for g in out:  # an auto_forward graph trained: made where its first forward was built, not where its backward ran
+        first = next((p for step in g.passes for p in step if p.phase == "forward" and p.dynamic), None)
+        built = places(first.calls, capture.codes) if g.key[0] == "auto_forward" and first is not None else []
+        if built:
+            g.made = built[-1]
     _name_unnamed(out)
     tell_apart(out, capture.codes)
     return out
 
 
 def _built_graph(key: Any, p: Pass, steps_before: int, capture: Capture) -> Graph:
-    """A graph auto_forward built, first seen in ``p``: named where the program's line names what it built."""
+    """A graph auto_forward built, first seen in ``p``: named as the program's call that built it names it."""
+    name, made = build_name(key, p, capture.codes)
     where = p.calls[0].stack
-    return Graph(
-        key,
-        stored_name(where, capture.codes) if where else "",
-        True,
-        passes=[[] for _ in range(steps_before + 1)],
-        made=_where(where, capture),
-        stack=where,
-    )
+    if not made and where:  # (a recording without frames: the line of the loop that built it)
+        name, made = stored_name(where, capture.codes), _where(where, capture)
+    return Graph(key, name, True, passes=[[] for _ in range(steps_before + 1)], made=made, stack=where)
 
 
 def _new_graph(key: Any, p: Pass, steps_before: int, capture: Capture) -> Graph:
@@ -170,58 +166,6 @@ def _name_unnamed(graphs: Sequence[Graph]) -> None:
         elif not g.name:
             unnamed += 1
             g.name = "graph %d" % unnamed
-
-
-def read_from(owner: Dict[Any, Any], made: Sequence[Sequence[Any]], functions: Dict[int, FunctionInfo]) -> None:
-    """A function made under auto_forward that a graph's function reads from (through its outputs) is that graph's
-    too, where no backward reached it: one the same line of the program's loop made (a constant inside the loss's
-    own build), or a source, reading nothing (a random draw another line made). What another line computed from
-    inputs of its own (a frozen encoder whose parameters need no gradient) is a graph of that line's. ``made``: the
-    step's such functions, by the line that made them, in the order they were made."""
-    place = {f: k for k, line in enumerate(made) for f in line}
-    for f in reversed([f for line in made for f in line]):  # a function is made after the functions it reads from
-        key = owner.get(f)
-        info = functions.get(f)
-        if key is None or info is None:
-            continue
-        for parent in info.parents:
-            if parent is None or parent not in place or parent in owner:
-                continue
-            source = functions.get(parent)
-            if place[parent] == place[f] or (source is not None and not source.inputs):
-                owner[parent] = key
-
-
-def dynamic_passes(p: Pass, owner: Dict[Any, Any]) -> Dict[Any, Pass]:
-    """A run of auto_forward calls made by one line of the program's loop, split by graph: each graph's calls in it
-    (a function no backward reaches: the graph that line builds)."""
-    place = ("forward", kind(p.calls[0].stack)) if p.calls[0].stack else UNDETERMINED
-    out: Dict[Any, Pass] = {}
-    for call in p.calls:
-        out.setdefault(owner.get(call.function, place), Pass("forward")).calls.append(call)
-    return out
-
-
-def add_build(step_passes: List[Pass], piece: Pass, trained: bool) -> None:
-    """A trained auto_forward graph's functions made by one line joined to those the lines before made since its
-    last backward: one forward pass a build (a loss built over several lines of the loop is one pass)."""
-    last = step_passes[-1] if step_passes else None
-    if trained and last is not None and last.dynamic and last.phase == "forward":
-        last.calls.extend(piece.calls)
-        return
-    step_passes.append(piece)
-
-
-def stretches(calls: Sequence[Call], order: Dict[int, int]) -> List[Tuple[int, int]]:
-    """The stretches of a pass's calls with nothing else of the program's between them (``order``: each event's
-    place in the step), as (first, last) indexes; empty where they are one stretch."""
-    out: List[Tuple[int, int]] = []
-    for i, c in enumerate(calls):
-        if out and order.get(id(c), -1) == order.get(id(calls[i - 1]), -2) + 1:
-            out[-1] = (out[-1][0], i)
-        else:
-            out.append((i, i))
-    return out if len(out) > 1 else []
 
 
 def _where(stack: Optional[Stack], capture: Capture) -> Optional[str]:

@@ -139,8 +139,7 @@ def overshoot(p: Any, outside_of: Callable[[Any, Any], float], excluded: Sequenc
     passes (``gap_ratio``); a graph whose passes leave less between their functions than the others (small, warm
     functions) would otherwise lose more than its gaps, and read shorter than its own functions."""
     over = 0.0
-    for first, last in p.stretches or [(0, len(p.calls) - 1)]:
-        calls = p.calls[first : last + 1]
+    for calls in p.runs():
         gaps = sum(
             max(0, b.start_ns - a.end_ns) - overlap(a.end_ns, b.start_ns, excluded) for a, b in zip(calls, calls[1:])
         )

@@ -40,7 +40,7 @@ def outside_sections(
         )
 
     out: List[Section] = []
-    found = roles(graphs, early + late, capture)
+    found = roles(graphs, early + late, capture, before=steps)
     for g in sorted(ran, key=lambda g: min(p.start_ns for i in early + late for p in g.passes[i])):
         indexes = [i for i in early + late if g.passes[i]]
         section = own_graph_section(builder, g, indexes, where(any(i in early for i in indexes), late[0] in indexes))

@@ -4,7 +4,9 @@ A pass is what one call of ``forward``/``backward`` ran: consecutive function ca
 site in which no function runs twice (a loop calling ``vpred.forward()`` ten times gives ten
 passes), ended early by any other call of the program's (a solver, an iterator, a monitor, an
 eager call). Under ``auto_forward``, consecutive function calls (each runs as it is made) form a
-forward pass of their own. Each pass knows its phase and the name the program gave what it ran
+forward pass of their own, which the recorder also ends where another line of the loop builds, or
+where the program's own code ran long between two functions (``nnprofile.recording.building``).
+Each pass knows its phase and the name the program gave what it ran
 the pass on (``loss`` in ``loss.backward()``), as its call site says
 (``nnprofile.assembly.events.SiteInfo``). Eager calls are no pass: they belong to no graph. Only the
 program's own calls make passes: a call inside another (a custom layer's functions on NdArrays, the
@@ -25,9 +27,6 @@ class Pass:
     calls: List[Call] = field(default_factory=list)
     site: Optional[int] = None  # the call site's id; None for auto_forward calls
     name: str = ""  # what the program ran it on, where the bytecode says
-    # An auto_forward graph's pass whose calls came among another graph's: its stretches of consecutive calls, as
-    # (first, last) indexes into ``calls`` (empty: one stretch, all of them).
-    stretches: List[Tuple[int, int]] = field(default_factory=list)
 
     @property
     def dynamic(self) -> bool:
@@ -42,10 +41,17 @@ class Pass:
         return self.calls[-1].end_ns
 
     def spans(self) -> List[Tuple[int, int, Call]]:
-        """(start, end, last call) of each stretch of the pass: the time it ran, without other graphs' calls."""
-        if not self.stretches:
-            return [(self.start_ns, self.end_ns, self.calls[-1])]
-        return [(self.calls[a].start_ns, self.calls[b].end_ns, self.calls[b]) for a, b in self.stretches]
+        """(start, end, call) of each stretch of the pass: the time it ran. An auto_forward graph's pass is each of
+        its functions from where NNabla began making it (``Call.entered_ns``): what lies between them is the
+        program's own code, or another graph's functions."""
+        if self.dynamic:
+            return [(c.entered_ns, c.end_ns, c) for c in self.calls]
+        return [(self.start_ns, self.end_ns, self.calls[-1])]
+
+    def runs(self) -> List[List[Call]]:
+        """The pass's functions that ran one after the other with only the graph engine's work between them: a
+        static pass's, all of them; an auto_forward pass's, each one (the program's code runs between them)."""
+        return [[c] for c in self.calls] if self.dynamic else [self.calls]
 
     @property
     def root(self) -> int:

@@ -5,9 +5,11 @@ labels and the scopes they update."""
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Sequence, Set, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
+from ..base import kinds
 from ..result import Section
+from ..result.details import SolverSummary
 from .events import Capture, SolverCall
 from .graphs import WRITERS, Graph, scope_of
 
@@ -83,8 +85,42 @@ def _scopes(capture: Capture, which: Sequence[int]) -> List[str]:
     return out
 
 
+def solver_summaries(
+    capture: Capture, labels: Sequence[str], graphs: Sequence[Graph], per_step: Sequence[List[Any]], kept: Sequence[int]
+) -> List[SolverSummary]:
+    """Each solver as the step's section says it: its label and class, the scopes of the parameters it holds, its
+    updates per kept step, the graphs it trains."""
+    variables = capture.graph.variables
+    out = []
+    for i, s in enumerate(capture.solvers):
+        scopes: List[str] = []
+        for v in s.parameters:
+            name = variables[v].parameter if v in variables else None
+            scope = scope_of(name) if name else ""
+            if scope and scope not in scopes and len(scopes) < SolverSummary.MAX_SCOPES:
+                scopes.append(scope)
+        updates = sum(
+            1
+            for k in kept
+            for e in per_step[k]
+            if isinstance(e, SolverCall) and e.solver == i and e.method == "update" and not e.depth
+        )
+        out.append(
+            SolverSummary(
+                solver_label(labels, i),
+                s.type_name,
+                len(s.parameters),
+                scopes,
+                round(updates / len(kept), 4) if kept else 0.0,
+                [g.name for g in graphs if i in g.trained_by],
+            )
+        )
+    return out
+
+
 # What a graph is for, as its section says it (``Section.info.role``).
 TRAINED, BACKWARD, FEEDS, EVALUATION, UPDATES = "trained", "backward", "feeds", "evaluation", "updates"
+FORWARD = "forward"  # forward only, and no measurement of the training: an acting policy, an inference, a demo
 
 
 def writes(graph: Graph, capture: Capture) -> List[str]:
@@ -107,13 +143,17 @@ def writes(graph: Graph, capture: Capture) -> List[str]:
     return [common] if common else sorted({scope_of(n) for n in written})
 
 
-def roles(graphs: Sequence[Graph], kept: Sequence[int], capture: Capture) -> Dict[Any, Tuple[str, List[str]]]:
+def roles(
+    graphs: Sequence[Graph], kept: Sequence[int], capture: Capture, before: Optional[int] = None
+) -> Dict[Any, Tuple[str, List[str]]]:
     """Graph key -> (role, the graphs it feeds). A graph a solver updates is trained; one run forward and
     backward without an update after it (a power iteration) computes gradients; a forward-only graph whose
     outputs a graph run backward reads in the same step, without computing them itself (through a variable
     unlinked from it, which shares its buffer), feeds that graph and is part of training; a forward-only
-    graph whose outputs no such graph reads is an evaluation."""
+    graph whose outputs no such graph reads is an evaluation of the training, or no measurement at all
+    (``forward``: ``plain_forward``). ``before``: the index of the passes run before the first step, where known."""
     functions = capture.graph.functions
+    training = any(g.trained_by for g in graphs)
     backward = {g.key for g in graphs if any(p.phase == "backward" for i in kept for p in g.passes[i])}
     out: Dict[Any, Tuple[str, List[str]]] = {}
     for g in graphs:
@@ -151,8 +191,49 @@ def roles(graphs: Sequence[Graph], kept: Sequence[int], capture: Capture) -> Dic
                     fed.append(t.name)
         for i in kept:
             fed += [t for t in backward_through(g, graphs, i) if t not in fed]
-        out[g.key] = (FEEDS, fed) if fed else (EVALUATION, [])
+        if fed:
+            out[g.key] = (FEEDS, fed)
+        else:
+            out[g.key] = (FORWARD if plain_forward(g, kept, capture, training, before) else EVALUATION, [])
     return out
+
+
+def plain_forward(g: Graph, kept: Sequence[int], capture: Capture, training: bool, before: Optional[int]) -> bool:
+    """Whether a forward-only graph that nothing trained reads is no evaluation of the training: in a program that
+    trains nothing (an inference); run before the program made any solver (a demonstration, before any training);
+    or run in every step of the training without reducing its batch to a figure (an acting policy's action, where an
+    evaluation reduces to a loss or a score, or runs now and then)."""
+    if not training:
+        return True
+    made = [s.made_ns for s in capture.solvers if s.made_ns]
+    ran = [p for step in g.passes for p in step]
+    if made and len(made) == len(capture.solvers) and ran and all(p.end_ns <= min(made) for p in ran):
+        return True
+    if not kept or not all(i < len(g.passes) and g.passes[i] for i in kept):
+        return False
+    return not any(_measures(p, capture) for i in kept for p in g.passes[i] if p.phase == "forward")
+
+
+def _measures(p: Any, capture: Capture) -> bool:
+    """Whether a forward pass reduces its batch to a single figure (a loss, an accuracy): its last function's output
+    is one number, and a reduction made it."""
+    functions, variables = capture.graph.functions, capture.graph.variables
+    root = functions.get(p.root)
+    if root is None:
+        return False
+    sizes = [_size(variables[v].shape) for v in root.outputs if v in variables]
+    if not sizes or max(sizes) > 1:
+        return False
+    return any(
+        kinds.layer_kind(functions[c.function].type) == kinds.REDUCTION for c in p.calls if c.function in functions
+    )
+
+
+def _size(shape: Sequence[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
 
 
 def backward_through(g: Graph, graphs: Sequence[Graph], step: int) -> List[str]:

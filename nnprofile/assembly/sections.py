@@ -36,6 +36,7 @@ from . import hookfit
 from .tree import descendants
 from .graphs import Graph, Namer, layer_keys
 from .passes import Pass
+from .builds import places
 from .program import BuilderParts, ProgramPart, entry_of, per_step_of
 
 # Events a trace keeps per step: a bound on its size (times the active steps).
@@ -220,10 +221,9 @@ class Builder(ProgramPart):
         (left out of the pass already, with whatever held it up) is not read. None where no gap was held up."""
         if self.capture.marks != CPU:
             return None
-        calls = p.calls
         taken, hit = 0.0, False
-        for first, last in p.stretches or [(0, len(calls) - 1)]:
-            for a, b in zip(calls[first:last], calls[first + 1 : last + 1]):
+        for calls in p.runs():
+            for a, b in zip(calls, calls[1:]):
                 if b.start_ns < a.end_ns or overlap(a.end_ns, b.start_ns, self.excluded):
                     continue
                 if shortfall(a.end_ns, b.start_ns, a.m1, b.m0, CPU):
@@ -254,8 +254,8 @@ class Builder(ProgramPart):
         return max(0.0, took - self.costs.taken_off(took, call.kind, self.signature(call, phase)))
 
     def pass_time(self, p: Pass) -> float:
-        """The time a pass ran (its stretches: an auto_forward graph's calls among another's), nnprofile's own work
-        left out."""
+        """The time a pass ran (its stretches: an auto_forward graph's each function from where NNabla began making it),
+        nnprofile's own work left out."""
         return float(sum(end - start - overlap(start, end, self.excluded) for start, end, _ in p.spans()))
 
     # -- a graph ---------------------------------------------------------------------
@@ -355,6 +355,9 @@ class Builder(ProgramPart):
             forward_per_step=per_step_of(whole, "forward", rounds) if outside is None else 0,
             backward_per_step=per_step_of(whole, "backward", rounds) if outside is None else 0,
         )
+        if graph.dynamic:
+            first = next((p for step in graph.passes for p in step if p.phase == "forward"), None)
+            info.built_at = places(first.calls, self.capture.codes) if first is not None else None
         if outside is not None:
             info.outside = outside[1]
             info.passes = {
@@ -446,7 +449,7 @@ def pass_entries(whole: SeriesTable, engine: SeriesTable, clears: Dict[str, str]
         how = (
             "clearing buffers (%s=True)" % clears[phase]
             if phase in clears
-            else "the program's Python making them (auto_forward)"
+            else "NNabla making them (auto_forward: parametric functions, their parameters)"
             if dynamic and phase == "forward"
             else "allocating"
         )

@@ -77,14 +77,13 @@ def capture_of(recorder: Any, costs: Optional[HookCosts] = None) -> Capture:
             if known is None:
                 known = sites[e.site] = site_info(len(sites), e.site[0], e.site[1])
             site = known.id
-        events.append(
-            Call(describer.function(e.function).id, e.start_ns, e.end_ns, site, e.kind, e.depth, e.stack, e.m0, e.m1)
-        )
+        f = describer.function(e.function).id
+        events.append(Call(f, e.start_ns, e.end_ns, site, e.kind, e.depth, e.stack, e.m0, e.m1, e.entered_ns, e.frames))
     solvers = []
     for s in recorder.solvers:
         ids = [describer.variable(v).id for v in s.parameters.values()]
         state = 0 if s.own else solver_state_bytes(s.solver)  # a solver of the program's own: its state unknown
-        solvers.append(SolverInfo(s.type_name, s.variable, ids, state, s.created))
+        solvers.append(SolverInfo(s.type_name, s.variable, ids, state, s.created, s.made_ns))
     return Capture(
         events=events,
         graph=describer.graph(),

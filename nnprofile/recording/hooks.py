@@ -118,6 +118,7 @@ class FunctionHooks:
             if not self.solvers and not self.loop.marks:  # a program without a solver: passes mark its steps
                 self.steps.count_passes()
         self._dynamic_pass = False
+        self.builds.ended()
 
     def _break_pass(self: RecorderParts) -> None:
         self._close_pass()

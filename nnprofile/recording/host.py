@@ -17,6 +17,7 @@ from .parts import CallTimer, CountingHost, SampledProgram, WindowsHost
 if TYPE_CHECKING:
     from ..assembly.events import IteratorInfo
     from ..assembly.steps import Loop
+    from .building import Builds
     from .counting import StepCount
     from .faults import Faults
     from .patching import Patches
@@ -71,6 +72,7 @@ class RecorderParts(CallTimer, CountingHost, SampledProgram, WindowsHost, Protoc
     _in_monitor: bool
     # -- the parts it owns
     steps: StepCount
+    builds: Builds
     faults: Faults
     toggles: Toggles
     cpu: CpuWaits
@@ -116,7 +118,13 @@ class RecorderParts(CallTimer, CountingHost, SampledProgram, WindowsHost, Protoc
         self, call: Callable[[], Any], function: Any, made_ns: Optional[int], mode: int, inputs: Sequence[Any]
     ) -> Any: ...
     def dynamic_call(
-        self, outputs: Any, start: int, end: int, depth: int = 0, switches: Tuple[int, int] = (0, 0)
+        self,
+        outputs: Any,
+        start: int,
+        end: int,
+        depth: int = 0,
+        switches: Tuple[int, int] = (0, 0),
+        function: Any = None,
     ) -> None: ...
     def _loop_place(self, frame: Any) -> Any: ...
     def eager_call(
@@ -129,7 +137,7 @@ class RecorderParts(CallTimer, CountingHost, SampledProgram, WindowsHost, Protoc
         depth: int = 0,
         switches: Tuple[int, int] = (0, 0),
     ) -> None: ...
-    def note_creation(self, outputs: Any, depth: int = 2) -> None: ...
+    def note_creation(self, outputs: Any, depth: int = 2, function: Any = None) -> None: ...
     def solver_call(self, index: int, method: str, bound: Callable, args: Any, kwargs: Any) -> Any: ...
     def _solver_plan(self, index: int, method: str) -> Any: ...
     def _check_subclasses(self) -> None: ...

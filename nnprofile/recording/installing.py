@@ -73,6 +73,7 @@ class Installing:
                 solver,
                 str(getattr(solver, "name", type(solver).__name__)),
                 created=place(*where) if where is not None else None,
+                made_ns=self.clock() if self.capturing else 0,
             )
         )
         return TimedSolver(solver, self, len(self.solvers) - 1)

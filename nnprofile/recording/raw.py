@@ -17,6 +17,7 @@ class RawSolver:
     parameters: Dict[str, Any] = field(default_factory=dict)  # its parameters when first called
     created: Optional[str] = None
     own: bool = False  # a solver class of the program's own (NNabla's C++ methods are never called on it)
+    made_ns: int = 0  # when the program made it (the recorder's clock; 0: before recording started)
 
 
 @dataclass
@@ -49,3 +50,39 @@ def device_sync(context: Any = None, import_extension: Any = None) -> Optional[C
         return None
     device_id = str(getattr(context, "device_id", "0") or "0")
     return lambda: ext.synchronize(device_id=device_id)
+
+
+class _DetachedInfo:
+    __slots__ = ("type_name", "args")
+
+    def __init__(self, type_name: str, args: Dict[str, Any]) -> None:
+        self.type_name, self.args = type_name, args
+
+
+class Detached:
+    """A function run under auto_forward whose outputs keep no graph (``nn.no_grad()``: no function is their parent),
+    described from the function object itself, as a graph's function is (``nnprofile.base.functions.Describer``)."""
+
+    __slots__ = ("function", "info", "name")
+
+    def __init__(self, function: Any) -> None:
+        self.function = function
+        self.name = str(getattr(function, "name", "Function"))
+        self.info = _DetachedInfo(self.name, dict(getattr(function, "args", {}) or {}))
+
+    @property
+    def inputs(self) -> List[Any]:
+        return list(self.function.inputs)
+
+    @property
+    def outputs(self) -> List[Any]:
+        return list(self.function.outputs)
+
+    def inplace_data(self, i: int) -> int:
+        return int(self.function.inplace_data(i))
+
+    def grad_depends_input_data(self, i: int, j: int) -> bool:
+        return bool(self.function.grad_depends_input_data(i, j))
+
+    def grad_depends_output_data(self, i: int, j: int) -> bool:
+        return bool(self.function.grad_depends_output_data(i, j))

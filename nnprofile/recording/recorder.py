@@ -74,6 +74,7 @@ from .installing import Installing
 from .hooks import HOOK_KEY, FunctionHooks  # noqa: F401 (the recorder's vocabulary)
 from .windowing import MAX_CREATED, SITE_STEPS, WindowKeeper  # noqa: F401 (the recorder's vocabulary)
 from .bindings import all_parameters, communicator_factories
+from .building import Builds, makers
 
 _getframe = sys._getframe
 _ident = threading.get_ident
@@ -152,6 +153,8 @@ class Recorder(FunctionHooks, Installing, Wrappers):
         self.loop = Loop()
         self.stacks = Stacks()
         self.steps = StepCount(self)  # the live count of the program's steps
+        self._auto_forward: Callable[[], bool] = lambda: False  # nnabla's, once started
+        self.builds = Builds(self.clock, self._mark_now, self._building_here, ("nnabla", "nnabla_ext", "nnprofile"))
         self.open_calls: List[Any] = []  # the calls open now: (function, start) for a hooked one, else a marker
         self.elsewhere = 0  # functions run by other threads than the recorded one (not recorded)
         self.program_thread = _ident()  # the thread recorded (the program's own)
@@ -222,6 +225,9 @@ class Recorder(FunctionHooks, Installing, Wrappers):
         self.program_thread = _ident()
         self.stacks.around(_getframe(1))
         self._solver_base = solver_module.Solver
+        from nnabla.auto_forward import get_auto_forward
+
+        self._auto_forward = get_auto_forward
         self._python_function = getattr(function_module, "PythonFunction", None)
         self.ndarray_type = nn.NdArray
         self.started_ns = self.clock()
@@ -235,6 +241,11 @@ class Recorder(FunctionHooks, Installing, Wrappers):
             original = getattr(parameter_module, name, None)
             if original is not None:
                 replacements[id(original)] = (original, self._snapshot_first(original))
+        try:
+            for made in makers():
+                replacements[id(made)] = (made, self.builds.wrap(made))
+        except Exception as e:  # a dynamic graph's making then reads as the program's own time
+            self.faults.add("timing the parametric functions", e)
         for factory in communicator_factories():
             replacements[id(factory)] = (
                 factory,
@@ -262,6 +273,14 @@ class Recorder(FunctionHooks, Installing, Wrappers):
             factory = getattr(function_module, name)
             if name[:1].isupper() and callable(factory) and not isinstance(factory, type):
                 patches.attribute(function_module, name, self._function_factory(factory))
+
+    def _mark_now(self) -> int:
+        return self._mark()
+
+    def _building_here(self) -> bool:
+        """Whether a dynamic graph's making is timed now: a window is open, in the program's thread, under
+        auto_forward."""
+        return self.capturing and self._auto_forward() and _ident() == self.program_thread
 
     def snapshot_parameters(self) -> None:
         """Note every parameter's full name as it is now (names outlive clear_parameters)."""
@@ -302,6 +321,7 @@ class Recorder(FunctionHooks, Installing, Wrappers):
         self.cpu.note(self.stopped_ns)
         self.snapshot_parameters()
         self.steps.freeze()
+        self.builds.forget()
 
     def step_ended(self, late: bool = False) -> None:
         """A step has ended (``steps.done`` counts it): the windows follow (``windowing.WindowKeeper``)."""

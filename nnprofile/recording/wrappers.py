@@ -21,8 +21,10 @@ from ..assembly.events import DYNAMIC, EAGER, Call, CommCall, SolverCall
 from .callsite import first_outside, line_at, receiver_of_caller
 from .proxies import SOLVER_CALLS, array_bytes
 from .inputs import InputWrappers
-from .raw import OPENED
+from .building import PROGRAM_GAP_NS
+from .raw import OPENED, Detached
 from .raw import EagerInfo, RawSolver
+from ..base.interference import CPU
 from .solver_classes import all_subclasses, count_direct, solver_parameters
 
 _getframe = sys._getframe
@@ -101,41 +103,56 @@ class Wrappers(InputWrappers):
             if mode == EAGER_CALL:
                 self.eager_call(function, inputs, outputs, start, end, depth, switches)
             else:
-                self.dynamic_call(outputs, start, end, depth, switches)
+                self.dynamic_call(outputs, start, end, depth, switches, function)
         except Exception as e:
             self.faults.add("timing a function run now", e)
         return outputs
 
     def dynamic_call(
-        self: RecorderParts, outputs: Any, start: int, end: int, depth: int = 0, switches: Tuple[int, int] = (0, 0)
+        self: RecorderParts,
+        outputs: Any,
+        start: int,
+        end: int,
+        depth: int = 0,
+        switches: Tuple[int, int] = (0, 0),
+        function: Any = None,
     ) -> None:
         """A function run under auto_forward (its graph's forward, as it is made); inside another call
-        (a backward that builds functions: double backward) a child of that call."""
+        (a backward that builds functions: double backward) a child of that call. Its outputs' parent is the
+        function; under ``nn.no_grad()`` they have none, and the function object itself is described."""
         first = outputs[0] if isinstance(outputs, (tuple, list)) else outputs
         parent = getattr(first, "parent", None)
         if parent is None:
-            return
+            if function is None:
+                return
+            parent = Detached(function)
         if depth:
             self.events.append(Call(parent, start, end, None, DYNAMIC, depth, None, *switches))
             return
+        t0 = self.clock()
+        builds = self.builds
+        entered, entered_mark = builds.entered(start, switches[0])
         stack = None
         frame = _getframe(3)
         place = self._loop_place(frame)
-        if not self._dynamic_pass or place != self._dynamic_place:  # a run of them begins, or another line builds
-            t0 = self.clock()
+        own = builds.program_time((entered, entered_mark), self.cpu.kind == CPU, self.excluded)
+        if not self._dynamic_pass or place != self._dynamic_place or own > PROGRAM_GAP_NS:
+            # a run of them begins, another line of the loop builds, or the program's own code ran long between
             self._close_pass()
             self._dynamic_pass, self._dynamic_place = True, place
             self._check_subclasses()
-            self.loop.pass_started("forward", None, "auto_forward", start)
+            self.loop.pass_started("forward", None, "auto_forward", entered)
             stack = self.steps.take(frame)
             self.steps.moved(stack, "other", t0, frame, begun=(start, switches[0], switches[1]))
             if not self.solvers and not self.loop.marks:
                 self.steps.count_passes()
-            self.aside(t0)
-        self.events.append(Call(parent, start, end, None, DYNAMIC, 0, stack, *switches))
+        frames = builds.frames(frame, self.stacks, stack)
+        self.events.append(Call(parent, start, end, None, DYNAMIC, 0, stack, *switches, entered, frames))
         self._recent_dynamic.add(parent)
         if self.note_sites and self.steps.done < self.SITE_STEPS:
-            self.note_creation(outputs, depth=4)
+            self.note_creation(outputs, depth=4, function=parent)
+        builds.ran(end, switches[1], len(self.excluded))  # (its own work below is after this end: left out too)
+        self.excluded.append((t0, self.clock()))  # nnprofile's own work: no part of the pass or the program's time
 
     def _loop_place(self: RecorderParts, frame: Any) -> Any:
         """Where in the step loop's body the program is at a call: (its frame, its line), found by walking out to
@@ -179,10 +196,11 @@ class Wrappers(InputWrappers):
             self._break_pass()
         self.events.append(Call(key, start, end, None, EAGER, depth, None, *switches))
 
-    def note_creation(self: RecorderParts, outputs: Any, depth: int = 2) -> None:
-        """Where the program created the function behind ``outputs``: its first frame outside NNabla."""
+    def note_creation(self: RecorderParts, outputs: Any, depth: int = 2, function: Any = None) -> None:
+        """Where the program created the function behind ``outputs`` (``function``, where known): its first frame
+        outside NNabla."""
         first = outputs[0] if isinstance(outputs, (tuple, list)) else outputs
-        parent = getattr(first, "parent", None)
+        parent = function if function is not None else getattr(first, "parent", None)
         if parent is None or parent in self.created:
             return
         where = first_outside(_getframe(depth), self._skip)
@@ -347,7 +365,13 @@ class Wrappers(InputWrappers):
             where = first_outside(_getframe(3), self._skip)
             self.steps.counter.expects_updates = True  # its loop is the one that updates (``Counter``)
             self.solvers.append(
-                RawSolver(solver, cls.__name__, created=None if where is None else place(*where), own=True)
+                RawSolver(
+                    solver,
+                    cls.__name__,
+                    created=None if where is None else place(*where),
+                    own=True,
+                    made_ns=self.clock(),
+                )
             )
             index = self._own_solvers[id(solver)] = len(self.solvers) - 1
         return index

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 from .notes import said, texts
 from ..analysis import Analysis, analyze
 from ..analysis.breakdown import part_kind
-from .words import named, own_lines_note, purpose
+from .words import named, own_lines_note, plural, purpose
 from ..analysis.breakdown import Advice
 from .advice import words
 from .step import note as step_note
@@ -162,7 +162,7 @@ def _own_lines_table(step: Any) -> str:
     """The program's own lines that ``other`` holds, the most sampled first, each with its interval."""
     body = "".join(
         '<tr><td style="%s">%s</td><td style="%s">%s</td><td style="%s"><code>%s</code></td>'
-        '<td style="%s">%.3f ms</td><td style="%s">%.1f%% (%d samples, %.0f%% to %.0f%%)</td></tr>'
+        '<td style="%s">%.3f ms</td><td style="%s">%.1f%% (%d %s, %.0f%% to %.0f%%)</td></tr>'
         % (
             CELL,
             _e(x.where),
@@ -175,6 +175,7 @@ def _own_lines_table(step: Any) -> str:
             NUMBER,
             100 * x.share,
             x.samples,
+            plural(x.samples, "sample"),
             100 * x.share_low,
             100 * x.share_high,
         )

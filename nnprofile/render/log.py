@@ -15,6 +15,7 @@ from .sampling import listed, load_line, passes_line, sampling_line
 from .ranks import summary_lines as ranks_lines
 from ..result import Entry, Profile, Section, format_ms
 from ..base.choices import GRAPH, OUTSIDE
+from ..base.places import short
 from . import answer, interference
 from .windows import lines as window_lines
 from ..result.header import ProgramHeader, ProjectHeader
@@ -289,7 +290,7 @@ def section_line(section: Section) -> str:
             what,
             ran or "no pass",
             info.outside,
-            "; auto_forward" if info.dynamic else "",
+            _dynamic(info),
             own,
         )
 
@@ -306,8 +307,16 @@ def section_line(section: Section) -> str:
         section.title,
         what,
         " and ".join(r for r in runs if r),
-        "; auto_forward" if info.dynamic else "",
+        _dynamic(info),
     )
+
+
+def _dynamic(info: Any) -> str:
+    """A graph made under auto_forward says so, and where the program built it."""
+    if not info.dynamic:
+        return ""
+    built = list(info.built_at or [])
+    return "; auto_forward, built at %s" % short(built[-1]) if built else "; auto_forward"
 
 
 def _per_step(n: object, what: str) -> str:

@@ -8,7 +8,7 @@ from typing import List, Optional
 
 from ..analysis import facts
 from ..analysis.breakdown import MIN_SHARE_SAMPLES, Summary
-from .words import OTHER, named, pct, sampled
+from .words import OTHER, counted, named, pct, sampled
 from .advice import words
 
 
@@ -70,7 +70,8 @@ def summary_lines(s: Summary) -> List[str]:
                         "`%s`" % l.text if l.text else "",
                         "%d of %d samples" % (l.samples, s.own_samples)
                         if few
-                        else "%d samples, %s [%s, %s]" % (l.samples, pct(l.share), pct(l.share_low), pct(l.share_high)),
+                        else "%s, %s [%s, %s]"
+                        % (counted(l.samples, "sample"), pct(l.share), pct(l.share_low), pct(l.share_high)),
                     )
                     for l in s.own_lines[:5]
                 ),

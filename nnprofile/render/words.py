@@ -61,6 +61,8 @@ def purpose(info: SectionInfo) -> str:
         return "forward only, part of training: updates parameters of %s (F.assign)" % _quoted(list(info.writes or []))
     if role == "evaluation":
         return "forward only: an evaluation, no graph run backward reads its outputs"
+    if role == "forward":
+        return "forward only: no evaluation, no graph run backward reads its outputs (an inference, an acting policy)"
     return "forward only"
 
 
@@ -85,7 +87,12 @@ OTHER_OPENING = OTHER[0].upper() + OTHER[1:]  # (as a sentence begins with it)
 def sampled(samples: int, clock: Tuple[str, float]) -> str:
     """``412 samples, one every 1 ms of the thread's CPU time``: how many samples show the program's own lines."""
     how = clock_words(clock)
-    return "%d samples%s" % (samples, ", %s" % how if how else "")
+    return "%s%s" % (counted(samples, "sample"), ", %s" % how if how else "")
+
+
+def counted(n: int, word: str) -> str:
+    """``1 sample``, ``12 samples``."""
+    return "%d %s" % (n, plural(n, word))
 
 
 def own_lines_note(samples: int, clock: Tuple[str, float]) -> str:

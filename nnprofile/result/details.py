@@ -53,6 +53,45 @@ class LoadBurst:
         return cls(float(value.get("mean_ms", 0.0)), int(value.get("reads", 0)), int(value.get("after", 0)))
 
 
+@dataclass(frozen=True)
+class SolverSummary:
+    """A recorded program's solver: its label, its class, the parameters it holds (how many, and their scopes: each
+    parameter's name without its last part, in order, at most ``MAX_SCOPES``), its updates per kept step and the
+    graphs it trains."""
+
+    label: str
+    type: str
+    parameters: int
+    scopes: List[str]
+    updates_per_step: float
+    trains: List[str]
+
+    MAX_SCOPES = 256
+
+    def to_json(self) -> Dict[str, Any]:
+        return {
+            "label": self.label,
+            "type": self.type,
+            "parameters": self.parameters,
+            "scopes": list(self.scopes),
+            "updates_per_step": self.updates_per_step,
+            "trains": list(self.trains),
+        }
+
+    @classmethod
+    def from_json(cls, value: Any) -> "SolverSummary":
+        if not isinstance(value, dict) or not isinstance(value.get("scopes", []), list):
+            raise ValueError("solvers holds %s, not a solver" % type(value).__name__)
+        return cls(
+            str(value.get("label", "")),
+            str(value.get("type", "")),
+            int(value.get("parameters", 0)),
+            [str(x) for x in value.get("scopes", [])][: cls.MAX_SCOPES],
+            float(value.get("updates_per_step", 0.0)),
+            [str(x) for x in value.get("trains", [])],
+        )
+
+
 @dataclass
 class SectionInfo(Record):
     # A recorded program's graph: its name, whether auto_forward made it, the solvers that train it (their
@@ -79,6 +118,11 @@ class SectionInfo(Record):
     own_lines: Optional[List[SampledLine]] = None
     own_clock: Optional[Tuple[str, float]] = None
     inputs_of: Optional[Dict[str, str]] = None
+    # The program's solvers (its step's section): each one's parameters, updates per step and the graphs it trains.
+    solvers: Optional[List[SolverSummary]] = None
+    # A graph built under auto_forward: the program's lines its first build was made from (``file:line``, the
+    # outermost first).
+    built_at: Optional[List[str]] = None
     # Rounds never left out of the means as slow (steps holding rare work).
     drift_exempt: Optional[List[int]] = None
     # A project's section: why its layers are timed inside its whole passes, and its data source read in a burst.
@@ -94,6 +138,8 @@ class SectionInfo(Record):
             return list(value)
         if name == "load_dataset_burst":
             return value.to_json()
+        if name == "solvers":
+            return [x.to_json() for x in value]
         return value
 
     @classmethod
@@ -105,6 +151,8 @@ class SectionInfo(Record):
             return str(kind), float(period)
         if name == "load_dataset_burst":
             return LoadBurst.from_json(value)
+        if name == "solvers":
+            return [SolverSummary.from_json(x) for x in value]
         return value
 
 
@@ -125,6 +173,8 @@ SectionInfo.KINDS = {
     "own_lines": list,
     "own_clock": list,
     "inputs_of": dict,
+    "solvers": list,
+    "built_at": list,
     "drift_exempt": list,
     "layers_in_passes": str,
     "load_dataset_burst": dict,

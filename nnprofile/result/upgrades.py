@@ -64,6 +64,11 @@ Versions:
      ``partial_short_of`` beside ``lean`` and ``layer_every``), no longer in words (``plan``: an earlier file's);
      a merged view's ``ranks.clock.method`` is a note (``clock_one_host``, ``clock_collective``,
      ``clock_not_aligned``; an earlier file's words are read as a note of kind ``text``).
+ 12. what a program's parts are: its step's section lists its ``solvers`` (each one's label, class, parameters and
+     their scopes, updates per step, the graphs it trains), a graph built under auto_forward says where
+     (``built_at``: the program's lines its first build was made from), and a forward-only graph that is no
+     evaluation (an acting policy, an inference, a demonstration before training) has the role ``forward``.
+     Earlier results have none of these; their forward-only graphs stay evaluations.
 """
 
 from __future__ import annotations
@@ -73,7 +78,7 @@ from typing import Any, Callable, Dict
 from ..base.errors import ProfileError
 from .notes import Note
 
-VERSION = 11
+VERSION = 12
 
 
 def _v1_to_v2(data: Dict[str, Any]) -> Dict[str, Any]:
@@ -176,6 +181,11 @@ def _v10_to_v11(data: Dict[str, Any]) -> Dict[str, Any]:
     return data
 
 
+def _v11_to_v12(data: Dict[str, Any]) -> Dict[str, Any]:
+    """Version 11 said no solvers, no place a dynamic graph was built and no role ``forward``: nothing to change."""
+    return data
+
+
 UPGRADES: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {
     1: _v1_to_v2,
     2: _v2_to_v3,
@@ -187,6 +197,7 @@ UPGRADES: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {
     8: _v8_to_v9,
     9: _v9_to_v10,
     10: _v10_to_v11,
+    11: _v11_to_v12,
 }
 
 
