@@ -116,6 +116,52 @@ def test_a_file_larger_than_any_result_is_not_read(tmp_path, monkeypatch):
         result_file.load(str(path))
 
 
+@pytest.mark.parametrize(
+    "what, grow",
+    [
+        (
+            "timeline events",
+            lambda d, n: d.__setitem__("timeline", [dict(name="x", cat="step", start=i, end=i) for i in range(n)]),
+        ),
+        ("notes", lambda d, n: d.__setitem__("notes", ["n"] * n)),
+        (
+            "entries",
+            lambda d, n: d.update(sections=[dict(d["sections"][0], entries=d["sections"][0]["entries"][:1] * n)]),
+        ),
+        ("sections", lambda d, n: d.__setitem__("sections", d["sections"][:1] * n)),
+    ],
+)
+def test_every_list_a_result_holds_is_bounded_as_it_loads(tmp_path, monkeypatch, what, grow):
+    """A list at its limit loads; one more is refused in one error naming what it holds too many of, before any of
+    it is read (a forged file of a million events once took a report two minutes and 1.6 GB)."""
+    from nnprofile.result import checks
+
+    monkeypatch.setitem(checks.LIMITS, what, 12)
+    for n, refused in ((12, False), (13, True)):
+        d = _golden()
+        grow(d, n)
+        path = tmp_path / ("%d.json" % n)
+        path.write_text(json.dumps(d))
+        if refused:
+            with pytest.raises(ProfileError, match="holds 13 %s, more than a result holds \\(12\\)" % what):
+                nnprofile.load(str(path))
+        else:
+            nnprofile.load(str(path))
+
+
+@pytest.mark.slow
+def test_a_forged_file_of_too_many_events_is_refused_in_one_line(tmp_path):
+    from nnprofile.result.checks import LIMITS
+
+    d = _golden()
+    d["timeline"] = [{"name": "x", "cat": "step", "start": i, "end": i} for i in range(LIMITS["timeline events"] + 1)]
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(d))
+    proc = _bounded_cli(path, "-o", str(tmp_path / "out"))
+    assert proc.returncode == 2 and "more than a result holds" in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=20),
     lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=12), inner, max_size=5),

@@ -143,6 +143,35 @@ def test_any_name_stays_data_in_every_output(layer, graph, optimizer, iterator):
     assert [s.name for s in again.sections] == [graph, optimizer]
 
 
+_CONTROL = "[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u0085\u200b-\u200f\u202a-\u202e\u2066-\u2069]"
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(layer=NAMES, graph=NAMES, optimizer=NAMES)
+def test_any_name_stays_data_in_the_gate_s_text_markdown_and_junit(layer, graph, optimizer):
+    """``nnprofile check``'s outputs say what the log says of a name: no control, bidi or zero-width character, one
+    table row a verdict in Markdown (a name's ``|`` or newline splits no row, its ``[x](y)`` links nowhere), and XML
+    that parses."""
+    import xml.etree.ElementTree as ET
+
+    from nnprofile.compare.gate import check
+    from nnprofile.render import verdicts
+
+    base, new = _profile(layer, graph, optimizer, "data"), _profile(layer, graph, optimizer, "data")
+    for s in new.sections:
+        for e in s.entries:
+            e.samples_ns = [x * 1.5 for x in e.samples_ns]
+    c = check(base, new, layers=True)
+    for text in (verdicts.text(c), verdicts.markdown(c)):
+        assert not re.search(_CONTROL, text)
+    table = [line for line in verdicts.markdown(c).splitlines() if line.startswith("|")]
+    assert len(table) == 2 + len(c.verdicts)
+    assert all(len(re.findall(r"(?<!\\)\|", row)) == len(verdicts.HEAD) + 1 for row in table)
+    assert not re.search(r"(?<!\\)\[[^\]]*(?<!\\)\]\(", verdicts.markdown(c))  # no link made of a name
+    suite = ET.fromstring(verdicts.junit(c))
+    assert len(suite.findall("testcase")) == len(c.verdicts) + 2
+
+
 def _number(cell):
     try:
         float(cell)

@@ -5,8 +5,11 @@ import random
 import signal
 import sys
 import threading
+import time
 
 from nnprofile.assembly.sections import merged, overlap
+from nnprofile.recording.building import Builds
+from nnprofile.recording.faults import Faults
 from nnprofile.recording.sampler import Sampler
 
 
@@ -15,6 +18,8 @@ class _Recorder:
         self.open_calls, self.capturing, self.excluded = [], True, []
         self.program_thread = threading.main_thread().ident
         self.site_phases = {}
+        self.builds = Builds(time.perf_counter_ns, lambda: 0, lambda: True, ())
+        self.faults = Faults()
 
 
 def test_the_timer_samples_the_program_s_own_line_and_leaves_its_own_time_out():
@@ -37,29 +42,30 @@ def test_the_timer_samples_the_program_s_own_line_and_leaves_its_own_time_out():
     assert s.taken == 2
 
 
-def test_the_timer_runs_only_in_a_window_and_gives_sigprof_back():
+def test_the_timer_runs_only_in_a_window_and_gives_its_signal_back():
     r = _Recorder()
     s = Sampler(r)
     s.start()
     try:
-        assert s._timer and s._thread is None and signal.getsignal(signal.SIGPROF) == s._on_timer
-        # the thread's CPU clock where the kernel gives it, else the profiling timer
-        assert (s.clock[0] == "cpu" and s._cpu is not None) or (
-            s.clock[0] == "timer" and any(signal.getitimer(signal.ITIMER_PROF))
+        number = s._clock.number
+        assert s._timer and s._thread is None and signal.getsignal(number) == s._on_timer
+        # the thread's CPU clock on a real-time signal where the kernel gives it, else the profiling timer (SIGPROF)
+        assert (s.clock[0] == "cpu" and s._cpu is not None and number >= signal.SIGRTMIN) or (
+            s.clock[0] == "timer" and number == signal.SIGPROF and any(signal.getitimer(signal.ITIMER_PROF))
         )
         total = 0
         while s.taken < 3:  # the thread's CPU time makes the clock fire
             total += sum(i * i for i in range(1000))
     finally:
         s.stop()
-    assert signal.getsignal(signal.SIGPROF) == signal.SIG_DFL and not any(signal.getitimer(signal.ITIMER_PROF))
+    assert signal.getsignal(number) == signal.SIG_DFL and not any(signal.getitimer(signal.ITIMER_PROF))
     assert len(r.excluded) == s.taken and s._cpu is None
 
 
 def test_where_the_kernel_refuses_the_cpu_clock_the_profiling_timer_samples(monkeypatch):
-    import nnprofile.recording.sampler as sampler
+    import nnprofile.recording.sigclock as sigclock
 
-    monkeypatch.setattr(sampler, "open_cpu_clock", lambda period, number: None)
+    monkeypatch.setattr(sigclock, "open_cpu_clock", lambda period, number: None)
     r = _Recorder()
     s = Sampler(r)
     s.start()
@@ -68,6 +74,26 @@ def test_where_the_kernel_refuses_the_cpu_clock_the_profiling_timer_samples(monk
     finally:
         s.stop()
     assert signal.getsignal(signal.SIGPROF) == signal.SIG_DFL and not any(signal.getitimer(signal.ITIMER_PROF))
+
+
+def test_a_program_that_takes_the_clock_s_signal_gets_it_and_the_clock_stops_first(monkeypatch):
+    """The program resets SIGPROF to its default mid-window (the profiling timer is the clock here): no signal of
+    nnprofile's reaches it after (a timer left armed would kill it), and the profile says sampling stopped."""
+    import nnprofile.recording.sigclock as sigclock
+
+    monkeypatch.setattr(sigclock, "open_cpu_clock", lambda period, number: None)
+    r = _Recorder()
+    s = Sampler(r)
+    s.start()
+    try:
+        assert s._timer and any(signal.getitimer(signal.ITIMER_PROF))
+        signal.signal(signal.SIGPROF, signal.SIG_DFL)  # (the program's call, through the module as it holds it)
+        assert not s._timer and not any(signal.getitimer(signal.ITIMER_PROF))
+        assert signal.getsignal(signal.SIGPROF) == signal.SIG_DFL
+        assert "the program set its own handler of SIGPROF" in r.faults.counted()[0][0]
+    finally:
+        s.stop()
+    assert signal.signal is sigclock.owned._signal  # the program's module as it was
 
 
 def test_the_cpu_clock_signals_once_a_period_of_the_thread_s_cpu_time():
@@ -97,19 +123,29 @@ def test_the_cpu_clock_signals_once_a_period_of_the_thread_s_cpu_time():
     assert spent / 1e-3 / 2 <= len(seen) <= spent / 1e-3 + 2
 
 
-def test_a_program_s_own_sigprof_handler_is_left_alone_and_the_thread_samples_instead():
+def test_a_program_s_own_sigprof_handler_is_left_alone(monkeypatch):
+    """A program with a SIGPROF handler of its own keeps it: the CPU clock signals on a real-time signal instead;
+    where the kernel refuses the CPU clock, a thread of nnprofile's samples (the program's timer is the program's)."""
+    import nnprofile.recording.sigclock as sigclock
+
     seen = []
     mine = lambda signum, frame: seen.append(signum)  # noqa: E731
     previous = signal.signal(signal.SIGPROF, mine)
     try:
-        r = _Recorder()
-        s = Sampler(r)
+        s = Sampler(_Recorder())
+        s.start()
+        try:
+            assert s._thread is not None or s._clock.number != signal.SIGPROF
+        finally:
+            s.stop()
+        monkeypatch.setattr(sigclock, "open_cpu_clock", lambda period, number: None)
+        s = Sampler(_Recorder())
         s.start()
         try:
             assert not s._timer and s._thread is not None
         finally:
             s.stop()
-        assert signal.getsignal(signal.SIGPROF) is mine and not any(signal.getitimer(signal.ITIMER_PROF))
+        assert signal.getsignal(signal.SIGPROF) is mine and not any(signal.getitimer(signal.ITIMER_PROF)) and not seen
     finally:
         signal.signal(signal.SIGPROF, previous)
 

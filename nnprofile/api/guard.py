@@ -18,6 +18,8 @@ import signal
 import threading
 from typing import Any, Callable, Optional
 
+from ..base import signals as owned
+
 STATUS = 128 + signal.SIGTERM
 
 
@@ -38,7 +40,7 @@ class TerminationGuard:
             self._read, self._write = os.pipe()
             os.set_blocking(self._write, False)
             self._previous_fd = signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
-            self._previous_handler = signal.signal(signal.SIGTERM, _noticed)
+            self._previous_handler = owned.take(signal.SIGTERM, _noticed)
         except (OSError, ValueError):
             self._close()
             return self
@@ -75,9 +77,7 @@ class TerminationGuard:
         self._active = False
         try:
             signal.set_wakeup_fd(self._previous_fd)
-            signal.signal(
-                signal.SIGTERM, self._previous_handler if self._previous_handler is not None else signal.SIG_DFL
-            )
+            owned.give_back(signal.SIGTERM, self._previous_handler)
         except (OSError, ValueError):
             pass
         os.close(self._write)  # the watcher reads the end of the pipe, closes it and ends

@@ -17,6 +17,7 @@ import sys
 import traceback
 from typing import Any, Callable, List, Optional, Tuple
 
+from ..base import signals as owned
 from ..base.errors import ProfileError, ProgramDidNotCompile, Terminated
 from ..recording.schedule import Schedule
 from ..result import Profile
@@ -231,7 +232,7 @@ def _raise_on_sigterm(recording: Recording) -> Any:
         raise Terminated()
 
     try:
-        return (signal.signal(signal.SIGTERM, handle),)
+        return (owned.take(signal.SIGTERM, handle),)
     except (ValueError, OSError):
         return None
 
@@ -242,7 +243,7 @@ def _restore_sigterm(previous: Any) -> None:
     import signal
 
     try:
-        signal.signal(signal.SIGTERM, previous[0])
+        owned.give_back(signal.SIGTERM, previous[0])
     except (ValueError, OSError, TypeError):
         pass
 
@@ -281,4 +282,5 @@ def _print_user_traceback(path: str) -> None:
         if frames:
             lines += ["Traceback (most recent call last):\n"] + traceback.format_list(frames)
         lines += traceback.format_exception_only(type(e), e)
-    sys.stderr.write("".join(lines))
+    if sys.stderr is not None:  # (closed by the shell: nothing to say it on)
+        sys.stderr.write("".join(lines))

@@ -25,6 +25,7 @@ import time
 import uuid
 from typing import Any, Callable, Dict, List, Optional
 
+from ..base import signals as owned
 from ..base.errors import ProfileError
 from ..base.options import WINDOW_SIGNALS
 from ..base.outdir import LOCK_NAME, write_whole
@@ -74,7 +75,7 @@ class Listener:
         self.token = uuid.uuid4().hex  # marks this run as listening: capture checks it with the pid
 
     def install(self) -> None:
-        self.previous = signals.signal(self.number, self._handle)
+        self.previous = owned.take(self.number, self._handle)
         self.write()
         self.progress(
             "nnprofile: waiting for SIG%s (nnprofile capture %d) to record a window" % (self.name, os.getpid())
@@ -122,7 +123,7 @@ class Listener:
 
     def uninstall(self) -> None:
         if not self.replaced and self.previous is not None:
-            signals.signal(self.number, self.previous)
+            owned.give_back(self.number, self.previous)
 
 
 # -- the other side: nnprofile capture PID -------------------------------------------------------

@@ -17,7 +17,6 @@ from __future__ import annotations
 import copy
 import gc
 import os
-import sys
 import threading
 import time
 from typing import Any, Callable, List, MutableMapping, Optional, Sequence, Union
@@ -42,7 +41,7 @@ from .outcome import (  # noqa: F401  (shorten: the API's)
     warn,
     whole_run,
 )
-from ..base.quiet import own_imports
+from ..base.quiet import Saved, own_process
 from .windows import WindowCallback, WindowWriter
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -99,7 +98,7 @@ class Recording:
 
         # Fixed now: a program that changes its working folder (os.chdir) moves nothing nnprofile writes.
         self.outdir = os.path.abspath(os.fspath(outdir)) if outdir is not None else None
-        self._imports: Optional[List[str]] = None  # sys.path as the recording began (``own_imports``)
+        self._imports: Optional[Saved] = None  # the process as the recording began (``own_process``)
         self.stopped = False  # a second Ctrl-C or SIGTERM stopped the writing, as asked
         self.name = name
         self.command = command or name
@@ -160,7 +159,7 @@ class Recording:
             pass
 
     def __enter__(self) -> "Recording":
-        self._imports = list(sys.path)
+        self._imports = Saved()
         if self.outdir is not None:  # one run at a time in a folder: the second is refused, in one line
             if self.world is not None and self.world.several:
                 prepare_outdir(self.outdir)
@@ -254,7 +253,7 @@ class Recording:
                     % (how, "" if terminated(error) else " (Ctrl-C again to stop without writing)")
                 )
             self._stop_recorder()  # first, and alone: the program's NNabla is its own again, whatever follows
-            with own_imports(self._imports):
+            with own_process(self._imports):
                 self._finish(kind, error, tb)
         except (Exception, KeyboardInterrupt) as e:
             self._stop_recorder()  # a second Ctrl-C may have come before it was stopped
@@ -324,7 +323,7 @@ class Recording:
         """A window's steps are done (the recorder calls this with the hooks off, from the program's thread,
         between its calls): its profile, written at once; then the program runs on untouched."""
         try:
-            with own_imports(self._imports):
+            with own_process(self._imports):
                 profile = self.run.profile(None, self.missed, recorder)
                 self._add_window(profile, recorder, complete=True)
         except (
@@ -344,7 +343,7 @@ class Recording:
         if self.writer is None or self.writer.folder is None:
             return
         try:
-            with own_imports(self._imports):
+            with own_process(self._imports):
                 profile = self.run.profile(None, self.missed, recorder, measure_signatures=False)
                 profile.notes.append(Note("written_early"))
                 progress, self.writer.progress = self.writer.progress, lambda line: None

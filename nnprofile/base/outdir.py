@@ -77,7 +77,7 @@ def write_whole(path: str, data: Data) -> str:
 
 # The largest record an earlier run can have left (its samples of a long windowed run are a few MB): one larger is
 # no record of nnprofile's, and is not read whole.
-MAX_RECORD_BYTES = 256 << 20
+MAX_RECORD_BYTES = 128 << 20
 
 
 def listed(folder: str, result_name: str = "result.json", damaged: Optional[List[str]] = None) -> List[str]:

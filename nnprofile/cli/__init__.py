@@ -49,6 +49,7 @@ def overview() -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    _standard_descriptors()
     try:
         status = _main(argv)
         if status == 130 and argv is None:  # the command itself, Ctrl-C'd: another Ctrl-C while Python shuts
@@ -68,6 +69,10 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 def _main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    folder = _working_folder()
+    if folder is not None:
+        _error("nnprofile: error: %s" % folder)
+        return 2
     if argv and argv[0] in ("-h", "--help"):
         sys.stdout.write(overview())
         profile_cmd.parser().print_help()
@@ -111,6 +116,37 @@ def _main(argv: Optional[List[str]] = None) -> int:
         return getattr(command, "EXIT_ERROR", EXIT_INTERNAL)
     finally:
         logger.setLevel(previous)
+
+
+def _working_folder() -> Optional[str]:
+    """Why the working folder cannot be worked in (deleted while the shell stood in it), None where it can."""
+    import os
+
+    try:
+        os.getcwd()
+        return None
+    except OSError as e:
+        where = os.environ.get("PWD") or "the working folder"
+        return "%s: the working folder cannot be read (%s): cd to a folder that exists" % (where, e.strerror or e)
+
+
+def _standard_descriptors() -> None:
+    """Standard streams the shell closed (``>&- 2>&-``) stay closed for Python (``sys.stdout`` None: nothing is
+    printed, as for the program alone), but their descriptors point at /dev/null: no file nnprofile or the program
+    opens takes descriptor 1 or 2, where a C library's write to stdout or stderr would land in it."""
+    import os
+
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            try:
+                opened = os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
+                if opened != fd:
+                    os.dup2(opened, fd)
+                    os.close(opened)
+            except OSError:
+                pass
 
 
 def _error(line: str) -> None:

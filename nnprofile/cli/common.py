@@ -29,10 +29,16 @@ class Printer:
         self.printed: List[str] = []
         self.progress = progress  # a progress bar on the terminal, cleared around each line
 
-    def __call__(self, line: str) -> None:
+    def __call__(self, line: str, always: bool = False) -> None:
+        """A line of the log's (held back with --quiet), or one that is never held back (``always``: where the files
+        went, a warning)."""
         line = safe_text(line)  # no name reaches the terminal as an escape sequence
-        self.printed.append(line)
-        if self.quiet or self.closed:
+        if not always:
+            self.printed.append(line)
+        if (self.quiet and not always) or self.closed:
+            return
+        if sys.stdout is None:  # closed by the shell: as the program alone prints, nothing
+            self.closed = True
             return
         try:
             if self.progress is not None:
@@ -157,9 +163,19 @@ def view_of(args: argparse.Namespace) -> Any:
     )
 
 
+def warnings(profile: Any) -> None:
+    """What a run's profile warns of (``nnprofile.render.notes.WARNINGS``: what could not be recorded, steps unseen),
+    on stderr: said with --quiet too, which drops the log and progress, never a warning (pip's convention)."""
+    from ..render.notes import WARNINGS, text
+
+    for note in getattr(profile, "notes", []):
+        if getattr(note, "kind", "") in WARNINGS and sys.stderr is not None:
+            print("nnprofile: warning: %s" % safe_text(text(note)), file=sys.stderr)
+
+
 def written(out: Printer, outdir: str, files: Sequence[str], open_report: bool = False) -> None:
     """The last line of every command that writes: where, and every file; then the report opened if asked."""
-    out("Written to %s: %s" % (outdir, ", ".join(files) if files else "nothing"))
+    out("Written to %s: %s" % (outdir, ", ".join(files) if files else "nothing"), always=True)
     if open_report:
         report = os.path.abspath(os.path.join(outdir, "report.html"))
         if not os.path.isfile(report):

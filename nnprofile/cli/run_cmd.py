@@ -12,7 +12,7 @@ from ..api.launch import run_recording
 from ..base.options import Schedule, add_schedule
 from ..render.safe import safe_text
 from ..merging.ranks import spans
-from .common import Parser, Printer, add_view, non_negative_float, view_of, written
+from .common import Parser, Printer, add_view, non_negative_float, view_of, warnings, written
 
 # The program ran (and succeeded), but nnprofile could not make or write its profile: an exit status of its own,
 # so that a CI job does not take a missing profile for a written one (sysexits' EX_SOFTWARE).
@@ -107,7 +107,8 @@ def _not_written(args: Any, recording: Any, status: int) -> int:
     """The program ran, but its profile could not be recorded, made or written: said in one line (its traceback
     with --debug); the program's own status, else EXIT_NOT_WRITTEN."""
     if args.debug and recording.error_traceback:
-        sys.stderr.write(recording.error_traceback)
+        if sys.stderr is not None:
+            sys.stderr.write(recording.error_traceback)
     what = recording.error or recording.unrecorded or "nothing was recorded"
     if recording.stopped:  # the user asked: said, not an error
         print("nnprofile: %s" % safe_text(what), file=sys.stderr)
@@ -196,7 +197,8 @@ def run(args) -> int:
         schedule=schedule,
     )
     if args.debug and recording.recorder is not None:  # what nnprofile could not record, with its own frames
-        sys.stderr.write(recording.recorder.faults.traceback_text())
+        if sys.stderr is not None:
+            sys.stderr.write(recording.recorder.faults.traceback_text())
     profile = recording.profile
     if recording.error is not None or recording.unrecorded is not None or profile is None:
         return _not_written(args, recording, status)
@@ -205,5 +207,7 @@ def run(args) -> int:
         return _ranks_written(args, recording, world, outdir, status)
     out = Printer(args.quiet)
     out.write(log.render(profile, view=view_of(args)))
+    if args.quiet:
+        warnings(profile)
     written(out, outdir, profile.files, args.open)
     return status

@@ -37,6 +37,7 @@ from ..result import Profile, file as result_file
 from ..result.header import ProgramHeader, as_merged
 from ..result.notes import Note
 from ..result.ranks import Collective, RankRow, RanksView
+from ..result.checks import first_events
 from ..result.timeline import TimelineEvent
 from .profiles import left_out, pool_profiles
 
@@ -353,9 +354,10 @@ def align_clocks(profiles: Sequence[Profile], hosts: Sequence[str], steps: Seque
 
 def _timeline(ranks: Sequence[int], profiles: Sequence[Profile], offsets: Sequence[int]) -> List[TimelineEvent]:
     """Every rank's steps, passes, solver, input and communication events (not its layers), aligned."""
-    return [
+    events = [
         e.shifted(offset, rank)
         for rank, p, offset in zip(ranks, profiles, offsets)
         for e in p.timeline
         if not e.is_call
     ]  # a layer's call: in the rank's own trace
+    return first_events(events)

@@ -47,6 +47,8 @@ class SampledProgram(Protocol):
     open_calls: List[Any]  # the calls nnprofile times that are open now (a sample inside one is dropped)
     site_phases: Dict[Any, str]  # the call sites of passes seen: (code, instruction) -> phase
     excluded: List[Tuple[int, int]]  # nnprofile's own stretches of time, left out of every figure
+    builds: Any  # the dynamic builds (``building.Builds``): a sample while NNabla makes a function is the pass's
+    faults: Faults  # what could not be recorded (the program took the sampler's signal)
 
 
 class CountingHost(Protocol):

@@ -4,10 +4,13 @@ A step's ``other`` part is the program's own Python between NNabla's calls: conv
 building graphs inside the loop, logging. It is often the first thing to fix, and the recording knows only
 its total. Where the program runs in the main thread (scripts, notebooks, mpirun's ranks), the sampler is a
 signal every quarter millisecond of the thread's CPU time, from its CPU clock (``nnprofile.recording.cpuclock``:
-the kernel's task clock, on a high-resolution timer); where the kernel refuses that, the profiling timer
-(``SIGPROF`` every millisecond of the process's CPU time, as yappi's and gperftools' samplers are, which the
-kernel counts at its tick, so that it fires every 4 ms on a kernel of 250 Hz). Either counts CPU time only; a
-wall-clock timer would fire while the process is switched out (see TIMERS). The signal's handler runs in the
+the kernel's task clock, on a high-resolution timer, on a real-time signal no program uses); where the kernel
+refuses that, the profiling timer (``SIGPROF`` every millisecond of the process's CPU time, as yappi's and
+gperftools' samplers are, which the kernel counts at its tick, so that it fires every 4 ms on a kernel of 250 Hz):
+``nnprofile.recording.sigclock``. Either counts CPU time only; a wall-clock timer (SIGALRM) would fire while the
+process is switched out: measured beside two spinning processes, a LeNet program's forward_all then read 1.33x and
+1.26x its quiet figure, against 1.05x and 1.03x with SIGPROF. A program that takes the clock's signal mid-window
+(its own handler, its own profiling timer) gets it, sampling stopped first and said. The signal's handler runs in the
 program's own thread between bytecodes, is handed the frame the thread is on, and times itself, so that what
 it costs is known to the nanosecond; a pass it ran in fits no hook costs (``Capture.handled``). A sample inside a
 pass disarms the CPU clock until the program's next pass or wrapped call (``resume``), so that a pass draws one
@@ -34,8 +37,6 @@ attributed at the call's end, or not at all, and the share of each line is of th
 
 from __future__ import annotations
 
-import atexit
-import signal
 import sys
 import threading
 import time
@@ -43,7 +44,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .stack import SKIP, HOSTS, _STDLIB
 from .callsite import line_of
-from .cpuclock import CpuClock, open_cpu_clock
+from .cpuclock import CpuClock
+from .sigclock import SignalClock
 from .raw import OPENED
 from .parts import SampledProgram
 
@@ -62,18 +64,13 @@ CPU_PERIOD_NS = 250_000
 # wrapped call (``resume``).
 MAX_CPU_PERIOD_NS = 4_000_000
 SWITCH_S = 0.0001
-# The timers a sample may come from, the first free one taken: CPU time (SIGPROF) only. The wall-clock timer
-# (SIGALRM) would keep its millisecond where SIGPROF waits for the kernel's tick, but it fires while the process
-# is switched out, so that its handler runs just as the program is back: measured beside two spinning processes,
-# a LeNet program's forward_all then read 1.33x and 1.26x its quiet figure, against 1.05x and 1.03x with SIGPROF.
-TIMERS: Tuple[Tuple[Any, Any], ...] = tuple(
-    (getattr(signal, s), getattr(signal, t))
-    for s, t in (("SIGPROF", "ITIMER_PROF"),)
-    if hasattr(signal, s) and hasattr(signal, t)
-)
 _PREFIXES = SKIP + HOSTS + tuple(s + "." for s in SKIP + HOSTS)
 Where = Tuple[str, int, str]  # (file, line, function)
 INNER = ("<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>", "<lambda>")
+
+
+class GaveWay(RuntimeError):
+    """The program took the sampler's signal (its own handler, its own profiling timer)."""
 
 
 class Sampler:
@@ -92,8 +89,7 @@ class Sampler:
         self.taken = 0  # samples tried (the cost's count)
         self.handled: List[Tuple[int, int]] = []  # when the timer's handler ran (ns): no pass it held up fits costs
         self._timer = False  # sampling by a timer's signal now
-        self._which: Tuple[Any, Any] = TIMERS[-1]  # (its signal, its timer)
-        self._cpu: Optional[CpuClock] = None  # the CPU clock the timer's signal comes from, where it opened
+        self._clock = SignalClock(self._gave_way)  # its signal and where it comes from
         self._period = CPU_PERIOD_NS  # its period now (ns of the thread's CPU time)
         self._waiting = False  # disarmed by a sample inside a pass, until ``resume``
         self.clock: Tuple[str, float] = ("", 0.0)  # what the samples came from ("cpu", "timer", "thread"), ms apart
@@ -114,66 +110,39 @@ class Sampler:
         self._thread.start()
 
     def _start_timer(self) -> bool:
-        """A timer's signal in the program's own thread, where that is the main thread: the first of TIMERS that
-        neither a handler nor a timer of the program's has; False where none can be had."""
+        """A signal in the program's own thread, where that is the main thread (``sigclock.SignalClock``); False where
+        none can be had (the program's own SIGPROF, and no CPU clock)."""
         try:
             main = threading.main_thread().ident
-            if (
-                threading.get_ident() != main
-                or self.recorder.program_thread != main
-                or not hasattr(signal, "setitimer")
-            ):
+            if threading.get_ident() != main or self.recorder.program_thread != main:
                 return False
-            free = [
-                (n, w)
-                for n, w in TIMERS
-                if signal.getsignal(n) in (signal.SIG_DFL, None) and not any(signal.getitimer(w))
-            ]
-            if not free:
+            period = CPU_PERIOD_NS if self.interval_s == INTERVAL_S else int(self.interval_s * 1e9)
+            how = self._clock.start(self._on_timer, period, self.interval_s)
+            if how is None:
                 return False
-            number, which = free[0]
-            signal.signal(number, self._on_timer)
-            signal.siginterrupt(number, False)  # a system call the signal lands in is restarted, not failed
-            self._timer, self._which = True, (number, which)
-            # Python puts the signal's default back as it finalises (terminate, for SIGPROF): a timer a cut-short
-            # ending left armed is stopped first, so that it never ends the program
-            atexit.register(self._stop_timer)
-            self._period = CPU_PERIOD_NS
-            self._cpu = open_cpu_clock(CPU_PERIOD_NS, number) if self.interval_s == INTERVAL_S else None
-            if self._cpu is not None:
-                self._cpu.rearm()
-                self.clock = ("cpu", CPU_PERIOD_NS / 1e6)
-            else:
-                signal.setitimer(which, self.interval_s, self.interval_s)
-                self.clock = ("timer", self.interval_s * 1e3)
+            self._timer, self._period = True, period
+            self.clock = ("cpu", period / 1e6) if how == "cpu" else ("timer", self.interval_s * 1e3)
             return True
         except Exception:
             self._stop_timer()
             return False
 
+    @property
+    def _cpu(self) -> Optional[CpuClock]:
+        return self._clock.cpu
+
     def _stop_timer(self) -> None:
-        """The timer off and its signal's default back, where the handler is still ours (the program may have set its
-        own since)."""
-        if not self._timer:
-            return
+        """The clock stopped and its signal the program's again."""
         self._timer = False
-        atexit.unregister(self._stop_timer)
-        number, which = self._which
-        cpu, self._cpu = self._cpu, None
-        if cpu is not None:
-            try:
-                cpu.close()  # no signal comes after this
-            except Exception:
-                pass
+        self._clock.stop()
+
+    def _gave_way(self, why: str) -> None:
+        """The program took the clock's signal: sampling stops for the rest of the window, and the profile says why."""
+        self._timer = False
         try:
-            if signal.getsignal(number) == self._on_timer:
-                signal.setitimer(which, 0, 0)
-                signal.signal(number, signal.SIG_DFL)
-        except Exception:  # not from the main thread: the timer off at least; the handler does nothing now
-            try:
-                signal.setitimer(which, 0, 0)
-            except Exception:
-                pass
+            self.recorder.faults.add("sampling the program's own lines", GaveWay(why))
+        except Exception:
+            pass
 
     def _on_timer(self, signum: int, frame: Any) -> None:
         """The timer's handler, in the program's thread: the sample, and its own time left out of every figure."""
@@ -187,6 +156,8 @@ class Sampler:
         try:
             if r.open_calls:
                 kept = None if r.open_calls[-1] is not OPENED else False
+            elif r.builds.open_at:
+                kept = None  # NNabla making a function of a dynamic graph: its pass's time
             elif r.capturing and frame is not None:
                 kept = self._keep(t0, self._where(frame, r)) or None
         except Exception:  # never a failure of the sampler's into the program
@@ -267,7 +238,7 @@ class Sampler:
         t0 = clock()
         self.taken += 1
         try:
-            if r.open_calls or not r.capturing:
+            if r.open_calls or not r.capturing or r.builds.open_at:
                 return
             frame = sys._current_frames().get(r.program_thread)
             self._keep(t0, self._where(frame, r) if frame is not None else None)

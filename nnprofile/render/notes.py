@@ -264,6 +264,20 @@ def _fixed(words: str) -> Callable[[Figures], str]:
     return lambda f: words
 
 
+# Notes that warn: what could not be recorded or written, a run whose steps went unseen. A command run with --quiet
+# still says them on stderr (``nnprofile.cli.common.warnings``).
+WARNINGS = frozenset(
+    (
+        "fault",
+        "other_thread",
+        "nothing_recorded",
+        "no_steps_found",
+        "window_not_written",
+        "no_window",
+        "steps_uncounted",
+    )
+)
+
 SAY: Dict[str, Callable[[Figures], str]] = {
     TEXT: lambda f: str(f.get("text", "")),
     "fault": _fault,

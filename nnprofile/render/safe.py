@@ -15,7 +15,10 @@ nnprofile never saw. Each output keeps them as data:
   no CSV reader takes, is escaped;
 - the workbook (``xlsx_text``, ``sheet_name``): names are string cells, never formulas; characters XML
   cannot hold are escaped; a sheet's name loses what Excel forbids (``[]:*?/\\``, an apostrophe at either
-  end) and is cut to 31 characters, made unique.
+  end) and is cut to 31 characters, made unique;
+- Markdown (``markdown_text``) and XML (``xml_text``, ``xml_attribute``): what the log escapes, escaped first
+  (``safe_text``: every text format starts from it), then what the format reads as structure (Markdown's
+  emphasis, links, code, tables and HTML; XML's markup).
 """
 
 from __future__ import annotations
@@ -57,6 +60,29 @@ def safe_text(value: Any) -> str:
     if text.isprintable():  # the usual name: nothing to look at
         return text
     return "".join(_escaped(c) if unicodedata.category(c) in _ESCAPED_CATEGORIES else c for c in text)
+
+
+_MARKDOWN = re.compile(r"([\\`*_\[\]<>|~#!])")
+
+
+def markdown_text(value: Any) -> str:
+    """Text for Markdown (a pull request's comment): ``safe_text``, then every character Markdown reads as markup
+    (emphasis, code, links, images, tables, headings, HTML) escaped with a backslash."""
+    return _MARKDOWN.sub(r"\\\1", safe_text(value))
+
+
+def xml_text(value: Any) -> str:
+    """Text for an XML element (a JUnit report): ``safe_text``, then ``&``, ``<`` and ``>``."""
+    from xml.sax.saxutils import escape
+
+    return escape(safe_text(value))
+
+
+def xml_attribute(value: Any) -> str:
+    """An XML attribute's value, quoted: ``safe_text``, then what an attribute cannot hold."""
+    from xml.sax.saxutils import quoteattr
+
+    return quoteattr(safe_text(value))
 
 
 def csv_text(value: Any) -> Any:

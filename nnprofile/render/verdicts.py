@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from typing import List
-from xml.sax.saxutils import escape, quoteattr
 
 from ..compare.gate import UNJUDGED, Check, Verdict
+from .safe import markdown_text, safe_text, xml_attribute
 
 
 def _cells(v: Verdict) -> List[str]:
@@ -64,13 +64,11 @@ def text(c: Check) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(HEAD))]
     for r in rows:
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
-    return "\n".join(lines) + "\n"
+    return "\n".join(safe_text(line) for line in lines) + "\n"
 
 
 def markdown(c: Check) -> str:
-    def md(cell: str) -> str:
-        return escape(cell).replace("|", "\\|")
-
+    md = markdown_text
     lines = ["## %s" % md(summary_line(c)), ""]
     for title, items in (("Comparability", c.comparability), ("Machine", c.machine), ("Structure", c.structure)):
         if items:
@@ -83,17 +81,17 @@ def markdown(c: Check) -> str:
 def junit(c: Check) -> str:
     cases = []
     for v in c.verdicts:
-        name = quoteattr("%s: %s" % (v.section, v.metric))
+        name = xml_attribute("%s: %s" % (v.section, v.metric))
         body = ""
         if v.slower:
-            body = "<failure message=%s/>" % quoteattr(
+            body = "<failure message=%s/>" % xml_attribute(
                 "ratio %.3f (95%% CI %.3f to %.3f) above %g" % (v.ratio, v.ci_low, v.ci_high, 1 + c.threshold)
             )
         cases.append('  <testcase classname="nnprofile.check" name=%s>%s</testcase>' % (name, body))
     structure_failed = c.strict_order and bool(c.structure)
-    body = "<failure message=%s/>" % quoteattr("; ".join(c.structure)) if structure_failed else ""
+    body = "<failure message=%s/>" % xml_attribute("; ".join(c.structure)) if structure_failed else ""
     cases.append('  <testcase classname="nnprofile.check" name="structure">%s</testcase>' % body)
-    body = "<error message=%s/>" % quoteattr("cannot judge: " + "; ".join(c.refusals)) if c.refusals else ""
+    body = "<error message=%s/>" % xml_attribute("cannot judge: " + "; ".join(c.refusals)) if c.refusals else ""
     cases.append('  <testcase classname="nnprofile.check" name="judgeable">%s</testcase>' % body)
     failures = len(c.slower) + int(structure_failed)
     return (

@@ -9,11 +9,33 @@ from __future__ import annotations
 
 import math
 from dataclasses import fields
-from typing import Any, Callable, Dict, Iterable, Type
+from typing import Any, Callable, Dict, Iterable, List, Type
 
 from ..base.errors import ProfileError
 
 WHOLE_LIMIT = 1 << 62  # no count, size or time a result holds comes near
+# How many of each a result holds at most: more than nnprofile writes (a recording keeps at most MAX_TIMELINE events
+# on its timeline), and few enough that ``report`` and ``check`` of a file at every limit run in seconds.
+LIMITS = {
+    "sections": 4_096,
+    "entries": 100_000,  # in all sections together
+    "samples": 2_000_000,  # of all entries together
+    "timeline events": 200_000,
+    "windows": 10_000,
+    "notes": 10_000,
+}
+MAX_TIMELINE = LIMITS["timeline events"]
+
+
+def first_events(events: List[Any]) -> List[Any]:
+    """A timeline as a result holds it: at most MAX_TIMELINE events, the first (by their start) where there are more."""
+    return events if len(events) <= MAX_TIMELINE else sorted(events, key=lambda e: e.start)[:MAX_TIMELINE]
+
+
+def bounded(what: str, count: int) -> None:
+    """A list of ``count`` of ``what`` (``LIMITS``' names) holds no more than a result can."""
+    if count > LIMITS[what]:
+        raise ProfileError("it holds %d %s, more than a result holds (%d): not read" % (count, what, LIMITS[what]))
 
 
 def number(x: Any, whole: bool = False) -> bool:

@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Optional, Type
 
 from ..base.errors import ProfileError
 from ..base.outdir import MAX_RECORD_BYTES, write_whole
-from .checks import check_fields, declared
+from .checks import WHOLE_LIMIT, bounded, check_fields, declared
 from .header import header_from_dict
 from ..base.buffers import StepMemory
 from ..base.records import R
@@ -109,6 +109,25 @@ def _record(value: Any, types: Dict[str, str], where: str) -> Dict[str, Any]:
         raise ProfileError("%s: not a record with %s" % (where, ", ".join(sorted(types))[:120]))
     check_fields(types, value, where)
     return value
+
+
+def _event(e: Any, k: int) -> TimelineEvent:
+    """A timeline event, its fields of their types (read as ``_record`` reads a record, at a fraction of its cost:
+    a result holds up to ``checks.LIMITS`` of them)."""
+    if type(e) is dict:
+        name, cat, start, end, args, rank = (e.get(f) for f in ("name", "cat", "start", "end", "args", "rank"))
+        if (
+            type(name) is str
+            and type(cat) is str
+            and type(start) is int
+            and type(end) is int
+            and abs(start) <= WHOLE_LIMIT
+            and abs(end) <= WHOLE_LIMIT
+            and (args is None or type(args) is dict)
+            and (rank is None or (type(rank) is int and abs(rank) <= WHOLE_LIMIT))
+        ):
+            return TimelineEvent(name, cat, start, end, dict(args or {}), rank)
+    return TimelineEvent.from_dict(_record(e, _EVENT_TYPES, "timeline event %d" % (k + 1)))
 
 
 _SECTION_TYPES = declared(Section)
@@ -309,10 +328,29 @@ def _ranks_text(ranks: Dict[str, Any]) -> str:
     return '%s%s\n  "ranks":[\n   %s]}' % (top, "," if head else "", rows)
 
 
+def _bounds(data: Dict[str, Any]) -> None:
+    """Every list of the result within its limit (``checks.LIMITS``), counted before anything is read from them."""
+    sections = data.get("sections", [])
+    bounded("sections", len(sections))
+    entries = [e for s in sections if isinstance(s, dict) for e in _listed(s.get("entries"))]
+    bounded("entries", len(entries))
+    bounded(
+        "samples",
+        sum(len(_listed(e.get("samples_total_ns", e.get("samples_ns")))) for e in entries if isinstance(e, dict)),
+    )
+    for what, key in (("timeline events", "timeline"), ("windows", "windows"), ("notes", "notes")):
+        bounded(what, len(_listed(data.get(key))))
+
+
+def _listed(value: Any) -> List[Any]:
+    return value if isinstance(value, list) else []
+
+
 def from_dict(data: Dict[str, Any]) -> Profile:
     if data.get("format") != FORMAT:
         raise ProfileError("not an nnprofile result (format %r)" % data.get("format"))
-    data = upgrade(copy.deepcopy(data))
+    _bounds(data)
+    data = upgrade(copy.deepcopy(data)) if data.get("version") != VERSION else data  # (an upgrade changes it)
     if not isinstance(data.get("header"), dict):
         raise ProfileError("the result has no header (what was profiled, where, how): not a result nnprofile wrote")
     if not isinstance(data.get("sections", []), list):
@@ -346,10 +384,7 @@ def from_dict(data: Dict[str, Any]) -> Profile:
         sections=sections,
         complete=data.get("complete", False),
         failure=data.get("failure"),
-        timeline=[
-            TimelineEvent.from_dict(_record(e, _EVENT_TYPES, "timeline event %d" % (k + 1)))
-            for k, e in enumerate(data.get("timeline", []))
-        ],
+        timeline=[_event(e, k) for k, e in enumerate(data.get("timeline", []))],
         ranks=_typed(RanksView, data.get("ranks", {}), "the result", "ranks"),
         windows=[
             WindowSummary.from_dict(_record(w, _WINDOW_TYPES, "window %d" % (k + 1)))
