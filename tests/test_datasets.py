@@ -85,3 +85,41 @@ def test_a_project_cache_that_cannot_stand_for_its_csv_is_not_read(tmp_path, dam
     source.next()
     source.close()
     assert source.project_cache is None and (out / "Training").is_dir()  # its own, in the output folder
+
+
+def _opened(csv, tmp_path):
+    return DatasetSource(_spec(csv, tmp_path / "no-cache"), str(tmp_path / "out"))
+
+
+def test_a_dataset_that_is_no_csv_is_refused_naming_the_file_never_quoting_it(tmp_path):
+    """A project's dataset pointed at a file of secrets (``../../etc/passwd``): NNabla would take its lines for file
+    names and quote one in its error; the message names the file and the line, nothing of what it holds."""
+    from nnprofile.base.errors import ProfileError
+
+    secrets = tmp_path / "secrets.txt"
+    secrets.write_text("user=alice\napi_token=SECRET-abc123\n")
+    with pytest.raises(ProfileError) as e:
+        _opened(secrets, tmp_path)
+    assert "SECRET" not in str(e.value) and "alice" not in str(e.value)
+    assert str(secrets) in str(e.value) and "line 2, column 1" in str(e.value)
+
+
+def test_a_csv_naming_a_fifo_is_refused_before_anything_reads_it(tmp_path):
+    """A cell naming a FIFO once hung NNabla's cache maker forever: it is refused in one line, unopened."""
+    from nnprofile.base.errors import ProfileError
+
+    os.mkfifo(tmp_path / "image.png")
+    csv = tmp_path / "data.csv"
+    csv.write_text("x:image,y\nimage.png,1\n")
+    with pytest.raises(ProfileError, match="line 2, column 1: the file it names is a FIFO, not a file to read"):
+        _opened(csv, tmp_path)
+
+
+@pytest.mark.parametrize("text, says", [("", "is empty"), ("x,y\n", "holds a header and no data row")])
+def test_an_empty_csv_is_one_line(tmp_path, text, says):
+    from nnprofile.base.errors import ProfileError
+
+    csv = tmp_path / "data.csv"
+    csv.write_text(text)
+    with pytest.raises(ProfileError, match=says):
+        _opened(csv, tmp_path)

@@ -642,3 +642,20 @@ def test_on_demand_under_mpirun_every_rank_or_one_named_rank(tmp_path):
         stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr[-2000:]
     assert stderr.count("written to") == 3
+
+
+def test_a_rank_still_running_is_merged_as_far_as_it_has_written_and_said(tmp_path):
+    """``nnprofile merge`` while rank 1 still holds its folder (it writes there yet): merged, and said on stderr."""
+    from nnprofile.base.outdir import Lock
+
+    for rank in (0, 1):
+        os.makedirs(tmp_path / ("rank-%d" % rank))
+        result_file.save(_rank_profile(rank, 2, launch="one"), str(tmp_path / ("rank-%d" % rank)))
+    lock = Lock(str(tmp_path / "rank-1")).acquire()
+    try:
+        proc = run_cli("merge", "-q", str(tmp_path))
+    finally:
+        lock.release()
+    assert proc.returncode == 0, proc.stderr
+    assert "nnprofile: warning: rank 1 still running: merged as far as it has written" in proc.stderr
+    assert "warning" not in run_cli("merge", "-q", str(tmp_path)).stderr

@@ -22,7 +22,7 @@ import time
 from typing import Any, Callable, List, MutableMapping, Optional, Sequence, Union
 
 from ..base import machine
-from ..render.files import claim_outdir, prepare_outdir, release_outdir
+from ..render.files import Unlisted, claim_outdir, prepare_outdir, release_outdir
 from ..recording.schedule import Schedule, make_schedule  # noqa: F401 (the API's, and run's)
 from ..result import Profile
 from ..result.header import ProgramHeader
@@ -143,6 +143,7 @@ class Recording:
         self._counted = 0  # the last window the on-demand status counted
         self.unrecorded: Optional[str] = None  # recording could not start: the program ran unrecorded
         self.error: Optional[str] = None  # the profile could not be made or written, and why
+        self.unlisted = False  # its files were written whole, but result.json does not list them (``Unlisted``)
         self.error_traceback = ""
         self._guard: Optional[Any] = None
 
@@ -268,7 +269,9 @@ class Recording:
 
                 self.error = _reason(e)
                 self.error_traceback = traceback.format_exc()
-                warn("nnprofile: the profile could not be made (%s)" % self.error)
+                self.unlisted = isinstance(e, Unlisted)
+                if not self.unlisted:
+                    warn("nnprofile: the profile could not be made (%s)" % self.error)
         finally:
             for lock in reversed(self._locks):
                 release_outdir(lock)

@@ -37,6 +37,17 @@ def positive_int(text: str) -> int:
     return _number(text, int, "a whole number", lambda v: v >= 1, "at least 1")
 
 
+MAX_BATCH = (1 << 31) - 1  # NNabla's shapes are of 32-bit sizes; no batch comes near
+
+
+def batch_size(text: str) -> int:
+    """A batch size: a whole number from 1 to MAX_BATCH."""
+    value = positive_int(text)
+    if value > MAX_BATCH:
+        raise argparse.ArgumentTypeError("a batch of %s is larger than any (at most %d)" % (text[:40], MAX_BATCH))
+    return value
+
+
 def non_negative_int(text: str) -> int:
     return _number(text, int, "a whole number", lambda v: v >= 0, "0 or more")
 
@@ -133,7 +144,7 @@ class ProfileOptions:
         None, "--type-config", "run in this precision instead of the project's", choices=TYPE_CONFIGS, configurable=True
     )
     batch_size: Optional[int] = option(
-        None, "--batch-size", "override the networks' batch size", type=positive_int, configurable=True
+        None, "--batch-size", "override the networks' batch size", type=batch_size, configurable=True
     )
     synthetic: bool = option(
         False, "--synthetic", "feed generated data of the declared shapes instead of reading the datasets", kind=SWITCH

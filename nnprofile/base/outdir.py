@@ -147,6 +147,25 @@ def prune(folder: str, earlier: Iterable[str], now: Iterable[str]) -> List[str]:
     return removed
 
 
+def in_use(folder: str) -> bool:
+    """Whether a run holds ``folder``'s lock now (it is still writing there); the lock is only looked at."""
+    try:
+        import fcntl
+    except ImportError:
+        return False
+    try:
+        fd = os.open(os.path.join(folder, LOCK_NAME), os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+
+
 class Lock:
     """The folder's lock for one run (``acquire``, ``release``); the kernel releases it if the process dies."""
 

@@ -8,6 +8,7 @@ import sys
 
 from ..merging.ranks import collect, merge, rank_folders, spans
 from ..base.errors import ProfileError
+from ..base.outdir import in_use
 from .common import Parser, Printer, claimed, non_negative_float
 
 
@@ -49,6 +50,15 @@ def run(args) -> int:
     found = collect(args.outdir, wait=args.wait)
     if not found.profiles:
         raise ProfileError("%s: no rank left a result (rank-K/result.json)" % args.outdir)
+    running = [
+        rank for rank, folder in sorted(rank_folders(args.outdir).items()) if rank in found.profiles and in_use(folder)
+    ]
+    if running:  # its result is what it had written so far (a window, or an early record): said, not refused
+        print(
+            "nnprofile: warning: rank%s %s still running: merged as far as %s written"
+            % ("s" if len(running) > 1 else "", spans(running), "they have" if len(running) > 1 else "it has"),
+            file=sys.stderr,
+        )
     merged = merge(found)
     with claimed(args.outdir):
         write_all(merged, args.outdir)

@@ -12,7 +12,7 @@ from .. import api
 from .._version import __version__
 from ..base.errors import ProfileError
 from ..base.options import ProfileOptions
-from .common import Parser, NativeStderr, Printer, add_view, terminal_stderr, view_of, written
+from .common import Parser, NativeStderr, Printer, add_view, terminal_stderr, view_of, warnings, written
 from .progress import Progress
 
 
@@ -109,5 +109,7 @@ def run(args) -> int:
         if terminal is not sys.stderr:
             terminal.close()
     live.finish(profile)
+    if args.quiet:
+        warnings(profile)
     written(live.out, outdir, profile.files, args.open)
     return 0

@@ -113,6 +113,9 @@ def _not_written(args: Any, recording: Any, status: int) -> int:
     if recording.stopped:  # the user asked: said, not an error
         print("nnprofile: %s" % safe_text(what), file=sys.stderr)
         return status or EXIT_NOT_WRITTEN
+    if recording.unlisted:  # its files are there, whole: said as such (no more than the facts)
+        print("nnprofile: error: %s" % safe_text(what.split(": ", 1)[-1]), file=sys.stderr)
+        return status or EXIT_NOT_WRITTEN
     print(
         "nnprofile: error: the program %s, but its profile could not be %s: %s%s"
         % (

@@ -53,6 +53,8 @@ def parse_set(text: str) -> Config:
             raise ProfileError("--set %s: expected KEY=VALUE (keys: %s)" % (text, ", ".join(keys)))
         if key not in keys:
             raise ProfileError("--set %s: unknown key '%s' (keys: %s)" % (text, key, ", ".join(keys)))
+        if key in settings:
+            raise ProfileError("--set %s: %s is given twice (one value a configuration)" % (text, key))
         meta = keys[key].metadata
         if meta["choices"] and value not in meta["choices"]:
             raise ProfileError("--set %s: %s must be one of %s" % (text, key, ", ".join(meta["choices"])))
@@ -60,7 +62,7 @@ def parse_set(text: str) -> Config:
             try:
                 meta["type"](value)
             except (ValueError, argparse.ArgumentTypeError) as e:
-                raise ProfileError("--set %s: %s %s" % (text, key, e))
+                raise ProfileError("--set %s: %s: %s" % (text, key, e))
         settings[key] = value
     return Config(name=",".join("%s=%s" % kv for kv in settings.items()), settings=settings)
 

@@ -18,6 +18,7 @@ import numpy as np
 from ..base.errors import ProfileError
 from ..result.notes import Note
 from ..base.outdir import component, inside
+from .csvfiles import check_csv
 from .loader import DatasetSpec
 
 
@@ -47,6 +48,7 @@ class DatasetSource:
                 raise ProfileError(
                     "dataset '%s': its name makes no folder of its own under %s" % (spec.name, cache_root)
                 )
+            check_csv(spec.name, spec.path)
             _ensure_cache(spec, cache_dir)
             iterator = _open(spec, cache_dir)
         # NNabla's iterator loads the next batch in a thread as it returns one; here each batch is loaded in the
@@ -89,7 +91,7 @@ def _open(spec: DatasetSpec, cache_dir: str, quiet: bool = False) -> Any:
     except Exception as e:
         if quiet:
             return None
-        raise ProfileError("dataset '%s': cannot be loaded from %s (%s)" % (spec.name, spec.path, e))
+        raise ProfileError("dataset '%s': cannot be loaded from %s (%s)" % (spec.name, spec.path, type(e).__name__))
 
 
 def project_cache(spec: DatasetSpec) -> Optional[str]:
@@ -143,9 +145,8 @@ def _ensure_cache(spec: DatasetSpec, cache_dir: str) -> None:
         cc = CreateCache(spec.path, rng=np.random.RandomState(spec.index), shuffle=spec.shuffle)
         cc.create(cache_dir, normalize=False)
     except Exception as e:
-        raise ProfileError(
-            "dataset '%s': cannot read %s (%s: %s)"
-            % (spec.name, spec.path, type(e).__name__, " ".join(str(e).split())[:200])
+        raise ProfileError(  # (never what NNabla's error says: it quotes the file's lines)
+            "dataset '%s': cannot read %s (%s)" % (spec.name, spec.path, type(e).__name__)
         )
     with open(stamp_file, "w") as f:
         json.dump(stamp, f)

@@ -20,6 +20,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 
 from . import context as contexts
+from .sizes import check_sizes, check_unrolled, parameters_unread
 from ..base.errors import ProfileError
 
 PROJECT_EXTENSIONS = (".nntxt", ".prototxt", ".protobuf", ".nnp")
@@ -117,51 +118,6 @@ def _sha256(paths: Sequence[str]) -> str:
         with open(p, "rb") as f:
             h.update(f.read())
     return h.hexdigest()
-
-
-# What a project may hold, checked before NNabla reads it whole: a network's text (NNabla's parser takes ten times
-# its size in memory; the largest unrolled networks are a few MB) and a parameter file.
-MAX_TEXT_BYTES = 64 << 20
-MAX_PARAMETER_BYTES = 8 << 30
-TEXT_EXTENSIONS = (".nntxt", ".prototxt", ".txt")
-
-
-def _limit(name: str) -> int:
-    return MAX_TEXT_BYTES if name.lower().endswith(TEXT_EXTENSIONS) else MAX_PARAMETER_BYTES
-
-
-def check_sizes(path: str) -> None:
-    """A project file, or each member of an .nnp, within its limit: a member by its declared size and by what it
-    really unpacks to (read as a stream, never whole), so that no archive unpacks beyond what it says."""
-    import zipfile
-
-    if not path.lower().endswith(".nnp"):
-        if os.path.getsize(path) > _limit(path):
-            raise ProfileError("%s: larger than a project file can be (%d MB)" % (path, _limit(path) >> 20))
-        return
-    try:
-        with zipfile.ZipFile(path) as archive:
-            for member in archive.infolist():
-                limit = _limit(member.filename)
-                if member.file_size > limit:
-                    raise ProfileError(
-                        "%s: its member %s unpacks to %d MB, more than a project's can (%d MB)"
-                        % (path, member.filename[:80], member.file_size >> 20, limit >> 20)
-                    )
-                read = 0
-                with archive.open(member) as f:
-                    while True:
-                        chunk = f.read(1 << 20)
-                        if not chunk:
-                            break
-                        read += len(chunk)
-                        if read > limit:
-                            raise ProfileError(
-                                "%s: its member %s unpacks beyond what it declares and a project's "
-                                "can (%d MB)" % (path, member.filename[:80], limit >> 20)
-                            )
-    except zipfile.BadZipFile:
-        raise ProfileError("%s: not a valid .nnp file (not a zip archive)" % path)
 
 
 def _read_proto(info, paths: Sequence[str]) -> None:
@@ -273,14 +229,19 @@ def load_project(
 
     info = _empty_info(batch_size)
     _read_proto(info, paths)
+    loaded = len(nn.get_parameters(grad_only=False))  # (read from the files: the networks make the rest fresh)
     proto = info.proto
     if not proto.network:
         raise ProfileError("%s: the project defines no network" % main)
     _check_networks(proto, main, batch_size)
+    check_unrolled(proto, main, batch_size)
 
     req_backend, req_tc, device_id = contexts.project_request(proto.global_config.default_context)
     run_context = contexts.resolve(req_backend, req_tc, device_id, backend, type_config)
 
+    unread = parameters_unread(paths, proto, loaded)
+    if unread is not None:
+        run_context.notes.append(unread)
     info.global_config = types.SimpleNamespace(default_context=run_context.nnabla_context)
     nn.set_default_context(run_context.nnabla_context)
     info.default_context = run_context.nnabla_context
@@ -288,23 +249,7 @@ def load_project(
         info.training_config = nnload._training_config(proto)
     info.datasets = nnload._datasets(proto, prepare_data_iterator=False)
     info.renamed_variables = {}
-    building = _LayerTracker()
-    try:
-        with building:
-            graph = nn.graph_def.ProtoGraph.from_proto(
-                proto, param_scope=info.parameter_scope, rng=np.random.RandomState(0)
-            )
-            info.networks = nnload._networks(info, graph)
-        info.optimizers = nnload._optimizers(info)
-        info.monitors = nnload._monitors(info)
-        info.executors = nnload._executors(info)
-        _check_links(info)
-        nnload.link_components(info)
-    except ProfileError:
-        raise
-    except Exception as e:  # NNabla reports graph problems with many exception types
-        raise ProfileError("%s: %s" % (main, building.error_text(e)))
-
+    _build(info, main)
     folder = os.path.dirname(os.path.abspath(main))
     return Project(
         files=paths,
@@ -316,6 +261,29 @@ def load_project(
         datasets=_dataset_specs(proto, folder, batch_size),
         batch_size=batch_size,
     )
+
+
+def _build(info: Any, main: str) -> None:
+    """NNabla's networks, optimizers, monitors and executors of the project, linked; a failure names its layer."""
+    import nnabla as nn
+    import nnabla.utils.load as nnload
+
+    building = _LayerTracker()
+    try:
+        with building:
+            graph = nn.graph_def.ProtoGraph.from_proto(
+                info.proto, param_scope=info.parameter_scope, rng=np.random.RandomState(0)
+            )
+            info.networks = nnload._networks(info, graph)
+        info.optimizers = nnload._optimizers(info)
+        info.monitors = nnload._monitors(info)
+        info.executors = nnload._executors(info)
+        _check_links(info)
+        nnload.link_components(info)
+    except ProfileError:
+        raise
+    except Exception as e:  # NNabla reports graph problems with many exception types
+        raise ProfileError("%s: %s" % (main, building.error_text(e)))
 
 
 def _check_networks(proto, main: str, batch_size: Optional[int]) -> None:

@@ -58,7 +58,7 @@ class ProgramRun:
         from ..base.hookcost import smaller
         from .calibrate import calibrate
 
-        if self.measure_again and self.hook_costs is not None and self.recorder.events:
+        if self.measure_again and self.hook_costs is not None and self.recorder.events and not self.recorder.shared:
             with quiet_nnabla():
                 self.hook_costs = smaller(self.hook_costs, calibrate(self.new_recorder))
 
@@ -85,7 +85,8 @@ class ProgramRun:
         assert self.hook_costs is not None  # measured on entry
         s = self.schedule
         run = Run(self.name, self.command, s, s.active, s.warmup, self.started_unix, list(missed), self.run_world())
-        refine = self._refine if measure_signatures and self.measure_again else None
+        shared = (recorder or self.recorder).shared  # (another thread runs functions: NNabla's hooks stay as they are)
+        refine = self._refine if measure_signatures and self.measure_again and not shared else None
         made = program_profile(run, recorder or self.recorder, self.hook_costs, failure, refine)
         self.capture, self.origin_ns = made.capture, made.origin_ns
         return made.profile

@@ -44,6 +44,7 @@ class FunctionHooks:
                 self.open_calls.append((f, self.clock(), self._mark()))
             else:
                 self.elsewhere += 1  # a function another thread ran: not recorded, but counted and said
+                self.shared = True
         except BaseException as e:  # noqa: B036 (a Ctrl-C is given back by faults.in_hook)
             self.faults.in_hook("the function pre-hook", e)
 
@@ -134,6 +135,12 @@ class FunctionHooks:
                 self._mark = self.cpu.mark
 
     def _switch_hooks(self: RecorderParts, on: bool) -> None:
+        """The function hooks on or off. NNabla's global function hooks crash the process where two threads run
+        functions with them set (a program whose daemon thread runs steps beside its loop: 9 runs in 10, with a hook
+        that does nothing too): once another thread's functions were seen, they are taken off, from the program's
+        thread between its calls, and never set again (``shared``)."""
+        if self.shared:
+            on = False
         if on == self.hooks_on:
             return
         nn = self._nn

@@ -35,6 +35,7 @@ class RecorderParts(CallTimer, CountingHost, SampledProgram, WindowsHost, Protoc
     recording: bool  # started, not yet stopped
     capturing: bool  # a window is open: its events are kept
     hooks_on: bool  # the function hooks are set
+    shared: bool  # another thread of the program ran NNabla functions: the hooks are off for good
     calibrate: bool  # steps after the kept ones measure what the hooks cost
     note_sites: bool  # where functions are made is noted (the first steps of a window)
     program_thread: int  # the thread recorded (the program's own)

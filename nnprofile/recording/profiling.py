@@ -151,6 +151,8 @@ def run_notes(a: Assembly, missed: List[Note], skip_first: int, recorder: Any) -
         notes.append(Note("no_steps_found"))
     if recorder.elsewhere and (not recorder.events or a.steps == 0):
         notes.append(Note("other_thread", {"functions": recorder.elsewhere}))
+    elif recorder.shared:
+        notes.append(Note("hooks_shared", {"functions": recorder.elsewhere}))
     elif not recorder.events:
         notes.append(Note("nothing_recorded"))
     return notes

@@ -116,6 +116,7 @@ class Recorder(FunctionHooks, Installing, Wrappers):
         self.calibrate = calibrate
         self.capturing = False  # a window is open: its events are kept
         self.hooks_on = False
+        self.shared = False  # another thread of the program ran NNabla functions: the hooks are off for good
         self.ended_ns = 0  # when the recording ended (the program's end)
         self._init_clock(clock, probe)
         self.namespaces = namespaces
@@ -324,7 +325,10 @@ class Recorder(FunctionHooks, Installing, Wrappers):
         self.builds.forget()
 
     def step_ended(self, late: bool = False) -> None:
-        """A step has ended (``steps.done`` counts it): the windows follow (``windowing.WindowKeeper``)."""
+        """A step has ended (``steps.done`` counts it): the windows follow (``windowing.WindowKeeper``); where
+        another thread ran NNabla functions meanwhile, the hooks come off now (``hooks._switch_hooks``)."""
+        if self.shared and self.hooks_on:
+            self._switch_hooks(False)
         self.windowing.step_ended(late)
 
     def stop(self) -> None:

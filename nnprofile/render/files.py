@@ -20,6 +20,10 @@ from .base import Contents
 from .safe import safe_text
 
 
+class Unlisted(ProfileError):
+    """The files are written whole, but the record could not be rewritten to list them."""
+
+
 def prepare_outdir(outdir: str) -> None:
     """Create the output folder, or say in one line why it cannot be used."""
     if os.path.exists(outdir) and not os.path.isdir(outdir):
@@ -163,7 +167,13 @@ def write_all(
             pass  # the first record stands: it claims only itself
         raise
     profile.files = sorted({result_file.FILENAME, *contents, *also})
-    result_file.save(profile, outdir)
+    try:
+        result_file.save(profile, outdir)
+    except OSError as e:  # (a full disk at the last rewrite: every file is whole, the first record stands)
+        raise Unlisted(
+            "every file was written whole in %s, but result.json could not be rewritten to list them (%s): it "
+            "lists only itself, as written first" % (outdir, e.strerror or e)
+        )
     profile.location = outdir
     prune(outdir, earlier, profile.files)
     return written

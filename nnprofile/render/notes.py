@@ -260,6 +260,22 @@ def _clock_collective(f: Figures) -> str:
     )
 
 
+def _parameters_unread(f: Figures) -> str:
+    return (
+        "the parameter files (%s) gave %d of the %d parameters the networks use: the rest are fresh, as the network "
+        "initialises them (a damaged file, or one of another network): the times hold, the values are not the "
+        "project's" % (", ".join(str(x) for x in f["files"]), f["loaded"], f["used"])
+    )
+
+
+def _hooks_shared(f: Figures) -> str:
+    return (
+        "another thread of the program ran NNabla functions (%d seen; they are in no figure): NNabla's global "
+        "function hooks crash a process whose threads run functions together, so they came off at the next step's "
+        "end and stayed off: from then on no function is timed (the steps, solvers and inputs are)" % f["functions"]
+    )
+
+
 def _fixed(words: str) -> Callable[[Figures], str]:
     return lambda f: words
 
@@ -270,6 +286,8 @@ WARNINGS = frozenset(
     (
         "fault",
         "other_thread",
+        "hooks_shared",
+        "parameters_unread",
         "nothing_recorded",
         "no_steps_found",
         "window_not_written",
@@ -294,6 +312,8 @@ SAY: Dict[str, Callable[[Figures], str]] = {
     "skip_shrunk": _skip_shrunk,
     "no_steps_found": _fixed(NO_STEPS),
     "other_thread": _other_thread,
+    "hooks_shared": _hooks_shared,
+    "parameters_unread": _parameters_unread,
     "nothing_recorded": _fixed(NOTHING),
     "window_unfilled": _window_unfilled,
     "no_window": _no_window,

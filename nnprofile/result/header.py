@@ -154,8 +154,10 @@ def _check_batch_size(size: Any) -> None:
     for n in sizes:
         if n is None and not isinstance(size, dict):
             continue
-        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1 << 40:
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ProfileError("header.batch_size must be a whole number of 1 or more, not %s" % repr(n)[:40])
+        if n > 1 << 40:
+            raise ProfileError("header.batch_size %s is larger than any batch (at most 2**40)" % repr(n)[:40])
 
 
 def as_merged(rank: ProgramHeader, **changes: Any) -> MergedHeader:

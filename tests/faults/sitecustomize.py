@@ -41,14 +41,20 @@ if os.environ.get("NNPROFILE_TEST_INTERRUPT"):
 
 
 def _disk_full(marker):
-    """NNPROFILE_TEST_FULL=TEXT: writing any file whose path holds TEXT fails as a full disk does."""
+    """NNPROFILE_TEST_FULL=TEXT: writing any file whose path holds TEXT fails as a full disk does;
+    ``result.json@rewrite``: only a record that lists more than itself (the disk fills before the record is rewritten
+    to list the files written after it)."""
     import errno
+    import re
     from nnprofile.base import outdir
 
     original = outdir.write_whole
+    marker, _, when = marker.partition("@")
 
     def write_whole(path, data):
-        if marker in path:
+        text = data.decode("utf-8", "replace") if isinstance(data, bytes) else str(data)
+        listing = re.search(r'"files": *\[([^\]]*)\]', text)
+        if marker in path and (when != "rewrite" or (listing and listing.group(1).count(",") > 0)):
             raise OSError(errno.ENOSPC, "No space left on device", path)
         return original(path, data)
     outdir.write_whole = write_whole

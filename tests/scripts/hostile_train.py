@@ -37,6 +37,7 @@ def main():
     parser.add_argument("--replace-open", action="store_true")
     parser.add_argument("--recursion-limit", type=int)
     parser.add_argument("--daemon-steps", action="store_true")
+    parser.add_argument("--thread-steps", action="store_true", help="a few steps of another graph, in a thread, joined")
     args = parser.parse_args()
     if args.in_thread:
         worker = threading.Thread(target=train, args=(args,))
@@ -105,14 +106,18 @@ def hostile(args):
         sys.setrecursionlimit(args.recursion_limit)
     if args.daemon_steps:
         threading.Thread(target=_steps_beside, daemon=True).start()
+    if args.thread_steps:
+        worker = threading.Thread(target=_steps_beside, args=(5,))
+        worker.start()
+        worker.join()
 
 
-def _steps_beside():
-    """Steps of another small graph, in a daemon thread, as long as the program runs."""
+def _steps_beside(steps=None):
+    """Steps of another small graph, in a thread (a daemon's: as long as the program runs)."""
     x = nn.Variable((8, 4))
     y = F.mean(F.tanh(PF.affine(x, 4, name="beside")))
     rng = np.random.RandomState(1)
-    while True:
+    for _ in iter(int, 1) if steps is None else range(steps):
         x.d = rng.randn(8, 4)
         y.forward()
         y.backward()
