@@ -57,11 +57,13 @@ test: $(TEST_STAMP) $(DIGITS)
 	$(PY) -m ruff check nnprofile tests benchmarks examples
 	$(PY) -m ruff format --check nnprofile tests benchmarks examples
 	$(PY) -m mypy
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto -m "not serial"
+	$(PY) -m pytest -q -m serial
 
-# The inner loop: every test but those marked slow (subprocesses, mpirun, Chromium, the corpus, the docs).
+# The inner loop: every test but those marked slow (subprocesses, mpirun, Chromium, the corpus, the docs), in
+# parallel (pytest-xdist, a process per core).
 test-fast: $(TEST_STAMP) $(DIGITS)
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -n auto -m "not slow"
 
 # The code as the formatter writes it (make test checks it): run before committing.
 format: $(TEST_STAMP)
@@ -69,7 +71,8 @@ format: $(TEST_STAMP)
 
 # The real programs of ../shared/corpus, alone and under nnprofile run (about 20 minutes; make test runs them too).
 corpus: $(TEST_STAMP)
-	$(PY) -m pytest -q -m corpus
+	$(PY) -m pytest -q -n auto -m "corpus and not serial"
+	$(PY) -m pytest -q -m "corpus and serial"
 
 # The lowest version setup.cfg declares of every dependency, in an environment of its own: the user's
 # own pandas and numpy first (as a user's environment holds them), then nnprofile beside them; then the

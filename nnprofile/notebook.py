@@ -78,7 +78,10 @@ def record_cell(shell: Any, line: str, cell: str) -> Optional[Any]:
         error = outcome.error_before_exec or outcome.error_in_exec
     finally:
         recording.__exit__(type(error) if error is not None else None, error, None)
-    return recording.profile
+    profile = recording.profile
+    if args.outdir and profile is not None and profile.files:  # (every command that writes says where)
+        print("Written to %s: %s" % (args.outdir, ", ".join(profile.files)))
+    return profile
 
 
 def load_ipython_extension(ipython: Any) -> None:

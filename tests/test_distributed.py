@@ -484,6 +484,7 @@ def straggler(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_under_mpirun_each_rank_writes_its_own_result_and_rank_0_prints_the_merge(straggler):
     out, _, proc = straggler
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -503,6 +504,8 @@ def test_under_mpirun_each_rank_writes_its_own_result_and_rank_0_prints_the_merg
     assert names[0].startswith("rank 0") and names[1].startswith("rank 1")
 
 
+@pytest.mark.slow  # (mpirun, and figures of two ranks' steps that a loaded machine moves)
+@pytest.mark.serial
 def test_the_merge_names_the_straggler_its_input_and_what_rank_0_waits(straggler):
     out, _, proc = straggler
     r = analyze(nnprofile.load(out)).ranks
@@ -525,6 +528,8 @@ def test_the_merge_names_the_straggler_its_input_and_what_rank_0_waits(straggler
     assert r.advice[0].rule == "straggler"
 
 
+@pytest.mark.slow
+@pytest.mark.serial
 def test_the_communication_entries_are_the_time_the_program_measures_around_its_calls(straggler):
     out, log, proc = straggler
     for rank in (0, 1):
@@ -549,6 +554,7 @@ def test_the_communication_entries_are_the_time_the_program_measures_around_its_
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_report_and_check_take_the_merged_view(straggler, tmp_path):
     out, _, _ = straggler
     again = run_cli("report", str(out), "-o", str(tmp_path), "-q")
@@ -644,6 +650,7 @@ def test_on_demand_under_mpirun_every_rank_or_one_named_rank(tmp_path):
     assert stderr.count("written to") == 3
 
 
+@pytest.mark.slow
 def test_a_rank_still_running_is_merged_as_far_as_it_has_written_and_said(tmp_path):
     """``nnprofile merge`` while rank 1 still holds its folder (it writes there yet): merged, and said on stderr."""
     from nnprofile.base.outdir import Lock

@@ -137,3 +137,20 @@ def test_the_pytest_plugin_writes_the_golden_file_with_nnprofile_update(tmp_path
     project.write_text(mlp_project([("Sigmoid", 16), ("ReLU", 8)]))
     changed = _pytest(tmp_path)
     assert changed.returncode == 1 and "moved:" in changed.stdout and "Sigmoid" in changed.stdout
+
+
+def test_a_solver_changed_is_one_changed_line_each_and_the_layers_are_unchanged():
+    """Momentum swapped for Adam leaves the layer order as it is: the graph's header and each solver call are one
+    changed line each, no layer added or removed (it was a diff of every layer, both ways)."""
+    from nnprofile.testing.order import order_difference
+
+    golden = open(os.path.join(GOLDEN, "gan_order.txt"), encoding="utf-8").read().splitlines()
+    swapped = [line.replace("Adam: gen", "Momentum: gen") for line in golden]
+    diff = order_difference(golden, swapped)
+    assert not diff.added and not diff.removed and not diff.moved and not diff.changed
+    assert [old.split(" (")[0] for _, old, _ in diff.relabeled] == [
+        "Profiling graph 'loss_gen'",
+        "zero_grad",
+        "weight_decay",
+        "update",
+    ]

@@ -71,7 +71,7 @@ def test_xlsx_sheets_hold_the_log_entries_as_numbers(run):
     out, _, sections, _ = run
     wb = openpyxl.load_workbook(out / "profile.xlsx")
     assert [n for n in wb.sheetnames if n != "Chart data"][-1] == "Info"
-    for ws, (_, entries) in zip(wb.worksheets, sections):
+    for ws, (_, entries) in zip(_sections(wb), sections):
         assert ws["A1"].value == "entry" and ws["B1"].value == "time (ms)"
         assert ws.freeze_panes == "B2"
         values = [
@@ -88,7 +88,7 @@ def test_xlsx_sheets_hold_the_log_entries_as_numbers(run):
 def test_xlsx_colour_scale_covers_exactly_forward_to_backward(run):
     out, _, sections, _ = run
     wb = openpyxl.load_workbook(out / "profile.xlsx")
-    for ws, (_, entries) in zip(wb.worksheets, sections):
+    for ws, (_, entries) in zip(_sections(wb), sections):
         rows = [
             i + 2 for i, (label, _) in enumerate(entries) if label.startswith(("forward_function", "backward_function"))
         ]
@@ -96,5 +96,11 @@ def test_xlsx_colour_scale_covers_exactly_forward_to_backward(run):
         assert ranges == ["B%d:B%d" % (rows[0], rows[-1])]
         rules = [r for cf in ws.conditional_formatting for r in cf.rules]
         assert [r.type for r in rules] == ["colorScale"]
-        assert "Chart " + ws.title in wb.sheetnames  # its chart: a sheet of its own, first
-    assert wb.sheetnames[0].startswith("Chart ") and wb.active.title == wb.sheetnames[0]
+        assert "Chart " + ws.title in wb.sheetnames  # its chart: a sheet of its own
+    # what it opens on: the step's summary (its parts, top layers, other's lines, advice), then the charts
+    assert wb.sheetnames[0] == "Summary" and wb.active.title == "Summary" and wb.sheetnames[1].startswith("Chart ")
+
+
+def _sections(wb):
+    """The sections' sheets, in order (the Summary first, the charts and the Info sheet aside)."""
+    return [ws for ws in wb.worksheets if ws.title not in ("Summary", "Info", "Chart data")]

@@ -339,7 +339,7 @@ def test_the_log_workbook_html_and_trace_tell_the_graphs_apart(gan):
     import openpyxl
 
     wb = openpyxl.load_workbook(out / "profile.xlsx")
-    assert [ws.title for ws in wb.worksheets][:3] == ["loss_gen", "loss_dis", "gan.py"]
+    assert [ws.title for ws in wb.worksheets][:4] == ["Summary", "loss_gen", "loss_dis", "gan.py"]
     html = (out / "report.html").read_text()
     assert "graph 'loss_dis' (trained by Adam: dis" in html
     import trace_check

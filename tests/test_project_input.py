@@ -35,6 +35,7 @@ def test_a_loop_repeated_beyond_what_a_project_holds_is_refused_before_anything_
         check_unrolled(proto, "repeat.nntxt", None, memory=1 << 30)
 
 
+@pytest.mark.slow
 def test_a_repeat_of_a_hundred_million_is_one_line_at_once(tmp_path):
     text = open(REPEAT, encoding="utf-8").read().replace("times: 3", "times: 100000000")
     (tmp_path / "big.nntxt").write_text(text)
@@ -42,6 +43,7 @@ def test_a_repeat_of_a_hundred_million_is_one_line_at_once(tmp_path):
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "repeats 100000000 times" in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_parameter_file_that_gives_no_parameter_is_said(tmp_path):
     nnp = tmp_path / "damaged.nnp"
     with zipfile.ZipFile(nnp, "w") as z:
@@ -53,6 +55,7 @@ def test_a_parameter_file_that_gives_no_parameter_is_said(tmp_path):
     assert "the values are not the project's" in (tmp_path / "out" / "profile.log").read_text()
 
 
+@pytest.mark.slow
 def test_an_archive_member_that_cannot_be_read_is_named(tmp_path):
     nnp = tmp_path / "damaged.nnp"
     with zipfile.ZipFile(nnp, "w", compression=zipfile.ZIP_DEFLATED) as z:
@@ -65,6 +68,7 @@ def test_an_archive_member_that_cannot_be_read_is_named(tmp_path):
     assert proc.returncode == 2 and "its member 'network.nntxt' cannot be read" in proc.stderr, proc.stderr
 
 
+@pytest.mark.slow
 def test_a_batch_too_large_says_so_and_a_key_set_twice_is_refused():
     proc = run_cli(LENET, "--batch-size", "1" + "0" * 30, "--synthetic")
     assert proc.returncode == 2 and "is larger than any (at most 2147483647)" in proc.stderr

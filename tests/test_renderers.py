@@ -83,9 +83,9 @@ def test_log_text_is_exact(profile):
         "(20.0%) + backward 2.000 ms (13.3%) + update 8.000 ms (53.3%) + monitor 0.000 ms (0.0%) +",
         "  other 0.000 ms (0.0%)",  # (a line of nnprofile's own words is at most 200 characters)
         "Top layers by time a step:",
-        "    #  layer     type       ms a step     of it",
-        "    1  Affine    Affine        3.7346     24.9%",
-        "    2  Affine_2  Mystery       0.0050      0.0%",
+        "    #  layer     type         forward     backward    ms a step     of it",  # the columns it sorts by
+        "    1  Affine    Affine        2.5000       1.2346       3.7346     24.9%",
+        "    2  Affine_2  Mystery       0.0010       0.0040       0.0050      0.0%",
         "By layer type (layers): Affine 24.9% (1), Mystery 0.0% (1)",
         "First advice: The solver update is a large part of the step: a network with many parameters and little "
         "computation; a simpler solver (SGD, Momentum) or larger batches help.",
@@ -142,12 +142,15 @@ def test_the_answers_table_takes_top_sort_and_layer_types(profile):
     from nnprofile.render.answer import View
 
     lines = log.render(profile, view=View(top=1, sort="name", group_by="type")).splitlines()
-    assert lines[4:8] == [
-        "Top layer types by time a step:",
-        "    #  layer type  layers    ms a step     of it",
-        "    1  Affine           1       3.7346     24.9%",
+    assert lines[4:8] == [  # its title says what it is sorted by (it said "by time a step" once)
+        "Layer types by name (the first 1):",
+        "    #  layer type  layers      forward     backward    ms a step     of it",
+        "    1  Affine           1       2.5000       1.2346       3.7346     24.9%",
         "  (1 more type; --top N shows more)",
     ]
+    lines = log.render(profile, view=View(sort="backward")).splitlines()
+    assert "Top layers by backward time a step:" in lines
+    assert "Top layers by time a pass (no backward time in a pass: sorted by time):" in lines
 
 
 def test_graph_mode_header_names_the_hook_cost(profile):
@@ -198,17 +201,17 @@ def test_detail_csv_statistics(profile):
 def test_xlsx_layout(profile, tmp_path):
     write_all(profile, str(tmp_path), formats=["xlsx"], save_result=False)
     wb = openpyxl.load_workbook(tmp_path / "profile.xlsx")
-    # each section's chart on a sheet of its own, first: the workbook opens on the first
+    # the step's summary first, what the workbook opens on; each section's chart on a sheet of its own
     assert wb.sheetnames == [
+        "Summary",
         "Chart Optimizer Main",
         "Chart Executor MainRuntime",
         "Optimizer Main",
         "Executor MainRuntime",
-        "Summary",
         "Info",
         "Chart data",
     ]
-    assert wb.active.title == "Chart Optimizer Main"
+    assert wb.active.title == "Summary"
     ws = wb["Optimizer Main"]
     assert [c.value for c in ws["B"]][1:] == [2.0, 2.5, 0.001, 0.0001, 0.004, 1.234567, 3.0, 2.0, 8.0]
     assert ws["B2"].number_format == "0.000000"

@@ -247,6 +247,10 @@ RULES: List[Callable[[Summary], List[Advice]]] = [
 ]
 
 
+# Rules about training: a program that trains nothing (an inference loop) is not advised by them.
+TRAINING_RULES = (input_bound, heavy_update, costly_evaluation)
+
+
 def advise(s: Summary) -> List[Advice]:
-    """Every rule's advice for a step, in the rules' order."""
-    return [a for rule in RULES for a in rule(s)]
+    """Every rule's advice for a step, in the rules' order (a step that trains nothing: none about training)."""
+    return [a for rule in RULES if s.training or rule not in TRAINING_RULES for a in rule(s)]

@@ -97,6 +97,7 @@ class Summary:
     # Each part's standard error (ms per step) and the step's (``nnprofile.analysis.evidence``): how sure advice is.
     errors: Dict[str, float] = field(default_factory=dict)
     step_error: float = 0.0
+    training: bool = True  # a training step (a program that trains nothing: an inference loop's step)
 
     def kind_error(self, kind: str) -> float:
         """The standard error of the parts of a kind together."""
@@ -303,6 +304,7 @@ def summarize_program(
         own_clock=own_clock(script.info),
         errors=errors,
         step_error=step_error,
+        training=any(g.info.trained_by or g.info.role == "trained" for g in graphs) or not graphs,
     )
 
 

@@ -41,6 +41,8 @@ class Slowdown:
     part: str  # the part that grew most
     part_ms: float  # its time per step in the last window
     part_base_ms: float  # ... and in the first
+    base_window: int = 1  # the windows compared: the first filled one, and the last
+    last_window: int = 0
 
     @property
     def ratio(self) -> float:
@@ -60,7 +62,9 @@ def _threshold(a: WindowSummary, b: WindowSummary) -> float:
 
 
 def slowdown(windows: Sequence[WindowSummary]) -> Optional[Slowdown]:
-    """The module's rule (above): None where the step did not slow so."""
+    """The module's rule (above), between the windows ``compared`` (the filled ones: a last window the program cut
+    short is no window's figure), as the layers that moved are: None where the step did not slow so."""
+    windows = compared(windows)
     if len(windows) < 2:
         return None
     first, last = windows[0], windows[-1]
@@ -86,6 +90,8 @@ def slowdown(windows: Sequence[WindowSummary]) -> Optional[Slowdown]:
         part,
         after.get(part, 0.0),
         before.get(part, 0.0),
+        first.window,
+        last.window,
     )
 
 

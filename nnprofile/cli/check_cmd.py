@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from ..api.gate import gate
 from ..base.errors import ProfileError
-from .common import Parser, Printer
+from .common import Parser, Printer, said
 
 EXIT_ERROR = 2  # any error, internal ones included, and a wrong command line: never confused with "slower"
 
@@ -84,6 +85,7 @@ def run(args) -> int:
         progress=Printer(args.quiet),
         allow_incomplete=args.allow_incomplete,
     )
+    files = []
     for path, render in ((args.markdown, verdicts.markdown), (args.junit, verdicts.junit)):
         if path:
             try:
@@ -91,5 +93,11 @@ def run(args) -> int:
                     f.write(render(result))
             except OSError as e:
                 raise ProfileError("cannot write %s (%s)" % (path, e.strerror or e))
-    Printer(args.quiet).write(verdicts.text(result))
+            files.append(path)
+    out = Printer(args.quiet)
+    out.write(verdicts.text(result))
+    folders = sorted({os.path.dirname(os.path.abspath(p)) for p in files})
+    for folder in folders:  # (the files of --markdown and --junit, by folder)
+        names = [os.path.basename(p) for p in files if os.path.dirname(os.path.abspath(p)) == folder]
+        said(out, "Written to %s: %s" % (os.path.relpath(folder) if folder != os.getcwd() else ".", ", ".join(names)))
     return result.exit_code

@@ -173,9 +173,18 @@ def warnings(profile: Any) -> None:
             print("nnprofile: warning: %s" % safe_text(text(note)), file=sys.stderr)
 
 
+def said(out: Printer, text: str) -> None:
+    """A line every writing command ends with (``Written to ...``): never held back by --quiet, wrapped between its
+    files, never inside a name."""
+    from ..render.log import wrap
+
+    for line in wrap(text):
+        out(line, always=True)
+
+
 def written(out: Printer, outdir: str, files: Sequence[str], open_report: bool = False) -> None:
     """The last line of every command that writes: where, and every file; then the report opened if asked."""
-    out("Written to %s: %s" % (outdir, ", ".join(files) if files else "nothing"), always=True)
+    said(out, "Written to %s: %s" % (outdir, ", ".join(files) if files else "nothing"))
     if open_report:
         report = os.path.abspath(os.path.join(outdir, "report.html"))
         if not os.path.isfile(report):

@@ -9,7 +9,7 @@ from ..base.errors import ProfileError
 from ..base.options import ProfileOptions
 from ..compare import compare_configurations, compare_results, parse_set
 from ..render.comparison import write as write_comparison
-from .common import Parser, Printer, claimed, positive_int
+from .common import Parser, Printer, claimed, positive_int, said
 from .progress import Progress
 
 
@@ -152,5 +152,5 @@ def run(args) -> int:
             out.progress = None
     with open(os.path.join(outdir, "compare.log")) as f:
         out.write(f.read())
-    out("Written to %s: %s" % (outdir, ", ".join(os.path.relpath(p, outdir) for p in written)))
+    said(out, "Written to %s: %s" % (outdir, ", ".join(os.path.relpath(p, outdir) for p in written)))
     return 0

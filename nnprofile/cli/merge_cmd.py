@@ -9,7 +9,7 @@ import sys
 from ..merging.ranks import collect, merge, rank_folders, spans
 from ..base.errors import ProfileError
 from ..base.outdir import in_use
-from .common import Parser, Printer, claimed, non_negative_float
+from .common import Parser, Printer, claimed, non_negative_float, said
 
 
 SUMMARY = "merge the results of a distributed run's ranks (OUTDIR/rank-K/) into one view"
@@ -64,7 +64,7 @@ def run(args) -> int:
         write_all(merged, args.outdir)
     out = Printer(args.quiet)
     out.write(log.render(merged))
-    out("Written to %s: the merged view of %d of %d ranks" % (args.outdir, len(found.profiles), found.size))
+    said(out, "Written to %s: the merged view of %d of %d ranks" % (args.outdir, len(found.profiles), found.size))
     if found.missing:
         print(
             "nnprofile: error: no result from rank%s %s of %d (merged: %s)"

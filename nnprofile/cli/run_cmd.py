@@ -12,7 +12,7 @@ from ..api.launch import run_recording
 from ..base.options import Schedule, add_schedule
 from ..render.safe import safe_text
 from ..merging.ranks import spans
-from .common import Parser, Printer, add_view, non_negative_float, view_of, warnings, written
+from .common import Parser, Printer, add_view, non_negative_float, said, view_of, warnings, written
 
 # The program ran (and succeeded), but nnprofile could not make or write its profile: an exit status of its own,
 # so that a CI job does not take a missing profile for a written one (sysexits' EX_SOFTWARE).
@@ -138,9 +138,10 @@ def _ranks_written(args: Any, recording: Any, world: Any, outdir: str, status: i
     merged = recording.merged
     out = Printer(args.quiet)
     out.write(log.render(merged))
-    out(
+    said(
+        out,
         "Written to %s: the merged view of %d of %d ranks (%s), each rank's own result in %s"
-        % (outdir, len(merged.ranks.ranks), world.size, FILES % (", trace.json.gz"), os.path.join(outdir, "rank-K"))
+        % (outdir, len(merged.ranks.ranks), world.size, FILES % (", trace.json.gz"), os.path.join(outdir, "rank-K")),
     )
     missing = merged.ranks.missing
     if missing:

@@ -16,6 +16,7 @@ from ..analysis import Analysis, SectionAnalysis
 from ..analysis.breakdown import LayerTime, Summary
 from .words import named
 from .advice import words
+from .step import other_line
 
 SORTS = ("time", "forward", "backward", "name")
 GROUPS = ("layer", "type")
@@ -39,41 +40,57 @@ def _key(sort: str) -> Callable[[Tuple[str, str, float, float, float, int]], Tup
 
 
 def _rows(layers: Sequence[LayerTime], group_by: str) -> List[Tuple[str, str, float, float, float, int]]:
-    """(name, type, ms a step, forward ms, backward ms, layers) by layer, or summed by layer type."""
+    """(name, type, ms a step, forward and backward ms a step, layers) by layer, or summed by layer type."""
     if group_by == "layer":
-        return [(named(l), l.layer_type, l.step_ms, l.forward_ms, l.backward_ms, 1) for l in layers]
+        return [(named(l), l.layer_type, l.step_ms, l.forward_step_ms, l.backward_step_ms, 1) for l in layers]
     grouped: Dict[str, List[float]] = {}
     for l in layers:
         g = grouped.setdefault(l.layer_type or "?", [0.0, 0.0, 0.0, 0])
         g[0] += l.step_ms
-        g[1] += l.forward_ms
-        g[2] += l.backward_ms
+        g[1] += l.forward_step_ms
+        g[2] += l.backward_step_ms
         g[3] += l.copies
     return [(t, t, v[0], v[1], v[2], int(v[3])) for t, v in grouped.items()]
 
 
+# What each order sorts by, as a table's title says it (``title``), and the column it sorts by.
+SORTED_BY = {"time": "time a %s", "forward": "forward time a %s", "backward": "backward time a %s", "name": "name"}
+
+
+def title(view: View, unit: str = "step", fell_back: bool = False) -> str:
+    """A table's title: what it lists and what it is sorted by (``fell_back``: it could not sort as asked)."""
+    what = "layer types" if view.group_by == "type" else "layers"
+    if fell_back:
+        return "Top %s by time a %s (no %s time in a %s: sorted by time):" % (what, unit, view.sort, unit)
+    if view.sort == "name":
+        return "%s by name (the first %d):" % (what[0].upper() + what[1:], view.top)
+    return "Top %s by %s:" % (what, SORTED_BY[view.sort] % unit)
+
+
 def table(layers: Sequence[LayerTime], whole_ms: float, view: View, unit: str = "step") -> List[str]:
-    """The sorted table of layers (or layer types), ``view.top`` rows, each its time a ``unit`` and its share of
-    ``whole_ms``."""
+    """The sorted table of layers (or layer types), ``view.top`` rows, each its forward and backward time (a step's;
+    a pass's only its time), its time a ``unit`` and its share of ``whole_ms``: the column it is sorted by always
+    among them, as torch.profiler's ``table(sort_by=...)`` shows its own."""
     rows = sorted(_rows(layers, view.group_by), key=_key(view.sort))
     shown = rows[: view.top]
     if not shown:
         return []
     by_type = view.group_by == "type"
+    phases = unit == "step"  # a training step has forward and backward; an inference pass, its time alone
     first = "layer type" if by_type else "layer"
     width = max(len(first), *(len(r[0]) for r in shown))
     kind = max(len("layers" if by_type else "type"), *(len(str(r[5]) if by_type else r[1] or "") for r in shown))
     align = "%*s" if by_type else "%-*s"  # a count right, a type's name left
-    out = [
-        ("  %3s  %-*s  " + align + "  %11s  %8s")
-        % ("#", width, first, kind, "layers" if by_type else "type", "ms a %s" % unit, "of it")
-    ]
+    head = ("  %3s  %-*s  " + align) % ("#", width, first, kind, "layers" if by_type else "type")
+    if phases:
+        head += "  %11s  %11s" % ("forward", "backward")
+    out = [head + "  %11s  %8s" % ("ms a %s" % unit, "of it")]
     for i, r in enumerate(shown, 1):
         share = "%.1f%%" % (100 * r[2] / whole_ms) if whole_ms > 0 else ""
-        out.append(
-            ("  %3d  %-*s  " + align + "  %11.4f  %8s")
-            % (i, width, r[0], kind, str(r[5]) if by_type else r[1] or "", r[2], share)
-        )
+        line = ("  %3d  %-*s  " + align) % (i, width, r[0], kind, str(r[5]) if by_type else r[1] or "")
+        if phases:
+            line += "  %11.4f  %11.4f" % (r[3], r[4])
+        out.append(line + "  %11.4f  %8s" % (r[2], share))
     if len(rows) > len(shown):
         more = len(rows) - len(shown)
         out.append(
@@ -103,10 +120,12 @@ def _step_lines(s: Summary, view: View) -> List[str]:
     ]
     if s.layers:
         layers = s.base_layers
-        out.append("Top %s by time a step:" % ("layer types" if view.group_by == "type" else "layers"))
+        out.append(title(view))
         out += table(layers, step, view)
         if view.group_by == "layer":
             out.append(by_type_line(layers, step))
+    if s.own_lines:
+        out.append(other_line(s))
     if s.advice:
         out.append("First advice: %s" % words(s.advice[0]).text)
     return out
@@ -117,11 +136,13 @@ def _inference_lines(a: SectionAnalysis, view: View) -> List[str]:
     if not whole or not a.layers:
         return []
     ms = whole[0].mean_ms
+    fell_back = view.sort == "backward"  # an inference pass runs no backward: by time, and said
+    shown = View(view.top, "time", view.group_by) if fell_back else view
     out = [
         "Inference pass of %s: %.3f ms" % (a.section.title, ms),
-        "Top %s by time a pass:" % ("layer types" if view.group_by == "type" else "layers"),
+        title(shown if not fell_back else view, "pass", fell_back),
     ]
-    out += table(a.layers, ms, view, unit="pass")
+    out += table(a.layers, ms, shown, unit="pass")
     if view.group_by == "layer":
         out.append(by_type_line(a.layers, ms))
     return out

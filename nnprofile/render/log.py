@@ -17,7 +17,7 @@ from ..result import Entry, Profile, Section, format_ms
 from ..base.choices import GRAPH, OUTSIDE
 from ..base.places import short
 from . import answer, interference
-from .windows import lines as window_lines
+from .windows import lines as window_lines, run_lines
 from ..result.header import ProgramHeader, ProjectHeader
 from .base import Contents
 from .safe import safe_text
@@ -345,6 +345,8 @@ def render(profile: Profile, analysis: Optional[Analysis] = None, view: answer.V
     as NNC's Profile command logs it, then how it was measured ("About this run")."""
     analysis = analysis or analyze(profile)
     lines = title_lines(profile)
+    if analysis.windows is not None:  # a long run leads with the run, then the window its figures are
+        lines.extend(run_lines(analysis.windows, getattr(profile.header, "window", 0)))
     lines.extend(answer.lines(analysis, view))
     lines.extend("Note: %s" % note for note in texts(profile.notes))
     if analysis.windows is not None:
@@ -372,26 +374,41 @@ CONTINUED = "  "  # a wrapped line's continuation starts so: it reads as part of
 
 
 def wrap(line: str, width: int = WIDTH) -> List[str]:
-    """A line of at most ``width`` characters, or its clauses on lines that are (at "; ", then ", ", then spaces,
-    the separator kept at the end of the line it ends); an entry line (``label  0.123456(ms)``) stays whole."""
+    """A line of at most ``width`` characters, or its items on lines that are: cut between a step's parts (" + "),
+    then at "; ", ", ", then a space that is no part of a figure (never between a name, its figure, its unit and
+    its share: "other 0.000 ms (0.0%)" stays whole), the separator kept at the end of the line it ends; an entry line
+    (``label  0.123456(ms)``) stays whole."""
     if len(line) <= width or ENTRY_LINE.match(line):
         return [line]
     out: List[str] = []
     rest = line
     while len(rest) > width:
-        cut = -1
-        for separator in ("; ", ", ", " "):
-            cut = rest.rfind(separator, 0, width - len(separator) + 1)
-            if cut > width // 3:
-                cut += len(separator)
-                break
-            cut = -1
-        if cut <= 0:
-            cut = width
+        cut = _cut_at(rest, width)
         out.append(rest[:cut].rstrip())
         rest = CONTINUED + rest[cut:].lstrip()
     out.append(rest)
     return out
+
+
+def _cut_at(rest: str, width: int) -> int:
+    """Where a line too long is cut: the last separator within ``width`` beyond a third of it, the best first."""
+    for separator in (" + ", "; ", ", "):
+        cut = rest.rfind(separator, 0, width - len(separator) + 1)
+        if cut > width // 3:
+            return cut + len(separator)
+    for cut in range(min(width, len(rest) - 1), width // 3, -1):
+        if rest[cut] == " " and _between_figures(rest, cut):
+            return cut + 1
+    return width
+
+
+def _between_figures(text: str, at: int) -> bool:
+    """Whether the space at ``at`` parts two items, not a name from its figure or a figure from its unit or share."""
+    before, after = text[at - 1 : at], text[at + 1 : at + 2]
+    if before.isdigit() or after.isdigit() or after == "(" or before == "%":
+        return False
+    nxt = text[at + 1 :].split(" ", 1)[0]
+    return not (nxt in ("ms", "us", "s", "MB", "GB", "KiB", "MiB", "GiB") or nxt.startswith(("ms", "(")))
 
 
 def files(profile: Profile, analysis: Analysis) -> Contents:

@@ -12,17 +12,19 @@ from ..analysis.windows import Slowdown, WindowsAnalysis, compared
 
 
 def finding(s: Slowdown) -> str:
-    """The slowdown found, with its figures."""
+    """The slowdown found, with its figures, naming the windows it compares."""
     return (
-        "the step slowed from window %d on (steps from %d, %.0f s into the run): %.3f ms in the last window "
-        "against %.3f ms in the first (%+.1f%%, more than the %.3f ms the windows' own spread allows); "
+        "the step slowed from window %d on (steps from %d, %.0f s into the run): %.3f ms in %s against %.3f ms in "
+        "window %d (%+.1f%%, more than the %.3f ms the windows' own spread allows); "
         "the part that grew most: %s, %.3f ms against %.3f ms (%+.3f ms)"
         % (
             s.window,
             s.first_step,
             s.started_s,
             s.step_ms,
+            "window %d" % s.last_window if s.last_window else "the last window",
             s.base_ms,
+            s.base_window,
             100 * (s.ratio - 1),
             s.threshold_ms,
             s.part,
@@ -33,8 +35,22 @@ def finding(s: Slowdown) -> str:
     )
 
 
+def run_lines(a: WindowsAnalysis, shown: int = 0) -> List[str]:
+    """What a long run's log leads with: the run's windows, what the view over them found and the layers that moved
+    between the same two windows; then which window the figures below it are (``shown``: its number)."""
+    first, last = a.windows[0], a.windows[-1]
+    out = ["Run: %d windows recorded, steps %d to %d" % (len(a.windows), first.first_step, last.last_step)]
+    out += summary_lines(a)
+    here = next((w for w in a.windows if w.window == shown), last)
+    out.append(
+        "The figures below are window %d's (%s%s; each window's step by part follows them)"
+        % (here.window, here.span, "" if here.complete else ", not filled")
+    )
+    return out
+
+
 def lines(a: WindowsAnalysis) -> List[str]:
-    """The log's block over the windows: each window's step by part, the finding, the layers that moved."""
+    """The log's block over the windows: each window's step by part."""
     out = ["Windows: %d recorded" % len(a.windows)]
     for w in a.windows:
         out.append(
@@ -48,7 +64,6 @@ def lines(a: WindowsAnalysis) -> List[str]:
                 " + ".join("%s %.3f ms" % (p, ms) for p, ms in w.parts),
             )
         )
-    out += summary_lines(a)
     return out
 
 

@@ -96,10 +96,17 @@ def counted(n: int, word: str) -> str:
 
 
 def own_lines_note(samples: int, clock: Tuple[str, float]) -> str:
-    """What a table of the program's own lines shows."""
-    return (
-        "%s, sampled (%s): each line's share of them (with its 95%% interval), and of other's time per step "
-        "(fewer than %d samples in all: the counts only)." % (OTHER_OPENING, sampled(samples, clock), MIN_SHARE_SAMPLES)
+    """What a table of the program's own lines shows (with fewer than MIN_SHARE_SAMPLES samples, their counts only:
+    said only then)."""
+    if samples < MIN_SHARE_SAMPLES:
+        return "%s, sampled (%s, fewer than %d: each line's count only, too few for a share)." % (
+            OTHER_OPENING,
+            sampled(samples, clock),
+            MIN_SHARE_SAMPLES,
+        )
+    return "%s, sampled (%s): each line's share of them (with its 95%% interval), and of other's time per step." % (
+        OTHER_OPENING,
+        sampled(samples, clock),
     )
 
 

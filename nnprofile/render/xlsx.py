@@ -434,7 +434,16 @@ def workbook_bytes(profile: Profile, analysis: Optional[Analysis] = None) -> byt
         _windows_sheet(book, book.wb.add_worksheet("Windows"), analysis.windows)
     if analysis.ranks is not None:  # a merged view of ranks: who is slow comes first
         _ranks_sheet(book, book.wb.add_worksheet("Ranks"), analysis.ranks)
-    # Each section's chart of its layers on a sheet of its own, first: what the workbook opens on.
+    summary: List[List[object]] = [list(SUMMARY_COLUMNS)]
+    for a in analysis.sections:
+        if a.step is not None:
+            summary += [row + [""] for row in advice_rows(a.step)]
+        summary += memory.rows(a)
+    # The step's summary (its parts, top layers, other's lines, advice) first: what the workbook opens on; then each
+    # section's chart of its layers on a sheet of its own.
+    summary_sheet = book.wb.add_worksheet("Summary") if len(summary) > 1 else None  # a complete training section
+    if summary_sheet is not None and analysis.windows is None and analysis.ranks is None:
+        summary_sheet.activate()
     names = sheet_names(profile)
     taken = names + ["Info", "Summary", "Ranks", "Windows", CHART_DATA]
     charts: Dict[int, Any] = {}
@@ -443,15 +452,9 @@ def workbook_bytes(profile: Profile, analysis: Optional[Analysis] = None) -> byt
             name = sheet_name("Chart %s" % names[i], taken, fallback="Chart")
             taken.append(name)
             charts[i] = book.wb.add_chartsheet(name)
-    if charts and analysis.windows is None and analysis.ranks is None:
+    if charts and summary_sheet is None and analysis.windows is None and analysis.ranks is None:
         charts[min(charts)].activate()
     sheets = [book.wb.add_worksheet(name) for name in names]
-    summary: List[List[object]] = [list(SUMMARY_COLUMNS)]
-    for a in analysis.sections:
-        if a.step is not None:
-            summary += [row + [""] for row in advice_rows(a.step)]
-        summary += memory.rows(a)
-    summary_sheet = book.wb.add_worksheet("Summary") if len(summary) > 1 else None  # a complete training section
     info = book.wb.add_worksheet("Info")
     data = book.wb.add_worksheet(CHART_DATA) if any(a.layers for a in analysis.sections) else None
     for block, (ws, section) in enumerate(zip(sheets, profile.sections)):

@@ -396,16 +396,25 @@ class Profile:
 
         return make("profile_frame", self)
 
-    def layers(self, group_by: str = "layer") -> "pandas.DataFrame":
+    def layers(self, group_by: str = "layer", sort: Optional[str] = None) -> "pandas.DataFrame":
         """One row per layer of every section (forward and backward paired, no pass totals): what a profile is
         read for first (``profile.layers().nlargest(3, "total_ms")``); ``group_by="type"``: one row per layer type
-        of each section, its layers summed ("all BatchNormalization: 33 % of the step"); see
-        ``nnprofile.result.frames``."""
+        of each section, its layers summed ("all BatchNormalization: 33 % of the step"); ``sort``: as the log's
+        ``--sort`` orders its table (``"time"``: total_ms, ``"forward"``, ``"backward"``: the largest first;
+        ``"name"``), by a column the frame holds; see ``nnprofile.result.frames``."""
         from .views import make
 
         if group_by not in ("layer", "type"):
             raise ValueError("group_by is 'layer' or 'type', not %r" % (group_by,))
-        return make("layer_type_frame" if group_by == "type" else "layer_frame", self)
+        frame = make("layer_type_frame" if group_by == "type" else "layer_frame", self)
+        if sort is None:
+            return frame
+        columns = {"time": "total_ms", "forward": "forward_ms", "backward": "backward_ms", "name": "layer"}
+        if group_by == "type":
+            columns = {"time": "ms_per_step", "name": "layer_type"}
+        if sort not in columns:
+            raise ValueError("a frame by %s sorts by %s, not %r" % (group_by, ", ".join(columns), sort))
+        return frame.sort_values(columns[sort], ascending=sort == "name", kind="stable", na_position="last")
 
     def ranks_dataframe(self) -> "pandas.DataFrame":
         """A merged view's ranks: one row per rank, its step and parts (ms per step); empty otherwise."""

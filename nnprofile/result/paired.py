@@ -42,6 +42,20 @@ class LayerTime:
         return self.total_ms if self.per_step is None else self.per_step
 
     @property
+    def forward_step_ms(self) -> float:
+        """Its forward's time in a step (a recorded program's: its calls in a step; else a call's)."""
+        return self._in_step(self.forward, self.forward_ms)
+
+    @property
+    def backward_step_ms(self) -> float:
+        return self._in_step(self.backward, self.backward_ms)
+
+    def _in_step(self, entry: Optional[Entry], ms: float) -> float:
+        if self.per_step is None or entry is None:
+            return ms
+        return entry.per_round_ns() / 1e6
+
+    @property
     def gflops_per_s(self) -> Optional[float]:
         if self.flops is None or self.total_ms <= 0:
             return None

@@ -6,7 +6,7 @@ import difflib
 import os
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple, Union
 
 from . import golden
 
@@ -60,18 +60,30 @@ def layer_order(source: Union["Profile", PathLike], synthetic: bool = True) -> L
     return lines
 
 
+_SECTION = re.compile(r"^Profiling (?P<title>.+?)(?: \(.*\))? \.\.\.$")
+
+
 def _keys(lines: List[str]) -> List[Tuple[str, str, str]]:
-    """What identifies each line across two orders: its section, its phase and its layer's name (not its
-    class, which may change)."""
+    """What identifies each line across two orders: its section (by its title: what its header says of it besides,
+    its solver, its passes, may change), its phase and its layer's name (not its class, which may change); a line of
+    no layer (``update (Adam)``), its phase and how many of that phase came before it in its section."""
     keys = []
     section = ""
+    seen: Dict[str, int] = {}
     for line in lines:
         if line.startswith("Profiling "):
-            section = line
-            keys.append((line, "", ""))
+            m = _SECTION.match(line)
+            section = m.group("title") if m else line
+            seen = {}
+            keys.append((section, "", ""))
             continue
         m = _LABEL.match(line)
-        keys.append((section, m.group("phase"), m.group("name")) if m else (section, line, ""))
+        if m:
+            keys.append((section, m.group("phase"), m.group("name")))
+            continue
+        phase = line.split(" ", 1)[0]
+        seen[phase] = seen.get(phase, 0) + 1
+        keys.append((section, phase, "#%d" % seen[phase]))
     return keys
 
 
@@ -88,15 +100,17 @@ class Difference:
     removed: List[Tuple[int, str]] = field(default_factory=list)  # (line in the golden order, label)
     moved: List[Tuple[int, int, str]] = field(default_factory=list)  # (golden line, new line, label)
     changed: List[Tuple[int, str, str, str]] = field(default_factory=list)  # (new line, label, old class, new class)
+    relabeled: List[Tuple[int, str, str]] = field(default_factory=list)  # (new line, golden label, new label)
 
     def __bool__(self) -> bool:
-        return bool(self.added or self.removed or self.moved or self.changed)
+        return bool(self.added or self.removed or self.moved or self.changed or self.relabeled)
 
     def lines(self) -> List[str]:
         out = ["  added:   line %d: %s" % (i + 1, label) for i, label in self.added]
         out += ["  removed: line %d: %s" % (i + 1, label) for i, label in self.removed]
         out += ["  moved:   %s: from line %d to line %d" % (label, a + 1, b + 1) for a, b, label in self.moved]
         out += ["  class:   line %d: %s: %s -> %s" % (i + 1, label, old, new) for i, label, old, new in self.changed]
+        out += ["  changed: line %d: %s -> %s" % (i + 1, old, new) for i, old, new in self.relabeled]
         return out
 
 
@@ -122,6 +136,8 @@ def order_difference(expected: List[str], actual: List[str]) -> Difference:
             old, new = _class(expected[old_at[k]]), _class(actual[i])
             if old != new:
                 diff.changed.append((i, actual[i], str(old), str(new)))
+            elif old is None and expected[old_at[k]] != actual[i]:  # a section's header, an update's solver
+                diff.relabeled.append((i, expected[old_at[k]], actual[i]))
     return diff
 
 
