@@ -88,6 +88,8 @@ class Prepared:
         return out
 
     def profiled(self, out: str, *options: str) -> Run:
+        """The program under ``nnprofile run -q`` (its stdout the program's alone: with -q, nnprofile says where it
+        wrote on stderr, as ``nnprofile:`` lines and its ``Written to`` line)."""
         return self._run([sys.executable, "-m", "nnprofile", "run", "-q", "-o", out, *options])
 
 
@@ -163,5 +165,10 @@ def progress_bar(line: str) -> bool:
 
 
 def own_lines(stderr: str) -> str:
-    """stderr without nnprofile's own lines (``nnprofile: ...``)."""
-    return "\n".join(line for line in stderr.splitlines() if not line.startswith("nnprofile:"))
+    """stderr without nnprofile's own lines (``nnprofile: ...``, and its ``Written to`` line, wrapped)."""
+    out, ours = [], False
+    for line in stderr.splitlines():
+        ours = line.startswith(("nnprofile:", "Written to ")) or (ours and line.startswith("  "))
+        if not ours:
+            out.append(line)
+    return "\n".join(out)

@@ -146,7 +146,9 @@ def test_compare_saved_results_on_the_command_line(tmp_path):
     wb = openpyxl.load_workbook(out / "compare.xlsx")
     assert {"Compare", "Per entry", "Per layer", "Box plots", "Info"} <= set(wb.sheetnames)
     assert (out / "box_forward_all.png").read_bytes()[:4] == b"\x89PNG"
-    said = proc.stdout.strip().splitlines()[-1]  # every file it wrote, named
+    lines = proc.stdout.strip().splitlines()
+    start = max(k for k, line in enumerate(lines) if line.startswith("Written to "))
+    said = " ".join(line.strip() for line in lines[start:])  # every file it wrote, named (wrapped between them)
     assert said.startswith("Written to %s: " % out) and all(
         name in said for name in ("compare.log", "compare.csv", "compare.xlsx", "compare.html", "box_forward_all.png")
     )

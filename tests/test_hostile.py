@@ -99,11 +99,11 @@ def test_a_working_folder_deleted_under_the_shell_is_one_line_naming_it(tmp_path
 
 def test_quiet_drops_the_log_never_a_warning_nor_where_the_files_went(tmp_path):
     """pip's convention: ``-q`` drops progress and the log's echo; a program whose steps ran in a thread, unseen,
-    is still told so on stderr, and the last line says where the files went."""
+    is still told so on stderr, and the last line says where the files went (on stderr: stdout is the program's)."""
     proc = _run(["--in-thread"], tmp_path)
     assert proc.returncode == 0
     assert "nnprofile: warning: the program's NNabla work ran in another thread" in proc.stderr
-    assert proc.stdout.splitlines()[-1].startswith("Written to out: ")
+    assert proc.stderr.splitlines()[-1].startswith("Written to out: ")  # (with -q: on stderr, stdout the program's)
 
 
 def test_another_thread_that_runs_functions_takes_the_hooks_off_for_good(tmp_path):

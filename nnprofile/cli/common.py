@@ -35,7 +35,14 @@ class Printer:
         line = safe_text(line)  # no name reaches the terminal as an escape sequence
         if not always:
             self.printed.append(line)
-        if (self.quiet and not always) or self.closed:
+        if self.quiet and always:  # (on stderr: with -q a program's own stdout stays its own, line for line)
+            if sys.stderr is not None:
+                try:
+                    print(line, file=sys.stderr, flush=True)
+                except (BrokenPipeError, ValueError):
+                    pass
+            return
+        if self.quiet or self.closed:
             return
         if sys.stdout is None:  # closed by the shell: as the program alone prints, nothing
             self.closed = True
@@ -174,8 +181,8 @@ def warnings(profile: Any) -> None:
 
 
 def said(out: Printer, text: str) -> None:
-    """A line every writing command ends with (``Written to ...``): never held back by --quiet, wrapped between its
-    files, never inside a name."""
+    """A line every writing command ends with (``Written to ...``): never held back by --quiet (then on stderr, the
+    program's stdout its own), wrapped between its files, never inside a name."""
     from ..render.log import wrap
 
     for line in wrap(text):

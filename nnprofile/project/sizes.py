@@ -18,6 +18,9 @@ from ..result.notes import Note
 MAX_FUNCTIONS = 50_000
 BYTES_PER_ELEMENT = 4  # float32; half types take less, so this is the bound
 COPIES = 3  # a variable's data, its gradient, and a buffer NNabla may keep besides
+# How far beyond the machine's memory a network is refused unbuilt (the estimate is a bound: NNabla frees and shares
+# buffers); nearer, NNabla's own allocation fails, and that failure names a batch that fits.
+MEMORY_MARGIN = 4
 
 
 def available_memory() -> int:
@@ -57,7 +60,7 @@ def check_unrolled(proto: Any, main: str, batch_size: Optional[int], memory: Opt
             for d in v.shape.dim:
                 elements *= batch if d == -1 else max(1, int(d))
             need += elements * BYTES_PER_ELEMENT * COPIES * _copies(v.repeat_id, times)
-        if need > limit:
+        if need > MEMORY_MARGIN * limit:  # (a batch a little too large: NNabla's own failure names one that fits)
             raise ProfileError(
                 "%s: network '%s' would take %s%s, more than this machine has (%s)"
                 % (main, net.name, _size(need), because, _size(limit))
