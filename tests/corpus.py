@@ -15,7 +15,7 @@ import sys
 from collections import Counter
 from dataclasses import dataclass
 from functools import reduce
-from typing import Dict, Iterable, List, Sequence
+from typing import Dict, Iterable, List, Optional, Sequence
 
 from conftest import ROOT
 
@@ -62,13 +62,13 @@ class Prepared:
         env.pop("CI", None)  # the program runs as a user runs it
         return env
 
-    def _run(self, head: List[str]) -> Run:
+    def _run(self, head: List[str], env: Optional[Dict[str, str]] = None) -> Run:
         runner = _runner()
         args = head + [runner.script(self.program)] + list(self.program["argv"])
         proc = subprocess.run(
             args,
             cwd=self.places["cwd"],
-            env=self.environment(),
+            env=env or self.environment(),
             capture_output=True,
             text=True,
             errors="replace",
@@ -78,6 +78,24 @@ class Prepared:
 
     def alone(self) -> Run:
         return self._run([sys.executable])
+
+    def noted(self, path: str) -> Run:
+        """The program alone, as ``python SCRIPT`` runs it, with the instrument of ``tests/truth`` noting its updates
+        and passes into ``path`` (a part of no nnprofile's: the standard library's alone)."""
+        import truth
+
+        env = truth.environment(self.environment(), path, self.places["src"])
+        head = truth.command(_runner().script(self.program))
+        proc = subprocess.run(
+            head + list(self.program["argv"]),
+            cwd=self.places["cwd"],
+            env=env,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=TIMEOUT,
+        )
+        return Run(proc.returncode, proc.stdout, proc.stderr)
 
     def sources(self) -> List[str]:
         """The program's own files, as text."""
@@ -90,7 +108,14 @@ class Prepared:
     def profiled(self, out: str, *options: str) -> Run:
         """The program under ``nnprofile run -q`` (its stdout the program's alone: with -q, nnprofile says where it
         wrote on stderr, as ``nnprofile:`` lines and its ``Written to`` line)."""
-        return self._run([sys.executable, "-m", "nnprofile", "run", "-q", "-o", out, *options])
+        return self._run([sys.executable, "-m", "nnprofile", "run", "-q", "-o", out, *options], self.with_nnprofile())
+
+    def with_nnprofile(self) -> Dict[str, str]:
+        """The program's environment with this clone's nnprofile first on the path (the program's own path may set
+        PYTHONPATH, which would leave the installed one, or none, to run it)."""
+        env = self.environment()
+        env["PYTHONPATH"] = os.pathsep.join([ROOT] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+        return env
 
 
 def prepare(program: dict, base: str) -> Prepared:
