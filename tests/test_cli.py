@@ -320,3 +320,17 @@ def test_every_commands_help_reads_as_written():
     for module in [profile_cmd, *COMMANDS.values()]:
         text = module.parser().format_help()
         assert "%%" not in text and "%(" not in text, module.__name__
+
+
+def test_report_help_names_every_file_it_renders():
+    """``nnprofile report --help`` says what it writes: every file the renderers make of a saved result."""
+    import nnprofile
+    from conftest import GOLDEN
+    from nnprofile.cli.report_cmd import parser
+    from nnprofile.render import render
+
+    said = " ".join(parser().format_help().split())
+    for name in ("result_v10.json", "result_v12.json"):
+        written = set(render(nnprofile.load(os.path.join(GOLDEN, name))))
+        assert written and all(f in said for f in written), written
+    assert "ranks.csv" in said and "windows.csv" in said

@@ -16,8 +16,10 @@ SUMMARY = "re-render the files of a saved result (any format version), without p
 def parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="nnprofile report",
-        description="Re-render profile.log, the CSV files and profile.xlsx from a saved result.json, "
-        "without profiling again.",
+        description="Re-render a saved result.json (of any format version) into every file a run writes, without "
+        "profiling again: the text log (profile.log), the CSV files (profile.csv, profile_detail.csv, summary.csv; "
+        "a merged view's ranks.csv, a long run's windows.csv), the workbook (profile.xlsx), the one-file HTML "
+        "report (report.html) and the Perfetto timeline (trace.json.gz); --format picks some of them.",
     )
     p.add_argument("result", metavar="OUTDIR", help="a folder with result.json (or the file itself)")
     p.add_argument("-o", "--outdir", help="write the files here (default: next to result.json)")
