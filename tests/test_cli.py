@@ -323,14 +323,21 @@ def test_every_commands_help_reads_as_written():
 
 
 def test_report_help_names_every_file_it_renders():
-    """``nnprofile report --help`` says what it writes: every file the renderers make of a saved result."""
+    """``nnprofile report --help`` says what it writes: every file the renderers make of a saved result, as each
+    renderer declares them (``WRITES``)."""
     import nnprofile
     from conftest import GOLDEN
+    from nnprofile.analysis import analyze
     from nnprofile.cli.report_cmd import parser
-    from nnprofile.render import render
+    from nnprofile.render import RENDERERS, render
 
     said = " ".join(parser().format_help().split())
     for name in ("result_v10.json", "result_v12.json"):
         written = set(render(nnprofile.load(os.path.join(GOLDEN, name))))
         assert written and all(f in said for f in written), written
     assert "ranks.csv" in said and "windows.csv" in said
+    for name in ("result_v5.json", "result_v10.json", "result_v12.json"):  # (v5: a merged view of two ranks)
+        profile = nnprofile.load(os.path.join(GOLDEN, name))
+        for r in RENDERERS.values():
+            assert set(r.files(profile, analyze(profile))) <= set(r.WRITES), (name, r.NAME)
+    assert all(f in said for r in RENDERERS.values() for f in r.WRITES)

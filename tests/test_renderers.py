@@ -309,3 +309,12 @@ def test_rendering_computes_each_entrys_statistics_once(tmp_path, monkeypatch):
     section = Section(kind="optimizer", name="O", network="N", complete=True, entries=entries)
     write_all(Profile(header={"target_rse": 0.02}, sections=[section], complete=True), str(tmp_path))
     assert len(calls) == len(entries)
+
+
+def test_every_file_a_renderer_writes_is_guarded_as_an_output():
+    """A file a renderer writes is one nnprofile refuses to write through a symbolic link (``OUTPUT_NAMES``): a name
+    missing there once left ranks.csv, rank_steps.csv and windows.csv unguarded."""
+    from nnprofile.render import RENDERERS
+    from nnprofile.render.files import OUTPUT_NAMES
+
+    assert {f for r in RENDERERS.values() for f in r.WRITES} <= OUTPUT_NAMES

@@ -6,7 +6,7 @@ import argparse
 import os
 
 from .. import api
-from ..render import FORMATS
+from ..render import FORMATS, described
 from .common import Parser, Printer, add_view, claimed, view_of, written
 
 
@@ -17,9 +17,7 @@ def parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="nnprofile report",
         description="Re-render a saved result.json (of any format version) into every file a run writes, without "
-        "profiling again: the text log (profile.log), the CSV files (profile.csv, profile_detail.csv, summary.csv; "
-        "a merged view's ranks.csv, a long run's windows.csv), the workbook (profile.xlsx), the one-file HTML "
-        "report (report.html) and the Perfetto timeline (trace.json.gz); --format picks some of them.",
+        "profiling again: %s; --format picks some of them." % described(),
     )
     p.add_argument("result", metavar="OUTDIR", help="a folder with result.json (or the file itself)")
     p.add_argument("-o", "--outdir", help="write the files here (default: next to result.json)")

@@ -20,6 +20,11 @@ RENDERERS: Dict[str, Renderer] = {r.NAME: r for r in (log, csv_files, xlsx, html
 FORMATS = tuple(RENDERERS)
 
 
+def described() -> str:
+    """Every format's files, as a help text says them: ``the text log (profile.log), ...``."""
+    return ", ".join("%s (%s)" % (r.WHAT, ", ".join(r.WRITES)) for r in RENDERERS.values())
+
+
 def render(profile: Profile, formats: Optional[Sequence[str]] = None, analysis: Optional[Analysis] = None) -> Contents:
     """File name -> contents for the formats asked (all by default); the analysis is computed once."""
     analysis = analysis or analyze(profile)

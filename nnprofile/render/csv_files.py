@@ -130,6 +130,8 @@ def summary_rows(profile: Profile, analysis: Optional[Analysis] = None) -> List[
 RANKS = "ranks.csv"
 RANK_STEPS = "rank_steps.csv"
 WINDOWS = "windows.csv"
+WHAT = "the CSV files"
+WRITES = (PROFILE, DETAIL, SUMMARY, RANKS, RANK_STEPS, WINDOWS)  # (the last three: a merged view's, a long run's)
 
 
 def _cell(x: object) -> object:

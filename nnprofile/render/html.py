@@ -39,6 +39,8 @@ from .base import Contents
 
 NAME = "html"
 FILENAME = "report.html"
+WHAT = "the one-file HTML report"
+WRITES = (FILENAME,)
 HEADER_KEYS = (
     ("project", "project"),
     ("context", "context"),

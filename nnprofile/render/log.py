@@ -24,6 +24,8 @@ from .safe import safe_text
 
 NAME = "log"
 FILENAME = "profile.log"
+WHAT = "the text log"
+WRITES = (FILENAME,)
 ENTRY_LINE = re.compile(r"^(?P<label>.*) (?P<ms>-?\d+\.\d{6})\(ms\)$")
 
 

@@ -24,6 +24,8 @@ from .base import Contents
 
 NAME = "trace"
 FILENAME = "trace.json.gz"
+WHAT = "the Perfetto timeline"
+WRITES = (FILENAME,)
 PID, TID = 1, 1
 # Parents before children when they start together: a longer event first.
 CATEGORY_DEPTH = {"step": 0, "forward": 1, "backward": 1, "update": 1, "input": 1, "monitor": 1, "communication": 1}

@@ -36,6 +36,8 @@ from .csv_files import SUMMARY_COLUMNS
 
 NAME = "xlsx"
 FILENAME = "profile.xlsx"
+WHAT = "the workbook"
+WRITES = (FILENAME,)
 # The section sheets' columns (``nnprofile.result.columns``): the figures a reader looks at first, then what the
 # layer computes and holds; profile_detail.csv has every column.
 SHEET_COLUMNS = columns(
