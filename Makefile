@@ -23,10 +23,13 @@ OLDEST := .venv-oldest
 
 setup: $(STAMP)
 
+# Every editable install here is in "compat" mode (the clone's folder on sys.path): in setuptools' default mode,
+# Python run from the folder above a clone named nnprofile/ imported that folder as an empty namespace package
+# (no nnprofile.load).
+EDITABLE := --config-settings editable_mode=compat -e
+
 # The demo's environment: nnprofile and what the demo runs (the sample digits), nothing else; pip's log in
 # .venv/install.log (shown when it fails). `make test` adds the test extras (pytest, mypy, playwright, mpi4py).
-# Editable in "compat" mode (the clone's folder on sys.path): in setuptools' default mode, Python run from the
-# folder above a clone named nnprofile/ imported that folder as an empty namespace package (no nnprofile.load).
 $(STAMP): setup.cfg pyproject.toml constraints.txt
 	@if [ -z "$(PYTHON310)" ]; then \
 		echo "error: Python 3.10 not found (NNabla has wheels only up to 3.10)." >&2; \
@@ -35,13 +38,13 @@ $(STAMP): setup.cfg pyproject.toml constraints.txt
 	fi
 	@test -x $(PY) || { echo "nnprofile: creating $(VENV) with $(PYTHON310)"; $(PYTHON310) -m venv $(VENV); }
 	@echo "nnprofile: installing nnprofile and its dependencies into $(VENV) (log: $(VENV)/install.log)"
-	@{ $(PY) -m pip install --upgrade pip && $(PY) -m pip install -c constraints.txt --config-settings editable_mode=compat -e '.[samples]'; } \
+	@{ $(PY) -m pip install --upgrade pip && $(PY) -m pip install -c constraints.txt $(EDITABLE) '.[samples]'; } \
 		> $(VENV)/install.log 2>&1 || { tail -n 20 $(VENV)/install.log >&2; exit 1; }
 	@touch $(STAMP)
 
 $(TEST_STAMP): $(STAMP)
 	@echo "nnprofile: installing the test tools into $(VENV) (log: $(VENV)/install.log)"
-	@$(PY) -m pip install -c constraints.txt --config-settings editable_mode=compat -e '.[test,samples]' >> $(VENV)/install.log 2>&1 \
+	@$(PY) -m pip install -c constraints.txt $(EDITABLE) '.[test,samples]' >> $(VENV)/install.log 2>&1 \
 		|| { tail -n 20 $(VENV)/install.log >&2; exit 1; }
 	@touch $(TEST_STAMP)
 
@@ -86,7 +89,7 @@ test-oldest:
 	$(OLDEST)/bin/python -m pip install --quiet --upgrade pip
 	$(OLDEST)/bin/python .ci/lowest_constraints.py setup.cfg constraints.txt > $(OLDEST)/lowest.txt
 	$(OLDEST)/bin/python -m pip install --quiet -c $(OLDEST)/lowest.txt pandas numpy
-	$(OLDEST)/bin/python -m pip install --quiet -c $(OLDEST)/lowest.txt --config-settings editable_mode=compat -e '.[test,samples]'
+	$(OLDEST)/bin/python -m pip install --quiet -c $(OLDEST)/lowest.txt $(EDITABLE) '.[test,samples]'
 	$(OLDEST)/bin/python -m pip list 2>/dev/null | grep -iE '^(nnabla|numpy|pandas|openpyxl|xlsxwriter|matplotlib|pyyaml|protobuf|tqdm) '
 	test -f $(DIGITS) || $(OLDEST)/bin/python $(LENET)/make_digits.py
 	$(OLDEST)/bin/python -m mypy
