@@ -84,18 +84,7 @@ class Prepared:
         and passes into ``path`` (a part of no nnprofile's: the standard library's alone)."""
         import truth
 
-        env = truth.environment(self.environment(), path, self.places["src"])
-        head = truth.command(_runner().script(self.program))
-        proc = subprocess.run(
-            head + list(self.program["argv"]),
-            cwd=self.places["cwd"],
-            env=env,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=TIMEOUT,
-        )
-        return Run(proc.returncode, proc.stdout, proc.stderr)
+        return self._run(truth.command(), truth.environment(self.environment(), path, self.places["src"]))
 
     def sources(self) -> List[str]:
         """The program's own files, as text."""

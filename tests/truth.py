@@ -8,9 +8,7 @@ iteration ``b``, divided by their number, whatever the iteration does between (a
 steps). nnprofile numbers its steps the same way (the first iteration that updates is step 1)."""
 
 import json
-import math
 import os
-import statistics
 import sys
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence
@@ -18,10 +16,6 @@ from typing import List, Optional, Sequence
 from conftest import ROOT
 
 INSTRUMENT = os.path.join(ROOT, "tests", "truth")
-# How far a recorded step may read from the program's own, at least, in CI (a shared machine's runs differ by this
-# much from one run to the next; the comparison's own spread widens it where larger): ``bound``.
-FLOOR = 0.10
-SPREADS = 3.0
 
 
 def environment(env: dict, path: str, sources: Optional[str] = None) -> dict:
@@ -36,9 +30,10 @@ def environment(env: dict, path: str, sources: Optional[str] = None) -> dict:
     return out
 
 
-def command(script: str) -> List[str]:
-    """How the program's main script is run with its passes noted: as ``python SCRIPT`` runs it."""
-    return [sys.executable, os.path.join(INSTRUMENT, "truth_main.py"), script]
+def command() -> List[str]:
+    """How the program's main script is run with its passes noted, as ``python SCRIPT`` runs it: ``command() +
+    [SCRIPT, ARGS...]``."""
+    return [sys.executable, os.path.join(INSTRUMENT, "truth_main.py")]
 
 
 @dataclass
@@ -75,32 +70,6 @@ class Truth:
             return None
         return (self.ends[last - 1] - self.ends[first - 2]) / (last - first + 1) / 1e6
 
-    def mean_over(self, steps: Sequence[int]) -> Optional[float]:
-        """The mean of the given steps (numbered from 1; each from the end of the one before), None where one is not
-        there."""
-        if not steps or min(steps) < 2 or max(steps) > len(self.ends):
-            return None
-        return statistics.fmean(self._steps(steps))
-
-    def rse_over(self, steps: Sequence[int]) -> float:
-        """The relative standard error of that mean, from the steps' own spread."""
-        values = self._steps(steps) if steps and min(steps) >= 2 and max(steps) <= len(self.ends) else []
-        if len(values) < 2:
-            return 0.0
-        mean = statistics.fmean(values)
-        return statistics.stdev(values) / math.sqrt(len(values)) / mean if mean > 0 else 0.0
-
-    def _steps(self, steps: Sequence[int]) -> List[float]:
-        return [(self.ends[k - 1] - self.ends[k - 2]) / 1e6 for k in steps]
-
-    def rse(self, first: int, last: int) -> float:
-        """The relative standard error of that mean, from the steps' own spread."""
-        steps = [(b - a) / 1e6 for a, b in zip(self.ends[first - 2 : last - 1], self.ends[first - 1 : last])]
-        if len(steps) < 2:
-            return 0.0
-        mean = statistics.fmean(steps)
-        return statistics.stdev(steps) / math.sqrt(len(steps)) / mean if mean > 0 else 0.0
-
 
 def load(path: str, solvers: Sequence[dict]) -> Optional[Truth]:
     """The instrument's file, read for the solver the steps are counted by: the first of the facts' ``solvers`` that
@@ -127,11 +96,6 @@ def load(path: str, solvers: Sequence[dict]) -> Optional[Truth]:
     return Truth(made[nth][per - 1 :: per], float(data.get("note_ns", 0.0)), passes, float(data.get("pass_ns", 0.0)))
 
 
-def bound(*rses: float) -> float:
-    """How far two figures of one step may differ, relatively: FLOOR, or SPREADS times their combined spread."""
-    return max(FLOOR, SPREADS * math.sqrt(sum(r * r for r in rses)))
-
-
 def figures(out: str) -> dict:
     """nnprofile's figures for the program's step, from the result in ``out``: the steps they are over (first and last,
     numbered from 1), the step and each phase's passes a step (ms), as the step's breakdown reads them."""
@@ -142,18 +106,10 @@ def figures(out: str) -> dict:
     steps = list(profile.header.kept_steps or [])
     step = analyze(profile).sections[-1].step
     if step is None or not steps:
-        return {"steps": (None, None), "lean": [], "step": None, "step_rse": 0.0, "forward": None, "backward": None}
-    lean = list(getattr(profile.header, "plain_steps", None) or [])
-    entry = profile.sections[-1].entries_of("step")
-    samples = list(entry[0].samples_ns) if entry else []
-    rse = 0.0
-    if len(samples) > 1 and statistics.fmean(samples) > 0:
-        rse = statistics.stdev(samples) / math.sqrt(len(samples)) / statistics.fmean(samples)
+        return {"steps": (None, None), "step": None, "forward": None, "backward": None}
     return {
         "steps": (min(steps), max(steps)),
-        "lean": lean if set(lean) <= set(steps) else [],  # (a result before version 13: its plain steps apart)
         "step": sum(p.ms for p in step.parts),
-        "step_rse": rse,
         "forward": sum(g.forward_ms for g in step.graphs),
         "backward": sum(g.backward_ms for g in step.graphs),
     }
