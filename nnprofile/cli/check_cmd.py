@@ -99,5 +99,5 @@ def run(args) -> int:
     folders = sorted({os.path.dirname(os.path.abspath(p)) for p in files})
     for folder in folders:  # (the files of --markdown and --junit, by folder)
         names = [os.path.basename(p) for p in files if os.path.dirname(os.path.abspath(p)) == folder]
-        said(out, "Written to %s: %s" % (os.path.relpath(folder) if folder != os.getcwd() else ".", ", ".join(names)))
+        said(out, "Written to %s: %s" % (os.path.relpath(folder), ", ".join(names)))
     return result.exit_code

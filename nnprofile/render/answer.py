@@ -140,7 +140,7 @@ def _inference_lines(a: SectionAnalysis, view: View) -> List[str]:
     shown = View(view.top, "time", view.group_by) if fell_back else view
     out = [
         "Inference pass of %s: %.3f ms" % (a.section.title, ms),
-        title(shown if not fell_back else view, "pass", fell_back),
+        title(view, "pass", fell_back),
     ]
     out += table(a.layers, ms, shown, unit="pass")
     if view.group_by == "layer":
