@@ -53,9 +53,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         status = _main(argv)
         if status == 130 and argv is None:  # the command itself, Ctrl-C'd: another Ctrl-C while Python shuts
-            import signal  # down ends it at once, without a traceback from an atexit handler
+            import os  # down ends it at once, without a traceback from an atexit handler, with the status it had
+            import signal
 
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            signal.signal(signal.SIGINT, lambda *_: os._exit(130))
         return status
     except BrokenPipeError:  # the reader went away (nnprofile --help | head): quietly, as a filter ends
         try:
