@@ -300,4 +300,4 @@ def test_other_lines_show_their_samples_and_interval_and_no_share_from_too_few()
         for l in summary_lines(_summary(3.0, [("train.py:57", "x.d = rows", 1.0)], samples=1))
         if l.startswith("Other:")
     ]
-    assert "(1 sample, too few for a share)" in line and "(1 of 1 samples)" in line and "100" not in line
+    assert "(1 sample, too few for a share)" in line and "(1 of 1 sample)" in line and "100" not in line

@@ -318,3 +318,17 @@ def test_every_file_a_renderer_writes_is_guarded_as_an_output():
     from nnprofile.render.files import OUTPUT_NAMES
 
     assert {f for r in RENDERERS.values() for f in r.WRITES} <= OUTPUT_NAMES
+
+
+def test_a_step_that_trains_nothing_has_no_backward_column_nor_sorts_by_it():
+    from nnprofile.result.paired import LayerTime
+    from nnprofile.render.answer import View, table, title
+
+    layers = [LayerTime("conv", "Convolution", 3.0, 0.0, None), LayerTime("fc", "Affine", 1.0, 0.0, None)]
+    rows = table(layers, 5.0, View(sort="time"))
+    assert "backward" not in rows[0] and "forward" not in rows[0] and rows[0].endswith("ms a step     of it")
+    assert title(View(sort="backward"), "step", True) == (
+        "Top layers by time a step (no backward time in a step: sorted by time):"
+    )
+    trained = table([LayerTime("conv", "Convolution", 3.0, 1.0, None)], 5.0, View())
+    assert "backward" in trained[0]

@@ -76,7 +76,8 @@ def table(layers: Sequence[LayerTime], whole_ms: float, view: View, unit: str = 
     if not shown:
         return []
     by_type = view.group_by == "type"
-    phases = unit == "step"  # a training step has forward and backward; an inference pass, its time alone
+    phases = _trains(layers) and unit == "step"  # forward and backward columns; a pass (or a step that trains
+    # nothing), its time alone
     first = "layer type" if by_type else "layer"
     width = max(len(first), *(len(r[0]) for r in shown))
     kind = max(len("layers" if by_type else "type"), *(len(str(r[5]) if by_type else r[1] or "") for r in shown))
@@ -97,6 +98,11 @@ def table(layers: Sequence[LayerTime], whole_ms: float, view: View, unit: str = 
             "  (%d more %s%s; --top N shows more)" % (more, "type" if by_type else "layer", "" if more == 1 else "s")
         )
     return out
+
+
+def _trains(layers: Sequence[LayerTime]) -> bool:
+    """Whether any layer runs backward (a step that trains nothing has no backward column)."""
+    return any(l.backward_step_ms > 0 for l in layers)
 
 
 def by_type_line(layers: Sequence[LayerTime], whole_ms: float, most: int = 5) -> str:
@@ -120,8 +126,9 @@ def _step_lines(s: Summary, view: View) -> List[str]:
     ]
     if s.layers:
         layers = s.base_layers
-        out.append(title(view))
-        out += table(layers, step, view)
+        fell_back = view.sort == "backward" and not _trains(layers)  # no backward to sort by: by time, and said
+        out.append(title(view, "step", fell_back))
+        out += table(layers, step, View(view.top, "time", view.group_by) if fell_back else view)
         if view.group_by == "layer":
             out.append(by_type_line(layers, step))
     if s.own_lines:

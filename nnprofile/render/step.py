@@ -65,7 +65,8 @@ def summary_lines(s: Summary) -> List[str]:
 def summary_rows(s: Summary) -> List[List[object]]:
     """Rows of summary.csv and the Summary sheet: section, item, name, ms, percent, detail."""
     step = s.step_ms
-    rows: List[List[object]] = [[s.section, "step", "training step", round(step, 6), 100.0, ""]]
+    trains = any(p.startswith(("backward", "update")) for p, _ in s.parts)  # else a step of inference
+    rows: List[List[object]] = [[s.section, "step", "training step" if trains else "step", round(step, 6), 100.0, ""]]
     for p, ms in s.parts:
         rows.append([s.section, "part", p, ms, round(100 * ms / step, 2) if step > 0 else 0.0, ""])
     if s.functions:
@@ -87,8 +88,12 @@ def summary_rows(s: Summary) -> List[List[object]]:
                 l.layer,
                 round(l.step_ms, 6),
                 round(100 * l.step_ms / step, 2) if step > 0 else 0.0,
-                "forward %.6f ms, backward %.6f ms%s"
-                % (l.forward_ms, l.backward_ms, ", %d unrolled copies summed" % l.copies if l.copies > 1 else ""),
+                "forward %.6f ms%s%s"
+                % (
+                    l.forward_ms,
+                    ", backward %.6f ms" % l.backward_ms if trains else "",
+                    ", %d unrolled copies summed" % l.copies if l.copies > 1 else "",
+                ),
             ]
         )
     for o in s.own_lines:  # what other holds, by the program's own line (its share of other's samples)
@@ -129,7 +134,7 @@ def other_line(s: Summary) -> str:
                 l.where,
                 l.function,
                 "`%s`" % l.text if l.text else "",
-                "%d of %d samples" % (l.samples, s.own_samples)
+                "%d of %s" % (l.samples, counted(s.own_samples, "sample"))
                 if few
                 else "%s, %s [%s, %s]"
                 % (counted(l.samples, "sample"), pct(l.share), pct(l.share_low), pct(l.share_high)),
