@@ -166,7 +166,7 @@ def _metrics(section: Section) -> Dict[str, List[Entry]]:
         out["training step"] = _step_entries(section)
         for phase in ("forward_all", "backward_all"):
             out[phase] = section.entries_of(phase)
-        out["update"] = section.entries_of("update") + section.entries_of("weight_decay")
+        out["update"] = [e for e in section.entries if PART_OF_PHASE.get(e.phase) == "update"]  # the step's part
     elif section.kind == EXECUTOR:
         out["inference forward_all"] = section.entries_of("forward_all")
     return {k: v for k, v in out.items() if v}
