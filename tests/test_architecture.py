@@ -238,3 +238,15 @@ def test_every_function_stays_under_60_lines():
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 60
         ]
     assert big == []
+
+
+def test_the_house_is_described_briefly_and_its_style_is_in_the_repository():
+    """ARCHITECTURE.md stays a picture, not a second copy of the code: under 1,500 words, lines under 120
+    characters; STYLE.md, which the tests above cite, is in the repository."""
+    with open(os.path.join(ROOT, "ARCHITECTURE.md"), encoding="utf-8") as f:
+        text = f.read()
+    assert len(text.split()) < 1500
+    assert [line for line in text.splitlines() if len(line) > 120] == []
+    with open(os.path.join(ROOT, "STYLE.md"), encoding="utf-8") as f:
+        style = f.read()
+    assert "500 lines" in style and "60" in style  # the limits the module and function tests hold
