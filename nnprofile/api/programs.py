@@ -45,7 +45,6 @@ from ..base.quiet import Saved, own_process
 from .windows import WindowCallback, WindowWriter
 
 PathLike = Union[str, "os.PathLike[str]"]
-EVENTS = "events.json.gz"  # the recording as data (--save-events)
 
 _ACTIVE: list = []  # the recordings in progress, innermost last
 
@@ -187,7 +186,8 @@ class Recording:
             )
             self.listener.install()
             self.recorder.windowing.watch = self.listener.check
-        machine.measure()  # what this machine reaches, once, before the program runs (not inside it)
+        with self.run.spent("machine"):
+            machine.measure()  # what this machine reaches, once, before the program runs (not inside it)
         # What calibrating and measuring left (17,000 objects) is not left for the program's own full collections to
         # walk: they would pause its steps longer than when it runs alone.
         gc.collect()
@@ -326,7 +326,7 @@ class Recording:
         """A window's steps are done (the recorder calls this with the hooks off, from the program's thread,
         between its calls): its profile, written at once; then the program runs on untouched."""
         try:
-            with own_process(self._imports):
+            with own_process(self._imports), self.run.spent("windows"):
                 profile = self.run.profile(None, self.missed, recorder)
                 self._add_window(profile, recorder, complete=True)
         except (
@@ -383,7 +383,7 @@ class Recording:
         if self.save_events and self.run.capture is not None and folder is not None:
             from ..assembly import events
 
-            events.save(self.run.capture, os.path.join(folder, EVENTS))
+            events.save(self.run.capture, os.path.join(folder, events.FILENAME))
         if not self.save_events:
             self.run.capture = None  # the window's raw calls: not kept past it (the program runs on, and on)
 
@@ -422,4 +422,4 @@ class Recording:
         if self.save_events and self.run.capture is not None and profile is self.profile:
             from ..assembly import events
 
-            events.save(self.run.capture, os.path.join(folder, EVENTS))
+            events.save(self.run.capture, os.path.join(folder, events.FILENAME))

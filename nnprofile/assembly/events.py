@@ -28,12 +28,13 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ..base.places import place
 from ..base.functions import FunctionInfo, Graph, VariableInfo
-from ..base.hookcost import HookCosts
+from ..base.hookcost import KINDS, HookCosts
 from ..base.options import Schedule
 from ..base.interference import CPU, SWITCHES, shortfall  # noqa: F401 (the events' vocabulary)
 from .iterations import CodeInfo, Stack
 
 FORMAT = "nnprofile-events"
+FILENAME = "events.json.gz"  # where a run saves its recording as data (``--save-events``)
 # 2: each event's depth and stack, the program's code objects; 3: the names calls' results are stored in, the
 # thread's marks around each call (its CPU time) and the time it waited for a CPU as steps ended; 4: each fault
 # as where it happened and how many times (3 held its note's words); 5: an auto_forward call's program frames and
@@ -329,7 +330,7 @@ def _fault(x: Any) -> Tuple[str, int]:
 def to_dict(c: Capture) -> Dict[str, Any]:
     costs = None
     if c.costs is not None:
-        costs = {k: v for k, v in vars(c.costs).items() if k != "by_signature"}
+        costs = {k: list(v) if k == "kinds" else v for k, v in vars(c.costs).items() if k != "by_signature"}
         costs["by_signature"] = {k: list(v) for k, v in c.costs.by_signature.items()}
     return {
         "format": FORMAT,
@@ -372,7 +373,7 @@ def from_dict(d: Dict[str, Any]) -> Capture:
     if d.get("costs"):
         raw = dict(d["costs"])
         by_signature = {k: (float(v[0]), float(v[1])) for k, v in (raw.pop("by_signature", None) or {}).items()}
-        costs = HookCosts(**raw, by_signature=by_signature)
+        costs = HookCosts(**dict(raw, kinds=tuple(raw.get("kinds", KINDS))), by_signature=by_signature)
     return Capture(
         events=[_event(x) for x in d["events"]],
         graph=Graph(

@@ -12,6 +12,7 @@ variable and its ``get_unlinked_variable()``) compare equal, and are one variabl
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Tuple
@@ -49,9 +50,10 @@ class FunctionInfo:
     grad_reads: List[Tuple[int, str, int]] = field(default_factory=list)
     created: Optional[str] = None  # where the program made it ("train.py:42"), where known
 
-    @property
+    @functools.cached_property
     def signature(self) -> str:
-        """Its type and arguments (``Graph.signature`` adds the shapes of what it reads)."""
+        """Its type and arguments (``Graph.signature`` adds the shapes of what it reads); made once (a function's
+        arguments do not change once it is made, and the assembly asks for it once a call)."""
         return "%s%s" % (self.type, json.dumps(self.args, sort_keys=True, default=str))
 
     def to_list(self) -> list:

@@ -20,6 +20,7 @@ from typing import Dict, Optional, Sequence, Tuple
 from .stats import median, median_error
 
 
+KINDS = ("static", "dynamic", "eager")  # the calls timed: a static graph's, auto_forward's, eager on NdArrays
 BACKWARD = "|backward"  # the key of a signature's backward calls in ``HookCosts.by_signature``
 
 
@@ -53,6 +54,8 @@ class HookCosts:
     backward_scale: Optional[float] = None
     # What a step after a step with the hooks takes longer besides (ns): their code's leavings.
     carry: float = 0.0
+    # The kinds of call measured (a kind is measured only once the program makes such calls; the others read 0).
+    kinds: Tuple[str, ...] = KINDS
 
     def _scale(self, key: Optional[str]) -> float:
         if self.backward_scale is not None and key is not None and key.endswith(BACKWARD):
@@ -122,7 +125,15 @@ def smaller(a: HookCosts, b: HookCosts) -> HookCosts:
         a.outside,
         a.backward_scale,
         a.carry,
+        a.kinds,
     )
+
+
+def joined(a: HookCosts, b: HookCosts) -> HookCosts:
+    """``a`` with the kinds ``b`` measured that ``a`` had not (a kind measured once the program made such calls)."""
+    new = [k for k in b.kinds if k not in a.kinds]
+    figures = {"%s_%s" % (k, part): getattr(b, "%s_%s" % (k, part)) for k in new for part in ("total", "inside")}
+    return replace(a, kinds=a.kinds + tuple(new), **figures)
 
 
 # The hooks' own code runs slower (or faster) in a program than where it was measured (the program's work

@@ -49,7 +49,7 @@ def _matrix_product(size: int) -> Callable[[], object]:
     return lambda: y.forward(clear_no_need_grad=True)
 
 
-def measure(size: int = 512, copy_mib: int = 32, runs: int = 7) -> Dict[str, float]:
+def measure(size: int = 512, copy_mib: int = 32, runs: int = 4) -> Dict[str, float]:
     """{"gflops": the best matrix-product rate, "gbytes_per_s": the best copy bandwidth (read + write)}."""
     global _MEASURED
     if _MEASURED is not None:

@@ -14,11 +14,13 @@ there (``nnprofile.base.hookcost.measured_in_program``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Tuple
+import dataclasses
+
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Sequence, Tuple
 
 from ..assembly.events import CPU
-from ..base.hookcost import BACKWARD, HookCosts, paired_cost
-from ..base.stats import median
+from ..base.hookcost import BACKWARD, KINDS, HookCosts, paired_cost
+from ..base.stats import median, median_error
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -79,15 +81,32 @@ def _chain_works(n_functions: int, short: int) -> Dict[str, Callable[[], None]]:
     return {"static": static_pass, "short": short_passes, "dynamic": dynamic_pass, "eager": eager_pass}
 
 
+# The pairs are taken until each kind's median difference is known within SURE of itself (its standard error),
+# MIN_PAIRS at least: a quiet machine needs fewer than a busy one, and the run waits for each.
+MIN_PAIRS, SURE = 5, 0.03
+
+
+def _sure(plain: List[float], hooked: List[float]) -> bool:
+    """Whether the paired differences' median is known closely enough."""
+    differences = [h - p for p, h in zip(plain, hooked)]
+    return median_error(differences) <= SURE * abs(median(differences))
+
+
 def calibrate(
-    recorder_factory: Callable[[], Any], n_functions: int = 200, short: int = 20, pairs: int = 11
+    recorder_factory: Callable[[], Any],
+    n_functions: int = 200,
+    short: int = 20,
+    pairs: int = 11,
+    kinds: Sequence[str] = KINDS,
 ) -> HookCosts:
-    """Measure what recording costs per function (static hooks, auto_forward calls, eager calls on
-    NdArrays) on chains of tiny functions, and per static pass: a chain of ``n_functions`` and one of
-    ``short`` differ only by their functions, so what is left of the hooks' cost is the pass's own."""
+    """Measure what recording costs per function (of ``kinds``: static hooks, auto_forward calls, eager calls
+    on NdArrays) on chains of tiny functions, and per static pass: a chain of ``n_functions`` and one of
+    ``short`` differ only by their functions, so what is left of the hooks' cost is the pass's own. A kind not
+    measured reads 0 (``HookCosts.kinds`` says which were)."""
     from ..assembly.events import Call
 
-    works = _chain_works(n_functions, short)
+    wanted = set(kinds) | ({"short"} if "static" in kinds else set())
+    works = {k: w for k, w in _chain_works(n_functions, short).items() if k in wanted}
     recorder = recorder_factory()
     clock = busy_clock(recorder)
 
@@ -98,14 +117,14 @@ def calibrate(
 
     plain: Dict[str, List[float]] = {k: [] for k in works}
     hooked: Dict[str, List[float]] = {k: [] for k in works}
-    inside: Dict[str, List[float]] = {k: [] for k in ("static", "dynamic", "eager")}
+    inside: Dict[str, List[float]] = {k: [] for k in KINDS if k in works}
     for work in works.values():
         work()
-    for _ in range(pairs):
+    for done in range(1, pairs + 1):
         for k, work in works.items():
             plain[k].append(timed(work))
         recorder = recorder_factory()
-        with recorder.hooked():
+        with recorder.hooked(classes=bool({"dynamic", "eager"} & set(works))):
             for k, work in works.items():
                 aside = len(recorder.excluded)
                 took = timed(work)
@@ -114,19 +133,17 @@ def calibrate(
         calls = [c for c in recorder.events if isinstance(c, Call)]
         for kind in inside:
             inside[kind].append(median([call_time(c, recorder) for c in calls if c.kind == kind] or [0]))
-    totals = {k: paired_cost(plain[k], hooked[k], n_functions) for k in ("static", "dynamic", "eager")}
+        if done >= MIN_PAIRS and all(_sure(plain[k], hooked[k]) for k in inside):
+            break
+    totals = {k: paired_cost(plain[k], hooked[k], n_functions) for k in inside}
     # Inside a function's interval: a call's interval less a plain call; never more than the whole cost.
     within = {k: min(totals[k], max(0.0, median(inside[k]) - median(plain[k]) / n_functions)) for k in totals}
-    per_pass = paired_cost(plain["short"], hooked["short"], REPEAT_SHORT)
-    return HookCosts(
-        static_total=totals["static"],
-        static_inside=within["static"],
-        dynamic_total=totals["dynamic"],
-        dynamic_inside=within["dynamic"],
-        eager_total=totals["eager"],
-        eager_inside=within["eager"],
-        pass_total=max(0.0, per_pass - short * totals["static"]),
-    )
+    per_pass = paired_cost(plain["short"], hooked["short"], REPEAT_SHORT) if "short" in works else 0.0
+    figures: Dict[str, Any] = {
+        "%s_%s" % (k, part): v[k] for k in inside for part, v in (("total", totals), ("inside", within))
+    }
+    made = HookCosts(pass_total=max(0.0, per_pass - short * totals.get("static", 0.0)), kinds=tuple(inside))
+    return dataclasses.replace(made, **figures)
 
 
 # Functions that draw random numbers (a ``seed`` argument, or these types) are not run again: a replica
@@ -269,7 +286,7 @@ def _timed_replicas(
             run(root)
             plain[k].append(float(clock() - t0))
             recorder = recorder_factory()
-            with recorder.hooked():
+            with recorder.hooked(classes=False):
                 t0 = clock()
                 run(root)
                 hooked[k].append(float(clock() - t0))

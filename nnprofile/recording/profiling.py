@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime
 import platform
 from dataclasses import dataclass, field
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from .._version import __version__
 from ..assembly.assemble import DRIFT, Assembly, assemble
@@ -38,6 +38,7 @@ class Run:
     started_unix: float
     missed: List[Note] = field(default_factory=list)
     world: Optional[Any] = None
+    own_cost: Dict[str, float] = field(default_factory=dict)  # nnprofile's own work so far, in s by kind
 
 
 @dataclass
@@ -111,8 +112,8 @@ def _header(run: Run, recorder: Any, a: Assembly, measured: HookCosts) -> Progra
         date=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         hook_overhead_ns=round(costs.static_total, 1),
         hook_inside_ns=round(costs.static_inside, 1),
-        call_overhead_ns=round(costs.dynamic_total, 1),
-        call_inside_ns=round(costs.dynamic_inside, 1),
+        call_overhead_ns=round(costs.dynamic_total, 1) if "dynamic" in costs.kinds else None,
+        call_inside_ns=round(costs.dynamic_inside, 1) if "dynamic" in costs.kinds else None,
         active_steps=a.kept,
         skipped_steps=a.skip,
         chain_hook_overhead_ns=round(measured.static_total, 1),
@@ -120,6 +121,7 @@ def _header(run: Run, recorder: Any, a: Assembly, measured: HookCosts) -> Progra
         plain_steps=plain,
         drift_threshold=DRIFT,
         machine_rates=machine.measure(),
+        own_cost={k: round(v, 3) for k, v in run.own_cost.items()},
     )
     if a.in_program is not None:
         header.hooks_in_program = {k: round(v, 4) for k, v in a.in_program.items()}

@@ -72,6 +72,8 @@ def method_lines(profile: Profile) -> List[str]:
         )
     if h.hook_overhead_ns is not None:
         lines += _hook_lines(h, program)
+    if program is not None and program.own_cost:
+        lines.append(own_cost_line(program.own_cost))
     dynamic = any(s.info.dynamic for s in profile.sections) or any(
         e.phase == "eager" for s in profile.sections for e in s.entries
     )
@@ -124,7 +126,8 @@ def _fitted_lines(measured: Dict[str, Any]) -> List[str]:
         if "pairs" in measured:
             text += (
                 "; %d of its steps ran without the hooks, each against the step with them after it (median "
-                "%.3f ms against %.3f ms, of which the hooks' cost %.3f ms): the rest, %+.3f ms a step, and "
+                "%.3f ms against %.3f ms as timed, before anything is taken off as it is from the Step line's "
+                "figures; the hooks' cost %.3f ms of it): the rest, %+.3f ms a step, and "
                 "%+.3f ms more in a step after one with the hooks (the program's own code slowed by what "
                 "the hooks leave in the caches; zero where the pairs' spread could make it), is taken off "
                 "each step too"
@@ -152,6 +155,31 @@ def _fitted_lines(measured: Dict[str, Any]) -> List[str]:
             )
         )
     return lines
+
+
+OWN_COSTS = {
+    "calibration": "measuring the hooks' cost on a chain of tiny functions %s",
+    "replicas": "on replicas of the program's functions %s",
+    "machine": "the machine's rates %s",
+    "windows": "earlier windows' files %s",
+}
+
+
+def own_cost_line(cost: Dict[str, float]) -> str:
+    """``Own work: nnprofile took 0.912 s outside the program's calls ...``: what the run cost beyond the
+    program, by kind (the hooks' time inside the kept steps is the Hooks line's, and not in it)."""
+    return (
+        "Own work: nnprofile took %.3f s outside the program's calls before writing these files (%s); the hooks' "
+        "time inside the kept steps is the Hooks line's, taken off every figure"
+        % (
+            sum(cost.values()),
+            ", ".join(OWN_COSTS.get(k, k + " %s") % ("%.3f s" % cost[k]) for k in sorted(cost, key=_cost_order)),
+        )
+    )
+
+
+def _cost_order(kind: str) -> int:
+    return list(OWN_COSTS).index(kind) if kind in OWN_COSTS else len(OWN_COSTS)
 
 
 def _num(x: Optional[float]) -> str:

@@ -69,6 +69,8 @@ Versions:
      (``built_at``: the program's lines its first build was made from), and a forward-only graph that is no
      evaluation (an acting policy, an inference, a demonstration before training) has the role ``forward``.
      Earlier results have none of these; their forward-only graphs stay evaluations.
+ 13. a program's header says what nnprofile's own work outside the program's calls took (``own_cost``: seconds
+     by kind); earlier results have none.
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ from typing import Any, Callable, Dict
 from ..base.errors import ProfileError
 from .notes import Note
 
-VERSION = 12
+VERSION = 13
 
 
 def _v1_to_v2(data: Dict[str, Any]) -> Dict[str, Any]:
@@ -186,6 +188,11 @@ def _v11_to_v12(data: Dict[str, Any]) -> Dict[str, Any]:
     return data
 
 
+def _v12_to_v13(data: Dict[str, Any]) -> Dict[str, Any]:
+    """Version 12 did not say what nnprofile's own work took: nothing to change."""
+    return data
+
+
 UPGRADES: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {
     1: _v1_to_v2,
     2: _v2_to_v3,
@@ -198,6 +205,7 @@ UPGRADES: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {
     9: _v9_to_v10,
     10: _v10_to_v11,
     11: _v11_to_v12,
+    12: _v12_to_v13,
 }
 
 
