@@ -27,10 +27,10 @@ from typing import Any, Callable, Dict, List, Optional
 
 from ..base import signals as owned
 from ..base.errors import ProfileError
-from ..base.options import WINDOW_SIGNALS
+from ..base.options import STATUS_FILE, WINDOW_SIGNALS
 from ..base.outdir import LOCK_NAME, write_whole
 
-STATUS = "on-demand.json"
+STATUS = STATUS_FILE
 
 
 def signal_number(name: str) -> int:

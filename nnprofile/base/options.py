@@ -301,6 +301,9 @@ SCHEDULE_EXAMPLE = (
 )
 
 
+STATUS_FILE = "on-demand.json"  # where a run recording on demand says it listens (its pid, its signal)
+
+
 @dataclass(frozen=True)
 class Schedule:
     """How many steps each phase of a window holds, and how many windows."""

@@ -22,8 +22,22 @@ import os
 import uuid
 from typing import Iterable, List, Optional, Set, Union
 
+from .errors import ProfileError
+
 LOCK_NAME = ".nnprofile.lock"
 Data = Union[str, bytes]
+
+
+def prepare_outdir(outdir: str) -> None:
+    """Create the output folder, or say in one line why it cannot be used."""
+    if os.path.exists(outdir) and not os.path.isdir(outdir):
+        raise ProfileError("output folder %s is a file, not a folder" % outdir)
+    try:
+        os.makedirs(outdir, exist_ok=True)
+    except OSError as e:
+        raise ProfileError("cannot create output folder %s (%s)" % (outdir, e.strerror or e))
+    if not os.access(outdir, os.W_OK | os.X_OK):
+        raise ProfileError("output folder %s is not writable" % outdir)
 
 
 class FolderInUse(OSError):

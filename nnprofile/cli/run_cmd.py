@@ -18,9 +18,6 @@ from .common import Parser, Printer, add_view, non_negative_float, said, view_of
 # so that a CI job does not take a missing profile for a written one (sysexits' EX_SOFTWARE).
 EXIT_NOT_WRITTEN = 70
 
-FILES = "profile.log, profile.csv, profile_detail.csv, summary.csv, profile.xlsx, report.html%s, result.json"
-
-
 # The program's NNabla logger is left as the program sets it: its log lines are its own output.
 QUIET_NNABLA = False
 
@@ -141,7 +138,7 @@ def _ranks_written(args: Any, recording: Any, world: Any, outdir: str, status: i
     said(
         out,
         "Written to %s: the merged view of %d of %d ranks (%s), each rank's own result in %s"
-        % (outdir, len(merged.ranks.ranks), world.size, FILES % (", trace.json.gz"), os.path.join(outdir, "rank-K")),
+        % (outdir, len(merged.ranks.ranks), world.size, ", ".join(merged.files), os.path.join(outdir, "rank-K")),
     )
     missing = merged.ranks.missing
     if missing:

@@ -11,9 +11,12 @@ from ..compare import Comparison
 from ..compare.metrics import ROW_COLUMNS, Metric, Row
 from ..compare.saved import ENTRY_COLUMNS, EntryRow
 from ..result import views
-from .files import prepare_outdir
-from ..base.outdir import write_whole
+from ..base.outdir import prepare_outdir, write_whole
 from .safe import csv_document, csv_text, safe_text, xlsx_text
+
+LOG, CSV, ENTRIES, HTML, XLSX = "compare.log", "compare.csv", "compare_entries.csv", "compare.html", "compare.xlsx"
+WRITES = (LOG, CSV, ENTRIES, HTML, XLSX)
+PLOTS = "box_"  # and a box plot per metric: box_<metric>.png
 
 GREEN, WHITE, RED = "63BE7B", "FFFFFF", "F8696B"
 
@@ -158,7 +161,7 @@ def box_plots(metrics: Sequence[Metric], configs: Sequence[str], outdir: str, wh
         ax.set_title(title)
         ax.grid(axis="y", alpha=0.3)
         fig.tight_layout()
-        path = os.path.join(outdir, "box_%s.png" % re.sub(r"[^a-z0-9]+", "_", m.name.lower()).strip("_"))
+        path = os.path.join(outdir, PLOTS + "%s.png" % re.sub(r"[^a-z0-9]+", "_", m.name.lower()).strip("_"))
         fig.savefig(path)
         plt.close(fig)
         paths.append(path)
@@ -243,7 +246,7 @@ def _workbook(outdir: str, c: Comparison, plots: List[str]) -> str:
             ws.add_image(Image(png), "A%d" % (1 + 22 * i))
     wb.move_sheet(info, offset=len(wb.sheetnames) - 1)
     wb.active = 0
-    path = os.path.join(outdir, "compare.xlsx")
+    path = os.path.join(outdir, XLSX)
     wb.save(path)
     return path
 
@@ -256,14 +259,12 @@ def write(outdir: str, c: Comparison) -> List[str]:
     configs, what, entry_rows, layer_rows = c.names, c.what, c.entry_rows, c.layer_rows
     written = []
     text = "\n".join(safe_text(line) for line in list(header_lines) + table_lines(rows) + list(findings)) + "\n"
-    written.append(write_whole(os.path.join(outdir, "compare.log"), text))
-    written.append(
-        write_whole(os.path.join(outdir, "compare.csv"), csv_document([ROW_COLUMNS] + [row_cells(r) for r in rows]))
-    )
+    written.append(write_whole(os.path.join(outdir, LOG), text))
+    written.append(write_whole(os.path.join(outdir, CSV), csv_document([ROW_COLUMNS] + [row_cells(r) for r in rows])))
     if entry_rows:
         written.append(
             write_whole(
-                os.path.join(outdir, "compare_entries.csv"),
+                os.path.join(outdir, ENTRIES),
                 csv_document(
                     [ENTRY_COLUMNS] + [entry_cells(r) for r in entry_rows] + [entry_cells(r) for r in layer_rows]
                 ),
@@ -319,7 +320,7 @@ td.t,th.t{text-align:left}th{background:#f3f5f9}li{margin:3px 0}img{margin:8px 8
         "".join(rows),
         "".join(images),
     )
-    path = os.path.join(outdir, "compare.html")
+    path = os.path.join(outdir, HTML)
     with open(path, "w", encoding="utf-8") as out:
         out.write(page)
     return path

@@ -13,27 +13,18 @@ import sys
 from contextlib import contextmanager
 from typing import Callable, Iterator, List, Optional, Sequence
 
+from ..assembly import events
 from ..base.errors import ProfileError
-from ..base.outdir import FolderInUse, Lock, join, listed, prune, write_whole
+from ..base.options import STATUS_FILE
+from ..base.outdir import FolderInUse, Lock, join, listed, prepare_outdir, prune, write_whole
 from ..result import Profile, file as result_file
+from . import comparison, csv_files, html, log, trace, xlsx
 from .base import Contents
 from .safe import safe_text
 
 
 class Unlisted(ProfileError):
     """The files are written whole, but the record could not be rewritten to list them."""
-
-
-def prepare_outdir(outdir: str) -> None:
-    """Create the output folder, or say in one line why it cannot be used."""
-    if os.path.exists(outdir) and not os.path.isdir(outdir):
-        raise ProfileError("output folder %s is a file, not a folder" % outdir)
-    try:
-        os.makedirs(outdir, exist_ok=True)
-    except OSError as e:
-        raise ProfileError("cannot create output folder %s (%s)" % (outdir, e.strerror or e))
-    if not os.access(outdir, os.W_OK | os.X_OK):
-        raise ProfileError("output folder %s is not writable" % outdir)
 
 
 def claim_outdir(outdir: str) -> Lock:
@@ -58,28 +49,13 @@ def claim_outdir(outdir: str) -> Lock:
     return lock
 
 
-# The names nnprofile writes into an output folder (and the folders of windows and ranks).
+# The names nnprofile writes into an output folder (and the folders of windows and ranks): what each renderer
+# declares it writes, and the files written beside them (the record, the recording as data, on-demand's status).
 OUTPUT_NAMES = frozenset(
-    (
-        "result.json",
-        "profile.log",
-        "profile.csv",
-        "profile_detail.csv",
-        "summary.csv",
-        "profile.xlsx",
-        "report.html",
-        "trace.json.gz",
-        "ranks.csv",
-        "rank_steps.csv",
-        "windows.csv",
-        "compare.log",
-        "compare.csv",
-        "compare.xlsx",
-        "compare.html",
-        "on-demand.json",
-        "events.json.gz",
-    )
+    [name for r in (log, csv_files, xlsx, html, trace, comparison) for name in r.WRITES]
+    + [result_file.FILENAME, events.FILENAME, STATUS_FILE]
 )
+OUTPUT_PREFIXES = ("window-", "rank-", "runs", comparison.PLOTS)  # the folders of windows, ranks and runs; plots
 
 
 def linked_outputs(outdir: str) -> List[str]:
@@ -89,9 +65,7 @@ def linked_outputs(outdir: str) -> List[str]:
     except OSError:
         return []
     return sorted(
-        e.name
-        for e in entries
-        if e.is_symlink() and (e.name in OUTPUT_NAMES or e.name.startswith(("window-", "rank-", "runs")))
+        e.name for e in entries if e.is_symlink() and (e.name in OUTPUT_NAMES or e.name.startswith(OUTPUT_PREFIXES))
     )
 
 
