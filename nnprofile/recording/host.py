@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Hashable, List, Optional,
 from .parts import CallTimer, CountingHost, SampledProgram, WindowsHost
 
 if TYPE_CHECKING:
-    from ..assembly.events import IteratorInfo
     from ..assembly.steps import Loop
     from .building import Builds
     from .counting import StepCount
     from .faults import Faults
+    from .inputs import Inputs
     from .patching import Patches
     from .proxies import TimedCommunicator, TimedSolver
     from .raw import EagerInfo, RawSolver
@@ -69,8 +69,6 @@ class RecorderParts(CallTimer, CountingHost, SampledProgram, WindowsHost, Protoc
     elsewhere: int  # functions other threads ran (not recorded)
     _dynamic_place: Any
     _recent_dynamic: Set[Any]
-    _read_stack: Any
-    _in_monitor: bool
     # -- the parts it owns
     steps: StepCount
     builds: Builds
@@ -79,18 +77,14 @@ class RecorderParts(CallTimer, CountingHost, SampledProgram, WindowsHost, Protoc
     cpu: CpuWaits
     sampler: Optional[Sampler]
     windowing: WindowKeeper
+    inputs: Inputs
     # -- what the program made
     namespaces: Tuple[Any, ...]
     ndarray_type: Any
     solvers: List[RawSolver]
-    iterators: List[IteratorInfo]
     communicators: List[str]
     comm_rank: Optional[Tuple[int, int]]
     callback_used: bool
-    _iterator_index: Dict[int, int]
-    _iterator_objects: List[Any]
-    _iterators_made: Dict[int, str]
-    _iterators_named: Dict[int, str]
     _own_solvers: Dict[int, int]
     _patched_classes: Set[Any]
     _subclasses_seen: int
@@ -147,12 +141,6 @@ class RecorderParts(CallTimer, CountingHost, SampledProgram, WindowsHost, Protoc
     def _subclass_method(self, cls: type, method: str, original: Callable) -> Callable: ...
     def _solver_index(self, solver: Any, cls: type) -> Optional[int]: ...
     def _python_function_call(self, original: Callable) -> Callable: ...
-    def _timed_next(self, original: Callable) -> Callable: ...
-    def _read_plan(self, iterator: Any, frame: Any) -> Optional[Tuple[int, int]]: ...
-    def _iterator_of(self, iterator: Any, frame: Any) -> int: ...
-    def _iterator_name(self, iterator: Any, frame: Any) -> str: ...
-    def _made_iterator(self, original: Callable) -> Callable: ...
-    def _timed_add(self, original: Callable) -> Callable: ...
     def _patch_iterators(self, data_iterator: Any) -> None: ...
     def _track_solver(self, solver: Any) -> TimedSolver: ...
     def _track_communicator(self, comm: Any) -> TimedCommunicator: ...

@@ -31,14 +31,14 @@ class Installing:
         for name in MONITOR_CLASSES:
             cls = getattr(monitor, name, None)
             if cls is not None and "add" in vars(cls):
-                self.toggles.add("monitors", cls, "add", self._timed_add)
+                self.toggles.add("monitors", cls, "add", self.inputs.timed_add)
 
     def _patch_iterators(self: RecorderParts, data_iterator: Any) -> None:
         """NNabla's DataIterator timed: as recording starts, or when the program first imports it."""
-        self.toggles.add("reads", data_iterator.DataIterator, "next", self._timed_next)  # (on: the next step's
-        # end sets it as the schedule wants)
+        self.toggles.add("reads", data_iterator.DataIterator, "next", self.inputs.timed_next)  # (on: the next
+        # step's end sets it as the schedule wants)
         self._patches.attribute(
-            data_iterator.DataIterator, "__init__", self._made_iterator(data_iterator.DataIterator.__init__)
+            data_iterator.DataIterator, "__init__", self.inputs.made_iterator(data_iterator.DataIterator.__init__)
         )
 
     def _wrap_existing_solvers(self: RecorderParts) -> None:

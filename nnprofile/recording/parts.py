@@ -122,3 +122,33 @@ class WindowsHost(Protocol):
 
     def _switch_hooks(self, on: bool) -> None:
         """The function hooks on or off (for the steps that measure what they cost)."""
+
+
+class InputsHost(Protocol):
+    """What the program's iterators and monitors (``inputs.Inputs``) read of the recording, and ask of it."""
+
+    recording: bool  # started, not yet stopped
+    capturing: bool  # a window is open
+    hooks_on: bool  # the function hooks are set
+    program_thread: int  # the thread recorded (the program's own)
+    open_calls: List[Any]  # the calls open now
+    events: List[Any]  # the window's events
+    excluded: List[Tuple[int, int]]  # nnprofile's own stretches
+    loop: Loop
+    stacks: Stacks
+    faults: Faults
+    cpu: CpuWaits
+    clock: Callable[[], int]
+    steps: Any  # its count of steps (``counting.StepCount``, which imports this module)
+
+    def aside(self, t0: int) -> None:
+        """nnprofile's own work since ``t0``: left out of every call, pass and step."""
+
+    def break_pass(self) -> None:
+        """The pass under way has ended (a call of the program's between passes)."""
+
+    def between_calls(self) -> None:
+        """A call of the program's own begins between NNabla's: the pass before it ends, its classes are looked at."""
+
+    def past_the_loop(self, frame: Any) -> None:
+        """A call of the program's that may lie past its step loop (the hooks go back on there)."""

@@ -55,7 +55,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, Hashable, List, Optional, Tuple
 
-from ..assembly.events import Event, IteratorInfo, StepMark
+from ..assembly.events import Event, StepMark
 from ..base.interference import NoProbe, Probe
 from ..assembly.steps import Loop
 from . import importlock
@@ -72,6 +72,7 @@ from .wrappers import Wrappers
 from .host import RecorderParts
 from .installing import Installing
 from .hooks import HOOK_KEY, FunctionHooks  # noqa: F401 (the recorder's vocabulary)
+from .inputs import Inputs
 from .windowing import MAX_CREATED, SITE_STEPS, WindowKeeper  # noqa: F401 (the recorder's vocabulary)
 from .bindings import all_parameters, communicator_factories
 from .building import Builds, makers
@@ -144,12 +145,6 @@ class Recorder(FunctionHooks, Installing, Wrappers):
         self.started_ns = 0
         self.stopped_ns = 0
         self.solvers: List[RawSolver] = []
-        self.iterators: List[IteratorInfo] = []
-        self._iterator_index: Dict[int, int] = {}
-        self._iterator_objects: List[Any] = []
-        self._iterators_made: Dict[int, str] = {}  # id(iterator) -> the program's line that made it
-        self._iterators_named: Dict[int, str] = {}  # id(iterator) -> the name the program stored it under
-        self._read_stack: Any = None
         self.eager: Dict[Hashable, EagerInfo] = {}
         self.loop = Loop()
         self.stacks = Stacks()
@@ -192,9 +187,9 @@ class Recorder(FunctionHooks, Installing, Wrappers):
         self._patches = Patches()
         self.toggles = Toggles(self._patches)  # the monitors' and iterators' wrappers, off between windows
         self._import_locks: Any = None  # importlib's own _blocking_on, while the reentrant one stands in
-        self._in_monitor = False
         # modules whose frames are not the program's
         self._skip: Tuple[str, ...] = ("nnabla", "nnabla_ext", "nnprofile")
+        self.inputs = Inputs(self, self._skip)  # the program's iterators and monitors
         self.ndarray_type: Any = None
         # Waits for the device before each reading on an asynchronous backend (CUDA). The
         # program sets its context once running: it is looked up at each step's end.
@@ -323,6 +318,16 @@ class Recorder(FunctionHooks, Installing, Wrappers):
         self.snapshot_parameters()
         self.steps.freeze()
         self.builds.forget()
+
+    def break_pass(self) -> None:
+        """The pass under way has ended (a call of the program's own between passes)."""
+        self._break_pass()
+
+    def between_calls(self) -> None:
+        """A call of the program's own begins between NNabla's: the pass before it ends, and the classes the
+        program made since are looked at (its own solvers and functions)."""
+        self._break_pass()
+        self._check_subclasses()
 
     def step_ended(self, late: bool = False) -> None:
         """A step has ended (``steps.done`` counts it): the windows follow (``windowing.WindowKeeper``); where

@@ -20,7 +20,6 @@ from ..base.places import place
 from ..assembly.events import DYNAMIC, EAGER, Call, CommCall, SolverCall
 from .callsite import first_outside, line_at, receiver_of_caller
 from .proxies import SOLVER_CALLS, array_bytes
-from .inputs import InputWrappers
 from .building import PROGRAM_GAP_NS
 from .raw import OPENED, Detached
 from .raw import EagerInfo, RawSolver
@@ -55,7 +54,7 @@ def _dtype_name(dtype: Optional[str]) -> Optional[str]:
     return dtype
 
 
-class Wrappers(InputWrappers):
+class Wrappers:
     """The wrappers' part of ``Recorder`` (a mix-in: the state is the recorder's)."""
 
     comm_rank: Optional[Tuple[int, int]]
