@@ -101,7 +101,7 @@ class ProgramRun:
         from .calibrate import calibrate
 
         costs = self.hook_costs
-        if costs is None or not self.measure_again:
+        if costs is None:
             return
         made = {e.kind for e in recorder.events if isinstance(e, Call)}
         new = [k for k in KINDS if k in made and k not in costs.kinds]
@@ -130,12 +130,13 @@ class ProgramRun:
         from .profiling import Run, program_profile
 
         assert self.hook_costs is not None  # measured on entry
-        self._calls_measured(recorder or self.recorder)
         s = self.schedule
         run = Run(self.name, self.command, s, s.active, s.warmup, self.started_unix, list(missed), self.run_world())
         run.own_cost = self.own_cost
         shared = (recorder or self.recorder).shared  # (another thread runs functions: NNabla's hooks stay as they are)
         refine = self._refine if measure_signatures and self.measure_again and not shared else None
+        if refine is not None:  # (only where the replicas are measured: never while the program's hooks are on)
+            self._calls_measured(recorder or self.recorder)
         made = program_profile(run, recorder or self.recorder, self.hook_costs, failure, refine)
         self.capture, self.origin_ns = made.capture, made.origin_ns
         return made.profile
