@@ -17,6 +17,7 @@ from .callsite import assigned_name, first_outside, outside_frame, parameter_of,
 
 _getframe = sys._getframe
 _ident = threading.get_ident
+MONITOR_CLASSES = ("MonitorSeries", "MonitorTimeElapsed", "MonitorImage", "MonitorImageTile")
 
 
 class Inputs:
@@ -33,6 +34,24 @@ class Inputs:
         self._named: Dict[int, str] = {}  # id(iterator) -> the name the program stored it under
         self._read_stack: Any = None  # the program's stack at the read under way
         self._in_monitor = False  # a monitor's add under way (one calling another is not timed again)
+
+    def install(self, patches: Any, toggles: Any) -> None:
+        """The monitors' adds wrapped (``toggles``: off between windows), and the iterators' reads once the program
+        imports NNabla's DataIterator (``patches``: what the recording puts back at its end)."""
+        from nnabla import monitor
+
+        def iterators(data_iterator: Any) -> None:
+            toggles.add("reads", data_iterator.DataIterator, "next", self.timed_next)  # (on: the next step's end
+            # sets it as the schedule wants)
+            patches.attribute(
+                data_iterator.DataIterator, "__init__", self.made_iterator(data_iterator.DataIterator.__init__)
+            )
+
+        patches.after_import("nnabla.utils.data_iterator", iterators)
+        for name in MONITOR_CLASSES:
+            cls = getattr(monitor, name, None)
+            if cls is not None and "add" in vars(cls):
+                toggles.add("monitors", cls, "add", self.timed_add)
 
     def timed_next(self, original: Callable) -> Callable:
         inputs, recorder = self, self.host
