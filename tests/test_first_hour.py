@@ -242,7 +242,7 @@ def test_the_report_and_workbook_have_no_column_without_a_figure(tmp_path):
 
     a = analyze(profile)
     inference = _layers(a.sections[1])
-    assert all(row["bwd_mean"] is None for row in inference)  # no backward: the report drops the column
+    assert all(row["backward_ms"] is None for row in inference)  # no backward: the report drops the column
     assert all(row["source"] == "" for row in inference)  # a project's layers: no "created at"
     page = (out / "report.html").read_text()
     assert "layers.some(function (l)" in page  # a column is shown only where some layer has its figure

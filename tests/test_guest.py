@@ -20,14 +20,15 @@ from conftest import ROOT
 SCRIPT = os.path.join(ROOT, "tests", "scripts", "everything.py")
 FAULTS = os.path.join(ROOT, "tests", "faults")
 R, W, S = "nnprofile.recording.recorder:Recorder", "nnprofile.recording.wrappers:Wrappers", "nnprofile.recording"
+I, V = "nnprofile.recording.inputs:Inputs", "nnprofile.recording.solvers:Solvers"
 # Each run breaks places that lie on different paths, so that each fault is met.
 INJECTED = {
     "hooks": ["%s._start_of" % R, "%s.dynamic_call" % W],
     "stacks": ["%s.stack:Stacks.take" % S, "%s.eager_call" % W],
-    "counting": ["nnprofile.assembly.iterations:Counter.feed", "%s._iterator_name" % W, "%s.note_creation" % W],
-    "solvers": ["%s._solver_plan" % W, "%s._solver_index" % W, "%s._read_plan" % W],
-    "proxies": ["%s.function_mode" % W, "%s._track_solver" % R, "%s.counting:StepCount.freeze" % S],
-    "passes": ["%s._close_pass" % R, "%s.step_ended" % R, "%s._check_subclasses" % W],
+    "counting": ["nnprofile.assembly.iterations:Counter.feed", "%s._iterator_name" % I, "%s.note_creation" % W],
+    "solvers": ["%s._solver_plan" % V, "%s._solver_index" % V, "%s._read_plan" % I],
+    "proxies": ["%s.function_mode" % W, "%s.track_solver" % V, "%s.counting:StepCount.freeze" % S],
+    "passes": ["%s._close_pass" % R, "%s.step_ended" % R, "%s.check_subclasses" % V],
 }
 
 

@@ -84,7 +84,7 @@ def test_the_layer_table_sorts_and_filters_in_a_browser(reports, tmp_path):
             assert rows.count() == len(layers)
             names = lambda: page.locator("#layers-0 tbody tr td:first-child").all_text_contents()  # noqa: E731
             assert names() == layers  # forward order
-            page.click("#layers-0 th[data-key='total']")  # largest first
+            page.click("#layers-0 th[data-key='total_ms']")  # largest first
             totals = [float(t) for t in page.locator("#layers-0 tbody tr td:nth-child(12)").all_text_contents()]
             assert totals == sorted(totals, reverse=True) and names() != layers
             page.click("#layers-0 th[data-key='layer']")
@@ -159,7 +159,7 @@ def test_a_long_layer_table_shows_its_first_rows_until_asked(tmp_path):
             assert rows.count() == 100 and not page.locator("#layers-0").is_visible()  # a long table is folded
             page.click("#layers-fold-0 summary")
             assert page.locator("#more-0").text_content() == "Show all 150 layers (100 shown)"
-            page.click("#layers-0 th[data-key='total']")  # the slowest first: L149 down to L50
+            page.click("#layers-0 th[data-key='total_ms']")  # the slowest first: L149 down to L50
             assert page.locator("#layers-0 tbody tr td:first-child").first.text_content() == "L149"
             page.fill("#filter-0", "L14")  # L14 and L140..L149: all shown, the button gone
             assert rows.count() == 11 and not page.locator("#more-0").is_visible()

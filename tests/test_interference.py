@@ -231,10 +231,10 @@ def test_a_recording_leaves_interrupted_calls_out_and_takes_the_wait_off_its_ste
 
 def test_a_pass_held_up_between_its_functions_counts_less_what_was_taken_there():
     from types import SimpleNamespace
-    from nnprofile.assembly.sections import Builder
+    from nnprofile.assembly.calls import Calls
 
     capture = SimpleNamespace(graph=SimpleNamespace(functions={}), excluded=[], marks="cpu", events=[], waits=[])
-    b = Builder(capture, None, "s", [], [], [], [])
+    b = Calls(capture, None, [], {}, 0)
     first = SimpleNamespace(start_ns=0, end_ns=100, m0=0, m1=100)  # ran undisturbed
     second = SimpleNamespace(start_ns=150, end_ns=250, m0=130, m1=200)  # held up 30 ns inside it
     third = SimpleNamespace(start_ns=100_300, end_ns=100_400, m0=50_200, m1=50_300)  # 100 us later, 50 on the CPU
@@ -242,7 +242,7 @@ def test_a_pass_held_up_between_its_functions_counts_less_what_was_taken_there()
     assert b.taken(second) == 30 and b.taken(first) == 0
     assert b.gap_taken(p) == 50_050  # the second gap: 100,050 ns, 50,000 on the CPU; the first (20 ns) counts not
     capture.excluded = [(100_000, 100_100)]  # nnprofile's own work in that gap: left out already, not read
-    assert Builder(capture, None, "s", [], [], [], []).gap_taken(p) is None
+    assert Calls(capture, None, [], {}, 0).gap_taken(p) is None
 
 
 def test_the_calibration_reads_the_threads_cpu_time_where_the_kernel_gives_it():

@@ -378,3 +378,18 @@ def test_a_sections_details_read_typed_and_write_back_as_every_version_wrote_the
     data["sections"][0]["info"]["trained_by"] = "Adam"
     with pytest.raises(ProfileError, match="info holds a field of the wrong kind .*trained_by"):
         result_file.from_dict(data)
+
+
+def test_a_record_read_by_name_reads_as_its_json_does():
+    """A typed record read by name (``record["x"]``, ``.get``, ``in``) gives what its JSON holds, field by field
+    (without making the whole JSON each time): sparse and dense records, empty or not, and names it keeps as read."""
+    from nnprofile.base.buffers import StepMemory
+    from nnprofile.result.details import SectionInfo
+
+    records = [SectionInfo(), SectionInfo(graph="g", passes={"forward": 3}), StepMemory(), StepMemory(batch_size=8)]
+    records.append(SectionInfo.from_json({"graph": "h", "mystery": [1, 2]}))
+    for record in records:
+        data = record.to_json()
+        for name in set(data) | {"graph", "batch_size", "mystery", "nothing"}:
+            assert (name in record) == (name in data), (record, name)
+            assert record.get(name, "absent") == (data[name] if data.get(name) is not None else "absent")

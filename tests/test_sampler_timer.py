@@ -7,7 +7,7 @@ import sys
 import threading
 import time
 
-from nnprofile.assembly.sections import merged, overlap
+from nnprofile.assembly.intervals import merged, overlap
 from nnprofile.recording.building import Builds
 from nnprofile.recording.faults import Faults
 from nnprofile.recording.sampler import Sampler
@@ -183,12 +183,12 @@ def test_how_much_of_a_stretch_nnprofile_s_own_work_took_is_found_by_bisection_a
 
 def test_a_call_s_time_leaves_out_the_sampler_s_handler_that_ran_inside_it():
     from types import SimpleNamespace
-    from nnprofile.assembly.sections import Builder
+    from nnprofile.assembly.calls import Calls
 
     capture = SimpleNamespace(
         graph=SimpleNamespace(functions={}), excluded=[(150, 170), (100, 110), (400, 420)], marks="", events=[]
     )
-    b = Builder(capture, None, "s", [], [], [], [])
+    b = Calls(capture, None, [], {}, 0)
     assert b.span(SimpleNamespace(start_ns=100, end_ns=300)) == 200 - 10 - 20  # both handlers inside it
     assert b.span(SimpleNamespace(start_ns=300, end_ns=410)) == 110 - 10  # half of one
     assert b.span(SimpleNamespace(start_ns=0, end_ns=50)) == 50

@@ -248,7 +248,7 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
     shown = in_kept_steps(graphs, kept)
     sections = _kept_sections(builder, shown, graph_roles)
 
-    interference.apply(sections, capture, per_step, kept, bounds, builder.waited)  # other work's share
+    interference.apply(sections, capture, per_step, kept, bounds, builder.calls.waited)  # other work's share
     validation = evaluation_inputs(graphs, graph_roles, per_step, kept, capture)
     if validation:
         sections[-1].info.inputs_of = validation
@@ -259,12 +259,12 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
     _step_memory(builder, sections, shown, kept)
     names = _namer(graphs, capture, labels)
     notes = capture_notes(capture, graphs) + every_step_counts(drift, sections, kept)
-    notes += unresolved_note(builder.unresolved) + _step_notes(
+    notes += unresolved_note(builder.calls.unresolved) + _step_notes(
         sections[-1], [bounds[i] for i in kept], excluded, raised
     )
     # What ran only outside the kept steps: before the program's step section (the last, as every reader takes it).
     outside = outside_sections(builder, graphs, kept, skip, before, after, capture)
-    interference.apply(outside, capture, per_step, kept, bounds, builder.waited)
+    interference.apply(outside, capture, per_step, kept, bounds, builder.calls.waited)
     sections[-1:-1] = outside
     notes += spoiled_note(interference.spoiled(sections))
     notes += after_the_loop(graphs, kept, len(per_step))
@@ -272,7 +272,7 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
     how = _how(rule, len(bounds), names, per_step, kept, labels)
     return Assembly(
         sections if any(s.entries for s in sections) else [],
-        first_events(builder.timeline),
+        first_events(builder.calls.timeline),
         len(bounds),
         skip,
         len(kept),
@@ -280,7 +280,7 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
         notes,
         costs,
         hooks,
-        builder.origin,
+        builder.calls.origin,
         graphs,
         [i + 1 for i in kept],
         [i + 1 for i in plain_kept],
@@ -308,7 +308,7 @@ def _kept_sections(builder: Builder, shown: Sequence[Graph], graph_roles: Dict[A
     sections = [builder.graph_section(g) for g in shown]
     for g, section in zip(shown, sections):
         apply_role(section, graph_roles[g.key])
-    return sections + [builder.program_section()]
+    return sections + [builder.program.program_section()]
 
 
 def _step_notes(

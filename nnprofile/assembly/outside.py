@@ -54,7 +54,7 @@ def outside_sections(
 
     early_spans = [only_outside(before)] + [only_outside(builder.per_step[i]) for i in range(min(skip, steps))]
     late_span = only_outside(after)
-    program = builder.outside_section(early_spans + [late_span], "")
+    program = builder.program.outside_section(early_spans + [late_span], "")
     if program.entries:
         program.info.outside = where(
             any(call_keys(span, functions) for span in early_spans), bool(call_keys(late_span, functions))
@@ -66,8 +66,8 @@ def outside_sections(
 def own_graph_section(builder: Builder, g: Graph, indexes: List[int], where: str) -> Section:
     """The section of a graph that ran only outside the kept steps, its hooks' cost scaled to its own passes where
     they are enough (``hookfit.own_scale``; said in its info, ``hook_scale``)."""
-    marks = builder.capture.marks
-    handled = builder.capture.handled
+    marks = builder.calls.capture.marks
+    handled = builder.calls.capture.handled
     passes = {
         phase: [
             p
@@ -79,13 +79,13 @@ def own_graph_section(builder: Builder, g: Graph, indexes: List[int], where: str
         ]
         for phase in ("forward", "backward")
     }
-    own = hookfit.own_scale(builder.costs, passes, builder.outside_cost, builder.excluded)
-    saved = builder.costs
-    builder.costs = own or saved
+    own = hookfit.own_scale(builder.calls.costs, passes, builder.calls.outside_cost, builder.calls.excluded)
+    saved = builder.calls.costs
+    builder.calls.costs = own or saved
     try:
         section = builder.graph_section(g, (indexes, where))
     finally:
-        builder.costs = saved
+        builder.calls.costs = saved
     if own is not None:
         section.info.hook_scale = {
             phase: round(own._scale(phase_key), 4)

@@ -6,16 +6,16 @@ and the section of the calls outside the kept steps; the program's own lines, an
 from __future__ import annotations
 
 import bisect
-from typing import Any, Dict, List, Optional, Protocol, Sequence, Set, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
-from ..base.hookcost import HookCosts
 from ..base.places import place, short
 from ..base.choices import OUTSIDE, PHASES, SCRIPT
 from ..base.series import RoundSeries, SeriesTable
 from ..result import Entry, Section
 from ..result.details import SampledLine, SectionInfo
 from ..result.timeline import TimelineEvent
-from .events import EAGER, Call, Capture, CommCall, InputCall, MonitorCall, SolverCall, depth_of
+from .calls import Calls
+from .events import EAGER, Call, CommCall, InputCall, MonitorCall, SolverCall, depth_of
 from .intervals import overlap
 from .roles import solver_label
 from .passes import Pass, group_passes
@@ -24,47 +24,31 @@ SOLVER_PHASES = {"zero_grad": "prepare_backward", "weight_decay": "weight_decay"
 OWN_LINES = 12  # the program's own lines a step's section keeps (the most sampled)
 
 
-class BuilderParts(Protocol):
-    """The Builder (``nnprofile.assembly.sections``) as its program part sees it: the recording and costs it reads,
-    the figures it asks of it, and the part's own methods (mypy checks the Builder against it: ``sections``)."""
+class ProgramSections:
+    """Makes the program's sections from its own calls (``calls``, as the graphs' sections read them too): the kept
+    steps' (``kept``: their indexes among ``per_step``, ``bounds`` each step's, ``plain`` those run without the
+    hooks) and the calls outside them."""
 
-    capture: Capture
-    costs: HookCosts
-    name: str
-    labels: List[str]
-    kept: List[int]
-    per_step: List[List[Any]]
-    bounds: List[Tuple[int, int]]
-    plain: Set[int]
-    functions: Dict[Any, Any]
-    excluded: List[Tuple[int, int]]
-    origin: int
-    timeline: List[TimelineEvent]
+    def __init__(
+        self,
+        calls: Calls,
+        name: str,
+        kept: List[int],
+        per_step: List[List[Any]],
+        bounds: List[Tuple[int, int]],
+        plain: Set[int],
+    ) -> None:
+        self.calls, self.name, self.kept, self.per_step, self.bounds, self.plain = (
+            calls,
+            name,
+            kept,
+            per_step,
+            bounds,
+            plain,
+        )
 
-    def span(self, call: Any) -> float: ...
-    def signature(self, call: Call, phase: str = "forward") -> Optional[str]: ...
-    def own_cost(self, call: Call, phase: str = "forward") -> float: ...
-    def resolved(self, label: str, mean: float, off: float) -> float: ...
-    def inner(self, call: Any) -> Tuple[List[Any], float]: ...
-    def children(self, calls: Sequence[Tuple[Any, float]]) -> List[Dict[str, Any]]: ...
-    def _nested_events(self, call: Any) -> None: ...
-    def overshoot(self, p: Pass) -> float: ...
-    def hit(self, call: Any) -> bool: ...
-    def taken(self, call: Any) -> Optional[float]: ...
-    def waited(self, start: int, end: int, field: int = 1) -> float: ...
-    def _tally(
-        self, events: Sequence[Any], tables: "_Tables", step_passes: Sequence[Pass], timeline: bool = True
-    ) -> float: ...
-    def _entries(self, tables: "_Tables") -> List[Entry]: ...
-    def own_lines(self, info: SectionInfo) -> None: ...
-    def _step_events(self, i: int, events: Sequence[Any]) -> None: ...
-
-
-class ProgramPart:
-    """The Builder's part that makes the program's sections (a mixin: it reads the Builder's recording and costs)."""
-
-    def program_section(self: BuilderParts) -> Section:
-        capture, c = self.capture, self.costs
+    def program_section(self) -> Section:
+        capture, c = self.calls.capture, self.calls.costs
         section = Section(kind=SCRIPT, name=self.name, network="", complete=True)
         tables = _Tables()
         step = SeriesTable()
@@ -75,16 +59,16 @@ class ProgramPart:
             events = self.per_step[i]
             start, end = self.bounds[i]
             step_passes = group_passes(events, capture.sites)
-            hooks = self._tally(events, tables, step_passes) - sum(self.overshoot(p) for p in step_passes)
+            hooks = self._tally(events, tables, step_passes) - sum(self.calls.overshoot(p) for p in step_passes)
             passes = sum(1 for p in step_passes if not p.dynamic)
             carried = c.carry if i - 1 not in self.plain else 0.0  # the step before had the hooks
-            waited = self.waited(start, end)
+            waited = self.calls.waited(start, end)
             step.get("step").add(
                 max(
                     0.0,
                     end
                     - start
-                    - overlap(start, end, self.excluded)
+                    - overlap(start, end, self.calls.excluded)
                     - hooks
                     - passes * c.per_pass()
                     - c.outside
@@ -104,40 +88,40 @@ class ProgramPart:
         self.own_lines(section.info)
         return section
 
-    def outside_section(self: BuilderParts, spans: Sequence[List[Any]], where: str) -> Section:
+    def outside_section(self, spans: Sequence[List[Any]], where: str) -> Section:
         """The program's own calls outside the kept steps (``spans``: before the first kept step, after the last
         step): each iterator's wait, each solver's and monitor's calls, the eager work; no step of theirs."""
         section = Section(kind=OUTSIDE, name=self.name, network="", complete=True)
         tables = _Tables()
         for events in spans:
             tables.next_round()
-            self._tally(events, tables, group_passes(events, self.capture.sites), timeline=False)
+            self._tally(events, tables, group_passes(events, self.calls.capture.sites), timeline=False)
         section.entries = sorted(self._entries(tables), key=lambda e: PHASES.index(e.phase))
         section.info = SectionInfo(outside=where)
         return section
 
     def _tally(
-        self: BuilderParts, events: Sequence[Any], tables: "_Tables", step_passes: Sequence[Pass], timeline: bool = True
+        self, events: Sequence[Any], tables: "_Tables", step_passes: Sequence[Pass], timeline: bool = True
     ) -> float:
         """The program's own calls among ``events`` into their tables (the calls inside each are its children); returns
         what the hooks cost the events' functions."""
-        c = self.costs
+        c = self.calls.costs
         phase_of = {id(x): p.phase for p in step_passes for x in p.calls}
         hooks = 0.0
         for e in events:
             if isinstance(e, Call):
                 phase = phase_of.get(id(e), "forward")
-                hooks += c.total(e.kind, self.signature(e, phase)) + self.own_cost(e, phase)
+                hooks += c.total(e.kind, self.calls.signature(e, phase)) + self.calls.own_cost(e, phase)
             if depth_of(e):
                 continue  # inside another call: in its parent's time, and listed as its child
-            inside, cost = self.inner(e)
-            took = max(0.0, self.span(e) - cost)
-            hit = self.hit(e)
-            held = (hit, self.taken(e) if hit else None)
+            inside, cost = self.calls.inner(e)
+            took = max(0.0, self.calls.span(e) - cost)
+            hit = self.calls.hit(e)
+            held = (hit, self.calls.taken(e) if hit else None)
             key: Any = None
             if isinstance(e, Call):
                 if e.kind == EAGER:  # by function type and the program's line (any shapes)
-                    f = self.functions[e.function]
+                    f = self.calls.functions[e.function]
                     key = ("eager", f.type, f.created)
                     tables.eager.get(key[1:]).add(took, *held)
             elif isinstance(e, InputCall):
@@ -156,23 +140,23 @@ class ProgramPart:
             if inside and key is not None:
                 tables.parents.setdefault(key, []).append((e, cost))
                 if timeline:
-                    self._nested_events(e)
+                    self.calls.nested_events(e)
         return hooks
 
-    def _entries(self: BuilderParts, tables: "_Tables") -> List[Entry]:
+    def _entries(self, tables: "_Tables") -> List[Entry]:
         """The entries of a program's calls (iterators, solvers, eager work, monitors, communication), NNC's phases."""
-        capture, c = self.capture, self.costs
+        capture, c = self.calls.capture, self.calls.costs
         entries: List[Entry] = []
 
         def add(e: Entry, key: Any) -> None:
             if key in tables.parents:
-                e.children = self.children(tables.parents[key])
+                e.children = self.calls.children(tables.parents[key])
             entries.append(e)
 
         for it, s in tables.inputs.series.items():
             add(entry_of("load_dataset (%s)" % capture.iterators[it].name, "load_dataset", s), ("input", it))
         for (solver, method), s in tables.solvers.series.items():
-            label = solver_label(self.labels, solver)
+            label = solver_label(self.calls.labels, solver)
             add(
                 entry_of("%s (%s)" % (method, label), SOLVER_PHASES.get(method, "solver"), s),
                 ("solver", solver, method),
@@ -181,7 +165,7 @@ class ProgramPart:
             e = entry_of("eager (%s at %s)" % (kind, _short(created)), "eager", s)
             mean = sum(s.samples) / len(s.samples) if s.samples else 0.0
             e.overhead_ns, e.layer_type, e.source = (
-                self.resolved(e.label, mean, c.taken_off(mean, "eager")),
+                self.calls.resolved(e.label, mean, c.taken_off(mean, "eager")),
                 kind,
                 created,
             )
@@ -196,11 +180,11 @@ class ProgramPart:
             add(e, ("comm", method))
         return entries
 
-    def own_lines(self: BuilderParts, info: SectionInfo) -> None:
+    def own_lines(self, info: SectionInfo) -> None:
         """The program's own lines in the kept steps, as sampled between NNabla's calls, into the step's ``info``:
         each line's samples (the most first, at most OWN_LINES), the samples in all (``other`` is shared out by
         them), the clock that took them."""
-        samples = self.capture.samples
+        samples = self.calls.capture.samples
         if not samples or not self.kept:
             return
         times = [t for t, _ in samples]
@@ -212,50 +196,52 @@ class ProgramPart:
         total = sum(counts.values())
         if not total:
             return
-        sites = self.capture.sample_sites
+        sites = self.calls.capture.sample_sites
         top = sorted(counts.items(), key=lambda kv: -kv[1])[:OWN_LINES]
         info.own_samples = total
         info.own_lines = [
             SampledLine(short(place(sites[w][0], sites[w][1])), sites[w][2], sites[w][3], n) for w, n in top
         ]
-        if self.capture.sample_clock[0]:
-            kind, period = self.capture.sample_clock
+        if self.calls.capture.sample_clock[0]:
+            kind, period = self.calls.capture.sample_clock
             info.own_clock = (str(kind), float(period))
 
-    def _step_events(self: BuilderParts, i: int, events: Sequence[Any]) -> None:
-        o = self.origin
+    def _step_events(self, i: int, events: Sequence[Any]) -> None:
+        o = self.calls.origin
         number = i + 1
         start, end = self.bounds[i]
-        self.timeline.append(TimelineEvent("step %d" % number, "step", start - o, end - o, {"step": number}))
+        self.calls.timeline.append(TimelineEvent("step %d" % number, "step", start - o, end - o, {"step": number}))
         for e in events:
             if depth_of(e):
                 continue  # nested inside its parent by ``_nested_events``
             if isinstance(e, Call):
                 if e.kind == EAGER:
-                    f = self.functions[e.function]
-                    self.timeline.append(
+                    f = self.calls.functions[e.function]
+                    self.calls.timeline.append(
                         TimelineEvent(
                             "%s (eager)" % f.type, "eager", e.start_ns - o, e.end_ns - o, {"source": f.created}
                         )
                     )
             elif isinstance(e, SolverCall):
-                label = self.labels[e.solver] if e.solver < len(self.labels) else "solver"
-                self.timeline.append(
+                label = self.calls.labels[e.solver] if e.solver < len(self.calls.labels) else "solver"
+                self.calls.timeline.append(
                     TimelineEvent("%s (%s)" % (e.method, label), "update", e.start_ns - o, e.end_ns - o)
                 )
             elif isinstance(e, InputCall):
-                self.timeline.append(
+                self.calls.timeline.append(
                     TimelineEvent(
-                        "load_dataset (%s)" % self.capture.iterators[e.iterator].name,
+                        "load_dataset (%s)" % self.calls.capture.iterators[e.iterator].name,
                         "input",
                         e.start_ns - o,
                         e.end_ns - o,
                     )
                 )
             elif isinstance(e, MonitorCall):
-                self.timeline.append(TimelineEvent("monitor (%s)" % e.monitor, "monitor", e.start_ns - o, e.end_ns - o))
+                self.calls.timeline.append(
+                    TimelineEvent("monitor (%s)" % e.monitor, "monitor", e.start_ns - o, e.end_ns - o)
+                )
             elif isinstance(e, CommCall):
-                self.timeline.append(
+                self.calls.timeline.append(
                     TimelineEvent(e.method, "communication", e.start_ns - o, e.end_ns - o, {"bytes": e.bytes})
                 )
 

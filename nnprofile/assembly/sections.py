@@ -28,16 +28,13 @@ from ..result import Entry, Section
 from ..result.details import SectionInfo
 from ..result.layer import Layer
 from ..result.timeline import TimelineEvent
-from .events import WAITS, Call, Capture, CommCall, InputCall, MonitorCall, SolverCall, disturbed, shortfall
-from ..base.interference import CPU
+from .events import Call, Capture
 from .interference import disturbance_rate
-from .intervals import merged, overlap, waited_aside, waited_at
-from . import hookfit
-from .tree import descendants
 from .graphs import Graph, Namer, layer_keys
 from .passes import Pass
 from .builds import places
-from .program import BuilderParts, ProgramPart, entry_of, per_step_of
+from .calls import Calls
+from .program import ProgramSections, entry_of, per_step_of
 
 # Events a trace keeps per step: a bound on its size (times the active steps).
 MAX_EVENTS_PER_STEP = 20_000
@@ -45,7 +42,6 @@ MAX_EVENTS_PER_STEP = 20_000
 # each): the rest is an engine entry. Under the 90% the coverage check asks for, so that a rest a little below it by
 # the layers' own means is still named.
 COVERED = 0.95
-UNRESOLVED = 0.9  # the hooks' cost inside a call, as a share of it, beyond which it is not taken off
 
 
 class PassRow(NamedTuple):
@@ -60,8 +56,9 @@ class PassRow(NamedTuple):
     gaps: Optional[float]
 
 
-class Builder(ProgramPart):
-    """Makes the sections of a recording's kept steps (``kept``: their indexes among ``per_step``)."""
+class Builder:
+    """Makes the sections of a recording's kept steps (``kept``: their indexes among ``per_step``): the graphs' here,
+    the program's by its ``program`` (``nnprofile.assembly.program``), both over the same ``calls``."""
 
     def __init__(
         self,
@@ -75,188 +72,14 @@ class Builder(ProgramPart):
         plain: Optional[set] = None,
         kids: Optional[Dict[int, List[Any]]] = None,
     ):
-        self.capture, self.costs, self.name, self.labels = capture, costs, name, labels
-        self.functions = capture.graph.functions
-        self.excluded = merged(capture.excluded)
-        self.kept, self.per_step, self.bounds = kept, per_step, bounds
+        self.calls = Calls(capture, costs, labels, kids or {}, bounds[kept[0]][0] if kept else 0)
+        self.name, self.kept, self.per_step, self.bounds = name, kept, per_step, bounds
         self.plain = plain or set()  # the steps run without the hooks
-        self.kids = kids or {}  # id(call) -> the calls that ran inside it
-        self.unresolved: List[Tuple[str, float, float]] = []  # (label, mean, the hooks' cost): a tenth shown
-        self.timeline: List[TimelineEvent] = []
-        self.origin = bounds[kept[0]][0] if kept else 0
+        self.program = ProgramSections(self.calls, name, kept, per_step, bounds, self.plain)
         self.layers: Dict[str, Dict[Any, Layer]] = {}  # graph name -> layer key -> layer
         # other work's disturbances per ns of the program's calls (``interference.disturbance_rate``)
         self.switch_rate = disturbance_rate(per_step, kept, capture.marks)
         self._events_per_step: Dict[int, int] = {}
-        # The collectives' own waits for a CPU (their marks, read inside them): a rank that waits for the others
-        # polls, and is switched out as any spinning task is; that time is the others' to set, not other work's.
-        self._comm_waits = sorted(
-            (e.start_ns, max(0, e.m1 - e.m0))
-            for e in capture.events
-            if isinstance(e, CommCall) and not e.depth and e.m1 > e.m0
-        )
-
-    def span(self, call: Any) -> float:
-        """A call's time, nnprofile's own work inside it (the sampler's, its wrappers') left out."""
-        start, end = getattr(call, "start_ns", 0), getattr(call, "end_ns", 0)
-        return float(end - start - overlap(start, end, self.excluded))
-
-    def signature(self, call: Call, phase: str = "forward") -> Optional[str]:
-        """The call's key among the hooks' costs measured per signature (its backward's for a backward call)."""
-        f = self.functions.get(call.function)
-        return self.costs.key(self.capture.graph.signature(f) if f is not None else None, phase)
-
-    def own_cost(self, call: Call, phase: str = "forward") -> float:
-        """What the hooks' eviction adds to a call's own time (the part beyond their fixed cost; none for a
-        function measured on replicas, which held their own)."""
-        c, key = self.costs, self.signature(call, phase)
-        if call.kind == "static" and c.measured(key):
-            return 0.0
-        return c.eviction * max(0.0, self.span(call) - c.inside(call.kind, key))
-
-    def hook_total(self, calls: Sequence[Call], phase: str = "forward") -> float:
-        """What the hooks added to a stretch of these calls: each call's whole cost and its eviction."""
-        c = self.costs
-        return sum(c.total(x.kind, self.signature(x, phase)) + self.own_cost(x, phase) for x in calls)
-
-    def resolved(self, label: str, mean: float, off: float) -> float:
-        """The hooks' cost to take off a call of mean ``mean``: where it would leave (almost) nothing of a call that
-        ran, only so much that a tenth of what was measured is left (1 - UNRESOLVED), and said (``unresolved``): no
-        layer that ran reads zero, and the cost left in (``Entry.kept_cost_ns``) is small beside the pass's."""
-        if mean > 0 and off >= UNRESOLVED * mean:
-            self.unresolved.append((label, mean, off))
-            return UNRESOLVED * mean
-        return off
-
-    def inner(self, call: Any) -> Tuple[List[Any], float]:
-        """The calls inside ``call`` and what timing them added to its time."""
-        inside = descendants(call, self.kids)
-        if not inside:
-            return inside, 0.0
-        return inside, sum(
-            self.costs.total(x.kind, self.signature(x)) + self.own_cost(x) if isinstance(x, Call) else 0.0
-            for x in inside
-        )
-
-    def children(self, calls: Sequence[Tuple[Any, float]]) -> List[Dict[str, Any]]:
-        """Each kind of child of these calls (``(call, hooks inside it)``): its calls per parent call and mean."""
-        kinds: Dict[str, List[float]] = {}
-        order: List[str] = []
-        types: Dict[str, str] = {}
-        for call, _ in calls:
-            for child in self.kids.get(id(call), []):
-                label, kind = self._child_label(child)
-                if label not in kinds:
-                    kinds[label] = []
-                    order.append(label)
-                    types[label] = kind
-                kinds[label].append(self.span(child))
-        n = max(1, len(calls))
-        return [
-            {
-                "label": label,
-                "type": types[label],
-                "calls": round(len(kinds[label]) / n, 4),
-                "mean_ms": round(sum(kinds[label]) / len(kinds[label]) / 1e6, 6),
-            }
-            for label in order
-        ]
-
-    def _child_label(self, child: Any) -> Tuple[str, str]:
-        if isinstance(child, Call):
-            f = self.functions.get(child.function)
-            kind = f.type if f is not None else "function"
-            how = {"eager": "on NdArrays", "dynamic": "auto_forward"}.get(child.kind, "graph")
-            return "%s (%s)" % (kind, how), kind
-        if isinstance(child, SolverCall):
-            label = self.labels[child.solver] if child.solver < len(self.labels) else "solver"
-            return "%s (%s)" % (child.method, label), "solver"
-        if isinstance(child, InputCall):
-            return "load_dataset (%s)" % self.capture.iterators[child.iterator].name, "input"
-        if isinstance(child, MonitorCall):
-            return "monitor (%s)" % child.monitor, "monitor"
-        return "%s (communicator)" % getattr(child, "method", "call"), "communication"
-
-    def _nested_events(self, call: Any) -> None:
-        """The calls inside ``call``, nested inside it on the timeline."""
-        o = self.origin
-        for child in descendants(call, self.kids):
-            label, _ = self._child_label(child)
-            self.timeline.append(
-                TimelineEvent(
-                    label, "inside", child.start_ns - o, child.end_ns - o, {"depth": getattr(child, "depth", 1)}
-                )
-            )
-
-    def pass_hooks(self, p: Pass) -> float:
-        """What the hooks added inside a pass (from its first function's start to its last one's end): each
-        call's cost, but the part of each stretch's last one's that falls after its end, outside the pass, and
-        between them no more than there was (``overshoot``)."""
-        after = sum(self.outside_cost(last, p) for _, _, last in p.spans())
-        return self.hook_total(p.calls, p.phase) - after - self.overshoot(p)
-
-    def overshoot(self, p: Pass) -> float:
-        """What the hooks' cost between a pass's functions, as estimated, is above the time between them
-        (``hookfit.overshoot``): not taken off the pass, nor off the step that holds it."""
-        return hookfit.overshoot(p, self.outside_cost, self.excluded)
-
-    def outside_cost(self, call: Call, p: Pass) -> float:
-        """What the hooks add after a function of a pass, outside its own interval, as the costs stand."""
-        return self.costs.between(call.kind, self.signature(call, p.phase))
-
-    def hit(self, call: Any) -> bool:
-        """Whether other work kept the program from running while the call ran (its marks)."""
-        return disturbed(call, self.capture.marks)
-
-    def taken(self, call: Any) -> Optional[float]:
-        """What other work took of a call it held up: its wall time less the thread's CPU time (None where the marks
-        are no CPU time: a wait, an asynchronous device)."""
-        if self.capture.marks != CPU or isinstance(call, WAITS):
-            return None
-        return float(max(0, (call.end_ns - call.start_ns) - (call.m1 - call.m0)))
-
-    def gap_taken(self, p: Pass) -> Optional[float]:
-        """What other work took of a pass between its functions: each gap between two of them (within a stretch of
-        the pass) whose CPU time falls short of its wall time, by that much; a gap that holds nnprofile's own work
-        (left out of the pass already, with whatever held it up) is not read. None where no gap was held up."""
-        if self.capture.marks != CPU:
-            return None
-        taken, hit = 0.0, False
-        for calls in p.runs():
-            for a, b in zip(calls, calls[1:]):
-                if b.start_ns < a.end_ns or overlap(a.end_ns, b.start_ns, self.excluded):
-                    continue
-                if shortfall(a.end_ns, b.start_ns, a.m1, b.m0, CPU):
-                    taken += (b.start_ns - a.end_ns) - (b.m0 - a.m1)
-                    hit = True
-        return taken if hit else None
-
-    def waited(self, start: int, end: int, field: int = 1) -> float:
-        """What other work took of [start, end): the time the thread waited for a CPU (``field`` 2: its involuntary
-        context switches), from the readings taken where steps may begin and as nnprofile's own work ends
-        (``Capture.waits``), each side interpolated between the readings around it, less what it waited inside
-        nnprofile's own work (set aside already) and inside collectives (the other ranks'); 0 where none were
-        read."""
-        waits = self.capture.waits
-        if len(waits) < 2:
-            return 0.0
-        taken = waited_at(waits, end, field) - waited_at(waits, start, field)
-        if field == 1:
-            taken -= waited_aside(waits, self.excluded, start, end)  # (nnprofile's own work: set aside already)
-            if self._comm_waits:
-                taken -= sum(w for at, w in self._comm_waits if start <= at < end)
-        return max(0.0, taken)
-
-    def function_time(self, call: Call, inner: float, phase: str) -> float:
-        """A function's own time in a pass as its entry counts it: the calls inside it and the hooks' cost inside it
-        taken off (so that the pass's rest, between its functions, is what the entries leave of it)."""
-        took = max(0.0, self.span(call) - inner)
-        return max(0.0, took - self.costs.taken_off(took, call.kind, self.signature(call, phase)))
-
-    def pass_time(self, p: Pass) -> float:
-        """The time a pass ran (its stretches: an auto_forward graph's each function from where NNabla began making it),
-        nnprofile's own work left out."""
-        return float(sum(end - start - overlap(start, end, self.excluded) for start, end, _ in p.spans()))
 
     # -- a graph ---------------------------------------------------------------------
 
@@ -267,13 +90,13 @@ class Builder(ProgramPart):
         rounds_of = self.kept if outside is None else list(outside[0])
         timeline = outside is None
         layers: Dict[Any, Layer] = self.layers.setdefault(graph.name, {})
-        namer = Namer(self.capture.graph)
+        namer = Namer(self.calls.capture.graph)
 
         def layer(key: Any, call: Call) -> Layer:
             known = layers.get(key)
             if known is None:
-                info = self.functions[call.function]
-                known = layers[key] = Layer(info, self.capture.graph, namer.name(info), layer_id=len(layers))
+                info = self.calls.functions[call.function]
+                known = layers[key] = Layer(info, self.calls.capture.graph, namer.name(info), layer_id=len(layers))
             return known
 
         first = next(i for i, p in enumerate(graph.passes) if p)
@@ -288,20 +111,20 @@ class Builder(ProgramPart):
                 table.next_round()
             for key, call, phase in layer_keys(graph, i):
                 known = layer(key, call)
-                inside, cost = self.inner(call)
-                hit = self.hit(call)
+                inside, cost = self.calls.inner(call)
+                hit = self.calls.hit(call)
                 (forward if phase == "forward" else backward).get(key).add(
-                    max(0.0, self.span(call) - cost), hit, self.taken(call) if hit else None
+                    max(0.0, self.calls.span(call) - cost), hit, self.calls.taken(call) if hit else None
                 )
                 if inside:
                     parents.setdefault((phase, key), []).append((call, cost))
                     if timeline:
-                        self._nested_events(call)
+                        self.calls.nested_events(call)
                 if timeline:
                     self._layer_event(i, known, phase, call)
             for p in graph.passes[i]:
                 ran.append(self._pass_row(i, p))
-                site = self.capture.sites.get(p.site) if p.site is not None else None
+                site = self.calls.capture.sites.get(p.site) if p.site is not None else None
                 if site is not None and site.clears:
                     clears[p.phase] = site.clears
                 if timeline:
@@ -327,18 +150,19 @@ class Builder(ProgramPart):
                 known = layers[key]
                 kind = "dynamic" if graph.dynamic and phase == "forward_function" else "static"
                 mean = sum(s.samples) / len(s.samples) if s.samples else 0.0
-                cost_key = self.costs.key(
-                    self.capture.graph.signature(known.info), "backward" if phase == "backward_function" else "forward"
+                cost_key = self.calls.costs.key(
+                    self.calls.capture.graph.signature(known.info),
+                    "backward" if phase == "backward_function" else "forward",
                 )
-                off = self.costs.taken_off(mean, kind, cost_key)
-                kept_off = self.resolved(known.label(phase), mean, off)
+                off = self.calls.costs.taken_off(mean, kind, cost_key)
+                kept_off = self.calls.resolved(known.label(phase), mean, off)
                 e = known.entry(phase, s.samples, 1, kept_off)
                 e.kept_cost_ns = max(0.0, off - kept_off)
                 e.round_sizes = s.round_sizes
                 e.disturbed, e.taken_ns, e.switch_rate = list(s.disturbed), list(s.taken), self.switch_rate
                 calls = parents.get(("forward" if phase == "forward_function" else "backward", key), [])
                 if calls:
-                    e.children = self.children(calls)
+                    e.children = self.calls.children(calls)
                 entries.append(e)
         return entries
 
@@ -351,13 +175,13 @@ class Builder(ProgramPart):
         info = SectionInfo(
             graph=graph.name,
             dynamic=graph.dynamic,
-            trained_by=[self.labels[t] for t in graph.trained_by if t < len(self.labels)],
+            trained_by=[self.calls.labels[t] for t in graph.trained_by if t < len(self.calls.labels)],
             forward_per_step=per_step_of(whole, "forward", rounds) if outside is None else 0,
             backward_per_step=per_step_of(whole, "backward", rounds) if outside is None else 0,
         )
         if graph.dynamic:
             first = next((p for step in graph.passes for p in step if p.phase == "forward"), None)
-            info.built_at = places(first.calls, self.capture.codes) if first is not None else None
+            info.built_at = places(first.calls, self.calls.capture.codes) if first is not None else None
         if outside is not None:
             info.outside = outside[1]
             info.passes = {
@@ -368,11 +192,11 @@ class Builder(ProgramPart):
     def _pass_row(self, step: int, p: Pass) -> "PassRow":
         """A pass's time, its functions' (the hooks' cost off each, also where an entry keeps it: see ``resolved``),
         and what other work took of it (inside its functions, and between them)."""
-        inner = [self.inner(c)[1] for c in p.calls]  # the timing of calls inside its functions
-        passed = max(0.0, self.pass_time(p) - self.pass_hooks(p) - sum(inner))
-        own = sum(self.function_time(c, x, p.phase) for c, x in zip(p.calls, inner))
-        held_inside = sum(self.taken(c) or 0.0 for c in p.calls if self.hit(c))
-        return PassRow(step, p.phase, passed, own, held_inside, self.gap_taken(p))
+        inner = [self.calls.inner(c)[1] for c in p.calls]  # the timing of calls inside its functions
+        passed = max(0.0, self.calls.pass_time(p) - self.calls.pass_hooks(p) - sum(inner))
+        own = sum(self.calls.function_time(c, x, p.phase) for c, x in zip(p.calls, inner))
+        held_inside = sum(self.calls.taken(c) or 0.0 for c in p.calls if self.calls.hit(c))
+        return PassRow(step, p.phase, passed, own, held_inside, self.calls.gap_taken(p))
 
     def _whole_passes(
         self, passes: Sequence["PassRow"], rounds_of: Sequence[int], whole: SeriesTable, engine: SeriesTable
@@ -390,8 +214,8 @@ class Builder(ProgramPart):
                 engine.get(row.phase).add(max(0.0, row.passed - row.functions), row.gaps is not None, row.gaps)
 
     def _pass_event(self, graph: Graph, title: str, p: Pass) -> None:
-        o = self.origin
-        self.timeline.append(
+        o = self.calls.origin
+        self.calls.timeline.append(
             TimelineEvent(
                 "%s (%s)" % (p.phase, graph.name),
                 p.phase,
@@ -408,9 +232,9 @@ class Builder(ProgramPart):
         if count > MAX_EVENTS_PER_STEP:
             return
         args = layer.trace_args(phase)
-        args["source"] = self.functions[call.function].created
-        o = self.origin
-        self.timeline.append(TimelineEvent(layer.name, phase, call.start_ns - o, call.end_ns - o, args))
+        args["source"] = self.calls.functions[call.function].created
+        o = self.calls.origin
+        self.calls.timeline.append(TimelineEvent(layer.name, phase, call.start_ns - o, call.end_ns - o, args))
 
     # -- memory --------------------------------------------------------------------------
 
@@ -419,15 +243,15 @@ class Builder(ProgramPart):
         layers = list(self.layers.get(section.name, {}).values())
         if not layers:
             return buffers.StepMemory()
-        params = [v.id for v in self.capture.graph.variables.values() if v.parameter]
+        params = [v.id for v in self.calls.capture.graph.variables.values() if v.parameter]
         return buffers.step_memory(
             [layer.info for layer in layers],
-            self.capture.graph,
+            self.calls.capture.graph,
             [layer.name for layer in layers],
             params,
             layers[0].itemsize,
             training=bool(section.info.backward_per_step),
-            solver_state=sum(s.state_bytes for s in self.capture.solvers),
+            solver_state=sum(s.state_bytes for s in self.calls.capture.solvers),
             measured="not measured for a recorded program (its steps are its own); the estimate "
             "follows the functions of the graph as first recorded",
         )
@@ -459,8 +283,3 @@ def pass_entries(whole: SeriesTable, engine: SeriesTable, clears: Dict[str, str]
         if rest.stats.mean > (1 - COVERED) * next(e for e in entries if e.phase == phase + "_all").stats.mean:
             entries.append(rest)
     return entries
-
-
-def _as_parts(builder: Builder) -> BuilderParts:
-    """(For mypy: the Builder is what its program part takes it for, member by member.)"""
-    return builder

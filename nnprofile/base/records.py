@@ -11,7 +11,7 @@ a record or a tuple of its own into what the file holds and back.
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Any, ClassVar, Dict, Iterator, Type, TypeVar
+from typing import Any, ClassVar, Dict, FrozenSet, Iterator, Tuple, Type, TypeVar
 
 R = TypeVar("R", bound="Record")
 
@@ -56,21 +56,42 @@ class Record:
 
     # -- read by name, as the dicts of earlier versions ----------------------------------
 
+    def _read(self, name: object) -> Tuple[bool, Any]:
+        """(whether ``to_json`` would hold ``name``, the value it would hold), from that one field alone (a read by
+        name once made the whole record's JSON)."""
+        if name in _field_names(type(self)):
+            value = getattr(self, str(name))
+            if value is None:
+                return not self.SPARSE and not self.is_empty(), None
+            return True, self.encode(str(name), value)
+        return (True, self.extra[name]) if name in self.extra else (False, None)
+
     def __getitem__(self, name: str) -> Any:
-        value = self.to_json().get(name)
+        value = self._read(name)[1]
         if value is None:
             raise KeyError(name)
         return value
 
     def get(self, name: str, default: Any = None) -> Any:
-        value = self.to_json().get(name)
+        value = self._read(name)[1]
         return default if value is None else value
 
     def __contains__(self, name: object) -> bool:
-        return name in self.to_json()
+        return self._read(name)[0]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.to_json())
 
     def __bool__(self) -> bool:
         return bool(self.to_json())
+
+
+_NAMES: Dict[type, FrozenSet[str]] = {}
+
+
+def _field_names(cls: type) -> FrozenSet[str]:
+    """A record class's own fields (``extra`` aside), found once per class."""
+    names = _NAMES.get(cls)
+    if names is None:
+        names = _NAMES[cls] = frozenset(f.name for f in fields(cls) if f.name != "extra")
+    return names

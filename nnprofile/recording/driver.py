@@ -113,7 +113,7 @@ class ProgramRun:
         """The launcher's world, else the one the program's communicator told when it was initialised."""
         if self.world is not None:
             return self.world
-        rank = self.recorder.comm_rank
+        rank = self.recorder.solver_calls.comm_rank
         if rank is not None and rank[1] > 1:
             return World(rank[0], rank[1], "communicator")
         return None

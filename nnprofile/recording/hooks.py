@@ -91,7 +91,7 @@ class FunctionHooks:
                 self._pass_site, self._pass_functions = site, {f}
                 self._pass_first, self._pass_start = f, start
                 self._pass_last = f
-                self._check_subclasses()
+                self.solver_calls.check_subclasses()
                 call.stack = self.steps.take(frame)
                 self.steps.moved(call.stack, "other", end, frame, begun=(start, m0, m1))
                 self.aside(end)  # nnprofile's own work inside the pass

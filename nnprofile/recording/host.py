@@ -1,11 +1,11 @@
 """The Recorder as its mixed-in parts see it: the state they share, and the methods they call on one another.
 
-The Recorder (``recorder.Recorder``) has three parts mixed in: its function hooks (``hooks``), its
-wrappers of the program's calls (``wrappers``, ``inputs``) and their installing (``installing``). Each
-part's methods take ``self`` as ``RecorderParts``, so that mypy checks every use of the shared state
-against the types here, and the Recorder against this protocol (``recorder._as_parts``). The objects the
-Recorder owns (its count of steps, its faults, its toggled wrappers, its readings of other work, its
-sampler, the keeper of its windows) are reached through their own fields.
+The Recorder (``recorder.Recorder``) still has two parts mixed in: its function hooks (``hooks``) and its
+wrappers of functions run now (``wrappers``). Each part's methods take
+``self`` as ``RecorderParts``, so that mypy checks every use of the shared state against the types here. The
+parts that are objects of their own (its iterators and monitors, its solvers, its count of steps, its faults,
+its toggled wrappers, its readings of other work, its sampler, the keeper of its windows) are reached through
+their own fields, and reach it through the small protocols of ``parts``.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Hashable, List, Optional,
 from .parts import CallTimer, CountingHost, SampledProgram, WindowsHost
 
 if TYPE_CHECKING:
-    from ..assembly.events import IteratorInfo
     from ..assembly.steps import Loop
     from .building import Builds
     from .counting import StepCount
     from .faults import Faults
+    from .inputs import Inputs
+    from .solvers import Solvers
     from .patching import Patches
-    from .proxies import TimedCommunicator, TimedSolver
     from .raw import EagerInfo, RawSolver
     from .sampler import Sampler
     from .windowing import WindowKeeper
@@ -69,8 +69,6 @@ class RecorderParts(CallTimer, CountingHost, SampledProgram, WindowsHost, Protoc
     elsewhere: int  # functions other threads ran (not recorded)
     _dynamic_place: Any
     _recent_dynamic: Set[Any]
-    _read_stack: Any
-    _in_monitor: bool
     # -- the parts it owns
     steps: StepCount
     builds: Builds
@@ -79,23 +77,12 @@ class RecorderParts(CallTimer, CountingHost, SampledProgram, WindowsHost, Protoc
     cpu: CpuWaits
     sampler: Optional[Sampler]
     windowing: WindowKeeper
+    inputs: Inputs
+    solver_calls: Solvers
     # -- what the program made
     namespaces: Tuple[Any, ...]
     ndarray_type: Any
     solvers: List[RawSolver]
-    iterators: List[IteratorInfo]
-    communicators: List[str]
-    comm_rank: Optional[Tuple[int, int]]
-    callback_used: bool
-    _iterator_index: Dict[int, int]
-    _iterator_objects: List[Any]
-    _iterators_made: Dict[int, str]
-    _iterators_named: Dict[int, str]
-    _own_solvers: Dict[int, int]
-    _patched_classes: Set[Any]
-    _subclasses_seen: int
-    _solver_base: Any
-    _python_function: Any
     _skip: Tuple[str, ...]
     SITE_STEPS: int
 
@@ -139,20 +126,3 @@ class RecorderParts(CallTimer, CountingHost, SampledProgram, WindowsHost, Protoc
         switches: Tuple[int, int] = (0, 0),
     ) -> None: ...
     def note_creation(self, outputs: Any, depth: int = 2, function: Any = None) -> None: ...
-    def solver_call(self, index: int, method: str, bound: Callable, args: Any, kwargs: Any) -> Any: ...
-    def _solver_plan(self, index: int, method: str) -> Any: ...
-    def _check_subclasses(self) -> None: ...
-    def _patch_subclasses(self) -> None: ...
-    def _patch_new_subclasses(self) -> None: ...
-    def _subclass_method(self, cls: type, method: str, original: Callable) -> Callable: ...
-    def _solver_index(self, solver: Any, cls: type) -> Optional[int]: ...
-    def _python_function_call(self, original: Callable) -> Callable: ...
-    def _timed_next(self, original: Callable) -> Callable: ...
-    def _read_plan(self, iterator: Any, frame: Any) -> Optional[Tuple[int, int]]: ...
-    def _iterator_of(self, iterator: Any, frame: Any) -> int: ...
-    def _iterator_name(self, iterator: Any, frame: Any) -> str: ...
-    def _made_iterator(self, original: Callable) -> Callable: ...
-    def _timed_add(self, original: Callable) -> Callable: ...
-    def _patch_iterators(self, data_iterator: Any) -> None: ...
-    def _track_solver(self, solver: Any) -> TimedSolver: ...
-    def _track_communicator(self, comm: Any) -> TimedCommunicator: ...

@@ -19,10 +19,12 @@ from .toggles import Toggles
 from .waits import CpuWaits
 
 
-class CallTimer(Protocol):
-    """What a proxy (a solver, a communicator, a function object) asks of the recording: how to time its calls."""
+class SolverTimer(Protocol):
+    """What a solver's or a communicator's proxy asks of the recording (``solvers.Solvers``): how to time its calls."""
 
-    faults: Faults
+    @property
+    def faults(self) -> Faults:
+        """Where a proxy notes what it could not do."""
 
     def timed_solver_call(self, index: int, method: str) -> Callable[..., Any]:
         """The solver ``index``'s ``method``, timed while the recording lasts."""
@@ -30,8 +32,14 @@ class CallTimer(Protocol):
     def timed_comm_call(self, proxy: Any, method: str, bound: Callable[..., Any]) -> Callable[..., Any]:
         """A communicator's collective ``bound``, timed while the recording lasts."""
 
+
+class CallTimer(Protocol):
+    """What a function object's proxy asks of the recording: how to record its call."""
+
+    faults: Faults
+
     def function_mode(self, inputs: Sequence[Any], kwargs: Dict[str, Any]) -> int:
-        """How a function object's call is recorded now (``wrappers.PLAIN`` and the rest)."""
+        """How a function object's call is recorded now (``raw.PLAIN`` and the rest)."""
 
     def run_function(
         self, call: Callable[[], Any], function: Any, made_ns: Optional[int], mode: int, inputs: Sequence[Any]
@@ -122,3 +130,67 @@ class WindowsHost(Protocol):
 
     def _switch_hooks(self, on: bool) -> None:
         """The function hooks on or off (for the steps that measure what they cost)."""
+
+
+class InputsHost(Protocol):
+    """What the program's iterators and monitors (``inputs.Inputs``) read of the recording, and ask of it."""
+
+    recording: bool  # started, not yet stopped
+    capturing: bool  # a window is open
+    hooks_on: bool  # the function hooks are set
+    program_thread: int  # the thread recorded (the program's own)
+    open_calls: List[Any]  # the calls open now
+    events: List[Any]  # the window's events
+    excluded: List[Tuple[int, int]]  # nnprofile's own stretches
+    loop: Loop
+    stacks: Stacks
+    faults: Faults
+    cpu: CpuWaits
+    clock: Callable[[], int]
+    steps: Any  # its count of steps (``counting.StepCount``, which imports this module)
+
+    def aside(self, t0: int) -> None:
+        """nnprofile's own work since ``t0``: left out of every call, pass and step."""
+
+    def break_pass(self) -> None:
+        """The pass under way has ended (a call of the program's between passes)."""
+
+    def between_calls(self) -> None:
+        """A call of the program's own begins between NNabla's: the pass before it ends, its classes are looked at."""
+
+    def past_the_loop(self, frame: Any) -> None:
+        """A call of the program's that may lie past its step loop (the hooks go back on there)."""
+
+
+class SolversHost(Protocol):
+    """What the program's solvers and communicators (``solvers.Solvers``) read of the recording, and ask of it."""
+
+    recording: bool  # started, not yet stopped
+    capturing: bool  # a window is open
+    program_thread: int  # the thread recorded (the program's own)
+    open_calls: List[Any]  # the calls open now
+    events: List[Any]  # the window's events
+    faults: Faults
+    cpu: CpuWaits
+    clock: Callable[[], int]
+    sync: Optional[Callable[[], None]]  # the device's wait, on an asynchronous device
+    _mark: Callable[[], int]  # a call's mark now
+    _patches: Any  # what the recording put in place (``patching.Patches``)
+    steps: Any  # its count of steps (``counting.StepCount``, which imports this module)
+
+    def aside(self, t0: int) -> None:
+        """nnprofile's own work since ``t0``: left out of every call, pass and step."""
+
+    def break_pass(self) -> None:
+        """The pass under way has ended (a call of the program's between passes)."""
+
+    def updated(self, index: int, end: int) -> None:
+        """A solver's update has ended, outside any other call."""
+
+    def function_mode(self, inputs: Sequence[Any], kwargs: Dict[str, Any]) -> int:
+        """How a function's call is recorded now (a custom PythonFunction's too)."""
+
+    def run_function(
+        self, call: Callable[[], Any], function: Any, made_ns: Optional[int], mode: int, inputs: Sequence[Any]
+    ) -> Any:
+        """The function's call run (exactly once), recorded as ``mode`` says."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .parts import CallTimer
+from .parts import CallTimer, SolverTimer
 
 SOLVER_CALLS = (
     "zero_grad",
@@ -43,7 +43,7 @@ class TimedSolver:
     and kept on the proxy (the program calls it every step, and the lookup is no part of its step); it
     times only while the recording lasts."""
 
-    def __init__(self, solver: Any, recorder: CallTimer, index: int):
+    def __init__(self, solver: Any, recorder: SolverTimer, index: int):
         object.__setattr__(self, "_solver", solver)
         object.__setattr__(self, "_recorder", recorder)
         object.__setattr__(self, "_index", index)
@@ -92,7 +92,7 @@ class TimedCommunicator:
     method is made once and kept on the proxy (the program calls it every step); it times only
     while the recording lasts."""
 
-    def __init__(self, comm: Any, recorder: CallTimer):
+    def __init__(self, comm: Any, recorder: SolverTimer):
         object.__setattr__(self, "_comm", comm)
         object.__setattr__(self, "_recorder", recorder)
         object.__setattr__(self, "_parameter_bytes", 0)

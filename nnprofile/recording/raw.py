@@ -7,6 +7,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 
 OPENED = object()  # a wrapper's call on the open-call stack (``Recorder.open_calls``)
+PLAIN, MADE, EAGER_CALL, DYNAMIC_CALL = 0, 1, 2, 3  # how a function proxy's call is recorded
 
 
 @dataclass

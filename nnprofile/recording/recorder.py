@@ -38,12 +38,13 @@ Only the thread that started the recording is recorded (a loader's thread runs u
 and wrapper is a guest: a failure of nnprofile's own is noted, never raised into the program
 (``faults``).
 
-The Recorder is its function hooks (``hooks``), its wrappers of the program's calls (``wrappers``,
-``inputs``) and their installing (``installing``), mixed in and typed by ``host.RecorderParts``; and it
-owns the parts with state of their own, each talking back through a protocol of ``parts``: the count of
-steps (``counting.StepCount``), the keeper of the windows (``windowing.WindowKeeper``), the readings of
-other work (``waits.CpuWaits``), the wrappers off between windows (``toggles.Toggles``), the faults
-(``faults.Faults``) and the sampler of the program's own lines (``sampler.Sampler``).
+The Recorder is its function hooks (``hooks``) and its wrappers of functions run now (``wrappers``), mixed in
+and typed by ``host.RecorderParts``; and it owns the parts with state of their own, each talking back through a
+protocol of ``parts``: the iterators and monitors (``inputs.Inputs``), the solvers and communicators
+(``solvers.Solvers``), the count of steps (``counting.StepCount``), the keeper of the windows
+(``windowing.WindowKeeper``), the readings of other work (``waits.CpuWaits``), the wrappers off between windows
+(``toggles.Toggles``), the faults (``faults.Faults``) and the sampler of the program's own lines
+(``sampler.Sampler``).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, Hashable, List, Optional, Tuple
 
-from ..assembly.events import Event, IteratorInfo, StepMark
+from ..assembly.events import Event, StepMark
 from ..base.interference import NoProbe, Probe
 from ..assembly.steps import Loop
 from . import importlock
@@ -70,8 +71,9 @@ from .stack import Stacks
 from .raw import EagerInfo, RawSolver, device_sync  # noqa: F401 (the recorder's vocabulary)
 from .wrappers import Wrappers
 from .host import RecorderParts
-from .installing import Installing
 from .hooks import HOOK_KEY, FunctionHooks  # noqa: F401 (the recorder's vocabulary)
+from .inputs import Inputs
+from .solvers import Solvers
 from .windowing import MAX_CREATED, SITE_STEPS, WindowKeeper  # noqa: F401 (the recorder's vocabulary)
 from .bindings import all_parameters, communicator_factories
 from .building import Builds, makers
@@ -90,7 +92,7 @@ MIN_PAIRS = 3  # pairs the estimate needs (``nnprofile.base.hookcost.measured_in
 _nn: Any = None  # nnabla, once recording started (no import in a hook)
 
 
-class Recorder(FunctionHooks, Installing, Wrappers):
+class Recorder(FunctionHooks, Wrappers):
     """Hooks into NNabla while started; keeps the raw events of a program's run.
 
     ``namespaces``: further namespaces (a notebook's) in which NNabla's factories are replaced,
@@ -143,13 +145,6 @@ class Recorder(FunctionHooks, Installing, Wrappers):
         self.finished = False  # the schedule is done: hooks removed
         self.started_ns = 0
         self.stopped_ns = 0
-        self.solvers: List[RawSolver] = []
-        self.iterators: List[IteratorInfo] = []
-        self._iterator_index: Dict[int, int] = {}
-        self._iterator_objects: List[Any] = []
-        self._iterators_made: Dict[int, str] = {}  # id(iterator) -> the program's line that made it
-        self._iterators_named: Dict[int, str] = {}  # id(iterator) -> the name the program stored it under
-        self._read_stack: Any = None
         self.eager: Dict[Hashable, EagerInfo] = {}
         self.loop = Loop()
         self.stacks = Stacks()
@@ -159,11 +154,6 @@ class Recorder(FunctionHooks, Installing, Wrappers):
         self.open_calls: List[Any] = []  # the calls open now: (function, start) for a hooked one, else a marker
         self.elsewhere = 0  # functions run by other threads than the recorded one (not recorded)
         self.program_thread = _ident()  # the thread recorded (the program's own)
-        self._own_solvers: Dict[int, int] = {}  # id(a solver of the program's own class) -> its index
-        self._patched_classes: set = set()
-        self._subclasses_seen = -1
-        self._solver_base: Any = None
-        self._python_function: Any = None
 
     def _init_passes(self) -> None:
         """The pass under way, the sites seen, the names and sources kept, nnprofile's own stretches."""
@@ -180,9 +170,6 @@ class Recorder(FunctionHooks, Installing, Wrappers):
         self.parameter_names: Dict[Any, str] = {}
         self.created: Dict[Any, str] = {}
         self.note_sites = True
-        self.communicators: List[str] = []  # the type of each communicator made
-        self.comm_rank: Optional[Tuple[int, int]] = None  # (rank, size) once a communicator is initialised
-        self.callback_used = False  # all_reduce_callback: its communication runs inside backward
         self.excluded: List[Tuple[int, int]] = []  # nnprofile's own work between the program's calls
         # The program's own lines between NNabla's calls, sampled in windows (only on the real clock: a test's
         # scripted clock must not be read from another thread).
@@ -192,9 +179,11 @@ class Recorder(FunctionHooks, Installing, Wrappers):
         self._patches = Patches()
         self.toggles = Toggles(self._patches)  # the monitors' and iterators' wrappers, off between windows
         self._import_locks: Any = None  # importlib's own _blocking_on, while the reentrant one stands in
-        self._in_monitor = False
         # modules whose frames are not the program's
         self._skip: Tuple[str, ...] = ("nnabla", "nnabla_ext", "nnprofile")
+        self.inputs = Inputs(self, self._skip)  # the program's iterators and monitors
+        self.solver_calls = Solvers(self, self._skip)  # its solvers and communicators
+        self.solvers = self.solver_calls.solvers  # (the list the count of steps and the windows read)
         self.ndarray_type: Any = None
         # Waits for the device before each reading on an asynchronous backend (CUDA). The
         # program sets its context once running: it is looked up at each step's end.
@@ -225,11 +214,11 @@ class Recorder(FunctionHooks, Installing, Wrappers):
         _nn = self._nn = nn
         self.program_thread = _ident()
         self.stacks.around(_getframe(1))
-        self._solver_base = solver_module.Solver
+        self.solver_calls.base = solver_module.Solver
         from nnabla.auto_forward import get_auto_forward
 
         self._auto_forward = get_auto_forward
-        self._python_function = getattr(function_module, "PythonFunction", None)
+        self.solver_calls.python_function = getattr(function_module, "PythonFunction", None)
         self.ndarray_type = nn.NdArray
         self.started_ns = self.clock()
         self.snapshot_parameters()
@@ -237,7 +226,10 @@ class Recorder(FunctionHooks, Installing, Wrappers):
         for name in dir(solver_module):
             factory = getattr(solver_module, name)
             if name[:1].isupper() and callable(factory) and not isinstance(factory, type):
-                replacements[id(factory)] = (factory, self._tracking_factory(factory, self._track_solver, "solver"))
+                replacements[id(factory)] = (
+                    factory,
+                    self.solver_calls.tracking_factory(factory, self.solver_calls.track_solver, "solver"),
+                )
         for name in ("clear_parameters", "load_parameters"):
             original = getattr(parameter_module, name, None)
             if original is not None:
@@ -250,15 +242,15 @@ class Recorder(FunctionHooks, Installing, Wrappers):
         for factory in communicator_factories():
             replacements[id(factory)] = (
                 factory,
-                self._tracking_factory(factory, self._track_communicator, "communicator"),
+                self.solver_calls.tracking_factory(factory, self.solver_calls.track_communicator, "communicator"),
             )
         self._patches.everywhere(replacements, self.namespaces)
         self._import_locks = importlock.install()  # (see importlock: NNabla imports on its hot paths)
         self._patch_functions(self._patches)
-        self._patch_classes()
-        self._wrap_existing_solvers()
+        self.inputs.install(self._patches, self.toggles)
+        self.solver_calls.wrap_existing(self.namespaces)
         try:
-            self._check_subclasses()
+            self.solver_calls.check_subclasses()
         except Exception as e:  # the program's own classes then run untimed; the rest is recorded
             self.faults.add("looking for the program's own solver and function classes", e)
         self.recording = True
@@ -274,6 +266,21 @@ class Recorder(FunctionHooks, Installing, Wrappers):
             factory = getattr(function_module, name)
             if name[:1].isupper() and callable(factory) and not isinstance(factory, type):
                 patches.attribute(function_module, name, self._function_factory(factory))
+
+    def _snapshot_first(self, original: Callable) -> Callable:
+        """``original`` (NNabla's clear_parameters, load_parameters), the parameters' names noted before it runs."""
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if self.recording:
+                try:
+                    self.snapshot_parameters()
+                    self.past_the_loop(_getframe(1))
+                except Exception as e:  # called from C with no caller (NNabla's own atexit finalize): nothing to do
+                    self.faults.add("a call that may save parameters", e)
+            return original(*args, **kwargs)
+
+        call.__name__, call.__doc__ = getattr(original, "__name__", "call"), getattr(original, "__doc__", None)
+        return call
 
     def _mark_now(self) -> int:
         return self._mark()
@@ -298,7 +305,7 @@ class Recorder(FunctionHooks, Installing, Wrappers):
     def begin_capture(self) -> None:
         """A window begins: its events from here, a loop of its own (the steps counted go on)."""
         self.steps.window_opened()
-        self._patch_subclasses()
+        self.solver_calls.patch_subclasses()
         self.events, self.excluded, self.cpu.readings = [], [], []
         if len(self.created) > MAX_CREATED:  # bounded over any number of windows (sources noted anew)
             self.created = {}
@@ -323,6 +330,25 @@ class Recorder(FunctionHooks, Installing, Wrappers):
         self.snapshot_parameters()
         self.steps.freeze()
         self.builds.forget()
+
+    def updated(self, index: int, end: int) -> None:
+        """A solver's update has ended (at ``end``), outside any other call: the loop's structure notes it,
+        auto_forward's graphs begin anew, the device's wait is looked up (once), and a program whose passes counted
+        its steps counts them no more."""
+        self.loop.update(index, end)
+        self._recent_dynamic = set()
+        self._find_sync()
+        self.steps.count_passes()
+
+    def break_pass(self) -> None:
+        """The pass under way has ended (a call of the program's own between passes)."""
+        self._break_pass()
+
+    def between_calls(self) -> None:
+        """A call of the program's own begins between NNabla's: the pass before it ends, and the classes the
+        program made since are looked at (its own solvers and functions)."""
+        self._break_pass()
+        self.solver_calls.check_subclasses()
 
     def step_ended(self, late: bool = False) -> None:
         """A step has ended (``steps.done`` counts it): the windows follow (``windowing.WindowKeeper``); where

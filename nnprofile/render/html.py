@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from .notes import said, texts
 from ..analysis import Analysis, SectionAnalysis, charted_layers
@@ -35,6 +35,7 @@ from ..analysis.windows import WindowsAnalysis
 from .colours import PART_COLOURS
 from .log import section_line
 from ..result import Entry, Profile, Section
+from ..result.layer_columns import SHOW_TEXT, LayerRow, select
 from .base import Contents
 
 NAME = "html"
@@ -64,38 +65,49 @@ def _rse(e: Entry) -> Optional[float]:
     return e.stats.rse if e.stats.rse_known else None
 
 
+# The layer table's columns (``nnprofile.result.layer_columns``), in the report's order; "calls inside", said here.
+LAYER_TABLE = (
+    "layer",
+    "layer_type",
+    "class",
+    "forward_ms",
+    "forward_median_ms",
+    "forward_p90_ms",
+    "forward_rse",
+    "backward_ms",
+    "backward_median_ms",
+    "backward_p90_ms",
+    "backward_rse",
+    "total_ms",
+    "share",
+    "flops",
+    "gflops_per_s",
+    "bytes",
+    "out_bytes",
+    "param_bytes",
+    "source",
+)
+INSIDE = ("inside", "calls inside", SHOW_TEXT, True)
+
+
+def layer_columns() -> List[Tuple[str, str, str, bool]]:
+    """(key, heading, how it is shown, shown at first) of each column of the layer table, for its script."""
+    return [(c.name, c.heading, c.show, c.first) for c in select(LAYER_TABLE)] + [INSIDE]
+
+
 def _layers(a: SectionAnalysis) -> List[Dict[str, Any]]:
     """The layer table: each layer's forward and backward as the analysis paired them."""
     step = a.step.step_ms if a.step is not None and a.step.step_ms > 0 else a.program_step_ms
+    chosen = select(LAYER_TABLE)
     rows = []
     for lt in a.layers:
-        f, b, e = lt.forward, lt.backward, lt.first
-        total = lt.total_ms
-        per_step = sum(per_step_ms(x) for x in (f, b) if x is not None) if a.program_step_ms else total
-        rows.append(
-            {
-                "layer": e.layer,
-                "type": e.layer_type,
-                "class": e.impl_class,
-                "fwd_mean": f.mean_ms if f else None,
-                "fwd_median": f.stats.median / 1e6 if f else None,
-                "fwd_p90": f.stats.p90 / 1e6 if f else None,
-                "fwd_rse": _rse(f) if f else None,
-                "bwd_mean": b.mean_ms if b else None,
-                "bwd_median": b.stats.median / 1e6 if b else None,
-                "bwd_p90": b.stats.p90 / 1e6 if b else None,
-                "bwd_rse": _rse(b) if b else None,
-                "total": total,
-                "flops": lt.flops,
-                "gflops": lt.gflops_per_s,
-                "bytes": lt.bytes_moved,
-                "share": (per_step / step) if step else None,
-                "out_bytes": e.output_bytes,
-                "param_bytes": e.parameter_bytes,
-                "source": e.source or "",
-                "inside": _inside(f, b),
-            }
-        )
+        f, b = lt.forward, lt.backward
+        per_step = sum(per_step_ms(x) for x in (f, b) if x is not None) if a.program_step_ms else lt.total_ms
+        row = LayerRow(a.section, lt, per_step, step_ms=step)
+        values = {c.name: c.get(row) for c in chosen}
+        values["source"] = values["source"] or ""
+        values["inside"] = _inside(f, b)
+        rows.append(values)
     return rows
 
 
@@ -275,6 +287,7 @@ def report_data(profile: Profile, analysis: Analysis, trace: Optional[str]) -> D
         else None,
         "trace": trace,
         "sections": [_section(a, profile) for a in analysis.sections],
+        "layer_columns": layer_columns(),
         "colours": PART_COLOURS,
         "lead": [_lead(i, a, purposes) for i, a in enumerate(analysis.sections) if a.step is not None],
         "windows": _windows(analysis.windows) if analysis.windows is not None else None,

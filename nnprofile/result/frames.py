@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Dict, List
 
 from . import views
 from .columns import FLAG, FLOAT, INT, MS, Row, columns
+from .layer_columns import LayerRow, select
 from .paired import layer_times
 
 if TYPE_CHECKING:
@@ -97,50 +98,23 @@ LAYER_COLUMNS = [
 def layer_frame(profile: Any) -> "pandas.DataFrame":
     """One row per layer of every section: its forward and backward paired (``nnprofile.result.paired``, the rule
     every output follows), in forward order, with no pass totals or other whole-step entries; the heaviest first is
-    ``.nlargest(3, "total_ms")``. A missing figure is NaN (a layer with no backward: backward_ms NaN)."""
+    ``.nlargest(3, "total_ms")``. A missing figure is NaN (a layer with no backward: backward_ms NaN). Its columns
+    are ``LAYER_COLUMNS``' of ``nnprofile.result.layer_columns``."""
     import pandas as pd
 
+    chosen = select(LAYER_COLUMNS)
     rows = []
     for section in profile.sections:
         totals = [e.mean_ms * e.calls_per_round() for e in section.entries if e.is_layer_work]
         whole = sum(totals) or None
         for lt in layer_times(section):
-            f, b, e = lt.forward, lt.backward, lt.first
-            per_step = sum(x.mean_ms * x.calls_per_round() for x in (f, b) if x is not None)
-            rows.append(
-                {
-                    "section": section.title,
-                    "layer": e.layer,
-                    "layer_type": e.layer_type,
-                    "forward_ms": f.mean_ms if f is not None else None,
-                    "backward_ms": b.mean_ms if b is not None else None,
-                    "total_ms": lt.total_ms,
-                    "forward_rse": f.stats.rse if f is not None and f.stats.rse_known else None,
-                    "backward_rse": b.stats.rse if b is not None and b.stats.rse_known else None,
-                    "calls_per_step": e.calls_per_round(),
-                    "share_of_section": per_step / whole if whole else None,
-                    "output_shape": e.output_shape,
-                    "params": e.params,
-                    "flops": lt.flops,
-                    "gflops_per_s": lt.gflops_per_s,
-                    "source": e.source,
-                    "class": e.impl_class,
-                }
-            )
+            per_step = sum(x.mean_ms * x.calls_per_round() for x in (lt.forward, lt.backward) if x is not None)
+            row = LayerRow(section, lt, per_step, section_ms=whole)
+            rows.append({c.name: c.get(row) for c in chosen})
     frame = pd.DataFrame.from_records(rows, columns=LAYER_COLUMNS)
-    for column in (
-        "forward_ms",
-        "backward_ms",
-        "total_ms",
-        "forward_rse",
-        "backward_rse",
-        "calls_per_step",
-        "share_of_section",
-        "gflops_per_s",
-    ):
-        frame[column] = frame[column].astype("float64")
-    for column in ("params", "flops"):
-        frame[column] = frame[column].astype("Int64")
+    for c in chosen:
+        if c.kind in DTYPES:
+            frame[c.name] = frame[c.name].astype(DTYPES[c.kind])
     return frame
 
 

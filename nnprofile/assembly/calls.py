@@ -1,0 +1,204 @@
+"""A recording's calls as its sections count them: each call's time, nnprofile's own work and the hooks' cost taken
+off, whether other work held it up and by how much, the calls inside it, and its timeline events.
+
+``nnprofile.assembly.sections`` (a graph's layers and passes) and ``nnprofile.assembly.program`` (the program's own
+calls) both read the calls through one ``Calls``: the same call costs the same in every section.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from ..base.hookcost import HookCosts
+from ..base.interference import CPU
+from ..result.timeline import TimelineEvent
+from . import hookfit
+from .events import WAITS, Call, Capture, CommCall, InputCall, MonitorCall, SolverCall, disturbed, shortfall
+from .intervals import merged, overlap, waited_aside, waited_at
+from .passes import Pass
+from .tree import descendants
+
+UNRESOLVED = 0.9  # the hooks' cost inside a call, as a share of it, beyond which it is not taken off
+
+
+class Calls:
+    """The calls of one capture, with the hooks' ``costs`` to take off them; ``kids``: id(call) -> the calls that ran
+    inside it; ``origin``: where the timeline starts (its events are appended to ``timeline``)."""
+
+    def __init__(
+        self, capture: Capture, costs: HookCosts, labels: List[str], kids: Dict[int, List[Any]], origin: int
+    ) -> None:
+        self.capture, self.costs, self.labels, self.kids, self.origin = capture, costs, labels, kids, origin
+        self.functions = capture.graph.functions
+        self.excluded = merged(capture.excluded)
+        self.unresolved: List[Tuple[str, float, float]] = []  # (label, mean, the hooks' cost): a tenth shown
+        self.timeline: List[TimelineEvent] = []
+        # The collectives' own waits for a CPU (their marks, read inside them): a rank that waits for the others
+        # polls, and is switched out as any spinning task is; that time is the others' to set, not other work's.
+        self._comm_waits = sorted(
+            (e.start_ns, max(0, e.m1 - e.m0))
+            for e in capture.events
+            if isinstance(e, CommCall) and not e.depth and e.m1 > e.m0
+        )
+
+    def span(self, call: Any) -> float:
+        """A call's time, nnprofile's own work inside it (the sampler's, its wrappers') left out."""
+        start, end = getattr(call, "start_ns", 0), getattr(call, "end_ns", 0)
+        return float(end - start - overlap(start, end, self.excluded))
+
+    def signature(self, call: Call, phase: str = "forward") -> Optional[str]:
+        """The call's key among the hooks' costs measured per signature (its backward's for a backward call)."""
+        f = self.functions.get(call.function)
+        return self.costs.key(self.capture.graph.signature(f) if f is not None else None, phase)
+
+    def own_cost(self, call: Call, phase: str = "forward") -> float:
+        """What the hooks' eviction adds to a call's own time (the part beyond their fixed cost; none for a
+        function measured on replicas, which held their own)."""
+        c, key = self.costs, self.signature(call, phase)
+        if call.kind == "static" and c.measured(key):
+            return 0.0
+        return c.eviction * max(0.0, self.span(call) - c.inside(call.kind, key))
+
+    def hook_total(self, calls: Sequence[Call], phase: str = "forward") -> float:
+        """What the hooks added to a stretch of these calls: each call's whole cost and its eviction."""
+        c = self.costs
+        return sum(c.total(x.kind, self.signature(x, phase)) + self.own_cost(x, phase) for x in calls)
+
+    def resolved(self, label: str, mean: float, off: float) -> float:
+        """The hooks' cost to take off a call of mean ``mean``: where it would leave (almost) nothing of a call that
+        ran, only so much that a tenth of what was measured is left (1 - UNRESOLVED), and said (``unresolved``): no
+        layer that ran reads zero, and the cost left in (``Entry.kept_cost_ns``) is small beside the pass's."""
+        if mean > 0 and off >= UNRESOLVED * mean:
+            self.unresolved.append((label, mean, off))
+            return UNRESOLVED * mean
+        return off
+
+    def inner(self, call: Any) -> Tuple[List[Any], float]:
+        """The calls inside ``call`` and what timing them added to its time."""
+        inside = descendants(call, self.kids)
+        if not inside:
+            return inside, 0.0
+        return inside, sum(
+            self.costs.total(x.kind, self.signature(x)) + self.own_cost(x) if isinstance(x, Call) else 0.0
+            for x in inside
+        )
+
+    def children(self, calls: Sequence[Tuple[Any, float]]) -> List[Dict[str, Any]]:
+        """Each kind of child of these calls (``(call, hooks inside it)``): its calls per parent call and mean."""
+        kinds: Dict[str, List[float]] = {}
+        order: List[str] = []
+        types: Dict[str, str] = {}
+        for call, _ in calls:
+            for child in self.kids.get(id(call), []):
+                label, kind = self.child_label(child)
+                if label not in kinds:
+                    kinds[label] = []
+                    order.append(label)
+                    types[label] = kind
+                kinds[label].append(self.span(child))
+        n = max(1, len(calls))
+        return [
+            {
+                "label": label,
+                "type": types[label],
+                "calls": round(len(kinds[label]) / n, 4),
+                "mean_ms": round(sum(kinds[label]) / len(kinds[label]) / 1e6, 6),
+            }
+            for label in order
+        ]
+
+    def child_label(self, child: Any) -> Tuple[str, str]:
+        if isinstance(child, Call):
+            f = self.functions.get(child.function)
+            kind = f.type if f is not None else "function"
+            how = {"eager": "on NdArrays", "dynamic": "auto_forward"}.get(child.kind, "graph")
+            return "%s (%s)" % (kind, how), kind
+        if isinstance(child, SolverCall):
+            label = self.labels[child.solver] if child.solver < len(self.labels) else "solver"
+            return "%s (%s)" % (child.method, label), "solver"
+        if isinstance(child, InputCall):
+            return "load_dataset (%s)" % self.capture.iterators[child.iterator].name, "input"
+        if isinstance(child, MonitorCall):
+            return "monitor (%s)" % child.monitor, "monitor"
+        return "%s (communicator)" % getattr(child, "method", "call"), "communication"
+
+    def nested_events(self, call: Any) -> None:
+        """The calls inside ``call``, nested inside it on the timeline."""
+        o = self.origin
+        for child in descendants(call, self.kids):
+            label, _ = self.child_label(child)
+            self.timeline.append(
+                TimelineEvent(
+                    label, "inside", child.start_ns - o, child.end_ns - o, {"depth": getattr(child, "depth", 1)}
+                )
+            )
+
+    def pass_hooks(self, p: Pass) -> float:
+        """What the hooks added inside a pass (from its first function's start to its last one's end): each
+        call's cost, but the part of each stretch's last one's that falls after its end, outside the pass, and
+        between them no more than there was (``overshoot``)."""
+        after = sum(self.outside_cost(last, p) for _, _, last in p.spans())
+        return self.hook_total(p.calls, p.phase) - after - self.overshoot(p)
+
+    def overshoot(self, p: Pass) -> float:
+        """What the hooks' cost between a pass's functions, as estimated, is above the time between them
+        (``hookfit.overshoot``): not taken off the pass, nor off the step that holds it."""
+        return hookfit.overshoot(p, self.outside_cost, self.excluded)
+
+    def outside_cost(self, call: Call, p: Pass) -> float:
+        """What the hooks add after a function of a pass, outside its own interval, as the costs stand."""
+        return self.costs.between(call.kind, self.signature(call, p.phase))
+
+    def hit(self, call: Any) -> bool:
+        """Whether other work kept the program from running while the call ran (its marks)."""
+        return disturbed(call, self.capture.marks)
+
+    def taken(self, call: Any) -> Optional[float]:
+        """What other work took of a call it held up: its wall time less the thread's CPU time (None where the marks
+        are no CPU time: a wait, an asynchronous device)."""
+        if self.capture.marks != CPU or isinstance(call, WAITS):
+            return None
+        return float(max(0, (call.end_ns - call.start_ns) - (call.m1 - call.m0)))
+
+    def gap_taken(self, p: Pass) -> Optional[float]:
+        """What other work took of a pass between its functions: each gap between two of them (within a stretch of
+        the pass) whose CPU time falls short of its wall time, by that much; a gap that holds nnprofile's own work
+        (left out of the pass already, with whatever held it up) is not read. None where no gap was held up."""
+        if self.capture.marks != CPU:
+            return None
+        taken, hit = 0.0, False
+        for calls in p.runs():
+            for a, b in zip(calls, calls[1:]):
+                if b.start_ns < a.end_ns or overlap(a.end_ns, b.start_ns, self.excluded):
+                    continue
+                if shortfall(a.end_ns, b.start_ns, a.m1, b.m0, CPU):
+                    taken += (b.start_ns - a.end_ns) - (b.m0 - a.m1)
+                    hit = True
+        return taken if hit else None
+
+    def waited(self, start: int, end: int, field: int = 1) -> float:
+        """What other work took of [start, end): the time the thread waited for a CPU (``field`` 2: its involuntary
+        context switches), from the readings taken where steps may begin and as nnprofile's own work ends
+        (``Capture.waits``), each side interpolated between the readings around it, less what it waited inside
+        nnprofile's own work (set aside already) and inside collectives (the other ranks'); 0 where none were
+        read."""
+        waits = self.capture.waits
+        if len(waits) < 2:
+            return 0.0
+        taken = waited_at(waits, end, field) - waited_at(waits, start, field)
+        if field == 1:
+            taken -= waited_aside(waits, self.excluded, start, end)  # (nnprofile's own work: set aside already)
+            if self._comm_waits:
+                taken -= sum(w for at, w in self._comm_waits if start <= at < end)
+        return max(0.0, taken)
+
+    def function_time(self, call: Call, inner: float, phase: str) -> float:
+        """A function's own time in a pass as its entry counts it: the calls inside it and the hooks' cost inside it
+        taken off (so that the pass's rest, between its functions, is what the entries leave of it)."""
+        took = max(0.0, self.span(call) - inner)
+        return max(0.0, took - self.costs.taken_off(took, call.kind, self.signature(call, phase)))
+
+    def pass_time(self, p: Pass) -> float:
+        """The time a pass ran (its stretches: an auto_forward graph's each function from where NNabla began making it),
+        nnprofile's own work left out."""
+        return float(sum(end - start - overlap(start, end, self.excluded) for start, end, _ in p.spans()))
