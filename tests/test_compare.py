@@ -152,6 +152,12 @@ def test_compare_saved_results_on_the_command_line(tmp_path):
     assert said.startswith("Written to %s: " % out) and all(
         name in said for name in ("compare.log", "compare.csv", "compare.xlsx", "compare.html", "box_forward_all.png")
     )
+    # every file it wrote is one nnprofile refuses to write through a symbolic link (compare_entries.csv and the
+    # box plots once were not)
+    from nnprofile.render.files import OUTPUT_NAMES, OUTPUT_PREFIXES
+
+    unguarded = [p.name for p in out.iterdir() if p.name not in OUTPUT_NAMES]
+    assert [name for name in unguarded if not name.startswith(OUTPUT_PREFIXES)] == []
     # without matplotlib (an extra): the tables, and one line that names the extra
     code = (
         "import sys; sys.modules['matplotlib'] = None; from nnprofile.cli import main; "

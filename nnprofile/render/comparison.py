@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import re
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, Iterator, List, Optional, Sequence
 
 from ..compare import Comparison
 from ..compare.metrics import ROW_COLUMNS, Metric, Row
@@ -17,6 +18,7 @@ from .safe import csv_document, csv_text, safe_text, xlsx_text
 LOG, CSV, ENTRIES, HTML, XLSX = "compare.log", "compare.csv", "compare_entries.csv", "compare.html", "compare.xlsx"
 WRITES = (LOG, CSV, ENTRIES, HTML, XLSX)
 PLOTS = "box_"  # and a box plot per metric: box_<metric>.png
+MPLCACHE = ".matplotlib"  # matplotlib's font cache, when it is first imported here
 
 GREEN, WHITE, RED = "63BE7B", "FFFFFF", "F8696B"
 
@@ -113,15 +115,32 @@ def table_lines(rows: Sequence[Row]) -> List[str]:
     return lines
 
 
+@contextlib.contextmanager
+def _config_in(outdir: str) -> Iterator[None]:
+    """matplotlib caches its fonts in the user's home unless told otherwise: while it is first imported, it is told
+    the output folder (``MPLCACHE``, a name guarded as the outputs are); the environment is put back after (a
+    user's own MPLCONFIGDIR is left as it is)."""
+    if "MPLCONFIGDIR" in os.environ:
+        yield
+        return
+    os.environ["MPLCONFIGDIR"] = os.path.join(outdir, MPLCACHE)
+    try:
+        yield
+    finally:
+        os.environ.pop("MPLCONFIGDIR", None)
+
+
 MIN_BOX_POINTS = 5  # runs of a configuration below which its box plot shows the runs as points only
 
 
 def box_plots(metrics: Sequence[Metric], configs: Sequence[str], outdir: str, what: str) -> List[str]:
     """One PNG per metric: a box and whiskers per configuration, side by side, every run shown."""
-    # matplotlib caches fonts in the user's home unless told otherwise; keep it in the output.
-    os.environ.setdefault("MPLCONFIGDIR", os.path.join(outdir, ".matplotlib"))
     try:
-        import matplotlib
+        with _config_in(outdir):
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
     except ImportError:  # an extra: the tables stand without it
         print(
             "nnprofile: compare: the box plots need matplotlib (pip install 'nnprofile[plots]'); the tables are "
@@ -129,8 +148,6 @@ def box_plots(metrics: Sequence[Metric], configs: Sequence[str], outdir: str, wh
             file=sys.stderr,
         )
         return []
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     paths = []
     for m in metrics:

@@ -53,7 +53,7 @@ def claim_outdir(outdir: str) -> Lock:
 # declares it writes, and the files written beside them (the record, the recording as data, on-demand's status).
 OUTPUT_NAMES = frozenset(
     [name for r in (log, csv_files, xlsx, html, trace, comparison) for name in r.WRITES]
-    + [result_file.FILENAME, events.FILENAME, STATUS_FILE]
+    + [result_file.FILENAME, events.FILENAME, STATUS_FILE, comparison.MPLCACHE]
 )
 OUTPUT_PREFIXES = ("window-", "rank-", "runs", comparison.PLOTS)  # the folders of windows, ranks and runs; plots
 
