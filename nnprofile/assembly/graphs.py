@@ -57,9 +57,6 @@ class Graph:
     stack: Optional[Stack] = None  # the program's frames at its first pass (which line called what built it)
     rebuilt: bool = False  # built anew by the same lines (its builds merged): layers by position
 
-    def ran_in(self, step: int) -> bool:
-        return bool(self.passes[step])
-
     @property
     def has_backward(self) -> bool:
         return any(p.phase == "backward" for step in self.passes for p in step)

@@ -50,7 +50,3 @@ def descendants(event: Any, tree: Dict[int, List[Any]]) -> List[Any]:
         out += descendants(child, tree)
         out.append(child)
     return out
-
-
-def nested(events: Sequence[Any]) -> bool:
-    return any(depth_of(e) for e in events if not isinstance(e, (StepMark, Hooks)))

@@ -23,8 +23,3 @@ class Clock:
 
     def __init__(self) -> None:
         self.now_ns: Now = time.perf_counter_ns
-
-
-def monotonic_ns() -> int:
-    """The default reading of a recording (``time.perf_counter_ns``)."""
-    return time.perf_counter_ns()

@@ -408,18 +408,16 @@ def add_schedule(parser: Any, on_demand: bool = True) -> None:
 
 def _add_on_demand(group: Any) -> None:
     """Windows on demand: the flag, and the signal that asks for one."""
-    if True:
-        group.add_argument(
-            "--on-demand",
-            action="store_true",
-            help="no window until asked: run untouched, then record a window each time the process "
-            "gets the signal (nnprofile capture PID), as many times as asked",
-        )
-        group.add_argument(
-            "--signal",
-            default=None,
-            type=window_signal,
-            metavar="USR1|USR2",
-            help="the signal that asks for a window on demand (default USR1; USR2 where the program "
-            "handles USR1 itself)",
-        )
+    group.add_argument(
+        "--on-demand",
+        action="store_true",
+        help="no window until asked: run untouched, then record a window each time the process "
+        "gets the signal (nnprofile capture PID), as many times as asked",
+    )
+    group.add_argument(
+        "--signal",
+        default=None,
+        type=window_signal,
+        metavar="USR1|USR2",
+        help="the signal that asks for a window on demand (default USR1; USR2 where the program handles USR1 itself)",
+    )

@@ -16,7 +16,7 @@ nnprofile never saw. Each output keeps them as data:
 - the workbook (``xlsx_text``, ``sheet_name``): names are string cells, never formulas; characters XML
   cannot hold are escaped; a sheet's name loses what Excel forbids (``[]:*?/\\``, an apostrophe at either
   end) and is cut to 31 characters, made unique;
-- Markdown (``markdown_text``) and XML (``xml_text``, ``xml_attribute``): what the log escapes, escaped first
+- Markdown (``markdown_text``) and XML (``xml_attribute``): what the log escapes, escaped first
   (``safe_text``: every text format starts from it), then what the format reads as structure (Markdown's
   emphasis, links, code, tables and HTML; XML's markup).
 """
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n")
 # C0 and C1 control characters and DEL, and the line and paragraph separators some readers break lines at.
@@ -69,13 +69,6 @@ def markdown_text(value: Any) -> str:
     """Text for Markdown (a pull request's comment): ``safe_text``, then every character Markdown reads as markup
     (emphasis, code, links, images, tables, headings, HTML) escaped with a backslash."""
     return _MARKDOWN.sub(r"\\\1", safe_text(value))
-
-
-def xml_text(value: Any) -> str:
-    """Text for an XML element (a JUnit report): ``safe_text``, then ``&``, ``<`` and ``>``."""
-    from xml.sax.saxutils import escape
-
-    return escape(safe_text(value))
 
 
 def xml_attribute(value: Any) -> str:
@@ -137,11 +130,6 @@ def _cut(text: str, units: int) -> str:
     while len(text.encode("utf-16-le")) // 2 > units:
         text = text[:-1]
     return text
-
-
-def first_line(text: Optional[str]) -> str:
-    """A message as one safe line (an error's text from a program or a file)."""
-    return safe_text((text or "").strip())
 
 
 def csv_cell(value: Any) -> str:

@@ -51,19 +51,6 @@ def emptied(sections: Sequence[Section], drift: Drift) -> List[str]:
     return out
 
 
-def rare_rounds(sections: Sequence[Section]) -> Tuple[int, ...]:
-    """The rounds holding a call of an entry that has calls in fewer than half the rounds (a validation
-    every few steps)."""
-    out = set()
-    for s in sections:
-        for e in s.entries:
-            sizes = e.round_sizes or []
-            held = [r for r, n in enumerate(sizes) if n]
-            if held and 2 * len(held) < len(sizes):
-                out.update(held)
-    return tuple(sorted(out))
-
-
 def drift_over(sections: Sequence[Section], rounds: int, threshold: float, keep_rare: bool = False) -> Drift:
     """Measured over every entry of the sections (a program's whole step aside: it holds the others)
     and applied to all of them alike. With ``keep_rare`` (a recorded program's steps) no round is left out
