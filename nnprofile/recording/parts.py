@@ -132,18 +132,14 @@ class WindowsHost(Protocol):
         """The function hooks on or off (for the steps that measure what they cost)."""
 
 
-class InputsHost(Protocol):
-    """What the program's iterators and monitors (``inputs.Inputs``) read of the recording, and ask of it."""
+class ProgramCallHost(Protocol):
+    """What a part that times the program's own calls (its reads, its solvers' calls) reads of the recording."""
 
     recording: bool  # started, not yet stopped
     capturing: bool  # a window is open
-    hooks_on: bool  # the function hooks are set
     program_thread: int  # the thread recorded (the program's own)
     open_calls: List[Any]  # the calls open now
     events: List[Any]  # the window's events
-    excluded: List[Tuple[int, int]]  # nnprofile's own stretches
-    loop: Loop
-    stacks: Stacks
     faults: Faults
     cpu: CpuWaits
     clock: Callable[[], int]
@@ -154,6 +150,15 @@ class InputsHost(Protocol):
 
     def break_pass(self) -> None:
         """The pass under way has ended (a call of the program's between passes)."""
+
+
+class InputsHost(ProgramCallHost, Protocol):
+    """What the program's iterators and monitors (``inputs.Inputs``) read of the recording besides, and ask of it."""
+
+    hooks_on: bool  # the function hooks are set
+    excluded: List[Tuple[int, int]]  # nnprofile's own stretches
+    loop: Loop
+    stacks: Stacks
 
     def between_calls(self) -> None:
         """A call of the program's own begins between NNabla's: the pass before it ends, its classes are looked at."""
@@ -162,27 +167,13 @@ class InputsHost(Protocol):
         """A call of the program's that may lie past its step loop (the hooks go back on there)."""
 
 
-class SolversHost(Protocol):
-    """What the program's solvers and communicators (``solvers.Solvers``) read of the recording, and ask of it."""
+class SolversHost(ProgramCallHost, Protocol):
+    """What the program's solvers and communicators (``solvers.Solvers``) read of the recording besides, and ask
+    of it."""
 
-    recording: bool  # started, not yet stopped
-    capturing: bool  # a window is open
-    program_thread: int  # the thread recorded (the program's own)
-    open_calls: List[Any]  # the calls open now
-    events: List[Any]  # the window's events
-    faults: Faults
-    cpu: CpuWaits
-    clock: Callable[[], int]
     sync: Optional[Callable[[], None]]  # the device's wait, on an asynchronous device
     _mark: Callable[[], int]  # a call's mark now
     _patches: Any  # what the recording put in place (``patching.Patches``)
-    steps: Any  # its count of steps (``counting.StepCount``, which imports this module)
-
-    def aside(self, t0: int) -> None:
-        """nnprofile's own work since ``t0``: left out of every call, pass and step."""
-
-    def break_pass(self) -> None:
-        """The pass under way has ended (a call of the program's between passes)."""
 
     def updated(self, index: int, end: int) -> None:
         """A solver's update has ended, outside any other call."""
