@@ -53,7 +53,7 @@ def main(argv=None) -> int:
         % (
             r.value,
             interval,
-            r.n,
+            r.pairs,
             extra,
             100 * extra / alone,
             alone,
