@@ -191,6 +191,10 @@ def test_the_examples_run_under_nnprofile(tmp_path):
         backward = section.entries_of("backward_function")
         if script == "lenet_infer.py":
             assert not backward and forward[-1] == "Softmax"
+            # a step that trains nothing reads as inference: its layers' time is their forward, said so
+            log = (out / "profile.log").read_text()
+            assert "Top layers (forward): conv" in log and "backward" not in log.split("Profiling graph")[0]
+            assert '"top_heading":"forward, ms per step"' in (out / "report.html").read_text()
         else:
             assert {e.layer for e in backward} == set(forward)
         trace_check.check(trace_check.load(out / "trace.json.gz"))

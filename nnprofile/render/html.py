@@ -23,7 +23,7 @@ from ..analysis import Analysis, SectionAnalysis, charted_layers
 from ..analysis.breakdown import MIN_SHARE_SAMPLES, per_step_ms
 from .words import drift_words, named, own_lines_note, purpose
 from .advice import words
-from .step import chart_note, note
+from .step import chart_note, note, top_heading
 from .windows import finding
 from ..base.choices import GRAPH
 from . import interference
@@ -179,6 +179,7 @@ def _lead(index: int, a: SectionAnalysis, purposes: Dict[str, str]) -> Dict[str,
         "top": [
             {"layer": named(l), "type": l.layer_type, "ms": l.step_ms, "share": share(l.step_ms)} for l in s.top_layers
         ],
+        "top_heading": "%s, ms per step" % top_heading(s),
         "graphs": [
             {
                 "name": g.name,

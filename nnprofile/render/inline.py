@@ -20,7 +20,7 @@ from ..analysis.breakdown import part_kind
 from .words import named, own_lines_note, plural, purpose
 from ..analysis.breakdown import Advice
 from .advice import words
-from .step import note as step_note
+from .step import note as step_note, top_heading
 from ..base.choices import GRAPH
 from ..compare import Comparison
 from ..result import views
@@ -225,8 +225,8 @@ def _lead(a: Any, purposes: Dict[str, str]) -> List[str]:
         )
         out.append(
             '<table style="border-collapse: collapse; margin: 4px 0"><tr><th style="%s">top layer</th>'
-            '<th style="%s">type</th><th style="%s">forward + backward</th><th style="%s">of the step'
-            "</th></tr>%s</table>" % (CELL, CELL, NUMBER, NUMBER, body)
+            '<th style="%s">type</th><th style="%s">%s</th><th style="%s">of the step'
+            "</th></tr>%s</table>" % (CELL, CELL, NUMBER, _e(top_heading(step)), NUMBER, body)
         )
     out += ['<p style="%s; margin: 2px 0">Note: %s</p>' % (MUTED, _e(step_note(n))) for n in step.notes]
     return out

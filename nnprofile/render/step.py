@@ -46,10 +46,13 @@ def summary_lines(s: Summary) -> List[str]:
         lines.append("Half precision: %d of %d functions" % (s.half_functions, s.functions))
     if s.layers:
         lines.append(
-            "Top layers (forward + backward): %s"
-            % ", ".join(
-                "%s %.3f ms (%s)" % (named(l), l.step_ms, pct(l.step_ms / step if step > 0 else 0))
-                for l in s.top_layers
+            "Top layers (%s): %s"
+            % (
+                top_heading(s),
+                ", ".join(
+                    "%s %.3f ms (%s)" % (named(l), l.step_ms, pct(l.step_ms / step if step > 0 else 0))
+                    for l in s.top_layers
+                ),
             )
         )
     if s.own_lines:
@@ -62,11 +65,23 @@ def summary_lines(s: Summary) -> List[str]:
     return lines
 
 
+def trains(s: Summary) -> bool:
+    """Whether the step trains (a backward or an update among its parts): else it is a step of inference, and its
+    layers' time is their forward alone."""
+    return any(p.startswith(("backward", "update")) for p, _ in s.parts)
+
+
+def top_heading(s: Summary) -> str:
+    """What a step's top layers' figure is: forward and backward a step, or (a step that trains nothing) its
+    forward alone."""
+    return "forward + backward" if trains(s) else "forward"
+
+
 def summary_rows(s: Summary) -> List[List[object]]:
     """Rows of summary.csv and the Summary sheet: section, item, name, ms, percent, detail."""
     step = s.step_ms
-    trains = any(p.startswith(("backward", "update")) for p, _ in s.parts)  # else a step of inference
-    rows: List[List[object]] = [[s.section, "step", "training step" if trains else "step", round(step, 6), 100.0, ""]]
+    training = trains(s)  # else a step of inference
+    rows: List[List[object]] = [[s.section, "step", "training step" if training else "step", round(step, 6), 100.0, ""]]
     for p, ms in s.parts:
         rows.append([s.section, "part", p, ms, round(100 * ms / step, 2) if step > 0 else 0.0, ""])
     if s.functions:
@@ -91,7 +106,7 @@ def summary_rows(s: Summary) -> List[List[object]]:
                 "forward %.6f ms%s%s"
                 % (
                     l.forward_ms,
-                    ", backward %.6f ms" % l.backward_ms if trains else "",
+                    ", backward %.6f ms" % l.backward_ms if training else "",
                     ", %d unrolled copies summed" % l.copies if l.copies > 1 else "",
                 ),
             ]
