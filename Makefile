@@ -78,7 +78,7 @@ format: $(TEST_STAMP)
 # make test runs them too).
 corpus: $(TEST_STAMP)
 	$(PY) -m pytest -q -n auto -m "corpus and not serial"
-	$(PY) -m pytest -q -m "corpus and serial"
+	$(PY) -m pytest -q -m "corpus and serial" || [ $$? -eq 5 ]  # (5: none is serial now, which is no failure)
 
 # The lowest version setup.cfg declares of every dependency, in an environment of its own: the user's
 # own pandas and numpy first (as a user's environment holds them), then nnprofile beside them; then the
