@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Sequence, Tuple
 
 from ..assembly.events import CPU
 from ..base.hookcost import BACKWARD, KINDS, HookCosts, paired_cost
-from ..base.stats import median, median_error
+from ..base.stats import median
 
 if TYPE_CHECKING:
     from .recorder import Recorder
@@ -81,17 +81,6 @@ def _chain_works(n_functions: int, short: int) -> Dict[str, Callable[[], None]]:
     return {"static": static_pass, "short": short_passes, "dynamic": dynamic_pass, "eager": eager_pass}
 
 
-# The pairs are taken until each kind's median difference is known within SURE of itself (its standard error),
-# MIN_PAIRS at least: a quiet machine needs fewer than a busy one, and the run waits for each.
-MIN_PAIRS, SURE = 5, 0.03
-
-
-def _sure(plain: List[float], hooked: List[float]) -> bool:
-    """Whether the paired differences' median is known closely enough."""
-    differences = [h - p for p, h in zip(plain, hooked)]
-    return median_error(differences) <= SURE * abs(median(differences))
-
-
 def calibrate(
     recorder_factory: Callable[[], Any],
     n_functions: int = 200,
@@ -120,7 +109,7 @@ def calibrate(
     inside: Dict[str, List[float]] = {k: [] for k in KINDS if k in works}
     for work in works.values():
         work()
-    for done in range(1, pairs + 1):
+    for _ in range(pairs):
         for k, work in works.items():
             plain[k].append(timed(work))
         recorder = recorder_factory()
@@ -133,8 +122,6 @@ def calibrate(
         calls = [c for c in recorder.events if isinstance(c, Call)]
         for kind in inside:
             inside[kind].append(median([call_time(c, recorder) for c in calls if c.kind == kind] or [0]))
-        if done >= MIN_PAIRS and all(_sure(plain[k], hooked[k]) for k in inside):
-            break
     totals = {k: paired_cost(plain[k], hooked[k], n_functions) for k in inside}
     # Inside a function's interval: a call's interval less a plain call; never more than the whole cost.
     within = {k: min(totals[k], max(0.0, median(inside[k]) - median(plain[k]) / n_functions)) for k in totals}
