@@ -157,11 +157,11 @@ def _fitted_lines(measured: Dict[str, Any]) -> List[str]:
     return lines
 
 
-OWN_COSTS = {
-    "calibration": "measuring the hooks' cost on a chain of tiny functions %s",
-    "replicas": "on replicas of the program's functions %s",
-    "machine": "the machine's rates %s",
-    "windows": "earlier windows' files %s",
+OWN_COSTS = {  # each kind of nnprofile's own work, in the order said
+    "calibration": "measuring the hooks' cost on a chain of tiny functions",
+    "replicas": "on replicas of the program's functions",
+    "machine": "the machine's rates",
+    "windows": "earlier windows' files",
 }
 
 
@@ -173,13 +173,12 @@ def own_cost_line(cost: Dict[str, float]) -> str:
         "time inside the kept steps is the Hooks line's, taken off every figure"
         % (
             sum(cost.values()),
-            ", ".join(OWN_COSTS.get(k, k + " %s") % ("%.3f s" % cost[k]) for k in sorted(cost, key=_cost_order)),
+            ", ".join(
+                "%s %.3f s" % (OWN_COSTS.get(k, k), cost[k])
+                for k in [k for k in OWN_COSTS if k in cost] + [k for k in cost if k not in OWN_COSTS]
+            ),
         )
     )
-
-
-def _cost_order(kind: str) -> int:
-    return list(OWN_COSTS).index(kind) if kind in OWN_COSTS else len(OWN_COSTS)
 
 
 def _num(x: Optional[float]) -> str:
