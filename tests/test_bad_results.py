@@ -68,6 +68,10 @@ def _zero_batch(d):
     d["header"]["batch_size"] = 0
 
 
+def _exempt(d):  # (found by the arbitrary-JSON test below: it once loaded, and the log failed on it)
+    d["sections"][0]["info"]["drift_exempt"] = [None]
+
+
 @pytest.mark.parametrize(
     "damage, says",
     [
@@ -76,6 +80,7 @@ def _zero_batch(d):
         (_negative, "samples_ns holds -5.0"),
         (_batch, "header.batch_size must be a whole number of 1 or more, not -64"),
         (_zero_batch, "header.batch_size"),
+        (_exempt, "drift_exempt holds what is no round number"),
     ],
 )
 def test_a_bad_value_is_refused_naming_its_field(tmp_path, damage, says):

@@ -153,6 +153,10 @@ class SectionInfo(Record):
             return LoadBurst.from_json(value)
         if name == "solvers":
             return [SolverSummary.from_json(x) for x in value]
+        if name == "drift_exempt":  # round numbers: each a whole number
+            if not all(isinstance(x, int) and not isinstance(x, bool) for x in value):
+                raise ValueError("drift_exempt holds what is no round number")
+            return list(value)
         return value
 
 
