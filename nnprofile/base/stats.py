@@ -46,6 +46,11 @@ class Stats:
             return 0.0
         return self.std / math.sqrt(self.n) / self.mean
 
+    @property
+    def known_rse(self) -> Optional[float]:
+        """The relative standard error where enough samples give one; None (an empty cell) where they do not."""
+        return self.rse if self.rse_known else None
+
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:
     """Linear-interpolation percentile (numpy's default), q in [0, 100]."""

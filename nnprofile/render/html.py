@@ -60,11 +60,6 @@ HEADER_KEYS = (
 )
 
 
-def _rse(e: Entry) -> Optional[float]:
-    """An entry's relative standard error; None (an empty cell) where too few samples give none."""
-    return e.stats.rse if e.stats.rse_known else None
-
-
 # The layer table's columns (``nnprofile.result.layer_columns``), in the report's order; "calls inside", said here.
 LAYER_TABLE = (
     "layer",
@@ -135,7 +130,7 @@ def _section(a: SectionAnalysis, profile: Profile) -> Dict[str, Any]:
                 "label": e.label,
                 "mean": e.mean_ms,
                 "per_step": e.calls_per_round() if s.kind != "optimizer" and s.kind != "executor" else None,
-                "rse": _rse(e),
+                "rse": e.stats.known_rse,
                 "inside": _inside(e),
             }
             for e in s.entries

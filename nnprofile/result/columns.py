@@ -50,10 +50,6 @@ def _stats(row: Row) -> Any:
     return row.entry.stats
 
 
-def _optional(pick: Callable[[Row], Any], known: Callable[[Row], bool]) -> Callable[[Row], Any]:
-    return lambda r: pick(r) if known(r) else None
-
-
 ENTRY_COLUMNS: Sequence[Column] = (
     Column("section", "section", "", lambda r: r.section.title, from_user=True),
     Column("label", "entry", "", lambda r: r.entry.label, from_user=True),
@@ -74,7 +70,7 @@ ENTRY_COLUMNS: Sequence[Column] = (
         "rse",
         "rel. std. error",
         "",
-        _optional(lambda r: _stats(r).rse, lambda r: _stats(r).rse_known),
+        lambda r: _stats(r).known_rse,
         FLOAT,
         "%.4f",
         "0.00%",

@@ -50,10 +50,6 @@ def _backward(pick: Callable[[Entry], Any]) -> Callable[[LayerRow], Any]:
     return lambda r: pick(r.layer.backward) if r.layer.backward is not None else None
 
 
-def _rse(e: Entry) -> Optional[float]:
-    return e.stats.rse if e.stats.rse_known else None
-
-
 def _share(part: float, whole: Optional[float]) -> Optional[float]:
     return part / whole if whole else None
 
@@ -66,11 +62,11 @@ LAYER_COLUMNS: Sequence[LayerColumn] = (
     LayerColumn("forward_ms", "forward mean (ms)", _forward(lambda e: e.mean_ms), MS, first=True),
     LayerColumn("forward_median_ms", "forward median", _forward(lambda e: e.stats.median / 1e6), MS),
     LayerColumn("forward_p90_ms", "forward p90", _forward(lambda e: e.stats.p90 / 1e6), MS),
-    LayerColumn("forward_rse", "forward rel. error", _forward(_rse), FLOAT, SHOW_SHARE),
+    LayerColumn("forward_rse", "forward rel. error", _forward(lambda e: e.stats.known_rse), FLOAT, SHOW_SHARE),
     LayerColumn("backward_ms", "backward mean (ms)", _backward(lambda e: e.mean_ms), MS, first=True),
     LayerColumn("backward_median_ms", "backward median", _backward(lambda e: e.stats.median / 1e6), MS),
     LayerColumn("backward_p90_ms", "backward p90", _backward(lambda e: e.stats.p90 / 1e6), MS),
-    LayerColumn("backward_rse", "backward rel. error", _backward(_rse), FLOAT, SHOW_SHARE),
+    LayerColumn("backward_rse", "backward rel. error", _backward(lambda e: e.stats.known_rse), FLOAT, SHOW_SHARE),
     LayerColumn("total_ms", "total (ms)", lambda r: r.layer.total_ms, MS, first=True),
     LayerColumn("calls_per_step", "calls a step", lambda r: r.layer.first.calls_per_round(), FLOAT, SHOW_3),
     LayerColumn(
