@@ -341,8 +341,9 @@ class Recording:
             self.on_window(profile, recorder.windowing.window)
 
     def _window_kept(self, recorder: Any) -> None:
-        """A window's kept steps are done and steps that measure the hooks' cost follow: its files now, with the
-        costs as measured so far (a SIGKILL from here on leaves them); rewritten whole when the window closes."""
+        """A window's kept steps are done and steps that measure the hooks' cost follow: its record now, with the
+        costs as measured so far (a SIGKILL from here on leaves it loadable, ``nnprofile report`` renders the rest);
+        every file written whole when the window closes."""
         if self.writer is None or self.writer.folder is None:
             return
         try:
@@ -351,13 +352,15 @@ class Recording:
                 profile.notes.append(Note("written_early"))
                 progress, self.writer.progress = self.writer.progress, lambda line: None
                 try:
-                    self._add_window(profile, recorder, complete=True, quiet=True)
+                    self._add_window(profile, recorder, complete=True, quiet=True, record_only=True)
                 finally:
                     self.writer.progress = progress
         except Exception:  # said when the window closes and its files are written again (or cannot be)
             pass
 
-    def _add_window(self, profile: Profile, recorder: Any, complete: bool, quiet: bool = False) -> None:
+    def _add_window(
+        self, profile: Profile, recorder: Any, complete: bool, quiet: bool = False, record_only: bool = False
+    ) -> None:
         self.profile = profile
         if self.writer is None:
             return
@@ -373,6 +376,7 @@ class Recording:
             max(0, ended - self._run_start_ns) / 1e9,
             origin,
             complete,
+            record_only,
         )
         folder = self.writer.window_folder(recorder.windowing.window)
         if (

@@ -19,7 +19,7 @@ import os
 import sys
 import signal
 import threading
-from typing import Callable, Iterator, List, Optional
+from typing import Callable, Iterator, List, Optional, Sequence
 
 from ..analysis import analyze
 from ..analysis.windows import summarize_window
@@ -87,11 +87,14 @@ class WindowWriter:
         ended_s: float,
         origin_ns: int,
         complete: bool,
+        record_only: bool = False,
     ) -> None:
         """A window closed (or the program ended in it): its files, its figures, the view, the old folders;
-        a Ctrl-C meanwhile waits until they are written (then it interrupts the program, as it would have)."""
+        a Ctrl-C meanwhile waits until they are written (then it interrupts the program, as it would have).
+        ``record_only``: result.json alone, for the window and the view (a window written early: loadable should
+        the process be killed, its other files rendered once, when it closes)."""
         with deferred_interrupt():
-            self._add(profile, window, first_step, started_s, ended_s, origin_ns, complete)
+            self._add(profile, window, first_step, started_s, ended_s, origin_ns, complete, record_only)
 
     def _add(
         self,
@@ -102,12 +105,14 @@ class WindowWriter:
         ended_s: float,
         origin_ns: int,
         complete: bool,
+        record_only: bool,
     ) -> None:
         folder = self.window_folder(window)
         analysis = analyze(profile)
+        formats = () if record_only else None
         if folder is not None:
             try:
-                write_all(profile, folder, analysis=analysis)
+                write_all(profile, folder, analysis=analysis, formats=formats)
             except BaseException:
                 if folder != self.folder:
                     try:
@@ -144,7 +149,7 @@ class WindowWriter:
             oldest = min(e.args.get("window", window) for e in self.timeline)
             self.timeline = [e for e in self.timeline if e.args.get("window") != oldest]
         if self.schedule.windowed:
-            self.write_view()
+            self.write_view(formats=formats)
             self._prune()
         if folder is not None:
             self.progress(
@@ -165,12 +170,14 @@ class WindowWriter:
             view.header.window = 0
         return view
 
-    def write_view(self, notes: Optional[List[Note]] = None) -> Optional[Profile]:
+    def write_view(
+        self, notes: Optional[List[Note]] = None, formats: Optional[Sequence[str]] = None
+    ) -> Optional[Profile]:
         """The view over every window, into the output folder; it lists the windows' files with its own (a later
         run into the folder removes them as its own)."""
         view = self.view(notes)
         if view is not None and self.folder is not None:
-            write_all(view, self.folder, also=self._window_files())
+            write_all(view, self.folder, also=self._window_files(), formats=formats)
         return view
 
     def _window_files(self) -> List[str]:

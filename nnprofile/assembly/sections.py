@@ -80,6 +80,7 @@ class Builder:
         # other work's disturbances per ns of the program's calls (``interference.disturbance_rate``)
         self.switch_rate = disturbance_rate(per_step, kept, capture.marks)
         self._events_per_step: Dict[int, int] = {}
+        self._trace_args: Dict[Tuple[int, str, Any], dict] = {}  # (layer, phase, function): its events' args
 
     # -- a graph ---------------------------------------------------------------------
 
@@ -231,10 +232,13 @@ class Builder:
         self._events_per_step[step] = count
         if count > MAX_EVENTS_PER_STEP:
             return
-        args = layer.trace_args(phase)
-        args["source"] = self.calls.functions[call.function].created
+        known = (id(layer), phase, call.function)
+        args = self._trace_args.get(known)
+        if args is None:
+            args = self._trace_args[known] = layer.trace_args(phase)
+            args["source"] = self.calls.functions[call.function].created
         o = self.calls.origin
-        self.calls.timeline.append(TimelineEvent(layer.name, phase, call.start_ns - o, call.end_ns - o, args))
+        self.calls.timeline.append(TimelineEvent(layer.name, phase, call.start_ns - o, call.end_ns - o, dict(args)))
 
     # -- memory --------------------------------------------------------------------------
 

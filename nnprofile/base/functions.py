@@ -92,6 +92,7 @@ class Graph:
     def __init__(self, functions: Iterable[FunctionInfo] = (), variables: Iterable[VariableInfo] = ()):
         self.functions: Dict[int, FunctionInfo] = {f.id: f for f in functions}
         self.variables: Dict[int, VariableInfo] = {v.id: v for v in variables}
+        self._signatures: Dict[int, str] = {}  # function id -> its signature, made once
 
     def inputs(self, f: FunctionInfo) -> List[VariableInfo]:
         return [self.variables[v] for v in f.inputs]
@@ -105,8 +106,11 @@ class Graph:
     def signature(self, f: FunctionInfo) -> str:
         """A function's type, arguments and input shapes: calls of one signature cost the same to run and
         to hook (what ``nnprofile.recording.calibrate`` measures once per signature)."""
-        shapes = ",".join("x".join(str(d) for d in self.variables[v].shape) for v in f.inputs)
-        return "%s(%s)" % (f.signature, shapes)
+        known = self._signatures.get(f.id)
+        if known is None:
+            shapes = ",".join("x".join(str(d) for d in self.variables[v].shape) for v in f.inputs)
+            known = self._signatures[f.id] = "%s(%s)" % (f.signature, shapes)
+        return known
 
 
 def dtype_name(variable: Any) -> Optional[str]:

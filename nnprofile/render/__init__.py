@@ -26,10 +26,13 @@ def described() -> str:
 
 
 def render(profile: Profile, formats: Optional[Sequence[str]] = None, analysis: Optional[Analysis] = None) -> Contents:
-    """File name -> contents for the formats asked (all by default); the analysis is computed once."""
+    """File name -> contents for the formats asked (all by default, none for an empty list); the analysis is computed
+    once."""
+    if formats is not None and not formats:
+        return {}
     analysis = analysis or analyze(profile)
     contents: Contents = {}
-    for name in formats or FORMATS:
+    for name in FORMATS if formats is None else formats:
         contents.update(RENDERERS[name].files(profile, analysis))
     return contents
 

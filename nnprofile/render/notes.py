@@ -163,9 +163,9 @@ UNCOUNTED = (
     "so no other window was recorded; call nnprofile.step() at each step's end"
 )
 EARLY = (
-    "written when the window's kept steps were done; the steps that measure what "
-    "the hooks cost in this program were still to come (files of the whole window "
-    "replace these)"
+    "written when the window's kept steps were done, this record alone; the steps that measure what "
+    "the hooks cost in this program were still to come (the whole window's files replace it; "
+    "'nnprofile report' renders the others from it meanwhile)"
 )
 
 

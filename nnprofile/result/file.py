@@ -290,29 +290,31 @@ def to_dict(profile: Profile) -> Dict[str, Any]:
     }
 
 
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
+
+
 def dumps(profile: Profile) -> str:
     """The file's text: readable at the top, one line per entry and per timeline event below."""
     data = to_dict(profile)
+    encode = _COMPACT.encode  # (one encoder for the many lines: json.dumps with options makes one a call)
     out = ["{"]
     for key in ("format", "version", "header", "notes", "complete", "failure", "files"):
         out.append(" %s: %s," % (json.dumps(key), json.dumps(data[key], indent=1).replace("\n", "\n ")))
     out.append(' "ranks": %s,' % _ranks_text(data["ranks"]))
     out.append(
         ' "windows": [%s],'
-        % ",\n".join(
-            ("\n  " if i == 0 else "  ") + json.dumps(w, separators=(",", ":")) for i, w in enumerate(data["windows"])
-        )
+        % ",\n".join(("\n  " if i == 0 else "  ") + encode(w) for i, w in enumerate(data["windows"]))
     )
     out.append(' "sections": [')
     for i, section in enumerate(data["sections"]):
         entries = section.pop("entries")
-        head = json.dumps(section, separators=(",", ":"))[:-1]
+        head = encode(section)[:-1]
         out.append('  %s,"entries":[' % head)
-        out.append(",\n".join("   " + json.dumps(e, separators=(",", ":")) for e in entries))
+        out.append(",\n".join("   " + encode(e) for e in entries))
         out.append("  ]}" + ("," if i + 1 < len(data["sections"]) else ""))
     out.append(" ],")
     out.append(' "timeline": [')
-    out.append(",\n".join("  " + json.dumps(e, separators=(",", ":")) for e in data["timeline"]))
+    out.append(",\n".join("  " + encode(e) for e in data["timeline"]))
     out.append(" ]")
     out.append("}")
     return "\n".join(line for line in out if line) + "\n"
