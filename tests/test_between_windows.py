@@ -227,7 +227,7 @@ def test_the_wrappers_are_back_a_step_before_the_window_it_begins_at_a_read():
     recorder = _record(
         Schedule(wait=100, warmup=0, active=5),
         program,
-        on_window=lambda r: windows.append((r.windowing.window_start, list(r.events))),
+        on_window=lambda r: windows.append((r.windowing.window_start, list(r.window.events))),
     )
     assert recorder.steps.done == 130 and len(windows) == 1
     start, events = windows[0]
@@ -260,7 +260,7 @@ def test_a_window_asked_for_between_reads_begins_at_the_next_read():
     recorder = _record(
         Schedule(on_demand=True, warmup=0, active=5),
         program,
-        on_window=lambda r: windows.append((r.windowing.window_start, list(r.events))),
+        on_window=lambda r: windows.append((r.windowing.window_start, list(r.window.events))),
     )
     assert len(windows) == 1
     start, events = windows[0]

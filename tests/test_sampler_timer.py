@@ -11,11 +11,12 @@ from nnprofile.assembly.intervals import merged, overlap
 from nnprofile.recording.building import Builds
 from nnprofile.recording.faults import Faults
 from nnprofile.recording.sampler import Sampler
+from nnprofile.recording.window import Window
 
 
 class _Recorder:
     def __init__(self):
-        self.open_calls, self.capturing, self.excluded = [], True, []
+        self.open_calls, self.capturing, self.window = [], True, Window()
         self.program_thread = threading.main_thread().ident
         self.site_phases = {}
         self.builds = Builds(time.perf_counter_ns, lambda: 0, lambda: True, ())
@@ -24,27 +25,27 @@ class _Recorder:
 
 def test_the_timer_samples_the_program_s_own_line_and_leaves_its_own_time_out():
     r = _Recorder()
-    s = Sampler(r)
+    s, w = Sampler(r), r.window
     s._timer = True  # as started, without a real timer: the handler called as the signal would call it
     line = sys._getframe().f_lineno + 1
     s._on_timer(signal.SIGPROF, sys._getframe())
-    assert s.taken == 1 and len(r.excluded) == 1 and r.excluded[0][0] <= r.excluded[0][1]
-    [(t0, index)] = s.samples
-    assert t0 == r.excluded[0][0] and s.wheres[index][1:] == (
+    assert w.taken == 1 and len(w.excluded) == 1 and w.excluded[0][0] <= w.excluded[0][1]
+    [(t0, index)] = w.samples
+    assert t0 == w.excluded[0][0] and s.wheres[index][1:] == (
         line,
         "test_the_timer_samples_the_program_s_own_line_and_leaves_its_own_time_out",
     )
     r.open_calls.append(("a function", 0))  # inside a call nnprofile times: no sample, its time still left out
     s._on_timer(signal.SIGPROF, sys._getframe())
-    assert len(s.samples) == 1 and len(r.excluded) == 2 and s.taken == 2
+    assert len(w.samples) == 1 and len(w.excluded) == 2 and w.taken == 2
     s._timer = False  # stopped: a signal still pending does nothing
     s._on_timer(signal.SIGPROF, sys._getframe())
-    assert s.taken == 2
+    assert w.taken == 2
 
 
 def test_the_timer_runs_only_in_a_window_and_gives_its_signal_back():
     r = _Recorder()
-    s = Sampler(r)
+    s, w = Sampler(r), r.window
     s.start()
     try:
         number = s._clock.number
@@ -54,12 +55,12 @@ def test_the_timer_runs_only_in_a_window_and_gives_its_signal_back():
             s.clock[0] == "timer" and number == signal.SIGPROF and any(signal.getitimer(signal.ITIMER_PROF))
         )
         total = 0
-        while s.taken < 3:  # the thread's CPU time makes the clock fire
+        while w.taken < 3:  # the thread's CPU time makes the clock fire
             total += sum(i * i for i in range(1000))
     finally:
         s.stop()
     assert signal.getsignal(number) == signal.SIG_DFL and not any(signal.getitimer(signal.ITIMER_PROF))
-    assert len(r.excluded) == s.taken and s._cpu is None
+    assert len(w.excluded) == w.taken and s._cpu is None
 
 
 def test_where_the_kernel_refuses_the_cpu_clock_the_profiling_timer_samples(monkeypatch):

@@ -196,7 +196,7 @@ class Recording:
         except Exception as e:  # the program runs unrecorded: nnprofile's failure is no reason to stop it
             self.unrecorded = "%s: %s" % (type(e).__name__, e)
             warn("nnprofile: could not record (%s); the program runs unrecorded" % self.unrecorded)
-        self._run_start_ns = self.recorder.started_ns
+        self._run_start_ns = self.recorder.window.started_ns
         _ACTIVE.append(self)
         if self.outdir is not None and self.world is not None and self.world.several:
             from .guard import TerminationGuard
@@ -228,7 +228,7 @@ class Recording:
         """SIGTERM (from the watcher thread; the main thread may be blocked in a collective): write what was
         recorded so far, result.json first, in the second or so before the launcher's SIGKILL."""
         snapshot = copy.copy(self.recorder)
-        snapshot.events = list(self.recorder.events)
+        snapshot.window = self.recorder.window.copy()
         profile = self.run.profile(
             "ended by SIGTERM (the launcher stopped this rank, as it does when another rank dies)",
             self.missed,
@@ -367,7 +367,8 @@ class Recording:
         h = profile.header
         kept = list(getattr(h, "kept_steps", []))
         origin = self.run.origin_ns - self._run_start_ns
-        ended = recorder.stopped_ns if recorder.stopped_ns and not recorder.capturing else recorder.clock()
+        stopped = recorder.window.stopped_ns
+        ended = stopped if stopped and not recorder.capturing else recorder.clock()
         self.writer.add(
             profile,
             recorder.windowing.window,

@@ -115,11 +115,11 @@ def calibrate(
         recorder = recorder_factory()
         with recorder.hooked(classes=bool({"dynamic", "eager"} & set(works))):
             for k, work in works.items():
-                aside = len(recorder.excluded)
+                aside = len(recorder.window.excluded)
                 took = timed(work)
                 # nnprofile's own work set aside as it ran is left out of every figure: no cost of the hooks'
-                hooked[k].append(took - sum(b - a for a, b in recorder.excluded[aside:]))
-        calls = [c for c in recorder.events if isinstance(c, Call)]
+                hooked[k].append(took - sum(b - a for a, b in recorder.window.excluded[aside:]))
+        calls = [c for c in recorder.window.events if isinstance(c, Call)]
         for kind in inside:
             inside[kind].append(median([call_time(c, recorder) for c in calls if c.kind == kind] or [0]))
     totals = {k: paired_cost(plain[k], hooked[k], n_functions) for k in inside}
@@ -280,7 +280,7 @@ def _timed_replicas(
             if k == COPIES[1]:
                 inside += [
                     call_time(c, recorder)
-                    for c in recorder.events
+                    for c in recorder.window.events
                     if isinstance(c, Call) and c.kind == STATIC and c.function.info.type_name != "Sink"
                 ]
     a, b = COPIES

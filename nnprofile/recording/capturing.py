@@ -61,7 +61,8 @@ def capture_of(recorder: Any, costs: Optional[HookCosts] = None) -> Capture:
     sites: Dict[Any, SiteInfo] = {}
     eager: Dict[Any, FunctionInfo] = {}
     events = []
-    for e in recorder.events:
+    window = recorder.window
+    for e in window.events:
         if not isinstance(e, Call):
             events.append(e)
             continue
@@ -91,9 +92,9 @@ def capture_of(recorder: Any, costs: Optional[HookCosts] = None) -> Capture:
         solvers=solvers,
         iterators=list(recorder.inputs.iterators),
         communicators=list(recorder.solver_calls.communicators),
-        started_ns=recorder.started_ns,
-        stopped_ns=recorder.stopped_ns or recorder.started_ns,
-        excluded=list(recorder.excluded),
+        started_ns=window.started_ns,
+        stopped_ns=window.stopped_ns or window.started_ns,
+        excluded=list(window.excluded),
         comm_rank=recorder.solver_calls.comm_rank,
         callback_used=recorder.solver_calls.callback_used,
         skip_first=recorder.skip_first,
@@ -102,7 +103,7 @@ def capture_of(recorder: Any, costs: Optional[HookCosts] = None) -> Capture:
         codes=list(recorder.stacks.codes),
         faults=recorder.faults.counted(),
         marks=recorder.cpu.kind,
-        waits=list(recorder.cpu.readings),
+        waits=list(window.readings),
         **sampled(recorder),
     )
 
@@ -116,11 +117,11 @@ def sampled(recorder: Any) -> Dict[str, Any]:
         return {}
     sites = [(f, int(n or 0), fn, linecache.getline(f, n).strip()[:160] if n else "") for f, n, fn in s.wheres]
     return {
-        "samples": list(s.samples),
+        "samples": list(recorder.window.samples),
         "sample_sites": sites,
-        "sampled": s.taken,
+        "sampled": recorder.window.taken,
         "sample_clock": (str(s.clock[0]), float(s.clock[1])),
-        "handled": list(s.handled),
+        "handled": list(recorder.window.handled),
     }
 
 

@@ -87,7 +87,8 @@ class ProgramRun:
         from ..base.hookcost import smaller
         from .calibrate import calibrate
 
-        if self.measure_again and self.hook_costs is not None and self.recorder.events and not self.recorder.shared:
+        r = self.recorder
+        if self.measure_again and self.hook_costs is not None and r.window.events and not r.shared:
             if not self.disturbed:
                 return
             with quiet_nnabla(), self.spent("calibration"):
@@ -103,7 +104,7 @@ class ProgramRun:
         costs = self.hook_costs
         if costs is None:
             return
-        made = {e.kind for e in recorder.events if isinstance(e, Call)}
+        made = {e.kind for e in recorder.window.events if isinstance(e, Call)}
         new = [k for k in KINDS if k in made and k not in costs.kinds]
         if new:
             with quiet_nnabla(), self.spent("calibration"):

@@ -80,12 +80,12 @@ class FunctionHooks:
                     return
             _, start, m0 = top
             if opened:
-                self.events.append(Call(f, start, end, None, STATIC, len(opened), None, m0, m1))
+                self.window.events.append(Call(f, start, end, None, STATIC, len(opened), None, m0, m1))
                 return
             frame = _getframe(1)
             site = (frame.f_code, frame.f_lasti)
             call = Call(f, start, end, site, STATIC, 0, None, m0, m1)
-            self.events.append(call)
+            self.window.events.append(call)
             if site != self._pass_site or f in self._pass_functions:  # a new pass starts
                 self._close_pass()
                 self._pass_site, self._pass_functions = site, {f}
@@ -152,7 +152,7 @@ class FunctionHooks:
             nn.unset_function_post_hook(HOOK_KEY)
         self.hooks_on = on
         if self.capturing:
-            self.events.append(Hooks(on, self.clock()))
+            self.window.events.append(Hooks(on, self.clock()))
             self.loop.hooks(on)
 
     def _collected(self: RecorderParts, phase: str, info: Any) -> None:
@@ -171,7 +171,7 @@ class FunctionHooks:
                 )
                 self._gc_start = self.clock() if ours else 0
             elif self._gc_start:
-                self.excluded.append((self._gc_start, self.clock()))
+                self.window.excluded.append((self._gc_start, self.clock()))
                 self._gc_start = 0
         except Exception as e:
             self.faults.add("timing a garbage collection", e)

@@ -48,16 +48,12 @@ class RecorderParts(CallTimer, CountingHost, SampledProgram, WindowsHost, Protoc
     _import_locks: Any
     _patches: Patches
     # -- what it keeps of a window
-    events: List[Any]
-    excluded: List[Tuple[int, int]]  # nnprofile's own stretches, left out of every figure
     open_calls: List[Any]
     loop: Loop
     stacks: Stacks
     site_phases: Dict[Any, str]
     created: Dict[Any, str]  # function -> where the program made it
     eager: Dict[Hashable, EagerInfo]
-    started_ns: int
-    stopped_ns: int
     ended_ns: int
     _dynamic_pass: bool
     _pass_site: Any  # the pass under way: its call site, its functions, its first and last, when it began

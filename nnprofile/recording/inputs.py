@@ -74,12 +74,12 @@ class Inputs:
                 del recorder.open_calls[depth:]
                 try:
                     end = recorder.clock()
-                    recorder.events.append(
+                    recorder.window.events.append(
                         InputCall(index, start, end, depth, inputs._read_stack, m0, recorder.cpu.process_switches())
                     )
                     if not depth:
                         recorder.loop.input(index)
-                    recorder.excluded.append((end, recorder.clock()))
+                    recorder.window.excluded.append((end, recorder.clock()))
                 except Exception as e:
                     recorder.faults.add("data iterator", e)
 
@@ -201,7 +201,7 @@ class Inputs:
                 inputs._in_monitor = False
                 try:
                     end = recorder.clock()
-                    recorder.events.append(
+                    recorder.window.events.append(
                         MonitorCall(
                             str(getattr(monitor, "name", type(monitor).__name__)),
                             start,

@@ -8,7 +8,7 @@ imports the recorder, and a test can hand them a small object of its own.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence
 
 from ..assembly.iterations import Counter
 from ..assembly.steps import Loop
@@ -17,6 +17,7 @@ from .raw import RawSolver
 from .stack import Stacks
 from .toggles import Toggles
 from .waits import CpuWaits
+from .window import Window
 
 
 class SolverTimer(Protocol):
@@ -54,7 +55,7 @@ class SampledProgram(Protocol):
     capturing: bool  # a window is open
     open_calls: List[Any]  # the calls nnprofile times that are open now (a sample inside one is dropped)
     site_phases: Dict[Any, str]  # the call sites of passes seen: (code, instruction) -> phase
-    excluded: List[Tuple[int, int]]  # nnprofile's own stretches of time, left out of every figure
+    window: Window  # the window open: its samples, and the sampler's own stretches, left out of every figure
     builds: Any  # the dynamic builds (``building.Builds``): a sample while NNabla makes a function is the pass's
     faults: Faults  # what could not be recorded (the program took the sampler's signal)
 
@@ -111,8 +112,7 @@ class WindowsHost(Protocol):
     toggles: Toggles  # the wrappers switched between windows
     solvers: List[RawSolver]
     loop: Loop
-    events: List[Any]
-    excluded: List[Tuple[int, int]]
+    window: Window  # the window open, or the last closed (a new one made as one opens)
     _import_locks: Any  # importlib's own locks while the reentrant ones stand in (``importlock``)
 
     @property
@@ -139,7 +139,7 @@ class ProgramCallHost(Protocol):
     capturing: bool  # a window is open
     program_thread: int  # the thread recorded (the program's own)
     open_calls: List[Any]  # the calls open now
-    events: List[Any]  # the window's events
+    window: Window  # the window open: its events, and nnprofile's own stretches
     faults: Faults
     cpu: CpuWaits
     clock: Callable[[], int]
@@ -156,7 +156,6 @@ class InputsHost(ProgramCallHost, Protocol):
     """What the program's iterators and monitors (``inputs.Inputs``) read of the recording besides, and ask of it."""
 
     hooks_on: bool  # the function hooks are set
-    excluded: List[Tuple[int, int]]  # nnprofile's own stretches
     loop: Loop
     stacks: Stacks
 

@@ -74,7 +74,7 @@ def program_profile(
         failure=failure,
         timeline=a.timeline,
     )
-    return Made(profile, capture, a.costs, a.origin_ns or recorder.started_ns)
+    return Made(profile, capture, a.costs, a.origin_ns or recorder.window.started_ns)
 
 
 def _header(run: Run, recorder: Any, a: Assembly, measured: HookCosts) -> ProgramHeader:
@@ -151,10 +151,10 @@ def run_notes(a: Assembly, missed: List[Note], skip_first: int, recorder: Any) -
         notes.append(Note("skip_shrunk", {"steps": a.steps, "skip_first": skip_first, "skip": a.skip}))
     if a.how.kind == "steps_one":
         notes.append(Note("no_steps_found"))
-    if recorder.elsewhere and (not recorder.events or a.steps == 0):
+    if recorder.elsewhere and (not recorder.window.events or a.steps == 0):
         notes.append(Note("other_thread", {"functions": recorder.elsewhere}))
     elif recorder.shared:
         notes.append(Note("hooks_shared", {"functions": recorder.elsewhere}))
-    elif not recorder.events:
+    elif not recorder.window.events:
         notes.append(Note("nothing_recorded"))
     return notes

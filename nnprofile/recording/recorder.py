@@ -56,7 +56,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, Hashable, List, Optional, Tuple
 
-from ..assembly.events import Event, StepMark
+from ..assembly.events import StepMark
 from ..base.interference import NoProbe, Probe
 from ..assembly.steps import Loop
 from . import importlock
@@ -75,6 +75,7 @@ from .hooks import HOOK_KEY, FunctionHooks  # noqa: F401 (the recorder's vocabul
 from .inputs import Inputs
 from .solvers import Solvers
 from .windowing import MAX_CREATED, SITE_STEPS, WindowKeeper  # noqa: F401 (the recorder's vocabulary)
+from .window import Window
 from .bindings import all_parameters, communicator_factories
 from .building import Builds, makers
 
@@ -140,11 +141,9 @@ class Recorder(FunctionHooks, Wrappers):
 
     def _init_program(self) -> None:
         """What the recorder learns of the program: its solvers, iterators, loop, wrappers, faults."""
-        self.events: List[Event] = []
         self.recording = False
         self.finished = False  # the schedule is done: hooks removed
-        self.started_ns = 0
-        self.stopped_ns = 0
+        self.window = Window()  # the window open, or the last closed (the recording's start before the first)
         self.eager: Dict[Hashable, EagerInfo] = {}
         self.loop = Loop()
         self.stacks = Stacks()
@@ -170,7 +169,6 @@ class Recorder(FunctionHooks, Wrappers):
         self.parameter_names: Dict[Any, str] = {}
         self.created: Dict[Any, str] = {}
         self.note_sites = True
-        self.excluded: List[Tuple[int, int]] = []  # nnprofile's own work between the program's calls
         # The program's own lines between NNabla's calls, sampled in windows (only on the real clock: a test's
         # scripted clock must not be read from another thread).
         self.sampler: Optional[Sampler] = (
@@ -220,7 +218,7 @@ class Recorder(FunctionHooks, Wrappers):
         self._auto_forward = get_auto_forward
         self.solver_calls.python_function = getattr(function_module, "PythonFunction", None)
         self.ndarray_type = nn.NdArray
-        self.started_ns = self.clock()
+        self.window = Window(self.clock())
         self.snapshot_parameters()
         replacements: Dict[int, Tuple[Any, Any]] = {}
         for name in dir(solver_module):
@@ -306,16 +304,15 @@ class Recorder(FunctionHooks, Wrappers):
         """A window begins: its events from here, a loop of its own (the steps counted go on)."""
         self.steps.window_opened()
         self.solver_calls.patch_subclasses()
-        self.events, self.excluded, self.cpu.readings = [], [], []
+        self.window = window = Window(self.clock())
+        self.cpu.readings = window.readings  # (the readings of other work are the window's)
         if len(self.created) > MAX_CREATED:  # bounded over any number of windows (sources noted anew)
             self.created = {}
         self.loop = Loop()
-        self.started_ns = self.clock()
-        self.cpu.note(self.started_ns)
+        self.cpu.note(window.started_ns)
         self.capturing = True
         self.note_sites = True
         if self.sampler is not None:
-            self.sampler.clear()
             self.sampler.start()
 
     def end_capture(self) -> None:
@@ -325,8 +322,8 @@ class Recorder(FunctionHooks, Wrappers):
         if self.sampler is not None:
             self.sampler.stop()
         self._switch_hooks(False)
-        self.stopped_ns = self.clock()
-        self.cpu.note(self.stopped_ns)
+        self.window.stopped_ns = self.clock()
+        self.cpu.note(self.window.stopped_ns)
         self.snapshot_parameters()
         self.steps.freeze()
         self.builds.forget()
@@ -378,7 +375,7 @@ class Recorder(FunctionHooks, Wrappers):
         if not self.capturing:
             self.steps.last_reads()
         if self.capturing:
-            self.stopped_ns = self.ended_ns
+            self.window.stopped_ns = self.ended_ns
             self.cpu.note(self.ended_ns)
         if self.hooks_on:
             try:
@@ -410,11 +407,11 @@ class Recorder(FunctionHooks, Wrappers):
                 return
             at = self.clock() if end_ns is None else end_ns
             self._break_pass()
-            self.events.append(StepMark(at, self.stacks.take(_getframe(1))))
+            self.window.events.append(StepMark(at, self.stacks.take(_getframe(1))))
             self.loop.mark(at)
             self._find_sync()
             self.steps.count_passes()
-            self.excluded.append((at, self.clock()))
+            self.window.excluded.append((at, self.clock()))
         except Exception as e:
             self.faults.add("nnprofile.step()", e)
 
@@ -427,7 +424,7 @@ class Recorder(FunctionHooks, Wrappers):
             t1 = self.cpu.note(None)  # (read before the clock: the reading's own cost is nnprofile's too)
         else:
             t1 = self.clock()
-        self.excluded.append((t0, t1))
+        self.window.excluded.append((t0, t1))
 
     def past_the_loop(self, frame: Any) -> None:
         """A call of the program's outside its step loop while the steps that measure the hooks' cost run without them:

@@ -79,15 +79,12 @@ class Sampler:
     def __init__(self, recorder: SampledProgram, interval_s: float = INTERVAL_S):
         self.recorder = recorder
         self.interval_s = interval_s
-        self.samples: List[Tuple[int, int]] = []  # (ns, index into wheres)
         self.wheres: List[Where] = []
         self._index: Dict[Where, int] = {}
         self._own: Dict[Any, Optional[bool]] = {}  # code -> program's own (True), library (False), nnabla (None)
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._switch: Optional[float] = None
-        self.taken = 0  # samples tried (the cost's count)
-        self.handled: List[Tuple[int, int]] = []  # when the timer's handler ran (ns): no pass it held up fits costs
         self._timer = False  # sampling by a timer's signal now
         self._clock = SignalClock(self._gave_way)  # its signal and where it comes from
         self._period = CPU_PERIOD_NS  # its period now (ns of the thread's CPU time)
@@ -151,7 +148,8 @@ class Sampler:
         r = self.recorder
         clock = time.perf_counter_ns
         t0 = clock()
-        self.taken += 1
+        window = r.window  # (the samples, their count and the handler's times are the window's)
+        window.taken += 1
         kept: Optional[bool] = None  # None: dropped inside a pass; False: inside a wrapped call of the program's
         try:
             if r.open_calls:
@@ -166,8 +164,8 @@ class Sampler:
             if self._cpu is not None:
                 self._next(kept)
             t1 = clock()
-            r.excluded.append((t0, t1))
-            self.handled.append((t0, t1))
+            window.excluded.append((t0, t1))
+            window.handled.append((t0, t1))
 
     def _next(self, kept: Optional[bool]) -> None:
         """The CPU clock armed for the next sample: at half the period after a sample of the program's own Python
@@ -204,7 +202,7 @@ class Sampler:
         if index is None:
             index = self._index[where] = len(self.wheres)
             self.wheres.append(where)
-        self.samples.append((t0, index))
+        self.recorder.window.samples.append((t0, index))
         return True
 
     def stop(self) -> None:
@@ -221,9 +219,6 @@ class Sampler:
                 pass
             self._switch = None
 
-    def clear(self) -> None:
-        self.samples, self.taken, self.handled = [], 0, []
-
     def _run(self) -> None:
         wait, sample = self._stop.wait, self._sample
         while not wait(self.interval_s):
@@ -236,14 +231,15 @@ class Sampler:
         r = self.recorder
         clock = time.perf_counter_ns
         t0 = clock()
-        self.taken += 1
+        window = r.window
+        window.taken += 1
         try:
             if r.open_calls or not r.capturing or r.builds.open_at:
                 return
             frame = sys._current_frames().get(r.program_thread)
             self._keep(t0, self._where(frame, r) if frame is not None else None)
         finally:
-            r.excluded.append((t0, clock()))  # the program's thread waited: no part of any step
+            window.excluded.append((t0, clock()))  # the program's thread waited: no part of any step
 
     def _kind(self, frame: Any) -> Optional[bool]:
         """True: the program's own code; False: code that runs for it (NNabla's, a library's, Python's own,

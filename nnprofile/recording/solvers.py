@@ -148,7 +148,7 @@ class Solvers:
             if self.host.sync is not None:
                 self.host.sync()
             end = self.host.clock()
-            self.host.events.append(
+            self.host.window.events.append(
                 SolverCall(method, index, start, end, depth, plan if depth == 0 else None, m0, self.host._mark())
             )
             if depth == 0 and method == "update":
@@ -309,7 +309,7 @@ class Solvers:
                     self.host.sync()
                 if not depth:
                     self.host.break_pass()
-                self.host.events.append(event)
+                self.host.window.events.append(event)
                 if method == "init":
                     self.comm_rank = (int(getattr(proxy._comm, "rank", 0)), int(getattr(proxy._comm, "size", 1)))
                 elif method == "all_reduce_callback":

@@ -14,6 +14,7 @@ from . import importlock
 from .counting import RECHECK, WATCH_EVERY
 from .parts import WindowsHost
 from .schedule import OFF, Windows
+from .window import Window
 
 # Creation sites are noted for functions made in the first step and before (a dynamic graph makes
 # them anew every step; its layers are known by position, and named from the first step they ran in).
@@ -112,7 +113,7 @@ class WindowKeeper:
                 self.on_window(host)
             except Exception as e:  # the program goes on, whatever happened to the window's files
                 host.faults.add("handing over window %d" % self.window, e)
-        host.events, host.excluded = [], []
+        host.window = Window(0)  # its events forgotten (the next window is a new one)
 
     # -- the wrappers between windows: only those that count the steps --------------------------------------
 

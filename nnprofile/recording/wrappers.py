@@ -122,7 +122,7 @@ class Wrappers:
                 return
             parent = Detached(function)
         if depth:
-            self.events.append(Call(parent, start, end, None, DYNAMIC, depth, None, *switches))
+            self.window.events.append(Call(parent, start, end, None, DYNAMIC, depth, None, *switches))
             return
         t0 = self.clock()
         builds = self.builds
@@ -130,7 +130,7 @@ class Wrappers:
         stack = None
         frame = _getframe(3)
         place = self._loop_place(frame)
-        own = builds.program_time((entered, entered_mark), self.cpu.kind == CPU, self.excluded)
+        own = builds.program_time((entered, entered_mark), self.cpu.kind == CPU, self.window.excluded)
         if not self._dynamic_pass or place != self._dynamic_place or own > PROGRAM_GAP_NS:
             # a run of them begins, another line of the loop builds, or the program's own code ran long between
             self._close_pass()
@@ -142,12 +142,12 @@ class Wrappers:
             if not self.solvers and not self.loop.marks:
                 self.steps.count_passes()
         frames = builds.frames(frame, self.stacks, stack)
-        self.events.append(Call(parent, start, end, None, DYNAMIC, 0, stack, *switches, entered, frames))
+        self.window.events.append(Call(parent, start, end, None, DYNAMIC, 0, stack, *switches, entered, frames))
         self._recent_dynamic.add(parent)
         if self.note_sites and self.steps.done < self.SITE_STEPS:
             self.note_creation(outputs, depth=4, function=parent)
-        builds.ran(end, switches[1], len(self.excluded))  # (its own work below is after this end: left out too)
-        self.excluded.append((t0, self.clock()))  # nnprofile's own work: no part of the pass or the program's time
+        builds.ran(end, switches[1], len(self.window.excluded))  # (its own work below is after this end: left out too)
+        self.window.excluded.append((t0, self.clock()))  # nnprofile's own work: no part of the pass or the program's
 
     def _loop_place(self: RecorderParts, frame: Any) -> Any:
         """Where in the step loop's body the program is at a call: (its frame, its line), found by walking out to
@@ -189,7 +189,7 @@ class Wrappers:
             )
         if not depth:
             self._break_pass()
-        self.events.append(Call(key, start, end, None, EAGER, depth, None, *switches))
+        self.window.events.append(Call(key, start, end, None, EAGER, depth, None, *switches))
 
     def note_creation(self: RecorderParts, outputs: Any, depth: int = 2, function: Any = None) -> None:
         """Where the program created the function behind ``outputs`` (``function``, where known): its first frame
