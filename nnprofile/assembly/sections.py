@@ -28,7 +28,7 @@ from ..result import Entry, Section
 from ..result.details import SectionInfo
 from ..result.layer import Layer
 from ..result.timeline import TimelineEvent
-from .events import Call, Capture
+from .events import CPU, Call, Capture
 from .interference import disturbance_rate
 from .graphs import Graph, Namer, layer_keys
 from .passes import Pass
@@ -52,7 +52,7 @@ class PassRow(NamedTuple):
     phase: str
     passed: float
     functions: float
-    inside: float
+    inside: Optional[float]
     gaps: Optional[float]
 
 
@@ -196,7 +196,9 @@ class Builder:
         inner = [self.calls.inner(c)[1] for c in p.calls]  # the timing of calls inside its functions
         passed = max(0.0, self.calls.pass_time(p) - self.calls.pass_hooks(p) - sum(inner))
         own = sum(self.calls.function_time(c, x, p.phase) for c, x in zip(p.calls, inner))
-        held_inside = sum(self.calls.taken(c) or 0.0 for c in p.calls if self.calls.hit(c))
+        taken = [self.calls.taken(c) for c in p.calls if self.calls.hit(c)]
+        unknown = self.calls.capture.marks == CPU and None in taken  # (a function's unknown: the pass's too)
+        held_inside = None if unknown else sum(t or 0.0 for t in taken)
         return PassRow(step, p.phase, passed, own, held_inside, self.calls.gap_taken(p))
 
     def _whole_passes(
@@ -210,8 +212,9 @@ class Builder:
             whole.next_round()
             engine.next_round()
             for row in by_round[i]:
-                held = row.inside > 0 or row.gaps is not None
-                whole.get(row.phase).add(row.passed, held, row.inside + (row.gaps or 0.0) if held else None)
+                held = row.inside is None or row.inside > 0 or row.gaps is not None
+                taken = None if row.inside is None else row.inside + (row.gaps or 0.0)
+                whole.get(row.phase).add(row.passed, held, taken if held else None)
                 engine.get(row.phase).add(max(0.0, row.passed - row.functions), row.gaps is not None, row.gaps)
 
     def _pass_event(self, graph: Graph, title: str, p: Pass) -> None:
