@@ -240,6 +240,30 @@ def test_every_function_stays_under_60_lines():
     assert big == []
 
 
+def test_no_class_is_split_across_files():
+    """A class owns its parts (STYLE.md): no method annotates ``self`` with another type, the mark of a mix-in typed by
+    a Protocol of its host's members, and no Protocol holds more than 20 members (a header file for such a class)."""
+    annotated, wide = [], []
+    for name, path in modules().items():
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for method in node.body:
+                if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and method.args.args:
+                    first = method.args.args[0]
+                    if first.arg == "self" and first.annotation is not None:
+                        annotated.append("%s.%s.%s" % (name, node.name, method.name))
+            if any((isinstance(b, ast.Name) and b.id == "Protocol") for b in node.bases):
+                members = [
+                    n for n in node.body if isinstance(n, (ast.AnnAssign, ast.FunctionDef, ast.AsyncFunctionDef))
+                ]
+                if len(members) > 20:
+                    wide.append("%s.%s (%d)" % (name, node.name, len(members)))
+    assert annotated == [] and wide == []
+
+
 def test_the_house_is_described_briefly_and_its_style_is_in_the_repository():
     """ARCHITECTURE.md stays a picture, not a second copy of the code: under 1,500 words, lines under 120
     characters; STYLE.md, which the tests above cite, is in the repository."""

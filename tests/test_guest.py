@@ -19,7 +19,7 @@ from conftest import ROOT
 
 SCRIPT = os.path.join(ROOT, "tests", "scripts", "everything.py")
 FAULTS = os.path.join(ROOT, "tests", "faults")
-R, W, S = "nnprofile.recording.recorder:Recorder", "nnprofile.recording.wrappers:Wrappers", "nnprofile.recording"
+R, W, S = "nnprofile.recording.recorder:Recorder", "nnprofile.recording.wrappers:FunctionCalls", "nnprofile.recording"
 I, V = "nnprofile.recording.inputs:Inputs", "nnprofile.recording.solvers:Solvers"
 # Each run breaks places that lie on different paths, so that each fault is met.
 INJECTED = {
@@ -28,7 +28,7 @@ INJECTED = {
     "counting": ["nnprofile.assembly.iterations:Counter.feed", "%s._iterator_name" % I, "%s.note_creation" % W],
     "solvers": ["%s._solver_plan" % V, "%s._solver_index" % V, "%s._read_plan" % I],
     "proxies": ["%s.function_mode" % W, "%s.track_solver" % V, "%s.counting:StepCount.freeze" % S],
-    "passes": ["%s._close_pass" % R, "%s.step_ended" % R, "%s.check_subclasses" % V],
+    "passes": ["%s.passes:PassTracker.close" % S, "%s.step_ended" % R, "%s.check_subclasses" % V],
 }
 
 

@@ -6,6 +6,7 @@ import signal
 import sys
 import threading
 import time
+from types import SimpleNamespace
 
 from nnprofile.assembly.intervals import merged, overlap
 from nnprofile.recording.building import Builds
@@ -18,7 +19,7 @@ class _Recorder:
     def __init__(self):
         self.open_calls, self.capturing, self.window = [], True, Window()
         self.program_thread = threading.main_thread().ident
-        self.site_phases = {}
+        self.passes = SimpleNamespace(site_phases={})
         self.builds = Builds(time.perf_counter_ns, lambda: 0, lambda: True, ())
         self.faults = Faults()
 

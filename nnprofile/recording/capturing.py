@@ -57,7 +57,7 @@ def _clears(code: Any, line: int) -> str:
 
 def capture_of(recorder: Any, costs: Optional[HookCosts] = None) -> Capture:
     """The recorder's events and what they refer to, as data."""
-    describer = Describer(parameter_names=recorder.parameter_names, created=recorder.created)
+    describer = Describer(parameter_names=recorder.parameter_names, created=recorder.functions.created)
     sites: Dict[Any, SiteInfo] = {}
     eager: Dict[Any, FunctionInfo] = {}
     events = []
@@ -69,7 +69,7 @@ def capture_of(recorder: Any, costs: Optional[HookCosts] = None) -> Capture:
         if e.kind == EAGER:
             info = eager.get(e.function)
             if info is None:
-                info = eager[e.function] = _eager_info(describer, recorder.eager[e.function])
+                info = eager[e.function] = _eager_info(describer, recorder.functions.eager[e.function])
             events.append(Call(info.id, e.start_ns, e.end_ns, None, EAGER, e.depth, e.stack, e.m0, e.m1))
             continue
         site = None

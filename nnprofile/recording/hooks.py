@@ -1,6 +1,7 @@
-"""The function hooks (a part of ``Recorder``, mixed in): NNabla's pre- and post-hooks, which see every function of
-a static graph, forward and backward, and every backward under ``auto_forward``; the passes they see begin and
-end; the hooks switched on and off; Python's collections that nnprofile's own work set off, left out.
+"""The function hooks (an owned part of ``Recorder``, ``FunctionHooks``, reaching it through ``parts.HooksHost``):
+NNabla's pre- and post-hooks, which see every function of a static graph, forward and backward, and every backward
+under ``auto_forward``; the passes they see begin (``passes.PassTracker``); the hooks switched on and off; Python's
+collections that nnprofile's own work set off, left out.
 
 The hooks are called by NNabla from C++: nothing may be raised from them (a failure of nnprofile's own is
 noted, a Ctrl-C given back to the program). A call's frame (the program's, that called ``forward`` or
@@ -10,17 +11,13 @@ noted, a Ctrl-C given back to the program). A call's frame (the program's, that 
 from __future__ import annotations
 
 import _thread
-import contextlib
 import signal
 import sys
 import threading
-from typing import Any, Iterator, Optional, Tuple
+from typing import Any, Optional, Tuple
 
 from ..assembly.events import STATIC, Call, Hooks
-from .callsite import BACKWARD_NAMES, FORWARD_NAMES, call_at
-from .host import RecorderParts
-from .patching import Patches
-from .raw import device_sync
+from .parts import HooksHost
 
 HOOK_KEY = "nnprofile"
 _getframe = sys._getframe
@@ -28,30 +25,35 @@ _ident = threading.get_ident
 
 
 class FunctionHooks:
-    """NNabla's function hooks and the passes they see (a part of ``Recorder``: the state is the recorder's)."""
+    """NNabla's function hooks (``pre``, ``post``), set and unset (``switch``), and the collections nnprofile's own
+    work sets off (``collected``)."""
 
-    _deferred: Optional[BaseException]  # a Ctrl-C Python would have dropped, for the next hook
+    def __init__(self, host: HooksHost) -> None:
+        self.host = host
+        self.deferred: Optional[BaseException] = None  # a Ctrl-C Python would have dropped, for the next hook
+        self._gc_start = 0  # a collection nnprofile's own allocation began, under way
 
-    def _pre(self: RecorderParts, f: Any) -> None:
+    def pre(self, f: Any) -> None:
+        host = self.host
         try:
-            if self._deferred is not None:  # a Ctrl-C (or a SIGTERM) that landed in a garbage collection's callback
-                signum = signal.SIGTERM if getattr(self._deferred, "exit_code", 130) == 143 else signal.SIGINT
-                self._deferred = None
+            if self.deferred is not None:  # a Ctrl-C (or a SIGTERM) that landed in a garbage collection's callback
+                signum = signal.SIGTERM if getattr(self.deferred, "exit_code", 130) == 143 else signal.SIGINT
+                self.deferred = None
                 _thread.interrupt_main(signum)
-            if _ident() == self.program_thread:
-                if self.sync is not None:
-                    self.sync()  # what ran before this function is not its time
-                self.open_calls.append((f, self.clock(), self._mark()))
+            if _ident() == host.program_thread:
+                if host.sync is not None:
+                    host.sync()  # what ran before this function is not its time
+                host.open_calls.append((f, host.clock(), host._mark()))
             else:
-                self.elsewhere += 1  # a function another thread ran: not recorded, but counted and said
-                self.shared = True
+                host.elsewhere += 1  # a function another thread ran: not recorded, but counted and said
+                host.shared = True
         except BaseException as e:  # noqa: B036 (a Ctrl-C is given back by faults.in_hook)
-            self.faults.in_hook("the function pre-hook", e)
+            host.faults.in_hook("the function pre-hook", e)
 
-    def _start_of(self: RecorderParts, f: Any) -> Optional[Tuple[Any, int, int]]:
+    def _start_of(self, f: Any) -> Optional[Tuple[Any, int, int]]:
         """``f``'s open call (f, its start, the switches then), taken off the open calls (with any call above it that
         never ended)."""
-        opened = self.open_calls
+        opened = self.host.open_calls
         for i in range(len(opened) - 1, -1, -1):
             top = opened[i]
             if type(top) is tuple and top[0] == f:
@@ -61,15 +63,16 @@ class FunctionHooks:
                 return None
         return None
 
-    def _post(self: RecorderParts, f: Any) -> None:
+    def post(self, f: Any) -> None:
+        host = self.host
         try:
-            if _ident() != self.program_thread:
+            if _ident() != host.program_thread:
                 return
-            if self.sync is not None:
-                self.sync()
-            end = self.clock()
-            m1 = self._mark()
-            opened = self.open_calls
+            if host.sync is not None:
+                host.sync()
+            end = host.clock()
+            m1 = host._mark()
+            opened = host.open_calls
             top = opened[-1] if opened else None
             if type(top) is tuple and top[0] == f:  # (the usual case: f's own call on top; NNabla hands each hook
                 # a new Python object for the same function)
@@ -80,125 +83,63 @@ class FunctionHooks:
                     return
             _, start, m0 = top
             if opened:
-                self.window.events.append(Call(f, start, end, None, STATIC, len(opened), None, m0, m1))
+                host.window.events.append(Call(f, start, end, None, STATIC, len(opened), None, m0, m1))
                 return
             frame = _getframe(1)
             site = (frame.f_code, frame.f_lasti)
             call = Call(f, start, end, site, STATIC, 0, None, m0, m1)
-            self.window.events.append(call)
-            if site != self._pass_site or f in self._pass_functions:  # a new pass starts
-                self._close_pass()
-                self._pass_site, self._pass_functions = site, {f}
-                self._pass_first, self._pass_start = f, start
-                self._pass_last = f
-                self.solver_calls.check_subclasses()
-                call.stack = self.steps.take(frame)
-                self.steps.moved(call.stack, "other", end, frame, begun=(start, m0, m1))
-                self.aside(end)  # nnprofile's own work inside the pass
-            else:
-                self._pass_functions.add(f)
-                self._pass_last = f
+            host.window.events.append(call)
+            if host.passes.static_function(f, site, start):  # a new pass starts
+                host.solver_calls.check_subclasses()
+                call.stack = host.steps.take(frame)
+                host.steps.moved(call.stack, "other", end, frame, begun=(start, m0, m1))
+                host.aside(end)  # nnprofile's own work inside the pass
         except BaseException as e:  # noqa: B036
-            self.faults.in_hook("the function post-hook", e)
+            host.faults.in_hook("the function post-hook", e)
 
-    def _phase(self: RecorderParts, site: Any) -> str:
-        phase = self.site_phases.get(site)
-        if phase is None:
-            method, _ = call_at(site[0], site[1], FORWARD_NAMES + BACKWARD_NAMES)
-            phase = self.site_phases[site] = "backward" if method in BACKWARD_NAMES else "forward"
-        return phase
-
-    def _close_pass(self: RecorderParts) -> None:
-        """The pass that just ended, to the loop's structure (its graph: what it ran on)."""
-        if self._pass_site is not None:
-            phase = self._phase(self._pass_site)
-            root = self._pass_first if phase == "backward" else self._pass_last
-            graph = ("auto_forward", self._pass_site) if root in self._recent_dynamic else ("static", root)
-            self.loop.pass_started(phase, graph, self._pass_site, self._pass_start)
-            self._pass_site = None
-            if not self.solvers and not self.loop.marks:  # a program without a solver: passes mark its steps
-                self.steps.count_passes()
-        self._dynamic_pass = False
-        self.builds.ended()
-
-    def _break_pass(self: RecorderParts) -> None:
-        self._close_pass()
-
-    def _find_sync(self: RecorderParts) -> None:
-        """At the first update or step mark (the program has set its context by then): the device's wait, on an
-        asynchronous device (CUDA), read before each reading of the clock; a call's marks are then its context
-        switches (its waits for the device are no CPU time)."""
-        if not self._sync_known:
-            self.sync, self._sync_known = device_sync(), True
-            if self.sync is not None:
-                self.cpu.on_async_device()
-                self._mark = self.cpu.mark
-
-    def _switch_hooks(self: RecorderParts, on: bool) -> None:
+    def switch(self, on: bool) -> None:
         """The function hooks on or off. NNabla's global function hooks crash the process where two threads run
         functions with them set (a program whose daemon thread runs steps beside its loop: 9 runs in 10, with a hook
         that does nothing too): once another thread's functions were seen, they are taken off, from the program's
         thread between its calls, and never set again (``shared``)."""
-        if self.shared:
+        host = self.host
+        if host.shared:
             on = False
-        if on == self.hooks_on:
+        if on == host.hooks_on:
             return
-        nn = self._nn
+        import nnabla as nn
+
         if on:
-            nn.set_function_pre_hook(HOOK_KEY, self._pre)
-            nn.set_function_post_hook(HOOK_KEY, self._post)
+            nn.set_function_pre_hook(HOOK_KEY, self.pre)
+            nn.set_function_post_hook(HOOK_KEY, self.post)
         else:
             nn.unset_function_pre_hook(HOOK_KEY)
             nn.unset_function_post_hook(HOOK_KEY)
-        self.hooks_on = on
-        if self.capturing:
-            self.window.events.append(Hooks(on, self.clock()))
-            self.loop.hooks(on)
+        host.hooks_on = on
+        if host.capturing:
+            host.window.events.append(Hooks(on, host.clock()))
+            host.loop.hooks(on)
 
-    def _collected(self: RecorderParts, phase: str, info: Any) -> None:
+    def collected(self, phase: str, info: Any) -> None:
         """Python's garbage collector, run by an allocation: where nnprofile's own code allocated (an event, a stack),
         or NNabla inside a pass (the object it hands each hook: the program's own pass allocates none), its pause is
         nnprofile's work, left out of every call, pass and step like the rest of it (a collection of the window's
         many events once read 30 ms inside a 0.1 ms function). Where the program allocated, it is its time."""
+        host = self.host
         try:
-            if not self.capturing or _ident() != self.program_thread or info.get("generation", 2) < 2:
+            if not host.capturing or _ident() != host.program_thread or info.get("generation", 2) < 2:
                 return  # (young generations' collections take microseconds)
             if phase == "start":
                 frame = _getframe(1)
                 ours = frame is not None and (
                     frame.f_globals.get("__name__", "").startswith("nnprofile.")
-                    or (frame.f_code, frame.f_lasti) in self.site_phases
+                    or (frame.f_code, frame.f_lasti) in host.passes.site_phases
                 )
-                self._gc_start = self.clock() if ours else 0
+                self._gc_start = host.clock() if ours else 0
             elif self._gc_start:
-                self.window.excluded.append((self._gc_start, self.clock()))
+                host.window.excluded.append((self._gc_start, host.clock()))
                 self._gc_start = 0
         except Exception as e:
-            self.faults.add("timing a garbage collection", e)
+            host.faults.add("timing a garbage collection", e)
         except BaseException as e:  # noqa: B036 (a Ctrl-C that landed here: Python would drop it; given back later)
-            self._deferred = e
-
-    @contextlib.contextmanager
-    def hooked(self: RecorderParts, classes: bool = True) -> Iterator[RecorderParts]:
-        """Only the function hooks and (``classes``) the function classes, for calibrating what they cost: no
-        solvers, iterators or monitors, and no counting of steps. A static pass calls no class: timing one
-        needs the hooks alone (patching the classes takes 0.5 ms a time)."""
-        import nnabla as nn
-
-        patches = Patches()
-        self.ndarray_type = nn.NdArray
-        nn.set_function_pre_hook(HOOK_KEY, self._pre)
-        nn.set_function_post_hook(HOOK_KEY, self._post)
-        if classes:
-            self._patch_functions(patches)
-        self.program_thread = _ident()
-        self.recording = self.capturing = self.hooks_on = True
-        self.note_sites = False
-        self.loop.mark(0)  # marks: passes do not count steps
-        try:
-            yield self
-        finally:
-            self.recording = self.capturing = self.hooks_on = False
-            nn.unset_function_pre_hook(HOOK_KEY)
-            nn.unset_function_post_hook(HOOK_KEY)
-            patches.undo()
+            self.deferred = e

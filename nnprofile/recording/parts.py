@@ -37,7 +37,9 @@ class SolverTimer(Protocol):
 class CallTimer(Protocol):
     """What a function object's proxy asks of the recording: how to record its call."""
 
-    faults: Faults
+    @property
+    def faults(self) -> Faults:
+        """Where a proxy notes what it could not do."""
 
     def function_mode(self, inputs: Sequence[Any], kwargs: Dict[str, Any]) -> int:
         """How a function object's call is recorded now (``raw.PLAIN`` and the rest)."""
@@ -54,10 +56,72 @@ class SampledProgram(Protocol):
     program_thread: int  # the thread recorded (the program's own)
     capturing: bool  # a window is open
     open_calls: List[Any]  # the calls nnprofile times that are open now (a sample inside one is dropped)
-    site_phases: Dict[Any, str]  # the call sites of passes seen: (code, instruction) -> phase
+    passes: Any  # the passes' tracker (``passes.PassTracker``): the call sites of passes seen, in ``site_phases``
     window: Window  # the window open: its samples, and the sampler's own stretches, left out of every figure
     builds: Any  # the dynamic builds (``building.Builds``): a sample while NNabla makes a function is the pass's
     faults: Faults  # what could not be recorded (the program took the sampler's signal)
+
+
+class PassHost(Protocol):
+    """What the tracker of passes (``passes.PassTracker``) tells the recording as a pass ends."""
+
+    loop: Loop  # the window's sequence of passes, updates, reads and marks
+    solvers: List[RawSolver]  # the program's solvers made so far (none: passes mark the steps)
+    builds: Any  # the dynamic builds (``building.Builds``): a pass ends their run
+    solver_calls: Any  # the solvers' part (``solvers.Solvers``): the program's classes looked at as a pass begins
+
+    @property
+    def steps(self) -> Any:
+        """Its count of steps (``counting.StepCount``)."""
+
+
+class HooksHost(Protocol):
+    """What the function hooks (``hooks.FunctionHooks``) read of the recording, and tell it."""
+
+    capturing: bool  # a window is open
+    hooks_on: bool  # the function hooks are set (the hooks set it)
+    shared: bool  # another thread ran NNabla functions: the hooks are off for good (the pre-hook sets it)
+    elsewhere: int  # functions other threads ran (not recorded)
+    program_thread: int  # the thread recorded (the program's own)
+    sync: Optional[Callable[[], None]]  # the device's wait, on an asynchronous device
+    clock: Callable[[], int]
+    _mark: Callable[[], int]  # a call's mark now
+    open_calls: List[Any]  # the calls open now
+    faults: Faults
+    window: Window  # the window open: its events, and nnprofile's own stretches
+    loop: Loop  # the window's sequence of passes, updates, reads and marks
+    passes: Any  # the pass under way (``passes.PassTracker``)
+    solver_calls: Any  # the solvers' part (``solvers.Solvers``): the program's classes looked at as a pass begins
+
+    @property
+    def steps(self) -> Any:
+        """Its count of steps (``counting.StepCount``)."""
+
+    def aside(self, t0: int) -> None:
+        """nnprofile's own work since ``t0``: left out of every call, pass and step."""
+
+
+class FunctionCallHost(Protocol):
+    """What the program's functions run now (``wrappers.FunctionCalls``) read of the recording."""
+
+    recording: bool  # started, not yet stopped
+    capturing: bool  # a window is open
+    hooks_on: bool  # the function hooks are set (in a window's kept steps)
+    note_sites: bool  # where functions are made is noted (the first steps of a window)
+    program_thread: int  # the thread recorded (the program's own)
+    open_calls: List[Any]  # the calls open now
+    clock: Callable[[], int]
+    _mark: Callable[[], int]  # a call's mark now
+    faults: Faults
+    window: Window  # the window open: its events, and nnprofile's own stretches
+    cpu: CpuWaits  # what a call's marks are
+    builds: Any  # the dynamic builds (``building.Builds``)
+    passes: Any  # the pass under way (``passes.PassTracker``)
+    stacks: Stacks  # the program's frames, as stacks
+
+    @property
+    def steps(self) -> Any:
+        """Its count of steps (``counting.StepCount``)."""
 
 
 class CountingHost(Protocol):
@@ -177,10 +241,6 @@ class SolversHost(ProgramCallHost, Protocol):
     def updated(self, index: int, end: int) -> None:
         """A solver's update has ended, outside any other call."""
 
-    def function_mode(self, inputs: Sequence[Any], kwargs: Dict[str, Any]) -> int:
-        """How a function's call is recorded now (a custom PythonFunction's too)."""
-
-    def run_function(
-        self, call: Callable[[], Any], function: Any, made_ns: Optional[int], mode: int, inputs: Sequence[Any]
-    ) -> Any:
-        """The function's call run (exactly once), recorded as ``mode`` says."""
+    @property
+    def functions(self) -> CallTimer:
+        """The functions run now (``wrappers.FunctionCalls``): a custom PythonFunction's call is recorded there."""

@@ -38,9 +38,9 @@ Only the thread that started the recording is recorded (a loader's thread runs u
 and wrapper is a guest: a failure of nnprofile's own is noted, never raised into the program
 (``faults``).
 
-The Recorder is its function hooks (``hooks``) and its wrappers of functions run now (``wrappers``), mixed in
-and typed by ``host.RecorderParts``; and it owns the parts with state of their own, each talking back through a
-protocol of ``parts``: the iterators and monitors (``inputs.Inputs``), the solvers and communicators
+The Recorder owns its parts, each with state of its own and talking back through a small protocol of ``parts``:
+the function hooks (``hooks.FunctionHooks``), the pass under way (``passes.PassTracker``), the functions run now
+(``wrappers.FunctionCalls``), the iterators and monitors (``inputs.Inputs``), the solvers and communicators
 (``solvers.Solvers``), the count of steps (``counting.StepCount``), the keeper of the windows
 (``windowing.WindowKeeper``), the readings of other work (``waits.CpuWaits``), the wrappers off between windows
 (``toggles.Toggles``), the faults (``faults.Faults``) and the sampler of the program's own lines
@@ -54,7 +54,7 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Callable, Dict, Hashable, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..assembly.events import StepMark
 from ..base.interference import NoProbe, Probe
@@ -69,11 +69,11 @@ from .sampler import Sampler
 from .schedule import Schedule, Windows
 from .stack import Stacks
 from .raw import EagerInfo, RawSolver, device_sync  # noqa: F401 (the recorder's vocabulary)
-from .wrappers import Wrappers
-from .host import RecorderParts
-from .hooks import HOOK_KEY, FunctionHooks  # noqa: F401 (the recorder's vocabulary)
+from .wrappers import FunctionCalls
+from .hooks import HOOK_KEY, FunctionHooks
 from .inputs import Inputs
 from .solvers import Solvers
+from .passes import PassTracker
 from .windowing import MAX_CREATED, SITE_STEPS, WindowKeeper  # noqa: F401 (the recorder's vocabulary)
 from .window import Window
 from .bindings import all_parameters, communicator_factories
@@ -93,7 +93,7 @@ MIN_PAIRS = 3  # pairs the estimate needs (``nnprofile.base.hookcost.measured_in
 _nn: Any = None  # nnabla, once recording started (no import in a hook)
 
 
-class Recorder(FunctionHooks, Wrappers):
+class Recorder:
     """Hooks into NNabla while started; keeps the raw events of a program's run.
 
     ``namespaces``: further namespaces (a notebook's) in which NNabla's factories are replaced,
@@ -136,15 +136,12 @@ class Recorder(FunctionHooks, Wrappers):
         chosen = probe if probe is not None else (Probe() if clock is None else NoProbe())
         self.cpu = CpuWaits(chosen, self.clock, self.faults)
         self._mark = self.cpu.mark  # (the hooks' own copy of a call's mark: one lookup fewer in the hot path)
-        self._gc_start = 0  # a collection nnprofile's own allocation began, under way
-        self._deferred: Optional[BaseException] = None  # a Ctrl-C Python would have dropped, for the next hook
 
     def _init_program(self) -> None:
         """What the recorder learns of the program: its solvers, iterators, loop, wrappers, faults."""
         self.recording = False
         self.finished = False  # the schedule is done: hooks removed
         self.window = Window()  # the window open, or the last closed (the recording's start before the first)
-        self.eager: Dict[Hashable, EagerInfo] = {}
         self.loop = Loop()
         self.stacks = Stacks()
         self.steps = StepCount(self)  # the live count of the program's steps
@@ -156,18 +153,10 @@ class Recorder(FunctionHooks, Wrappers):
 
     def _init_passes(self) -> None:
         """The pass under way, the sites seen, the names and sources kept, nnprofile's own stretches."""
-        self._pass_site: Any = None
-        self._pass_functions: set = set()
-        self._pass_first: Any = None
-        self._pass_last: Any = None
-        self._pass_start = 0
-        self._dynamic_pass = False
-        self._dynamic_place: Any = None  # where in the loop's body the current run of auto_forward calls is built
-        self._recent_dynamic: set = set()  # functions made under auto_forward since the last update
-        self.site_phases: Dict[Any, str] = {}
+        self.passes = PassTracker(self)  # the pass under way, the call sites of passes seen
+        self.hooks = FunctionHooks(self)  # NNabla's function hooks
         # Parameter variable -> its full name, as seen while the program ran; function -> source.
         self.parameter_names: Dict[Any, str] = {}
-        self.created: Dict[Any, str] = {}
         self.note_sites = True
         # The program's own lines between NNabla's calls, sampled in windows (only on the real clock: a test's
         # scripted clock must not be read from another thread).
@@ -179,10 +168,10 @@ class Recorder(FunctionHooks, Wrappers):
         self._import_locks: Any = None  # importlib's own _blocking_on, while the reentrant one stands in
         # modules whose frames are not the program's
         self._skip: Tuple[str, ...] = ("nnabla", "nnabla_ext", "nnprofile")
+        self.functions = FunctionCalls(self, self._skip)  # its functions run now, and where its functions are made
         self.inputs = Inputs(self, self._skip)  # the program's iterators and monitors
         self.solver_calls = Solvers(self, self._skip)  # its solvers and communicators
         self.solvers = self.solver_calls.solvers  # (the list the count of steps and the windows read)
-        self.ndarray_type: Any = None
         # Waits for the device before each reading on an asynchronous backend (CUDA). The
         # program sets its context once running: it is looked up at each step's end.
         self.sync: Optional[Callable[[], None]] = None
@@ -209,7 +198,7 @@ class Recorder(FunctionHooks, Wrappers):
         import nnabla.parameter as parameter_module
         import nnabla.solver as solver_module
 
-        _nn = self._nn = nn
+        _nn = nn
         self.program_thread = _ident()
         self.stacks.around(_getframe(1))
         self.solver_calls.base = solver_module.Solver
@@ -217,7 +206,7 @@ class Recorder(FunctionHooks, Wrappers):
 
         self._auto_forward = get_auto_forward
         self.solver_calls.python_function = getattr(function_module, "PythonFunction", None)
-        self.ndarray_type = nn.NdArray
+        self.functions.ndarray_type = nn.NdArray
         self.window = Window(self.clock())
         self.snapshot_parameters()
         replacements: Dict[int, Tuple[Any, Any]] = {}
@@ -253,7 +242,7 @@ class Recorder(FunctionHooks, Wrappers):
             self.faults.add("looking for the program's own solver and function classes", e)
         self.recording = True
         if self.real_clock:  # (a test's scripted clock is read only where the test says)
-            gc.callbacks.append(self._collected)
+            gc.callbacks.append(self.hooks.collected)
         self.windowing.begin()
         return self
 
@@ -263,7 +252,7 @@ class Recorder(FunctionHooks, Wrappers):
         for name in dir(function_module):
             factory = getattr(function_module, name)
             if name[:1].isupper() and callable(factory) and not isinstance(factory, type):
-                patches.attribute(function_module, name, self._function_factory(factory))
+                patches.attribute(function_module, name, self.functions.function_factory(factory))
 
     def _snapshot_first(self, original: Callable) -> Callable:
         """``original`` (NNabla's clear_parameters, load_parameters), the parameters' names noted before it runs."""
@@ -306,8 +295,8 @@ class Recorder(FunctionHooks, Wrappers):
         self.solver_calls.patch_subclasses()
         self.window = window = Window(self.clock())
         self.cpu.readings = window.readings  # (the readings of other work are the window's)
-        if len(self.created) > MAX_CREATED:  # bounded over any number of windows (sources noted anew)
-            self.created = {}
+        if len(self.functions.created) > MAX_CREATED:  # bounded over any number of windows (sources noted anew)
+            self.functions.created = {}
         self.loop = Loop()
         self.cpu.note(window.started_ns)
         self.capturing = True
@@ -317,7 +306,7 @@ class Recorder(FunctionHooks, Wrappers):
 
     def end_capture(self) -> None:
         """A window's steps are done: the hooks off, the sampler stopped, the names read, the count frozen."""
-        self._break_pass()
+        self.passes.close()
         self.capturing = False
         if self.sampler is not None:
             self.sampler.stop()
@@ -333,23 +322,37 @@ class Recorder(FunctionHooks, Wrappers):
         auto_forward's graphs begin anew, the device's wait is looked up (once), and a program whose passes counted
         its steps counts them no more."""
         self.loop.update(index, end)
-        self._recent_dynamic = set()
+        self.passes.updated()
         self._find_sync()
         self.steps.count_passes()
 
+    def _switch_hooks(self, on: bool) -> None:
+        """The function hooks on or off (``hooks.FunctionHooks.switch``)."""
+        self.hooks.switch(on)
+
+    def _find_sync(self) -> None:
+        """At the first update or step mark (the program has set its context by then): the device's wait, on an
+        asynchronous device (CUDA), read before each reading of the clock; a call's marks are then its context
+        switches (its waits for the device are no CPU time)."""
+        if not self._sync_known:
+            self.sync, self._sync_known = device_sync(), True
+            if self.sync is not None:
+                self.cpu.on_async_device()
+                self._mark = self.cpu.mark
+
     def break_pass(self) -> None:
         """The pass under way has ended (a call of the program's own between passes)."""
-        self._break_pass()
+        self.passes.close()
 
     def between_calls(self) -> None:
         """A call of the program's own begins between NNabla's: the pass before it ends, and the classes the
         program made since are looked at (its own solvers and functions)."""
-        self._break_pass()
+        self.passes.close()
         self.solver_calls.check_subclasses()
 
     def step_ended(self, late: bool = False) -> None:
         """A step has ended (``steps.done`` counts it): the windows follow (``windowing.WindowKeeper``); where
-        another thread ran NNabla functions meanwhile, the hooks come off now (``hooks._switch_hooks``)."""
+        another thread ran NNabla functions meanwhile, the hooks come off now (``hooks.FunctionHooks.switch``)."""
         if self.shared and self.hooks_on:
             self._switch_hooks(False)
         self.windowing.step_ended(late)
@@ -362,7 +365,7 @@ class Recorder(FunctionHooks, Wrappers):
                 self.sampler.stop()
             return
         try:
-            self._break_pass()
+            self.passes.close()
             w = self.windowing
             if self.steps.last_iteration() and self.capturing and w.windows.window_done(self.steps.done):
                 w.close()
@@ -385,8 +388,8 @@ class Recorder(FunctionHooks, Wrappers):
                 self.faults.add("removing the hooks", e)
             self.hooks_on = False
         self._patches.undo()
-        if self._collected in gc.callbacks:
-            gc.callbacks.remove(self._collected)
+        if self.hooks.collected in gc.callbacks:
+            gc.callbacks.remove(self.hooks.collected)
         importlock.uninstall(self._import_locks)
         self._import_locks = None
         if self.capturing:
@@ -406,7 +409,7 @@ class Recorder(FunctionHooks, Wrappers):
                 self.steps.light_step("marks", 0)
                 return
             at = self.clock() if end_ns is None else end_ns
-            self._break_pass()
+            self.passes.close()
             self.window.events.append(StepMark(at, self.stacks.take(_getframe(1))))
             self.loop.mark(at)
             self._find_sync()
@@ -455,8 +458,3 @@ class Recorder(FunctionHooks, Wrappers):
                 return not (head <= frame.f_lasti <= end)
             frame, depth = frame.f_back, depth + 1
         return True
-
-
-def _as_parts(recorder: Recorder) -> RecorderParts:
-    """(For mypy: the Recorder is what its mixed-in parts take it for, member by member.)"""
-    return recorder

@@ -279,7 +279,7 @@ class Sampler:
             f = f.f_back
         if f is None:
             return None
-        if (f.f_code, f.f_lasti) in r.site_phases:
+        if (f.f_code, f.f_lasti) in r.passes.site_phases:
             return None  # at a pass's call site: inside NNabla's C++ pass (between its functions)
         while (
             f.f_code.co_name in INNER and f.f_back is not None and f.f_back.f_code.co_filename == f.f_code.co_filename

@@ -255,7 +255,7 @@ class Solvers:
 
     def _python_function_call(self, original: Callable) -> Callable:
         """A custom PythonFunction's call: under auto_forward or on NdArrays it runs now, and is timed so."""
-        recorder = self.host
+        recorder = self.host.functions
 
         def call(function: Any, *inputs: Any, **kwargs: Any) -> Any:
             try:

@@ -1,4 +1,6 @@
-"""The recorder's side of the program's calls: solvers, communicators, iterators, monitors, functions run now.
+"""The program's functions run now: under auto_forward (a dynamic graph's, as it is made) and on NdArrays (eager
+work), timed through the function proxies; and where each function is made. An owned part of the recorder
+(``FunctionCalls``), reaching it through ``parts.FunctionCallHost``.
 
 Every wrapper here is a guest in the program's call: the program's own call runs exactly once, through
 the original, and its result or its exception is the program's. What nnprofile does around it (timing,
@@ -13,13 +15,15 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence, Tuple
 
-from .host import RecorderParts
+from .faults import Faults
+from .parts import FunctionCallHost
 from ..base.places import place
 from ..assembly.events import DYNAMIC, EAGER, Call
 from .callsite import first_outside, line_at
 from .building import PROGRAM_GAP_NS
+from .windowing import SITE_STEPS
 from .raw import DYNAMIC_CALL, EAGER_CALL, MADE, OPENED, PLAIN, Detached
 from .raw import EagerInfo
 from .proxies import TimedFunction
@@ -52,13 +56,23 @@ def _dtype_name(dtype: Optional[str]) -> Optional[str]:
     return dtype
 
 
-class Wrappers:
-    """The wrappers' part of ``Recorder`` (a mix-in: the state is the recorder's)."""
+class FunctionCalls:
+    """The program's functions run now (timed through the function proxies), and where its functions are made."""
 
-    # -- functions run now (eager, auto_forward), through the function proxies -------------------------
+    def __init__(self, host: FunctionCallHost, skip: Tuple[str, ...]) -> None:
+        self.host = host
+        self._skip = skip  # modules whose frames are not the program's
+        self.eager: Dict[Hashable, EagerInfo] = {}  # an eager call's key -> its function, as first seen
+        self.created: Dict[Any, str] = {}  # function -> where the program made it
+        self.ndarray_type: Any = None  # nnabla's NdArray, once recording started
 
-    def function_mode(self: RecorderParts, inputs: Sequence[Any], kwargs: Dict[str, Any]) -> int:
-        if not self.recording or not self.hooks_on or _ident() != self.program_thread:
+    @property
+    def faults(self) -> Faults:
+        return self.host.faults
+
+    def function_mode(self, inputs: Sequence[Any], kwargs: Dict[str, Any]) -> int:
+        host = self.host
+        if not host.recording or not host.hooks_on or _ident() != host.program_thread:
             return PLAIN
         if inputs and type(inputs[0]) is self.ndarray_type:
             return EAGER_CALL
@@ -67,7 +81,7 @@ class Wrappers:
         return DYNAMIC_CALL
 
     def run_function(
-        self: RecorderParts,
+        self,
         call: Callable[[], Any],
         function: Any,
         made_ns: Optional[int],
@@ -78,23 +92,23 @@ class Wrappers:
         if mode == MADE:  # a static graph's function: made now, run in its passes
             outputs = call()
             try:
-                if self.note_sites:
+                if self.host.note_sites:
                     self.note_creation(outputs, depth=3)
             except Exception as e:
                 self.faults.add("noting where a function was made", e)
             return outputs
-        opened = self.open_calls
+        opened = self.host.open_calls
         depth = len(opened)
-        start = made_ns if made_ns is not None else self.clock()
-        m0 = self._mark()
+        start = made_ns if made_ns is not None else self.host.clock()
+        m0 = self.host._mark()
         opened.append(OPENED)
         try:
             outputs = call()
         finally:
             del opened[depth:]
         try:
-            end = self.clock()
-            switches = (m0, self._mark())
+            end = self.host.clock()
+            switches = (m0, self.host._mark())
             if mode == EAGER_CALL:
                 self.eager_call(function, inputs, outputs, start, end, depth, switches)
             else:
@@ -104,7 +118,7 @@ class Wrappers:
         return outputs
 
     def dynamic_call(
-        self: RecorderParts,
+        self,
         outputs: Any,
         start: int,
         end: int,
@@ -121,43 +135,39 @@ class Wrappers:
             if function is None:
                 return
             parent = Detached(function)
+        host = self.host
+        window = host.window
         if depth:
-            self.window.events.append(Call(parent, start, end, None, DYNAMIC, depth, None, *switches))
+            window.events.append(Call(parent, start, end, None, DYNAMIC, depth, None, *switches))
             return
-        t0 = self.clock()
-        builds = self.builds
+        t0 = host.clock()
+        builds = host.builds
         entered, entered_mark = builds.entered(start, switches[0])
         stack = None
         frame = _getframe(3)
         place = self._loop_place(frame)
-        own = builds.program_time((entered, entered_mark), self.cpu.kind == CPU, self.window.excluded)
-        if not self._dynamic_pass or place != self._dynamic_place or own > PROGRAM_GAP_NS:
+        own = builds.program_time((entered, entered_mark), host.cpu.kind == CPU, window.excluded)
+        passes = host.passes
+        if not passes.dynamic or place != passes.dynamic_place or own > PROGRAM_GAP_NS:
             # a run of them begins, another line of the loop builds, or the program's own code ran long between
-            self._close_pass()
-            self._dynamic_pass, self._dynamic_place = True, place
-            self.solver_calls.check_subclasses()
-            self.loop.pass_started("forward", None, "auto_forward", entered)
-            stack = self.steps.take(frame)
-            self.steps.moved(stack, "other", t0, frame, begun=(start, switches[0], switches[1]))
-            if not self.solvers and not self.loop.marks:
-                self.steps.count_passes()
-        frames = builds.frames(frame, self.stacks, stack)
-        self.window.events.append(Call(parent, start, end, None, DYNAMIC, 0, stack, *switches, entered, frames))
-        self._recent_dynamic.add(parent)
-        if self.note_sites and self.steps.done < self.SITE_STEPS:
+            stack = passes.dynamic_begins(place, entered, frame, t0, (start, switches[0], switches[1]))
+        frames = builds.frames(frame, host.stacks, stack)
+        window.events.append(Call(parent, start, end, None, DYNAMIC, 0, stack, *switches, entered, frames))
+        passes.recent_dynamic.add(parent)
+        if host.note_sites and host.steps.done < SITE_STEPS:
             self.note_creation(outputs, depth=4, function=parent)
-        builds.ran(end, switches[1], len(self.window.excluded))  # (its own work below is after this end: left out too)
-        self.window.excluded.append((t0, self.clock()))  # nnprofile's own work: no part of the pass or the program's
+        builds.ran(end, switches[1], len(window.excluded))  # (its own work below is after this end: left out too)
+        window.excluded.append((t0, host.clock()))  # nnprofile's own work: no part of the pass or the program's
 
-    def _loop_place(self: RecorderParts, frame: Any) -> Any:
+    def _loop_place(self, frame: Any) -> Any:
         """Where in the step loop's body the program is at a call: (its frame, its line), found by walking out to
         the frame running the loop (known once the loop was chosen); None before that or outside it. A graph made
         under auto_forward is built where the program builds it: each line of the loop that calls into the code
         making functions begins a pass of its own."""
-        loop = self.steps.counter.loop
+        loop = self.host.steps.counter.loop
         if loop is None:
             return None
-        code = self.stacks.objects[loop[0]] if loop[0] < len(self.stacks.objects) else None
+        code = self.host.stacks.objects[loop[0]] if loop[0] < len(self.host.stacks.objects) else None
         depth = 0
         while frame is not None and depth < 64:
             if frame.f_code is code:
@@ -166,7 +176,7 @@ class Wrappers:
         return None
 
     def eager_call(
-        self: RecorderParts,
+        self,
         function: Any,
         inputs: Sequence[Any],
         outputs: Any,
@@ -188,10 +198,10 @@ class Wrappers:
                 place(*where) if where is not None else None,
             )
         if not depth:
-            self._break_pass()
-        self.window.events.append(Call(key, start, end, None, EAGER, depth, None, *switches))
+            self.host.passes.close()
+        self.host.window.events.append(Call(key, start, end, None, EAGER, depth, None, *switches))
 
-    def note_creation(self: RecorderParts, outputs: Any, depth: int = 2, function: Any = None) -> None:
+    def note_creation(self, outputs: Any, depth: int = 2, function: Any = None) -> None:
         """Where the program created the function behind ``outputs`` (``function``, where known): its first frame
         outside NNabla."""
         first = outputs[0] if isinstance(outputs, (tuple, list)) else outputs
@@ -202,19 +212,20 @@ class Wrappers:
         if where is not None:
             self.created[parent] = place(*where)
 
-    def _function_factory(self: RecorderParts, factory: Callable) -> Callable:
-        clock = self.clock
-        recorder = self
+    def function_factory(self, factory: Callable) -> Callable:
+        """NNabla's factory of a function class (what ``F.relu`` calls), its functions made while a window is open
+        proxies that time their calls (``proxies.TimedFunction``)."""
+        host, clock, calls = self.host, self.host.clock, self
 
         def make(*args: Any, **kwargs: Any) -> Any:
-            if not recorder.capturing:
+            if not host.capturing:
                 return factory(*args, **kwargs)
             made = clock()
             function = factory(*args, **kwargs)
             try:
-                return TimedFunction(function, recorder, made)
+                return TimedFunction(function, calls, made)
             except Exception as e:
-                recorder.faults.add("a new function", e)
+                host.faults.add("a new function", e)
                 return function
 
         return make
