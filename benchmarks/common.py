@@ -129,7 +129,7 @@ class Ratio(NamedTuple):
 
 def paired_ratio(numerators: Sequence[float], denominators: Sequence[float]) -> Ratio:
     """numerator/denominator over pairs taken one after the other: the mean log-ratio's t interval."""
-    from nnprofile.base.stats import mean_ci
+    from nnprofile.base.student import mean_ci
 
     logs = [math.log(a / b) for a, b in zip(numerators, denominators)]
     centre, low, high = mean_ci(logs)

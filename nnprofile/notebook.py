@@ -21,7 +21,7 @@ import shlex
 from typing import Any, Optional
 
 from .base.errors import ProfileError
-from .base.options import add_schedule
+from .base.schedule import add_schedule
 
 
 class _Parser(argparse.ArgumentParser):

@@ -13,7 +13,8 @@ import sys
 import pytest
 
 from conftest import ROOT
-from nnprofile.assembly import events
+from nnprofile.assembly import capture_file as events
+from nnprofile.assembly.events import Call, start_of
 from nnprofile.assembly.assemble import assemble, replay
 from nnprofile.assembly.graphs import split_by_graph
 from nnprofile.assembly.passes import group_passes
@@ -41,7 +42,8 @@ def test_a_capture_round_trips_through_its_file(tmp_path):
 @pytest.mark.slow
 def test_assembling_a_stored_recording_needs_no_nnabla():
     code = (
-        "import sys; from nnprofile.assembly import events; from nnprofile.assembly.assemble import assemble; "
+        "import sys; from nnprofile.assembly import capture_file as events; "
+        "from nnprofile.assembly.assemble import assemble; "
         "c = events.load(%r); a = assemble(c, c.costs, 'x'); "
         "print(len(a.sections), 'nnabla' in sys.modules, 'numpy' in sys.modules)"
         % os.path.join(EVENTS, "train_validate.json.gz")
@@ -64,7 +66,7 @@ def test_calls_become_passes_and_passes_graphs():
     rule = loop.rule()
     steps = bounds(loop, rule, capture.started_ns, capture.stopped_ns)
     assert (rule.kind, rule.period, rule.by) == ("updates", 1, "structure") and len(steps) == 13
-    per_step = split(capture.events, steps, events.start_of)
+    per_step = split(capture.events, steps, start_of)
     graphs = split_by_graph(per_step, [group_passes(s, capture.sites) for s in per_step], capture)
     assert [g.name for g in graphs] == ["loss", "vpred"]
     assert [sum(1 for p in g.passes[i] if p.phase == "forward") for g in graphs[1:] for i in range(13)] == [
@@ -174,7 +176,7 @@ def _slowed(capture, steps, factor):
     rule_loop = replay(capture.events, group_passes(capture.events, capture.sites))
     spans = bounds(rule_loop, rule_loop.rule(), capture.started_ns, capture.stopped_ns)
     for e in capture.events:
-        if isinstance(e, events.Call) and any(spans[i][0] <= e.start_ns < spans[i][1] for i in steps):
+        if isinstance(e, Call) and any(spans[i][0] <= e.start_ns < spans[i][1] for i in steps):
             e.end_ns = e.start_ns + int(factor * (e.end_ns - e.start_ns))
     return capture, spans
 

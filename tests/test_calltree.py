@@ -11,7 +11,7 @@ import os
 import pytest
 
 from conftest import ROOT
-from nnprofile.assembly import events, iterations as it, tree
+from nnprofile.assembly import capture_file as events, iterations as it, tree
 from nnprofile.assembly.assemble import assemble
 from nnprofile.assembly.events import Call, InputCall, SolverCall
 from nnprofile.assembly.iterations import CodeInfo

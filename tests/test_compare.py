@@ -16,7 +16,8 @@ from nnprofile.compare.configs import Config, parse_set
 from nnprofile.compare.metrics import Metric, Row, metric_rows
 from nnprofile.base.errors import ProfileError
 from nnprofile.result import Entry, Profile, Section
-from nnprofile.base.stats import ratio_ci, summarize
+from nnprofile.base.stats import summarize
+from nnprofile.base.student import ratio_ci
 
 
 def test_summarize():

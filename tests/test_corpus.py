@@ -5,10 +5,13 @@ solver with its parameters and updates per step, its scopes among the layer name
 and whether it feeds the training, auto_forward, nn.grad, custom functions), every section's coverage within
 90-110 % (or the rest named), and the program's own exit status and output, as the program prints them alone.
 
-``make corpus`` runs just these, the programs in parallel; ``make test-fast`` leaves them out.
+``make corpus`` runs just these, the programs in parallel, and each program's two runs side by side, each in a
+folder of its own prepared alike (so that neither is the first run in its folder while the other is not, and
+neither reads what the other writes); ``make test-fast`` leaves them out.
 """
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -38,11 +41,11 @@ def base(tmp_path_factory):
 def run(request, base, tmp_path):
     require(available(), "the real-program corpus folder %s (set NNPROFILE_PROGRAMS)" % CORPUS)
     program = next(p for p in programs() if p["id"] == request.param)
-    prepared = prepare(program, base)
-    alone = prepared.alone()
     out = str(tmp_path / "out")
-    profiled = prepared.profiled(out)
-    return program, prepared, alone, profiled, out
+    with ThreadPoolExecutor(2) as both:
+        prepared, beside = both.map(lambda side: prepare(program, os.path.join(base, side)), ("alone", "profiled"))
+        alone, profiled = both.submit(prepared.alone), both.submit(beside.profiled, out)
+        return program, prepared, alone.result(), profiled.result(), out
 
 
 def test_a_program_by_others_profiles_as_its_source_shows(run):

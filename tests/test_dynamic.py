@@ -111,7 +111,7 @@ def test_a_validation_under_no_grad_is_recorded_and_images_saved_between_functio
     each): each call a graph of its own, whose pass is its functions and never the program's code after them
     (no sample of the program's lines that write the image falls in any pass), which ``other`` holds by its
     lines."""
-    from nnprofile.assembly.events import load
+    from nnprofile.assembly.capture_file import load
     from nnprofile.assembly.passes import group_passes
 
     out = tmp_path_factory.mktemp("images")

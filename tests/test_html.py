@@ -177,7 +177,7 @@ def test_a_programs_report_opens_with_its_step_and_nothing_is_wider_than_the_win
     """The step across the graphs, what each graph is for, the advice and the top layers fill the first
     screen; the layer tables come after, and no table, chart or line makes the page scroll sideways."""
     from nnprofile.assembly.assemble import assemble
-    from nnprofile.assembly.events import load
+    from nnprofile.assembly.capture_file import load
     from nnprofile.render import write_all
     from nnprofile.result import Profile
 

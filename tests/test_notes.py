@@ -125,7 +125,7 @@ def test_a_forged_note_is_one_error_naming_it(forged, says):
 
 
 def test_the_faults_of_a_version_3_events_file_read_back_as_where_and_how_often():
-    from nnprofile.assembly import events
+    from nnprofile.assembly import capture_file as events
 
     said = "could not be recorded at the function pre-hook (KeyError) (3 times); the program's calls there went on"
     assert events._fault(said) == ("the function pre-hook (KeyError)", 3)
@@ -180,7 +180,7 @@ def test_how_a_run_was_sampled_and_scheduled_is_said_from_its_figures():
     Schedule lines have always had; a merged view says how it pooled them after the first run's or rank's."""
     from nnprofile.measure.timing import Sampling
     from nnprofile.recording.profiling import schedule_note
-    from nnprofile.base.options import Schedule
+    from nnprofile.base.schedule import Schedule
 
     def said(note):
         return notes.text(Note.from_json(json.loads(json.dumps(note.to_json()))))  # as result.json holds it

@@ -2,7 +2,7 @@
 
 import pytest
 
-from nnprofile.base.stats import mean_ci, t_cdf, t_quantile
+from nnprofile.base.student import mean_ci, t_cdf, t_quantile
 
 # two-sided 95% (p = 0.975) and one-sided 95% (p = 0.95) critical values, as every t table prints them
 TABLE = [

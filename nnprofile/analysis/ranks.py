@@ -27,7 +27,8 @@ from ..base.choices import LAYER_PHASES
 from ..result.notes import Note
 from ..result import Profile
 from ..result.ranks import RanksView
-from ..base.stats import mean_ci, median
+from ..base.stats import median
+from ..base.student import mean_ci
 from .advice import INPUT_BOUND_SHARE
 from . import facts
 from .breakdown import Advice

@@ -27,7 +27,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from ..base import signals as owned
 from ..base.errors import ProfileError
-from ..base.options import STATUS_FILE, WINDOW_SIGNALS
+from ..base.schedule import STATUS_FILE, WINDOW_SIGNALS
 from ..base.outdir import LOCK_NAME, write_whole
 
 STATUS = STATUS_FILE

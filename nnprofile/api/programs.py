@@ -386,7 +386,7 @@ class Recording:
             self._counted = recorder.windowing.window
             self.listener.window_written()
         if self.save_events and self.run.capture is not None and folder is not None:
-            from ..assembly import events
+            from ..assembly import capture_file as events
 
             events.save(self.run.capture, os.path.join(folder, events.FILENAME))
         if not self.save_events:
@@ -425,6 +425,6 @@ class Recording:
         self.written_to = self.written_to or folder
         write_all(profile, folder)
         if self.save_events and self.run.capture is not None and profile is self.profile:
-            from ..assembly import events
+            from ..assembly import capture_file as events
 
             events.save(self.run.capture, os.path.join(folder, events.FILENAME))

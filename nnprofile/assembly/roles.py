@@ -11,7 +11,8 @@ from ..base import kinds
 from ..result import Section
 from ..result.details import SolverSummary
 from .events import Capture, SolverCall
-from .graphs import WRITERS, Graph, scope_of
+from .graphs import Graph
+from .naming import WRITERS, scope_of
 
 
 def trainers(graph: Graph, steps: Sequence[List[Any]], capture: Capture) -> List[int]:

@@ -30,7 +30,8 @@ from ..result.layer import Layer
 from ..result.timeline import TimelineEvent
 from .events import CPU, Call, Capture
 from .interference import disturbance_rate
-from .graphs import Graph, Namer, layer_keys
+from .graphs import Graph, layer_keys
+from .naming import Namer
 from .passes import Pass
 from .builds import places
 from .calls import Calls

@@ -10,7 +10,6 @@ import math
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
-from .student import t_cdf, t_quantile  # noqa: F401  (read from here too)
 
 NS_PER_MS = 1_000_000
 
@@ -393,37 +392,3 @@ class RunningStats:
         if self.mean <= 0:
             return 0.0
         return math.sqrt(self._m2 / (self.n - 1)) / math.sqrt(self.n) / self.mean
-
-
-def ratio_ci(
-    baseline: Sequence[float], other: Sequence[float], confidence: float = 0.95
-) -> Tuple[float, Optional[float], Optional[float]]:
-    """Ratio of means other/baseline, with a confidence interval.
-
-    The interval comes from the delta method on the log of the ratio, with
-    Welch-Satterthwaite degrees of freedom: var(log m) ~ s^2 / (n m^2) for
-    each mean. It needs at least two values on each side; otherwise the
-    bounds are None.
-    """
-    a, b = summarize(baseline), summarize(other)
-    if a.mean <= 0 or b.mean <= 0:
-        raise ValueError("ratios need positive means")
-    ratio = b.mean / a.mean
-    if a.n < 2 or b.n < 2:
-        return ratio, None, None
-    va = a.std**2 / (a.n * a.mean**2)
-    vb = b.std**2 / (b.n * b.mean**2)
-    if va + vb == 0:
-        return ratio, ratio, ratio
-    df = (va + vb) ** 2 / ((va**2 / (a.n - 1) if va else 0) + (vb**2 / (b.n - 1) if vb else 0))
-    half_width = t_quantile(0.5 + confidence / 2, df) * math.sqrt(va + vb)
-    return ratio, ratio * math.exp(-half_width), ratio * math.exp(half_width)
-
-
-def mean_ci(values: Sequence[float], confidence: float = 0.95) -> Tuple[float, Optional[float], Optional[float]]:
-    """The mean of ``values`` with Student's t interval; the bounds are None with fewer than two values."""
-    s = summarize(values)
-    if s.n < 2:
-        return s.mean, None, None
-    half_width = t_quantile(0.5 + confidence / 2, s.n - 1) * s.std / math.sqrt(s.n)
-    return s.mean, s.mean - half_width, s.mean + half_width

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..api.ondemand import capture
-from ..base.options import window_signal
+from ..base.schedule import window_signal
 from .common import Parser, Printer
 
 SUMMARY = "ask a program running under 'nnprofile run --on-demand' to record a window now (its PID; mpirun's)"

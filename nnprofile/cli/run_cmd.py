@@ -9,7 +9,7 @@ from typing import Any, List
 
 from ..base.errors import ProfileError
 from ..api.launch import run_recording
-from ..base.options import Schedule, add_schedule
+from ..base.schedule import Schedule, add_schedule
 from ..render.safe import safe_text
 from ..merging.ranks import spans
 from .common import Parser, Printer, add_view, non_negative_float, said, view_of, warnings, written

@@ -8,7 +8,8 @@ from typing import Dict, List, Optional, Sequence
 from ..analysis import analyze
 from ..base.choices import EXECUTOR, OPTIMIZER
 from ..result import Profile
-from ..base.stats import Stats, ratio_ci, summarize
+from ..base.stats import Stats, summarize
+from ..base.student import ratio_ci
 
 # The columns of compare.csv and of a configurations comparison's DataFrame.
 ROW_COLUMNS = [

@@ -9,7 +9,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from ..analysis.breakdown import layer_times as analyze_layers
 from ..base.choices import OPTIMIZER
 from ..result import Entry, Profile
-from ..base.stats import ratio_ci, summarize
+from ..base.stats import summarize
+from ..base.student import ratio_ci
 from .metrics import Metric
 
 # The columns of compare_entries.csv and of a saved results comparison's DataFrame.

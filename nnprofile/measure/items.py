@@ -13,9 +13,9 @@ from ..base.interference import shortfall
 from ..base.stats import Drift, summarize_undisturbed
 from ..result import Entry
 from ..result.drift import drop
-from ..result.timeline import TimelineEvent
 from .allocation import per_round
 from .graph_mode import timing_hooks
+from .pass_timeline import Timeline
 from .timing import Measurement, Timer
 
 EntryFactory = Callable[[Measurement], Entry]
@@ -257,7 +257,7 @@ class PassProbe:
         order: Sequence[Optional[EntryFactory]],
         run_pass: Callable[[object, object], None],
         before: Optional[Callable[[], object]] = None,
-        timeline: Optional["Timeline"] = None,
+        timeline: Optional[Timeline] = None,
         phase: str = "forward",
         names: Sequence[Optional[str]] = (),
         details: Sequence[Optional[dict]] = (),
@@ -332,45 +332,6 @@ class PassProbe:
         self.rounds += 1
         if self.timeline is not None:
             self.timeline.add_pass(self.rounds, self.phase, t0, t0 + spent, starts, ends, self.names, self.details)
-
-
-class Timeline:
-    """Graph mode's timeline: the hooked passes of the first rounds, each function inside its pass."""
-
-    def __init__(self, max_rounds: int = 20):
-        self.max_rounds = max_rounds
-        self.events: List[TimelineEvent] = []
-        self.origin: Optional[int] = None
-        self.section = ""  # the title of the section being measured
-
-    def add_pass(
-        self,
-        round_number: int,
-        phase: str,
-        start: int,
-        end: int,
-        starts: List[int],
-        ends: List[int],
-        names: Sequence[Optional[str]],
-        details: Sequence[Optional[dict]],
-    ) -> None:
-        if round_number > self.max_rounds:
-            return
-        if self.origin is None:
-            self.origin = start
-        o = self.origin
-        self.events.append(
-            TimelineEvent(
-                "%s pass, round %d" % (phase, round_number),
-                phase,
-                start - o,
-                end - o,
-                {"round": round_number, "section": self.section},
-            )
-        )
-        for name, detail, t0, t1 in zip(names, details, starts, ends):
-            if name is not None:
-                self.events.append(TimelineEvent(name, phase, t0 - o, t1 - o, detail or {"phase": phase}))
 
 
 class Action:

@@ -32,7 +32,8 @@ from ..result.layer import Layer
 from . import peak
 from .naming import LayerIndex, is_sink, layer_names, only_layers, parameters
 from .economy import FirstStep, in_passes, run_first_step
-from .items import Action, Item, PassProbe, Probe, Timeline
+from .items import Action, Item, PassProbe, Probe
+from .pass_timeline import Timeline
 from .rounds import EntryCallback, RoundCallback, RoundRunner
 from .timing import Measurement, Timer
 

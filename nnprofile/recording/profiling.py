@@ -18,7 +18,7 @@ from ..assembly.assemble import DRIFT, Assembly, assemble
 from ..assembly.events import Capture
 from ..base import machine
 from ..base.hookcost import HookCosts
-from ..base.options import Schedule
+from ..base.schedule import Schedule
 from ..result import Profile
 from ..result.header import ProgramHeader
 from ..result.notes import Note

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Optional, Sequence, Tuple
 
 from ..base.errors import ProfileError
-from ..base.options import Schedule  # noqa: F401 (the recording's, and its users')
+from ..base.schedule import Schedule  # noqa: F401 (the recording's, and its users')
 
 OFF, WARMUP, ACTIVE, CALIBRATE = "off", "warmup", "active", "calibrate"
 

@@ -13,9 +13,9 @@ import sys
 from contextlib import contextmanager
 from typing import Callable, Iterator, List, Optional, Sequence
 
-from ..assembly import events
+from ..assembly import capture_file as events
 from ..base.errors import ProfileError
-from ..base.options import STATUS_FILE
+from ..base.schedule import STATUS_FILE
 from ..base.outdir import FolderInUse, Lock, join, listed, prepare_outdir, prune, write_whole
 from ..result import Profile, file as result_file
 from . import comparison, csv_files, html, log, trace, xlsx
