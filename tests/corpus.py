@@ -74,7 +74,8 @@ class Prepared:
             errors="replace",
             timeout=TIMEOUT,
         )
-        return Run(proc.returncode, proc.stdout, proc.stderr)
+        # The folder the program was laid out in, as one name: two runs in folders prepared alike print the same.
+        return Run(proc.returncode, proc.stdout.replace(self.work, "{work}"), proc.stderr.replace(self.work, "{work}"))
 
     def alone(self) -> Run:
         return self._run([sys.executable])
