@@ -217,3 +217,32 @@ def test_the_programs_random_draws_are_what_they_are_without_nnprofile(tmp_path,
     with nnprofile.record(str(tmp_path / "out")):
         recorded = _draws()
     assert recorded == alone
+
+
+LOGS_AROUND_ITS_IMPORT = """
+import logging
+logging.getLogger("library").info("before the program imports nnabla")
+import nnabla  # (its import sets up logging: INFO lines print from here on)
+logging.getLogger("library").info("after the program imports nnabla")
+"""
+
+
+@pytest.mark.slow
+def test_a_library_logs_before_the_program_imports_nnabla_as_it_does_alone(tmp_path):
+    """nnprofile imports NNabla before the program does; NNabla's import sets up the root logger. A library's INFO line
+    before the program's own import of NNabla (matplotlib's "generated new fontManager" on a first run) goes to no
+    one alone, and so under nnprofile; one after it prints in both."""
+    script = tmp_path / "logs.py"
+    script.write_text(LOGS_AROUND_ITS_IMPORT)
+    alone = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=str(tmp_path))
+    profiled = subprocess.run(
+        [sys.executable, "-m", "nnprofile", "run", "-q", "-o", str(tmp_path / "out"), str(script)],
+        capture_output=True,
+        text=True,
+        cwd=str(tmp_path),
+        env=dict(os.environ, PYTHONPATH=ROOT),
+    )
+    assert alone.returncode == profiled.returncode == 0, profiled.stderr[-2000:]
+    assert "before the program imports" not in alone.stderr and "after the program imports" in alone.stderr
+    assert "before the program imports" not in profiled.stderr, profiled.stderr
+    assert "after the program imports" in profiled.stderr

@@ -41,7 +41,7 @@ from .outcome import (  # noqa: F401  (shorten: the API's)
     warn,
     whole_run,
 )
-from ..base.quiet import Saved, own_process
+from ..base.quiet import DeferredLogSetup, Saved, own_process
 from .windows import WindowCallback, WindowWriter
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -145,6 +145,7 @@ class Recording:
         self.unlisted = False  # its files were written whole, but result.json does not list them (``Unlisted``)
         self.error_traceback = ""
         self._guard: Optional[Any] = None
+        self._log = DeferredLogSetup()  # NNabla's logging, set up where the program imports it (``__enter__``)
 
     @property
     def recorder(self) -> Any:
@@ -168,7 +169,10 @@ class Recording:
                     self._locks.append(claim_outdir(self.outdir))
             else:
                 self._locks.append(claim_outdir(self.outdir))
+        self._log = DeferredLogSetup()
         import nnabla  # noqa: F401  (its import logs "Initializing CPU extension...": the program's own line, unquieted)
+
+        self._log.imported()  # (its logging set up again where the program imports it)
 
         self.run.calibrate()
         self.run.started_unix = time.time()
@@ -286,6 +290,7 @@ class Recording:
 
     def _finish(self, kind: Any, error: Any, tb: Any) -> None:
         self.recorder.stop()
+        self._log.end()
         if self.listener is not None:
             self.listener.uninstall()
         if self in _ACTIVE:

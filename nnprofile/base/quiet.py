@@ -85,3 +85,68 @@ def _depth() -> int:
     while frame is not None:
         frame, n = frame.f_back, n + 1
     return n
+
+
+class DeferredLogSetup:
+    """NNabla's logging set up where the program imports NNabla, not where nnprofile did before it.
+
+    NNabla's import calls ``logging.basicConfig`` (INFO, on the root logger): from then on any library's INFO lines
+    print. A program alone imports NNabla at its own line; under ``nnprofile run`` nnprofile imported it first, and a
+    library the program imports before NNabla logged what it logs alone to no one (matplotlib's "generated new
+    fontManager", its first run in a fresh home). So what NNabla's import did to the root logger is undone
+    (``imported``), and done again where the program, or a library of its, first imports NNabla (``replay``), as
+    ``basicConfig`` would: only where the root logger has no handler by then."""
+
+    def __init__(self) -> None:
+        root = logging.getLogger()
+        self.first = "nnabla" not in sys.modules  # nnprofile's own import is the process's first
+        self.before = (root.level, list(root.handlers))
+        self.added: list = []
+        self.level = root.level
+        self._original: Any = None
+        self._watching: Any = None
+
+    def imported(self) -> None:
+        """nnprofile has imported NNabla: its logging undone until the program imports it."""
+        if not self.first:
+            return
+        root = logging.getLogger()
+        level, handlers = self.before
+        self.added, self.level = [h for h in root.handlers if h not in handlers], root.level
+        if not self.added and self.level == level:
+            return
+        for h in self.added:
+            root.removeHandler(h)
+        root.setLevel(level)
+        self._watch()
+
+    def _watch(self) -> None:
+        import builtins
+
+        original = builtins.__import__
+
+        def watching(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
+            if level == 0 and (name == "nnabla" or name.startswith("nnabla.")) and builtins.__import__ is watching:
+                importer = (globals or {}).get("__name__", "") or ""
+                if not importer.startswith(("nnprofile", "nnabla")):  # (their own imports are not the program's)
+                    builtins.__import__ = original
+                    self.replay()
+            return original(name, globals, locals, fromlist, level)
+
+        self._original, self._watching = original, watching
+        builtins.__import__ = watching
+
+    def replay(self) -> None:
+        """The program imports NNabla: its logging set up now, as its import would have."""
+        root = logging.getLogger()
+        if not root.handlers:
+            for h in self.added:
+                root.addHandler(h)
+            root.setLevel(self.level)
+
+    def end(self) -> None:
+        """The recording ends: the watcher gone (a program that never imported NNabla)."""
+        import builtins
+
+        if self._watching is not None and builtins.__import__ is self._watching:
+            builtins.__import__ = self._original
