@@ -21,10 +21,6 @@ from . import memory
 from .step import chart_note, summary_rows as advice_rows
 from .words import drift_words
 from .sampling import load_line
-from ..analysis.ranks import RANK_COLUMNS, STEP_COLUMNS, RanksAnalysis, rank_rows, step_rows
-from ..analysis.windows import WindowsAnalysis
-from .windows import columns as window_columns, rows as window_rows, summary_lines as window_findings
-from .ranks import summary_lines as ranks_lines
 from ..base.choices import LAYER_PHASES
 from ..result import Profile, Section
 from ..result.columns import MS_FORMAT, Column, Row, columns, is_unknown
@@ -33,6 +29,8 @@ from .colours import BACKWARD, FORWARD, part_colour
 from .base import Contents
 from .safe import cell_text, sheet_name
 from .csv_files import SUMMARY_COLUMNS
+from .xlsx_book import COLOUR_HIGH, COLOUR_LOW, COLOUR_MID, Book, write_row
+from .xlsx_runs import ranks_sheet, windows_sheet
 
 NAME = "xlsx"
 FILENAME = "profile.xlsx"
@@ -74,7 +72,6 @@ TIME_COLUMN = "B"
 PRINTED = COLUMNS.index("rel. std. error") + 1  # the columns a printed page holds: entry to relative error
 CHART_DATA = "Chart data"  # the per-layer tables the charts draw, a block of columns per section
 # Excel's own green-yellow-red scale: slow cells stand out in red.
-COLOUR_LOW, COLOUR_MID, COLOUR_HIGH = "63BE7B", "FFEB84", "F8696B"
 
 
 def sheet_names(profile: Profile) -> List[str]:
@@ -101,28 +98,6 @@ def chart_layers(a: SectionAnalysis) -> Tuple[List[Tuple[str, float, float]], st
     return [(l.layer, l.forward_ms, l.backward_ms) for l in layers], chart_note(shown)
 
 
-class _Book:
-    """The workbook being written (XlsxWriter, in memory): its formats, made once."""
-
-    def __init__(self, buffer: io.BytesIO, created: datetime.datetime):
-        import xlsxwriter
-
-        # Text is text: no formulas, numbers or links are read into strings from projects.
-        self.wb = xlsxwriter.Workbook(
-            buffer,
-            {"in_memory": True, "strings_to_formulas": False, "strings_to_numbers": False, "strings_to_urls": False},
-        )
-        self.wb.set_properties({"created": created})
-        self.bold = self.wb.add_format({"bold": True})
-        self.wrap = self.wb.add_format({"text_wrap": True, "valign": "top"})
-        self._formats: Dict[str, Any] = {}
-
-    def number(self, number_format: str) -> Any:
-        if number_format not in self._formats:
-            self._formats[number_format] = self.wb.add_format({"num_format": number_format})
-        return self._formats[number_format]
-
-
 def _cell(column: Column, row: Row) -> Any:
     """A column's cell in a section sheet: the number itself, text as text, ``unknown`` where no formula gives a
     layer's figure, None (left empty) where not known."""
@@ -130,27 +105,12 @@ def _cell(column: Column, row: Row) -> Any:
     return "unknown" if is_unknown(column, row, value) else value
 
 
-def _write_row(book: _Book, ws: Any, row: int, values: list, formats: Dict[int, str], first_col: int = 0) -> None:
-    """One row of values: empty ones left out, text as text, numbers formatted by column (0-based)."""
-    for col, value in enumerate(values):
-        if value is None or value == "":
-            continue
-        if isinstance(value, str):
-            ws.write_string(row, first_col + col, cell_text(value))
-        elif isinstance(value, bool):
-            ws.write_boolean(row, first_col + col, value)
-        elif col in formats:
-            ws.write_number(row, first_col + col, value, book.number(formats[col]))
-        else:
-            ws.write_number(row, first_col + col, value)
-
-
 SECTION_FORMATS = {i: c.number_format for i, c in enumerate(SHEET_COLUMNS) if c.number_format}
 LAYER_FORMATS = {1: MS_FORMAT, 2: MS_FORMAT}
 
 
 def _section_sheet(
-    book: _Book, ws: Any, a: SectionAnalysis, failure: Optional[str], data: Any, block: int
+    book: Book, ws: Any, a: SectionAnalysis, failure: Optional[str], data: Any, block: int
 ) -> Optional[Any]:
     """One section: its entries; the bar chart of its layers (returned, for a sheet of its own), its data on the
     Chart data sheet (``data``), in its own block of columns (``block``). It prints one page wide, its header on
@@ -163,7 +123,7 @@ def _section_sheet(
     return _layer_chart(book, data, section, layers, block)
 
 
-def _entry_rows(book: _Book, ws: Any, section: Section, failure: Optional[str], chart_note: Optional[str]) -> None:
+def _entry_rows(book: Book, ws: Any, section: Section, failure: Optional[str], chart_note: Optional[str]) -> None:
     """A section's sheet: its entries, a row each, what stopped it and what its chart leaves out, set up to print."""
     ws.freeze_panes(1, 1)  # B2
     ws.set_column(0, 0, min(80, max([len(COLUMNS[0])] + [len(e.label) for e in section.entries]) + 2))
@@ -173,7 +133,7 @@ def _entry_rows(book: _Book, ws: Any, section: Section, failure: Optional[str], 
     ws.write_row(0, 0, COLUMNS, book.bold)
     for i, e in enumerate(section.entries, start=1):
         row = Row(section, e)
-        _write_row(book, ws, i, [_cell(c, row) for c in SHEET_COLUMNS], SECTION_FORMATS)
+        write_row(book, ws, i, [_cell(c, row) for c in SHEET_COLUMNS], SECTION_FORMATS)
     last = len(section.entries)
     if failure is not None:
         last += 2
@@ -203,7 +163,7 @@ def _entry_rows(book: _Book, ws: Any, section: Section, failure: Optional[str], 
         )
 
 
-def _layer_chart(book: _Book, data: Any, section: Section, layers: Sequence[Any], block: int) -> Any:
+def _layer_chart(book: Book, data: Any, section: Section, layers: Sequence[Any], block: int) -> Any:
     """The bar chart of a section's layers, forward and backward, over its data on the Chart data sheet."""
     has_backward = any(e.phase == "backward_function" for e in section.entries)
     c0 = block * 4  # 0-based, on the Chart data sheet
@@ -213,7 +173,7 @@ def _layer_chart(book: _Book, data: Any, section: Section, layers: Sequence[Any]
     data.write_string(0, c0, cell_text(section.title[:200]), book.bold)
     data.write_row(1, c0, head, book.bold)
     for i, layer in enumerate(layers, start=2):
-        _write_row(book, data, i, [layer[0], layer[1]] + ([layer[2]] if has_backward else []), LAYER_FORMATS, c0)
+        write_row(book, data, i, [layer[0], layer[1]] + ([layer[2]] if has_backward else []), LAYER_FORMATS, c0)
     n = len(layers)
     chart = book.wb.add_chart({"type": "bar"})
     for j in range(1, len(head)):
@@ -237,7 +197,7 @@ def _layer_chart(book: _Book, data: Any, section: Section, layers: Sequence[Any]
 SUMMARY_FORMATS = {3: MS_FORMAT, 6: "#,##0"}
 
 
-def _summary_sheet(book: _Book, ws: Any, rows: List[List[object]]) -> None:
+def _summary_sheet(book: Book, ws: Any, rows: List[List[object]]) -> None:
     for col, width in enumerate((44, 16, 30, 13, 9, 110, 14)):
         ws.set_column(col, col, width)
     ws.freeze_panes(1, 0)  # A2
@@ -247,7 +207,7 @@ def _summary_sheet(book: _Book, ws: Any, rows: List[List[object]]) -> None:
         detail = values[5] if len(values) > 5 else None
         if len(values) > 5:
             values[5] = None
-        _write_row(book, ws, i, values, SUMMARY_FORMATS)
+        write_row(book, ws, i, values, SUMMARY_FORMATS)
         if detail not in (None, ""):
             ws.write_string(i, 5, cell_text(str(detail)), book.wrap)
         # Readers that do not measure wrapped text themselves (LibreOffice) need the height.
@@ -278,111 +238,6 @@ def _summary_sheet(book: _Book, ws: Any, rows: List[List[object]]) -> None:
         ws.insert_chart(1, 8, pie)
 
 
-RANK_FORMATS = {**{c: MS_FORMAT for c in range(3, 14)}, 14: "0.00"}
-# The parts a rank's bar stacks (columns of RANK_COLUMNS): its step, communication (waiting included) last.
-RANK_BAR_PARTS = ("input_ms", "forward_ms", "backward_ms", "update_ms", "monitor_ms", "other_ms", "communication_ms")
-
-
-def _ranks_sheet(book: _Book, ws: Any, r: RanksAnalysis) -> None:
-    """A merged view's ranks: a row per rank (busy time coloured), a bar of each rank's step by part, what
-    the analysis found, and the steps."""
-    for col, width in enumerate([13, 16, 18, 24] + [15] * 10 + [11, 10, 10]):
-        ws.set_column(col, col, width)
-    rows = rank_rows(r)
-    n = len(rows)
-    at = _coloured_table(book, ws, RANK_COLUMNS, rows, RANK_FORMATS, RANK_COLUMNS.index("busy_ms"), ranks_lines(r))
-    at += 1
-    ws.write_row(at, 0, STEP_COLUMNS, book.bold)
-    for i, row in enumerate(step_rows(r), start=at + 1):
-        _write_row(book, ws, i, row, {2: MS_FORMAT})
-    chart = book.wb.add_chart({"type": "bar", "subtype": "stacked"})
-    colours = ("#54A24B", "#4C78A8", "#F58518", "#B279A2", "#9D755D", "#BAB0AC", "#E45756")
-    for part, colour in zip(RANK_BAR_PARTS, colours):
-        col = RANK_COLUMNS.index(part)
-        chart.add_series(
-            {
-                "name": [ws.name, 0, col],
-                "categories": [ws.name, 1, 0, n, 0],
-                "values": [ws.name, 1, col, n, col],
-                "fill": {"color": colour},
-            }
-        )
-    chart.set_title({"name": "Each rank's step (ms)"})
-    chart.set_x_axis({"name": "ms"})
-    chart.set_y_axis({"name": "rank", "reverse": True, "crossing": "max", "interval_unit": 1})
-    chart.set_legend({"position": "bottom"})
-    chart.set_size({"width": 760, "height": int(max(7.5, 0.6 * n + 4) * 37.8)})
-    ws.insert_chart(0, len(RANK_COLUMNS) + 1, chart)
-
-
-def _coloured_table(
-    book: _Book,
-    ws: Any,
-    columns: List[str],
-    rows: List[List[object]],
-    formats: Dict[int, str],
-    coloured: int,
-    lines: List[str],
-) -> int:
-    """A header row and the rows (the column ``coloured`` from green, lowest, to red), then the lines below;
-    returns the next free row."""
-    ws.freeze_panes(1, 1)
-    ws.write_row(0, 0, columns, book.bold)
-    for i, row in enumerate(rows, start=1):
-        _write_row(book, ws, i, row, formats)
-    n = len(rows)
-    ws.conditional_format(
-        1,
-        coloured,
-        n,
-        coloured,
-        {
-            "type": "3_color_scale",
-            "min_color": "#" + COLOUR_LOW,
-            "mid_color": "#" + COLOUR_MID,
-            "max_color": "#" + COLOUR_HIGH,
-            "mid_type": "percentile",
-            "mid_value": 50,
-        },
-    )
-    at = n + 2
-    for line in lines:
-        ws.write_string(at, 0, cell_text(line))
-        at += 1
-    return at
-
-
-def _windows_sheet(book: _Book, ws: Any, w: WindowsAnalysis) -> None:
-    """A long training's windows: a row each (the step coloured from fastest to slowest), what the view
-    found, and a column per window of its step by part."""
-    columns = window_columns(w)
-    for col in range(len(columns)):
-        ws.set_column(col, col, 14)
-    rows = window_rows(w)
-    n = len(rows)
-    step = columns.index("step_ms")
-    at = _coloured_table(
-        book,
-        ws,
-        columns,
-        rows,
-        {c: MS_FORMAT for c, name in enumerate(columns) if name.endswith("_ms")},
-        step,
-        window_findings(w),
-    )
-    chart = book.wb.add_chart({"type": "column", "subtype": "stacked"})
-    for col, name in enumerate(columns):
-        if col > step + 1 and name.endswith("_ms"):
-            chart.add_series(
-                {"name": [ws.name, 0, col], "categories": [ws.name, 1, 0, n, 0], "values": [ws.name, 1, col, n, col]}
-            )
-    chart.set_title({"name": "The step by part, window by window (ms)"})
-    chart.set_x_axis({"name": "window"})
-    chart.set_y_axis({"name": "ms per step"})
-    chart.set_legend({"position": "bottom"})
-    ws.insert_chart(at + 1, 0, chart)
-
-
 RULE = (
     "each entry is sampled in rounds over the whole section; the time shown is the mean of its round "
     "means, leaving out the rounds in which the machine ran more than the drift threshold slower than "
@@ -391,7 +246,7 @@ RULE = (
 )
 
 
-def _info_sheet(book: _Book, ws: Any, profile: Profile, analysis: Analysis) -> None:
+def _info_sheet(book: Book, ws: Any, profile: Profile, analysis: Analysis) -> None:
     ws.set_column(0, 0, 20)
     ws.set_column(1, 1, 100)
     ws.write_row(0, 0, ["nnprofile", "value"], book.bold)
@@ -409,7 +264,7 @@ def _info_sheet(book: _Book, ws: Any, profile: Profile, analysis: Analysis) -> N
         ["input", "%s: %s" % (a.section.title, load_line(a.section))] for a in analysis.sections if load_line(a.section)
     ]
     for i, row in enumerate(rows, start=1):
-        _write_row(book, ws, i, row, {})
+        write_row(book, ws, i, row, {})
 
 
 def _profile_time(profile: Profile) -> datetime.datetime:
@@ -431,11 +286,11 @@ def workbook_bytes(profile: Profile, analysis: Optional[Analysis] = None) -> byt
     """
     analysis = analysis or analyze(profile)
     buffer = io.BytesIO()
-    book = _Book(buffer, _profile_time(profile))
+    book = Book(buffer, _profile_time(profile))
     if analysis.windows is not None:  # a long training's windows: how the step moved over the run, first
-        _windows_sheet(book, book.wb.add_worksheet("Windows"), analysis.windows)
+        windows_sheet(book, book.wb.add_worksheet("Windows"), analysis.windows)
     if analysis.ranks is not None:  # a merged view of ranks: who is slow comes first
-        _ranks_sheet(book, book.wb.add_worksheet("Ranks"), analysis.ranks)
+        ranks_sheet(book, book.wb.add_worksheet("Ranks"), analysis.ranks)
     summary: List[List[object]] = [list(SUMMARY_COLUMNS)]
     for a in analysis.sections:
         if a.step is not None:
