@@ -241,6 +241,13 @@ def test_a_pass_held_up_between_its_functions_counts_less_what_was_taken_there()
     p = SimpleNamespace(calls=[first, second, third], runs=lambda: [[first, second, third]])
     assert b.taken(second) == 30 and b.taken(first) == 0
     assert b.gap_taken(p) == 50_050  # the second gap: 100,050 ns, 50,000 on the CPU; the first (20 ns) counts not
+    # The hooks' cost between the functions stands at no more than the time the thread ran there: what other work
+    # took of the gaps is taken off the pass apart (under load, both off one gap left a pass shorter than its layers).
+    from nnprofile.assembly import hookfit
+
+    gaps = (second.start_ns - first.end_ns) + (third.start_ns - second.end_ns)
+    assert hookfit.overshoot(p, lambda c, q: 60_000, (), b.gap_wait) == 2 * 60_000 - (gaps - 50_050)
+    assert hookfit.overshoot(p, lambda c, q: 60_000) == 2 * 60_000 - gaps
     capture.excluded = [(100_000, 100_100)]  # nnprofile's own work in that gap: left out already, not read
     assert Calls(capture, None, [], {}, 0).gap_taken(p) is None
 

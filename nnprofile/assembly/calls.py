@@ -152,7 +152,7 @@ class Calls:
     def overshoot(self, p: Pass) -> float:
         """What the hooks' cost between a pass's functions, as estimated, is above the time between them
         (``hookfit.overshoot``): not taken off the pass, nor off the step that holds it."""
-        return hookfit.overshoot(p, self.outside_cost, self.excluded)
+        return hookfit.overshoot(p, self.outside_cost, self.excluded, self.gap_wait)
 
     def outside_cost(self, call: Call, p: Pass) -> float:
         """What the hooks add after a function of a pass, outside its own interval, as the costs stand."""
@@ -184,15 +184,18 @@ class Calls:
         (left out of the pass already, with whatever held it up) is not read. None where no gap was held up."""
         if self.capture.marks != CPU:
             return None
-        taken, hit = 0.0, False
-        for calls in p.runs():
-            for a, b in zip(calls, calls[1:]):
-                if b.start_ns < a.end_ns or overlap(a.end_ns, b.start_ns, self.excluded):
-                    continue
-                if shortfall(a.end_ns, b.start_ns, a.m1, b.m0, CPU):
-                    taken += (b.start_ns - a.end_ns) - (b.m0 - a.m1)
-                    hit = True
-        return taken if hit else None
+        waits = [self.gap_wait(a, b) for calls in p.runs() for a, b in zip(calls, calls[1:])]
+        return sum(waits) if any(waits) else None
+
+    def gap_wait(self, a: Any, b: Any) -> float:
+        """What other work took between two functions of a pass, ``a`` and the next, ``b``: the gap's wall time
+        less the thread's CPU time there, where that falls short; 0 where it does not, where the marks are no CPU
+        time, and where the gap holds nnprofile's own work (left out already, with whatever held it up)."""
+        if self.capture.marks != CPU or b.start_ns < a.end_ns or overlap(a.end_ns, b.start_ns, self.excluded):
+            return 0.0
+        if shortfall(a.end_ns, b.start_ns, a.m1, b.m0, CPU):
+            return float((b.start_ns - a.end_ns) - (b.m0 - a.m1))
+        return 0.0
 
     def waited(self, start: int, end: int, field: int = 1) -> float:
         """What other work took of [start, end): the time the thread waited for a CPU (``field`` 2: its involuntary

@@ -132,16 +132,23 @@ def gap_ratio(
     return sum(g for g, _ in kept) / sum(c for _, c in kept)
 
 
-def overshoot(p: Any, outside_of: Callable[[Any, Any], float], excluded: Sequence[Tuple[int, int]] = ()) -> float:
+def overshoot(
+    p: Any,
+    outside_of: Callable[[Any, Any], float],
+    excluded: Sequence[Tuple[int, int]] = (),
+    waited: Callable[[Any, Any], float] = lambda a, b: 0.0,
+) -> float:
     """What the hooks' cost between a pass's functions, as estimated (``outside_of(call, pass)`` for each function
-    but the last of a stretch), is above the time there was between them (nnprofile's own work left out): the
-    hooks cannot have taken more than that, so the estimate stands at it there. One scale fits every graph's
-    passes (``gap_ratio``); a graph whose passes leave less between their functions than the others (small, warm
-    functions) would otherwise lose more than its gaps, and read shorter than its own functions."""
+    but the last of a stretch), is above the time there was between them (nnprofile's own work left out, and what
+    other work took there, ``waited(a, b)``, taken off the pass apart): the hooks cannot have taken more than that,
+    so the estimate stands at it there. One scale fits every graph's passes (``gap_ratio``); a graph whose passes
+    leave less between their functions than the others (small, warm functions) would otherwise lose more than its
+    gaps, and read shorter than its own functions."""
     over = 0.0
     for calls in p.runs():
         gaps = sum(
-            max(0, b.start_ns - a.end_ns) - overlap(a.end_ns, b.start_ns, excluded) for a, b in zip(calls, calls[1:])
+            max(0, b.start_ns - a.end_ns) - overlap(a.end_ns, b.start_ns, excluded) - waited(a, b)
+            for a, b in zip(calls, calls[1:])
         )
         over += max(0.0, sum(outside_of(c, p) for c in calls[:-1]) - max(0.0, gaps))
     return over
