@@ -21,11 +21,6 @@ from .tree import descendants
 UNRESOLVED = 0.9  # the hooks' cost inside a call, as a share of it, beyond which it is not taken off
 
 
-# nnprofile's own work inside a held-up call, as a share of the call's own time, from which what other work took of
-# the call is not known (``Calls.taken``): 1 / UNSURE_ASIDE.
-UNSURE_ASIDE = 10
-
-
 class Calls:
     """The calls of one capture, with the hooks' ``costs`` to take off them; ``kids``: id(call) -> the calls that ran
     inside it; ``origin``: where the timeline starts (its events are appended to ``timeline``)."""
@@ -163,20 +158,18 @@ class Calls:
         return disturbed(call, self.capture.marks)
 
     def taken(self, call: Any) -> Optional[float]:
-        """What other work took of a call it held up: its wall time less the thread's CPU time, never more than the
-        call's own time (None where the marks are no CPU time: a wait, an asynchronous device). None too where
-        nnprofile's own work inside the call (left out of it: a collection its events set off) is a tenth of the
-        call's own time or more: other work may have held that work up too, by as much, and its marks cannot tell
-        the two apart (under load, a 0.15 s collection read as 84 ms taken of a function of 42 ms, and left its
-        pass at zero)."""
+        """What other work took of a call it held up: its wall time less the thread's CPU time (None where the marks
+        are no CPU time: a wait, an asynchronous device). None too where that is more than the call's own time
+        (nnprofile's own work inside it left out): the marks then hold what other work took of nnprofile's own work
+        there too (a collection its events set off), and cannot tell the two apart (under load, a 0.15 s collection
+        read as 84 ms taken of a function of 42 ms, and left its pass at zero)."""
         if self.capture.marks != CPU or isinstance(call, WAITS):
             return None
         wall = call.end_ns - call.start_ns
-        aside = overlap(call.start_ns, call.end_ns, self.excluded)
-        own = wall - aside
-        if aside * UNSURE_ASIDE >= own:
+        taken = max(0, wall - (call.m1 - call.m0))
+        if taken > wall - overlap(call.start_ns, call.end_ns, self.excluded):
             return None
-        return float(max(0, min(own, wall - (call.m1 - call.m0))))
+        return float(taken)
 
     def gap_taken(self, p: Pass) -> Optional[float]:
         """What other work took of a pass between its functions: each gap between two of them (within a stretch of
