@@ -33,7 +33,6 @@ class Calls:
         self.excluded = merged(capture.excluded)
         self.unresolved: List[Tuple[str, float, float]] = []  # (label, mean, the hooks' cost): a tenth shown
         self.timeline: List[TimelineEvent] = []
-        self._keys: Dict[Tuple[int, str], Optional[str]] = {}  # (function, phase) -> its key, made once
         # The collectives' own waits for a CPU (their marks, read inside them): a rank that waits for the others
         # polls, and is switched out as any spinning task is; that time is the others' to set, not other work's.
         self._comm_waits = sorted(
@@ -49,11 +48,8 @@ class Calls:
 
     def signature(self, call: Call, phase: str = "forward") -> Optional[str]:
         """The call's key among the hooks' costs measured per signature (its backward's for a backward call)."""
-        known = (call.function, phase)
-        if known not in self._keys:
-            f = self.functions.get(call.function)
-            self._keys[known] = self.costs.key(self.capture.graph.signature(f) if f is not None else None, phase)
-        return self._keys[known]
+        f = self.functions.get(call.function)
+        return self.costs.key(self.capture.graph.signature(f) if f is not None else None, phase)
 
     def own_cost(self, call: Call, phase: str = "forward") -> float:
         """What the hooks' eviction adds to a call's own time (the part beyond their fixed cost; none for a
