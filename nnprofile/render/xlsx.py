@@ -29,7 +29,7 @@ from .colours import BACKWARD, FORWARD, part_colour
 from .base import Contents
 from .safe import cell_text, sheet_name
 from .csv_files import SUMMARY_COLUMNS
-from .xlsx_book import COLOUR_HIGH, COLOUR_LOW, COLOUR_MID, Book, write_row
+from .xlsx_book import COLOUR_SCALE, Book, write_row
 from .xlsx_runs import ranks_sheet, windows_sheet
 
 NAME = "xlsx"
@@ -150,17 +150,7 @@ def _entry_rows(book: Book, ws: Any, section: Section, failure: Optional[str], c
 
     first, end = colour_scale_rows(section)
     if first:
-        ws.conditional_format(
-            "%s%d:%s%d" % (TIME_COLUMN, first, TIME_COLUMN, end),
-            {
-                "type": "3_color_scale",
-                "min_color": "#" + COLOUR_LOW,
-                "mid_color": "#" + COLOUR_MID,
-                "max_color": "#" + COLOUR_HIGH,
-                "mid_type": "percentile",
-                "mid_value": 50,
-            },
-        )
+        ws.conditional_format("%s%d:%s%d" % (TIME_COLUMN, first, TIME_COLUMN, end), dict(COLOUR_SCALE))
 
 
 def _layer_chart(book: Book, data: Any, section: Section, layers: Sequence[Any], block: int) -> Any:

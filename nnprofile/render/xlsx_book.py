@@ -10,6 +10,15 @@ from typing import Any, Dict, List
 from .safe import cell_text
 
 COLOUR_LOW, COLOUR_MID, COLOUR_HIGH = "63BE7B", "FFEB84", "F8696B"
+# The tutorial's colour scale: green (lowest) through yellow (the median) to red, as every coloured range has it.
+COLOUR_SCALE = {
+    "type": "3_color_scale",
+    "min_color": "#" + COLOUR_LOW,
+    "mid_color": "#" + COLOUR_MID,
+    "max_color": "#" + COLOUR_HIGH,
+    "mid_type": "percentile",
+    "mid_value": 50,
+}
 
 
 class Book:
@@ -65,20 +74,7 @@ def coloured_table(
     for i, row in enumerate(rows, start=1):
         write_row(book, ws, i, row, formats)
     n = len(rows)
-    ws.conditional_format(
-        1,
-        coloured,
-        n,
-        coloured,
-        {
-            "type": "3_color_scale",
-            "min_color": "#" + COLOUR_LOW,
-            "mid_color": "#" + COLOUR_MID,
-            "max_color": "#" + COLOUR_HIGH,
-            "mid_type": "percentile",
-            "mid_value": 50,
-        },
-    )
+    ws.conditional_format(1, coloured, n, coloured, dict(COLOUR_SCALE))
     at = n + 2
     for line in lines:
         ws.write_string(at, 0, cell_text(line))
