@@ -145,7 +145,7 @@ class Recording:
         self.unlisted = False  # its files were written whole, but result.json does not list them (``Unlisted``)
         self.error_traceback = ""
         self._guard: Optional[Any] = None
-        self._log = DeferredLogSetup()  # NNabla's logging, set up where the program imports it (``__enter__``)
+        self._log: Optional[DeferredLogSetup] = None  # NNabla's logging, set up where the program imports it
 
     @property
     def recorder(self) -> Any:
@@ -169,10 +169,10 @@ class Recording:
                     self._locks.append(claim_outdir(self.outdir))
             else:
                 self._locks.append(claim_outdir(self.outdir))
-        self._log = DeferredLogSetup()
+        self._log = log = DeferredLogSetup()  # (the root logger as it is before NNabla's import)
         import nnabla  # noqa: F401  (its import logs "Initializing CPU extension...": the program's own line, unquieted)
 
-        self._log.imported()  # (its logging set up again where the program imports it)
+        log.imported()  # (its logging set up again where the program imports it)
 
         self.run.calibrate()
         self.run.started_unix = time.time()
@@ -290,7 +290,8 @@ class Recording:
 
     def _finish(self, kind: Any, error: Any, tb: Any) -> None:
         self.recorder.stop()
-        self._log.end()
+        if self._log is not None:
+            self._log.end()
         if self.listener is not None:
             self.listener.uninstall()
         if self in _ACTIVE:
