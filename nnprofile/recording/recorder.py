@@ -100,8 +100,6 @@ class Recorder:
     and in which solvers made before recording started are replaced by timed ones.
     """
 
-    SITE_STEPS = SITE_STEPS
-
     def __init__(
         self,
         skip_first: int = Schedule.warmup,
