@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Sequence, Set, Tuple
 
 from ..assembly.events import CPU
 from ..base.hookcost import BACKWARD, KINDS, HookCosts, paired_cost
@@ -182,13 +182,18 @@ RANDOM_TYPES = (
 )
 REPLICA_BYTES = 64 * 1024 * 1024  # what the replicas of one signature may hold, at most
 COPIES = (4, 12)  # replicas per pass: the difference of the two is what one costs
+# Replicated only below this median call: a longer call's share of the hooks' cost differs from the chain's by a
+# microsecond or two, 2 % of a call this long, while a pass of its replicas takes long and varies by more than the
+# hooks cost it (lenet_train.py's MaxPooling and Tanh of 100-200 us took 0.22 s of 0.27 s of replicas, and read
+# 0 us and 13 us: noise).
+REPLICATED_BELOW_NS = 50_000
 
 
 def signature_costs(
     capture: Any,
     recorder_factory: Callable[[], Any],
     known: Dict[str, Tuple[float, float]],
-    below_ns: float = 200_000,
+    below_ns: float = REPLICATED_BELOW_NS,
     budget_s: float = 2.0,
     pairs: int = 9,
 ) -> Dict[str, Tuple[float, float]]:
@@ -197,8 +202,8 @@ def signature_costs(
     each with inputs of its own, never on the program's own graph. Keys: the signature for forward calls,
     ``signature + BACKWARD`` for backward calls.
 
-    Only the functions short enough for the hooks' cost to matter (a median call under ``below_ns``) are
-    measured, the most called first, within ``budget_s``; ``known`` holds those measured before (an
+    Only the functions short enough for the hooks' cost to matter (a median call under ``below_ns``, phase
+    by phase) are measured, the most called first, within ``budget_s``; ``known`` holds those measured before (an
     earlier window), which are not measured again. A pass of ``k`` replicas costs a fixed amount plus
     ``k`` times a replica's share of it; two pass sizes (``COPIES``) give that share without the hooks
     and with them, so that what a call's interval holds beyond its share is the hooks' inside it."""
@@ -208,37 +213,38 @@ def signature_costs(
     from ..assembly.passes import group_passes
 
     graph = capture.graph
-    calls: Dict[str, List[float]] = {}
+    calls: Dict[Tuple[str, str], List[float]] = {}
     first: Dict[str, Any] = {}
-    backward: Dict[str, bool] = {}
     for p in group_passes(capture.events, capture.sites):
         for e in p.calls:
             if e.kind == STATIC and e.function in graph.functions:
                 f = graph.functions[e.function]
                 key = graph.signature(f)
-                calls.setdefault(key, []).append(float(e.end_ns - e.start_ns))
+                calls.setdefault((key, p.phase), []).append(float(e.end_ns - e.start_ns))
                 first.setdefault(key, f)
-                backward[key] = backward.get(key, False) or p.phase == "backward"
     out: Dict[str, Tuple[float, float]] = {}
     deadline = time.monotonic() + budget_s
-    for key in sorted(calls, key=lambda k: -len(calls[k])):
+    counts = {key: sum(len(t) for (k, _), t in calls.items() if k == key) for key in first}
+    for key in sorted(first, key=lambda k: -counts[k]):
         if key in known:
             out[key] = known[key]
             if key + BACKWARD in known:
                 out[key + BACKWARD] = known[key + BACKWARD]
             continue
-        if time.monotonic() > deadline or median(calls[key]) > below_ns:
+        short = {phase for (k, phase), times in calls.items() if k == key and median(times) <= below_ns}
+        if time.monotonic() > deadline or not short:
             continue
-        measured = _replica_costs(first[key], graph, recorder_factory, pairs, backward[key])
+        measured = _replica_costs(first[key], graph, recorder_factory, pairs, short)
         for phase, costs in measured.items():
             out[key + (BACKWARD if phase == "backward" else "")] = costs
     return out
 
 
 def _replica_costs(
-    f: Any, graph: Any, recorder_factory: Callable[[], Any], pairs: int, backward: bool
+    f: Any, graph: Any, recorder_factory: Callable[[], Any], pairs: int, phases: Set[str]
 ) -> Dict[str, Tuple[float, float]]:
-    """Phase -> (inside, total) of one signature; empty where it cannot be replicated safely."""
+    """Phase -> (inside, total) of one signature, for ``phases`` ("forward", "backward"); empty where it cannot be
+    replicated safely."""
     import math
 
     import nnabla as nn
@@ -251,7 +257,7 @@ def _replica_costs(
     outputs = [graph.variables[v] for v in f.outputs]
     if COPIES[1] * sum(math.prod(v.shape) * 4 for v in outputs) > REPLICA_BYTES:
         return {}
-    grads = [graph.variables[v].need_grad for v in f.inputs] if backward else []
+    grads = [graph.variables[v].need_grad for v in f.inputs] if "backward" in phases else []
     try:
         inputs = []
         for v in f.inputs:
@@ -270,7 +276,9 @@ def _replica_costs(
             passes[k].forward()
     except Exception:  # a function NNabla cannot make from its description alone
         return {}
-    out = {"forward": _timed_replicas(passes, recorder_factory, pairs, lambda root: root.forward())}
+    out = {}
+    if "forward" in phases:
+        out["forward"] = _timed_replicas(passes, recorder_factory, pairs, lambda root: root.forward())
     if any(grads):
         try:
             for x, grad in zip(inputs, grads):
