@@ -15,7 +15,7 @@ from ..analysis.ranks import RANK_COLUMNS, STEP_COLUMNS, rank_rows, step_rows
 from .ranks import advice_rows as rank_advice_rows
 from .windows import columns as window_columns, rows as window_rows
 from ..result import Profile, format_ms
-from ..result.columns import FLAG, Column, Row, columns, is_unknown
+from ..result.columns import FLAG, IN_DETAIL, Column, Row, columns, is_unknown
 from .base import Contents
 from .safe import csv_document, csv_text
 
@@ -23,45 +23,6 @@ NAME = "csv"
 
 PROFILE = "profile.csv"
 DETAIL = "profile_detail.csv"
-DETAIL_COLUMNS = [
-    "section",
-    "label",
-    "phase",
-    "layer",
-    "layer_type",
-    "class",
-    "in_place",
-    "mean_ms",
-    "median_ms",
-    "std_ms",
-    "min_ms",
-    "max_ms",
-    "p90_ms",
-    "runs",
-    "rse",
-    "calls_per_sample",
-    "overhead_ns",
-    "output_shape",
-    "params",
-    "flops",
-    "bytes_read",
-    "bytes_written",
-    "gflops_per_s",
-    "flop_per_byte",
-    "coverage",
-    "section_complete",
-    "layer_id",
-    "rounds",
-    "entry_complete",
-    "run_cv",
-    "output_bytes",
-    "parameter_bytes",
-    "gradient_bytes",
-    "input_gradient_bytes",
-    "source",
-    "rank_cv",
-    "disturbed",
-]
 
 
 def profile_rows(profile: Profile) -> List[List[str]]:
@@ -98,8 +59,8 @@ def cell(column: Column, row: Row) -> object:
 
 def detail_rows(profile: Profile, analysis: Optional[Analysis] = None) -> List[List[object]]:
     analysis = analysis or analyze(profile)
-    chosen = columns(DETAIL_COLUMNS)
-    rows: List[List[object]] = [list(DETAIL_COLUMNS)]
+    chosen = columns(IN_DETAIL)
+    rows: List[List[object]] = [list(IN_DETAIL)]
     for section in profile.sections:
         coverage = analysis.of(section).coverage_by_whole_phase
         rows += [[cell(c, Row(section, e, coverage)) for c in chosen] for e in section.entries]

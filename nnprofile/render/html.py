@@ -35,7 +35,7 @@ from ..analysis.windows import WindowsAnalysis
 from .colours import PART_COLOURS
 from .log import section_line
 from ..result import Entry, Profile, Section
-from ..result.layer_columns import SHOW_TEXT, LayerRow, select
+from ..result.layer_columns import IN_REPORT, SHOW_TEXT, LayerRow, select
 from .base import Contents
 
 NAME = "html"
@@ -60,40 +60,19 @@ HEADER_KEYS = (
 )
 
 
-# The layer table's columns (``nnprofile.result.layer_columns``), in the report's order; "calls inside", said here.
-LAYER_TABLE = (
-    "layer",
-    "layer_type",
-    "class",
-    "forward_ms",
-    "forward_median_ms",
-    "forward_p90_ms",
-    "forward_rse",
-    "backward_ms",
-    "backward_median_ms",
-    "backward_p90_ms",
-    "backward_rse",
-    "total_ms",
-    "share",
-    "flops",
-    "gflops_per_s",
-    "bytes",
-    "out_bytes",
-    "param_bytes",
-    "source",
-)
+# The layer table: ``nnprofile.result.layer_columns.IN_REPORT``, and "calls inside", said here.
 INSIDE = ("inside", "calls inside", SHOW_TEXT, True)
 
 
 def layer_columns() -> List[Tuple[str, str, str, bool]]:
     """(key, heading, how it is shown, shown at first) of each column of the layer table, for its script."""
-    return [(c.name, c.heading, c.show, c.first) for c in select(LAYER_TABLE)] + [INSIDE]
+    return [(c.name, c.heading, c.show, c.first) for c in select(IN_REPORT)] + [INSIDE]
 
 
 def _layers(a: SectionAnalysis) -> List[Dict[str, Any]]:
     """The layer table: each layer's forward and backward as the analysis paired them."""
     step = a.step.step_ms if a.step is not None and a.step.step_ms > 0 else a.program_step_ms
-    chosen = select(LAYER_TABLE)
+    chosen = select(IN_REPORT)
     rows = []
     for lt in a.layers:
         f, b = lt.forward, lt.backward

@@ -23,7 +23,7 @@ from .words import drift_words
 from .sampling import load_line
 from ..base.choices import LAYER_PHASES
 from ..result import Profile, Section
-from ..result.columns import MS_FORMAT, Column, Row, columns, is_unknown
+from ..result.columns import IN_SHEET, MS_FORMAT, Column, Row, columns, is_unknown
 from . import interference
 from .colours import BACKWARD, FORWARD, part_colour
 from .base import Contents
@@ -36,37 +36,8 @@ NAME = "xlsx"
 FILENAME = "profile.xlsx"
 WHAT = "the workbook"
 WRITES = (FILENAME,)
-# The section sheets' columns (``nnprofile.result.columns``): the figures a reader looks at first, then what the
-# layer computes and holds; profile_detail.csv has every column.
-SHEET_COLUMNS = columns(
-    [
-        "label",
-        "mean_ms",
-        "median_ms",
-        "std_ms",
-        "min_ms",
-        "max_ms",
-        "p90_ms",
-        "runs",
-        "rse",
-        "calls_per_sample",
-        "phase",
-        "layer",
-        "class",
-        "output_shape",
-        "params",
-        "flops",
-        "bytes_read",
-        "bytes_written",
-        "gflops_per_s",
-        "flop_per_byte",
-        "output_bytes",
-        "parameter_bytes",
-        "gradient_bytes",
-        "input_gradient_bytes",
-        "source",
-    ]
-)
+# The section sheets' columns (``nnprofile.result.columns.IN_SHEET``).
+SHEET_COLUMNS = columns(IN_SHEET)
 COLUMNS = [c.header for c in SHEET_COLUMNS]
 TIME_COLUMN = "B"
 PRINTED = COLUMNS.index("rel. std. error") + 1  # the columns a printed page holds: entry to relative error

@@ -1,8 +1,8 @@
 """The per-entry columns, defined once: each column's name, the header a workbook shows, its unit, how its value
 is read off an entry, and how it is written (its type, its text in a CSV file, its number format and width in a
-workbook). ``Profile.dataframe()`` (``frames``), profile_detail.csv and the workbook's section sheets select
-their columns from here by name, in their own orders; a new per-entry figure is one line here and its name in
-the lists of the outputs that show it.
+workbook). ``Profile.dataframe()`` (``frames``), profile_detail.csv and the workbook's section sheets show the
+columns named in their selections at the end (``IN_FRAME``, ``IN_DETAIL``, ``IN_SHEET``), each in its own order: a
+new per-entry figure is one line in the table and its name in the selections that show it, all in this file.
 
 A value is None where it is not known: an empty cell in a file, NaN in a DataFrame; a layer's figure that no
 FLOP formula gives reads ``unknown`` in the files (``unknown``). Text that comes from a project or a program
@@ -114,6 +114,25 @@ ENTRY_COLUMNS: Sequence[Column] = (
     Column("disturbed", "disturbed", "", lambda r: len(r.entry.disturbed), INT),  # samples other work held up
 )
 BY_NAME: Dict[str, Column] = {c.name: c for c in ENTRY_COLUMNS}
+
+# What each output shows, in its own order: ``Profile.dataframe()`` (``frames``), profile_detail.csv (every
+# column) and the workbook's section sheets (the figures a reader looks at first, then what the layer computes).
+IN_FRAME = (
+    "section label phase layer layer_id layer_type class in_place mean_ms median_ms std_ms min_ms max_ms p90_ms "
+    "runs rse calls_per_sample overhead_ns output_shape params flops bytes_read bytes_written gflops_per_s "
+    "flop_per_byte dtype section_kind section_complete rounds run_cv entry_complete source rank_cv disturbed"
+).split()
+IN_DETAIL = (
+    "section label phase layer layer_type class in_place mean_ms median_ms std_ms min_ms max_ms p90_ms runs rse "
+    "calls_per_sample overhead_ns output_shape params flops bytes_read bytes_written gflops_per_s flop_per_byte "
+    "coverage section_complete layer_id rounds entry_complete run_cv output_bytes parameter_bytes gradient_bytes "
+    "input_gradient_bytes source rank_cv disturbed"
+).split()
+IN_SHEET = (
+    "label mean_ms median_ms std_ms min_ms max_ms p90_ms runs rse calls_per_sample phase layer class output_shape "
+    "params flops bytes_read bytes_written gflops_per_s flop_per_byte output_bytes parameter_bytes gradient_bytes "
+    "input_gradient_bytes source"
+).split()
 
 
 def columns(names: Sequence[str]) -> List[Column]:

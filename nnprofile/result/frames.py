@@ -9,56 +9,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List
 
 from . import views
-from .columns import FLAG, FLOAT, INT, MS, Row, columns
-from .layer_columns import LayerRow, select
+from .columns import FLAG, FLOAT, INT, IN_FRAME, MS, Row, columns
+from .layer_columns import IN_FRAME as LAYERS_IN_FRAME, LayerRow, select
 from .paired import layer_times
 
 if TYPE_CHECKING:
     import pandas
 
-COLUMNS = [
-    "section",
-    "label",
-    "phase",
-    "layer",
-    "layer_id",
-    "layer_type",
-    "class",
-    "in_place",
-    "mean_ms",
-    "median_ms",
-    "std_ms",
-    "min_ms",
-    "max_ms",
-    "p90_ms",
-    "runs",
-    "rse",
-    "calls_per_sample",
-    "overhead_ns",
-    "output_shape",
-    "params",
-    "flops",
-    "bytes_read",
-    "bytes_written",
-    "gflops_per_s",
-    "flop_per_byte",
-    "dtype",
-    "section_kind",
-    "section_complete",
-    "rounds",
-    "run_cv",
-    "entry_complete",
-    "source",
-    "rank_cv",
-    "disturbed",
-]
 DTYPES = {INT: "Int64", MS: "float64", FLOAT: "float64", FLAG: bool}  # pandas' nullable integers keep them whole
 
 
 def profile_records(profile: Any) -> List[Dict[str, Any]]:
     """The rows of ``profile_frame`` as plain dicts (None where a figure is unknown); ``profile`` is a
     ``nnprofile.result.model.Profile``."""
-    chosen = columns(COLUMNS)
+    chosen = columns(IN_FRAME)
     return [
         {c.name: c.get(row) for c in chosen}
         for row in (Row(section, e) for section in profile.sections for e in section.entries)
@@ -68,41 +32,21 @@ def profile_records(profile: Any) -> List[Dict[str, Any]]:
 def profile_frame(profile: Any) -> "pandas.DataFrame":
     import pandas as pd
 
-    frame = pd.DataFrame.from_records(profile_records(profile), columns=COLUMNS)
-    for c in columns(COLUMNS):
+    frame = pd.DataFrame.from_records(profile_records(profile), columns=IN_FRAME)
+    for c in columns(IN_FRAME):
         if c.kind in DTYPES:
             frame[c.name] = frame[c.name].astype(DTYPES[c.kind])
     return frame
-
-
-LAYER_COLUMNS = [
-    "section",
-    "layer",
-    "layer_type",
-    "forward_ms",
-    "backward_ms",
-    "total_ms",
-    "forward_rse",
-    "backward_rse",
-    "calls_per_step",
-    "share_of_section",
-    "output_shape",
-    "params",
-    "flops",
-    "gflops_per_s",
-    "source",
-    "class",
-]
 
 
 def layer_frame(profile: Any) -> "pandas.DataFrame":
     """One row per layer of every section: its forward and backward paired (``nnprofile.result.paired``, the rule
     every output follows), in forward order, with no pass totals or other whole-step entries; the heaviest first is
     ``.nlargest(3, "total_ms")``. A missing figure is NaN (a layer with no backward: backward_ms NaN). Its columns
-    are ``LAYER_COLUMNS``' of ``nnprofile.result.layer_columns``."""
+    are ``IN_FRAME``' of ``nnprofile.result.layer_columns``."""
     import pandas as pd
 
-    chosen = select(LAYER_COLUMNS)
+    chosen = select(LAYERS_IN_FRAME)
     rows = []
     for section in profile.sections:
         totals = [e.mean_ms * e.calls_per_round() for e in section.entries if e.is_layer_work]
@@ -111,7 +55,7 @@ def layer_frame(profile: Any) -> "pandas.DataFrame":
             per_step = sum(x.mean_ms * x.calls_per_round() for x in (lt.forward, lt.backward) if x is not None)
             row = LayerRow(section, lt, per_step, section_ms=whole)
             rows.append({c.name: c.get(row) for c in chosen})
-    frame = pd.DataFrame.from_records(rows, columns=LAYER_COLUMNS)
+    frame = pd.DataFrame.from_records(rows, columns=LAYERS_IN_FRAME)
     for c in chosen:
         if c.kind in DTYPES:
             frame[c.name] = frame[c.name].astype(DTYPES[c.kind])

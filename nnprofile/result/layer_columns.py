@@ -1,8 +1,8 @@
 """The per-layer columns, defined once, as ``columns`` defines the per-entry ones: each column's name, its heading,
 its type, how its value is read off a layer (its forward and backward paired: ``paired.LayerTime``), how a report
 shows it and whether it shows it at first. ``Profile.layers()`` (``frames.layer_frame``) and the report's layer
-table (``nnprofile.render.html``) select their columns from here by name; a new per-layer figure is one line here
-and its name in the lists of the outputs that show it.
+table (``nnprofile.render.html``) show the columns named in their selections at the end (``IN_FRAME``,
+``IN_REPORT``): a new per-layer figure is one line in the table and its name in the selections, all in this file.
 
 A value is None where it is not known: NaN in a DataFrame, an empty cell in the report.
 """
@@ -83,6 +83,18 @@ LAYER_COLUMNS: Sequence[LayerColumn] = (
     LayerColumn("source", "created at", lambda r: r.layer.first.source, TEXT, SHOW_TEXT, True),
 )
 BY_NAME: Dict[str, LayerColumn] = {c.name: c for c in LAYER_COLUMNS}
+
+# What each output shows, in its own order: ``Profile.layers()`` (``frames``) and the report's layer table
+# (``nnprofile.render.html``, which adds its "calls inside").
+IN_FRAME = (
+    "section layer layer_type forward_ms backward_ms total_ms forward_rse backward_rse calls_per_step "
+    "share_of_section output_shape params flops gflops_per_s source class"
+).split()
+IN_REPORT = (
+    "layer layer_type class forward_ms forward_median_ms forward_p90_ms forward_rse backward_ms "
+    "backward_median_ms backward_p90_ms backward_rse total_ms share flops gflops_per_s bytes out_bytes "
+    "param_bytes source"
+).split()
 
 
 def select(names: Sequence[str]) -> List[LayerColumn]:
