@@ -207,6 +207,7 @@ def test_every_rule_is_registered():
         "slow_layer",
         "between_layers",
         "heavy_update",
+        "costly_checkpoint",
         "costly_evaluation",
         "own_python",
     }
@@ -239,6 +240,17 @@ def test_costly_evaluation_fires_for_a_forward_only_graph_over_a_tenth_of_the_st
     assert said.rule == "costly_evaluation" and "'vpred'" in said.text and "16.7%" in said.text
     assert "0.50 forward passes of 'vpred' per step, 4.000 ms each" in said.evidence
     assert advice.costly_evaluation(_program(2.0, trained=True)) == []
+
+
+def test_costly_checkpoint_fires_above_a_tenth_of_the_step():
+    def program(checkpoint_ms):
+        s = _program(0.0, trained=True)
+        s.parts = [("forward (loss)", 4.0), ("backward (loss)", 5.0), ("checkpoint", checkpoint_ms), ("other", 1.0)]
+        return s
+
+    assert advice.costly_checkpoint(program(0.5)) == []  # 0.5 of 10.5 ms: under a tenth
+    [said] = map(words, advice.costly_checkpoint(program(2.0)))  # 2 of 12 ms
+    assert said.rule == "costly_checkpoint" and "save it less often" in said.text and "16.7%" in said.evidence
 
 
 def test_a_programs_parts_have_kinds():

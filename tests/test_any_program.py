@@ -190,3 +190,20 @@ def test_every_pass_has_its_time_named_in_a_network_whose_passes_clear_their_buf
     for a in analysis.sections[:-1]:
         for c in a.coverage:
             assert c.named_share is not None and c.named_share >= 0.9, (a.section.name, c)
+
+
+def test_a_checkpoint_is_a_part_of_the_step_of_its_own(tmp_path_factory):
+    """A solver's save_states and load_states are the step's checkpoint, not the program's own Python ("other"),
+    and the timeline says so; the program's own file is written where it writes it."""
+    profile, analysis, log, proc = _run(tmp_path_factory, "checkpoints", "--iterations", "30")
+    program = profile.sections[-1]
+    save = next(e for e in program.entries if e.label == "save_states (Adam)")
+    load = next(e for e in program.entries if e.label == "load_states (Adam)")
+    assert save.phase == load.phase == "checkpoint" and save.runs >= 3 and load.runs == 1
+    parts = dict(analysis.sections[-1].step.parts)
+    assert parts["checkpoint"] > 0 and "update (Adam)" in parts
+    assert "checkpoint" in next(line for line in log.splitlines() if line.startswith("Step of script"))
+    assert "costly_checkpoint" in [a.rule for a in analysis.sections[-1].step.advice]
+    cats = {e.cat for e in profile.timeline if e.name.startswith(("save_states", "load_states"))}
+    assert cats == {"checkpoint"}
+    assert proc.stdout.startswith("loss ")

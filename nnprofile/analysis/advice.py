@@ -22,6 +22,7 @@ SLOW_LAYER_FACTOR = 0.10  # achieved GFLOP/s below a tenth of the network's best
 SLOW_LAYER_MIN_SHARE = 0.05  # ... in a layer that matters (5% of the step or more)
 BETWEEN_LAYERS_COVERAGE = 0.80
 UPDATE_SHARE = 0.20
+CHECKPOINT_SHARE = 0.10  # saving (or loading) the solvers' state this share of the step
 EVALUATION_SHARE = 0.10  # a forward-only graph costing this share of the step is said
 
 
@@ -178,6 +179,11 @@ def heavy_update(s: Summary) -> List[Advice]:
     return [Advice("heavy_update", facts.HeavyUpdate(found))] if found else []
 
 
+def costly_checkpoint(s: Summary) -> List[Advice]:
+    found = _share(s, "checkpoint", CHECKPOINT_SHARE)
+    return [Advice("costly_checkpoint", facts.CostlyCheckpoint(found))] if found else []
+
+
 def costly_evaluation(s: Summary) -> List[Advice]:
     """A graph that runs forward only (a validation pass) and costs a notable share of the step."""
     step = s.step_ms
@@ -242,13 +248,14 @@ RULES: List[Callable[[Summary], List[Advice]]] = [
     slow_layer,
     between_layers,
     heavy_update,
+    costly_checkpoint,
     costly_evaluation,
     own_python,
 ]
 
 
 # Rules about training: a program that trains nothing (an inference loop) is not advised by them.
-TRAINING_RULES = (input_bound, heavy_update, costly_evaluation)
+TRAINING_RULES = (input_bound, heavy_update, costly_checkpoint, costly_evaluation)
 
 
 def advise(s: Summary) -> List[Advice]:

@@ -249,8 +249,8 @@ def _program_parts(
         add("eager", script.entries_of("eager"))
     for key, entries in _by_solver(script).items():
         add("update (%s)" % key, entries)
-    for kind, phase in (("monitor", "monitor_loss"), ("communication", "communication")):
-        if script.entries_of(phase):
+    for phase, kind in PART_OF_PHASE.items():  # a part of its own (monitor, communication): its phase's calls
+        if kind not in ("input", "forward", "backward", "update") and script.entries_of(phase):
             add(kind, script.entries_of(phase))
     return parts, errors, graph_times
 

@@ -84,6 +84,11 @@ class HeavyUpdate:
 
 
 @dataclass(frozen=True)
+class CostlyCheckpoint:
+    checkpoint: Share  # the solvers' save_states and load_states
+
+
+@dataclass(frozen=True)
 class CostlyEvaluation:
     graph: str
     per_step: float  # its forward passes a step
@@ -175,6 +180,7 @@ Facts = Union[
     SlowLayers,
     BetweenLayers,
     HeavyUpdate,
+    CostlyCheckpoint,
     CostlyEvaluation,
     OwnPython,
     Straggler,

@@ -9,7 +9,7 @@ import bisect
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..base.places import place, short
-from ..base.choices import OUTSIDE, PHASES, SCRIPT
+from ..base.choices import OUTSIDE, PART_OF_PHASE, PHASES, SCRIPT
 from ..base.series import RoundSeries, SeriesTable
 from ..result import Entry, Section
 from ..result.details import SampledLine, SectionInfo
@@ -20,7 +20,13 @@ from .intervals import overlap
 from .roles import solver_label
 from .passes import Pass, group_passes
 
-SOLVER_PHASES = {"zero_grad": "prepare_backward", "weight_decay": "weight_decay", "update": "update"}
+SOLVER_PHASES = {
+    "zero_grad": "prepare_backward",
+    "weight_decay": "weight_decay",
+    "update": "update",
+    "save_states": "checkpoint",
+    "load_states": "checkpoint",
+}
 OWN_LINES = 12  # the program's own lines a step's section keeps (the most sampled)
 
 
@@ -224,8 +230,9 @@ class ProgramSections:
                     )
             elif isinstance(e, SolverCall):
                 label = self.calls.labels[e.solver] if e.solver < len(self.calls.labels) else "solver"
+                part = PART_OF_PHASE.get(SOLVER_PHASES.get(e.method, "solver"), "update")  # update, checkpoint
                 self.calls.timeline.append(
-                    TimelineEvent("%s (%s)" % (e.method, label), "update", e.start_ns - o, e.end_ns - o)
+                    TimelineEvent("%s (%s)" % (e.method, label), part, e.start_ns - o, e.end_ns - o)
                 )
             elif isinstance(e, InputCall):
                 self.calls.timeline.append(

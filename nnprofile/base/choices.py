@@ -39,12 +39,14 @@ PHASES: Tuple[str, ...] = (
     "solver",
     "update",
     "monitor_loss",
+    "checkpoint",
     "step",
 )
 # "solver": other solver calls of a script (clip_grad_by_norm, scale_grad, ...); "communication": a
 # script's communicator calls (all_reduce, bcast, ...); "eager": functions a script called on NdArrays
 # (F.pow_scalar(p.grad), p.grad ** 2, +=), by the line that called them; "engine": a graph's passes' time
-# between their functions (NNabla's graph engine: allocating, clearing buffers); "step": a script's whole step.
+# between their functions (NNabla's graph engine: allocating, clearing buffers); "checkpoint": a solver's
+# save_states and load_states; "step": a script's whole step.
 LAYER_PHASES: Tuple[str, ...] = ("forward_function", "backward_function")
 # The part of a step each phase's entries count toward (the step breakdown, the ranks' view, the gate's figures):
 # one table for projects and programs. Zeroing the gradients before a backward is the solver's work, whether NNC's
@@ -63,6 +65,7 @@ PART_OF_PHASE: Dict[str, str] = {
     "solver": "update",
     "monitor_loss": "monitor",
     "communication": "communication",
+    "checkpoint": "checkpoint",
 }
 FORWARD, BACKWARD = LAYER_PHASES
 

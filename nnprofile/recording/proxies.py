@@ -23,6 +23,8 @@ SOLVER_CALLS = (
     "check_inf_grad",
     "check_nan_grad",
     "check_inf_or_nan_grad",
+    "save_states",
+    "load_states",
 )
 # A communicator's calls that are timed: its collectives, its set-up and its barrier.
 COMM_CALLS = (

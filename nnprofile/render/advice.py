@@ -153,6 +153,15 @@ def _heavy_update(f: facts.HeavyUpdate) -> Tuple[str, str]:
     )
 
 
+def _checkpoint(f: facts.CostlyCheckpoint) -> Tuple[str, str]:
+    return (
+        "Saving the solver's state is a large part of the step: save it less often (each epoch, or every few "
+        "hundred steps), or to faster storage.",
+        "save_states and load_states take %s of the step (threshold %s)"
+        % (_share(f.checkpoint), pct(f.checkpoint.threshold)),
+    )
+
+
 def _evaluation(f: facts.CostlyEvaluation) -> Tuple[str, str]:
     return (
         "The graph '%s' runs forward only (an evaluation) and costs %s of the training step: evaluate less often, on "
@@ -286,6 +295,7 @@ SAYS: Dict[type, Callable] = {
     facts.SlowLayers: _slow,
     facts.BetweenLayers: _between,
     facts.HeavyUpdate: _heavy_update,
+    facts.CostlyCheckpoint: _checkpoint,
     facts.CostlyEvaluation: _evaluation,
     facts.OwnPython: _own_python,
     facts.Straggler: _straggler,

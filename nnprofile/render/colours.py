@@ -7,11 +7,13 @@ from typing import Dict
 
 PART_COLOURS: Dict[str, str] = {
     "input": "#8e9aaf",
+    "evaluation": "#b0a4c8",
     "forward": "#4c78a8",
     "backward": "#f58518",
     "update": "#54a24b",
     "monitor": "#b279a2",
     "communication": "#e45756",
+    "checkpoint": "#9d755d",
     "eager": "#72b7b2",
     "other": "#bab0ac",
 }

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
 from .notes import said, texts
 from ..analysis import Analysis, analyze
-from ..analysis.breakdown import part_kind
 from .words import named, own_lines_note, plural, purpose
 from ..analysis.breakdown import Advice
 from .advice import words
@@ -25,22 +24,12 @@ from ..base.choices import GRAPH
 from ..compare import Comparison
 from ..result import views
 from . import interference
+from .colours import part_colour
 from .log import section_line
 
 if TYPE_CHECKING:
     from ..result import Profile
 
-COLORS = {
-    "input": "#8e9aaf",
-    "evaluation": "#b0a4c8",
-    "forward": "#4c78a8",
-    "backward": "#f58518",
-    "update": "#54a24b",
-    "monitor": "#b279a2",
-    "communication": "#e45756",
-    "eager": "#72b7b2",
-    "other": "#bab0ac",
-}
 BOX = "font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; font-size: 13px; line-height: 1.4; color: #1d2330"
 CELL = "padding: 2px 10px 2px 0; text-align: left; vertical-align: top"
 NUMBER = "padding: 2px 10px 2px 0; text-align: right; font-variant-numeric: tabular-nums"
@@ -90,7 +79,7 @@ def _bar(parts: Sequence[Any], total: float) -> str:
                 ms,
                 100 * share,
                 100 * share,
-                COLORS.get(part_kind(name), "#999"),
+                part_colour(name),
                 _e(name) if share > 0.12 else "",
             )
         )

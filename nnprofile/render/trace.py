@@ -18,6 +18,7 @@ import json
 from typing import Any, Dict, List
 
 from .notes import text
+from ..base.choices import PART_OF_PHASE
 from ..analysis import Analysis
 from ..result import Profile
 from .base import Contents
@@ -28,7 +29,7 @@ WHAT = "the Perfetto timeline"
 WRITES = (FILENAME,)
 PID, TID = 1, 1
 # Parents before children when they start together: a longer event first.
-CATEGORY_DEPTH = {"step": 0, "forward": 1, "backward": 1, "update": 1, "input": 1, "monitor": 1, "communication": 1}
+CATEGORY_DEPTH = {"step": 0, **dict.fromkeys(PART_OF_PHASE.values(), 1)}  # (the rest, nested in them: 2)
 
 
 def _us(ns: float) -> float:

@@ -11,8 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
-# "inside": a call that ran inside another (a custom layer's functions, a solver's own arithmetic), nested in it.
-CATEGORIES = ("step", "window", "forward", "backward", "update", "input", "monitor", "communication", "eager", "inside")
+from ..base.choices import PART_OF_PHASE
+
+# A step, a window, a part of the step (its calls: forward, update, checkpoint, ...), the eager work, and "inside": a
+# call that ran inside another (a custom layer's functions, a solver's own arithmetic), nested in it.
+CATEGORIES = ("step", "window", *dict.fromkeys(PART_OF_PHASE.values()), "eager", "inside")
 
 
 @dataclass(slots=True)
