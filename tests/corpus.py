@@ -10,6 +10,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -108,10 +109,13 @@ class Prepared:
         return env
 
 
-def prepare(program: dict, base: str) -> Prepared:
-    """The program laid out in ``base/<id>`` with its data (once per folder)."""
+def prepare(program: dict, base: str, like: Optional[Prepared] = None) -> Prepared:
+    """The program laid out in ``base/<id>`` with its data (once per folder); ``like``: a copy of that folder, as
+    prepared and never run (its data made once: the corpus's makers write no path into what they make)."""
     work = os.path.join(base, program["id"])
     done = os.path.join(work, "prepared.json")
+    if like is not None and not os.path.isfile(done):
+        shutil.copytree(like.work, work, symlinks=True, dirs_exist_ok=True)
     if not os.path.isfile(done):
         proc = subprocess.run(
             [

@@ -6,8 +6,8 @@ and whether it feeds the training, auto_forward, nn.grad, custom functions), eve
 90-110 % (or the rest named), and the program's own exit status and output, as the program prints them alone.
 
 ``make corpus`` runs just these, the programs in parallel, and each program's two runs side by side, each in a
-folder of its own prepared alike (so that neither is the first run in its folder while the other is not, and
-neither reads what the other writes); ``make test-fast`` leaves them out.
+folder of its own prepared alike (its data made once and copied), so that neither is the first run in its folder
+while the other is not, and neither reads what the other writes; ``make test-fast`` leaves them out.
 """
 
 import os
@@ -43,7 +43,8 @@ def run(request, base, tmp_path):
     program = next(p for p in programs() if p["id"] == request.param)
     out = str(tmp_path / "out")
     with ThreadPoolExecutor(2) as both:
-        prepared, beside = both.map(lambda side: prepare(program, os.path.join(base, side)), ("alone", "profiled"))
+        prepared = prepare(program, os.path.join(base, "alone"))
+        beside = prepare(program, os.path.join(base, "profiled"), like=prepared)
         alone, profiled = both.submit(prepared.alone), both.submit(beside.profiled, out)
         return program, prepared, alone.result(), profiled.result(), out
 
