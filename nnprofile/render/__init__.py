@@ -2,21 +2,20 @@
 one module per output (log, CSV files, workbook, HTML report, trace), a notebook's inline view,
 a comparison's files and check's verdicts.
 
-``RENDERERS`` maps a format name to its renderer module (see ``render.base``); ``write_all``
+``RENDERERS`` (``files.RENDERERS``) maps a format name to its renderer module (see ``render.base``); ``write_all``
 writes what they render, plus result.json, the data they come from (``files``).
 """
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
 from ..analysis import Analysis, analyze
 from ..result import Profile
 from . import comparison, csv_files, files, html, inline, log, trace, xlsx  # noqa: F401 (the renderers, by name)
-from .base import Contents, Renderer
-from .files import claim_outdir, prepare_outdir, release_outdir, write_files  # noqa: F401 (the API's)
+from .base import Contents
+from .files import RENDERERS, claim_outdir, prepare_outdir, release_outdir, write_files  # noqa: F401 (the API's)
 
-RENDERERS: Dict[str, Renderer] = {r.NAME: r for r in (log, csv_files, xlsx, html, trace)}
 FORMATS = tuple(RENDERERS)
 
 

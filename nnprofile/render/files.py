@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from contextlib import contextmanager
-from typing import Callable, Iterator, List, Optional, Sequence
+from typing import Callable, Dict, Iterator, List, Optional, Sequence
 
 from ..assembly import capture_file as events
 from ..base.errors import ProfileError
@@ -19,7 +19,7 @@ from ..base.schedule import STATUS_FILE
 from ..base.outdir import FolderInUse, Lock, join, listed, prepare_outdir, prune, write_whole
 from ..result import Profile, file as result_file
 from . import comparison, csv_files, html, log, trace, xlsx
-from .base import Contents
+from .base import Contents, Renderer
 from .safe import safe_text
 
 
@@ -49,10 +49,15 @@ def claim_outdir(outdir: str) -> Lock:
     return lock
 
 
-# The names nnprofile writes into an output folder (and the folders of windows and ranks): what each renderer
-# declares it writes, and the files written beside them (the record, the recording as data, on-demand's status).
+# The renderers of a profile, by the name ``--format`` calls them (``nnprofile.render.base``): a new output format is
+# its module and its line here.
+RENDERERS: Dict[str, Renderer] = {r.NAME: r for r in (log, csv_files, xlsx, html, trace)}
+# The names nnprofile writes into an output folder (and the folders of windows and ranks): what each renderer (and a
+# comparison) declares it writes, and the files written beside them (the record, the recording as data, on-demand's
+# status).
 OUTPUT_NAMES = frozenset(
-    [name for r in (log, csv_files, xlsx, html, trace, comparison) for name in r.WRITES]
+    [name for r in RENDERERS.values() for name in r.WRITES]
+    + list(comparison.WRITES)
     + [result_file.FILENAME, events.FILENAME, STATUS_FILE, comparison.MPLCACHE]
 )
 OUTPUT_PREFIXES = ("window-", "rank-", "runs", comparison.PLOTS)  # the folders of windows, ranks and runs; plots
