@@ -253,6 +253,16 @@ def test_costly_checkpoint_fires_above_a_tenth_of_the_step():
     assert said.rule == "costly_checkpoint" and "save it less often" in said.text and "16.7%" in said.evidence
 
 
+def test_a_shares_interval_stays_within_the_step():
+    from nnprofile.analysis import evidence
+
+    assert evidence.share_interval(6.0, 4.0, 10.0, 0.5) == (0.0, 1.0)  # 0.6 +- 131 %: none to all of the step
+    low, high = evidence.share_interval(6.0, 0.3, 10.0, 0.5)
+    assert 0.0 < low < 0.6 < high < 1.0
+    low, high = evidence.share_interval(11.0, 0.3, 10.0, 0.1)  # parts that came to more than the step
+    assert low < high == pytest.approx(1.1)  # (no more than the share itself)
+
+
 def test_a_programs_parts_have_kinds():
     s = _program(2.0)
     assert s.kind_ms("forward") == 6.0 and s.share("backward") == pytest.approx(5.0 / 12)

@@ -37,12 +37,13 @@ def interval(value: float, error: float) -> Tuple[float, float]:
 
 
 def share_interval(part_ms: float, part_error: float, whole_ms: float, whole_error: float) -> Tuple[float, float]:
-    """The 95 % interval of ``part_ms / whole_ms``."""
+    """The 95 % interval of ``part_ms / whole_ms``, within what a part of the whole can be: no less than none of it,
+    no more than all of it (or than the share itself, where the parts came to more than the whole)."""
     if whole_ms <= 0:
         return 0.0, 0.0
     share = part_ms / whole_ms
     relative = math.sqrt(((part_error / part_ms) ** 2 if part_ms > 0 else 0.0) + (whole_error / whole_ms) ** 2)
-    return share * (1 - Z * relative), share * (1 + Z * relative)
+    return max(0.0, share * (1 - Z * relative)), min(max(1.0, share), share * (1 + Z * relative))
 
 
 def rest_share_interval(
