@@ -207,3 +207,19 @@ def test_a_checkpoint_is_a_part_of_the_step_of_its_own(tmp_path_factory):
     cats = {e.cat for e in profile.timeline if e.name.startswith(("save_states", "load_states"))}
     assert cats == {"checkpoint"}
     assert proc.stdout.startswith("loss ")
+
+
+def test_the_programs_own_garbage_collections_are_a_line_of_its_other(tmp_path_factory):
+    """A full collection the program's own code sets off (gc.collect() in its loop, over 300,000 objects it keeps)
+    is its own time, sampled as a line of its own, with what usually helps; the signal due during it does not land
+    on the program's next line."""
+    profile, analysis, log, proc = _run(tmp_path_factory, "collections", "--iterations", "30")
+    step = analysis.sections[-1].step
+    top = step.own_lines[0]
+    assert top.where == "(garbage collection)" and top.function == "Python" and top.text == ""
+    assert top.share > 0.5  # (a full collection over 300,000 objects, against a few assignments of arrays)
+    other = next(line for line in log.splitlines() if line.startswith("Other:"))
+    assert "(garbage collection) in Python (" in other
+    [own] = [a for a in step.advice if a.rule == "own_python"]
+    assert own.facts.hints == ("collection",)
+    assert proc.stdout.startswith("loss ")

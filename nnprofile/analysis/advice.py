@@ -13,6 +13,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from ..base import kinds, machine
 from ..base.choices import GPU_BACKENDS
+from ..base.places import COLLECTION
 from . import evidence, facts
 from .breakdown import MIN_SHARE_SAMPLES, Advice, LayerTime, Summary
 
@@ -202,7 +203,7 @@ def costly_evaluation(s: Summary) -> List[Advice]:
 
 OWN_PYTHON_SHARE = 0.20  # the program's own Python this share of the step or more: its lines are named
 # What a line does, read off its text, the first that matches (what usually helps with each:
-# ``nnprofile.render.advice.OWN_HINTS``).
+# ``nnprofile.render.advice.OWN_HINTS``); a full garbage collection's is "collection".
 OWN_HINTS = [
     ("logging", re.compile(r"\b(print|logging|logger|log|monitor|writer)\w*\s*[.(]|\.add\(")),
     ("graphs_in_loop", re.compile(r"\b(PF|F)\.\w+\(|parametric_functions|nn\.Variable\(")),
@@ -228,7 +229,7 @@ def own_python(s: Summary) -> List[Advice]:
     top = [l for l in s.own_lines[:3] if l.share_low >= OWN_LINE_NAMED and s.own_samples >= MIN_SHARE_SAMPLES]
     hints: List[str] = []
     for l in top:
-        hint = next((h for h, pattern in OWN_HINTS if pattern.search(l.text)), None)
+        hint = "collection" if l.where == COLLECTION else next((h for h, p in OWN_HINTS if p.search(l.text)), None)
         if hint is not None and hint not in hints:
             hints.append(hint)
     lines = tuple(facts.LineShare(l.where, l.text, l.share, l.ms) for l in top or s.own_lines[:3])

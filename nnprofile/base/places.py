@@ -6,6 +6,10 @@ from __future__ import annotations
 import sys
 from typing import Optional
 
+# Where a full garbage collection in the program's own code is sampled (``nnprofile.recording.sampler``): a line of
+# its own, with no number.
+COLLECTION = "(garbage collection)"
+
 
 def cell_of(filename: str) -> Optional[int]:
     """The execution count of the IPython cell whose code is in ``filename``; None outside IPython or for a file."""
@@ -21,7 +25,9 @@ def cell_of(filename: str) -> Optional[int]:
 
 
 def place(filename: str, line: int) -> str:
-    """``FILE:LINE``, or ``In [N], line L`` for a notebook's cell."""
+    """``FILE:LINE``, or ``In [N], line L`` for a notebook's cell; a place with no line (0) as it is named."""
+    if not line:
+        return filename
     cell = cell_of(filename)
     return "In [%d], line %d" % (cell, line) if cell is not None else "%s:%d" % (filename, line)
 
@@ -30,7 +36,7 @@ def short(where: Optional[str]) -> str:
     """A place without its folder (``train.py:120``); a cell's stays as it is."""
     if not where:
         return "an unknown line"
-    if where.startswith("In ["):
+    if where.startswith("In [") or ":" not in where:
         return where
     path, _, line = where.rpartition(":")
     return "%s:%s" % (path.replace("\\", "/").rsplit("/", 1)[-1], line)

@@ -37,11 +37,13 @@ attributed at the call's end, or not at all, and the share of each line is of th
 
 from __future__ import annotations
 
+import gc
 import sys
 import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..base.places import COLLECTION
 from .stack import SKIP, HOSTS, _STDLIB
 from .callsite import line_of
 from .cpuclock import CpuClock
@@ -67,6 +69,10 @@ SWITCH_S = 0.0001
 _PREFIXES = SKIP + HOSTS + tuple(s + "." for s in SKIP + HOSTS)
 Where = Tuple[str, int, str]  # (file, line, function)
 INNER = ("<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>", "<lambda>")
+# A full garbage collection in the program's own code, as a line of its own (``Sampler._collected``); a sample due
+# while it ran lands this soon after it (the clock's signal waits the collection out), and is the collection's.
+GC_WHERE: Where = (COLLECTION, 0, "Python")
+GC_SLACK_NS = 100_000
 
 
 class GaveWay(RuntimeError):
@@ -90,10 +96,14 @@ class Sampler:
         self._period = CPU_PERIOD_NS  # its period now (ns of the thread's CPU time)
         self._waiting = False  # disarmed by a sample inside a pass, until ``resume``
         self.clock: Tuple[str, float] = ("", 0.0)  # what the samples came from ("cpu", "timer", "thread"), ms apart
+        self._gc_start = 0  # a full collection of the program's own under way (ns), 0 where none is
+        self._gc_cpu = 0  # the thread's CPU time as it began (ns)
+        self._gc_end = 0  # when the last one ended
 
     def start(self) -> None:
         if self._thread is not None or self._timer:
             return
+        self._watch_collections(True)
         if self._start_timer():
             return
         self._stop.clear()
@@ -156,6 +166,8 @@ class Sampler:
                 kept = None if r.open_calls[-1] is not OPENED else False
             elif r.builds.open_at:
                 kept = None  # NNabla making a function of a dynamic graph: its pass's time
+            elif t0 - self._gc_end < GC_SLACK_NS:
+                kept = True  # due while the program's collection ran: sampled with it (``_collected``)
             elif r.capturing and frame is not None:
                 kept = self._keep(t0, self._where(frame, r)) or None
         except Exception:  # never a failure of the sampler's into the program
@@ -198,14 +210,60 @@ class Sampler:
     def _keep(self, t0: int, where: Optional[Where]) -> bool:
         if where is None:
             return False
+        self.recorder.window.samples.append((t0, self._index_of(where)))
+        return True
+
+    def _index_of(self, where: Where) -> int:
         index = self._index.get(where)
         if index is None:
             index = self._index[where] = len(self.wheres)
             self.wheres.append(where)
-        self.recorder.window.samples.append((t0, index))
-        return True
+        return index
+
+    def _watch_collections(self, on: bool) -> None:
+        try:
+            if on and self._collected not in gc.callbacks:
+                gc.callbacks.append(self._collected)
+            elif not on and self._collected in gc.callbacks:
+                gc.callbacks.remove(self._collected)
+        except Exception:
+            pass
+
+    def _collected(self, phase: str, info: Dict[str, Any]) -> None:
+        """A full garbage collection the program's own code set off is its own time between NNabla's calls, and a
+        line of its own (``GC_WHERE``): sampled at the clock's period over its pause, since the clock's signal waits
+        the pause out and would land on the program's next line. One set off inside a call nnprofile times, inside a
+        pass or in nnprofile's own code is left as it is (``hooks.FunctionHooks.collected``)."""
+        r = self.recorder
+        try:
+            if info.get("generation", 2) < 2 or not r.capturing or threading.get_ident() != r.program_thread:
+                return
+            clock, cpu = time.perf_counter_ns, time.thread_time_ns
+            if phase == "start":
+                mine = not r.open_calls and not r.builds.open_at and self._where(sys._getframe(1), r) is not None
+                self._gc_start, self._gc_cpu = (clock(), cpu()) if mine else (0, 0)
+                return
+            start, end = self._gc_start, clock()
+            if not start:
+                return
+            # As many samples as the clock would have taken: its period now (the CPU clock's, of the thread's CPU
+            # time), or as it was asked for (the profiling timer's, of CPU time; the thread's, of wall time).
+            period = self._period if self.clock[0] == "cpu" else self.clock[1] * 1e6
+            n = round(((cpu() - self._gc_cpu) if self._timer else (end - start)) / max(period, 1.0))
+            index, samples = self._index_of(GC_WHERE), r.window.samples
+            late = bool(samples) and samples[-1][0] > start  # (a sample of a finalizer's Python during the pause)
+            samples.extend((start + (2 * k + 1) * (end - start) // (2 * n), index) for k in range(n))
+            if late:
+                samples.sort()
+            self._gc_start, done = 0, clock()
+            if n:
+                self._gc_end = done
+            r.window.excluded.append((end, done))
+        except Exception:  # never a failure of the sampler's into the program
+            self._gc_start = 0
 
     def stop(self) -> None:
+        self._watch_collections(False)
         self._stop_timer()
         if self._thread is None:
             return
@@ -234,8 +292,8 @@ class Sampler:
         window = r.window
         window.taken += 1
         try:
-            if r.open_calls or not r.capturing or r.builds.open_at:
-                return
+            if r.open_calls or not r.capturing or r.builds.open_at or t0 - self._gc_end < self.interval_s * 1e9:
+                return  # (the last: what it found is the collection's, sampled with it)
             frame = sys._current_frames().get(r.program_thread)
             self._keep(t0, self._where(frame, r) if frame is not None else None)
         finally:

@@ -144,11 +144,11 @@ def other_line(s: Summary) -> str:
         sampled(s.own_samples, s.own_clock),
         ", too few for a share" if few else "",
         "; ".join(
-            "%s in %s %s (%s)"
+            "%s in %s%s (%s)"
             % (
                 l.where,
                 l.function,
-                "`%s`" % l.text if l.text else "",
+                " `%s`" % l.text if l.text else "",
                 "%d of %s" % (l.samples, counted(s.own_samples, "sample"))
                 if few
                 else "%s, %s [%s, %s]"
