@@ -213,25 +213,24 @@ def signature_costs(
     from ..assembly.passes import group_passes
 
     graph = capture.graph
-    calls: Dict[Tuple[str, str], List[float]] = {}
+    calls: Dict[str, Dict[str, List[float]]] = {}  # signature -> phase -> its calls' times
     first: Dict[str, Any] = {}
     for p in group_passes(capture.events, capture.sites):
         for e in p.calls:
             if e.kind == STATIC and e.function in graph.functions:
                 f = graph.functions[e.function]
                 key = graph.signature(f)
-                calls.setdefault((key, p.phase), []).append(float(e.end_ns - e.start_ns))
+                calls.setdefault(key, {}).setdefault(p.phase, []).append(float(e.end_ns - e.start_ns))
                 first.setdefault(key, f)
     out: Dict[str, Tuple[float, float]] = {}
     deadline = time.monotonic() + budget_s
-    counts = {key: sum(len(t) for (k, _), t in calls.items() if k == key) for key in first}
-    for key in sorted(first, key=lambda k: -counts[k]):
+    for key in sorted(calls, key=lambda k: -sum(map(len, calls[k].values()))):
         if key in known:
             out[key] = known[key]
             if key + BACKWARD in known:
                 out[key + BACKWARD] = known[key + BACKWARD]
             continue
-        short = {phase for (k, phase), times in calls.items() if k == key and median(times) <= below_ns}
+        short = {phase for phase, times in calls[key].items() if median(times) <= below_ns}
         if time.monotonic() > deadline or not short:
             continue
         measured = _replica_costs(first[key], graph, recorder_factory, pairs, short)
