@@ -7,6 +7,7 @@ from typing import Any
 from ..analysis.ranks import RANK_COLUMNS, STEP_COLUMNS, RanksAnalysis, rank_rows, step_rows
 from ..analysis.windows import WindowsAnalysis
 from ..result.columns import MS_FORMAT
+from .colours import part_colour
 from .ranks import summary_lines as ranks_lines
 from .windows import columns as window_columns, rows as window_rows, summary_lines as window_findings
 from .xlsx_book import Book, coloured_table, write_row
@@ -29,15 +30,14 @@ def ranks_sheet(book: Book, ws: Any, r: RanksAnalysis) -> None:
     for i, row in enumerate(step_rows(r), start=at + 1):
         write_row(book, ws, i, row, {2: MS_FORMAT})
     chart = book.wb.add_chart({"type": "bar", "subtype": "stacked"})
-    colours = ("#54A24B", "#4C78A8", "#F58518", "#B279A2", "#9D755D", "#BAB0AC", "#E45756")
-    for part, colour in zip(RANK_BAR_PARTS, colours):
+    for part in RANK_BAR_PARTS:
         col = RANK_COLUMNS.index(part)
         chart.add_series(
             {
                 "name": [ws.name, 0, col],
                 "categories": [ws.name, 1, 0, n, 0],
                 "values": [ws.name, 1, col, n, col],
-                "fill": {"color": colour},
+                "fill": {"color": part_colour(part[: -len("_ms")])},
             }
         )
     chart.set_title({"name": "Each rank's step (ms)"})
