@@ -8,14 +8,22 @@ in the solver proxies and a solver of the program's own, in the data iterator's 
 reading the program's stacks and counting its steps, in switching the hooks, and in making the profile.
 """
 
+import dis
+import gc
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
 import nnprofile
 from conftest import ROOT
+from nnprofile.base.errors import Terminated
+from nnprofile.recording.faults import Faults
+from nnprofile.recording.hooks import FunctionHooks
 
 SCRIPT = os.path.join(ROOT, "tests", "scripts", "everything.py")
 FAULTS = os.path.join(ROOT, "tests", "faults")
@@ -125,6 +133,47 @@ def test_a_ctrl_c_before_the_recorder_stopped_still_stops_it_and_its_timer(tmp_p
     assert proc.returncode >= 0, proc.stderr[-3000:]  # not ended by a signal (SIGPROF: -27)
     assert "a second Ctrl-C stopped it before all its files were written" in proc.stderr, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr and "nnprofile: error:" not in proc.stderr
+
+
+class _Interrupted:
+    """The recording as the collections' callback reads it, whose first read takes a signal's exception (as where
+    the handler of a Ctrl-C that came in runs at that point)."""
+
+    faults = Faults()
+    sampler = None
+
+    def __init__(self, error):
+        self.error = error
+        self.program_thread = threading.get_ident()
+
+    @property
+    def capturing(self):
+        error, self.error = self.error, None
+        if error is not None:
+            raise error
+        return False
+
+
+@pytest.mark.parametrize("error, signum", [(KeyboardInterrupt(), signal.SIGINT), (Terminated(), signal.SIGTERM)])
+def test_a_ctrl_c_landing_in_the_collections_callback_reaches_the_program_once_it_ends(error, signum):
+    """Python prints an exception raised in a garbage collection's callback and drops it: a Ctrl-C (or a SIGTERM)
+    whose handler ran in nnprofile's is held and raised in the program's thread once the collection is over."""
+    assert next(dis.get_instructions(FunctionHooks.collected)).opname == "SETUP_FINALLY"  # no handler before it
+    hooks, dropped = FunctionHooks(_Interrupted(error)), []
+    previous = signal.signal(signum, signal.default_int_handler)  # (a worker may ignore SIGINT; SIGTERM's: run's)
+    unraisable, sys.unraisablehook = sys.unraisablehook, dropped.append
+    gc.callbacks.append(hooks.collected)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            gc.collect()
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                time.sleep(0.001)
+    finally:
+        gc.callbacks.remove(hooks.collected)
+        sys.unraisablehook = unraisable
+        signal.signal(signum, previous)
+    assert not dropped and hooks.held is None
 
 
 def test_nested_import_waits_on_one_thread_keep_the_outer_one():

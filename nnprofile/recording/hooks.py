@@ -30,16 +30,12 @@ class FunctionHooks:
 
     def __init__(self, host: HooksHost) -> None:
         self.host = host
-        self.deferred: Optional[BaseException] = None  # a Ctrl-C Python would have dropped, for the next hook
+        self.held: Optional[BaseException] = None  # a Ctrl-C that landed in ``collected``, until it ends
         self._gc_start = 0  # a collection nnprofile's own allocation began, under way
 
     def pre(self, f: Any) -> None:
         host = self.host
         try:
-            if self.deferred is not None:  # a Ctrl-C (or a SIGTERM) that landed in a garbage collection's callback
-                signum = signal.SIGTERM if getattr(self.deferred, "exit_code", 130) == 143 else signal.SIGINT
-                self.deferred = None
-                _thread.interrupt_main(signum)
             if _ident() == host.program_thread:
                 if host.sync is not None:
                     host.sync()  # what ran before this function is not its time
@@ -121,25 +117,47 @@ class FunctionHooks:
             host.loop.hooks(on)
 
     def collected(self, phase: str, info: Any) -> None:
-        """Python's garbage collector, run by an allocation: where nnprofile's own code allocated (an event, a stack),
-        or NNabla inside a pass (the object it hands each hook: the program's own pass allocates none), its pause is
-        nnprofile's work, left out of every call, pass and step like the rest of it (a collection of the window's
-        many events once read 30 ms inside a 0.1 ms function). Where the program allocated, it is its time."""
-        host = self.host
+        """Python's full garbage collections in a window, in the program's thread (the one callback nnprofile adds):
+        where nnprofile's own code allocated (an event, a stack), or NNabla inside a pass (the object it hands each
+        hook: the program's own pass allocates none), its pause is nnprofile's work, left out of every call, pass and
+        step like the rest of it (a collection of the window's many events once read 30 ms inside a 0.1 ms
+        function); where the program's own line allocated, the sampler counts it (``Sampler.collected``).
+
+        A Ctrl-C (or a SIGTERM) whose handler runs in here would be printed and dropped by Python: it is held, and
+        given back once the collection is over (``_give_back``). The body begins with ``try``: Python runs no
+        handler before a ``try`` is entered, as it would before a function's first instruction."""
         try:
-            if not host.capturing or _ident() != host.program_thread or info.get("generation", 2) < 2:
-                return  # (young generations' collections take microseconds)
-            if phase == "start":
-                frame = _getframe(1)
-                ours = frame is not None and (
-                    frame.f_globals.get("__name__", "").startswith("nnprofile.")
-                    or (frame.f_code, frame.f_lasti) in host.passes.site_phases
-                )
-                self._gc_start = host.clock() if ours else 0
-            elif self._gc_start:
-                host.window.excluded.append((self._gc_start, host.clock()))
-                self._gc_start = 0
+            host = self.host
+            if host.capturing and _ident() == host.program_thread and info.get("generation", 2) == 2:
+                frame = _getframe(1) if phase == "start" else None  # (young generations' take microseconds)
+                self._exclude(phase, frame)
+                if host.sampler is not None:
+                    host.sampler.collected(phase, frame)
+            if phase == "stop" and self.held is not None:
+                self._give_back()
         except Exception as e:
-            host.faults.add("timing a garbage collection", e)
-        except BaseException as e:  # noqa: B036 (a Ctrl-C that landed here: Python would drop it; given back later)
-            self.deferred = e
+            self.host.faults.add("timing a garbage collection", e)
+        except BaseException as e:  # noqa: B036 (a Ctrl-C that landed here, held and given back)
+            self.held = self.held or e
+            if phase == "stop":
+                self._give_back()
+
+    def _exclude(self, phase: str, frame: Any) -> None:
+        host = self.host
+        if phase == "start":
+            ours = frame is not None and (
+                frame.f_globals.get("__name__", "").startswith("nnprofile.")
+                or (frame.f_code, frame.f_lasti) in host.passes.site_phases
+            )
+            self._gc_start = host.clock() if ours else 0
+        elif self._gc_start:
+            host.window.excluded.append((self._gc_start, host.clock()))
+            self._gc_start = 0
+
+    def _give_back(self) -> None:
+        """The held Ctrl-C (or SIGTERM) raised in the program's thread again, by a thread of nnprofile's own: it runs
+        once the program's thread lets go of the interpreter, after the collection (a thread started here, not
+        waited for; ``threading.Thread`` would wait, in Python, inside the collection)."""
+        signum = signal.SIGTERM if getattr(self.held, "exit_code", 130) == 143 else signal.SIGINT
+        self.held = None
+        _thread.start_new_thread(_thread.interrupt_main, (signum,))

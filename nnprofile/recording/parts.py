@@ -92,6 +92,7 @@ class HooksHost(Protocol):
     loop: Loop  # the window's sequence of passes, updates, reads and marks
     passes: Any  # the pass under way (``passes.PassTracker``)
     solver_calls: Any  # the solvers' part (``solvers.Solvers``): the program's classes looked at as a pass begins
+    sampler: Any  # the program's lines sampled (``sampler.Sampler``), or None
 
     @property
     def steps(self) -> Any:

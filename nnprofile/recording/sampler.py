@@ -37,7 +37,6 @@ attributed at the call's end, or not at all, and the share of each line is of th
 
 from __future__ import annotations
 
-import gc
 import sys
 import threading
 import time
@@ -69,7 +68,7 @@ SWITCH_S = 0.0001
 _PREFIXES = SKIP + HOSTS + tuple(s + "." for s in SKIP + HOSTS)
 Where = Tuple[str, int, str]  # (file, line, function)
 INNER = ("<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>", "<lambda>")
-# A full garbage collection in the program's own code, as a line of its own (``Sampler._collected``); a sample due
+# A full garbage collection in the program's own code, as a line of its own (``Sampler.collected``); a sample due
 # while it ran lands this soon after it (the clock's signal waits the collection out), and is the collection's.
 GC_WHERE: Where = (COLLECTION, 0, "Python")
 GC_SLACK_NS = 100_000
@@ -103,7 +102,6 @@ class Sampler:
     def start(self) -> None:
         if self._thread is not None or self._timer:
             return
-        self._watch_collections(True)
         if self._start_timer():
             return
         self._stop.clear()
@@ -220,27 +218,20 @@ class Sampler:
             self.wheres.append(where)
         return index
 
-    def _watch_collections(self, on: bool) -> None:
-        try:
-            if on and self._collected not in gc.callbacks:
-                gc.callbacks.append(self._collected)
-            elif not on and self._collected in gc.callbacks:
-                gc.callbacks.remove(self._collected)
-        except Exception:
-            pass
-
-    def _collected(self, phase: str, info: Dict[str, Any]) -> None:
-        """A full garbage collection the program's own code set off is its own time between NNabla's calls, and a
-        line of its own (``GC_WHERE``): sampled at the clock's period over its pause, since the clock's signal waits
-        the pause out and would land on the program's next line. One set off inside a call nnprofile times, inside a
-        pass or in nnprofile's own code is left as it is (``hooks.FunctionHooks.collected``)."""
+    def collected(self, phase: str, frame: Any) -> None:
+        """A full garbage collection in a window, in the program's thread, begun (``frame``: where it allocated) or
+        ended (``hooks.FunctionHooks.collected`` calls this). One the program's own code set off is its own time
+        between NNabla's calls, and a line of its own (``GC_WHERE``): sampled at the clock's period over its pause,
+        since the clock's signal waits the pause out and would land on the program's next line. One set off inside a
+        call nnprofile times, inside a pass or in nnprofile's own code is left as it is."""
         r = self.recorder
         try:
-            if info.get("generation", 2) < 2 or not r.capturing or threading.get_ident() != r.program_thread:
-                return
+            if not self._timer and self._thread is None:
+                return  # (not sampling)
             clock, cpu = time.perf_counter_ns, time.thread_time_ns
             if phase == "start":
-                mine = not r.open_calls and not r.builds.open_at and self._where(sys._getframe(1), r) is not None
+                mine = not r.open_calls and not r.builds.open_at and frame is not None
+                mine = mine and self._where(frame, r) is not None
                 self._gc_start, self._gc_cpu = (clock(), cpu()) if mine else (0, 0)
                 return
             start, end = self._gc_start, clock()
@@ -263,7 +254,6 @@ class Sampler:
             self._gc_start = 0
 
     def stop(self) -> None:
-        self._watch_collections(False)
         self._stop_timer()
         if self._thread is None:
             return
