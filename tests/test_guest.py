@@ -11,11 +11,9 @@ reading the program's stacks and counting its steps, in switching the hooks, and
 import dis
 import gc
 import os
-import signal
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 
@@ -154,26 +152,47 @@ class _Interrupted:
         return False
 
 
-@pytest.mark.parametrize("error, signum", [(KeyboardInterrupt(), signal.SIGINT), (Terminated(), signal.SIGTERM)])
-def test_a_ctrl_c_landing_in_the_collections_callback_reaches_the_program_once_it_ends(error, signum):
+@pytest.mark.parametrize("error", [KeyboardInterrupt(), Terminated()])
+def test_a_ctrl_c_landing_in_the_collections_callback_reaches_the_program_once_it_ends(error):
     """Python prints an exception raised in a garbage collection's callback and drops it: a Ctrl-C (or a SIGTERM)
-    whose handler ran in nnprofile's is held and raised in the program's thread once the collection is over."""
+    whose handler ran in nnprofile's is held, and raised in the code that set the collection off, as its next line
+    begins."""
     assert next(dis.get_instructions(FunctionHooks.collected)).opname == "SETUP_FINALLY"  # no handler before it
-    hooks, dropped = FunctionHooks(_Interrupted(error)), []
-    previous = signal.signal(signum, signal.default_int_handler)  # (a worker may ignore SIGINT; SIGTERM's: run's)
+    hooks, dropped, reached = FunctionHooks(_Interrupted(error)), [], []
     unraisable, sys.unraisablehook = sys.unraisablehook, dropped.append
     gc.callbacks.append(hooks.collected)
     try:
-        with pytest.raises(KeyboardInterrupt):
+        with pytest.raises(type(error)):
             gc.collect()
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                time.sleep(0.001)
+            reached.append("the line after the collection")
     finally:
         gc.callbacks.remove(hooks.collected)
         sys.unraisablehook = unraisable
-        signal.signal(signum, previous)
-    assert not dropped and hooks.held is None
+    assert not dropped and not reached and hooks.held is None
+
+
+@pytest.mark.slow
+def test_a_ctrl_c_landing_in_a_function_hook_reaches_the_programs_own_handler(tmp_path):
+    """A Ctrl-C whose handler ran inside a function hook (injected: the hook's first look at a pass raises it), raised
+    there, would leave ``forward`` as a SystemError the program's ``except KeyboardInterrupt`` misses. It is raised as
+    the call returns: the program's own handler runs, and its exit status is its own."""
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([FAULTS, ROOT]),
+        NNPROFILE_TEST_INTERRUPT="nnprofile.recording.passes:PassTracker.static_function@catches_ctrl_c",
+    )
+    program = os.path.join(ROOT, "tests", "scripts", "catches_ctrl_c.py")
+    proc = subprocess.run(
+        [sys.executable, "-m", "nnprofile", "run", "-q", "--warmup", "0", "-o", str(tmp_path / "out"), program],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(tmp_path),
+        timeout=600,
+    )
+    assert proc.returncode == 3, proc.stderr[-3000:]
+    assert proc.stdout.startswith("stopped by Ctrl-C at iteration 0: saved"), proc.stdout
+    assert "SystemError" not in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_nested_import_waits_on_one_thread_keep_the_outer_one():

@@ -8,10 +8,10 @@ out at the end (``traceback_text``, for ``--debug``).
 
 from __future__ import annotations
 
-import _thread
+import sys
 import traceback
 from dataclasses import dataclass
-from typing import Dict, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 MAX_FAULTS = 20  # kinds of fault kept (each with its count)
 
@@ -45,14 +45,6 @@ class Faults:
         except Exception:
             pass
 
-    def in_hook(self, where: str, error: BaseException) -> None:
-        """A failure inside a hook NNabla calls from C++, where nothing may be raised: a Ctrl-C that landed
-        there is given back to the program (at its next Python instruction), anything else is noted."""
-        if isinstance(error, KeyboardInterrupt):
-            _thread.interrupt_main()
-            return
-        self.add(where, error)
-
     def counted(self) -> List[Tuple[str, int]]:
         """Each kind of fault's text and how many times it happened, in the order first seen."""
         return [(f.text, f.count) for f in self.kinds.values()]
@@ -71,3 +63,27 @@ class Faults:
                 % (n, "" if n == 1 else "s", text, lines)
             )
         return "".join(out)
+
+
+def give_back(error: BaseException, frame: Any) -> None:
+    """A Ctrl-C (or a SIGTERM, ``base.errors.Terminated``) whose handler ran inside a callback called from C: a
+    function hook (raised there, it reaches the program as a SystemError out of ``forward``, which its own ``except
+    KeyboardInterrupt`` misses) or a garbage collection's (Python prints it and drops it). It is raised again in
+    ``frame``, the program's code that made the call into C, as its next line begins (a trace function of that frame
+    alone): where Python would have raised it without nnprofile, as the call returned. Python takes every trace
+    function off as one raises; a debugger's or a coverage tool's goes with it, as the program stops."""
+    fresh = error.with_traceback(None)
+    previous = frame.f_trace
+
+    def local(traced: Any, event: str, arg: Any) -> Any:
+        traced.f_trace = previous
+        raise fresh
+
+    frame.f_trace = local
+    frame.f_trace_lines = True
+    if sys.gettrace() is None:
+        sys.settrace(_untraced)  # (a frame's own trace function runs only while one is set)
+
+
+def _untraced(frame: Any, event: str, arg: Any) -> None:
+    return None  # (the calls made meanwhile: not traced)

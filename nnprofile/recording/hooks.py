@@ -10,13 +10,12 @@ noted, a Ctrl-C given back to the program). A call's frame (the program's, that 
 
 from __future__ import annotations
 
-import _thread
-import signal
 import sys
 import threading
 from typing import Any, Optional, Tuple
 
 from ..assembly.events import STATIC, Call, Hooks
+from .faults import give_back
 from .parts import HooksHost
 
 HOOK_KEY = "nnprofile"
@@ -34,8 +33,8 @@ class FunctionHooks:
         self._gc_start = 0  # a collection nnprofile's own allocation began, under way
 
     def pre(self, f: Any) -> None:
-        host = self.host
-        try:
+        try:  # (first: Python runs no signal's handler before a try is entered, as it would at a call's start)
+            host = self.host
             if _ident() == host.program_thread:
                 if host.sync is not None:
                     host.sync()  # what ran before this function is not its time
@@ -43,8 +42,10 @@ class FunctionHooks:
             else:
                 host.elsewhere += 1  # a function another thread ran: not recorded, but counted and said
                 host.shared = True
-        except BaseException as e:  # noqa: B036 (a Ctrl-C is given back by faults.in_hook)
-            host.faults.in_hook("the function pre-hook", e)
+        except Exception as e:
+            self.host.faults.add("the function pre-hook", e)
+        except BaseException as e:  # noqa: B036 (a Ctrl-C that landed here: given back as NNabla's call returns)
+            give_back(e, _getframe(1))
 
     def _start_of(self, f: Any) -> Optional[Tuple[Any, int, int]]:
         """``f``'s open call (f, its start, the switches then), taken off the open calls (with any call above it that
@@ -60,8 +61,8 @@ class FunctionHooks:
         return None
 
     def post(self, f: Any) -> None:
-        host = self.host
         try:
+            host = self.host
             if _ident() != host.program_thread:
                 return
             if host.sync is not None:
@@ -90,8 +91,10 @@ class FunctionHooks:
                 call.stack = host.steps.take(frame)
                 host.steps.moved(call.stack, "other", end, frame, begun=(start, m0, m1))
                 host.aside(end)  # nnprofile's own work inside the pass
-        except BaseException as e:  # noqa: B036
-            host.faults.in_hook("the function post-hook", e)
+        except Exception as e:
+            self.host.faults.add("the function post-hook", e)
+        except BaseException as e:  # noqa: B036 (as in ``pre``)
+            give_back(e, _getframe(1))
 
     def switch(self, on: bool) -> None:
         """The function hooks on or off. NNabla's global function hooks crash the process where two threads run
@@ -124,7 +127,7 @@ class FunctionHooks:
         function); where the program's own line allocated, the sampler counts it (``Sampler.collected``).
 
         A Ctrl-C (or a SIGTERM) whose handler runs in here would be printed and dropped by Python: it is held, and
-        given back once the collection is over (``_give_back``). The body begins with ``try``: Python runs no
+        given back once the collection is over (``faults.give_back``). The body begins with ``try``: Python runs no
         handler before a ``try`` is entered, as it would before a function's first instruction."""
         try:
             host = self.host
@@ -134,13 +137,15 @@ class FunctionHooks:
                 if host.sampler is not None:
                     host.sampler.collected(phase, frame)
             if phase == "stop" and self.held is not None:
-                self._give_back()
+                held, self.held = self.held, None
+                give_back(held, _getframe(1))
         except Exception as e:
             self.host.faults.add("timing a garbage collection", e)
         except BaseException as e:  # noqa: B036 (a Ctrl-C that landed here, held and given back)
             self.held = self.held or e
             if phase == "stop":
-                self._give_back()
+                held, self.held = self.held, None
+                give_back(held, _getframe(1))
 
     def _exclude(self, phase: str, frame: Any) -> None:
         host = self.host
@@ -153,11 +158,3 @@ class FunctionHooks:
         elif self._gc_start:
             host.window.excluded.append((self._gc_start, host.clock()))
             self._gc_start = 0
-
-    def _give_back(self) -> None:
-        """The held Ctrl-C (or SIGTERM) raised in the program's thread again, by a thread of nnprofile's own: it runs
-        once the program's thread lets go of the interpreter, after the collection (a thread started here, not
-        waited for; ``threading.Thread`` would wait, in Python, inside the collection)."""
-        signum = signal.SIGTERM if getattr(self.held, "exit_code", 130) == 143 else signal.SIGINT
-        self.held = None
-        _thread.start_new_thread(_thread.interrupt_main, (signum,))

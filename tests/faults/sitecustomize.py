@@ -22,15 +22,23 @@ for _spec in filter(None, os.environ.get("NNPROFILE_TEST_FAULTS", "").split(",")
 
 def _interrupt_once(spec):
     """NNPROFILE_TEST_INTERRUPT=module:Class.method: its first call raises KeyboardInterrupt before it runs (a
-    Ctrl-C landing there), later calls run as they are."""
+    Ctrl-C landing there), later calls run as they are. ``module:Class.method@NAME``: its first call from the
+    program's code (a file whose name holds NAME, below it on the stack)."""
+    import sys
+    spec, _, within = spec.partition("@")
     module_name, _, path = spec.partition(":")
     owner, _, name = path.rpartition(".")
     target = getattr(importlib.import_module(module_name), owner) if owner else importlib.import_module(module_name)
     original, calls = getattr(target, name), []
 
+    def below(frame):
+        while frame is not None and within not in frame.f_code.co_filename:
+            frame = frame.f_back
+        return frame is not None
+
     def interrupted(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 1:
+        if not calls and below(sys._getframe(1)):
+            calls.append(1)
             raise KeyboardInterrupt
         return original(*args, **kwargs)
     setattr(target, name, interrupted)
