@@ -131,7 +131,7 @@ class FunctionHooks:
         handler before a ``try`` is entered, as it would before a function's first instruction."""
         try:
             host = self.host
-            if host.capturing and _ident() == host.program_thread and info.get("generation", 2) == 2:
+            if _ident() == host.program_thread and host.capturing and info.get("generation", 2) == 2:
                 frame = _getframe(1) if phase == "start" else None  # (young generations' take microseconds)
                 self._exclude(phase, frame)
                 if host.sampler is not None:
