@@ -53,7 +53,7 @@ def test_a_version_11_file_holds_its_notes_as_kinds_and_figures_said_as_the_run_
     assert end.figures["window"] == 2 and end.figures["failure"] is None and end.figures["status"] is None
     text = "\n".join(log.files(profile, analyze(profile))["profile.log"].splitlines())
     assert (
-        "Note: after window 2 (its last step %d) the program ran %d more steps unrecorded"
+        "Note: after step %d (the end of window 2) the program ran %d more steps unrecorded"
         % (end.figures["last_step"], end.figures["more_steps"])
     ) in text
     assert "it ended normally" in text and "Note: input (load_dataset) is the time the program waited" in text
@@ -245,3 +245,16 @@ def test_how_the_ranks_clocks_were_aligned_is_a_note_and_whether_they_were_is_a_
     data["ranks"] = {"clock": {"method": {"figures": {}}}}
     with pytest.raises(ProfileError, match="ranks holds a field of the wrong kind"):
         result_file.from_dict(data)
+
+
+def test_the_end_note_says_which_steps_after_the_first_window_measured_the_hooks_cost():
+    """The first window's kept steps end (steps 2 to 21), then 20 steps measure the hooks' cost: the note says the
+    step the recording ended at and why it is past the window's."""
+    figures = {"window": 1, "last_step": 41, "more_steps": 109, "tail_s": 0.0, "failure": None, "status": None}
+    said = notes.text(Note("after_windows", dict(figures, measured_steps=20)))
+    assert said.startswith(
+        "after step 41 (window 1 and the 20 steps after it that measured the hooks' cost) the program ran 109 more "
+        "steps unrecorded"
+    )
+    earlier = notes.text(Note("after_windows", figures))  # (a file written before these were counted)
+    assert earlier.startswith("after step 41 (the end of window 1) the program ran 109 more steps unrecorded")

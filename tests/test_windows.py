@@ -350,7 +350,7 @@ def test_an_evaluation_loop_run_as_a_script_gets_windows_across_its_run(tmp_path
     view = nnprofile.load(out)
     # the first window, its 20 calibration steps, then a window every 16 steps (10 + 1 + 5)
     assert [w.first_step for w in view.windows] == [12, 48, 64, 80, 96, 112]
-    assert any("after window 6 (its last step 116) the program ran 4 more steps unrecorded" in n for n in view.notes)
+    assert any("after step 116 (the end of window 6) the program ran 4 more steps unrecorded" in n for n in view.notes)
     assert [s.name for s in view.sections][0] == "y" and "accuracy" in stdout
 
 

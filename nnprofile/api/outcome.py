@@ -108,6 +108,7 @@ def after_windows(recorder: Any, failure: Optional[str], status: Any) -> Note:
         {
             "window": max(1, r.windowing.window),
             "last_step": recorded,
+            "measured_steps": len(r.windowing.windows.calibration) if r.windowing.window == 1 else 0,
             "more_steps": max(0, r.steps.done - recorded),
             "tail_s": tail,
             "failure": failure,

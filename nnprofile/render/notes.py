@@ -198,10 +198,16 @@ def _ended(f: Figures) -> str:
 
 
 def _after_windows(f: Figures) -> str:
+    measured = f.get("measured_steps") or 0  # (after the first window's kept steps: the hooks' cost)
+    where = (
+        "window %d and the %d steps after it that measured the hooks' cost" % (f["window"], measured)
+        if measured
+        else "the end of window %d" % f["window"]
+    )
     return (
-        "after window %d (its last step %d) the program ran %d more %s unrecorded, then %.3f s after its "
-        "last step (work after the loop: a final evaluation, saving), and %s"
-        % (f["window"], f["last_step"], f["more_steps"], plural(f["more_steps"], "step"), f["tail_s"], _ended(f))
+        "after step %d (%s) the program ran %d more %s unrecorded, then %.3f s after its last step (work after the "
+        "loop: a final evaluation, saving), and %s"
+        % (f["last_step"], where, f["more_steps"], plural(f["more_steps"], "step"), f["tail_s"], _ended(f))
     )
 
 
