@@ -334,7 +334,7 @@ def graphs_of(
     passes = [group_passes(span, capture.sites) for span in spans]
     # The graphs of the steps the profile shows or notes: kept, set aside, before the first, after the last.
     noted = {0, len(spans) - 1} | {1 + i for i in kept} | {1 + i for i in range(skip)}
-    graphs = split_by_graph(spans, passes, capture, noted)
+    graphs = split_by_graph(spans, passes, capture, noted, {1 + i for i in kept})
     for g in graphs:
         g.trained_by = trainers(g, spans, capture)
     for g in graphs:  # back to the steps' own indexes

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import AbstractSet, Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..base.places import place, short
 from .events import DYNAMIC, Call, Capture
@@ -63,11 +63,15 @@ def graph_key(p: Pass, dynamic_functions: Set[int]) -> Any:
 
 
 def split_by_graph(
-    steps: Sequence[List[Any]], passes: Sequence[List[Pass]], capture: Capture, shown: Optional[Set[int]] = None
+    steps: Sequence[List[Any]],
+    passes: Sequence[List[Pass]],
+    capture: Capture,
+    shown: Optional[Set[int]] = None,
+    kept: AbstractSet[int] = frozenset(),
 ) -> List[Graph]:
     """The graphs of the steps given, in order of first use; each with its passes per step. ``shown``: the
     steps whose graphs matter (a graph seen only elsewhere, in part, as the hooks were switched for the steps
-    that measure their cost, is left out).
+    that measure their cost, is left out); ``kept``: the steps the profile is of (``tell_apart``).
 
     Under auto_forward a graph is no object the program keeps: its functions run as they are made, anew each
     step: which graph each function belongs to is ``nnprofile.assembly.builds``' rule (what reads it, and the
@@ -117,7 +121,7 @@ def split_by_graph(
         if built:
             g.made = built[-1]
     _name_unnamed(out)
-    tell_apart(out, capture.codes)
+    tell_apart(out, capture.codes, kept)
     return out
 
 
@@ -224,31 +228,41 @@ def _first_use(graph: Graph) -> Tuple[int, int]:
     return len(graph.passes), 0
 
 
-def tell_apart(graphs: List[Graph], codes: Sequence[Any] = ()) -> None:
+def tell_apart(graphs: List[Graph], codes: Sequence[Any] = (), kept: AbstractSet[int] = frozenset()) -> None:
     """Graphs the program gave one name get the line that made each: ``loss (line 120)``; the file too
     where the lines are of different files; where one line made them (a function building a graph, called for
     training and for a validation), the line that called it (``result_all (called at train_maml.py:241)``); a number
-    only where even that is the same."""
+    only where even that is the same. Where the ``kept`` steps run one of them, it keeps the name, and the others
+    (seen before those steps or after them: the first step's build under auto_forward, a final evaluation) are told
+    apart from it."""
     by_name: Dict[str, List[Graph]] = {}
     for g in graphs:
         by_name.setdefault(g.name, []).append(g)
     for name, same in by_name.items():
         if len(same) < 2:
             continue
-        places = [g.made for g in same]
-        files = {p.rsplit(":", 1)[0] for p in places if p}
+        _tell_apart(name, same, codes)
+        inside = [g for g in same if any(g.passes[i] for i in kept if i < len(g.passes))]
+        if len(inside) == 1:
+            inside[0].name = name
+
+
+def _tell_apart(name: str, same: List[Graph], codes: Sequence[Any]) -> None:
+    """Each of ``same`` (graphs of one name) named with what tells it from the others."""
+    places = [g.made for g in same]
+    files = {p.rsplit(":", 1)[0] for p in places if p}
+    for i, g in enumerate(same):
+        where = places[i]
+        if where is None:
+            g.name = "%s (%d)" % (name, i + 1)
+        elif len(files) > 1 or where.startswith("In ["):  # (a notebook's cell is named whole)
+            g.name = "%s (%s)" % (name, short(where))
+        else:
+            g.name = "%s (line %s)" % (name, where.rsplit(":", 1)[1])
+    if len({g.name for g in same}) < len(same):  # one line made several: by the line that called it, else numbered
+        called = _called_from([g.stack for g in same], codes)
         for i, g in enumerate(same):
-            where = places[i]
-            if where is None:
-                g.name = "%s (%d)" % (name, i + 1)
-            elif len(files) > 1 or where.startswith("In ["):  # (a notebook's cell is named whole)
-                g.name = "%s (%s)" % (name, short(where))
-            else:
-                g.name = "%s (line %s)" % (name, where.rsplit(":", 1)[1])
-        if len({g.name for g in same}) < len(same):  # one line made several: by the line that called it, else numbered
-            called = _called_from([g.stack for g in same], codes)
-            for i, g in enumerate(same):
-                g.name = "%s (%s)" % (name, "called at %s" % called[i] if called else i + 1)
+            g.name = "%s (%s)" % (name, "called at %s" % called[i] if called else i + 1)
 
 
 def _called_from(stacks: Sequence[Optional[Stack]], codes: Sequence[Any]) -> List[str]:
