@@ -366,3 +366,22 @@ def test_the_rest_of_a_pass_is_named_by_the_figures_the_outputs_show():
     named = entries(20e3)
     assert named["forward_all"].mean_ms == pytest.approx(0.1) and named["engine"].mean_ms == pytest.approx(0.02)
     assert "engine" not in entries(2e3)
+
+
+def test_the_rest_of_a_pass_is_named_where_the_functions_entries_cover_too_little_of_it():
+    """Passes of 100 us whose rest between functions reads 3 us (under a twentieth of the pass), but whose function's
+    entry reads 85 us (a busy machine's calls, each corrected for what other work took, against passes corrected as
+    a whole): the Coverage line adds up 85 %, so the rest is named; with the function at 97 us, it is not."""
+    from nnprofile.assembly.sections import entry_of, pass_entries
+    from nnprofile.base.series import SeriesTable
+
+    def entries(function_ns):
+        whole, engine, function = SeriesTable(), SeriesTable(), SeriesTable()
+        for table, ns in ((whole, 100e3), (engine, 3e3), (function, function_ns)):
+            for _ in range(5):
+                table.next_round()
+                table.get("forward").add(ns)
+        layer = entry_of("fc (Affine)", "forward_function", function.series["forward"])
+        return {e.phase for e in pass_entries(whole, engine, {}, False, [layer])}
+
+    assert "engine" in entries(85e3) and "engine" not in entries(97e3)

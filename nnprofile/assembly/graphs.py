@@ -69,14 +69,13 @@ def split_by_graph(
     shown: Optional[Set[int]] = None,
     kept: AbstractSet[int] = frozenset(),
 ) -> List[Graph]:
-    """The graphs of the steps given, in order of first use; each with its passes per step. ``shown``: the
-    steps whose graphs matter (a graph seen only elsewhere, in part, as the hooks were switched for the steps
-    that measure their cost, is left out); ``kept``: the steps the profile is of (``tell_apart``).
+    """The graphs of the steps given, in order of first use; each with its passes per step. ``shown``: the steps
+    whose graphs matter (a graph seen only elsewhere, in part, as the hooks were switched for the steps that measure
+    their cost, is left out); ``kept``: the steps the profile is of (``tell_apart``).
 
-    Under auto_forward a graph is no object the program keeps: its functions run as they are made, anew each
-    step: which graph each function belongs to is ``nnprofile.assembly.builds``' rule (what reads it, and the
-    program's call that built it). Each such graph's functions in one run of auto_forward calls are one forward
-    pass."""
+    Under auto_forward a graph is no object the program keeps: its functions run as they are made, anew each step:
+    which graph each function belongs to is ``nnprofile.assembly.builds``' rule (what reads it, and the program's
+    call that built it). Each such graph's functions in one run of auto_forward calls are one forward pass."""
     graphs: Dict[Any, Graph] = {}
     functions = capture.graph.functions
     by_backward: Set[Any] = set()  # graphs named by their backward's call (a loss: ``loss.backward()``)

@@ -39,9 +39,8 @@ from .program import ProgramSections, entry_of, per_step_of
 
 # Events a trace keeps per step: a bound on its size (times the active steps).
 MAX_EVENTS_PER_STEP = 20_000
-# A graph's functions covering less of its passes (the rest's mean against the pass's, other work's time taken off
-# each): the rest is an engine entry. Under the 90% the coverage check asks for, so that a rest a little below it by
-# the layers' own means is still named.
+# A graph's functions covering less of its passes (by the rest's mean against the pass's, other work's time taken off
+# each, or by the functions' own means, as the Coverage line adds them up): the rest is an engine entry.
 COVERED = 0.95
 
 
@@ -133,7 +132,7 @@ class Builder:
                     self._pass_event(graph, section.title, p)
         entries = self._layer_entries(graph, layers, (forward, backward), parents)
         self._whole_passes(ran, rounds_of, whole, engine)
-        section.entries = entries + pass_entries(whole, engine, clears, graph.dynamic)
+        section.entries = entries + pass_entries(whole, engine, clears, graph.dynamic, entries)
         section.info = self._graph_info(graph, whole, outside)
         return section
 
@@ -265,10 +264,13 @@ class Builder:
         )
 
 
-def pass_entries(whole: SeriesTable, engine: SeriesTable, clears: Dict[str, str], dynamic: bool) -> List[Entry]:
+def pass_entries(
+    whole: SeriesTable, engine: SeriesTable, clears: Dict[str, str], dynamic: bool, layers: Sequence[Entry] = ()
+) -> List[Entry]:
     """A graph's whole passes (forward_all, backward_all), and the rest of a pass its functions leave, where it is
-    large (by the entries' means): an entry of its own, named by what fills it (clearing buffers, auto_forward's
-    Python, allocating)."""
+    large (by the entries' means), or where the functions' entries (``layers``, as often as each ran a pass: what the
+    Coverage line adds up) cover less than COVERED of the pass: an entry of its own, named by what fills it
+    (clearing buffers, auto_forward's Python, allocating)."""
     entries = [
         entry_of("%s_all" % phase, "%s_all" % phase, whole.series[phase])
         for phase in ("forward", "backward")
@@ -288,6 +290,13 @@ def pass_entries(whole: SeriesTable, engine: SeriesTable, clears: Dict[str, str]
         rest = entry_of("engine (%s: between functions, %s)" % (phase, how), "engine", gaps)
         # by the figures every output shows (other work's time taken off each): a pass other work held up for
         # milliseconds reads long by its raw time, its rest between functions small beside it
-        if rest.stats.mean > (1 - COVERED) * next(e for e in entries if e.phase == phase + "_all").stats.mean:
+        pass_ = next(e for e in entries if e.phase == phase + "_all")
+        per_pass = pass_.calls_per_round()
+        covered = sum(
+            e.stats.mean * (e.calls_per_round() / per_pass if per_pass > 0 else 1.0)
+            for e in layers
+            if e.phase == phase + "_function"
+        )
+        if rest.stats.mean > (1 - COVERED) * pass_.stats.mean or (layers and covered < COVERED * pass_.stats.mean):
             entries.append(rest)
     return entries
