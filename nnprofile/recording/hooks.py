@@ -29,7 +29,6 @@ class FunctionHooks:
 
     def __init__(self, host: HooksHost) -> None:
         self.host = host
-        self.held: Optional[BaseException] = None  # a Ctrl-C that landed in ``collected``, until it ends
         self._gc_start = 0  # a collection nnprofile's own allocation began, under way
 
     def pre(self, f: Any) -> None:
@@ -126,9 +125,10 @@ class FunctionHooks:
         step like the rest of it (a collection of the window's many events once read 30 ms inside a 0.1 ms
         function); where the program's own line allocated, the sampler counts it (``Sampler.collected``).
 
-        A Ctrl-C (or a SIGTERM) whose handler runs in here would be printed and dropped by Python: it is held, and
-        given back once the collection is over (``faults.give_back``). The body begins with ``try``: Python runs no
-        handler before a ``try`` is entered, as it would before a function's first instruction."""
+        A Ctrl-C (or a SIGTERM) whose handler runs in here would be printed and dropped by Python: it is given back
+        to the frame that set the collection off, raised as its next line begins, after the collection
+        (``faults.give_back``). The body begins with ``try``: Python runs no handler before a ``try`` is entered, as
+        it would before a function's first instruction."""
         try:
             host = self.host
             if _ident() == host.program_thread and host.capturing and info.get("generation", 2) == 2:
@@ -136,16 +136,10 @@ class FunctionHooks:
                 self._exclude(phase, frame)
                 if host.sampler is not None:
                     host.sampler.collected(phase, frame)
-            if phase == "stop" and self.held is not None:
-                held, self.held = self.held, None
-                give_back(held, _getframe(1))
         except Exception as e:
             self.host.faults.add("timing a garbage collection", e)
-        except BaseException as e:  # noqa: B036 (a Ctrl-C that landed here, held and given back)
-            self.held = self.held or e
-            if phase == "stop":
-                held, self.held = self.held, None
-                give_back(held, _getframe(1))
+        except BaseException as e:  # noqa: B036 (as in ``pre``: the frame that allocated runs on after the collection)
+            give_back(e, _getframe(1))
 
     def _exclude(self, phase: str, frame: Any) -> None:
         host = self.host
