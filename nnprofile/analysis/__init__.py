@@ -174,25 +174,15 @@ def coverage(section: Section) -> List[Coverage]:
                 Coverage(
                     layer_phase,
                     whole_phase,
-                    round(sum(_per_pass(e, passes) for e in layers), 6),
+                    round(sum(e.mean_ms * e.calls_per_pass(passes) for e in layers), 6),
                     whole[0].mean_ms,
                     round(sum(e.mean_ms for e in engine), 6),
                     per_pass=passes > 0 and any(e.calls_per_round() != passes for e in layers),
-                    kept_cost_ms=round(sum(_often(e, passes) * e.kept_cost_ns / 1e6 for e in kept), 6),
+                    kept_cost_ms=round(sum(e.calls_per_pass(passes) * e.kept_cost_ns / 1e6 for e in kept), 6),
                     kept_in=len(kept),
                 )
             )
     return out
-
-
-def _often(entry: Entry, passes: float) -> float:
-    """How often an entry ran in a pass (``passes``: the passes per step; 0: once a pass)."""
-    return entry.calls_per_round() / passes if passes > 0 else 1.0
-
-
-def _per_pass(entry: Entry, passes: float) -> float:
-    """An entry's mean as often as it ran in a pass."""
-    return entry.mean_ms * _often(entry, passes)
 
 
 def analyze_section(section: Section, header: Header, graphs: Sequence[Section] = ()) -> SectionAnalysis:

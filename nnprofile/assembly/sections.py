@@ -291,12 +291,8 @@ def pass_entries(
         # by the figures every output shows (other work's time taken off each): a pass other work held up for
         # milliseconds reads long by its raw time, its rest between functions small beside it
         pass_ = next(e for e in entries if e.phase == phase + "_all")
-        per_pass = pass_.calls_per_round()
-        covered = sum(
-            e.stats.mean * (e.calls_per_round() / per_pass if per_pass > 0 else 1.0)
-            for e in layers
-            if e.phase == phase + "_function"
-        )
+        per_round = pass_.calls_per_round()
+        covered = sum(e.stats.mean * e.calls_per_pass(per_round) for e in layers if e.phase == phase + "_function")
         if rest.stats.mean > (1 - COVERED) * pass_.stats.mean or (layers and covered < COVERED * pass_.stats.mean):
             entries.append(rest)
     return entries

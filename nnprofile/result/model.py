@@ -148,6 +148,10 @@ class Entry:
         kept = [n for r, n in enumerate(sizes) if r not in dropped] or sizes
         return sum(kept) / len(kept) if kept else 0.0
 
+    def calls_per_pass(self, passes: float) -> float:
+        """How often it ran in a pass of its graph (``passes``: the graph's passes per round; 0: once a pass)."""
+        return self.calls_per_round() / passes if passes > 0 else 1.0
+
     def per_round_ns(self) -> float:
         """Its time per round over the rounds kept (the slow ones left out): a recorded program's time per
         step. Every entry of a program counts the same rounds, so that parts add up to the step."""
