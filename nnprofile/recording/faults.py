@@ -3,7 +3,8 @@
 Every hook and wrapper is a guest in the program's call: a failure of nnprofile's own is noted here
 (``add``), never raised into the program. Nothing is formatted or imported while noting (it may run
 inside NNabla's C++, during an import): the traceback is kept as frames' names and lines, and written
-out at the end (``traceback_text``, for ``--debug``).
+out at the end (``traceback_text``, for ``--debug``). A Ctrl-C caught where nothing may be raised (a hook, a
+collection's callback) is no fault: it is given back to the program (``give_back``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The function hooks (an owned part of ``Recorder``, ``FunctionHooks``, reaching it through ``parts.HooksHost``):
 NNabla's pre- and post-hooks, which see every function of a static graph, forward and backward, and every backward
 under ``auto_forward``; the passes they see begin (``passes.PassTracker``); the hooks switched on and off; Python's
-collections that nnprofile's own work set off, left out.
+full collections in a window (nnprofile's own left out, the program's handed to the sampler).
 
 The hooks are called by NNabla from C++: nothing may be raised from them (a failure of nnprofile's own is
 noted, a Ctrl-C given back to the program). A call's frame (the program's, that called ``forward`` or

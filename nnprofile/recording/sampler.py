@@ -165,7 +165,7 @@ class Sampler:
             elif r.builds.open_at:
                 kept = None  # NNabla making a function of a dynamic graph: its pass's time
             elif t0 - self._gc_end < GC_SLACK_NS:
-                kept = True  # due while the program's collection ran: sampled with it (``_collected``)
+                kept = True  # due while the program's collection ran: sampled with it (``collected``)
             elif r.capturing and frame is not None:
                 kept = self._keep(t0, self._where(frame, r)) or None
         except Exception:  # never a failure of the sampler's into the program
