@@ -132,7 +132,8 @@ def write_all(
     # written; then each file; then the record again, listing what was written, whole. A file that could not be
     # written is said in the record (incomplete, with the reason) and the error raised.
     profile.files = sorted({result_file.FILENAME, *also})
-    written = [result_file.save(profile, outdir)]
+    body = result_file.body_text(profile)  # the bulk, the same in each of the record's writes below
+    written = [result_file.save(profile, outdir, body)]
     done = []
     try:
         for name, data in contents.items():
@@ -144,13 +145,14 @@ def write_all(
         reason = "%s could not be written (%s)" % (name, e.strerror or e)
         profile.failure = "%s; %s" % (profile.failure, reason) if profile.failure else reason
         try:
-            result_file.save(profile, outdir)
+            result_file.save(profile, outdir, body)
         except OSError:
             pass  # the first record stands: it claims only itself
         raise
     profile.files = sorted({result_file.FILENAME, *contents, *also})
     try:
-        result_file.save(profile, outdir)
+        if contents:  # (a record alone is whole as first written)
+            result_file.save(profile, outdir, body)
     except OSError as e:  # (a full disk at the last rewrite: every file is whole, the first record stands)
         raise Unlisted(
             "every file was written whole in %s, but result.json could not be rewritten to list them (%s): it "

@@ -30,7 +30,7 @@ from .notes import Note
 from .timeline import TimelineEvent
 from .upgrades import VERSION, upgrade
 from .windows import WindowSummary
-from .writing import FORMAT, dumps, to_dict  # noqa: F401 (the file's text, written there)
+from .writing import FORMAT, body_text, dumps, to_dict  # noqa: F401 (the file's text, written there)
 
 FILENAME = "result.json"
 _ENTRY_FIELDS = {f.name for f in fields(Entry)}
@@ -276,8 +276,10 @@ def from_dict(data: Dict[str, Any]) -> Profile:
     )
 
 
-def save(profile: Profile, outdir: str) -> str:
-    return write_whole(os.path.join(outdir, FILENAME), dumps(profile))  # never a half-written result
+def save(profile: Profile, outdir: str, body: Optional[str] = None) -> str:
+    """Write OUTDIR/result.json whole (never a half-written result); ``body``: its sections and timeline, made
+    once by ``body_text`` for a record written again with only its head changed."""
+    return write_whole(os.path.join(outdir, FILENAME), dumps(profile, body))
 
 
 def load(path: str) -> Profile:

@@ -61,7 +61,7 @@ def entry_dict(e: Entry) -> Dict[str, Any]:
     return d
 
 
-def to_dict(profile: Profile) -> Dict[str, Any]:
+def _sections(profile: Profile) -> List[Dict[str, Any]]:
     sections = []
     for s in profile.sections:
         sections.append(
@@ -79,6 +79,10 @@ def to_dict(profile: Profile) -> Dict[str, Any]:
                 "entries": [entry_dict(e) for e in s.entries],
             }
         )
+    return sections
+
+
+def _head(profile: Profile) -> Dict[str, Any]:
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -89,7 +93,13 @@ def to_dict(profile: Profile) -> Dict[str, Any]:
         "ranks": profile.ranks.to_json(),
         "windows": [w.to_dict() for w in profile.windows],
         "files": list(profile.files),
-        "sections": sections,
+    }
+
+
+def to_dict(profile: Profile) -> Dict[str, Any]:
+    return {
+        **_head(profile),
+        "sections": _sections(profile),
         "timeline": [e.to_dict() for e in profile.timeline],
     }
 
@@ -97,9 +107,11 @@ def to_dict(profile: Profile) -> Dict[str, Any]:
 _COMPACT = json.JSONEncoder(separators=(",", ":"))
 
 
-def dumps(profile: Profile) -> str:
-    """The file's text: readable at the top, one line per entry and per timeline event below."""
-    data = to_dict(profile)
+def dumps(profile: Profile, body: Optional[str] = None) -> str:
+    """The file's text: readable at the top, one line per entry and per timeline event below. ``body``: the
+    sections and the timeline as ``body_text`` made them (a record rewritten with only its head changed, as
+    ``nnprofile.render.files`` does, makes them once)."""
+    data = _head(profile)
     encode = _COMPACT.encode  # (one encoder for the many lines: json.dumps with options makes one a call)
     out = ["{"]
     for key in ("format", "version", "header", "notes", "complete", "failure", "files"):
@@ -109,19 +121,27 @@ def dumps(profile: Profile) -> str:
         ' "windows": [%s],'
         % ",\n".join(("\n  " if i == 0 else "  ") + encode(w) for i, w in enumerate(data["windows"]))
     )
-    out.append(' "sections": [')
-    for i, section in enumerate(data["sections"]):
+    out.append(body_text(profile) if body is None else body)
+    return "\n".join(line for line in out if line) + "\n"
+
+
+def body_text(profile: Profile) -> str:
+    """The sections, an entry a line, and the timeline, an event a line: the bulk of the file."""
+    encode = _COMPACT.encode
+    sections = _sections(profile)
+    out = [' "sections": [']
+    for i, section in enumerate(sections):
         entries = section.pop("entries")
         head = encode(section)[:-1]
         out.append('  %s,"entries":[' % head)
         out.append(",\n".join("   " + encode(e) for e in entries))
-        out.append("  ]}" + ("," if i + 1 < len(data["sections"]) else ""))
+        out.append("  ]}" + ("," if i + 1 < len(sections) else ""))
     out.append(" ],")
     out.append(' "timeline": [')
-    out.append(",\n".join("  " + encode(e) for e in data["timeline"]))
+    out.append(",\n".join("  " + encode(e.to_dict()) for e in profile.timeline))
     out.append(" ]")
     out.append("}")
-    return "\n".join(line for line in out if line) + "\n"
+    return "\n".join(line for line in out if line)
 
 
 def _ranks_text(ranks: Dict[str, Any]) -> str:
