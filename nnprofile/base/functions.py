@@ -151,7 +151,7 @@ class Describer:
         self.variables: Dict[Any, VariableInfo] = {}
         self.functions: Dict[Any, FunctionInfo] = {}
         self._graph = Graph()  # the same descriptions by id, kept as they come (a layer reads it as it is made)
-        self._grad_reads: Dict[Tuple[str, int, int], List[Tuple[int, str, int]]] = {}
+        self._grad_reads: Dict[Tuple[str, str, int, int], List[Tuple[int, str, int]]] = {}
 
     def variable(self, v: Any) -> VariableInfo:
         info = self.variables.get(v)
@@ -207,7 +207,7 @@ class Describer:
         return info
 
     def _reads(self, f: Any, args: Dict[str, Any], n_in: int, n_out: int) -> List[Tuple[int, str, int]]:
-        key = ("%s%s" % (f.info.type_name, json.dumps(args, sort_keys=True, default=str)), n_in, n_out)
+        key = (f.info.type_name, repr(sorted(args.items())), n_in, n_out)  # (args as _plain made them: exact)
         known = self._grad_reads.get(key)
         if known is None:
             known = []
