@@ -10,6 +10,7 @@ import importlib.util
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -22,6 +23,11 @@ from conftest import ROOT
 
 CORPUS = os.environ.get("NNPROFILE_PROGRAMS") or os.path.join(os.path.dirname(ROOT), "shared", "corpus")
 TIMEOUT = 900
+# The programs whose test takes longest (their runs alone and under nnprofile, in seconds on 2 quiet cores, November
+# 2026: s2-shufflenet 100 and 109, s4-attention 60 and 69, s5-vqvae-prior 18 and 35 after 7.5 of preparing, s3-maml
+# 9 and 28, s4-fasttext 6 and 23, s1-dcgan 15 and 16, s3-distillation 9 and 16 after 13.5): an order, not a figure
+# any test asserts.
+LONGEST = ("s2-shufflenet", "s4-attention", "s5-vqvae-prior", "s3-maml", "s4-fasttext", "s1-dcgan", "s3-distillation")
 
 
 def available() -> bool:
@@ -109,14 +115,16 @@ class Prepared:
         return env
 
 
-def prepare(program: dict, base: str, like: Optional[Prepared] = None) -> Prepared:
+def prepare(program: dict, base: str, like: Optional[Prepared] = None, memo: Optional[str] = None) -> Prepared:
     """The program laid out in ``base/<id>`` with its data (once per folder); ``like``: a copy of that folder, as
-    prepared and never run (its data made once: the corpus's makers write no path into what they make)."""
+    prepared and never run (its data made once: the corpus's makers write no path into what they make); ``memo``: a
+    folder where each data maker's output is kept for the other programs that make the same (``maker_memo.py``)."""
     work = os.path.join(base, program["id"])
     done = os.path.join(work, "prepared.json")
     if like is not None and not os.path.isfile(done):
         shutil.copytree(like.work, work, symlinks=True, dirs_exist_ok=True)
     if not os.path.isfile(done):
+        env = dict(os.environ, NNPROFILE_MEMO_WORK=work, NNPROFILE_MEMO_DIR=memo or "")
         proc = subprocess.run(
             [
                 sys.executable,
@@ -125,15 +133,37 @@ def prepare(program: dict, base: str, like: Optional[Prepared] = None) -> Prepar
                 program["id"],
                 work,
                 "--python",
-                sys.executable,
+                _shim(memo) if memo else sys.executable,
             ],
             capture_output=True,
             text=True,
             timeout=TIMEOUT,
+            env=env,
         )
         if proc.returncode != 0:
             raise RuntimeError("preparing %s failed:\n%s%s" % (program["id"], proc.stdout[-3000:], proc.stderr[-3000:]))
     return Prepared(program, work)
+
+
+def _shim(memo: str) -> str:
+    """An executable the corpus's runner takes for Python: a data maker through ``maker_memo.py``, the rest as is."""
+    path = os.path.join(memo, "python")
+    if not os.path.isfile(path):
+        os.makedirs(memo, exist_ok=True)
+        memo_script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "maker_memo.py")
+        text = '#!/bin/sh\ncase "$1" in\n  %s/make_*) exec %s %s %s "$@" ;;\nesac\nexec %s "$@"\n' % (
+            shlex.quote(os.path.join(os.path.abspath(CORPUS), "data")).replace("'", '"'),
+            shlex.quote(sys.executable),
+            shlex.quote(memo_script),
+            shlex.quote(sys.executable),
+            shlex.quote(sys.executable),
+        )
+        part = "%s.%d" % (path, os.getpid())
+        with open(part, "w") as f:
+            f.write(text)
+        os.chmod(part, 0o755)
+        os.replace(part, path)
+    return path
 
 
 # -- what a program printed, as it compares between two runs ------------------------------------------------------

@@ -17,7 +17,7 @@ import pytest
 
 import nnprofile
 from conftest import require
-from corpus import CORPUS, available, differences, own_lines, own_text, prepare, programs, progress_bar
+from corpus import CORPUS, LONGEST, available, differences, own_lines, own_text, prepare, programs, progress_bar
 from corpus_facts import check
 from nnprofile.analysis import analyze
 
@@ -29,7 +29,10 @@ RUNS_ALONE = 3
 
 
 def _ids():
-    return [p["id"] for p in programs()] or ["corpus-missing"]
+    """The programs, the longest first: ``make corpus`` hands them to its workers in this order, so that no long
+    one starts last and runs on alone while the other worker has nothing left."""
+    ids = [p["id"] for p in programs()]
+    return sorted(ids, key=lambda i: LONGEST.index(i) if i in LONGEST else len(LONGEST)) or ["corpus-missing"]
 
 
 @pytest.fixture(scope="module")
@@ -37,13 +40,21 @@ def base(tmp_path_factory):
     return str(tmp_path_factory.mktemp("corpus"))
 
 
+@pytest.fixture(scope="module")
+def memo(tmp_path_factory):
+    """Where the data makers' outputs are kept: one folder for the session's workers (pytest-xdist gives each a
+    folder of its own under one that is the run's)."""
+    root = tmp_path_factory.getbasetemp()
+    return str((root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root) / "corpus-data")
+
+
 @pytest.fixture(params=_ids())
-def run(request, base, tmp_path):
+def run(request, base, memo, tmp_path):
     require(available(), "the real-program corpus folder %s (set NNPROFILE_PROGRAMS)" % CORPUS)
     program = next(p for p in programs() if p["id"] == request.param)
     out = str(tmp_path / "out")
     with ThreadPoolExecutor(2) as both:
-        prepared = prepare(program, os.path.join(base, "alone"))
+        prepared = prepare(program, os.path.join(base, "alone"), memo=memo)
         beside = prepare(program, os.path.join(base, "profiled"), like=prepared)
         alone, profiled = both.submit(prepared.alone), both.submit(beside.profiled, out)
         return program, prepared, alone.result(), profiled.result(), out
