@@ -23,11 +23,6 @@ from conftest import ROOT
 
 CORPUS = os.environ.get("NNPROFILE_PROGRAMS") or os.path.join(os.path.dirname(ROOT), "shared", "corpus")
 TIMEOUT = 900
-# The programs whose test takes longest (their runs alone and under nnprofile, in seconds on 2 quiet cores, November
-# 2026: s2-shufflenet 100 and 109, s4-attention 60 and 69, s5-vqvae-prior 18 and 35 after 7.5 of preparing, s3-maml
-# 9 and 28, s4-fasttext 6 and 23, s1-dcgan 15 and 16, s3-distillation 9 and 16 after 13.5): an order, not a figure
-# any test asserts.
-LONGEST = ("s2-shufflenet", "s4-attention", "s5-vqvae-prior", "s3-maml", "s4-fasttext", "s1-dcgan", "s3-distillation")
 
 
 def available() -> bool:

@@ -17,7 +17,7 @@ import pytest
 
 import nnprofile
 from conftest import require
-from corpus import CORPUS, LONGEST, available, differences, own_lines, own_text, prepare, programs, progress_bar
+from corpus import CORPUS, available, differences, own_lines, own_text, prepare, programs, progress_bar
 from corpus_facts import check
 from nnprofile.analysis import analyze
 
@@ -29,10 +29,7 @@ RUNS_ALONE = 3
 
 
 def _ids():
-    """The programs, the longest first: ``make corpus`` hands them to its workers in this order, so that no long
-    one starts last and runs on alone while the other worker has nothing left."""
-    ids = [p["id"] for p in programs()]
-    return sorted(ids, key=lambda i: LONGEST.index(i) if i in LONGEST else len(LONGEST)) or ["corpus-missing"]
+    return [p["id"] for p in programs()] or ["corpus-missing"]
 
 
 @pytest.fixture(scope="module")
