@@ -74,7 +74,7 @@ test-fast: $(TEST_STAMP) $(DIGITS)
 format: $(TEST_STAMP)
 	$(PY) -m ruff format nnprofile tests benchmarks examples
 
-# The real programs of ../shared/corpus, each alone and under nnprofile run side by side (9.5 to 11.5 minutes at a
+# The real programs of ../shared/corpus, each alone and under nnprofile run side by side (9.5 to 14 minutes at a
 # load of 2 on 2 cores; make test runs them too).
 corpus: $(TEST_STAMP)
 	$(PY) -m pytest -q -n auto -m "corpus and not serial"
