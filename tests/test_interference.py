@@ -76,6 +76,20 @@ def test_figures_stand_on_undisturbed_samples_weighted_by_their_chance():
     assert none.mean == 9_000 and not none.undisturbed_enough  # nothing clean: every sample, flagged
 
 
+def test_only_the_interruptions_that_leave_samples_out_weigh_the_rest():
+    """A pass other work held up 4 times: 3 with the time it took known (taken off), 1 a wait (left out). The rest
+    are weighted for the 1 left out, not for all 4: at the rate of all, the long passes weighed four times over
+    (s6-sac's evaluation passes read 40% longer than their functions and the engine between them, under load)."""
+    rate = math.log(2) / 100  # held up once every 144 ns: a 100 ns pass half the time
+    samples = [100, 200, 100, 9_000, 200, 100, 200, 9_000, 9_000, 9_000]
+    st = summarize_undisturbed(samples, [10], [], [3, 7, 8, 9], rate, taken=[None, 8_900, 8_800, 8_900])
+    kept = [100, 200, 100, 200, 100, 200, 100, 200, 100]  # the three corrected among them
+    w = weights(kept, rate / 4)
+    assert st.n == 9 and st.disturbed == 4
+    assert st.mean == pytest.approx(sum(v * x for v, x in zip(kept, w)) / sum(w))
+    assert 144 < st.mean < 150  # 148.8, near the plain 144.4, where all four interruptions' rate gives 161.5
+
+
 @pytest.fixture(scope="module")
 def busy_project():
     clock = Busy(every=13)

@@ -180,8 +180,9 @@ def summarize_undisturbed(
     """Statistics of samples some of which other work held up (``disturbed``: their indexes). A held-up sample whose
     ``taken`` is known (the time other work took of it: its wall time less the thread's CPU time) counts less that
     time: what the work itself took. One whose time taken is not known (a wait) is left out, and the rest are each
-    weighted by the inverse of their chance to run undisturbed at ``per_ns`` interruptions per ns
-    (``nnprofile.base.interference.weights``), so that leaving the longer ones out does not favour the short: the
+    weighted by the inverse of their chance not to be left out, at the share of ``per_ns`` interruptions per ns that
+    leave a sample out (``nnprofile.base.interference.weights``), so that leaving the longer ones out does not favour
+    the short: the
     mean of the rounds' weighted means (rounds in ``dropped`` left out, as ``summarize_rounds``), a weighted median
     and p90, the spread of the samples kept. Where too few samples remain (``interference.enough``), the figures
     still stand on those and say so (``undisturbed_enough`` False); only where none do are they over every sample
@@ -202,7 +203,7 @@ def summarize_undisturbed(
         base = summarize_rounds(samples, round_sizes, dropped)
         return _with(base, disturbed=len(disturbed), undisturbed_enough=False)
     values = [samples[i] for i in kept_at]
-    w = weights(values, per_ns)
+    w = weights(values, per_ns * len(skip) / len(disturbed))
     base = _weighted(values, w, len(disturbed), enough(len(kept_at), len(samples)))
     if len(round_sizes) < 2 or sum(round_sizes) != len(samples):
         return base
