@@ -18,7 +18,7 @@ from conftest import FakeClock, ROOT, interruptible, run_cli
 from nnprofile.analysis import analyze
 from nnprofile.analysis.breakdown import per_step_ms
 from nnprofile.base.hookcost import HookCosts
-from nnprofile.assembly.steps import Loop, bounds, period, rule_figures, update_period
+from nnprofile.assembly.steps import Loop, bounds, pattern, rule_figures
 from nnprofile.render import notes
 from nnprofile.result.notes import Note
 from nnprofile.api.programs import interrupted, shorten
@@ -30,14 +30,14 @@ SCRIPTS = os.path.join(ROOT, "tests", "scripts")
 
 
 def test_the_step_is_the_shortest_pattern_that_holds_every_solvers_update():
-    assert period(["s"] * 5) == 1
-    assert period(["gen", "dis"] * 4) == 2  # a GAN: both updates in every step
-    assert period((["critic"] * 5 + ["gen"]) * 3) == 6  # a WGAN: five critic updates per generator update
-    assert period(["a", "b", "a"]) == 2  # an unfinished last pattern does not matter
-    assert update_period(["static"] * 4 + ["dynamic"] * 4) == 1  # solvers one after the other: no pattern
+    assert pattern(["s"] * 5) == (0, 1, ["s"])
+    assert pattern(["gen", "dis"] * 4) == (0, 2, ["gen", "dis"])  # a GAN: both updates in every step
+    wgan = ["critic"] * 5 + ["gen"]  # a WGAN: five critic updates per generator update
+    assert pattern(wgan * 3) == (0, 6, wgan)
+    assert pattern(["a", "b", "a"]) == (0, 2, ["a", "b"])  # an unfinished last pattern does not matter
+    assert pattern(["static"] * 4 + ["dynamic"] * 4) is None  # solvers one after the other: no pattern
     # One WGAN iteration alone cannot be told from two solvers used one after the other; two can.
-    assert update_period(["critic"] * 5 + ["gen"]) == 1
-    assert update_period((["critic"] * 5 + ["gen"]) * 2) == 6
+    assert pattern(wgan) is None and pattern(wgan * 2) == (0, 6, wgan)
 
 
 def _loop(updates=(), marks=(), passes=()):

@@ -60,12 +60,6 @@ def _tail_period(keys: Sequence[Hashable], start: int) -> int:
     return 1 if n > 0 and len({k for k in keys[start:] if k is not None}) <= 1 else 0
 
 
-def period(keys: Sequence[Hashable]) -> int:
-    """The shortest p such that the sequence repeats every p keys (its first p keys hold every key);
-    the whole length when nothing shorter does (0 for no keys). None stands for a key not seen."""
-    return _tail_period(keys, 0) or len(keys)
-
-
 # Where the pattern is sought: at most the last WINDOW keys (a long run's recomputation stays bounded).
 WINDOW = 512
 
@@ -100,13 +94,6 @@ def pattern(keys: Sequence[Hashable]) -> Optional[Tuple[int, int, List[Hashable]
         if best is None or o + p < best[0] + best[1]:
             best = (o, p, reps[shift:] + reps[:shift])
     return best
-
-
-def update_period(keys: Sequence[Hashable]) -> int:
-    """The updates a step holds: the shortest repeating pattern holding every key; one update when
-    the pattern never repeats (solvers used one after the other)."""
-    p = period(keys)
-    return 1 if p == len(keys) and len(set(keys)) > 1 else p
 
 
 @dataclass

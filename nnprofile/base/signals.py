@@ -34,11 +34,6 @@ def give_back(number: int, previous: Any) -> None:
     _signal(number, previous if previous is not None else signal.SIG_DFL)
 
 
-def holds(number: int) -> bool:
-    """Whether nnprofile has a handler of its own for ``number`` now."""
-    return number in _held
-
-
 def in_child(run: Callable[[], None]) -> None:
     """``run`` in a child the program forks, after its signals are given back (once registered, for the process)."""
     if run not in _in_child:
