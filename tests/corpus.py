@@ -147,7 +147,7 @@ def _shim(memo: str) -> str:
         os.makedirs(memo, exist_ok=True)
         memo_script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "maker_memo.py")
         text = '#!/bin/sh\ncase "$1" in\n  %s/make_*) exec %s %s %s "$@" ;;\nesac\nexec %s "$@"\n' % (
-            shlex.quote(os.path.join(os.path.abspath(CORPUS), "data")).replace("'", '"'),
+            shlex.quote(os.path.join(os.path.abspath(CORPUS), "data")),
             shlex.quote(sys.executable),
             shlex.quote(memo_script),
             shlex.quote(sys.executable),

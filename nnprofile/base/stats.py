@@ -182,11 +182,10 @@ def summarize_undisturbed(
     time: what the work itself took. One whose time taken is not known (a wait) is left out, and the rest are each
     weighted by the inverse of their chance not to be left out, at the share of ``per_ns`` interruptions per ns that
     leave a sample out (``nnprofile.base.interference.weights``), so that leaving the longer ones out does not favour
-    the short: the
-    mean of the rounds' weighted means (rounds in ``dropped`` left out, as ``summarize_rounds``), a weighted median
-    and p90, the spread of the samples kept. Where too few samples remain (``interference.enough``), the figures
-    still stand on those and say so (``undisturbed_enough`` False); only where none do are they over every sample
-    (and say so too)."""
+    the short: the mean of the rounds' weighted means (rounds in ``dropped`` left out, as ``summarize_rounds``), a
+    weighted median and p90, the spread of the samples kept. Where too few samples remain (``interference.enough``),
+    the figures still stand on those and say so (``undisturbed_enough`` False); only where none do are they over
+    every sample (and say so too)."""
     from .interference import enough, weights
     from .series import corrected
 

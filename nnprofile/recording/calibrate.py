@@ -36,7 +36,7 @@ def hooks_only(recorder: Recorder, classes: bool = True) -> Iterator[Recorder]:
     what they cost: no solvers, iterators or monitors, and no counting of steps. A static pass calls no class: timing
     one needs the hooks alone (patching the classes takes 0.5 ms a time). The module locks reentrant, as while a
     window records (``importlock``): else a collection inside one of NNabla's imports ends the measurement with
-    KeyError (1 run in 10 of tests/scripts/maml.py, at the end of the run)."""
+    KeyError (2 of 6 runs of tests/scripts/maml.py beside two busy processes)."""
     import nnabla as nn
 
     from . import importlock

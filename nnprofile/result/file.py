@@ -30,7 +30,7 @@ from .notes import Note
 from .timeline import TimelineEvent
 from .upgrades import VERSION, upgrade
 from .windows import WindowSummary
-from .writing import FORMAT, body_text, dumps, to_dict  # noqa: F401 (the file's text, written there)
+from .writing import FORMAT, body_text, dumps  # noqa: F401 (the file's text, written there)
 
 FILENAME = "result.json"
 _ENTRY_FIELDS = {f.name for f in fields(Entry)}

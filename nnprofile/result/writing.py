@@ -1,6 +1,6 @@
-"""result.json's text: a profile as the file holds it (``to_dict``: every entry compact and exact, a field at its
-default left out), laid out readable at the top and one line per entry and per timeline event below
-(``dumps``). Reading it back, and its checks, are ``nnprofile.result.file``'s.
+"""result.json's text: a profile as the file holds it (``entry_dict``: every entry compact and exact, a field at its
+default left out), laid out readable at the top (``dumps``) and one line per entry and per timeline event below
+(``body_text``). Reading it back, and its checks, are ``nnprofile.result.file``'s.
 """
 
 from __future__ import annotations
@@ -93,14 +93,6 @@ def _head(profile: Profile) -> Dict[str, Any]:
         "ranks": profile.ranks.to_json(),
         "windows": [w.to_dict() for w in profile.windows],
         "files": list(profile.files),
-    }
-
-
-def to_dict(profile: Profile) -> Dict[str, Any]:
-    return {
-        **_head(profile),
-        "sections": _sections(profile),
-        "timeline": [e.to_dict() for e in profile.timeline],
     }
 
 
