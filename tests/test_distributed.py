@@ -506,7 +506,7 @@ def test_under_mpirun_each_rank_writes_its_own_result_and_rank_0_prints_the_merg
 @pytest.mark.slow  # (mpirun, and figures of two ranks' steps that a loaded machine moves)
 @pytest.mark.serial
 def test_the_merge_names_the_straggler_its_input_and_what_rank_0_waits(straggler):
-    out, _, proc = straggler
+    out, log, proc = straggler
     r = analyze(nnprofile.load(out)).ranks
     s = r.straggler
     assert s.rank == 1 and s.named and s.part == "input", s
@@ -514,17 +514,29 @@ def test_the_merge_names_the_straggler_its_input_and_what_rank_0_waits(straggler
     zero, one = r.rank(0), r.rank(1)
     # Rank 0 waits inside all_reduce for the difference of the two ranks' busy time, within 20 %.
     assert zero.wait_ms == pytest.approx(one.busy_ms - zero.busy_ms, rel=0.20)
-    # ... which is about the 30 ms rank 1's data source takes longer per batch.
-    assert zero.wait_ms == pytest.approx(30.0, rel=0.20)
+    # ... which is what the program's own clock has rank 0 wait: how much longer its all_reduce took than rank
+    # 1's. Rank 1's data source sleeps 30 ms a batch; on a busy machine its thread then waits for a CPU too, so the
+    # wait is not 30 ms but what the program timed (rank 0's wait read 37 to 41 ms at a load of 2 in 5 of 12 runs).
+    assert _kept_mean(log, "reads.", out, 1) >= 30.0
+    waited = _kept_mean(log, "", out, 0) - _kept_mean(log, "", out, 1)
+    assert zero.wait_ms == pytest.approx(waited, rel=0.20)
     own = {
         k: next(
             e for e in nnprofile.load(out / ("rank-%d" % k)).sections[-1].entries if e.label.startswith("all_reduce")
         )
         for k in (0, 1)
     }
-    assert own[0].mean_ms - own[1].mean_ms == pytest.approx(30.0, rel=0.20)
+    assert own[0].mean_ms - own[1].mean_ms == pytest.approx(waited, rel=0.20)
     assert "Straggler: rank 1" in (out / "profile.log").read_text()
     assert r.advice[0].rule == "straggler"
+
+
+def _kept_mean(log, kind, out, rank):
+    """The mean (ms) over the steps rank ``rank`` kept of what the program timed itself, per iteration: around its
+    all_reduce (``kind`` "") or its read of a batch ("reads.")."""
+    timed = json.load(open("%s.%s%d" % (log, kind, rank)))
+    kept = nnprofile.load(out / ("rank-%d" % rank)).header.kept_steps  # step k is iteration k - 1
+    return sum(timed[step - 1] for step in kept) / len(kept) / 1e6
 
 
 @pytest.mark.slow

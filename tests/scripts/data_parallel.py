@@ -48,7 +48,8 @@ def main():
     parser.add_argument("--die-rank", type=int, default=-1,
                         help="this rank is killed (SIGKILL, as the OOM killer does) at iteration --die-at")
     parser.add_argument("--die-at", type=int, default=6)
-    parser.add_argument("--comm-log", help="write the time (ns) around each all_reduce here, as JSON, per rank")
+    parser.add_argument("--comm-log", help="write the time (ns) around each all_reduce here, as JSON, per rank "
+                        "(and around each read of a batch, in COMM_LOG.reads)")
     args = parser.parse_args()
     ctx = get_extension_context("cpu")
     comm = C.MultiProcessDataParallelCommunicator(ctx)
@@ -68,11 +69,13 @@ def main():
     params = nn.get_parameters()
     solver = S.Adam(1e-3)
     solver.set_parameters(params)
-    around = []
+    around, reads = [], []
     for i in range(args.iterations):
         if i == args.die_at and comm.rank == args.die_rank:
             os.kill(os.getpid(), signal.SIGKILL)
+        start = time.perf_counter_ns()
         x.d, t.d = data.next()
+        reads.append(time.perf_counter_ns() - start)
         loss.forward(clear_no_need_grad=True)
         solver.zero_grad()
         loss.backward(clear_buffer=True)
@@ -84,6 +87,8 @@ def main():
     if args.comm_log:
         with open("%s.%d" % (args.comm_log, comm.rank), "w") as f:
             json.dump(around, f)
+        with open("%s.reads.%d" % (args.comm_log, comm.rank), "w") as f:
+            json.dump(reads, f)
     if comm.rank == 0:
         print("loss %.3f on %d ranks" % (float(loss.d), comm.size))
 
