@@ -33,6 +33,8 @@ class Calls:
         self.excluded = merged(capture.excluded)
         self.unresolved: List[Tuple[str, float, float]] = []  # (label, mean, the hooks' cost): a tenth shown
         self.timeline: List[TimelineEvent] = []
+        self._keys: Dict[Tuple[Any, str], Optional[str]] = {}  # (function, phase) -> its signature's key (below)
+        self._keys_for: Optional[HookCosts] = None  # the costs those keys are of
         # The collectives' own waits for a CPU (their marks, read inside them): a rank that waits for the others
         # polls, and is switched out as any spinning task is; that time is the others' to set, not other work's.
         self._comm_waits = sorted(
@@ -47,9 +49,15 @@ class Calls:
         return float(end - start - overlap(start, end, self.excluded))
 
     def signature(self, call: Call, phase: str = "forward") -> Optional[str]:
-        """The call's key among the hooks' costs measured per signature (its backward's for a backward call)."""
-        f = self.functions.get(call.function)
-        return self.costs.key(self.capture.graph.signature(f) if f is not None else None, phase)
+        """The call's key among the hooks' costs measured per signature (its backward's for a backward call): the
+        same for every call of a function, kept for the costs taken off now (asked a few times for every call)."""
+        if self._keys_for is not self.costs:
+            self._keys, self._keys_for = {}, self.costs
+        k = (call.function, phase)
+        if k not in self._keys:
+            f = self.functions.get(call.function)
+            self._keys[k] = self.costs.key(self.capture.graph.signature(f) if f is not None else None, phase)
+        return self._keys[k]
 
     def own_cost(self, call: Call, phase: str = "forward") -> float:
         """What the hooks' eviction adds to a call's own time (the part beyond their fixed cost; none for a
