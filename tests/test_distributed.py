@@ -534,7 +534,8 @@ def test_the_merge_names_the_straggler_its_input_and_what_rank_0_waits(straggler
 def _kept_mean(log, kind, out, rank):
     """The mean (ms) over the steps rank ``rank`` kept of what the program timed itself, per iteration: around its
     all_reduce (``kind`` "") or its read of a batch ("reads.")."""
-    timed = json.load(open("%s.%s%d" % (log, kind, rank)))
+    with open("%s.%s%d" % (log, kind, rank)) as f:
+        timed = json.load(f)
     kept = nnprofile.load(out / ("rank-%d" % rank)).header.kept_steps  # step k is iteration k - 1
     return sum(timed[step - 1] for step in kept) / len(kept) / 1e6
 
