@@ -34,7 +34,6 @@ class Calls:
         self.unresolved: List[Tuple[str, float, float]] = []  # (label, mean, the hooks' cost): a tenth shown
         self.timeline: List[TimelineEvent] = []
         self._keys: Dict[Tuple[Any, str], Optional[str]] = {}  # (function, phase) -> its signature's key (below)
-        self._keys_for: Optional[HookCosts] = None  # the costs those keys are of
         # The collectives' own waits for a CPU (their marks, read inside them): a rank that waits for the others
         # polls, and is switched out as any spinning task is; that time is the others' to set, not other work's.
         self._comm_waits = sorted(
@@ -50,9 +49,8 @@ class Calls:
 
     def signature(self, call: Call, phase: str = "forward") -> Optional[str]:
         """The call's key among the hooks' costs measured per signature (its backward's for a backward call): the
-        same for every call of a function, kept for the costs taken off now (asked a few times for every call)."""
-        if self._keys_for is not self.costs:
-            self._keys, self._keys_for = {}, self.costs
+        function's signature and the phase make it, whichever costs are taken off, so it is made once a function and
+        phase (asked a few times for every call)."""
         k = (call.function, phase)
         if k not in self._keys:
             f = self.functions.get(call.function)
