@@ -517,27 +517,27 @@ def test_the_merge_names_the_straggler_its_input_and_what_rank_0_waits(straggler
     # ... which is what the program's own clock has rank 0 wait: how much longer its all_reduce took than rank
     # 1's. Rank 1's data source sleeps 30 ms a batch; on a busy machine its thread then waits for a CPU too, so the
     # wait is not 30 ms but what the program timed (rank 0's wait read 37 to 41 ms at a load of 2 in 5 of 12 runs).
-    assert _kept_mean(log, "reads.", out, 1) >= 30.0
-    waited = _kept_mean(log, "", out, 0) - _kept_mean(log, "", out, 1)
+    ranks = [nnprofile.load(out / ("rank-%d" % k)) for k in (0, 1)]
+
+    def mean_ms(kind, k):
+        kept = _kept(log, kind, ranks[k])
+        return sum(kept) / len(kept) / 1e6
+
+    assert mean_ms("reads.", 1) >= 30.0
+    waited = mean_ms("", 0) - mean_ms("", 1)
     assert zero.wait_ms == pytest.approx(waited, rel=0.20)
-    own = {
-        k: next(
-            e for e in nnprofile.load(out / ("rank-%d" % k)).sections[-1].entries if e.label.startswith("all_reduce")
-        )
-        for k in (0, 1)
-    }
+    own = [next(e for e in p.sections[-1].entries if e.label.startswith("all_reduce")) for p in ranks]
     assert own[0].mean_ms - own[1].mean_ms == pytest.approx(waited, rel=0.20)
     assert "Straggler: rank 1" in (out / "profile.log").read_text()
     assert r.advice[0].rule == "straggler"
 
 
-def _kept_mean(log, kind, out, rank):
-    """The mean (ms) over the steps rank ``rank`` kept of what the program timed itself, per iteration: around its
-    all_reduce (``kind`` "") or its read of a batch ("reads.")."""
-    with open("%s.%s%d" % (log, kind, rank)) as f:
-        timed = json.load(f)
-    kept = nnprofile.load(out / ("rank-%d" % rank)).header.kept_steps  # step k is iteration k - 1
-    return sum(timed[step - 1] for step in kept) / len(kept) / 1e6
+def _kept(log, kind, rank):
+    """What the program timed itself (ns) in each step the rank's profile ``rank`` kept: around its all_reduce
+    (``kind`` "") or its read of a batch ("reads.")."""
+    with open("%s.%s%d" % (log, kind, rank.header.rank)) as f:
+        timed = json.load(f)  # every iteration's
+    return [timed[step - 1] for step in rank.header.kept_steps]  # step k is iteration k - 1
 
 
 @pytest.mark.slow
@@ -545,10 +545,9 @@ def _kept_mean(log, kind, out, rank):
 def test_the_communication_entries_are_the_time_the_program_measures_around_its_calls(straggler):
     out, log, proc = straggler
     for rank in (0, 1):
-        around = json.load(open("%s.%d" % (log, rank)))  # ns around each all_reduce, every iteration
         p = nnprofile.load(out / ("rank-%d" % rank))
         entry = next(e for e in p.sections[-1].entries if e.label.startswith("all_reduce"))
-        kept = [around[step - 1] for step in p.header.kept_steps]  # step k is iteration k - 1
+        kept = _kept(log, "", p)  # ns around each all_reduce the rank kept
         assert len(kept) == len(entry.samples_ns)
         # Call by call: ours lies inside the program's own window. A pause between its clock and the proxy's (a
         # garbage collection; the rank descheduled while the other rank's MPI polls both cores: 2 to 4 ms against
