@@ -204,6 +204,21 @@ def test_files_of_an_earlier_run_are_removed_only_where_that_run_listed_them(tmp
     assert set(json.loads((out / "result.json").read_text())["files"]) == set(os.listdir(out)) - {"notes.md", "cache"}
 
 
+def test_a_record_this_process_wrote_is_listed_from_memory_only_while_unchanged(tmp_path):
+    from nnprofile.base.outdir import listed, remember
+
+    record = tmp_path / "result.json"
+    record.write_text(json.dumps({"format": "nnprofile-result", "files": ["result.json", "a.csv"]}))
+    remember(str(record), ["result.json", "a.csv", "b.log"])  # (memory and file differ: which one answers shows)
+    assert listed(str(tmp_path)) == ["result.json", "a.csv", "b.log"]
+    replaced = tmp_path / "other.json"  # another writer's record, renamed into place as every record is
+    replaced.write_text(json.dumps({"format": "nnprofile-result", "files": ["result.json", "c.html"]}))
+    os.replace(replaced, record)
+    assert listed(str(tmp_path)) == ["result.json", "c.html"]
+    record.unlink()
+    assert listed(str(tmp_path)) == []
+
+
 def test_a_dataset_named_dot_dot_touches_nothing_beside_the_folder(tmp_path):
     user = tmp_path / "work"
     user.mkdir()

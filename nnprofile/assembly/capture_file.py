@@ -193,7 +193,7 @@ def save(c: Capture, path: str) -> str:
     raw = json.dumps(to_dict(c), separators=(",", ":")).encode("utf-8")
     tmp = path + ".tmp"
     with open(tmp, "wb") as f:
-        f.write(gzip.compress(raw, mtime=0))
+        f.write(gzip.compress(raw, compresslevel=6, mtime=0))
     os.replace(tmp, path)
     return path
 

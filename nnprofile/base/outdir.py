@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from typing import Iterable, List, Optional, Set, Union
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 from .errors import ProfileError
 
@@ -94,11 +94,37 @@ def write_whole(path: str, data: Data) -> str:
 MAX_RECORD_BYTES = 128 << 20
 
 
+# The records this process wrote: path -> (the file as it was written: device, inode, size, mtime; the files it
+# lists). A window's record is read back when its files are written again (``listed``): a record of tens of MB
+# need not be parsed for a list this process knows.
+_WRITTEN: Dict[str, Tuple[Tuple[int, int, int, int], List[str]]] = {}
+
+
+def _identity(path: str) -> Tuple[int, int, int, int]:
+    st = os.stat(path)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def remember(path: str, files: Sequence[str]) -> None:
+    """A record this process has just written at ``path``, listing ``files``."""
+    try:
+        _WRITTEN[os.path.abspath(path)] = (_identity(path), list(files))
+    except OSError:
+        _WRITTEN.pop(os.path.abspath(path), None)
+
+
 def listed(folder: str, result_name: str = "result.json", damaged: Optional[List[str]] = None) -> List[str]:
     """The files an earlier run listed as its own in the folder's result.json (none where it lists none). A record
     that cannot be read (damaged, too large, nested too deep) never blocks a new run: it is set aside under a new
-    name in the folder, appended to ``damaged`` (its new name) for the caller to say."""
+    name in the folder, appended to ``damaged`` (its new name) for the caller to say. A record this process wrote
+    (``remember``), unchanged since, is not read again."""
     path = os.path.join(folder, result_name)
+    known = _WRITTEN.get(os.path.abspath(path))
+    try:
+        if known is not None and _identity(path) == known[0]:
+            return list(known[1])
+    except OSError:
+        return []
     try:
         if os.path.getsize(path) > MAX_RECORD_BYTES:
             raise ValueError("larger than %d MB" % (MAX_RECORD_BYTES >> 20))

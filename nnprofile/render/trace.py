@@ -130,4 +130,6 @@ def files(profile: Profile, analysis: Analysis) -> Contents:
         },
     }
     raw = json.dumps(document, separators=(",", ":")).encode("utf-8")
-    return {FILENAME: gzip.compress(raw, mtime=0)}  # the same profile, the same bytes
+    # zlib's default level: 2.5 times as fast as gzip's 9 on a 23 MB timeline, and 4 % larger; the same profile,
+    # the same bytes
+    return {FILENAME: gzip.compress(raw, compresslevel=6, mtime=0)}
