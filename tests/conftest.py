@@ -14,6 +14,15 @@ SAMPLES = os.environ.get("NNPROFILE_CORPUS") or os.path.join(os.path.dirname(ROO
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 
+def pytest_terminal_summary(terminalreporter):
+    """After a session that ran corpus tests: what their programs took alone and under nnprofile."""
+    from corpus import summary
+
+    said = summary(r for reports in terminalreporter.stats.values() for r in reports)
+    for line in (said or "").splitlines():
+        terminalreporter.write_line(line)
+
+
 def require(available, what):
     """Skip a test whose material is missing, naming it; under CI=true a missing one fails instead,
     so that CI never skips silently. Every skip rule of the suite goes through here."""

@@ -14,6 +14,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 from collections import Counter
 from dataclasses import dataclass
 from functools import reduce
@@ -23,6 +24,9 @@ from conftest import ROOT
 
 CORPUS = os.environ.get("NNPROFILE_PROGRAMS") or os.path.join(os.path.dirname(ROOT), "shared", "corpus")
 TIMEOUT = 900
+# The property each corpus test records: (its program's run alone, its run under nnprofile), wall seconds, side by
+# side (``summary`` sums them over a session).
+SECONDS = "corpus_seconds"
 
 
 def available() -> bool:
@@ -48,6 +52,7 @@ class Run:
     code: int
     stdout: str
     stderr: str
+    seconds: float = 0.0  # its wall time, on the harness's clock (no part of nnprofile's)
 
 
 @dataclass
@@ -67,6 +72,7 @@ class Prepared:
     def _run(self, head: List[str], env: Optional[Dict[str, str]] = None) -> Run:
         runner = _runner()
         args = head + [runner.script(self.program)] + list(self.program["argv"])
+        start = time.perf_counter()
         proc = subprocess.run(
             args,
             cwd=self.places["cwd"],
@@ -77,7 +83,10 @@ class Prepared:
             timeout=TIMEOUT,
         )
         # The folder the program was laid out in, as one name: two runs in folders prepared alike print the same.
-        return Run(proc.returncode, proc.stdout.replace(self.work, "{work}"), proc.stderr.replace(self.work, "{work}"))
+        took = time.perf_counter() - start
+        return Run(
+            proc.returncode, proc.stdout.replace(self.work, "{work}"), proc.stderr.replace(self.work, "{work}"), took
+        )
 
     def alone(self) -> Run:
         return self._run([sys.executable])
@@ -216,3 +225,29 @@ def own_lines(stderr: str) -> str:
         if not ours:
             out.append(line)
     return "\n".join(out)
+
+
+def summary(reports: Iterable[object], most: int = 5) -> Optional[str]:
+    """What the programs took alone and under nnprofile, over the corpus tests of a session (their reports), on the
+    harness's clock: how much of ``make corpus`` is the programs' own and how much nnprofile's, and the ``most``
+    programs it added the most to."""
+    pairs = {}
+    for r in reports:
+        for name, value in getattr(r, "user_properties", ()):
+            if name == SECONDS:
+                pairs[getattr(r, "nodeid", "").rsplit("[", 1)[-1].rstrip("]")] = value
+    if not pairs:
+        return None
+    alone, profiled = sum(a for a, _ in pairs.values()), sum(p for _, p in pairs.values())
+    added = sorted(pairs.items(), key=lambda kv: kv[1][0] - kv[1][1])[:most]
+    return (
+        "corpus: %d programs took %.0f s alone and %.0f s under nnprofile (%.2fx), each pair side by side\n"
+        "corpus: nnprofile added most to %s"
+        % (
+            len(pairs),
+            alone,
+            profiled,
+            profiled / alone if alone else float("nan"),
+            ", ".join("%s (%.1f s to %.1f s)" % (k, a, p) for k, (a, p) in added),
+        )
+    )

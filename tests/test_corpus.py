@@ -17,7 +17,7 @@ import pytest
 
 import nnprofile
 from conftest import require
-from corpus import CORPUS, available, differences, own_lines, own_text, prepare, programs, progress_bar
+from corpus import CORPUS, SECONDS, available, differences, own_lines, own_text, prepare, programs, progress_bar
 from corpus_facts import check
 from nnprofile.analysis import analyze
 
@@ -57,8 +57,9 @@ def run(request, base, memo, tmp_path):
         return program, prepared, alone.result(), profiled.result(), out
 
 
-def test_a_program_by_others_profiles_as_its_source_shows(run):
+def test_a_program_by_others_profiles_as_its_source_shows(run, record_property):
     program, prepared, alone, profiled, out = run
+    record_property(SECONDS, (alone.seconds, profiled.seconds))  # summed by conftest's terminal summary
     facts = program["facts"]
     assert alone.code == 0, alone.stderr[-3000:]
     assert profiled.code == alone.code, profiled.stderr[-3000:]

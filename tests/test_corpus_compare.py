@@ -1,7 +1,10 @@
 """How the corpus tests compare what a program printed under nnprofile with what it prints alone
-(tests/corpus.py): the comparison must still fail where nnprofile changes, loses or adds a line."""
+(tests/corpus.py): the comparison must still fail where nnprofile changes, loses or adds a line; and how a
+session's runs are summed."""
 
-from corpus import differences, own_text
+from types import SimpleNamespace
+
+from corpus import SECONDS, differences, own_text, summary
 
 LOG = "2026-11-25 21:15:03,356 [nnabla][INFO]: "
 
@@ -31,3 +34,21 @@ def test_a_line_is_the_programs_own_where_its_words_are_in_its_source():
     assert own_text("### #:#:#,# [nnabla][INFO]: Decreased learning rate to #", source)
     assert not own_text("[nnabla][WARNING]: Cannot find the function to hook", source)
     assert not own_text("### #:#:#,# [nnabla][INFO]: rate #", ["rate"])  # one word says nothing
+
+
+def test_a_session_sums_each_programs_two_runs_once():
+    def report(nodeid, *props):
+        return SimpleNamespace(nodeid=nodeid, user_properties=list(props))
+
+    reports = [
+        report("t.py::test[a]", (SECONDS, (2.0, 3.0))),
+        report("t.py::test[a]", (SECONDS, (2.0, 3.0))),  # the same test's teardown report: counted once
+        report("t.py::test[b]", ("other", 1), (SECONDS, (6.0, 6.5))),
+        report("t.py::test[c]"),
+        "a warning",
+    ]
+    assert summary(reports).splitlines() == [
+        "corpus: 2 programs took 8 s alone and 10 s under nnprofile (1.19x), each pair side by side",
+        "corpus: nnprofile added most to a (2.0 s to 3.0 s), b (6.0 s to 6.5 s)",
+    ]
+    assert summary([report("c")]) is None
