@@ -74,8 +74,9 @@ test-fast: $(TEST_STAMP) $(DIGITS)
 format: $(TEST_STAMP)
 	$(PY) -m ruff format nnprofile tests benchmarks examples
 
-# The real programs of ../shared/corpus, each alone and under nnprofile run side by side (9.5 to 14 minutes at a
-# load of 2 on 2 cores; make test runs them too).
+# The real programs of ../shared/corpus, each alone and under nnprofile run side by side (9.5 to 15 minutes at a
+# load of 2 on 2 cores, most of it the programs' own: it ends saying what they took each way; make test runs them
+# too).
 corpus: $(TEST_STAMP)
 	$(PY) -m pytest -q -n auto -m "corpus and not serial"
 	$(PY) -m pytest -q -m "corpus and serial" || [ $$? -eq 5 ]  # (5: none is serial now, which is no failure)
