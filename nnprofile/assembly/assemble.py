@@ -235,16 +235,17 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
     all_passes = group_passes(top, capture.sites)
     bounds, rule, _ = find_steps(capture, top, all_passes, last_ns)
     per_step = [with_children(span, kids) for span in step_rule.split(top, bounds, start_of)]
+    step_passes = [group_passes(span, capture.sites) for span in per_step]  # (each step's, grouped once)
     before, after = (with_children(span, kids) for span in step_rule.outside(top, bounds, start_of))
     skip = min(capture.skip_first, max(0, len(bounds) - 1))
     kept, plain_kept, hooked = kept_steps(hook_states(per_step), skip, capture.active)
 
     excluded = merged(capture.excluded)  # nnprofile's own work between the program's calls
-    costs, hooks = hookfit.fit(capture, costs, per_step, bounds, kept, hooked, plain_kept, excluded)
-    graphs = graphs_of(capture, before, per_step, after, kept, skip)
+    costs, hooks = hookfit.fit(capture, costs, per_step, step_passes, bounds, kept, hooked, plain_kept, excluded)
+    graphs = graphs_of(capture, before, per_step, step_passes, after, kept, skip)
     labels = solver_labels(capture)
     graph_roles = roles(graphs, kept, capture)
-    builder = Builder(capture, costs, name, labels, kept, per_step, bounds, set(plain_kept), kids)
+    builder = Builder(capture, costs, name, labels, kept, per_step, step_passes, bounds, set(plain_kept), kids)
     shown = in_kept_steps(graphs, kept)
     sections = _kept_sections(builder, shown, graph_roles)
 
@@ -325,13 +326,19 @@ def _step_notes(
 
 
 def graphs_of(
-    capture: Capture, before: List[Any], per_step: List[List[Any]], after: List[Any], kept: Sequence[int], skip: int
+    capture: Capture,
+    before: List[Any],
+    per_step: List[List[Any]],
+    step_passes: List[List[Pass]],
+    after: List[Any],
+    kept: Sequence[int],
+    skip: int,
 ) -> List[Graph]:
     """The graphs of every step, and of what ran before the first step and after the last (pseudo-steps at both ends:
     they name every graph the same way, wherever it ran), each with its trainers; its passes per step at the steps'
     own indexes, then those before the first step and after the last."""
     spans = [before] + per_step + [after]
-    passes = [group_passes(span, capture.sites) for span in spans]
+    passes = [group_passes(before, capture.sites)] + step_passes + [group_passes(after, capture.sites)]
     # The graphs of the steps the profile shows or notes: kept, set aside, before the first, after the last.
     noted = {0, len(spans) - 1} | {1 + i for i in kept} | {1 + i for i in range(skip)}
     graphs = split_by_graph(spans, passes, capture, noted, {1 + i for i in kept})

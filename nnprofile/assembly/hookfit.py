@@ -26,7 +26,6 @@ from ..base.stats import median
 from . import interference
 from .events import Call, Capture, CommCall, InputCall, MonitorCall, SolverCall, StepMark
 from .intervals import overlap
-from .passes import group_passes
 
 Marker = Any  # a timed call of the program's own: solver, input, monitor, communicator, step mark
 MARKERS = (SolverCall, InputCall, MonitorCall, CommCall, StepMark)
@@ -201,6 +200,7 @@ def fit(
     capture: Capture,
     costs: HookCosts,
     per_step: List[List[Any]],
+    step_passes: List[List[Any]],
     bounds: List[Tuple[int, int]],
     kept: List[int],
     hooked: List[int],
@@ -212,7 +212,7 @@ def fit(
     longer with the hooks, from its steps without them (``pairs``), the cost between a pass's functions no more
     than the time there (``overshoot``). Returns the costs and what the header says of them."""
     graph = capture.graph
-    phases = {i: group_passes(per_step[i], capture.sites) for i in set(kept) | set(hooked)}
+    phases = {i: step_passes[i] for i in set(kept) | set(hooked)}  # (each step's passes: ``group_passes``)
     key = {
         id(c): costs.key(graph.signature(graph.functions[c.function]), p.phase)
         for ps in phases.values()

@@ -41,6 +41,7 @@ class ProgramSections:
         name: str,
         kept: List[int],
         per_step: List[List[Any]],
+        step_passes: List[List[Any]],
         bounds: List[Tuple[int, int]],
         plain: Set[int],
     ) -> None:
@@ -52,9 +53,10 @@ class ProgramSections:
             bounds,
             plain,
         )
+        self.step_passes = step_passes  # each step's passes (``group_passes``), as the assembly grouped them
 
     def program_section(self) -> Section:
-        capture, c = self.calls.capture, self.calls.costs
+        c = self.calls.costs
         section = Section(kind=SCRIPT, name=self.name, network="", complete=True)
         tables = _Tables()
         step = SeriesTable()
@@ -64,7 +66,7 @@ class ProgramSections:
             step.next_round()
             events = self.per_step[i]
             start, end = self.bounds[i]
-            step_passes = group_passes(events, capture.sites)
+            step_passes = self.step_passes[i]
             hooks = self._tally(events, tables, step_passes) - sum(self.calls.overshoot(p) for p in step_passes)
             passes = sum(1 for p in step_passes if not p.dynamic)
             carried = c.carry if i - 1 not in self.plain else 0.0  # the step before had the hooks

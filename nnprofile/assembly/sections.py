@@ -68,6 +68,7 @@ class Builder:
         labels: List[str],
         kept: List[int],
         per_step: List[List[Any]],
+        step_passes: List[List[Any]],
         bounds: List[Tuple[int, int]],
         plain: Optional[set] = None,
         kids: Optional[Dict[int, List[Any]]] = None,
@@ -75,7 +76,7 @@ class Builder:
         self.calls = Calls(capture, costs, labels, kids or {}, bounds[kept[0]][0] if kept else 0)
         self.name, self.kept, self.per_step, self.bounds = name, kept, per_step, bounds
         self.plain = plain or set()  # the steps run without the hooks
-        self.program = ProgramSections(self.calls, name, kept, per_step, bounds, self.plain)
+        self.program = ProgramSections(self.calls, name, kept, per_step, step_passes, bounds, self.plain)
         self.layers: Dict[str, Dict[Any, Layer]] = {}  # graph name -> layer key -> layer
         # other work's disturbances per ns of the program's calls (``interference.disturbance_rate``)
         self.switch_rate = disturbance_rate(per_step, kept, capture.marks)
