@@ -249,7 +249,8 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
     shown = in_kept_steps(graphs, kept)
     sections = _kept_sections(builder, shown, graph_roles)
 
-    interference.apply(sections, capture, per_step, kept, bounds, builder.calls.waited)  # other work's share
+    # other work's share of the kept steps (its rate of disturbing the program's calls, as the builder weighed them)
+    interference.apply(sections, capture, builder.switch_rate, kept, bounds, builder.calls.waited)
     validation = evaluation_inputs(graphs, graph_roles, per_step, kept, capture)
     if validation:
         sections[-1].info.inputs_of = validation
@@ -265,7 +266,7 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
     )
     # What ran only outside the kept steps: before the program's step section (the last, as every reader takes it).
     outside = outside_sections(builder, graphs, kept, skip, before, after, capture)
-    interference.apply(outside, capture, per_step, kept, bounds, builder.calls.waited)
+    interference.apply(outside, capture, builder.switch_rate, kept, bounds, builder.calls.waited)
     sections[-1:-1] = outside
     notes += spoiled_note(interference.spoiled(sections))
     notes += after_the_loop(graphs, kept, len(per_step))

@@ -47,18 +47,18 @@ def sampled_in(p: Any, handled: Sequence[Tuple[int, int]]) -> bool:
 def apply(
     sections: Sequence[Section],
     capture: Any,
-    per_step: Sequence[Sequence[Any]],
+    per_ns: float,
     kept: Sequence[int],
     bounds: Sequence[Tuple[int, int]],
     waited: Callable[[int, int, int], float],
 ) -> None:
-    """Every entry weighted by the rate other work disturbed the kept steps' calls at; every section told what that
-    work took of them (``Section.interference``; not measured where the kernel's accounting was not read)."""
+    """Every entry weighted by the rate other work disturbed the kept steps' calls at (``per_ns``:
+    ``disturbance_rate``'s); every section told what that work took of them (``Section.interference``; not measured
+    where the kernel's accounting was not read)."""
     if not capture.marks:
         for s in sections:
             s.interference = Interference(measured=False)
         return
-    per_ns = disturbance_rate(per_step, kept, capture.marks)
     timed = float(sum(bounds[i][1] - bounds[i][0] for i in kept))
     known = len(capture.waits) > 1
     taken: Optional[float] = sum(waited(*bounds[i], 1) for i in kept) if known else None
