@@ -249,8 +249,7 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
     shown = in_kept_steps(graphs, kept)
     sections = _kept_sections(builder, shown, graph_roles)
 
-    # other work's share of the kept steps (its rate of disturbing the program's calls, as the builder weighed them)
-    interference.apply(sections, capture, builder.switch_rate, kept, bounds, builder.calls.waited)
+    interference.apply(sections, capture, builder.switch_rate, kept, bounds, builder.calls.waited)  # others' share
     validation = evaluation_inputs(graphs, graph_roles, per_step, kept, capture)
     if validation:
         sections[-1].info.inputs_of = validation
