@@ -16,7 +16,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence
 from ..assembly import capture_file as events
 from ..base.errors import ProfileError
 from ..base.schedule import STATUS_FILE
-from ..base.outdir import FolderInUse, Lock, join, listed, prepare_outdir, prune, remember, write_whole
+from ..base.outdir import FolderInUse, Lock, join, listed, prepare_outdir, prune, write_whole
 from ..result import Profile, file as result_file
 from . import comparison, csv_files, html, log, trace, xlsx
 from .base import Contents, Renderer
@@ -102,14 +102,6 @@ def write_files(contents: Contents, outdir: str) -> List[str]:
     return [write_whole(join(outdir, name), data) for name, data in contents.items()]
 
 
-def _record(profile: Profile, outdir: str, body: str) -> str:
-    """result.json written, and remembered with the files it lists (the next write into the folder reads them
-    from memory)."""
-    path = result_file.save(profile, outdir, body)
-    remember(path, profile.files)
-    return path
-
-
 def write_all(
     profile: Profile,
     outdir: str,
@@ -141,7 +133,7 @@ def write_all(
     # written is said in the record (incomplete, with the reason) and the error raised.
     profile.files = sorted({result_file.FILENAME, *also})
     body = result_file.body_text(profile)  # the bulk, the same in each of the record's writes below
-    written = [_record(profile, outdir, body)]
+    written = [result_file.save(profile, outdir, body)]
     done = []
     try:
         for name, data in contents.items():
@@ -153,14 +145,14 @@ def write_all(
         reason = "%s could not be written (%s)" % (name, e.strerror or e)
         profile.failure = "%s; %s" % (profile.failure, reason) if profile.failure else reason
         try:
-            _record(profile, outdir, body)
+            result_file.save(profile, outdir, body)
         except OSError:
             pass  # the first record stands: it claims only itself
         raise
     profile.files = sorted({result_file.FILENAME, *contents, *also})
     try:
         if contents:  # (a record alone is whole as first written)
-            _record(profile, outdir, body)
+            result_file.save(profile, outdir, body)
     except OSError as e:  # (a full disk at the last rewrite: every file is whole, the first record stands)
         raise Unlisted(
             "every file was written whole in %s, but result.json could not be rewritten to list them (%s): it "

@@ -18,7 +18,7 @@ from dataclasses import fields
 from typing import Any, Dict, List, Optional, Type
 
 from ..base.errors import ProfileError
-from ..base.outdir import MAX_RECORD_BYTES, write_whole
+from ..base.outdir import MAX_RECORD_BYTES, remember, write_whole
 from .checks import WHOLE_LIMIT, bounded, check_fields, declared
 from .header import header_from_dict
 from ..base.buffers import StepMemory
@@ -277,9 +277,12 @@ def from_dict(data: Dict[str, Any]) -> Profile:
 
 
 def save(profile: Profile, outdir: str, body: Optional[str] = None) -> str:
-    """Write OUTDIR/result.json whole (never a half-written result); ``body``: its sections and timeline, made
+    """Write OUTDIR/result.json whole (never a half-written result), remembered with the files it lists (the next
+    write into the folder reads them from memory: ``outdir.listed``); ``body``: its sections and timeline, made
     once by ``body_text`` for a record written again with only its head changed."""
-    return write_whole(os.path.join(outdir, FILENAME), dumps(profile, body))
+    path = write_whole(os.path.join(outdir, FILENAME), dumps(profile, body))
+    remember(path, profile.files)
+    return path
 
 
 def load(path: str) -> Profile:
