@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..base.hookcost import HookCosts
 from ..base.stats import Drift
@@ -26,6 +26,7 @@ from .events import (
     DYNAMIC,
     Call,
     Capture,
+    Event,
     Hooks,
     InputCall,
     SolverCall,
@@ -36,7 +37,7 @@ from .events import (
 )
 from .iterations import entries, loop_where, select, step_loop
 from .tree import children, descendants, top_level
-from .graphs import Graph, split_by_graph
+from .graphs import Graph, GraphKey, split_by_graph
 from .roles import apply_role, roles, solver_label, solver_labels, solver_summaries, trainers
 from .feeding import evaluation_inputs
 from .passes import Pass, group_passes
@@ -80,7 +81,7 @@ class Assembly:
     plain_steps: List[int] = field(default_factory=list)  # the steps run without the hooks, among them
 
 
-def replay(events: Sequence[Any], passes: Sequence[Pass]) -> step_rule.Loop:
+def replay(events: Sequence[Event], passes: Sequence[Pass]) -> step_rule.Loop:
     """The loop's structure (its pattern of updates, marks and passes), from the program's own calls."""
     loop = step_rule.Loop()
     starting = {id(p.calls[0]): p for p in passes}
@@ -111,7 +112,7 @@ def replay(events: Sequence[Any], passes: Sequence[Pass]) -> step_rule.Loop:
 HOOKED, PLAIN, MIXED = "hooked", "plain", "mixed"
 
 
-def hook_states(per_step: List[List[Any]]) -> List[str]:
+def hook_states(per_step: List[List[Event]]) -> List[str]:
     """Whether each step ran with the function hooks, without them, or switched within it (the recorder
     switches them at a step's end as it counts steps; where its count and the steps found at the end
     differ, a step can hold a switch: it is neither kept nor a step without the hooks)."""
@@ -146,7 +147,7 @@ def kept_steps(states: Sequence[str], skip: int, active: int) -> Tuple[List[int]
     )
 
 
-def iteration_bounds(top: Sequence[Any], capture: Capture) -> Optional[Tuple[List[Tuple[int, int]], str, int, int]]:
+def iteration_bounds(top: Sequence[Event], capture: Capture) -> Optional[Tuple[List[Tuple[int, int]], str, int, int]]:
     """The steps (``_iteration_bounds``), the loop's line, and how many of its iterations are no steps: before its
     first update, and after it in runs of the loop without an update (a validation through the same loop)."""
     found = _iteration_bounds(top, capture)
@@ -157,7 +158,9 @@ def iteration_bounds(top: Sequence[Any], capture: Capture) -> Optional[Tuple[Lis
     return bounds, where, before, sum(1 for x in steps[before:] if not x)
 
 
-def _iteration_bounds(top: Sequence[Any], capture: Capture) -> Optional[Tuple[List[Tuple[int, int]], str, List[bool]]]:
+def _iteration_bounds(
+    top: Sequence[Event], capture: Capture
+) -> Optional[Tuple[List[Tuple[int, int]], str, List[bool]]]:
     """The steps as the iterations of the program's loop (``nnprofile.assembly.iterations``) that are steps (its
     ``Gate``: in a program that updates, those of the runs of the loop that update, from a little before each run's
     first update on): each from its first call to the next step's, the last to the end of its last call; and the
@@ -168,7 +171,7 @@ def _iteration_bounds(top: Sequence[Any], capture: Capture) -> Optional[Tuple[Li
     stacked = [(i, stack_of(e)) for i, e in enumerate(top) if stack_of(e)]
     if not stacked:
         return None
-    is_update = [isinstance(top[i], SolverCall) and top[i].method == "update" for i, _ in stacked]
+    is_update = [isinstance(e, SolverCall) and e.method == "update" for e in (top[i] for i, _ in stacked)]
     updates = [st for (_, st), u in zip(stacked, is_update) if u]
     keys = updates or [st for i, st in stacked if isinstance(top[i], (Call, InputCall))]
     loop = step_loop([k for k in keys if k is not None], capture.codes)
@@ -202,7 +205,7 @@ def _iteration_bounds(top: Sequence[Any], capture: Capture) -> Optional[Tuple[Li
 
 
 def find_steps(
-    capture: Capture, top: Sequence[Any], passes: Sequence[Pass], last_ns: int
+    capture: Capture, top: Sequence[Event], passes: Sequence[Pass], last_ns: int
 ) -> Tuple[List[Tuple[int, int]], step_rule.Rule, step_rule.Loop]:
     """Where the steps are: marks where the program gives them; else the iterations of its loop; else the
     repeating pattern of its updates or passes (``nnprofile.assembly.steps``)."""
@@ -215,11 +218,11 @@ def find_steps(
     return step_rule.bounds(loop, rule, capture.started_ns, last_ns), rule, loop
 
 
-def with_children(span: Sequence[Any], kids: Dict[int, List[Any]]) -> List[Any]:
+def with_children(span: Sequence[Event], kids: Dict[int, List[Event]]) -> List[Event]:
     """A span of the program's own calls with the calls inside each, before it (as they ended)."""
     if not kids:
         return list(span)
-    out: List[Any] = []
+    out: List[Event] = []
     for e in span:
         out += descendants(e, kids)
         out.append(e)
@@ -288,7 +291,9 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
     )
 
 
-def _how(rule: Any, steps: int, names: Any, per_step: List[List[Any]], kept: Sequence[int], labels: List[str]) -> Note:
+def _how(
+    rule: Any, steps: int, names: Any, per_step: List[List[Event]], kept: Sequence[int], labels: List[str]
+) -> Note:
     """How the steps were found (``nnprofile.render.rules`` says it), with the updates a step holds where they are
     the program's iterations."""
     figures = step_rule.rule_figures(rule, steps, names)
@@ -304,7 +309,9 @@ def _step_memory(builder: Builder, sections: List[Section], shown: Sequence[Grap
         trained[0].memory = builder.memory(trained[0])
 
 
-def _kept_sections(builder: Builder, shown: Sequence[Graph], graph_roles: Dict[Any, Any]) -> List[Section]:
+def _kept_sections(
+    builder: Builder, shown: Sequence[Graph], graph_roles: Dict[GraphKey, Tuple[str, List[str]]]
+) -> List[Section]:
     """A section per graph the kept steps ran, each with what it is for, then the program's step."""
     sections = [builder.graph_section(g) for g in shown]
     for g, section in zip(shown, sections):
@@ -327,10 +334,10 @@ def _step_notes(
 
 def graphs_of(
     capture: Capture,
-    before: List[Any],
-    per_step: List[List[Any]],
+    before: List[Event],
+    per_step: List[List[Event]],
     step_passes: List[List[Pass]],
-    after: List[Any],
+    after: List[Event],
     kept: Sequence[int],
     skip: int,
 ) -> List[Graph]:
@@ -393,7 +400,7 @@ def hold_parts(sections: Sequence[Section]) -> int:
     return raised
 
 
-def _namer(graphs: Sequence[Graph], capture: Capture, labels: Sequence[str]) -> Any:
+def _namer(graphs: Sequence[Graph], capture: Capture, labels: Sequence[str]) -> Callable[[Tuple[str, Any]], str]:
     by_key = {g.key: g.name for g in graphs}
 
     def name(what: Tuple[str, Any]) -> str:

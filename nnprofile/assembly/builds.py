@@ -17,7 +17,7 @@ that built it:
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, Hashable, List, Optional, Sequence, Set, Tuple, cast
 
 from ..base.functions import FunctionInfo
 from ..base.places import place, short
@@ -25,15 +25,19 @@ from .events import Call
 from .iterations import CodeInfo, kind
 from .passes import Pass
 
-UNDETERMINED = ("forward only",)  # auto_forward work whose graph cannot be told (a recording without stacks)
-Path = Tuple[Tuple[int, Optional[int]], ...]  # (code, line) of each frame to a build's call; None: any line
+UNDETERMINED: Tuple[Hashable, ...] = (
+    "forward only",
+)  # auto_forward work whose graph cannot be told (a recording without stacks)
+Path = Tuple[Tuple[int, Optional[int]], ...]
+# A graph's key: ("static", root function), ("auto_forward", backward's site), ("built", Path), ("forward", kind)
+GraphKey = Tuple[Hashable, ...]  # (code, line) of each frame to a build's call; None: any line
 
 
 def _line(codes: Sequence[CodeInfo], c: int, at: int) -> int:
     return codes[c].line_at(at) if c < len(codes) else at
 
 
-def build_key(calls: Sequence[Call], codes: Sequence[CodeInfo]) -> Any:
+def build_key(calls: Sequence[Call], codes: Sequence[CodeInfo]) -> GraphKey:
     """The graph of forward-only calls of one pass that nothing trained reads: the program's innermost call that
     made them all (the frames they share, by token), as its path of code and line; the deepest shared frame's line
     only where all were made on one line of it. UNDETERMINED where a call kept no frames."""
@@ -55,8 +59,8 @@ def build_key(calls: Sequence[Call], codes: Sequence[CodeInfo]) -> Any:
 
 
 def apart(
-    owner: Dict[Any, Any], passes: Sequence[Pass], functions: Dict[int, FunctionInfo], codes: Sequence[CodeInfo]
-) -> Dict[Any, Any]:
+    owner: Dict[int, GraphKey], passes: Sequence[Pass], functions: Dict[int, FunctionInfo], codes: Sequence[CodeInfo]
+) -> Dict[int, GraphKey]:
     """Function -> the graph of the program's call that made it, for each forward-only function of a trained graph's
     build (a pass of ``passes`` that made trained functions: ``owner``, function -> the trained graph whose backward
     reaches it) made inside a call of the program's that made no trained function, and that made a network (a
@@ -76,7 +80,7 @@ def apart(
         if level is None or level == 0 or not trained.intersection(t for t, _, _ in c.frames[:level]):
             continue  # made where trained functions were made too (a branch of the build), or by no shared call
         groups.setdefault((level, c.frames[level][0]), []).append(c)
-    out: Dict[Any, Any] = {}
+    out: Dict[int, GraphKey] = {}
     for (level, _), made in groups.items():
         if not any(_reads_parameter(functions.get(c.function), functions) for c in made):
             continue
@@ -114,10 +118,10 @@ _PARAMETRIC_READS = frozenset(
 
 
 def read_from(
-    owner: Dict[Any, Any],
-    made: Sequence[Sequence[Any]],
+    owner: Dict[int, GraphKey],
+    made: Sequence[Sequence[int]],
     functions: Dict[int, FunctionInfo],
-    held_apart: Optional[Dict[Any, Any]] = None,
+    held_apart: Optional[Dict[int, GraphKey]] = None,
 ) -> None:
     """A function made under auto_forward that a graph's function reads from (through its outputs) is that graph's
     too, where no backward reached it: one the same line of the program's loop made (a constant inside the loss's
@@ -140,7 +144,9 @@ def read_from(
                 owner[parent] = key
 
 
-def dynamic_passes(p: Pass, owner: Dict[Any, Any], held: Dict[Any, Any], codes: Sequence[CodeInfo]) -> Dict[Any, Pass]:
+def dynamic_passes(
+    p: Pass, owner: Dict[int, GraphKey], held: Dict[int, GraphKey], codes: Sequence[CodeInfo]
+) -> Dict[GraphKey, Pass]:
     """A run of auto_forward calls made by one line of the program's loop, split by graph: each graph's calls in it.
     A function no graph owns and no call of the program's made apart (``held``) is a branch of the trained graph
     built in the same run (the graph of the function owned nearest before it, else after it); in a run that builds
@@ -148,7 +154,7 @@ def dynamic_passes(p: Pass, owner: Dict[Any, Any], held: Dict[Any, Any], codes: 
     owned = [k for k, c in enumerate(p.calls) if c.function in owner]
     rest = [c for c in p.calls if c.function not in owner and c.function not in held]
     place_key = build_key(rest, codes) if rest and not owned else UNDETERMINED
-    out: Dict[Any, Pass] = {}
+    out: Dict[GraphKey, Pass] = {}
     for k, call in enumerate(p.calls):
         key = owner.get(call.function) or held.get(call.function)
         if key is None:
@@ -168,14 +174,14 @@ def add_build(step_passes: List[Pass], piece: Pass, trained: bool) -> None:
     step_passes.append(piece)
 
 
-def build_name(key: Any, p: Pass, codes: Sequence[CodeInfo]) -> Tuple[str, Optional[str]]:
+def build_name(key: GraphKey, p: Pass, codes: Sequence[CodeInfo]) -> Tuple[str, Optional[str]]:
     """(name, where) of a graph built by the program's call ``key`` (``build_key``), first seen in ``p``: the name
     the call's line stores its result in (``vloss`` of ``vloss = model(vx)``, ``loss`` of ``loss, _ = f(x)``), else
     the function it called and where (``save_image at train.py:91``); made on one line of a loop, that line's name
     (``score`` of ``score = F.mean(d(g(z)))``); where: that line."""
     if not (isinstance(key, tuple) and len(key) == 2 and key[0] == "built"):
         return "", None
-    path = key[1]
+    path = cast(Path, key[1])
     first = next((c for c in p.calls if c.frames), None)
     if first is None or first.frames is None:
         return "", None

@@ -13,7 +13,22 @@ from ..base.hookcost import HookCosts
 from ..base.interference import CPU
 from ..result.timeline import TimelineEvent
 from . import hookfit
-from .events import WAITS, Call, Capture, CommCall, InputCall, MonitorCall, SolverCall, disturbed, shortfall
+from .events import (
+    WAITS,
+    Call,
+    Capture,
+    CommCall,
+    Event,
+    Hooks,
+    InputCall,
+    MonitorCall,
+    SolverCall,
+    StepMark,
+    disturbed,
+    end_of,
+    shortfall,
+    start_of,
+)
 from .intervals import merged, overlap, waited_aside, waited_at
 from .passes import Pass
 from .tree import descendants
@@ -26,7 +41,7 @@ class Calls:
     inside it; ``origin``: where the timeline starts (its events are appended to ``timeline``)."""
 
     def __init__(
-        self, capture: Capture, costs: HookCosts, labels: List[str], kids: Dict[int, List[Any]], origin: int
+        self, capture: Capture, costs: HookCosts, labels: List[str], kids: Dict[int, List[Event]], origin: int
     ) -> None:
         self.capture, self.costs, self.labels, self.kids, self.origin = capture, costs, labels, kids, origin
         self.functions = capture.graph.functions
@@ -42,7 +57,7 @@ class Calls:
             if isinstance(e, CommCall) and not e.depth and e.m1 > e.m0
         )
 
-    def span(self, call: Any) -> float:
+    def span(self, call: Event) -> float:
         """A call's time, nnprofile's own work inside it (the sampler's, its wrappers') left out."""
         start, end = getattr(call, "start_ns", 0), getattr(call, "end_ns", 0)
         return float(end - start - overlap(start, end, self.excluded))
@@ -79,7 +94,7 @@ class Calls:
             return UNRESOLVED * mean
         return off
 
-    def inner(self, call: Any) -> Tuple[List[Any], float]:
+    def inner(self, call: Event) -> Tuple[List[Event], float]:
         """The calls inside ``call`` and what timing them added to its time."""
         inside = descendants(call, self.kids)
         if not inside:
@@ -113,7 +128,7 @@ class Calls:
             for label in order
         ]
 
-    def child_label(self, child: Any) -> Tuple[str, str]:
+    def child_label(self, child: Event) -> Tuple[str, str]:
         if isinstance(child, Call):
             f = self.functions.get(child.function)
             kind = f.type if f is not None else "function"
@@ -128,14 +143,14 @@ class Calls:
             return "monitor (%s)" % child.monitor, "monitor"
         return "%s (communicator)" % getattr(child, "method", "call"), "communication"
 
-    def nested_events(self, call: Any) -> None:
+    def nested_events(self, call: Event) -> None:
         """The calls inside ``call``, nested inside it on the timeline."""
         o = self.origin
         for child in descendants(call, self.kids):
             label, _ = self.child_label(child)
             self.timeline.append(
                 TimelineEvent(
-                    label, "inside", child.start_ns - o, child.end_ns - o, {"depth": getattr(child, "depth", 1)}
+                    label, "inside", start_of(child) - o, end_of(child) - o, {"depth": getattr(child, "depth", 1)}
                 )
             )
 
@@ -155,17 +170,17 @@ class Calls:
         """What the hooks add after a function of a pass, outside its own interval, as the costs stand."""
         return self.costs.between(call.kind, self.signature(call, p.phase))
 
-    def hit(self, call: Any) -> bool:
+    def hit(self, call: Event) -> bool:
         """Whether other work kept the program from running while the call ran (its marks)."""
         return disturbed(call, self.capture.marks)
 
-    def taken(self, call: Any) -> Optional[float]:
+    def taken(self, call: Event) -> Optional[float]:
         """What other work took of a call it held up: its wall time less the thread's CPU time (None where the marks
         are no CPU time: a wait, an asynchronous device). None too where that is more than the call's own time
         (nnprofile's own work inside it left out): the marks then hold what other work took of nnprofile's own work
         there too (a collection its events set off), and cannot tell the two apart (under load, a 0.15 s collection
         read as 84 ms taken of a function of 42 ms, and left its pass at zero)."""
-        if self.capture.marks != CPU or isinstance(call, WAITS):
+        if self.capture.marks != CPU or isinstance(call, WAITS + (StepMark, Hooks)):
             return None
         wall = call.end_ns - call.start_ns
         taken = max(0, wall - (call.m1 - call.m0))
@@ -182,7 +197,7 @@ class Calls:
         waits = [self.gap_wait(a, b) for calls in p.runs() for a, b in zip(calls, calls[1:])]
         return sum(waits) if any(waits) else None
 
-    def gap_wait(self, a: Any, b: Any) -> float:
+    def gap_wait(self, a: Call, b: Call) -> float:
         """What other work took between two functions of a pass, ``a`` and the next, ``b``: the gap's wall time
         less the thread's CPU time there, where that falls short; 0 where it does not, where the marks are no CPU
         time, and where the gap holds nnprofile's own work (left out already, with whatever held it up)."""

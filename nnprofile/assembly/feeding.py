@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
-from .events import Call, Capture, InputCall, depth_of
-from .graphs import Graph
+from .events import Call, Capture, Event, InputCall, depth_of
+from .graphs import Graph, GraphKey
 from .roles import EVALUATION, TRAINED
 
 
 def evaluation_inputs(
     graphs: Sequence[Graph],
-    graph_roles: Dict[Any, Tuple[str, List[str]]],
-    per_step: List[List[Any]],
+    graph_roles: Dict[GraphKey, Tuple[str, List[str]]],
+    per_step: List[List[Event]],
     kept: Sequence[int],
     capture: Capture,
 ) -> Dict[str, str]:
@@ -32,7 +32,7 @@ def evaluation_inputs(
     for i in kept:
         span: List[int] = []  # the iterators read since the last pass that followed a read
         ran: List[Tuple[Graph, str]] = []
-        events: List[Any] = list(per_step[i]) + [None]
+        events: List[Optional[Event]] = list(per_step[i]) + [None]
         for e in events:
             if e is not None and depth_of(e):
                 continue

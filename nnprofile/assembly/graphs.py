@@ -29,20 +29,20 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import AbstractSet, Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import AbstractSet, Dict, Hashable, List, Optional, Sequence, Set, Tuple
 
 from ..base.places import place, short
-from .events import DYNAMIC, Call, Capture
-from .iterations import Stack, kind, stored_name
+from .events import Call, Capture, DYNAMIC, Event
+from .iterations import CodeInfo, Stack, kind, stored_name
 from .passes import Pass
-from .builds import UNDETERMINED, add_build, apart, build_name, dynamic_passes, places, read_from
+from .builds import UNDETERMINED, GraphKey, add_build, apart, build_name, dynamic_passes, places, read_from
 
 DYNAMIC_FORWARD = "forward only (auto_forward)"
 
 
 @dataclass
 class Graph:
-    key: Any
+    key: GraphKey
     name: str
     dynamic: bool = False
     # Per step (of those given): its passes, split by graph.
@@ -57,13 +57,13 @@ class Graph:
         return any(p.phase == "backward" for step in self.passes for p in step)
 
 
-def graph_key(p: Pass, dynamic_functions: Set[int]) -> Any:
+def graph_key(p: Pass, dynamic_functions: Set[int]) -> GraphKey:
     """What a static pass ran: its root function; over a dynamic graph, its backward's call site."""
     return ("auto_forward", p.site) if p.root in dynamic_functions else ("static", p.root)
 
 
 def split_by_graph(
-    steps: Sequence[List[Any]],
+    steps: Sequence[List[Event]],
     passes: Sequence[List[Pass]],
     capture: Capture,
     shown: Optional[Set[int]] = None,
@@ -76,12 +76,12 @@ def split_by_graph(
     Under auto_forward a graph is no object the program keeps: its functions run as they are made, anew each step:
     which graph each function belongs to is ``nnprofile.assembly.builds``' rule (what reads it, and the program's
     call that built it). Each such graph's functions in one run of auto_forward calls are one forward pass."""
-    graphs: Dict[Any, Graph] = {}
+    graphs: Dict[GraphKey, Graph] = {}
     functions = capture.graph.functions
-    by_backward: Set[Any] = set()  # graphs named by their backward's call (a loss: ``loss.backward()``)
+    by_backward: Set[GraphKey] = set()  # graphs named by their backward's call (a loss: ``loss.backward()``)
     for s, step_passes in enumerate(passes):
         dynamic_functions = {c.function for c in steps[s] if isinstance(c, Call) and c.kind == DYNAMIC}
-        owner: Dict[Any, Any] = {}  # a dynamic function -> the graph whose backward reaches it
+        owner: Dict[int, GraphKey] = {}  # a dynamic function -> the graph whose backward reaches it
         for p in step_passes:
             if p.dynamic:
                 continue
@@ -124,7 +124,7 @@ def split_by_graph(
     return out
 
 
-def _built_graph(key: Any, p: Pass, steps_before: int, capture: Capture) -> Graph:
+def _built_graph(key: GraphKey, p: Pass, steps_before: int, capture: Capture) -> Graph:
     """A graph auto_forward built, first seen in ``p``: named as the program's call that built it names it."""
     name, made = build_name(key, p, capture.codes)
     where = p.calls[0].stack
@@ -133,7 +133,7 @@ def _built_graph(key: Any, p: Pass, steps_before: int, capture: Capture) -> Grap
     return Graph(key, name, True, passes=[[] for _ in range(steps_before + 1)], made=made, stack=where)
 
 
-def _new_graph(key: Any, p: Pass, steps_before: int, capture: Capture) -> Graph:
+def _new_graph(key: GraphKey, p: Pass, steps_before: int, capture: Capture) -> Graph:
     """The graph a pass first ran, with no passes in the steps before, and where the program built it."""
     root = capture.graph.functions.get(p.root)
     made = root.created if root is not None and key[0] == "static" else None
@@ -227,7 +227,7 @@ def _first_use(graph: Graph) -> Tuple[int, int]:
     return len(graph.passes), 0
 
 
-def tell_apart(graphs: List[Graph], codes: Sequence[Any] = (), kept: AbstractSet[int] = frozenset()) -> None:
+def tell_apart(graphs: List[Graph], codes: Sequence[CodeInfo] = (), kept: AbstractSet[int] = frozenset()) -> None:
     """Graphs the program gave one name get the line that made each: ``loss (line 120)``; the file too
     where the lines are of different files; where one line made them (a function building a graph, called for
     training and for a validation), the line that called it (``result_all (called at train_maml.py:241)``); a number
@@ -246,7 +246,7 @@ def tell_apart(graphs: List[Graph], codes: Sequence[Any] = (), kept: AbstractSet
             inside[0].name = name
 
 
-def _tell_apart(name: str, same: List[Graph], codes: Sequence[Any]) -> None:
+def _tell_apart(name: str, same: List[Graph], codes: Sequence[CodeInfo]) -> None:
     """Each of ``same`` (graphs of one name) named with what tells it from the others."""
     places = [g.made for g in same]
     files = {p.rsplit(":", 1)[0] for p in places if p}
@@ -264,7 +264,7 @@ def _tell_apart(name: str, same: List[Graph], codes: Sequence[Any]) -> None:
             g.name = "%s (%s)" % (name, "called at %s" % called[i] if called else i + 1)
 
 
-def _called_from(stacks: Sequence[Optional[Stack]], codes: Sequence[Any]) -> List[str]:
+def _called_from(stacks: Sequence[Optional[Stack]], codes: Sequence[CodeInfo]) -> List[str]:
     """For stacks that part somewhere: the line of each at the outermost frame where they part ("" for all where one
     is unknown or two do not part)."""
     if not codes or any(not st for st in stacks):
@@ -284,17 +284,17 @@ def _called_from(stacks: Sequence[Optional[Stack]], codes: Sequence[Any]) -> Lis
     return out if len(set(out)) == len(out) else []
 
 
-def layer_keys(graph: Graph, step: int) -> List[Tuple[Any, Call, str]]:
+def layer_keys(graph: Graph, step: int) -> List[Tuple[Hashable, Call, str]]:
     """(layer key, call, phase) of each of a graph's calls in a step, in order. A static graph's layer is its
     function; a graph made anew (under auto_forward, or rebuilt by the same lines) has its layers by their position
     in each build's forward pass (a graph built twice a step runs each layer twice), and a function that no forward
     pass ran (a backward's own) by its position in its backward pass."""
-    out: List[Tuple[Any, Call, str]] = []
+    out: List[Tuple[Hashable, Call, str]] = []
     if not graph.dynamic and not graph.rebuilt:
         for p in graph.passes[step]:
             out += [(c.function, c, p.phase) for c in p.calls]
         return out
-    at: Dict[Any, int] = {}
+    at: Dict[Hashable, int] = {}
     for p in graph.passes[step]:
         if p.phase == "forward":
             for i, c in enumerate(p.calls):

@@ -18,21 +18,21 @@ time between its functions, and what else a step takes longer with the hooks.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..base.hookcost import BACKWARD, MAX_SCALE, MIN_SCALE, HookCosts, measured_in_program, scaled
 from ..base.stats import median
 
 from . import interference
-from .events import Call, Capture, CommCall, InputCall, MonitorCall, SolverCall, StepMark
+from .events import Call, Capture, CommCall, Event, InputCall, MonitorCall, SolverCall, StepMark
 from .intervals import overlap
+from .passes import Pass
 
-Marker = Any  # a timed call of the program's own: solver, input, monitor, communicator, step mark
 MARKERS = (SolverCall, InputCall, MonitorCall, CommCall, StepMark)
 
 
-def _shape(events: Sequence[Any]) -> Tuple[Any, ...]:
-    out: List[Tuple[Any, ...]] = []
+def _shape(events: Sequence[Event]) -> Tuple[Tuple[object, ...], ...]:
+    out: List[Tuple[object, ...]] = []
     for e in events:
         if isinstance(e, SolverCall):
             out.append(("s", e.solver, e.method))
@@ -48,7 +48,7 @@ def _shape(events: Sequence[Any]) -> Tuple[Any, ...]:
 
 
 def stretches(
-    events: Sequence[Any], bounds: Tuple[int, int], excluded: Sequence[Tuple[int, int]]
+    events: Sequence[Event], bounds: Tuple[int, int], excluded: Sequence[Tuple[int, int]]
 ) -> List[Tuple[int, int]]:
     """The stretches of a step between its markers: (start, end), nnprofile's own work left out later."""
     start, end = bounds
@@ -61,7 +61,7 @@ def stretches(
 
 
 def pairs(
-    per_step: Sequence[List[Any]],
+    per_step: Sequence[List[Event]],
     bounds: Sequence[Tuple[int, int]],
     hooked: Sequence[int],
     plain: Sequence[int],
@@ -96,10 +96,10 @@ OUTLIER = 3.0
 
 
 def gap_ratio(
-    passes: Sequence[Any],
-    outside_of: Callable[[Any, Any], float],
+    passes: Sequence[Pass],
+    outside_of: Callable[[Call, Pass], float],
     excluded: Sequence[Tuple[int, int]] = (),
-    inside_of: Optional[Callable[[Any], float]] = None,
+    inside_of: Optional[Callable[[Call], float]] = None,
 ) -> Optional[float]:
     """How much longer than measured the hooks' cost between a pass's functions is in the program: the
     gaps between the functions of its passes against what the hooks cost there as measured (each
@@ -132,10 +132,10 @@ def gap_ratio(
 
 
 def overshoot(
-    p: Any,
-    outside_of: Callable[[Any, Any], float],
+    p: Pass,
+    outside_of: Callable[[Call, Pass], float],
     excluded: Sequence[Tuple[int, int]] = (),
-    waited: Callable[[Any, Any], float] = lambda a, b: 0.0,
+    waited: Callable[[Call, Call], float] = lambda a, b: 0.0,
 ) -> float:
     """What the hooks' cost between a pass's functions, as estimated (``outside_of(call, pass)`` for each function
     but the last of a stretch), is above the time there was between them (nnprofile's own work left out, and what
@@ -159,8 +159,8 @@ OWN_PASSES = 5
 
 def own_scale(
     costs: HookCosts,
-    passes: Mapping[str, Sequence[Any]],
-    outside_of: Callable[[Any, Any], float],
+    passes: Mapping[str, Sequence[Pass]],
+    outside_of: Callable[[Call, Pass], float],
     excluded: Sequence[Tuple[int, int]] = (),
 ) -> Optional[HookCosts]:
     """The costs (as scaled to the kept steps' passes) scaled again to a graph's own passes, per phase where it ran
@@ -187,7 +187,10 @@ def own_scale(
 
 
 def _phase_ratio(
-    capture: Capture, passes: Sequence[Any], outside: Callable[[Any, Any], float], excluded: Sequence[Tuple[int, int]]
+    capture: Capture,
+    passes: Sequence[Pass],
+    outside: Callable[[Call, Pass], float],
+    excluded: Sequence[Tuple[int, int]],
 ) -> Optional[float]:
     """``gap_ratio`` over a phase's passes other work did not touch (a pass it held up has gaps no hook made), and
     where some are left, those the sampler's handler did not run in (what it leaves in the caches slows the hooks
@@ -199,8 +202,8 @@ def _phase_ratio(
 def fit(
     capture: Capture,
     costs: HookCosts,
-    per_step: List[List[Any]],
-    step_passes: List[List[Any]],
+    per_step: List[List[Event]],
+    step_passes: List[List[Pass]],
     bounds: List[Tuple[int, int]],
     kept: List[int],
     hooked: List[int],
@@ -220,7 +223,7 @@ def fit(
         for c in p.calls
     }
 
-    def outside(c: Call, p: Any) -> float:  # a function's cost between it and the next, as ``costs`` stand
+    def outside(c: Call, p: Pass) -> float:  # a function's cost between it and the next, as ``costs`` stand
         return costs.between(c.kind, key[id(c)])
 
     ratios = {

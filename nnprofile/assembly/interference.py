@@ -11,33 +11,34 @@ samples have the time waited in them taken off already (``nnprofile.assembly.sec
 from __future__ import annotations
 
 import bisect
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 from ..base.interference import rate
 from ..result import Interference, Section
-from .events import CommCall, depth_of, disturbed, shortfall
+from .events import Capture, CommCall, Event, Hooks, StepMark, depth_of, disturbed, shortfall
+from .passes import Pass
 
 
-def disturbance_rate(per_step: Sequence[Sequence[Any]], kept: Sequence[int], marks: str) -> float:
+def disturbance_rate(per_step: Sequence[Sequence[Event]], kept: Sequence[int], marks: str) -> float:
     """Disturbances per ns of the program's timed calls in the kept steps (the chance a call of ``d`` ns runs
     undisturbed is then ``exp(-rate * d)``)."""
     hits, timed = 0, 0.0
     for i in kept:
         for e in per_step[i]:
-            if depth_of(e) or not hasattr(e, "m0") or isinstance(e, CommCall):  # (a collective is never judged)
+            if depth_of(e) or isinstance(e, (StepMark, Hooks, CommCall)):  # (a collective is never judged)
                 continue
             hits += disturbed(e, marks)
             timed += e.end_ns - e.start_ns
     return rate(hits, timed)
 
 
-def pass_disturbed(p: Any, marks: str) -> bool:
+def pass_disturbed(p: Pass, marks: str) -> bool:
     """Whether other work kept the program from running anywhere in a pass (in a function or between two)."""
     first, last = p.calls[0], p.calls[-1]
     return shortfall(first.start_ns, last.end_ns, first.m0, last.m1, marks)
 
 
-def sampled_in(p: Any, handled: Sequence[Tuple[int, int]]) -> bool:
+def sampled_in(p: Pass, handled: Sequence[Tuple[int, int]]) -> bool:
     """Whether the sampler's handler ran anywhere in a pass (``handled``: its intervals, in order)."""
     start, end = p.calls[0].start_ns, p.calls[-1].end_ns
     k = bisect.bisect_left(handled, (start, 0))
@@ -46,7 +47,7 @@ def sampled_in(p: Any, handled: Sequence[Tuple[int, int]]) -> bool:
 
 def apply(
     sections: Sequence[Section],
-    capture: Any,
+    capture: Capture,
     per_ns: float,
     kept: Sequence[int],
     bounds: Sequence[Tuple[int, int]],

@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ..base.stats import median
 from ..result import Section
 from ..result.notes import Note
-from .events import SolverCall
+from .events import Capture, Event, SolverCall
 from .graphs import UNDETERMINED, Graph
 from .intervals import overlap
 from .roles import solver_label
@@ -35,7 +35,7 @@ def own_work_note(
     return Note("own_work", {"own_ms": own, "step_ms": step})
 
 
-def updates_per_step(per_step: List[List[Any]], kept: Sequence[int], labels: Sequence[str]) -> List[List[Any]]:
+def updates_per_step(per_step: List[List[Event]], kept: Sequence[int], labels: Sequence[str]) -> List[List[Any]]:
     """Each solver's updates a step over the kept steps (``[["Adam: critic", 1.0], ["Adam: actor", 0.5]]``), in
     the solvers' order; [] without an update."""
     counts: Dict[int, int] = {}
@@ -62,7 +62,7 @@ def after_the_loop(graphs: Sequence[Graph], kept: Sequence[int], steps: int) -> 
     return [Note("after_the_loop", {"graphs": ran})] if ran else []
 
 
-def capture_notes(capture: Any, graphs: Sequence[Graph]) -> List[Note]:
+def capture_notes(capture: Capture, graphs: Sequence[Graph]) -> List[Note]:
     """What the recording itself says: its faults, what input entries are, a backward that communicates where no
     hook sees it, functions under auto_forward whose graph cannot be told."""
     notes = [Note("fault", {"where": where, "times": n}) for where, n in capture.faults]

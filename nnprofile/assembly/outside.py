@@ -6,12 +6,13 @@ program's own calls the kept steps do not make are one more section. No step hol
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence
+from typing import Dict, Hashable, List, Sequence, Set
 
+from ..base.functions import FunctionInfo
 from ..base.hookcost import BACKWARD
 from ..result import Section
 from . import hookfit, interference
-from .events import EAGER, Call, Capture, CommCall, InputCall, MonitorCall, SolverCall
+from .events import Call, Capture, CommCall, EAGER, Event, InputCall, MonitorCall, SolverCall
 from .graphs import Graph
 from .roles import apply_role, roles
 from .sections import Builder
@@ -22,8 +23,8 @@ def outside_sections(
     graphs: Sequence[Graph],
     kept: Sequence[int],
     skip: int,
-    before: List[Any],
-    after: List[Any],
+    before: List[Event],
+    after: List[Event],
     capture: Capture,
 ) -> List[Section]:
     """What ran only outside the kept steps (before the first kept step: before the loop, in the steps set aside;
@@ -49,7 +50,7 @@ def outside_sections(
     functions = capture.graph.functions
     made = {key for i in kept for key in call_keys(builder.per_step[i], functions)}
 
-    def only_outside(span: Sequence[Any]) -> List[Any]:
+    def only_outside(span: Sequence[Event]) -> List[Event]:
         return [e for e in span if getattr(e, "depth", 0) or call_key(e, functions) not in made]
 
     early_spans = [only_outside(before)] + [only_outside(builder.per_step[i]) for i in range(min(skip, steps))]
@@ -95,7 +96,7 @@ def own_graph_section(builder: Builder, g: Graph, indexes: List[int], where: str
     return section
 
 
-def call_key(e: Any, functions: Dict[int, Any]) -> Any:
+def call_key(e: Event, functions: Dict[int, FunctionInfo]) -> Hashable:
     """What a program's own call is, as the sections group it (None for a function of a pass)."""
     if isinstance(e, InputCall):
         return ("input", e.iterator)
@@ -111,6 +112,6 @@ def call_key(e: Any, functions: Dict[int, Any]) -> Any:
     return None
 
 
-def call_keys(events: Sequence[Any], functions: Dict[int, Any]) -> set:
+def call_keys(events: Sequence[Event], functions: Dict[int, FunctionInfo]) -> Set[Hashable]:
     """The program's own calls among ``events``, by what they are."""
     return {call_key(e, functions) for e in events if not getattr(e, "depth", 0)} - {None}

@@ -16,9 +16,9 @@ functions a double backward builds and runs) is its parent's child (``nnprofile.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
-from .events import DYNAMIC, STATIC, Call, SiteInfo, depth_of
+from .events import Call, DYNAMIC, Event, STATIC, SiteInfo, depth_of
 
 
 @dataclass
@@ -60,7 +60,7 @@ class Pass:
         return self.calls[-1].function if self.phase == "forward" else self.calls[0].function
 
 
-def group_passes(events: Sequence[Any], sites: Dict[int, SiteInfo]) -> List[Pass]:
+def group_passes(events: Sequence[Event], sites: Dict[int, SiteInfo]) -> List[Pass]:
     """The passes of a sequence of events (one step's, or a whole recording's), in order."""
     out: List[Pass] = []
     current: Optional[Pass] = None

@@ -6,7 +6,7 @@ and the section of the calls outside the kept steps; the program's own lines, an
 from __future__ import annotations
 
 import bisect
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, Hashable, List, Optional, Sequence, Set, Tuple
 
 from ..base.places import place, short
 from ..base.choices import OUTSIDE, PART_OF_PHASE, PHASES, SCRIPT
@@ -15,7 +15,7 @@ from ..result import Entry, Section
 from ..result.details import SampledLine, SectionInfo
 from ..result.timeline import TimelineEvent
 from .calls import Calls
-from .events import EAGER, Call, CommCall, InputCall, MonitorCall, SolverCall, depth_of
+from .events import Call, CommCall, EAGER, Event, InputCall, MonitorCall, SolverCall, depth_of
 from .intervals import overlap
 from .roles import solver_label
 from .passes import Pass, group_passes
@@ -40,8 +40,8 @@ class ProgramSections:
         calls: Calls,
         name: str,
         kept: List[int],
-        per_step: List[List[Any]],
-        step_passes: List[List[Any]],
+        per_step: List[List[Event]],
+        step_passes: List[List[Pass]],
         bounds: List[Tuple[int, int]],
         plain: Set[int],
     ) -> None:
@@ -96,7 +96,7 @@ class ProgramSections:
         self.own_lines(section.info)
         return section
 
-    def outside_section(self, spans: Sequence[List[Any]], where: str) -> Section:
+    def outside_section(self, spans: Sequence[List[Event]], where: str) -> Section:
         """The program's own calls outside the kept steps (``spans``: before the first kept step, after the last
         step): each iterator's wait, each solver's and monitor's calls, the eager work; no step of theirs."""
         section = Section(kind=OUTSIDE, name=self.name, network="", complete=True)
@@ -109,7 +109,7 @@ class ProgramSections:
         return section
 
     def _tally(
-        self, events: Sequence[Any], tables: "_Tables", step_passes: Sequence[Pass], timeline: bool = True
+        self, events: Sequence[Event], tables: "_Tables", step_passes: Sequence[Pass], timeline: bool = True
     ) -> float:
         """The program's own calls among ``events`` into their tables (the calls inside each are its children); returns
         what the hooks cost the events' functions."""
@@ -126,7 +126,7 @@ class ProgramSections:
             took = max(0.0, self.calls.span(e) - cost)
             hit = self.calls.hit(e)
             held = (hit, self.calls.taken(e) if hit else None)
-            key: Any = None
+            key: Hashable = None
             if isinstance(e, Call):
                 if e.kind == EAGER:  # by function type and the program's line (any shapes)
                     f = self.calls.functions[e.function]
@@ -156,7 +156,7 @@ class ProgramSections:
         capture, c = self.calls.capture, self.calls.costs
         entries: List[Entry] = []
 
-        def add(e: Entry, key: Any) -> None:
+        def add(e: Entry, key: Hashable) -> None:
             if key in tables.parents:
                 e.children = self.calls.children(tables.parents[key])
             entries.append(e)
@@ -214,7 +214,7 @@ class ProgramSections:
             kind, period = self.calls.capture.sample_clock
             info.own_clock = (str(kind), float(period))
 
-    def _step_events(self, i: int, events: Sequence[Any]) -> None:
+    def _step_events(self, i: int, events: Sequence[Event]) -> None:
         o = self.calls.origin
         number = i + 1
         start, end = self.bounds[i]

@@ -5,17 +5,18 @@ labels and the scopes they update."""
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, Hashable, List, Optional, Sequence, Set, Tuple
 
 from ..base import kinds
 from ..result import Section
 from ..result.details import SolverSummary
-from .events import Capture, SolverCall
-from .graphs import Graph
+from .events import Capture, Event, SolverCall
+from .graphs import Graph, GraphKey
 from .naming import WRITERS, scope_of
+from .passes import Pass
 
 
-def trainers(graph: Graph, steps: Sequence[List[Any]], capture: Capture) -> List[int]:
+def trainers(graph: Graph, steps: Sequence[List[Event]], capture: Capture) -> List[int]:
     """The solvers that train a graph: a backward pass of it falls between a solver's zero_grad (or
     its previous update) and its update, and the solver holds parameters the graph uses."""
     found: List[int] = []
@@ -87,7 +88,11 @@ def _scopes(capture: Capture, which: Sequence[int]) -> List[str]:
 
 
 def solver_summaries(
-    capture: Capture, labels: Sequence[str], graphs: Sequence[Graph], per_step: Sequence[List[Any]], kept: Sequence[int]
+    capture: Capture,
+    labels: Sequence[str],
+    graphs: Sequence[Graph],
+    per_step: Sequence[List[Event]],
+    kept: Sequence[int],
 ) -> List[SolverSummary]:
     """Each solver as the step's section says it: its label and class, the scopes of the parameters it holds, its
     updates per kept step, the graphs it trains."""
@@ -146,7 +151,7 @@ def writes(graph: Graph, capture: Capture) -> List[str]:
 
 def roles(
     graphs: Sequence[Graph], kept: Sequence[int], capture: Capture, before: Optional[int] = None
-) -> Dict[Any, Tuple[str, List[str]]]:
+) -> Dict[GraphKey, Tuple[str, List[str]]]:
     """Graph key -> (role, the graphs it feeds). A graph a solver updates is trained; one run forward and
     backward without an update after it (a power iteration) computes gradients; a forward-only graph whose
     outputs a graph run backward reads in the same step, without computing them itself (through a variable
@@ -156,7 +161,7 @@ def roles(
     functions = capture.graph.functions
     training = any(g.trained_by for g in graphs)
     backward = {g.key for g in graphs if any(p.phase == "backward" for i in kept for p in g.passes[i])}
-    out: Dict[Any, Tuple[str, List[str]]] = {}
+    out: Dict[GraphKey, Tuple[str, List[str]]] = {}
     for g in graphs:
         if g.trained_by:
             out[g.key] = (TRAINED, [])
@@ -215,7 +220,7 @@ def plain_forward(g: Graph, kept: Sequence[int], capture: Capture, training: boo
     return not any(_measures(p, capture) for i in kept for p in g.passes[i] if p.phase == "forward")
 
 
-def _measures(p: Any, capture: Capture) -> bool:
+def _measures(p: Pass, capture: Capture) -> bool:
     """Whether a forward pass reduces its batch to a single figure (a loss, an accuracy): its last function's output
     is one number, and a reduction made it."""
     functions, variables = capture.graph.functions, capture.graph.variables
@@ -250,7 +255,7 @@ def backward_through(g: Graph, graphs: Sequence[Graph], step: int) -> List[str]:
     out: List[str] = []
     for t in graphs:
         for b in (p for p in t.passes[step] if p.phase == "backward"):
-            last: Dict[Any, Any] = {}
+            last: Dict[Hashable, Hashable] = {}
             for start, key, p in forwards:
                 if start >= b.start_ns:
                     break

@@ -18,7 +18,7 @@ graph engine's work between functions (allocating, and clearing buffers where th
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, Hashable, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..base import buffers
 from ..base.choices import GRAPH
@@ -28,7 +28,7 @@ from ..result import Entry, Section
 from ..result.details import SectionInfo
 from ..result.layer import Layer
 from ..result.timeline import TimelineEvent
-from .events import CPU, Call, Capture
+from .events import CPU, Call, Capture, Event
 from .interference import disturbance_rate
 from .graphs import Graph, layer_keys
 from .naming import Namer
@@ -67,17 +67,17 @@ class Builder:
         name: str,
         labels: List[str],
         kept: List[int],
-        per_step: List[List[Any]],
-        step_passes: List[List[Any]],
+        per_step: List[List[Event]],
+        step_passes: List[List[Pass]],
         bounds: List[Tuple[int, int]],
         plain: Optional[set] = None,
-        kids: Optional[Dict[int, List[Any]]] = None,
+        kids: Optional[Dict[int, List[Event]]] = None,
     ):
         self.calls = Calls(capture, costs, labels, kids or {}, bounds[kept[0]][0] if kept else 0)
         self.name, self.kept, self.per_step, self.bounds = name, kept, per_step, bounds
         self.plain = plain or set()  # the steps run without the hooks
         self.program = ProgramSections(self.calls, name, kept, per_step, step_passes, bounds, self.plain)
-        self.layers: Dict[str, Dict[Any, Layer]] = {}  # graph name -> layer key -> layer
+        self.layers: Dict[str, Dict[Hashable, Layer]] = {}  # graph name -> layer key -> layer
         # other work's disturbances per ns of the program's calls (``interference.disturbance_rate``)
         self.switch_rate = disturbance_rate(per_step, kept, capture.marks)
         self._events_per_step: Dict[int, int] = {}
@@ -91,10 +91,10 @@ class Builder:
         section = Section(kind=GRAPH, name=graph.name, network="", complete=True)
         rounds_of = self.kept if outside is None else list(outside[0])
         timeline = outside is None
-        layers: Dict[Any, Layer] = self.layers.setdefault(graph.name, {})
+        layers: Dict[Hashable, Layer] = self.layers.setdefault(graph.name, {})
         namer = Namer(self.calls.capture.graph)
 
-        def layer(key: Any, call: Call) -> Layer:
+        def layer(key: Hashable, call: Call) -> Layer:
             known = layers.get(key)
             if known is None:
                 info = self.calls.functions[call.function]
@@ -140,7 +140,7 @@ class Builder:
     def _layer_entries(
         self,
         graph: Graph,
-        layers: Dict[Any, Layer],
+        layers: Dict[Hashable, Layer],
         tables: Tuple[SeriesTable, SeriesTable],
         parents: Dict[Tuple[str, Any], List[Tuple[Any, float]]],
     ) -> List[Entry]:

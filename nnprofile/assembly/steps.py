@@ -31,7 +31,8 @@ the same rule.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence, Tuple
+from .events import Event
 
 
 def _classes(keys: Sequence[Hashable], start: int, p: int) -> Optional[List[Hashable]]:
@@ -312,9 +313,11 @@ def _consecutive(started_ns: int, ends: Sequence[int]) -> List[Tuple[int, int]]:
     return out
 
 
-def split(events: Sequence[Any], steps: Sequence[Tuple[int, int]], start_of: Any) -> List[List[Any]]:
+def split(
+    events: Sequence[Event], steps: Sequence[Tuple[int, int]], start_of: Callable[[Event], int]
+) -> List[List[Event]]:
     """Each step's events: those that start within it (events are in time order)."""
-    out: List[List[Any]] = [[] for _ in steps]
+    out: List[List[Event]] = [[] for _ in steps]
     i = 0
     for event in events:
         t = start_of(event)
@@ -327,7 +330,9 @@ def split(events: Sequence[Any], steps: Sequence[Tuple[int, int]], start_of: Any
     return out
 
 
-def outside(events: Sequence[Any], steps: Sequence[Tuple[int, int]], start_of: Any) -> Tuple[List[Any], List[Any]]:
+def outside(
+    events: Sequence[Event], steps: Sequence[Tuple[int, int]], start_of: Callable[[Event], int]
+) -> Tuple[List[Event], List[Event]]:
     """The events before the first step and after the last one."""
     if not steps:
         return list(events), []

@@ -15,21 +15,21 @@ nested slices do.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence
+from typing import Dict, List, Sequence
 
-from .events import Hooks, StepMark, depth_of
+from .events import Event, Hooks, StepMark, depth_of
 
 
-def top_level(events: Sequence[Any]) -> List[Any]:
+def top_level(events: Sequence[Event]) -> List[Event]:
     """The program's own calls (depth 0), and its marks, in order."""
     return [e for e in events if isinstance(e, (StepMark, Hooks)) or depth_of(e) == 0]
 
 
-def children(events: Sequence[Any]) -> Dict[int, List[Any]]:
+def children(events: Sequence[Event]) -> Dict[int, List[Event]]:
     """id(event) -> its direct children, in order. A child whose parent was never recorded (its window
     closed, or the parent's recording failed) has no entry here and is in no parent's list."""
-    out: Dict[int, List[Any]] = {}
-    pending: Dict[int, List[Any]] = {}  # depth -> events at that depth awaiting their parent
+    out: Dict[int, List[Event]] = {}
+    pending: Dict[int, List[Event]] = {}  # depth -> events at that depth awaiting their parent
     for e in events:
         if isinstance(e, (StepMark, Hooks)):
             continue
@@ -43,9 +43,9 @@ def children(events: Sequence[Any]) -> Dict[int, List[Any]]:
     return out
 
 
-def descendants(event: Any, tree: Dict[int, List[Any]]) -> List[Any]:
+def descendants(event: Event, tree: Dict[int, List[Event]]) -> List[Event]:
     """Every call inside ``event``, depth first, in the order they ended."""
-    out: List[Any] = []
+    out: List[Event] = []
     for child in tree.get(id(event), []):
         out += descendants(child, tree)
         out.append(child)
