@@ -31,8 +31,9 @@ the same rule.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence, Tuple
-from .events import Event
+from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence, Tuple, TypeVar
+
+T = TypeVar("T")  # an event: what ``split`` and ``outside`` cut by time
 
 
 def _classes(keys: Sequence[Hashable], start: int, p: int) -> Optional[List[Hashable]]:
@@ -313,11 +314,9 @@ def _consecutive(started_ns: int, ends: Sequence[int]) -> List[Tuple[int, int]]:
     return out
 
 
-def split(
-    events: Sequence[Event], steps: Sequence[Tuple[int, int]], start_of: Callable[[Event], int]
-) -> List[List[Event]]:
+def split(events: Sequence[T], steps: Sequence[Tuple[int, int]], start_of: Callable[[T], int]) -> List[List[T]]:
     """Each step's events: those that start within it (events are in time order)."""
-    out: List[List[Event]] = [[] for _ in steps]
+    out: List[List[T]] = [[] for _ in steps]
     i = 0
     for event in events:
         t = start_of(event)
@@ -331,8 +330,8 @@ def split(
 
 
 def outside(
-    events: Sequence[Event], steps: Sequence[Tuple[int, int]], start_of: Callable[[Event], int]
-) -> Tuple[List[Event], List[Event]]:
+    events: Sequence[T], steps: Sequence[Tuple[int, int]], start_of: Callable[[T], int]
+) -> Tuple[List[T], List[T]]:
     """The events before the first step and after the last one."""
     if not steps:
         return list(events), []
