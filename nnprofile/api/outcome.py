@@ -4,12 +4,19 @@ NNabla's C++), one line on stderr that never raises, and the spans of steps a he
 from __future__ import annotations
 
 import sys
-from typing import Any, List, Optional
+from typing import TYPE_CHECKING, List, Optional, Type, Union
 
 from ..base.errors import Terminated, in_chain
 from ..result import Profile
 from ..result.header import ProgramHeader
 from ..result.notes import Note
+
+if TYPE_CHECKING:
+    from ..base.schedule import Schedule
+    from ..recording.recorder import Recorder
+
+ExitKind = Optional[Type[BaseException]]  # what ``__exit__`` is given
+Status = Union[int, str, None]  # the status a program chose to exit with
 
 MESSAGE_LIMIT = 300  # characters of a program's exception message in the log
 
@@ -75,7 +82,9 @@ def whole_run(header: ProgramHeader, steps: int) -> None:
         header.sampling = Note(header.sampling.kind, dict(header.sampling.figures, recorded=steps, whole_run=True))
 
 
-def unfinished_notes(recorder: Any, schedule: Any, profile: Profile, kind: Any, error: Any) -> List[Note]:
+def unfinished_notes(
+    recorder: Recorder, schedule: Schedule, profile: Profile, kind: ExitKind, error: Optional[BaseException]
+) -> List[Note]:
     """What the notes say of a run that ended inside a window, or before any: what the window holds, and the
     program's own exit status."""
     r, notes = recorder, []
@@ -90,14 +99,14 @@ def unfinished_notes(recorder: Any, schedule: Any, profile: Profile, kind: Any, 
     return notes
 
 
-def exit_status(kind: Any, error: Any) -> Any:
+def exit_status(kind: ExitKind, error: Optional[BaseException]) -> Status:
     """The status a program chose to exit with, where not 0 (a number, else its words); None otherwise."""
-    if kind is not SystemExit or error.code in (None, 0):
+    if kind is not SystemExit or not isinstance(error, SystemExit) or error.code in (None, 0):
         return None
     return error.code if isinstance(error.code, int) and not isinstance(error.code, bool) else str(error.code)
 
 
-def after_windows(recorder: Any, failure: Optional[str], status: Any) -> Note:
+def after_windows(recorder: Recorder, failure: Optional[str], status: Status) -> Note:
     """The note at the program's end: the steps it ran after the last window, the time after its last step,
     how it ended (``failure``, else its own exit ``status``, else normally)."""
     r = recorder

@@ -19,7 +19,8 @@ import gc
 import os
 import threading
 import time
-from typing import Any, Callable, List, MutableMapping, Optional, Sequence, Union
+from types import FrameType, TracebackType
+from typing import TYPE_CHECKING, Any, Callable, List, MutableMapping, Optional, Sequence, Union
 
 from ..base import machine
 from ..render.files import Unlisted, claim_outdir, prepare_outdir, release_outdir
@@ -29,6 +30,7 @@ from ..result.header import ProgramHeader
 from ..result.notes import Note
 from ..render.notes import text as note_text
 from .outcome import (  # noqa: F401  (shorten: the API's)
+    ExitKind,
     _reason,
     after_windows,
     exit_status,
@@ -43,6 +45,15 @@ from .outcome import (  # noqa: F401  (shorten: the API's)
 )
 from ..base.quiet import DeferredLogSetup, Saved, own_process
 from .windows import WindowCallback, WindowWriter
+
+if TYPE_CHECKING:
+    from ..base.hookcost import HookCosts
+    from ..base.interference import Probe
+    from ..base.outdir import Lock
+    from ..recording.launcher import World
+    from ..recording.recorder import Recorder
+    from .guard import TerminationGuard
+    from .ondemand import Listener
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -80,15 +91,15 @@ class Recording:
         name: str = "recording",
         command: Optional[str] = None,
         clock: Optional[Callable[[], int]] = None,
-        hook_costs: Optional[Any] = None,
+        hook_costs: Optional[HookCosts] = None,
         namespaces: Sequence[MutableMapping[str, Any]] = (),
         merge_wait: Optional[float] = None,
-        world: Optional[Any] = None,
+        world: Optional[World] = None,
         progress: Callable[[str], None] = lambda line: None,
         save_events: bool = False,
         schedule: Optional[Schedule] = None,
         on_window: Optional[Callable[[Profile], None]] = None,
-        probe: Optional[Any] = None,
+        probe: Optional[Probe] = None,
     ):
         from ..merging.ranks import DEFAULT_WAIT
         from ..recording import launcher
@@ -132,27 +143,27 @@ class Recording:
     def _run_state(self) -> None:
         """What the run finds as it goes: its writer and files, its profile, its errors."""
         self.writer: Optional[WindowWriter] = None
-        self.listener: Optional[Any] = None  # on demand: the signal's handler
+        self.listener: Optional[Listener] = None  # on demand: the signal's handler
         self._run_start_ns = 0
         self.profile: Optional[Profile] = None
         self.merged: Optional[Profile] = None  # rank 0 of several: the ranks' merged view
         self.written_to: Optional[str] = None  # where this process's own result went
-        self._locks: List[Any] = []  # the output folders this run holds
+        self._locks: List[Lock] = []  # the output folders this run holds
         self.missed: List[Note] = []  # windows that could not be written (said in the next files)
         self._counted = 0  # the last window the on-demand status counted
         self.unrecorded: Optional[str] = None  # recording could not start: the program ran unrecorded
         self.error: Optional[str] = None  # the profile could not be made or written, and why
         self.unlisted = False  # its files were written whole, but result.json does not list them (``Unlisted``)
         self.error_traceback = ""
-        self._guard: Optional[Any] = None
+        self._guard: Optional[TerminationGuard] = None
         self._log: Optional[DeferredLogSetup] = None  # NNabla's logging, set up where the program imports it
 
     @property
-    def recorder(self) -> Any:
-        """The recorder of this run (``nnprofile.recording.recorder.Recorder``)."""
+    def recorder(self) -> Recorder:
+        """The recorder of this run."""
         return self.run.recorder
 
-    def runs_program_below(self, frame: Any) -> None:
+    def runs_program_below(self, frame: FrameType) -> None:
         """A launcher's frame, from which the program runs: its stacks are taken up to it, never beyond."""
         try:
             self.recorder.stacks.outside(frame)
@@ -224,7 +235,7 @@ class Recording:
                 pass
         return folder
 
-    def run_world(self) -> Optional[Any]:
+    def run_world(self) -> Optional[World]:
         """The launcher's world, else the one the program's communicator told when it was initialised."""
         return self.run.run_world()
 
@@ -246,7 +257,7 @@ class Recording:
     def step(self) -> None:
         self.recorder.step()
 
-    def __exit__(self, kind: Any, error: Any, tb: Any) -> None:
+    def __exit__(self, kind: ExitKind, error: Optional[BaseException], tb: Optional[TracebackType]) -> None:
         """The recording's end: its files. A failure of nnprofile's own here never replaces the program's own
         outcome (its exception, its exit): it is kept in ``error`` and said in one line. A Ctrl-C is said at
         once; a second one while the files are made stops that (files are whole or not there) and is said."""
@@ -288,7 +299,7 @@ class Recording:
         except Exception as e:
             self.recorder.faults.add("ending the recording", e)
 
-    def _finish(self, kind: Any, error: Any, tb: Any) -> None:
+    def _finish(self, kind: ExitKind, error: Optional[BaseException], tb: Optional[TracebackType]) -> None:
         self.recorder.stop()
         if self._log is not None:
             self._log.end()
@@ -328,7 +339,7 @@ class Recording:
             if self._guard is not None:
                 self._guard.__exit__(None, None, None)
 
-    def _window_closed(self, recorder: Any) -> None:
+    def _window_closed(self, recorder: Recorder) -> None:
         """A window's steps are done (the recorder calls this with the hooks off, from the program's thread,
         between its calls): its profile, written at once; then the program runs on untouched."""
         try:
@@ -346,7 +357,7 @@ class Recording:
         if self.on_window is not None:
             self.on_window(profile, recorder.windowing.window)
 
-    def _window_kept(self, recorder: Any) -> None:
+    def _window_kept(self, recorder: Recorder) -> None:
         """A window's kept steps are done and steps that measure the hooks' cost follow: its record now, with the
         costs as measured so far (a SIGKILL from here on leaves it loadable, ``nnprofile report`` renders the rest);
         every file written whole when the window closes."""
@@ -365,7 +376,7 @@ class Recording:
             pass
 
     def _add_window(
-        self, profile: Profile, recorder: Any, complete: bool, quiet: bool = False, record_only: bool = False
+        self, profile: Profile, recorder: Recorder, complete: bool, quiet: bool = False, record_only: bool = False
     ) -> None:
         self.profile = profile
         if self.writer is None:

@@ -15,9 +15,9 @@ import os
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
 from .notes import said, texts
-from ..analysis import Analysis, analyze
+from ..analysis import Analysis, SectionAnalysis, analyze
 from .words import named, own_lines_note, plural, purpose
-from ..analysis.breakdown import Advice
+from ..analysis.breakdown import Advice, Part, Summary
 from .advice import words
 from .step import note as step_note, top_heading
 from ..base.choices import GRAPH
@@ -28,7 +28,7 @@ from .colours import part_colour
 from .log import section_line
 
 if TYPE_CHECKING:
-    from ..result import Profile
+    from ..result import Profile, Section
 
 BOX = "font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; font-size: 13px; line-height: 1.4; color: #1d2330"
 CELL = "padding: 2px 10px 2px 0; text-align: left; vertical-align: top"
@@ -62,7 +62,7 @@ def _link(location: Optional[str], name: str) -> str:
     return '<p>Full report: <a href="%s" target="_blank">%s</a></p>' % (_e(href.replace(os.sep, "/")), _e(path))
 
 
-def _bar(parts: Sequence[Any], total: float) -> str:
+def _bar(parts: Sequence[Part], total: float) -> str:
     if total <= 0:
         return ""
     cells = []
@@ -93,7 +93,7 @@ def _bar(parts: Sequence[Any], total: float) -> str:
 NOISY = 0.10  # a step whose relative standard error is above this is too noisy to compare with another
 
 
-def certainty(section: Any) -> str:
+def certainty(section: Section) -> str:
     """How sure the step's figure is: its relative standard error over the steps, and what to do when it is too
     noisy to compare runs by (a notebook cell's few steps on a busy machine)."""
     steps = section.entries_of("step")
@@ -117,7 +117,7 @@ def certainty(section: Any) -> str:
     return line
 
 
-def _graphs_table(step: Any, purposes: Dict[str, str]) -> str:
+def _graphs_table(step: Summary, purposes: Dict[str, str]) -> str:
     """A program's graphs in its step: what each is for, its passes per step, its time and share."""
     total = step.step_ms
     body = "".join(
@@ -147,7 +147,7 @@ def _graphs_table(step: Any, purposes: Dict[str, str]) -> str:
     )
 
 
-def _own_lines_table(step: Any) -> str:
+def _own_lines_table(step: Summary) -> str:
     """The program's own lines that ``other`` holds, the most sampled first, each with its interval."""
     body = "".join(
         '<tr><td style="%s">%s</td><td style="%s">%s</td><td style="%s"><code>%s</code></td>'
@@ -178,9 +178,8 @@ def _own_lines_table(step: Any) -> str:
     )
 
 
-def _lead(a: Any, purposes: Dict[str, str]) -> List[str]:
+def _lead(a: SectionAnalysis, step: Summary, purposes: Dict[str, str]) -> List[str]:
     """Where a section's step goes: its bar, for a program its graphs, the advice, the top layers."""
-    step = a.step
     out = [
         '<div style="margin-top: 8px; font-weight: 600">Where the step goes: %s%s</div>'
         % (_e(a.section.title), "" if a.section.complete else " (incomplete)"),
@@ -221,7 +220,7 @@ def _lead(a: Any, purposes: Dict[str, str]) -> List[str]:
     return out
 
 
-def _other_section(a: Any) -> str:
+def _other_section(a: SectionAnalysis) -> str:
     """A section without a step: a program's graph in a line (its layers are in the step's top layers), else the
     section's title and its five slowest entries."""
     parts: List[str] = []
@@ -273,7 +272,7 @@ def profile_html(profile: "Profile", analysis: Optional[Analysis] = None) -> str
     purposes = {a.section.name: purpose(a.section.info) for a in analysis.sections if a.section.kind == GRAPH}
     for a in analysis.sections:
         if a.step is not None:
-            out += _lead(a, purposes)
+            out += _lead(a, a.step, purposes)
     busy = interference.sentence(profile)
     if busy:
         out.append('<p style="%s; margin: 2px 0">Interference: %s</p>' % (MUTED, _e(busy)))

@@ -18,7 +18,8 @@ from ..base.choices import GRAPH, OUTSIDE
 from ..base.places import short
 from . import answer, interference
 from .windows import lines as window_lines, run_lines
-from ..result.header import ProgramHeader, ProjectHeader
+from ..result.details import SectionInfo
+from ..result.header import Header, ProgramHeader, ProjectHeader
 from .base import Contents
 from .safe import safe_text
 
@@ -86,11 +87,11 @@ def method_lines(profile: Profile) -> List[str]:
     return lines
 
 
-def _hook_lines(h: Any, program: Optional[ProgramHeader]) -> List[str]:
+def _hook_lines(h: Header, program: Optional[ProgramHeader]) -> List[str]:
     """What the hooks cost, as measured on a chain (and on replicas of the program's functions), and as fitted to
     the program's own passes and steps."""
     lines: List[str] = []
-    total = max(0.0, h.hook_overhead_ns)
+    total = max(0.0, h.hook_overhead_ns or 0.0)
     inside = max(0.0, h.hook_inside_ns or 0.0)
     measured = program.hooks_in_program if program is not None else None
     replicas = int((measured or {}).get("signatures", 0))
@@ -340,7 +341,7 @@ def section_line(section: Section) -> str:
     )
 
 
-def _dynamic(info: Any) -> str:
+def _dynamic(info: SectionInfo) -> str:
     """A graph made under auto_forward says so, and where the program built it."""
     if not info.dynamic:
         return ""
