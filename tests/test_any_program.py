@@ -58,7 +58,7 @@ def test_a_custom_python_function_is_a_layer_and_its_ndarray_work_its_children(t
         "Mean",
     ]
     mul = next(e for e in loss.entries_of("forward_function") if e.layer == "PythonMul2")
-    assert (mul.layer_type, [c["label"] for c in mul.children]) == (
+    assert (mul.layer_type, [c.label for c in mul.children]) == (
         "PythonMul2",
         ["Mul2 (on NdArrays)", "Identity (on NdArrays)"],
     )
@@ -88,7 +88,7 @@ def test_maml_completes_with_one_section_per_graph_and_a_step_per_iteration(tmp_
     assert str(h.steps) == _loop("maml.py", "for i in range(args.iterations)") + " (updates a step: Adam 1)"
     # BatchNormalization's double backward builds functions inside a backward: its children, not a graph.
     bn = [e for e in meta.entries_of("backward_function") if e.layer_type == "BatchNormalizationBackward"]
-    assert bn and all(any(c["label"] == "Mean (auto_forward)" for c in e.children) for e in bn)
+    assert bn and all(any(c.label == "Mean (auto_forward)" for c in e.children) for e in bn)
     assert "forward only (auto_forward)" not in log
 
 
@@ -141,7 +141,7 @@ def test_a_solver_of_the_programs_own_is_a_solver(tmp_path_factory):
         "update (RiemannianSgd)",
     ]
     [update] = program.entries_of("update")
-    assert {"PowScalar (on NdArrays)", "Sub2 (on NdArrays)"} <= {c["label"] for c in update.children}
+    assert {"PowScalar (on NdArrays)", "Sub2 (on NdArrays)"} <= {c.label for c in update.children}
     assert str(profile.header.steps).endswith("(updates a step: RiemannianSgd 1)")
     assert "update (RiemannianSgd)" in [p for p, _ in analysis.sections[-1].step.parts]
 

@@ -176,12 +176,12 @@ def test_a_custom_layers_functions_on_ndarrays_are_its_children_not_eager_work()
     forward = [e.layer for e in loss.entries_of("forward_function")]
     assert forward == ["fc1/affine", "ReLU", "PythonMul2", "PassThrough", "fc2/affine", "SoftmaxCrossEntropy", "Mean"]
     mul = next(e for e in loss.entries_of("forward_function") if e.layer == "PythonMul2")
-    assert mul.layer_type == "PythonMul2" and [c["label"] for c in mul.children] == [
+    assert mul.layer_type == "PythonMul2" and [c.label for c in mul.children] == [
         "Mul2 (on NdArrays)",
         "Identity (on NdArrays)",
     ]
     back = next(e for e in loss.entries_of("backward_function") if e.layer == "PythonMul2")
-    assert {c["label"]: c["calls"] for c in back.children}["Mul2 (on NdArrays)"] == 2  # dx0 and dx1
+    assert {c.label: c.calls for c in back.children}["Mul2 (on NdArrays)"] == 2  # dx0 and dx1
     assert not a.sections[-1].entries_of("eager")  # nothing counted twice beside the layer
     assert str(a.how).startswith("one step per iteration of the program's loop at custom_layer.py:")
     assert (a.steps, a.skip, a.kept_steps) == (6, 1, [2, 3, 4, 5])
@@ -224,9 +224,7 @@ def test_a_solver_of_the_programs_own_is_timed_with_its_arithmetic_inside():
     assert loss.info["trained_by"] == ["RiemannianSgd"] and loss.info["role"] == "trained"
     [update] = program.entries_of("update")
     assert update.label == "update (RiemannianSgd)"
-    assert {"PowScalar (on NdArrays)", "Sum (on NdArrays)", "Sub2 (on NdArrays)"} <= {
-        c["label"] for c in update.children
-    }
+    assert {"PowScalar (on NdArrays)", "Sum (on NdArrays)", "Sub2 (on NdArrays)"} <= {c.label for c in update.children}
     assert not program.entries_of("eager")
 
 

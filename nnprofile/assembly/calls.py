@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..base.hookcost import HookCosts
 from ..base.interference import CPU
+from ..result.details import Child
 from ..result.timeline import TimelineEvent
 from . import hookfit
 from .events import (
@@ -104,7 +105,7 @@ class Calls:
             for x in inside
         )
 
-    def children(self, calls: Sequence[Tuple[Any, float]]) -> List[Dict[str, Any]]:
+    def children(self, calls: Sequence[Tuple[Event, float]]) -> List[Child]:
         """Each kind of child of these calls (``(call, hooks inside it)``): its calls per parent call and mean."""
         kinds: Dict[str, List[float]] = {}
         order: List[str] = []
@@ -119,12 +120,12 @@ class Calls:
                 kinds[label].append(self.span(child))
         n = max(1, len(calls))
         return [
-            {
-                "label": label,
-                "type": types[label],
-                "calls": round(len(kinds[label]) / n, 4),
-                "mean_ms": round(sum(kinds[label]) / len(kinds[label]) / 1e6, 6),
-            }
+            Child(
+                label,
+                types[label],
+                round(len(kinds[label]) / n, 4),
+                round(sum(kinds[label]) / len(kinds[label]) / 1e6, 6),
+            )
             for label in order
         ]
 

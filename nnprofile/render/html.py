@@ -90,7 +90,7 @@ def _inside(*entries: Optional[Entry]) -> str:
     parts = []
     for e in entries:
         if e is not None and e.children:
-            listed = ", ".join("%s x%g" % (c["label"], c["calls"]) for c in e.children)
+            listed = ", ".join("%s x%g" % (c.label, c.calls) for c in e.children)
             side = {"forward_function": "forward: ", "backward_function": "backward: "}.get(e.phase, "")
             parts.append(side + listed)
     return "; ".join(parts)

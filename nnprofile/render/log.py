@@ -280,7 +280,7 @@ def inside_lines(section: Section) -> List[str]:
                 e.label,
                 "; ".join(
                     "%s %g call%s of %s ms"
-                    % (c["label"], c["calls"], "" if c["calls"] == 1 else "s", format_ms(float(c["mean_ms"])))
+                    % (c.label, c.calls, "" if c.calls == 1 else "s", format_ms(float(c.mean_ms)))
                     for c in e.children
                 ),
             )

@@ -83,7 +83,6 @@ CHECKS: Dict[str, Callable[[Any], bool]] = {
     "List[int]": _list_of(_whole),
     "List[float]": _list_of(number),
     "List[Optional[float]]": _list_of(_optional(number)),
-    "List[Dict[str, Any]]": _list_of(lambda x: isinstance(x, dict)),
     "Dict[str, Any]": lambda x: isinstance(x, dict),
     "Dict[str, float]": _dict_of(number),
     "Optional[Dict[str, float]]": _optional(_dict_of(number)),

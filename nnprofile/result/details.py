@@ -37,6 +37,20 @@ class SampledLine:
 
 
 @dataclass(frozen=True)
+class Child:
+    """A kind of call that ran inside an entry's calls: its label, its type, its calls per call of the entry and its
+    mean (ms a call). Its time is inside the entry's, never counted again beside it."""
+
+    label: str
+    type: str
+    calls: float
+    mean_ms: float
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"label": self.label, "type": self.type, "calls": self.calls, "mean_ms": self.mean_ms}
+
+
+@dataclass(frozen=True)
 class LoadBurst:
     """A project's data source read in a burst after its epochs' first reads: the mean read, how many, after how
     many reads set aside."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
-from .details import Sampling, SectionInfo
+from .details import Child, Sampling, SectionInfo
 from .ranks import RanksView
 from ..base.buffers import StepMemory
 from ..base.series import corrected
@@ -73,10 +73,8 @@ class Entry:
     # ``Profile.ranks.ranks``; None for a rank without the entry.
     rank_means: List[Optional[float]] = field(default_factory=list)
     # A recorded program's call that ran others inside it (a custom layer's functions on NdArrays, a
-    # double backward's functions, a solver's own arithmetic): each kind of child as
-    # {"label", "type", "calls" (per call of this entry), "mean_ms" (per child call)}; their time is
-    # inside this entry's, never counted again beside it.
-    children: List[Dict[str, Any]] = field(default_factory=list)
+    # double backward's functions, a solver's own arithmetic): each kind of call inside it.
+    children: List[Child] = field(default_factory=list)
     # Other work on the machine (``nnprofile.base.interference``): the samples it interrupted (their indexes) and,
     # for each, the time it took of that sample (``taken_ns``: the sample's wall time less the thread's CPU time),
     # taken off it in every figure; a sample whose time taken is not known (None: a wait) is left out, and the

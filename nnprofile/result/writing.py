@@ -41,7 +41,7 @@ def entry_dict(e: Entry) -> Dict[str, Any]:
             continue
         if k in _ENTRY_DEFAULTS and v == _ENTRY_DEFAULTS[k] and k not in ("label", "phase"):
             continue
-        d[k] = v
+        d[k] = [c.to_json() for c in v] if k == "children" else v
     totals = _sample_totals(e.samples_ns, e.calls_per_sample)
     if totals is not None:
         d["samples_total_ns"] = totals
