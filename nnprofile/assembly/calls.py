@@ -50,6 +50,7 @@ class Calls:
         self.unresolved: List[Tuple[str, float, float]] = []  # (label, mean, the hooks' cost): a tenth shown
         self.timeline: List[TimelineEvent] = []
         self._keys: Dict[Tuple[Any, str], Optional[str]] = {}  # (function, phase) -> its signature's key (below)
+        self._overshoot: Dict[Tuple[int, int], Tuple[Pass, HookCosts, float]] = {}  # (pass, costs) -> ``overshoot``
         # The collectives' own waits for a CPU (their marks, read inside them): a rank that waits for the others
         # polls, and is switched out as any spinning task is; that time is the others' to set, not other work's.
         self._comm_waits = sorted(
@@ -165,7 +166,14 @@ class Calls:
     def overshoot(self, p: Pass) -> float:
         """What the hooks' cost between a pass's functions, as estimated, is above the time between them
         (``hookfit.overshoot``): not taken off the pass, nor off the step that holds it."""
-        return hookfit.overshoot(p, self.outside_cost, self.excluded, self.gap_wait)
+        key = (id(p), id(self.costs))  # asked of each pass for its step and for its own row: found once
+        if key not in self._overshoot:  # (the pass and the costs kept with it: no other object takes their ids)
+            self._overshoot[key] = (
+                p,
+                self.costs,
+                hookfit.overshoot(p, self.outside_cost, self.excluded, self.gap_wait),
+            )
+        return self._overshoot[key][2]
 
     def outside_cost(self, call: Call, p: Pass) -> float:
         """What the hooks add after a function of a pass, outside its own interval, as the costs stand."""
