@@ -36,7 +36,7 @@ from .events import (
     start_of,
 )
 from .iterations import entries, loop_where, select, step_loop
-from .tree import children, descendants, top_level
+from .tree import children, top_level, with_children
 from .graphs import Graph, GraphKey, split_by_graph
 from .roles import apply_role, roles, solver_label, solver_labels, solver_summaries, trainers
 from .feeding import evaluation_inputs
@@ -107,44 +107,6 @@ def replay(events: Sequence[Event], passes: Sequence[Pass]) -> step_rule.Loop:
         elif isinstance(e, Hooks):
             loop.hooks(e.on)
     return loop
-
-
-HOOKED, PLAIN, MIXED = "hooked", "plain", "mixed"
-
-
-def hook_states(per_step: List[List[Event]]) -> List[str]:
-    """Whether each step ran with the function hooks, without them, or switched within it (the recorder
-    switches them at a step's end as it counts steps; where its count and the steps found at the end
-    differ, a step can hold a switch: it is neither kept nor a step without the hooks)."""
-    out = []
-    on = True
-    for events in per_step:
-        state = None
-        began = on  # the hooks as the step's first call ran
-        seen = False
-        for e in events:
-            if isinstance(e, Hooks):
-                if not seen:
-                    began = e.on
-                on = e.on
-            elif seen or not isinstance(e, Hooks):
-                if seen and on != began:
-                    state = MIXED
-                seen = True
-        # A switch after the step's last call (where the next step was seen to begin) is the next step's.
-        out.append(state or (HOOKED if began else PLAIN))
-    return out
-
-
-def kept_steps(states: Sequence[str], skip: int, active: int) -> Tuple[List[int], List[int], List[int]]:
-    """The kept steps (one run of the loop after those set aside, with the hooks), and after the skip, those without
-    the hooks and those with them (the calibration's, ``nnprofile.recording.recorder.CALIBRATION``)."""
-    after = range(skip, len(states))
-    return (
-        [i for i in range(skip, min(len(states), skip + active)) if states[i] == HOOKED],
-        [i for i in after if states[i] == PLAIN],
-        [i for i in after if states[i] == HOOKED],
-    )
 
 
 def iteration_bounds(top: Sequence[Event], capture: Capture) -> Optional[Tuple[List[Tuple[int, int]], str, int, int]]:
@@ -218,17 +180,6 @@ def find_steps(
     return step_rule.bounds(loop, rule, capture.started_ns, last_ns), rule, loop
 
 
-def with_children(span: Sequence[Event], kids: Dict[int, List[Event]]) -> List[Event]:
-    """A span of the program's own calls with the calls inside each, before it (as they ended)."""
-    if not kids:
-        return list(span)
-    out: List[Event] = []
-    for e in span:
-        out += descendants(e, kids)
-        out.append(e)
-    return out
-
-
 def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
     """The sections of a recorded program, its timeline, and what its steps were."""
     events = capture.events
@@ -241,7 +192,7 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
     step_passes = [group_passes(span, capture.sites) for span in per_step]  # (each step's, grouped once)
     before, after = (with_children(span, kids) for span in step_rule.outside(top, bounds, start_of))
     skip = min(capture.skip_first, max(0, len(bounds) - 1))
-    kept, plain_kept, hooked = kept_steps(hook_states(per_step), skip, capture.active)
+    kept, plain_kept, hooked = hookfit.kept_steps(hookfit.hook_states(per_step), skip, capture.active)
 
     excluded = merged(capture.excluded)  # nnprofile's own work between the program's calls
     costs, hooks = hookfit.fit(capture, costs, per_step, step_passes, bounds, kept, hooked, plain_kept, excluded)

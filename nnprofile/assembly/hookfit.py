@@ -11,7 +11,8 @@ than where it was measured); in one that holds only the program's own Python, by
 leavings cost that code. Stretch by stretch, the slow spells of the machine cancel, and the noise of
 the program's own Python stays out of the passes' figure.
 
-``fit`` puts it together: the costs as measured, scaled to the program's passes, bounded in each pass by the
+``hook_states`` tells which steps ran with the hooks, ``kept_steps`` picks the kept steps and the pairs. ``fit`` puts
+it together: the costs as measured, scaled to the program's passes, bounded in each pass by the
 time between its functions, and what else a step takes longer with the hooks.
 """
 
@@ -24,7 +25,7 @@ from ..base.hookcost import BACKWARD, MAX_SCALE, MIN_SCALE, HookCosts, measured_
 from ..base.stats import median
 
 from . import interference
-from .events import Call, Capture, CommCall, Event, InputCall, MonitorCall, SolverCall, StepMark
+from .events import Call, Capture, CommCall, Event, Hooks, InputCall, MonitorCall, SolverCall, StepMark
 from .intervals import overlap
 from .passes import Pass
 
@@ -88,6 +89,44 @@ def pairs(
         if h + 1 in kept_set and _shape(per_step[h + 1]) == _shape(per_step[h]):
             carried.append(length(h + 1) - hooks_of(h + 1) - (length(h) - hooks_of(h)))
     return out, carried
+
+
+HOOKED, PLAIN, MIXED = "hooked", "plain", "mixed"
+
+
+def hook_states(per_step: List[List[Event]]) -> List[str]:
+    """Whether each step ran with the function hooks, without them, or switched within it (the recorder
+    switches them at a step's end as it counts steps; where its count and the steps found at the end
+    differ, a step can hold a switch: it is neither kept nor a step without the hooks)."""
+    out = []
+    on = True
+    for events in per_step:
+        state = None
+        began = on  # the hooks as the step's first call ran
+        seen = False
+        for e in events:
+            if isinstance(e, Hooks):
+                if not seen:
+                    began = e.on
+                on = e.on
+            elif seen or not isinstance(e, Hooks):
+                if seen and on != began:
+                    state = MIXED
+                seen = True
+        # A switch after the step's last call (where the next step was seen to begin) is the next step's.
+        out.append(state or (HOOKED if began else PLAIN))
+    return out
+
+
+def kept_steps(states: Sequence[str], skip: int, active: int) -> Tuple[List[int], List[int], List[int]]:
+    """The kept steps (one run of the loop after those set aside, with the hooks), and after the skip, those without
+    the hooks and those with them (the calibration's, ``nnprofile.recording.recorder.CALIBRATION``)."""
+    after = range(skip, len(states))
+    return (
+        [i for i in range(skip, min(len(states), skip + active)) if states[i] == HOOKED],
+        [i for i in after if states[i] == PLAIN],
+        [i for i in after if states[i] == HOOKED],
+    )
 
 
 # A pass whose gaps hold more than this many times the median pass's share held something else (the machine

@@ -50,3 +50,14 @@ def descendants(event: Event, tree: Dict[int, List[Event]]) -> List[Event]:
         out += descendants(child, tree)
         out.append(child)
     return out
+
+
+def with_children(span: Sequence[Event], kids: Dict[int, List[Event]]) -> List[Event]:
+    """A span of the program's own calls with the calls inside each, before it (as they ended)."""
+    if not kids:
+        return list(span)
+    out: List[Event] = []
+    for e in span:
+        out += descendants(e, kids)
+        out.append(e)
+    return out
