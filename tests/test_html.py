@@ -85,7 +85,7 @@ def test_the_layer_table_sorts_and_filters_in_a_browser(reports, tmp_path):
             names = lambda: page.locator("#layers-0 tbody tr td:first-child").all_text_contents()  # noqa: E731
             assert names() == layers  # forward order
             page.click("#layers-0 th[data-key='total_ms']")  # largest first
-            # Its place: a column no layer has a figure for is left out (a rel. error too few samples gave).
+            # Found by its key: a column no layer has a figure for is left out, and the columns after it move left.
             keys = page.locator("#layers-0 thead th").evaluate_all("ths => ths.map(t => t.dataset.key)")
             cells = page.locator("#layers-0 tbody tr td:nth-child(%d)" % (keys.index("total_ms") + 1))
             totals = [float(t) for t in cells.all_text_contents()]

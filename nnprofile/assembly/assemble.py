@@ -37,7 +37,7 @@ from .events import (
 )
 from .iterations import entries, loop_where, select, step_loop
 from .tree import children, top_level, with_children
-from .graphs import Graph, GraphKey, split_by_graph
+from .graphs import Graph, GraphKey, graph_key, split_by_graph
 from .roles import apply_role, roles, solver_label, solver_labels, solver_summaries, trainers
 from .feeding import evaluation_inputs
 from .passes import Pass, group_passes
@@ -93,8 +93,7 @@ def replay(events: Sequence[Event], passes: Sequence[Pass]) -> step_rule.Loop:
                 if p.dynamic:
                     loop.pass_started("forward", None, "auto_forward", p.start_ns)
                 else:
-                    graph = ("auto_forward", p.site) if p.root in recent else ("static", p.root)
-                    loop.pass_started(p.phase, graph, p.site, p.start_ns)
+                    loop.pass_started(p.phase, graph_key(p, recent), p.site, p.start_ns)
             if e.kind == DYNAMIC:
                 recent.add(e.function)
         elif isinstance(e, InputCall):

@@ -25,12 +25,10 @@ from .events import Call
 from .iterations import CodeInfo, kind
 from .passes import Pass
 
-UNDETERMINED: Tuple[Hashable, ...] = (
-    "forward only",
-)  # auto_forward work whose graph cannot be told (a recording without stacks)
-Path = Tuple[Tuple[int, Optional[int]], ...]
+Path = Tuple[Tuple[int, Optional[int]], ...]  # (code, line) of each frame to a build's call; None: any line
 # A graph's key: ("static", root function), ("auto_forward", backward's site), ("built", Path), ("forward", kind)
-GraphKey = Tuple[Hashable, ...]  # (code, line) of each frame to a build's call; None: any line
+GraphKey = Tuple[Hashable, ...]
+UNDETERMINED: GraphKey = ("forward only",)  # auto_forward work whose graph cannot be told (a recording without stacks)
 
 
 def _line(codes: Sequence[CodeInfo], c: int, at: int) -> int:

@@ -61,7 +61,7 @@ class Calls:
 
     def span(self, call: Event) -> float:
         """A call's time, nnprofile's own work inside it (the sampler's, its wrappers') left out."""
-        start, end = getattr(call, "start_ns", 0), getattr(call, "end_ns", 0)
+        start, end = start_of(call), end_of(call)
         return float(end - start - overlap(start, end, self.excluded))
 
     def signature(self, call: Call, phase: str = "forward") -> Optional[str]:

@@ -49,6 +49,10 @@ class Child:
     def to_json(self) -> Dict[str, Any]:
         return {"label": self.label, "type": self.type, "calls": self.calls, "mean_ms": self.mean_ms}
 
+    @classmethod
+    def from_json(cls, value: Dict[str, Any]) -> "Child":
+        return cls(value["label"], value["type"], value["calls"], value["mean_ms"])
+
 
 @dataclass(frozen=True)
 class LoadBurst:

@@ -93,11 +93,10 @@ def _entry_from_dict(e: Dict[str, Any], where: str = "an entry") -> Entry:
     fields_ = {k: v for k, v in e.items() if k in _ENTRY_FIELDS}
     where = "%s, entry %r" % (where, e["label"][:80])
     check_fields(_ENTRY_TYPES, fields_, where, skip=("samples_ns", "taken_ns", "waited_ns"))
-    children = [
-        _record(child, _CHILD_TYPES, "%s, child %d" % (where, k + 1))
+    fields_["children"] = [
+        Child.from_json(_record(child, _CHILD_TYPES, "%s, child %d" % (where, k + 1)))
         for k, child in enumerate(fields_.get("children", []))
     ]
-    fields_["children"] = [Child(c["label"], c["type"], c["calls"], c["mean_ms"]) for c in children]
     calls = e.get("calls_per_sample", 1)
     if not isinstance(calls, int) or isinstance(calls, bool) or calls < 1:
         raise ProfileError("%s: calls_per_sample must be a whole number of 1 or more, not %r" % (where, calls))
