@@ -81,7 +81,26 @@ def record_cell(shell: Any, line: str, cell: str) -> Optional[Any]:
     profile = recording.profile
     if args.outdir and profile is not None and profile.files:  # (every command that writes says where)
         print("Written to %s: %s" % (args.outdir, ", ".join(profile.files)))
+    if error is not None:  # the cell failed: so does the magic's (Run All and papermill stop, as without nnprofile)
+        raise CellFailed(error, profile)
     return profile
+
+
+class CellFailed(Exception):
+    """A recorded cell's own exception, said above by IPython with its traceback: the magic's cell fails too, with
+    one line (``_render_traceback_``: IPython's way to show an exception its own way) instead of a second one;
+    ``profile``: what was recorded (``sys.last_value.profile`` in the next cell)."""
+
+    def __init__(self, error: BaseException, profile: Optional[Any]):
+        super().__init__("the cell raised %s" % type(error).__name__)
+        self.error = error
+        self.profile = profile  # what was recorded (the cell's value, had it not raised)
+
+    def _render_traceback_(self) -> list:
+        return [
+            "%%%%nnprofile: the cell raised %s (its traceback is above); what ran before it was recorded"
+            % (type(self.error).__name__)
+        ]
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -327,7 +327,7 @@ def test_ctrl_c_says_at_once_that_it_writes_and_a_second_stops_with_whole_files(
     proc.send_signal(signal.SIGINT)
     _, rest = proc.communicate(timeout=300)
     err = first + rest
-    assert proc.returncode == 130, err[-2000:]
+    assert proc.returncode == -signal.SIGINT, err[-2000:]  # as the program alone dies
     said = [line for line in err.splitlines() if line.startswith("nnprofile:")]  # (the program's own lines besides)
     assert (
         said[0] == "nnprofile: interrupted by Ctrl-C: writing what was recorded (Ctrl-C again to stop without writing)"
@@ -350,7 +350,7 @@ def test_one_ctrl_c_writes_what_was_recorded_marked_interrupted(tmp_path):
     _wait_for(tmp_path / "mark", proc)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=300)
-    assert proc.returncode == 130 and "Traceback" not in err, err[-2000:]
+    assert proc.returncode == -signal.SIGINT and "Traceback" not in err, err[-2000:]
     view = nnprofile.load(out)
     assert not view.complete and view.failure == "interrupted by Ctrl-C"
     assert view.header.kept_steps and min(view.header.kept_steps) == 1 and max(view.header.kept_steps) >= 50
@@ -367,15 +367,18 @@ def test_sigkill_after_a_window_closed_leaves_that_window_loadable(tmp_path, see
     assert nnprofile.load(out).windows
 
 
-def test_the_default_schedule_writes_its_window_before_the_steps_that_measure_the_hooks(tmp_path):
-    """Steps of 0.1 s: the 20 steps that measure the hooks' cost take 2 s after the 5 kept ones; the window's files
-    are there before them, and a SIGKILL in that time leaves them loadable."""
-    out, proc = _start(tmp_path, "--active", "5", script=("--slow-input-after", "0", "--slow-ms", "100"))
-    _wait_for(out / "result.json", proc)
-    proc.kill()
-    proc.communicate(timeout=60)
-    early = nnprofile.load(out)
-    assert early.sections and any("written when the window's kept steps were done" in n for n in early.notes)
+def test_a_sigterm_in_the_steps_that_measure_the_hooks_writes_the_window_with_its_kept_steps(tmp_path):
+    """The default schedule's window is assembled and written once, after the 20 steps that measure the hooks' cost
+    (issue 59: one assembly a window): a SIGTERM in those steps writes it, its 5 kept steps whole."""
+    at = ("--mark-at", "12", "--mark-file", str(tmp_path / "mark"), "--pause-at", "12", "--pause-file", "never")
+    out, proc = _start(tmp_path, "--active", "5", script=at)  # steps 2-6 kept, 7-26 measure the hooks: 12 among them
+    _wait_for(tmp_path / "mark", proc)  # (the program waits there)
+    assert not (out / "result.json").exists()  # nothing written before the window closes
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 143, err[-2000:]
+    profile = nnprofile.load(out)
+    assert profile.sections and profile.header.kept_steps == [2, 3, 4, 5, 6], profile.header.kept_steps
 
 
 def test_capture_signals_no_process_that_did_not_start_listening(tmp_path):

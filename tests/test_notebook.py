@@ -93,8 +93,12 @@ def test_a_solver_made_earlier_in_the_namespace_is_seen_and_a_cell_without_steps
 
 @pytest.mark.slow
 def test_a_failing_cell_shows_its_own_error_and_keeps_what_was_recorded(shell, capsys):
-    _, profile = _value(shell, "%%nnprofile --skip-first 0\nloss.forward()\nraise ValueError('bad batch')\n")
-    assert "ValueError" in capsys.readouterr().out  # IPython showed the cell's own traceback, once
+    outcome, _ = _value(shell, "%%nnprofile --skip-first 0\nloss.forward()\nraise ValueError('bad batch')\n")
+    out = capsys.readouterr().out
+    assert out.count("Traceback") == 1 and "bad batch" in out  # IPython showed the cell's own traceback, once
+    assert "%%nnprofile: the cell raised ValueError" in out
+    assert not outcome.success  # the magic's cell fails with it: Run All and papermill stop there
+    profile = outcome.error_in_exec.profile  # what was recorded, kept
     assert not profile.complete and profile.failure == "the program raised ValueError: bad batch"
     assert "forward_all" in [e.label for e in profile.sections[0].entries]
     assert "INCOMPLETE: the program raised ValueError: bad batch" in profile._repr_html_()

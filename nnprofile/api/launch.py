@@ -18,9 +18,10 @@ import traceback
 from typing import Any, Callable, List, Optional, Tuple
 
 from ..base import signals as owned
-from ..base.errors import ProfileError, ProgramDidNotCompile, Terminated
+from ..base.errors import HungUp, ProfileError, ProgramDidNotCompile, Terminated
 from ..recording.schedule import Schedule
 from ..result import Profile
+from .outcome import exit_code, shorten
 from .programs import PathLike, Recording, interrupted, make_schedule, terminated
 
 
@@ -145,17 +146,22 @@ def run_recording(
     )
     sys.argv = [path] + list(args)
     recording.__enter__()  # a folder in use, or one that cannot be written: said before the program runs
-    previous_term = _raise_on_sigterm(recording)
+    previous = _take_signals(recording)
+    execs = _write_before_exec(recording)
     try:
-        status = _run_program(recording, module, target, path)
+        status = _run_program(recording, module, target, os.path.abspath(path))
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
-        _restore_sigterm(previous_term)
+        _give_back_signals(previous)
+        os.execv, os.execve = execs
+    if recording.forked:  # a child the program forked ran to its end here: it ends as it would alone
+        raise SystemExit(status)
     return recording, status
 
 
 def _run_program(recording: Recording, module: bool, target: str, path: str) -> int:
-    """The program run as ``python`` runs it, inside the recording; its exit status, as its own end says it."""
+    """The program run as ``python`` runs it, inside the recording (``path``: its file, absolute); its exit status,
+    as its own end says it."""
     import runpy
 
     status = 0
@@ -165,7 +171,7 @@ def _run_program(recording: Recording, module: bool, target: str, path: str) -> 
                 recording.runs_program_below(sys._getframe())
                 if module:
                     runpy.run_module(target, run_name="__main__", alter_sys=True)
-                else:
+                else:  # its __file__ absolute, as Python sets it (the program may change folder, then read beside it)
                     runpy.run_path(path, run_name="__main__")
             except SystemExit as e:
                 status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
@@ -173,16 +179,25 @@ def _run_program(recording: Recording, module: bool, target: str, path: str) -> 
                     print(e.code, file=sys.stderr)
                 raise
             except BaseException as e:
-                if interrupted(e):
-                    status = 143 if terminated(e) else 130
-                else:
-                    status = 1
-                    _print_user_traceback(path)
+                status = _program_raised(recording, e, path)
                 raise
-    except BaseException as e:  # the program's own end: its status says it
-        if not isinstance(e, (SystemExit, KeyboardInterrupt, Exception)):
-            raise
+    except BaseException:  # the program's own end (whatever it raised): its status says it
+        pass
     return status
+
+
+def _program_raised(recording: Recording, e: BaseException, path: str) -> int:
+    """The status of a program that raised ``e``, its traceback said as Python says it (a SIGTERM or SIGHUP ends it
+    silently); a KeyboardInterrupt with no Ctrl-C behind it is the program's own exception."""
+    if terminated(e):
+        return exit_code(e)
+    ctrl_c = interrupted(e) and bool(_SIGINTS)
+    if interrupted(e) and not ctrl_c:
+        recording.raised_interrupt = True
+    if not ctrl_c:  # (a Ctrl-C is said by nnprofile's one line: where it landed is no error of the program's)
+        _report(path)
+    # Python ends a program by SIGINT (130 to a shell) where KeyboardInterrupt itself, not a subclass, reached the top.
+    return 130 if ctrl_c or type(e) is KeyboardInterrupt else 1
 
 
 def _check_script(path: str) -> None:
@@ -216,36 +231,93 @@ class _entered:
         self.recording.__exit__(kind, error, tb)
 
 
-def _raise_on_sigterm(recording: Recording) -> Any:
-    """SIGTERM as a Ctrl-C is (``Terminated``): the program unwinds, what was recorded is written, marked
-    interrupted, and the run exits with 143. Only in the main thread of a single process (ranks have their own
-    guard, ``nnprofile.api.guard``); a handler the program installs itself replaces this one."""
+_SIGINTS = owned.CTRL_C  # the Ctrl-Cs that came while a program ran (a KeyboardInterrupt without one is its own)
+
+
+def _take_signals(recording: Recording) -> List[Tuple[int, Any]]:
+    """SIGTERM, and SIGHUP where its default would end the program, as a Ctrl-C is (``Terminated``, ``HungUp``): the
+    program unwinds, what was recorded is written, marked interrupted, and the run exits with 143 (129). A Ctrl-C is
+    counted, then raised as Python raises it. Only in the main thread of a single process (ranks have their own
+    guard, ``nnprofile.api.guard``); a handler the program installs itself replaces these."""
     import signal
     import threading
 
     if threading.current_thread() is not threading.main_thread() or (
         recording.world is not None and recording.world.several
     ):
-        return None
+        return []
+    del _SIGINTS[:]
 
-    def handle(number: int, frame: Any) -> None:
-        raise Terminated()
+    def ends(kind: type) -> Callable[[int, Any], None]:
+        def handle(number: int, frame: Any) -> None:
+            raise kind()
 
-    try:
-        return (owned.take(signal.SIGTERM, handle),)
-    except (ValueError, OSError):
-        return None
+        return handle
+
+    def counted(number: int, frame: Any) -> None:
+        _SIGINTS.append(number)
+        signal.default_int_handler(number, frame)
+
+    taken: List[Tuple[int, Any]] = []
+    wanted: List[Tuple[int, Any, Any]] = [
+        (signal.SIGTERM, ends(Terminated), None),
+        (signal.SIGINT, counted, signal.default_int_handler),
+    ]
+    if hasattr(signal, "SIGHUP"):
+        wanted.append((signal.SIGHUP, ends(HungUp), signal.SIG_DFL))
+    for number, handler, only_over in wanted:
+        try:
+            if only_over is None or signal.getsignal(number) is only_over:
+                taken.append((number, owned.take(number, handler)))
+        except (ValueError, OSError):
+            pass
+    return taken
 
 
-def _restore_sigterm(previous: Any) -> None:
-    if previous is None:
-        return
-    import signal
+def _give_back_signals(taken: List[Tuple[int, Any]]) -> None:
+    for number, previous in taken:
+        try:
+            owned.give_back(number, previous)
+        except (ValueError, OSError, TypeError):
+            pass
 
-    try:
-        owned.give_back(signal.SIGTERM, previous[0])
-    except (ValueError, OSError, TypeError):
-        pass
+
+def _write_before_exec(recording: Recording) -> Tuple[Any, Any]:
+    """``os.execv`` and ``os.execve`` (every ``os.exec*`` ends in one of them) write what was recorded before the
+    program's process is replaced, and let the folder go; the originals, to put back."""
+    originals = (os.execv, os.execve)
+
+    def writing_first(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+        def exec_(*args: Any, **kwargs: Any) -> Any:
+            try:
+                recording.end_now("the program replaced its process (os.%s %s)" % (name, shorten(str(args[0]), 80)))
+            except Exception:
+                pass
+            return original(*args, **kwargs)
+
+        return exec_
+
+    os.execv, os.execve = writing_first(os.execv, "execv"), writing_first(os.execve, "execve")
+    return originals
+
+
+def _report(path: str) -> None:
+    """The program's uncaught exception said as Python says it: by the program's own ``sys.excepthook``, where it set
+    one (given the traceback from its own first frame), else by ``_print_user_traceback``."""
+    kind, error, tb = sys.exc_info()
+    hook = sys.excepthook
+    if hook is not sys.__excepthook__ and kind is not None:
+        target = os.path.abspath(path)
+        first = tb
+        while first is not None and os.path.abspath(first.tb_frame.f_code.co_filename) != target:
+            first = first.tb_next
+        try:
+            hook(kind, error or kind(), first or tb)
+            return
+        except Exception:
+            if sys.stderr is not None:
+                sys.stderr.write("Error in sys.excepthook:\n%s\nOriginal exception was:\n" % traceback.format_exc())
+    _print_user_traceback(path)
 
 
 def _print_user_traceback(path: str) -> None:
@@ -281,6 +353,9 @@ def _print_user_traceback(path: str) -> None:
         frames = frames_of(e)
         if frames:
             lines += ["Traceback (most recent call last):\n"] + traceback.format_list(frames)
-        lines += traceback.format_exception_only(type(e), e)
+        said = traceback.format_exception_only(type(e), e)
+        if type(e).__module__ == "__main__":  # as Python's own hook names it (the traceback module leaves it out)
+            said[-1] = "__main__." + said[-1]
+        lines += said
     if sys.stderr is not None:  # (closed by the shell: nothing to say it on)
         sys.stderr.write("".join(lines))

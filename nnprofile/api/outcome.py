@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, List, Optional, Type, Union
 
-from ..base.errors import Terminated, in_chain
+from ..base.errors import Terminated, found_in_chain, in_chain
 from ..result import Profile
 from ..result.header import ProgramHeader
 from ..result.notes import Note
@@ -38,10 +38,23 @@ def terminated(error: Optional[BaseException]) -> bool:
 
 
 def interruption(error: Optional[BaseException]) -> Optional[str]:
-    """How a program was interrupted, as its profile says it (SIGTERM, else Ctrl-C); None where it was not."""
+    """How a program was interrupted, as its profile says it (SIGTERM or SIGHUP, else Ctrl-C); None where it was
+    not."""
     if not interrupted(error):
         return None
-    return "interrupted by SIGTERM" if terminated(error) else "interrupted by Ctrl-C"
+    return "interrupted by %s" % signal_name(error)
+
+
+def signal_name(error: Optional[BaseException]) -> str:
+    """The signal behind an interruption: SIGTERM or SIGHUP (``Terminated``), else Ctrl-C."""
+    found = found_in_chain(error, Terminated)
+    return str(getattr(found, "signal_name", "SIGTERM")) if found is not None else "Ctrl-C"
+
+
+def exit_code(error: Optional[BaseException]) -> int:
+    """The status an interruption ends a run with: 143 (SIGTERM), 129 (SIGHUP), 130 (Ctrl-C)."""
+    found = found_in_chain(error, Terminated)
+    return int(getattr(found, "exit_code", 143)) if found is not None else 130
 
 
 def interrupted(error: Optional[BaseException], before: Optional[BaseException] = None) -> bool:
@@ -83,12 +96,17 @@ def whole_run(header: ProgramHeader, steps: int) -> None:
 
 
 def unfinished_notes(
-    recorder: Recorder, schedule: Schedule, profile: Profile, kind: ExitKind, error: Optional[BaseException]
+    recorder: Recorder,
+    schedule: Schedule,
+    profile: Profile,
+    kind: ExitKind,
+    error: Optional[BaseException],
+    filled: bool = False,
 ) -> List[Note]:
-    """What the notes say of a run that ended inside a window, or before any: what the window holds, and the
-    program's own exit status."""
+    """What the notes say of a run that ended inside a window (``filled``: after its kept steps), or before any:
+    what the window holds, and the program's own exit status."""
     r, notes = recorder, []
-    if r.capturing and r.windowing.window and (schedule.windowed or schedule.wait):
+    if r.capturing and r.windowing.window and (schedule.windowed or schedule.wait) and not filled:
         kept = list(getattr(profile.header, "kept_steps", []))
         notes.append(Note("window_unfilled", {"window": r.windowing.window, "kept_steps": kept}))
     if not r.windowing.window:

@@ -19,6 +19,7 @@ import shutil
 import tempfile
 from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence, Tuple, Union
 
+from ..base.outdir import named
 from .._version import __version__
 from ..analysis import SectionAnalysis, analyze_section
 from ..base.choices import MODES
@@ -123,7 +124,7 @@ def profile_project(
     files = resolve_files([os.fspath(project)] + [os.fspath(p) for p in params])
     if opts.repeat > 1:
         return _repeated(files, opts, outdir, on_progress, on_run)
-    out = os.fspath(outdir) if outdir is not None else None
+    out = named(outdir) if outdir is not None else None
     lock = claim_outdir(out) if out is not None else None
     try:
         listeners = Listeners(on_start, on_section, on_entry, on_section_end, on_round)
@@ -288,7 +289,7 @@ def _repeated(
     from ..merging.profiles import repeat_profiles
     from ..render import write_all
 
-    out = os.fspath(outdir) if outdir is not None else tempfile.mkdtemp(prefix="nnprofile-repeat-")
+    out = named(outdir) if outdir is not None else tempfile.mkdtemp(prefix="nnprofile-repeat-")
     lock = claim_outdir(out)
     try:
         merged = repeat_profiles(files, options, out, progress=on_progress or (lambda line: None), on_run=on_run)

@@ -36,19 +36,35 @@ class Terminated(KeyboardInterrupt):
     as from a Ctrl-C, what was recorded is written (marked interrupted), and the run exits with 143."""
 
     exit_code = 143
+    signal_name = "SIGTERM"
+
+
+class HungUp(Terminated):
+    """SIGHUP (the terminal closed, a session ended), turned into an exception as SIGTERM is; the run exits
+    with 129. Not where the program ignores it (``nohup``): then it is the program's, as alone."""
+
+    exit_code = 129
+    signal_name = "SIGHUP"
 
 
 def in_chain(error: Optional[BaseException], kind: type, before: Optional[BaseException] = None) -> bool:
     """Whether ``error`` or an exception in its chain (its causes and contexts) is a ``kind``; ``before``: an
     exception being handled meanwhile, whose own chain does not count."""
+    return found_in_chain(error, kind, before) is not None
+
+
+def found_in_chain(
+    error: Optional[BaseException], kind: type, before: Optional[BaseException] = None
+) -> Optional[BaseException]:
+    """The first ``kind`` in ``error``'s chain (``in_chain``), or None."""
     seen = set()
     found = error
     while found is not None and id(found) not in seen and found is not before:
         if isinstance(found, kind):
-            return True
+            return found
         seen.add(id(found))
         found = found.__cause__ or found.__context__
-    return False
+    return None
 
 
 def caused_by_interrupt(error: BaseException) -> bool:

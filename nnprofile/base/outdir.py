@@ -22,6 +22,7 @@ import os
 import uuid
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
+from .readable import is_regular
 from .errors import ProfileError
 
 LOCK_NAME = ".nnprofile.lock"
@@ -124,6 +125,8 @@ def listed(folder: str, result_name: str = "result.json", damaged: Optional[List
         if known is not None and _identity(path) == known[0]:
             return list(known[1])
     except OSError:
+        return []
+    if not is_regular(path):  # none yet, or a pipe or a device in its place: no manifest to read
         return []
     try:
         if os.path.getsize(path) > MAX_RECORD_BYTES:
@@ -254,3 +257,11 @@ class Lock:
     @property
     def held(self) -> bool:
         return self._fd is not None
+
+
+def named(outdir: Union[str, "os.PathLike[str]"]) -> str:
+    """An output folder given by name: an empty name is refused (taken as is, it would mean the working folder)."""
+    name = os.fspath(outdir)
+    if not str(name).strip():
+        raise ProfileError("an empty output folder name: give a folder, or none for the default")
+    return name

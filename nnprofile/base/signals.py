@@ -19,6 +19,7 @@ _signal = signal.signal  # bound at import: a program that replaces ``signal.sig
 _getsignal = signal.getsignal
 _held: Dict[int, Tuple[Any, Any]] = {}  # signal number -> (the handler nnprofile's replaced: the program's, its own)
 _in_child: List[Callable[[], None]] = []
+CTRL_C: List[int] = []  # the Ctrl-Cs that came while nnprofile held SIGINT (a KeyboardInterrupt without one: raised)
 
 
 def take(number: int, handler: Any) -> Any:

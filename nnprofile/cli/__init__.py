@@ -16,6 +16,7 @@ from ..render.safe import safe_text
 from . import capture_cmd, check_cmd, compare_cmd, merge_cmd, profile_cmd, report_cmd, run_cmd
 
 EXIT_INTERNAL = 1
+_RAN: list = []  # the command run (its module), for how the process ends
 COMMANDS = {
     "run": run_cmd,
     "capture": capture_cmd,
@@ -56,6 +57,13 @@ def main(argv: Optional[List[str]] = None) -> int:
             import os  # down ends it at once, without a traceback from an atexit handler, with the status it had
             import signal
 
+            if _RAN and getattr(_RAN[-1], "ENDS_AS_PROGRAM", False):
+                # A program ended by a KeyboardInterrupt dies by SIGINT, as under Python alone (a shell's loop stops
+                # on it): Python does so after its own shutdown where the exception reaches the top, said by a hook
+                # that says nothing (the program's traceback, or nnprofile's line, is said already).
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
+                sys.excepthook = lambda *_: None
+                raise KeyboardInterrupt
             signal.signal(signal.SIGINT, lambda *_: os._exit(130))
         return status
     except BrokenPipeError:  # the reader went away (nnprofile --help | head): quietly, as a filter ends
@@ -79,6 +87,7 @@ def _main(argv: Optional[List[str]] = None) -> int:
         profile_cmd.parser().print_help()
         return 0
     command = COMMANDS.get(argv[0]) if argv else None
+    _RAN.append(command)
     if command is not None:
         args = command.parse(argv[1:]) if hasattr(command, "parse") else command.parser().parse_args(argv[1:])
     else:
@@ -101,10 +110,9 @@ def _main(argv: Optional[List[str]] = None) -> int:
             traceback.print_exc()
         _error("nnprofile: error: %s" % e)
         return getattr(command, "EXIT_ERROR", e.exit_code)
-    except (
-        KeyboardInterrupt
-    ) as e:  # Ctrl-C (130), or SIGTERM turned into it (143): the files already written stay whole
-        _error("nnprofile: interrupted%s" % (" by SIGTERM" if getattr(e, "exit_code", 130) == 143 else ""))
+    except KeyboardInterrupt as e:  # Ctrl-C (130), or SIGTERM or SIGHUP turned into it: written files stay whole
+        name = getattr(e, "signal_name", "")
+        _error("nnprofile: interrupted%s" % (" by %s" % name if name else ""))
         return int(getattr(e, "exit_code", 130))
     except Exception as e:  # a bug, or an NNabla failure we do not know yet
         if args.debug:

@@ -80,6 +80,13 @@ class Printer:
             pass
 
 
+def folder(text: str) -> str:
+    """An output folder's name (``-o``): an empty one is refused, never taken for the default."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty folder name (leave -o out for the default folder)")
+    return text
+
+
 def terminal_stderr() -> TextIO:
     """stderr as it is now, kept apart (a dup of its descriptor) for progress bars: NativeStderr may
     point descriptor 2 elsewhere while NNabla runs."""

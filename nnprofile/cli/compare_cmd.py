@@ -9,7 +9,7 @@ from ..base.errors import ProfileError
 from ..base.options import ProfileOptions
 from ..compare import compare_configurations, compare_results, parse_set
 from ..render.comparison import write as write_comparison
-from .common import Parser, Printer, claimed, positive_int, said
+from .common import folder, Parser, Printer, claimed, positive_int, said
 from .progress import Progress
 
 
@@ -47,7 +47,7 @@ def parser() -> argparse.ArgumentParser:
         help="runs per configuration at least (default 3); more follow until --resolve holds",
     )
     _add_resolve(p)
-    p.add_argument("-o", "--outdir", help="output folder (default: results/compare_<project>)")
+    p.add_argument("-o", "--outdir", type=folder, help="output folder (default: results/compare_<project>)")
     p.add_argument(
         "--train-epochs",
         type=positive_int,

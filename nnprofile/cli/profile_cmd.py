@@ -12,7 +12,7 @@ from .. import api
 from .._version import __version__
 from ..base.errors import ProfileError
 from ..base.options import ProfileOptions
-from .common import Parser, NativeStderr, Printer, add_view, terminal_stderr, view_of, warnings, written
+from .common import folder, Parser, NativeStderr, Printer, add_view, terminal_stderr, view_of, warnings, written
 from .progress import Progress
 
 
@@ -37,7 +37,7 @@ def parser() -> argparse.ArgumentParser:
         metavar="PROJECT",
         help="the project (.nntxt, .nnp) and optionally parameter files (.h5, .protobuf)",
     )
-    p.add_argument("-o", "--outdir", help="output folder (default: results/<project name>)")
+    p.add_argument("-o", "--outdir", type=folder, help="output folder (default: results/<project name>)")
     ProfileOptions.add_arguments(p)  # every profiling option, defined once (nnprofile.base.options)
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     add_view(p)

@@ -7,7 +7,7 @@ import os
 
 from .. import api
 from ..render import FORMATS, described
-from .common import Parser, Printer, add_view, claimed, view_of, written
+from .common import folder, Parser, Printer, add_view, claimed, view_of, written
 
 
 SUMMARY = "re-render the files of a saved result (any format version), without profiling again"
@@ -20,7 +20,7 @@ def parser() -> argparse.ArgumentParser:
         "profiling again: %s; --format picks some of them." % described(),
     )
     p.add_argument("result", metavar="OUTDIR", help="a folder with result.json (or the file itself)")
-    p.add_argument("-o", "--outdir", help="write the files here (default: next to result.json)")
+    p.add_argument("-o", "--outdir", type=folder, help="write the files here (default: next to result.json)")
     p.add_argument(
         "--format", action="append", choices=FORMATS, help="re-render only this kind of file (repeatable; default: all)"
     )

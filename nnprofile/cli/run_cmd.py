@@ -12,7 +12,9 @@ from ..api.launch import run_recording
 from ..base.schedule import Schedule, add_schedule
 from ..render.safe import safe_text
 from ..merging.ranks import spans
-from .common import Parser, Printer, add_view, non_negative_float, said, view_of, warnings, written
+from .common import folder, Parser, Printer, add_view, non_negative_float, said, view_of, warnings, written
+
+ENDS_AS_PROGRAM = True  # a program ended by a KeyboardInterrupt: the run dies by SIGINT, as the program alone
 
 # The program ran (and succeeded), but nnprofile could not make or write its profile: an exit status of its own,
 # so that a CI job does not take a missing profile for a written one (sysexits' EX_SOFTWARE).
@@ -45,7 +47,7 @@ def parser() -> argparse.ArgumentParser:
         help="run a module as python -m does (sys.argv and sys.path as Python sets them); what follows "
         "it is its own arguments",
     )
-    p.add_argument("-o", "--outdir", help="output folder (default: results/<script or module name>)")
+    p.add_argument("-o", "--outdir", type=folder, help="output folder (default: results/<script or module name>)")
     add_schedule(p)
     p.add_argument(
         "--save-events",

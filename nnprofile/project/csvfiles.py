@@ -12,39 +12,16 @@ from __future__ import annotations
 
 import csv
 import os
-import stat
 
 from ..base.errors import ProfileError
-
-
-def _kind(mode: int) -> str:
-    for test, what in (
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISDIR, "a folder"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return what
-    return "no regular file"
-
-
-def regular(path: str, what: str) -> None:
-    """``path`` a regular file (never opened otherwise: a FIFO would block the reader), else one error."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError as e:
-        raise ProfileError("%s cannot be read (%s)" % (what, e.strerror or type(e).__name__))
-    if not stat.S_ISREG(mode):
-        raise ProfileError("%s is %s, not a file to read" % (what, _kind(mode)))
+from ..base.readable import require_regular
 
 
 def check_csv(name: str, path: str) -> None:
     """The CSV of dataset ``name``: a regular file with a header and a data row, every file its cells name (its
     cells that are not numbers, its comment columns ``#...`` aside) a regular file; else one error."""
     where = "dataset '%s': %s" % (name, path)
-    regular(path, where)
+    require_regular(path, where)
     folder = os.path.dirname(os.path.abspath(path))
     try:
         with open(path, encoding="utf-8-sig", errors="replace", newline="") as f:
@@ -75,4 +52,4 @@ def _cell(value: str, folder: str, what: str) -> None:
         pass
     if "://" in value:
         return  # a remote file: NNabla downloads it
-    regular(value if os.path.isabs(value) else os.path.join(folder, value), what)
+    require_regular(value if os.path.isabs(value) else os.path.join(folder, value), what)

@@ -19,6 +19,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 
 from . import context as contexts
+from ..base.readable import check_regular
 from .sizes import check_sizes, check_unrolled, parameters_unread
 from ..base.errors import ProfileError
 from .building import LayerTracker
@@ -105,6 +106,7 @@ def _check_files(paths: Sequence[str]) -> None:
             raise ProfileError("%s: no such file" % p)
         if os.path.isdir(p):
             raise ProfileError("%s: is a folder, not a project file" % p)
+        check_regular(p, "project file")
         try:
             with open(p, "rb") as f:
                 f.read(1)
@@ -303,9 +305,44 @@ def _check_networks(proto, main: str, batch_size: Optional[int]) -> None:
         for r in net.repeat_info:
             if r.times < 1:
                 raise ProfileError("%s: loop '%s' of network '%s' repeats %d times" % (main, r.id, net.name, r.times))
+        circle = _circle(net)
+        if circle:
+            raise ProfileError(
+                "%s: network '%s' computes a variable from itself (%s): NNabla would search its graph for ever"
+                % (main, net.name, " -> ".join(circle[:6]) + (" ..." if len(circle) > 6 else ""))
+            )
     for d in proto.dataset:
         if batch_size is None and d.batch_size < 1:
             raise ProfileError("%s: dataset '%s' has batch_size %d" % (main, d.name, d.batch_size))
+
+
+# Functions whose input may come from a later step by design: a recurrent network's links and loop marks.
+_LOOP_TYPES = frozenset(("Delay", "RecurrentInput", "RecurrentOutput", "RepeatStart", "RepeatEnd"))
+
+
+def _circle(net: Any) -> List[str]:
+    """The names of functions that read, through one another, what they compute themselves (a function that takes
+    its own output): NNabla's graph search never ends on them. [] where the network's data flows one way."""
+    made_by = {o: f.name for f in net.function if f.type not in _LOOP_TYPES for o in f.output}
+    reads = {f.name: [made_by[i] for i in f.input if i in made_by] for f in net.function if f.type not in _LOOP_TYPES}
+    state: Dict[str, int] = {}  # 1: on the path being walked, 2: done
+    for start in reads:
+        if state.get(start):
+            continue
+        path, todo = [start], [iter(reads[start])]
+        state[start] = 1
+        while todo:
+            nxt = next(todo[-1], None)
+            if nxt is None:
+                state[path.pop()] = 2
+                todo.pop()
+            elif state.get(nxt) == 1:
+                return path[path.index(nxt) :] + [nxt]
+            elif not state.get(nxt):
+                state[nxt] = 1
+                path.append(nxt)
+                todo.append(iter(reads[nxt]))
+    return []
 
 
 def _check_links(info) -> None:

@@ -10,6 +10,7 @@ import zlib
 from typing import Any, Dict, List, Optional
 
 from ..base.errors import ProfileError
+from ..base.readable import check_regular
 from ..result.notes import Note
 
 # Functions a network unrolls to at most: beyond the networks NNC builds (a recurrent network unrolled over a
@@ -126,6 +127,7 @@ def _limit(name: str) -> int:
 def check_sizes(path: str) -> None:
     """A project file, or each member of an .nnp, within its limit: a member by its declared size and by what it
     really unpacks to (read as a stream, never whole), so that no archive unpacks beyond what it says."""
+    check_regular(path, "project file")
     if not path.lower().endswith(".nnp"):
         if os.path.getsize(path) > _limit(path):
             raise ProfileError("%s: larger than a project file can be (%d MB)" % (path, _limit(path) >> 20))

@@ -178,7 +178,11 @@ def box_plots(metrics: Sequence[Metric], configs: Sequence[str], outdir: str, wh
         ax.set_title(title)
         ax.grid(axis="y", alpha=0.3)
         fig.tight_layout()
-        path = os.path.join(outdir, PLOTS + "%s.png" % re.sub(r"[^a-z0-9]+", "_", m.name.lower()).strip("_"))
+        stem = re.sub(r"[^a-z0-9]+", "_", m.name.lower()).strip("_")[:80] or "metric"
+        stem, k = stem, 2
+        while os.path.join(outdir, PLOTS + "%s.png" % stem) in paths:  # two names alike once made safe
+            stem, k = "%s_%d" % (stem.rsplit("_", 1)[0] if k > 2 else stem, k), k + 1
+        path = os.path.join(outdir, PLOTS + "%s.png" % stem)
         fig.savefig(path)
         plt.close(fig)
         paths.append(path)

@@ -17,6 +17,7 @@ import os
 from dataclasses import fields
 from typing import Any, Dict, List, Optional, Type
 
+from ..base.readable import check_regular
 from ..base.errors import ProfileError
 from ..base.outdir import MAX_RECORD_BYTES, remember, write_whole
 from .checks import WHOLE_LIMIT, bounded, check_fields, declared
@@ -291,6 +292,7 @@ def load(path: str) -> Profile:
     """Load OUTDIR/result.json, or the file itself."""
     if os.path.isdir(path):
         path = os.path.join(path, FILENAME)
+    check_regular(path, "result file")
     try:
         if os.path.getsize(path) > MAX_RECORD_BYTES:
             raise ProfileError(
