@@ -23,6 +23,8 @@ from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any, Callable, List, MutableMapping, Optional, Sequence, Union
 
 from ..base import machine
+from ..base import signals as owned
+from ..base.outdir import named
 from ..render.files import Unlisted, claim_outdir, prepare_outdir, release_outdir
 from ..recording.schedule import Schedule, make_schedule  # noqa: F401 (the API's, and run's)
 from ..result import Profile
@@ -38,12 +40,13 @@ from .outcome import (  # noqa: F401  (shorten: the API's)
     interruption,
     offset_steps,
     shorten,
+    signal_name,
     terminated,
     unfinished_notes,
     warn,
     whole_run,
 )
-from ..base.quiet import DeferredLogSetup, Saved, own_process
+from ..base.quiet import DeferredLogSetup, Saved, collector_paused, own_process
 from .windows import WindowCallback, WindowWriter
 
 if TYPE_CHECKING:
@@ -58,6 +61,14 @@ if TYPE_CHECKING:
 PathLike = Union[str, "os.PathLike[str]"]
 
 _ACTIVE: list = []  # the recordings in progress, innermost last
+
+
+def _forked() -> None:
+    """In a child the program forked: every recording is the parent's; the child runs unrecorded, writes nothing."""
+    for recording in _ACTIVE:
+        recording.forked = True
+        recording.recorder.detach()
+    del _ACTIVE[:]
 
 
 def step() -> None:
@@ -107,7 +118,7 @@ class Recording:
         from ..recording.recorder import Recorder
 
         # Fixed now: a program that changes its working folder (os.chdir) moves nothing nnprofile writes.
-        self.outdir = os.path.abspath(os.fspath(outdir)) if outdir is not None else None
+        self.outdir = os.path.abspath(named(outdir)) if outdir is not None else None
         self._imports: Optional[Saved] = None  # the process as the recording began (``own_process``)
         self.stopped = False  # a second Ctrl-C or SIGTERM stopped the writing, as asked
         self.name = name
@@ -134,7 +145,6 @@ class Recording:
                 probe=probe,
             ),
         )
-        self.recorder.windowing.on_active = self._window_kept
         self.merge_wait = DEFAULT_WAIT if merge_wait is None else merge_wait
         self.save_events = save_events  # write it too, as events.json.gz
         self.progress = progress
@@ -157,6 +167,10 @@ class Recording:
         self.error_traceback = ""
         self._guard: Optional[TerminationGuard] = None
         self._log: Optional[DeferredLogSetup] = None  # NNabla's logging, set up where the program imports it
+        self.forked = False  # this process is a child the program forked: the recording is its parent's
+        self.ended = False  # its end came (files written, or not), once
+        self.ended_by: Optional[str] = None  # how it ended where the program did not unwind (os.exec*)
+        self.raised_interrupt = False  # a KeyboardInterrupt the program raised itself (no Ctrl-C came)
 
     @property
     def recorder(self) -> Recorder:
@@ -171,6 +185,7 @@ class Recording:
             pass
 
     def __enter__(self) -> "Recording":
+        owned.in_child(_forked)
         self._imports = Saved()
         if self.outdir is not None:  # one run at a time in a folder: the second is refused, in one line
             if self.world is not None and self.world.several:
@@ -260,8 +275,12 @@ class Recording:
     def __exit__(self, kind: ExitKind, error: Optional[BaseException], tb: Optional[TracebackType]) -> None:
         """The recording's end: its files. A failure of nnprofile's own here never replaces the program's own
         outcome (its exception, its exit): it is kept in ``error`` and said in one line. A Ctrl-C is said at
-        once; a second one while the files are made stops that (files are whole or not there) and is said."""
-        how = interruption(error)
+        once; a second one while the files are made stops that (files are whole or not there) and is said. In a
+        child the program forked, nothing: the recording and its folder are the parent's."""
+        if self.forked or self.ended:
+            return
+        self.ended = True
+        how = self._how(error)
         try:
             if how:
                 warn(
@@ -269,14 +288,14 @@ class Recording:
                     % (how, "" if terminated(error) else " (Ctrl-C again to stop without writing)")
                 )
             self._stop_recorder()  # first, and alone: the program's NNabla is its own again, whatever follows
-            with own_process(self._imports):
+            with own_process(self._imports), collector_paused():
                 self._finish(kind, error, tb)
         except (Exception, KeyboardInterrupt) as e:
             self._stop_recorder()  # a second Ctrl-C may have come before it was stopped
             if interrupted(e, before=error):  # a second Ctrl-C or SIGTERM (also inside NNabla's C++): stop, as asked
                 self.profile = None
                 self.error = "a second %s stopped it before all its files were written (any written is whole)" % (
-                    "SIGTERM" if terminated(e) else "Ctrl-C"
+                    signal_name(e)
                 )
                 self.stopped = True  # as the user asked: no error of nnprofile's
             else:
@@ -291,6 +310,20 @@ class Recording:
             for lock in reversed(self._locks):
                 release_outdir(lock)
             self._locks = []
+
+    def _how(self, error: Optional[BaseException]) -> Optional[str]:
+        """How the run was interrupted (``interruption``); None for a KeyboardInterrupt the program raised itself,
+        which is its exception like any other."""
+        return None if self.raised_interrupt else interruption(error)
+
+    def end_now(self, reason: str) -> None:
+        """The program's process ends here without unwinding (it replaces itself: ``os.execv``): what was recorded
+        is written now, marked ended by ``reason``, and the folder's lock let go."""
+        if self.forked or self.ended:
+            return
+        self.ended_by = reason
+        warn("nnprofile: %s: writing what was recorded" % reason)
+        self.__exit__(None, None, None)
 
     def _stop_recorder(self) -> None:
         """The recorder stopped (its hooks, wrappers and sampler off); a failure of its own noted, never raised."""
@@ -309,18 +342,24 @@ class Recording:
             _ACTIVE.remove(self)
         if self._guard is not None and not self._guard.claim():
             threading.Event().wait()  # a SIGTERM came first: its thread writes the result and ends the process
-        failure = interruption(error)
+        failure = self.ended_by or self._how(error)
         if failure is None and kind is not None and kind is not SystemExit:
-            failure = "the program raised %s: %s" % (kind.__name__, shorten(str(error)))
+            said = shorten(str(error))
+            failure = "the program raised %s%s" % (kind.__name__, ": %s" % said if said else "")
         r = self.recorder
         last = self.writer.last if self.writer is not None else None
         if r.capturing or last is None:  # a window under way (what it holds is written), or none recorded yet
             if not interrupted(error):
                 self.run.calibrate_again()
             self.profile = self.run.profile(failure, self.missed)
-            self.profile.notes += unfinished_notes(self.recorder, self.schedule, self.profile, kind, error)
+            # A window whose kept steps all ran is whole, though the program ended in the steps after them that
+            # measure the hooks' cost: the user's on_window gets it, as it gets every window that closes.
+            filled = r.capturing and len(getattr(self.profile.header, "kept_steps", [])) >= self.schedule.active
+            self.profile.notes += unfinished_notes(self.recorder, self.schedule, self.profile, kind, error, filled)
             if r.capturing and self.schedule.windowed:
-                self._add_window(self.profile, r, complete=False)
+                self._add_window(self.profile, r, complete=filled)
+            if filled and self.on_window is not None and failure is None:
+                self.on_window(self.profile, r.windowing.window)
             end_notes: List[Note] = []
         else:  # every window closed: the program ran on untouched after the last; say what happened then
             self.profile = last
@@ -343,7 +382,7 @@ class Recording:
         """A window's steps are done (the recorder calls this with the hooks off, from the program's thread,
         between its calls): its profile, written at once; then the program runs on untouched."""
         try:
-            with own_process(self._imports), self.run.spent("windows"):
+            with own_process(self._imports), collector_paused(), self.run.spent("windows"):
                 profile = self.run.profile(None, self.missed, recorder)
                 self._add_window(profile, recorder, complete=True)
         except (
@@ -357,27 +396,7 @@ class Recording:
         if self.on_window is not None:
             self.on_window(profile, recorder.windowing.window)
 
-    def _window_kept(self, recorder: Recorder) -> None:
-        """A window's kept steps are done and steps that measure the hooks' cost follow: its record now, with the
-        costs as measured so far (a SIGKILL from here on leaves it loadable, ``nnprofile report`` renders the rest);
-        every file written whole when the window closes."""
-        if self.writer is None or self.writer.folder is None:
-            return
-        try:
-            with own_process(self._imports):
-                profile = self.run.profile(None, self.missed, recorder, measure_signatures=False)
-                profile.notes.append(Note("written_early"))
-                progress, self.writer.progress = self.writer.progress, lambda line: None
-                try:
-                    self._add_window(profile, recorder, complete=True, quiet=True, record_only=True)
-                finally:
-                    self.writer.progress = progress
-        except Exception:  # said when the window closes and its files are written again (or cannot be)
-            pass
-
-    def _add_window(
-        self, profile: Profile, recorder: Recorder, complete: bool, quiet: bool = False, record_only: bool = False
-    ) -> None:
+    def _add_window(self, profile: Profile, recorder: Recorder, complete: bool) -> None:
         self.profile = profile
         if self.writer is None:
             return
@@ -394,12 +413,9 @@ class Recording:
             max(0, ended - self._run_start_ns) / 1e9,
             origin,
             complete,
-            record_only,
         )
         folder = self.writer.window_folder(recorder.windowing.window)
-        if (
-            self.listener is not None and self._counted != recorder.windowing.window
-        ):  # each window once (written early too)
+        if self.listener is not None and self._counted != recorder.windowing.window:  # each window once
             self._counted = recorder.windowing.window
             self.listener.window_written()
         if self.save_events and self.run.capture is not None and folder is not None:

@@ -19,7 +19,7 @@ import os
 import sys
 import signal
 import threading
-from typing import Callable, Iterator, List, Optional, Sequence
+from typing import Callable, Iterator, List, Optional
 
 from ..analysis import analyze
 from ..analysis.windows import summarize_window
@@ -32,6 +32,7 @@ from ..result.header import ProgramHeader
 from ..result.timeline import TimelineEvent
 from ..result.notes import Note
 from ..result.windows import WindowSummary
+from ..base import signals as owned
 from .outcome import shorten, warn
 
 WINDOW_DIR = "window-%d"
@@ -40,7 +41,7 @@ TRACE_WINDOWS = 200  # the view's trace holds the steps and passes of this many 
 
 @contextlib.contextmanager
 def deferred_interrupt() -> Iterator[None]:
-    """Ctrl-C held back while the block runs (files written together), then raised."""
+    """Ctrl-C held back while the block runs (files written together), then given to the handler it held back."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -54,8 +55,12 @@ def deferred_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-        if got:
-            raise KeyboardInterrupt
+        if got:  # what it would have done: the program's handler (or nnprofile's that counts it), else Python's
+            owned.CTRL_C.append(signal.SIGINT)
+            if callable(previous):
+                previous(signal.SIGINT, None)
+            elif previous != signal.SIG_IGN:
+                raise KeyboardInterrupt
 
 
 class WindowWriter:
@@ -87,14 +92,11 @@ class WindowWriter:
         ended_s: float,
         origin_ns: int,
         complete: bool,
-        record_only: bool = False,
     ) -> None:
         """A window closed (or the program ended in it): its files, its figures, the view, the old folders;
-        a Ctrl-C meanwhile waits until they are written (then it interrupts the program, as it would have).
-        ``record_only``: result.json alone, for the window and the view (a window written early: loadable should
-        the process be killed, its other files rendered once, when it closes)."""
+        a Ctrl-C meanwhile waits until they are written (then it interrupts the program, as it would have)."""
         with deferred_interrupt():
-            self._add(profile, window, first_step, started_s, ended_s, origin_ns, complete, record_only)
+            self._add(profile, window, first_step, started_s, ended_s, origin_ns, complete)
 
     def _add(
         self,
@@ -105,14 +107,12 @@ class WindowWriter:
         ended_s: float,
         origin_ns: int,
         complete: bool,
-        record_only: bool,
     ) -> None:
         folder = self.window_folder(window)
         analysis = analyze(profile)
-        formats = () if record_only else None
         if folder is not None:
             try:
-                write_all(profile, folder, analysis=analysis, formats=formats)
+                write_all(profile, folder, analysis=analysis)
             except BaseException:
                 if folder != self.folder:
                     try:
@@ -149,7 +149,7 @@ class WindowWriter:
             oldest = min(e.args.get("window", window) for e in self.timeline)
             self.timeline = [e for e in self.timeline if e.args.get("window") != oldest]
         if self.schedule.windowed:
-            self.write_view(formats=formats)
+            self.write_view()
             self._prune()
         if folder is not None:
             self.progress(
@@ -170,14 +170,12 @@ class WindowWriter:
             view.header.window = 0
         return view
 
-    def write_view(
-        self, notes: Optional[List[Note]] = None, formats: Optional[Sequence[str]] = None
-    ) -> Optional[Profile]:
+    def write_view(self, notes: Optional[List[Note]] = None) -> Optional[Profile]:
         """The view over every window, into the output folder; it lists the windows' files with its own (a later
         run into the folder removes them as its own)."""
         view = self.view(notes)
         if view is not None and self.folder is not None:
-            write_all(view, self.folder, also=self._window_files(), formats=formats)
+            write_all(view, self.folder, also=self._window_files())
         return view
 
     def _window_files(self) -> List[str]:

@@ -47,6 +47,23 @@ class Saved:
 
 
 @contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused while nnprofile assembles and writes a window (the program's thread
+    waits for it then): that work allocates hundreds of thousands of objects, and each full collection it set off
+    walked the program's heap and the window's events (s4-fasttext: 7 collections, 2 s of its 10 s of files). What it
+    allocates is freed as it goes (few cycles); the collector's state is the program's again after, as it was."""
+    import gc
+
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+@contextlib.contextmanager
 def own_process(saved: Optional[Saved]) -> Iterator[None]:
     """While nnprofile makes and writes its files, the process as it began (``saved``): a program that rewrites
     ``sys.path``, takes modules out of ``sys.modules`` (nnprofile would import a second copy of them, whose classes

@@ -77,14 +77,6 @@ class Windows:
         k = step - self.start - self.schedule.warmup - self.schedule.active
         return k < 0 or k >= len(self.calibration) or self.window != 1 or self.calibration[k]
 
-    def active_done(self, steps_done: int) -> bool:
-        """Whether the current window's kept steps are all done while steps measuring the hooks' cost follow (its
-        files are written now, and again when those are done)."""
-        if self.start is None:
-            return False
-        kept = self.start + self.schedule.warmup + self.schedule.active
-        return kept <= steps_done < self.start + self.length(self.window)
-
     def window_done(self, steps_done: int) -> bool:
         """After ``steps_done`` steps: whether the current window has all its steps (it is then closed, and
         the next one, if any, begins after ``wait`` steps)."""

@@ -29,13 +29,11 @@ class WindowKeeper:
         self.host = host
         self.windows = windows
         self.on_window = on_window  # called as each window closes, with the recorder and its events
-        self.on_active: Optional[Callable[[Any], None]] = None  # called when a window's kept steps are done
         self.watch: Optional[Callable[[], None]] = None  # called every WATCH_EVERY steps between windows
         self.window = 0  # the window open, or the last closed
         self.window_start = 0  # the steps of the run before the open window began
         self.window_end = 0  # the steps of the run when the last window closed
         self.last_step_ns = 0  # when the last step ended
-        self._active_handed = False  # the open window's kept steps were handed over (``on_active``)
         self._asked = False  # a window on demand was asked for (a signal)
         self._quiet_until = 0  # between windows: the step count before which a step's end needs nothing
 
@@ -71,17 +69,6 @@ class WindowKeeper:
             self.watch()
         if host.capturing and self.windows.window_done(steps.done):
             self.close()
-        elif (
-            host.capturing
-            and not self._active_handed
-            and self.on_active is not None
-            and self.windows.active_done(steps.done)
-        ):
-            self._active_handed = True  # its kept steps done: written now, not after the steps for the hooks' cost
-            try:
-                self.on_active(self.host)
-            except Exception as e:
-                host.faults.add("handing over window %d" % self.window, e)
         if self._asked:
             self._asked = False
             self.windows.ask(steps.done + (1 if late else 0))
@@ -98,7 +85,6 @@ class WindowKeeper:
         """A window begins: the recording captures its events from here (the steps counted go on)."""
         self.window, self.window_start = window, self.host.steps.done
         self.host.begin_capture()
-        self._active_handed = False
         self.sync_wrappers()
 
     def close(self) -> None:

@@ -162,6 +162,9 @@ UNCOUNTED = (
     "which only the hooks see: after the first window its steps could not be counted, "
     "so no other window was recorded; call nnprofile.step() at each step's end"
 )
+# Kinds no run makes any more, said for the records that hold them: "written_early", a window's record written as its
+# kept steps were done, before it was assembled once, after the steps that measure the hooks' cost (issue 59).
+RETIRED = frozenset({"written_early"})
 EARLY = (
     "written when the window's kept steps were done, this record alone; the steps that measure what "
     "the hooks cost in this program were still to come (the whole window's files replace it; "
@@ -295,6 +298,7 @@ WARNINGS = frozenset(
         "hooks_shared",
         "parameters_unread",
         "nothing_recorded",
+        "assembly_failed",
         "no_steps_found",
         "window_not_written",
         "no_window",
@@ -321,6 +325,10 @@ SAY: Dict[str, Callable[[Figures], str]] = {
     "hooks_shared": _hooks_shared,
     "parameters_unread": _parameters_unread,
     "nothing_recorded": _fixed(NOTHING),
+    "assembly_failed": lambda f: (
+        "%s; its %d recorded calls are in no figure (the program's run, its exit status and these files are not "
+        "touched by it; --save-events keeps them for a bug report)" % (f["error"], f["events"])
+    ),
     "window_unfilled": _window_unfilled,
     "no_window": _no_window,
     "exit_status": lambda f: "the program exited with status %s" % f["status"],
