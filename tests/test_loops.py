@@ -4,12 +4,14 @@
 - vat.py: one solver updated twice per iteration on two graphs, a forward-only graph feeding both losses;
 - lstm_lm.py: a validation after each epoch, gradient clipping by functions on NdArrays, a test after the loop;
 - tiny_mlp.py: functions of a few microseconds, a name bound to a second graph, a solver used once before;
-- word2vec.py: an element-wise product as the heaviest layer, a similarity graph after the loop.
+- word2vec.py: an element-wise product as the heaviest layer, a similarity graph after the loop;
+- validate_after.py: a validation reading its iterator before the loop and after it, counting its passes.
 
 Nothing here asserts a time: what the programs' structure fixes, and that figures agree with each other.
 """
 
 import os
+import sys
 
 import pytest
 
@@ -206,3 +208,55 @@ def test_work_after_the_loop_while_the_hooks_were_off_is_said_unseen(tmp_path_fa
     profile, analysis, log = _run(tmp_path_factory, "word2vec", "--iterations", "23")
     assert not [n for n in profile.notes if n.kind == "after_the_loop"]
     assert any(n.kind == "hooks_off_at_end" for n in profile.notes)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("epochs,n", [(1, 120), (3, 50)])
+def test_an_inference_loop_has_every_step_counted_past_its_window(tmp_path_factory, epochs, n):
+    """Its passes alone show its steps, and the hooks that see them are off after the window: the loop's own lines
+    count them (a while loop in a function called once an epoch too), and no time after the loop is made up."""
+    profile, _, log = _run(tmp_path_factory, "inference_only", "--epochs", str(epochs), "--n", str(n))
+    assert profile.header.run_steps == epochs * n
+    assert "of %d (the whole run)" % (epochs * n) in log
+
+
+def test_the_line_count_leaves_the_threads_tracer_as_it_found_it(tmp_path):
+    import numpy as np
+    import nnabla as nn
+    import nnabla.parametric_functions as PF
+
+    nn.clear_parameters()
+    x = nn.Variable((4, 6))
+    y = PF.affine(x, 3, name="fc")
+    before = sys.gettrace()
+    with nnprofile.record(outdir=str(tmp_path / "o"), active=5) as rec:
+        for _ in range(60):
+            x.d = np.random.randn(*x.shape)
+            y.forward()
+        traced = sys.gettrace()
+    assert sys.gettrace() is before
+    assert rec.profile.header.run_steps == (60 if before is None else rec.profile.header.run_steps)
+    assert before is not None or traced is not None  # counted by its lines, then put back
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("iterations", [25, 60])
+def test_a_validation_after_the_loop_has_all_its_passes_counted(tmp_path_factory, iterations):
+    """The read that begins the validation after the loop ends the loop's last step; where that step ran without
+    the hooks (25 iterations: in the steps after the kept ones), they come back for the validation at once, not at
+    the next read (its first pass was lost). The program counts its own passes. After 60 iterations the recording
+    has ended (the steps after its window run untouched): the passes before the loop only, and the notes say so."""
+    out = tmp_path_factory.mktemp("after") / "result"
+    script = os.path.join(SCRIPTS, "validate_after.py")
+    proc = run_cli("run", "-o", str(out), script, "--iterations", str(iterations), cwd=str(out.parent))
+    assert proc.returncode == 0, proc.stderr
+    said = int(proc.stdout.split("validation passes ")[1].split()[0])
+    profile = nnprofile.load(out)
+    [vpred] = [s for s in profile.sections if s.kind == "graph" and s.info.get("role") == "evaluation"]
+    ended = [n for n in profile.notes if n.kind == "after_windows"]
+    if iterations == 25:
+        assert not ended and vpred.info["passes"] == {"forward": said}
+        assert vpred.info["outside"] == "before the first kept step and after the last step"
+    else:
+        assert ended and vpred.info["passes"] == {"forward": said // 2}
+        assert vpred.info["outside"] == "before the first kept step"

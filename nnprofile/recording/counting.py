@@ -76,8 +76,6 @@ class StepCount:
         counter, host = self.counter, self.host
         if host.capturing and (since is not None or begun is not None):  # where a step may begin: the wait so far
             host.cpu.note(since if begun is None else begun[0], begun)
-        if not host.hooks_on and host.capturing and frame is not None:
-            host.past_the_loop(frame)
         if counter.fixed and self.frame_loop and frame is not None:
             counter.moved(self.frame_loop.event(frame), key)
         elif not stack:
@@ -96,6 +94,10 @@ class StepCount:
                 host.step_ended()
                 if host.capturing:
                     host.aside(t0)
+        # After the step it ended, if any: the call that ends the loop's last step (a read after the loop) has
+        # the schedule's hooks switched for a next step that never comes.
+        if not host.hooks_on and host.capturing and frame is not None:
+            host.past_the_loop(frame)
 
     def _follow(self, stack: Any, frame: Any, key: Optional[str]) -> None:
         """A call, the loop kept: outside it, its stack is kept (a few); where the program's updates (its passes,
@@ -129,6 +131,18 @@ class StepCount:
         if steps > self.done and self.by_iterations():
             self.done = steps
             self.host.step_ended(late=True)
+
+    def traced(self, frame: Any) -> None:
+        """A line of the loop run between windows, in a loop whose steps show only in its passes
+        (``linecount.LineCount``): fed to the count of its iterations as a call is. Its header's line is not: it
+        runs once more as the loop ends, where no call is made (each iteration begins at its body's first line)."""
+        if frame.f_lasti <= self.frame_loop.head:
+            return
+        self.counter.moved(self.frame_loop.event(frame), "other")
+        steps = self.counter_base + self.counter.completed
+        if steps > self.done and self.by_iterations():
+            self.done = steps
+            self.host.step_ended()
 
     def count_passes(self) -> None:
         """A program whose passes are its steps (no solver, no loop found): counted as each pass starts; at an

@@ -61,6 +61,7 @@ from ..base.interference import NoProbe, Probe
 from ..assembly.steps import Loop
 from . import importlock
 from .counting import StepCount
+from .linecount import LineCount
 from .faults import Faults
 from .waits import CpuWaits
 from .toggles import Toggles
@@ -143,6 +144,7 @@ class Recorder:
         self.loop = Loop()
         self.stacks = Stacks()
         self.steps = StepCount(self)  # the live count of the program's steps
+        self.lines = LineCount(self.steps.traced)  # between windows, a loop seen only in its passes: its lines
         self._auto_forward: Callable[[], bool] = lambda: False  # nnabla's, once started
         self.builds = Builds(self.clock, self._mark_now, self._building_here, ("nnabla", "nnabla_ext", "nnprofile"))
         self.open_calls: List[Any] = []  # the calls open now: (function, start) for a hooked one, else a marker
@@ -289,6 +291,7 @@ class Recorder:
 
     def begin_capture(self) -> None:
         """A window begins: its events from here, a loop of its own (the steps counted go on)."""
+        self.lines.remove()
         self.steps.window_opened()
         self.solver_calls.patch_subclasses()
         self.window = window = Window(self.clock())
@@ -314,6 +317,9 @@ class Recorder:
         self.snapshot_parameters()
         self.steps.freeze()
         self.builds.forget()
+        fast = self.steps.frame_loop
+        if not self.steps.countable and fast and self.steps.by_iterations() and _ident() == self.program_thread:
+            self.lines.install(fast.code)
 
     def updated(self, index: int, end: int) -> None:
         """A solver's update has ended (at ``end``), outside any other call: the loop's structure notes it,
@@ -378,22 +384,44 @@ class Recorder:
         if self.capturing:
             self.window.stopped_ns = self.ended_ns
             self.cpu.note(self.ended_ns)
-        if self.hooks_on:
-            try:
-                _nn.unset_function_pre_hook(HOOK_KEY)
-                _nn.unset_function_post_hook(HOOK_KEY)
-            except Exception as e:
-                self.faults.add("removing the hooks", e)
-            self.hooks_on = False
-        self._patches.undo()
-        if self.hooks.collected in gc.callbacks:
-            gc.callbacks.remove(self.hooks.collected)
+        self._put_back(lambda e: self.faults.add("removing the hooks", e))
         importlock.uninstall(self._import_locks)
         self._import_locks = None
         if self.capturing:
             self.snapshot_parameters()
         self.stacks.release()
         self.finished = True
+
+    def detach(self) -> None:
+        """A child the program forked: its hooks, patches and sampler off, nothing closed, written or kept (the
+        recording and its folder are the parent's; the child runs as it would alone)."""
+        self.recording = self.capturing = False
+        try:
+            if self.sampler is not None:
+                self.sampler.stop()
+        except Exception:  # the child's own run matters, not nnprofile's
+            pass
+        self._put_back(lambda e: None)
+        self.finished = True
+
+    def _put_back(self, fault: Callable[[Exception], None]) -> None:
+        """The function hooks off, NNabla's and the program's names as they were, the collection callback and the
+        loop's line trace gone; a failure to take the hooks off given to ``fault``, the rest put back whatever
+        happens."""
+        if self.hooks_on:
+            try:
+                _nn.unset_function_pre_hook(HOOK_KEY)
+                _nn.unset_function_post_hook(HOOK_KEY)
+            except Exception as e:
+                fault(e)
+            self.hooks_on = False
+        try:
+            self._patches.undo()
+            if self.hooks.collected in gc.callbacks:
+                gc.callbacks.remove(self.hooks.collected)
+        except Exception as e:
+            fault(e)
+        self.lines.remove()
 
     # -- the program's own marks, nnprofile's own work, the program past its loop --------------------------
 
