@@ -194,3 +194,25 @@ def test_a_call_s_time_leaves_out_the_sampler_s_handler_that_ran_inside_it():
     assert b.span(SimpleNamespace(start_ns=100, end_ns=300)) == 200 - 10 - 20  # both handlers inside it
     assert b.span(SimpleNamespace(start_ns=300, end_ns=410)) == 110 - 10  # half of one
     assert b.span(SimpleNamespace(start_ns=0, end_ns=50)) == 50
+
+
+def test_the_clocks_period_is_never_shorter_than_its_signals_cost_allows(monkeypatch):
+    """A signal that costs the program 44 us beyond its handler (this machine, a virtual one) keeps the clock at 2.2 ms
+    at the shortest; 3 us (a machine of its own) leaves the quarter millisecond; a clock that cannot be had costs
+    nothing."""
+    from nnprofile.recording import signalcost
+
+    for cost, floor in ((44_000.0, 2_200_000), (3_000.0, 250_000), (1e6, 4_000_000)):
+        monkeypatch.setattr(signalcost, "_measured", [cost])
+        assert signalcost.floor_ns(None, 250_000, 4_000_000) == floor
+
+    class NoClock:
+        cpu = None
+
+        def start(self, handler, period_ns, interval_s):
+            return None
+
+        def stop(self):
+            pass
+
+    assert signalcost._measure(NoClock()) == 0.0

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import List, Tuple
 
-from ..result.details import SectionInfo
+from ..result.details import SampledLine, SectionInfo
 
 
 @dataclass(frozen=True)
@@ -18,10 +18,11 @@ class OwnLine:
     function: str
     text: str  # the line, as the program has it
     samples: int
-    share: float  # of the samples in other
+    share: float  # of other's time: its waits, then its share of the samples
     ms: float  # per step: other's time times the share
     share_low: float = 0.0  # the share's 95% interval (Wilson's, over the samples in other)
     share_high: float = 1.0
+    waited_ms: float = 0.0  # of ``ms``, the time it was found blocked (a sleep, a read, a lock): measured
 
 
 # The samples of ``other`` below which no line's share is given (one sample is no share of 100%): the lines are
@@ -45,23 +46,24 @@ def own_clock(info: SectionInfo) -> Tuple[str, float]:
 
 
 def own_lines(info: SectionInfo, other_ms: float) -> List[OwnLine]:
-    """The program's own lines, each its share of the samples (with its interval) and so of ``other``'s time per
-    step."""
+    """The program's own lines, each its time a step in ``other``: what it waited (found blocked there, measured),
+    then its share of the samples (with its interval) of what the waits leave of ``other``. The most first."""
     total = info.own_samples or 0
     rows = info.own_lines or []
-    if not total:
+    waited = sum(r.waited_ms for r in rows)
+    if not total and not waited:
         return []
     other = round(other_ms, 6)  # as the step's part reads; each line's time rounded down, so that they never
     # add up to more than it
-    return [
-        OwnLine(
-            r.where,
-            r.function,
-            r.text,
-            r.samples,
-            r.samples / total,
-            math.floor(other * r.samples / total * 1e6) / 1e6,
-            *wilson(r.samples, total),
-        )
-        for r in rows
-    ]
+    scale = min(1.0, other / waited) if waited > 0 else 1.0  # (waits found beyond other: shared out to fit it)
+    ran = max(0.0, other - waited * scale)  # what the samples share
+
+    def line(r: SampledLine) -> OwnLine:
+        low, high = wilson(r.samples, total) if total else (0.0, 0.0)
+        share = r.samples / total if total else 0.0
+        own = r.waited_ms * scale
+        ms = math.floor((own + ran * share) * 1e6) / 1e6
+        of = (lambda x: (own + ran * x) / other) if other > 0 else (lambda x: 0.0)
+        return OwnLine(r.where, r.function, r.text, r.samples, of(share), ms, of(low), of(high), own)
+
+    return sorted(map(line, rows), key=lambda o: -o.ms)

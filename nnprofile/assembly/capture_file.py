@@ -125,7 +125,9 @@ def to_dict(c: Capture) -> Dict[str, Any]:
         "variables": [v.to_list() for v in c.graph.variables.values()],
         "functions": [f.to_list() for f in c.graph.functions.values()],
         "sites": [[s.id, s.file, s.line, s.code, s.phase, s.receiver, s.clears] for s in c.sites.values()],
-        "solvers": [[s.type_name, s.variable, s.parameters, s.state_bytes, s.created, s.made_ns] for s in c.solvers],
+        "solvers": [
+            [s.type_name, s.variable, s.parameters, s.state_bytes, s.created, s.made_ns, s.module] for s in c.solvers
+        ],
         "iterators": [[i.name, i.threaded] for i in c.iterators],
         "codes": [x.to_list() for x in c.codes],
         "faults": [list(x) for x in c.faults],
@@ -134,6 +136,7 @@ def to_dict(c: Capture) -> Dict[str, Any]:
         "sampled": c.sampled,
         "sample_clock": list(c.sample_clock),
         "handled": [list(x) for x in c.handled],
+        "blocked": [list(x) for x in c.blocked],
         "marks": c.marks,
         "waits": [list(x) for x in c.waits],
         "events": [_event_list(e) for e in c.events],
@@ -162,7 +165,10 @@ def from_dict(d: Dict[str, Any]) -> Capture:
             for x in d["sites"]
         },
         solvers=[
-            SolverInfo(x[0], x[1], list(x[2]), int(x[3]), x[4], int(x[5]) if len(x) > 5 else 0) for x in d["solvers"]
+            SolverInfo(
+                x[0], x[1], list(x[2]), int(x[3]), x[4], int(x[5]) if len(x) > 5 else 0, str(x[6]) if len(x) > 6 else ""
+            )
+            for x in d["solvers"]
         ],
         iterators=[IteratorInfo(x[0], bool(x[1])) for x in d["iterators"]],
         communicators=list(d.get("communicators", [])),
@@ -182,6 +188,7 @@ def from_dict(d: Dict[str, Any]) -> Capture:
         marks=str(d.get("marks", "")),
         sample_clock=_clock(d.get("sample_clock")),
         handled=[(int(a), int(b)) for a, b in d.get("handled", [])],
+        blocked=[(int(a), int(b), int(c)) for a, b, c in d.get("blocked", [])],
         waits=[(int(a), int(b), int(c)) for a, b, c in d.get("waits", [])],
     )
 

@@ -200,6 +200,7 @@ class SolverInfo:
     state_bytes: int = 0  # what it keeps per parameter, in all
     created: Optional[str] = None  # where the program made it ("train.py:40")
     made_ns: int = 0  # when (the recorder's clock; 0: not known, or before the window began)
+    module: str = ""  # the module of its class: NNabla's ("nnabla.solver"), or the program's own ("" not known)
 
 
 @dataclass
@@ -238,6 +239,9 @@ class Capture:
     # When the sampler's handler ran in the program's thread (ns): a pass it ran in fits no costs (its leavings in the
     # caches slow the hooks' code after it), though its time is left out of every figure as the rest of nnprofile's.
     handled: List[Tuple[int, int]] = field(default_factory=list)
+    # Where the program's own Python waited between NNabla's calls (``nnprofile.recording.waitwatch``): (ns, index
+    # into sample_sites, ns it was blocked since the watcher's last look).
+    blocked: List[Tuple[int, int, int]] = field(default_factory=list)
     faults: List[Tuple[str, int]] = field(default_factory=list)  # what could not be recorded, where; how often
     # Other work on the machine (``nnprofile.base.interference``): what each call's marks are ("" none read, CPU:
     # the thread's CPU time, SWITCHES: its involuntary context switches), and as steps ended, the thread's time

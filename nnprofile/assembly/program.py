@@ -6,7 +6,7 @@ and the section of the calls outside the kept steps; the program's own lines, an
 from __future__ import annotations
 
 import bisect
-from typing import Any, Dict, Hashable, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence, Set, Tuple
 
 from ..base.places import place, short
 from ..base.choices import OUTSIDE, PART_OF_PHASE, PHASES, SCRIPT
@@ -190,29 +190,43 @@ class ProgramSections:
 
     def own_lines(self, info: SectionInfo) -> None:
         """The program's own lines in the kept steps, as sampled between NNabla's calls, into the step's ``info``:
-        each line's samples (the most first, at most OWN_LINES), the samples in all (``other`` is shared out by
-        them), the clock that took them."""
-        samples = self.calls.capture.samples
-        if not samples or not self.kept:
+        each line's samples and the time it was found blocked a step (the most first, at most OWN_LINES), the
+        samples in all (``other`` is shared out by them, what the lines waited first), the clock that took them."""
+        capture = self.calls.capture
+        if not (capture.samples or capture.blocked) or not self.kept:
             return
-        times = [t for t, _ in samples]
-        counts: Dict[int, int] = {}
-        for i in self.kept:
-            start, end = self.bounds[i]
-            for _, where in samples[bisect.bisect_left(times, start) : bisect.bisect_left(times, end)]:
-                counts[where] = counts.get(where, 0) + 1
+        counts = self._in_kept(capture.samples, lambda x: 1)
+        waited = self._in_kept(capture.blocked, lambda x: x[2])
         total = sum(counts.values())
-        if not total:
+        if not total and not waited:
             return
-        sites = self.calls.capture.sample_sites
-        top = sorted(counts.items(), key=lambda kv: -kv[1])[:OWN_LINES]
+        sites = capture.sample_sites
+        steps = len(self.kept)
+        order = sorted(set(counts) | set(waited), key=lambda w: -waited.get(w, 0) / steps / 1e6 - counts.get(w, 0))
         info.own_samples = total
         info.own_lines = [
-            SampledLine(short(place(sites[w][0], sites[w][1])), sites[w][2], sites[w][3], n) for w, n in top
+            SampledLine(
+                short(place(sites[w][0], sites[w][1])),
+                sites[w][2],
+                sites[w][3],
+                counts.get(w, 0),
+                round(waited.get(w, 0) / steps / 1e6, 6),
+            )
+            for w in order[:OWN_LINES]
         ]
-        if self.calls.capture.sample_clock[0]:
-            kind, period = self.calls.capture.sample_clock
+        if capture.sample_clock[0]:
+            kind, period = capture.sample_clock
             info.own_clock = (str(kind), float(period))
+
+    def _in_kept(self, found: Sequence[Tuple[int, ...]], weight: Callable[[Tuple[int, ...]], int]) -> Dict[int, int]:
+        """``found`` (time first, the line's index second) in the kept steps, each line's weights summed."""
+        times = [x[0] for x in found]
+        out: Dict[int, int] = {}
+        for i in self.kept:
+            start, end = self.bounds[i]
+            for x in found[bisect.bisect_left(times, start) : bisect.bisect_left(times, end)]:
+                out[x[1]] = out.get(x[1], 0) + weight(x)
+        return out
 
     def _step_events(self, i: int, events: Sequence[Event]) -> None:
         o = self.calls.origin

@@ -119,6 +119,7 @@ def solver_summaries(
                 scopes,
                 round(updates / len(kept), 4) if kept else 0.0,
                 [g.name for g in graphs if i in g.trained_by],
+                s.module,
             )
         )
     return out

@@ -84,7 +84,8 @@ def capture_of(recorder: Any, costs: Optional[HookCosts] = None) -> Capture:
     for s in recorder.solvers:
         ids = [describer.variable(v).id for v in s.parameters.values()]
         state = 0 if s.own else solver_state_bytes(s.solver)  # a solver of the program's own: its state unknown
-        solvers.append(SolverInfo(s.type_name, s.variable, ids, state, s.created, s.made_ns))
+        module = str(getattr(type(s.solver), "__module__", "") or "")
+        solvers.append(SolverInfo(s.type_name, s.variable, ids, state, s.created, s.made_ns, module))
     return Capture(
         events=events,
         graph=describer.graph(),
@@ -122,6 +123,7 @@ def sampled(recorder: Any) -> Dict[str, Any]:
         "sampled": recorder.window.taken,
         "sample_clock": (str(s.clock[0]), float(s.clock[1])),
         "handled": list(recorder.window.handled),
+        "blocked": list(recorder.window.blocked),
     }
 
 

@@ -46,14 +46,17 @@ from ..base.places import COLLECTION
 from .stack import SKIP, HOSTS, _STDLIB
 from .callsite import line_of
 from .cpuclock import CpuClock
+from . import signalcost
 from .sigclock import SignalClock
 from .raw import OPENED
 from .parts import SampledProgram
+from .waitwatch import WaitWatch
 
 INTERVAL_S = 0.001
-# The CPU clock's period (``nnprofile.recording.cpuclock``): a quarter of a millisecond of the thread's CPU time, so
-# that a window of 20 steps whose own Python takes 0.2 ms a step holds some 16 samples of it (the profiling timer,
-# at the kernel's 4 ms tick, held one to four). A sample costs some 10 us, left out of every figure as the rest of
+# The CPU clock's shortest period (``nnprofile.recording.cpuclock``): a quarter of a millisecond of the thread's CPU
+# time, so that a window of 20 steps whose own Python takes 0.2 ms a step holds some 16 samples of it (the profiling
+# timer, at the kernel's 4 ms tick, held one to four), where a signal costs little (``signalcost``: longer where the
+# signal's delivery costs the program more). A sample costs some 10 us, left out of every figure as the rest of
 # nnprofile's own work is; what it leaves in the caches is not (docs/reading-programs.md says how much).
 CPU_PERIOD_NS = 250_000
 # A sample that lands inside a call of the program's that nnprofile wraps (a solver's update, a collective, a batch
@@ -93,15 +96,23 @@ class Sampler:
         self._timer = False  # sampling by a timer's signal now
         self._clock = SignalClock(self._gave_way)  # its signal and where it comes from
         self._period = CPU_PERIOD_NS  # its period now (ns of the thread's CPU time)
+        self._floor = CPU_PERIOD_NS  # its shortest: what a signal costs the program (``signalcost``)
         self._waiting = False  # disarmed by a sample inside a pass, until ``resume``
         self.clock: Tuple[str, float] = ("", 0.0)  # what the samples came from ("cpu", "timer", "thread"), ms apart
         self._gc_start = 0  # a full collection of the program's own under way (ns), 0 where none is
         self._gc_cpu = 0  # the thread's CPU time as it began (ns)
         self._gc_end = 0  # when the last one ended
+        self.waits = WaitWatch(recorder, self._wait_at)  # the program's own waits, where its line blocks
+
+    def _wait_at(self, frame: Any) -> Optional[int]:
+        """The index of the program's own line a blocked frame is on (None: nnprofile's, or inside a pass)."""
+        where = self._where(frame, self.recorder)
+        return self._index_of(where) if where is not None else None
 
     def start(self) -> None:
         if self._thread is not None or self._timer:
             return
+        self.waits.start()
         if self._start_timer():
             return
         self._stop.clear()
@@ -121,7 +132,9 @@ class Sampler:
             main = threading.main_thread().ident
             if threading.get_ident() != main or self.recorder.program_thread != main:
                 return False
-            period = CPU_PERIOD_NS if self.interval_s == INTERVAL_S else int(self.interval_s * 1e9)
+            period = int(self.interval_s * 1e9)  # (a test's own interval stands as asked)
+            if self.interval_s == INTERVAL_S:
+                period = self._floor = signalcost.floor_ns(self._clock, CPU_PERIOD_NS, MAX_CPU_PERIOD_NS)
             how = self._clock.start(self._on_timer, period, self.interval_s)
             if how is None:
                 return False
@@ -179,12 +192,12 @@ class Sampler:
 
     def _next(self, kept: Optional[bool]) -> None:
         """The CPU clock armed for the next sample: at half the period after a sample of the program's own Python
-        (down to CPU_PERIOD_NS), at twice the period after one dropped inside a wrapped call (up to
+        (down to its floor, ``signalcost``), at twice the period after one dropped inside a wrapped call (up to
         MAX_CPU_PERIOD_NS), as it was after one dropped inside a pass."""
         if kept is None:  # inside a pass: disarmed until the program's next pass or wrapped call (``resume``)
             self._waiting = True
             return
-        period = max(CPU_PERIOD_NS, self._period // 2) if kept else min(MAX_CPU_PERIOD_NS, 2 * self._period)
+        period = max(self._floor, self._period // 2) if kept else min(MAX_CPU_PERIOD_NS, 2 * self._period)
         try:
             if period != self._period and self._cpu is not None:
                 self._cpu.set_period(period)
@@ -254,6 +267,7 @@ class Sampler:
             self._gc_start = 0
 
     def stop(self) -> None:
+        self.waits.stop()
         self._stop_timer()
         if self._thread is None:
             return

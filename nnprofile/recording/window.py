@@ -16,7 +16,7 @@ from ..assembly.events import Event
 class Window:
     """The events, nnprofile's own stretches, the readings of other work and the samples of one window."""
 
-    __slots__ = ("started_ns", "stopped_ns", "events", "excluded", "readings", "samples", "handled", "taken")
+    __slots__ = ("started_ns", "stopped_ns", "events", "excluded", "readings", "samples", "handled", "taken", "blocked")
 
     def __init__(self, started_ns: int = 0) -> None:
         self.started_ns = started_ns  # when it opened
@@ -28,11 +28,14 @@ class Window:
         self.samples: List[Tuple[int, int]] = []  # the sampler's: (ns, index into its lines)
         self.handled: List[Tuple[int, int]] = []  # when the sampler's timer handler ran (ns)
         self.taken = 0  # samples tried (their cost's count)
+        self.blocked: List[
+            Tuple[int, int, int]
+        ] = []  # the program's waits found (ns, index into its lines, ns blocked)
 
     def copy(self) -> "Window":
         """A copy whose lists no longer grow (what a SIGTERM writes while the program runs on)."""
         w = Window(self.started_ns)
         w.stopped_ns, w.taken = self.stopped_ns, self.taken
         w.events, w.excluded, w.readings = list(self.events), list(self.excluded), list(self.readings)
-        w.samples, w.handled = list(self.samples), list(self.handled)
+        w.samples, w.handled, w.blocked = list(self.samples), list(self.handled), list(self.blocked)
         return w

@@ -180,6 +180,8 @@ OWN_HINTS = {
     "N steps",
     "python_data": "converting data in Python: vectorise it with NumPy, prepare it once outside the loop, or let a "
     "data iterator (in its own thread) do it",
+    "waiting": "waiting (a sleep, a blocking read, a queue, a lock): overlap it with the computation (a thread, a "
+    "prefetching data iterator) or remove it",
     "collection": "Python's garbage collector walking every object the program keeps: keep fewer (one array, not "
     "many small objects), collect less often, or gc.freeze() what is set up before the loop",
 }

@@ -20,20 +20,22 @@ from ..base.records import Record
 @dataclass(frozen=True)
 class SampledLine:
     """One of the program's own lines as the sampler found it in the kept steps: where, in which function, its
-    text, and how many samples fell on it."""
+    text, how many samples fell on it, and the time a step it was found blocked (a sleep, a read, a lock)."""
 
     where: str
     function: str
     text: str
     samples: int
+    waited_ms: float = 0.0
 
     def to_json(self) -> List[Any]:
-        return [self.where, self.function, self.text, self.samples]
+        row: List[Any] = [self.where, self.function, self.text, self.samples]
+        return row + [self.waited_ms] if self.waited_ms else row
 
     @classmethod
     def from_json(cls, row: Any) -> "SampledLine":
-        where, function, text, samples = row
-        return cls(str(where), str(function), str(text), int(samples))
+        where, function, text, samples = row[:4]
+        return cls(str(where), str(function), str(text), int(samples), float(row[4]) if len(row) > 4 else 0.0)
 
 
 @dataclass(frozen=True)
@@ -83,11 +85,12 @@ class SolverSummary:
     scopes: List[str]
     updates_per_step: float
     trains: List[str]
+    module: str = ""  # the module of its class: NNabla's (nnabla.solver), or the program's own ("": not said)
 
     MAX_SCOPES = 256
 
     def to_json(self) -> Dict[str, Any]:
-        return {
+        out = {
             "label": self.label,
             "type": self.type,
             "parameters": self.parameters,
@@ -95,6 +98,7 @@ class SolverSummary:
             "updates_per_step": self.updates_per_step,
             "trains": list(self.trains),
         }
+        return dict(out, module=self.module) if self.module else out  # (since version 14)
 
     @classmethod
     def from_json(cls, value: Any) -> "SolverSummary":
@@ -107,6 +111,7 @@ class SolverSummary:
             [str(x) for x in value.get("scopes", [])][: cls.MAX_SCOPES],
             float(value.get("updates_per_step", 0.0)),
             [str(x) for x in value.get("trains", [])],
+            str(value.get("module", "")),
         )
 
 
