@@ -276,3 +276,57 @@ def test_summary_rows_and_lines_agree():
     lines = step_words.summary_lines(s)
     assert lines[0].startswith("Step: 23.500 ms = input 2.000 ms (8.5%)")
     assert sum(1 for l in lines if l.startswith("Advice:")) == len(s.advice)
+
+
+def test_the_first_advice_is_about_the_most_of_the_step():
+    """Advice is ordered by the share of the step it is about, not by the rules' order: an update of 10 of 31.5 ms
+    (heavy_update, a late rule) comes after the convolution's 16 ms, and first once it outweighs it (31 of 52.5)."""
+    rates = {"gflops": 200.0, "gbytes_per_s": 20.0}
+    s = summarize_section(_section(update=9.0), rates=rates)
+    shares = [advice.stake(s, a) for a in s.advice]
+    assert [a.rule for a in s.advice][-1] == "heavy_update" and shares == sorted(shares, reverse=True)
+    assert shares[0] == pytest.approx(16 / 31.5)
+    s = summarize_section(_section(update=30.0), rates=rates)
+    assert [a.rule for a in s.advice] == ["heavy_update", "slow_layer"]
+    assert advice.stake(s, s.advice[0]) == pytest.approx(31 / 52.5)
+
+
+def test_a_busy_machine_makes_the_input_uncertain_and_no_advice_stands_on_it():
+    """The program's reads wait for its data iterator's threads, whose waits for a CPU are not measured: where other
+    work took a share of the program's own thread, the input is said to be uncertain, and not advised on."""
+    from nnprofile.analysis import facts
+    from nnprofile.result import Interference
+
+    def program(waited_ms):
+        script = Section(
+            kind="script",
+            name="p.py",
+            network="",
+            complete=True,
+            entries=[
+                Entry(label="load_dataset (it)", phase="load_dataset", samples_ns=[3e6] * 20),
+                Entry(label="step", phase="step", samples_ns=[6e6] * 20),
+            ],
+        )
+        script.interference = Interference(True, 120e6, waited_ms * 1e6, 10, 0, 40)
+        return breakdown.summarize_program(script, [])
+
+    quiet, busy = program(0.5), program(24.0)  # 0.4% and 20% of the program's thread
+    assert [a.rule for a in advice.input_bound(quiet)] == ["input_bound"]
+    assert advice.input_bound(busy) == []
+    [held] = [n for n in busy.notes if isinstance(n, facts.InputHeldUp)]
+    assert held.busy == pytest.approx(0.2) and held.input_ms == pytest.approx(busy.kind_ms("input"))
+    assert "may read higher than the program runs alone" in step_words.note(held)
+    assert not [n for n in quiet.notes if isinstance(n, facts.InputHeldUp)]
+
+
+def test_no_line_is_named_for_time_the_step_does_not_leave():
+    from nnprofile.analysis.ownlines import OwnLine
+
+    s = _program(0.0)
+    s.parts = [("forward (loss)", 4.0), ("backward (loss)", 5.0), ("other", 0.0)]
+    s.own_lines = [OwnLine("p.py:44", "main", "x.d = rng.rand(*x.shape)", 6, 0.75, 0.0, 0.4, 0.95)]
+    s.own_samples = 8
+    line = step_words.other_line(s)
+    assert line.startswith("Other: 0.000 ms a step: the step's parts come to the whole of it, so no line")
+    assert "p.py:44" in line and "%" not in line

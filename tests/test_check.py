@@ -1,5 +1,6 @@
 """nnprofile check: the regression gate, on hand-made results and as CI runs it."""
 
+import os
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -165,13 +166,15 @@ def _mk(path):
 
 @pytest.mark.slow
 def test_two_profiles_of_lenet_pass_and_half_precision_fails(tmp_path):
-    """The judged case: two runs of the same project pass; half precision (emulated on the CPU) fails."""
+    """The judged case: two runs of the same project never fail; half precision (emulated on the CPU) fails. Two runs
+    made one after the other on a busy runner can read 13 % apart (CI's own, once): such a pair is left unjudged
+    (3), never failed; how often A/A pairs pass is a rate, measured by ``benchmarks/gate.py``, not one pair's lot."""
     common = ["--no-inference", "--no-layers", "-q"]
     for name, extra in (("a", []), ("a2", []), ("half", ["--type-config", "half", "--runs", "2"])):
         proc = run_cli(LENET, "-o", str(tmp_path / name), *common, *extra)
         assert proc.returncode == 0, proc.stderr
     proc = run_cli("check", str(tmp_path / "a"), str(tmp_path / "a2"))
-    assert proc.returncode == 0, proc.stdout
+    assert proc.returncode in (0, 3) and "FAIL" not in proc.stdout, proc.stdout
     proc = run_cli("check", str(tmp_path / "a"), str(tmp_path / "half"))
     assert proc.returncode == 1, proc.stdout
     assert "Comparability: the context differs: cpu:float against cpu:half" in proc.stdout
@@ -193,6 +196,14 @@ def test_a_slowdown_the_interval_cannot_show_is_unresolved_and_says_how_many_rep
 def test_a_machine_slower_than_its_slow_spells_cannot_be_judged():
     c = check(_profile(), _profile(scale=1.8, machine=1.8))
     assert c.exit_code == 3 and not c.slower and "cannot be judged" in c.machine[0]
+
+
+def test_a_figure_far_slower_than_its_slow_machine_is_a_regression():
+    """Half precision on a CPU: LeNet's step 234x while a busy machine's reference ran 1.56x (CI, once): no slowdown
+    of the machine explains it. The same figure 1.56x slower stays unjudged."""
+    c = check(_profile(), _profile(scale=234.0, machine=1.56))
+    assert c.exit_code == 1 and "slower even than the machine itself ran (1.56x)" in c.slower[0].note
+    assert check(_profile(), _profile(scale=1.6, machine=1.56)).exit_code == 3
 
 
 def test_a_slower_section_names_the_layers_that_slowed():
@@ -280,3 +291,120 @@ def test_a_programs_step_is_its_step_whatever_the_script_is_called():
     c = check(program("train.py", 1.0), program("train_heavy.py", 1.5))
     assert c.exit_code == 1 and not c.structure and not c.refusals
     assert [v.metric for v in c.slower] == ["training step", "update"]
+
+
+def test_a_mean_of_few_samples_is_judged_with_students_t():
+    """An evaluation run twice in a window is no 20-sample mean: its interval widens by t(1)/z, and a figure
+    with no measured spread cannot be judged at all."""
+    from nnprofile.base.student import t_quantile
+    from nnprofile.compare.gate import Z95, _figure
+
+    two = Entry(label="forward_all", phase="forward_all", samples_ns=[1e6, 1.2e6])
+    many = Entry(label="forward_all", phase="forward_all", samples_ns=[1e6, 1.2e6] * 10)
+    plain = two.stats.rse
+    assert _figure([two]).rse == pytest.approx(plain * t_quantile(0.975, 1) / Z95)
+    assert _figure([many]).rse == pytest.approx(many.stats.rse * t_quantile(0.975, 19) / Z95)
+    one = Entry(label="forward_all", phase="forward_all", samples_ns=[1e6])
+    assert _figure([one]).rse == float("inf")
+
+
+def _judged(section, metric, ratio, slower=False, unresolved=False):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(
+        section=section, metric=metric, ratio=ratio, slower=slower, faster=False, unresolved=unresolved, note=""
+    )
+
+
+def test_a_pass_that_barely_moves_its_programs_step_is_not_counted():
+    from nnprofile.compare.moved import passes_material
+
+    parts = {"input (it)": 0.6, "forward (loss)": 0.7, "forward (verr)": 0.06, "backward (loss)": 1.2, "other": 1.4}
+    graphs = {"graph 'loss'": "loss", "graph 'verr'": "verr"}
+    validation = _judged("graph 'verr'", "forward_all", 1.37, slower=True)  # 1.5% of the step, 37% slower
+    training = _judged("graph 'loss'", "forward_all", 1.30, slower=True)  # 17.6% of it: moves it 5%
+    step = _judged("script 'mlp.py'", "training step", 1.06)
+    passes_material([validation, training, step], graphs, {"script 'mlp.py'": parts}, 0.10)
+    assert not validation.slower and "moves the step by 0.56%: not counted" in validation.note
+    assert training.slower and not training.note
+
+
+def test_a_pass_left_unjudged_beside_a_judged_step_leaves_the_gate_decided():
+    from nnprofile.compare.moved import passes_material
+
+    parts = {"forward (loss)": 1.0, "backward (loss)": 2.0, "other": 1.0}
+    backward = _judged("graph 'loss'", "backward_all", 1.19, unresolved=True)
+    passes_material(
+        [backward, _judged("script 't.py'", "step", 1.03)], {"graph 'loss'": "loss"}, {"script 't.py'": parts}, 0.1
+    )
+    assert not backward.unresolved and "its program's step is judged" in backward.note
+    backward = _judged("graph 'loss'", "backward_all", 1.19, unresolved=True)
+    unjudged = _judged("script 't.py'", "step", 1.15, unresolved=True)
+    passes_material([backward, unjudged], {"graph 'loss'": "loss"}, {"script 't.py'": parts}, 0.1)
+    assert backward.unresolved
+
+
+def test_a_step_that_moved_names_the_part_that_moved_most():
+    from nnprofile.compare.moved import say_moved
+
+    before = {"script 'a.py'": {"input (it)": 0.6, "forward (loss)": 0.7, "other": 1.0}}
+    after = {"script 'b.py'": {"input (it)": 3.1, "forward (loss)": 0.6, "other": 1.1}}
+    step = _judged("script 'a.py'", "training step", 1.56, slower=True)
+    say_moved([step], before, after)
+    assert step.note == "input (it) moved most: 0.600 to 3.100 ms a step (+2.500 ms)"
+
+
+def test_a_recorded_programs_figures_are_given_the_spread_of_its_runs():
+    """One run of each side: a program's figures move more between identical runs than a project's rounds do, so
+    the same samples give a wider interval in a script's section than in a project's."""
+    from nnprofile.compare.gate import RECORDED_RUN_CV, _assumed_cv
+
+    assert RECORDED_RUN_CV > RUN_CV
+    assert _assumed_cv(Section("script", "t.py", "")) == RECORDED_RUN_CV
+    assert _assumed_cv(Section("graph", "loss", "")) == RECORDED_RUN_CV
+    assert _assumed_cv(Section("optimizer", "O", "Main")) == RUN_CV
+
+
+@pytest.mark.slow
+def test_check_repeat_runs_two_programs_in_turns_and_pools_them(tmp_path):
+    script = str(tmp_path / "train.py")
+    with open(script, "w") as f:
+        f.write(
+            "import numpy as np, nnabla as nn, nnabla.functions as F, nnabla.parametric_functions as PF\n"
+            "import nnabla.solvers as S\n"
+            "x = nn.Variable((8, 4)); loss = F.mean(PF.affine(x, 3))\n"
+            "s = S.Sgd(); s.set_parameters(nn.get_parameters())\n"
+            "for i in range(30):\n"
+            "    x.d = np.random.randn(8, 4); loss.forward(); s.zero_grad(); loss.backward(); s.update()\n"
+        )
+    proc = run_cli("check", "--repeat", "2", "-o", str(tmp_path / "runs"), script, script, cwd=str(tmp_path))
+    assert proc.returncode in (0, 3), proc.stdout + proc.stderr  # identical programs: never slower
+    assert "training step" in proc.stdout
+    for side in ("baseline", "new"):
+        assert sorted(os.listdir(tmp_path / "runs" / side)) == ["1", "2"]
+    proc = run_cli("check", str(tmp_path / "runs" / "baseline" / "1"), script, cwd=str(tmp_path))
+    assert proc.returncode == 2 and "is a program, not a result" in proc.stderr
+
+
+def test_a_spread_measured_over_two_runs_is_judged_with_students_t():
+    """Two runs of each side give their spread one degree of freedom: its interval is t(1)/z times the normal's,
+    and the repeats said to resolve it are more than were run."""
+    from nnprofile.base.student import t_quantile
+    from nnprofile.compare.gate import Figure, Z95, _repeats
+
+    two = Figure(1.0, 0.0, 0.2, runs=2, measured=True)
+    assert two.run_error == pytest.approx(0.2 / 2**0.5 * t_quantile(0.975, 1) / Z95)
+    assert Figure(1.0, 0.0, 0.2, runs=2).run_error == pytest.approx(0.2 / 2**0.5)  # an assumed spread: as it is
+    assert _repeats(1.15, two, Figure(1.15, 0.0, 0.2, runs=2, measured=True)) >= 3
+
+
+def test_a_programs_update_that_barely_moves_its_step_is_not_counted():
+    from nnprofile.compare.moved import passes_material
+
+    parts = {"forward (loss)": 0.01, "backward (loss)": 0.02, "update (Sgd)": 0.007, "other": 0.2}
+    update = _judged("script 't.py'", "update", 1.88, slower=True)  # 3% of the step, 88% slower: moves it 2.6%
+    passes_material([update], {}, {"script 't.py'": parts}, 0.10)
+    assert update.slower
+    update = _judged("script 't.py'", "update", 1.5, slower=True)  # moves it 1.5%
+    passes_material([update], {}, {"script 't.py'": parts}, 0.10)
+    assert not update.slower and "not counted" in update.note

@@ -267,3 +267,29 @@ def test_compare_adds_rounds_until_the_headline_interval_resolves_or_its_budget_
     configs = _scripted_runs(monkeypatch, steps)
     _, _, fixed = configs.run_configurations([], [a, b], 3, str(tmp_path), [], progress=lambda line: None)
     assert fixed.runs == 3 and fixed.reason == "runs" and not fixed.widest
+
+
+def _recorded(kind, name, entries):
+    return Section(kind, name, name, entries=entries)
+
+
+def _timed(label, phase, samples):
+    return Entry(label=label, phase=phase, samples_ns=[s * 1e6 for s in samples])
+
+
+def test_a_recorded_programs_step_leads_and_its_graphs_keep_their_names():
+    """A saved program's result: its step first (a training step where it updates), each graph's passes by the
+    graph's name, never called an inference's; a forward-only script's step is a step."""
+    from nnprofile.base.choices import GRAPH, SCRIPT
+
+    graph = _recorded(GRAPH, "loss", [_timed("forward_all", "forward_all", [1, 1.1, 0.9])])
+    graph.entries.append(_timed("backward_all", "backward_all", [2, 2.1, 1.9]))
+    script = _recorded(
+        SCRIPT, "train.py", [_timed("update (Adam)", "update", [0.5] * 3), _timed("step", "step", [4, 4.2, 3.8])]
+    )
+    trained = Profile(sections=[graph, script])
+    _, _, metrics = compare_saved({"a": trained, "b": trained})
+    assert [m.name for m in metrics] == ["training step", "loss forward_all", "loss backward_all", "update"]
+    forward_only = Profile(sections=[graph, _recorded(SCRIPT, "eval.py", [_timed("step", "step", [3, 3.1])])])
+    _, _, metrics = compare_saved({"a": forward_only, "b": forward_only})
+    assert [m.name for m in metrics][0] == "step" and "inference forward_all" not in [m.name for m in metrics]

@@ -41,6 +41,8 @@ def _share(s: Summary, kind: str, threshold: float) -> Optional[facts.Share]:
 
 
 def input_bound(s: Summary) -> List[Advice]:
+    if any(isinstance(n, facts.InputHeldUp) for n in s.notes):  # its figure uncertain: no advice stands on it
+        return []
     found = _share(s, "input", INPUT_BOUND_SHARE)
     return [Advice("input_bound", facts.InputBound(found))] if found else []
 
@@ -226,10 +228,17 @@ def own_python(s: Summary) -> List[Advice]:
     bounds = evidence.rest_share_interval(step - other, rest, step, s.step_error)
     if not evidence.past(bounds, OWN_PYTHON_SHARE):
         return []
-    top = [l for l in s.own_lines[:3] if l.share_low >= OWN_LINE_NAMED and s.own_samples >= MIN_SHARE_SAMPLES]
+    top = [
+        l
+        for l in s.own_lines[:3]
+        if l.share_low >= OWN_LINE_NAMED and (s.own_samples >= MIN_SHARE_SAMPLES or l.waited_ms > 0)
+    ]
     hints: List[str] = []
     for l in top:
         hint = "collection" if l.where == COLLECTION else next((h for h, p in OWN_HINTS if p.search(l.text)), None)
+        hint = (
+            "waiting" if l.waited_ms >= 0.5 * l.ms > 0 else hint
+        )  # (most of its time blocked: a wait, whatever it reads)
         if hint is not None and hint not in hints:
             hints.append(hint)
     lines = tuple(facts.LineShare(l.where, l.text, l.share, l.ms) for l in top or s.own_lines[:3])
@@ -260,5 +269,25 @@ TRAINING_RULES = (input_bound, heavy_update, costly_checkpoint, costly_evaluatio
 
 
 def advise(s: Summary) -> List[Advice]:
-    """Every rule's advice for a step, in the rules' order (a step that trains nothing: none about training)."""
-    return [a for rule in RULES if s.training or rule not in TRAINING_RULES for a in rule(s)]
+    """Every rule's advice for a step (a step that trains nothing: none about training), the most at stake first: the
+    share of the step it is about (the rules' order among equals). The first advice is what to try first."""
+    found = [a for rule in RULES if s.training or rule not in TRAINING_RULES for a in rule(s)]
+    return sorted(found, key=lambda a: -stake(s, a))
+
+
+def stake(s: Summary, a: Advice) -> float:
+    """The share of the step an advice is about: its part's or layers' time; the time between a pass's layers; for
+    half precision, the passes it would speed up."""
+    f = a.facts
+    step = s.step_ms
+    if isinstance(f, facts.SlowLayers):
+        return sum(layer.share for layer in f.layers)
+    if isinstance(f, facts.BetweenLayers):
+        return (1 - f.coverage) * s.kind_ms("forward") / step if step > 0 else 0.0
+    if isinstance(f, facts.NoHalf):
+        return (s.kind_ms("forward") + s.kind_ms("backward")) / step if step > 0 else 0.0
+    for name in ("input", "time", "update", "checkpoint", "other"):
+        share = getattr(f, name, None)
+        if isinstance(share, facts.Share):
+            return share.share
+    return 0.0

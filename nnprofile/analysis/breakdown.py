@@ -20,7 +20,7 @@ from ..base.choices import HALF_DTYPES, OPTIMIZER, PART_OF_PHASE, SCRIPT
 from ..result import Entry, Section
 from ..result.paired import LayerTime, layer_times  # noqa: F401  (the one pairing rule)
 from . import evidence
-from .facts import Facts, PartsOverStep, StepNote
+from .facts import Facts, InputHeldUp, PartsOverStep, StepNote
 from .ownlines import (  # noqa: F401  (wilson: read from here by the tests)
     MIN_SHARE_SAMPLES,
     OwnLine,
@@ -31,6 +31,11 @@ from .ownlines import (  # noqa: F401  (wilson: read from here by the tests)
 
 PARTS = ("input", "forward", "backward", "update", "monitor", "other")
 TOP_LAYERS = 5
+
+
+# Other work taking this share of the program's thread or more: its data iterators' threads, which its reads wait
+# for, were held up too (unmeasured), and the input's figure is said to be uncertain, no advice built on it.
+BUSY_SHARE = 0.05
 
 
 @dataclass(frozen=True)
@@ -279,6 +284,10 @@ def summarize_program(
     held = sum(ms for _, ms in parts)
     if held > step * 1.001:
         notes.append(PartsOverStep(held, step))
+    busy = script.interference.share if script.interference is not None else None
+    reading = sum(ms for p, ms in parts if part_kind(p) == "input")
+    if busy is not None and busy >= BUSY_SHARE and reading > 0:
+        notes.append(InputHeldUp(busy, reading))
     other = max(0.0, step - held)
     parts.append(("other", other))
     errors["other"] = evidence.combined([step_error] + list(errors.values()))

@@ -153,6 +153,15 @@ class PartsOverStep:
 
 
 @dataclass(frozen=True)
+class InputHeldUp:
+    """A step's note: other work took a share of the program's thread while it ran, and the reads wait for the
+    data iterators' threads, which it held up too, unmeasured: the input's time may read higher than alone."""
+
+    busy: float  # what other work took of the profiled thread's time (the kernel's count)
+    input_ms: float  # the input's time a step, as it reads
+
+
+@dataclass(frozen=True)
 class RateAboveMachine:
     """A step's note: a layer reads a rate above what this machine reaches (its time too short to rate)."""
 
@@ -172,7 +181,7 @@ class ChartShown:
     of: int  # of so many (base) layers
 
 
-StepNote = Union[PartsOverStep, RateAboveMachine]
+StepNote = Union[PartsOverStep, RateAboveMachine, InputHeldUp]
 Facts = Union[
     InputBound,
     NoHalf,

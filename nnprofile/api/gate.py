@@ -14,7 +14,7 @@ from typing import Callable, Optional, Sequence
 
 from ..base.errors import ProfileError
 from ..compare.gate import Check, check
-from ..merging.fresh import profile_in_fresh_process
+from ..merging.fresh import profile_in_fresh_process, record_in_fresh_process
 from ..merging.profiles import merge_runs
 from ..result import Profile
 from .projects import load
@@ -26,6 +26,10 @@ def is_project(path: str) -> bool:
     return os.path.isfile(path) and path.lower().endswith(PROJECT_SUFFIXES)
 
 
+def is_script(path: str) -> bool:
+    return os.path.isfile(path) and path.lower().endswith(".py")
+
+
 def interleaved(
     baseline: Sequence[str],
     new: Sequence[str],
@@ -34,18 +38,19 @@ def interleaved(
     arguments: Sequence[str] = (),
     progress: Callable[[str], None] = lambda line: None,
 ) -> "tuple[Profile, Profile]":
-    """Each project profiled ``repeat`` times in fresh processes, in turns; each side's runs pooled."""
+    """Each project (or each Python program: ``nnprofile run``) profiled ``repeat`` times in fresh processes, in
+    turns; each side's runs pooled."""
     if repeat < 2:
         raise ProfileError("--repeat %d: interleaved runs need 2 or more of each" % repeat)
     sides = {"baseline": (list(baseline), []), "new": (list(new), [])}  # type: dict
     for i in range(1, repeat + 1):
         for name, (files, runs) in sides.items():
             progress("run %d of %d, %s ..." % (i, repeat, name))
-            runs.append(
-                profile_in_fresh_process(
-                    files, os.path.join(outdir, name, str(i)), arguments, "%s run %d of %d" % (name, i, repeat)
-                )
-            )
+            folder, what = os.path.join(outdir, name, str(i)), "%s run %d of %d" % (name, i, repeat)
+            if all(is_script(f) for f in files):
+                runs.append(record_in_fresh_process(files[0], folder, arguments, what))
+            else:
+                runs.append(profile_in_fresh_process(files, folder, arguments, what))
     pooled = [merge_runs(runs, runs[0].header.drift_threshold) for _, runs in sides.values()]
     return pooled[0], pooled[1]
 
@@ -64,20 +69,20 @@ def gate(
     """Check ``new`` against ``baseline``: two saved results (folders or result.json files), or with ``repeat``
     two NNC projects profiled in turns (``interleaved``) into ``outdir``."""
     if repeat is not None:
-        if not (is_project(baseline) and is_project(new)):
+        if not (is_project(baseline) and is_project(new)) and not (is_script(baseline) and is_script(new)):
             raise ProfileError(
-                "--repeat profiles the two projects again, in turns: give two NNC project files "
-                "(.nntxt, .nnp), not saved results"
+                "--repeat profiles the two again, in turns: give two NNC project files (.nntxt, .nnp) or two "
+                "Python programs (.py), not saved results"
             )
         a, b = interleaved([baseline], [new], repeat, outdir or os.path.join("results", "check"), progress=progress)
         return check(
             a, b, threshold=threshold, layers=layers, strict_order=strict_order, allow_incomplete=allow_incomplete
         )
     for path in (baseline, new):
-        if is_project(path):
+        if is_project(path) or is_script(path):
             raise ProfileError(
-                "%s is a project, not a result: profile it first, or give --repeat N to profile both "
-                "projects in turns" % path
+                "%s is a %s, not a result: profile it first, or give --repeat N to profile both in turns"
+                % (path, "project" if is_project(path) else "program")
             )
     return check(
         load(baseline),

@@ -7,7 +7,7 @@ import os
 
 from ..api.gate import gate
 from ..base.errors import ProfileError
-from .common import Parser, Printer, said
+from .common import folder as folder_name, Parser, Printer, said
 
 EXIT_ERROR = 2  # any error, internal ones included, and a wrong command line: never confused with "slower"
 
@@ -35,7 +35,8 @@ def parser() -> argparse.ArgumentParser:
         "repeats the output names; 2 on any error or a wrong command line. Figures are over the samples "
         "other work on the machine did not hold up, on both sides.",
         epilog="Examples: nnprofile check results/main results/branch --threshold 10%; nnprofile check "
-        "main/lenet.nntxt branch/lenet.nntxt --repeat 5 -o results/check",
+        "main/lenet.nntxt branch/lenet.nntxt --repeat 5 -o results/check; nnprofile check main/train.py "
+        "branch/train.py --repeat 3",
     )
     p.add_argument("baseline", metavar="BASELINE")
     p.add_argument("new", metavar="NEW")
@@ -43,11 +44,11 @@ def parser() -> argparse.ArgumentParser:
         "--repeat",
         type=int,
         metavar="N",
-        help="BASELINE and NEW are NNC projects: profile each N times in fresh processes, in turns "
-        "(baseline, new, baseline, ...), and compare the pooled runs (the run-to-run spread then "
-        "measured, not assumed)",
+        help="BASELINE and NEW are NNC projects or Python programs (.py, run as nnprofile run runs them): "
+        "profile each N times in fresh processes, in turns (baseline, new, baseline, ...), and compare the "
+        "pooled runs (the run-to-run spread then measured, not assumed)",
     )
-    p.add_argument("-o", "--outdir", help="with --repeat: where the runs go (default results/check)")
+    p.add_argument("-o", "--outdir", type=folder_name, help="with --repeat: where the runs go (default results/check)")
     p.add_argument("--threshold", type=_threshold, default=0.10, help="how much slower counts (default 10%%)")
     p.add_argument(
         "--layers",

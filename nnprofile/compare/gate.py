@@ -34,8 +34,14 @@ from ..base.errors import ProfileError
 from ..base.choices import EXECUTOR, GRAPH, LAYER_PHASES, OPTIMIZER, SCRIPT
 from ..result import Entry, Profile, Section
 from ..base.stats import percentile
+from ..base.student import t_quantile
+from .moved import passes_material, say_moved, step_parts
 
 RUN_CV = 0.04  # run-to-run coefficient of variation assumed without --repeat (see make bench)
+# A recorded program's figures between identical runs, quiet (4 runs of an MLP with a data iterator and a
+# validation every 10 steps, docs/comparing.md): its passes 10-12%, its step 6%. Its hooks' cost is fitted anew
+# in each run, and its own Python is timed between them: its figures move more than a project's rounds do.
+RECORDED_RUN_CV = 0.12
 REGRESSED, UNJUDGED = 1, 3  # the gate's exit codes besides 0 (2: an error, or a usage error)
 # The largest slowdown of the machine itself that can excuse a slower figure: this machine's slow spells reach
 # 1.2-1.7x; beyond that, the machine (or the reference's context) cannot be judged, and the gate fails.
@@ -62,10 +68,14 @@ class Figure:
     rse: float
     run_cv: float
     runs: int = 1
+    measured: bool = False  # run_cv measured over ``runs`` processes (else assumed)
 
     @property
     def run_error(self) -> float:
-        return self.run_cv / math.sqrt(max(1, self.runs))
+        """The pooled mean's run-to-run error; measured over few processes, widened by Student's t (two runs give a
+        spread of one degree of freedom: their 95 % interval is 6.5 times the normal's)."""
+        error = self.run_cv / math.sqrt(max(1, self.runs))
+        return error * t_quantile(0.975, self.runs - 1) / Z95 if self.measured and self.runs >= 2 else error
 
 
 @dataclass
@@ -132,7 +142,24 @@ class Check:
         return 0
 
 
-def _figure(entries: Sequence[Entry]) -> Optional[Figure]:
+def _assumed_cv(section: Section) -> float:
+    """The run-to-run spread assumed for a section's figures where one run of each is all there is."""
+    return RECORDED_RUN_CV if section.kind in (GRAPH, SCRIPT) else RUN_CV
+
+
+def _small(e: Entry) -> float:
+    """How much wider a mean's interval is than the normal's for the few samples it stands on (Student's t over
+    z): an evaluation run twice in a window is no 20-sample mean. Unbounded where no spread was measured. A mean
+    over rounds keeps the normal's: the rounds' (or the pooled runs') spread is the run-to-run part, judged apart."""
+    st = e.stats
+    if not st.rse_known or st.n < 2:
+        return math.inf
+    if st.round_rse is not None:  # rounds (a project's, or runs pooled): the spread between them is judged apart
+        return 1.0
+    return t_quantile(0.975, st.n - 1) / Z95
+
+
+def _figure(entries: Sequence[Entry], assumed_cv: float = RUN_CV) -> Optional[Figure]:
     """The sum of entries' means (one entry: itself), with its standard errors."""
     entries = [e for e in entries if e.samples_ns]
     if not entries:
@@ -140,12 +167,17 @@ def _figure(entries: Sequence[Entry]) -> Optional[Figure]:
     mean = sum(e.mean_ms for e in entries)
     if mean <= 0:
         return None
-    within = math.sqrt(sum((e.stats.rse * e.mean_ms) ** 2 for e in entries)) / mean
+    small = [_small(e) for e in entries]
+    within = (
+        math.inf
+        if math.inf in small
+        else math.sqrt(sum((k * e.stats.rse * e.mean_ms) ** 2 for k, e in zip(small, entries))) / mean
+    )
     runs = [e.run_cv for e in entries if e.run_cv is not None]
     measured = bool(runs) and len(runs) == len(entries)
-    run_cv = (sum(r * e.mean_ms for r, e in zip(runs, entries)) / mean) if measured else RUN_CV
+    run_cv = (sum(r * e.mean_ms for r, e in zip(runs, entries)) / mean) if measured else assumed_cv
     processes = min(len(e.run_means) for e in entries) if measured else 1
-    return Figure(mean, within, run_cv, max(1, processes))
+    return Figure(mean, within, run_cv, max(1, processes), measured and processes >= 2)
 
 
 def _step_entries(section: Section) -> List[Entry]:
@@ -220,7 +252,10 @@ def _verdict(
     faster = ratio < 1 / (1 + threshold) and high < 1
     unresolved = excused = False
     if ratio > 1 + threshold and machine is not None and machine > 1:
-        if machine > MACHINE_SPELL:  # no slow spell of a machine: the run cannot be judged, and is not excused
+        if machine > MACHINE_SPELL and slower and low / machine > 1 + threshold:
+            # slower than the machine itself was, beyond its interval: whatever the machine did, the figure moved
+            note = (note + "; " if note else "") + "slower even than the machine itself ran (%.2fx)" % machine
+        elif machine > MACHINE_SPELL:  # no slow spell of a machine: the run cannot be judged, and is not excused
             slower, unresolved = False, True
             note = (note + "; " if note else "") + (
                 "the machine ran %.2fx slower, beyond its slow spells (%gx): "
@@ -253,7 +288,7 @@ def _repeats(ratio: float, b: Figure, n: Figure) -> Optional[int]:
     spread = b.run_cv**2 + n.run_cv**2
     if wanted <= 0:
         return None
-    return max(2, min(1000, math.ceil(spread / wanted)))
+    return max(2, min(b.runs, n.runs) + 1, min(1000, math.ceil(spread / wanted)))  # (more than were run)
 
 
 def _material(v: Verdict, step_ms: Optional[float]) -> Verdict:
@@ -309,7 +344,8 @@ def _layer_tests(
     step_ms = whole[0].mean_ms if whole and whole[0] is not None else None
     out = []
     for metric, entries in _layer_metrics(base).items():
-        b, n = _figure(entries), _figure(theirs.get(metric, []))
+        cv = _assumed_cv(base)
+        b, n = _figure(entries, cv), _figure(theirs.get(metric, []), cv)
         if b is not None and n is not None:
             out.append(_material(_verdict(base.title, metric, b, n, threshold, machine, per_sample), step_ms))
     return out
@@ -386,7 +422,9 @@ def _missing_time(baseline: Profile, new: Profile) -> List[str]:
 
 def _machine_line(title: str, machine: float) -> str:
     """What the reference workload says of the machine between the runs (``machine``: new over baseline)."""
-    beyond = "; beyond this machine's slow spells (%gx): it cannot be judged" % MACHINE_SPELL
+    beyond = (
+        "; beyond this machine's slow spells (%gx): a figure not far slower than that cannot be judged" % MACHINE_SPELL
+    )
     return "%s: the machine's fixed reference workload took %.2fx as long in the new run (%s machine)%s" % (
         title,
         machine,
@@ -428,7 +466,8 @@ def check(
         sizes = (_batch(baseline, base), _batch(new, other))
         per_sample = (sizes[0], sizes[1]) if sizes[0] and sizes[1] and sizes[0] != sizes[1] else None
         for metric, entries in _metrics(base).items():
-            b, n = _figure(entries), _figure(_metrics(other).get(metric, []))
+            cv = _assumed_cv(base)
+            b, n = _figure(entries, cv), _figure(_metrics(other).get(metric, []), cv)
             if b is not None and n is not None:
                 result.verdicts.append(_verdict(base.title, metric, b, n, threshold, machine, per_sample))
         layer_tests += _layer_tests(base, other, threshold, machine, per_sample)
@@ -440,6 +479,9 @@ def check(
             slowed = [t.metric[len("layer ") :] for t in layer_tests if t.section == v.section and t.slower]
             if v.slower and slowed:
                 v.note = (v.note + "; " if v.note else "") + "layers that slowed: %s" % ", ".join(slowed)
+    before = step_parts(baseline)
+    passes_material(result.verdicts, {x.title: x.name for x in baseline.sections if x.kind == GRAPH}, before, threshold)
+    say_moved(result.verdicts, before, step_parts(new))
     for section in new.sections:
         if _counterpart(section, baseline) is None:
             result.structure.append("%s is new" % section.title)

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..analysis.breakdown import layer_times as analyze_layers
-from ..base.choices import OPTIMIZER
-from ..result import Entry, Profile
+from ..base.choices import EXECUTOR, GRAPH, OPTIMIZER, PART_OF_PHASE, SCRIPT
+from ..result import Entry, Profile, Section
 from ..base.stats import summarize
 from ..base.student import ratio_ci
 from .metrics import Metric
@@ -52,7 +52,7 @@ def compare_saved(profiles: Dict[str, Profile]) -> Tuple[List[EntryRow], List[En
     base = profiles[names[0]]
     entry_rows: List[EntryRow] = []
     layer_rows: List[EntryRow] = []
-    metrics = {n: Metric(n, "ms") for n in ("forward_all", "backward_all", "update", "inference forward_all")}
+    metrics: Dict[str, Metric] = {}
     for section in base.sections:
         matched = {}
         for name in names:
@@ -74,15 +74,10 @@ def compare_saved(profiles: Dict[str, Profile]) -> Tuple[List[EntryRow], List[En
                 entry_rows.append(
                     EntryRow(section.title, entry.label, name, d.n, d.mean, d.median, d.std, ratio, low, high)
                 )
-            if entry.phase == "forward_all":
-                key = "forward_all" if section.kind == OPTIMIZER else "inference forward_all"
-            elif entry.phase in ("backward_all", "update") and section.kind == OPTIMIZER:
-                key = entry.phase
-            else:
-                key = None
+            key = _metric_of(section, entry.phase)
             if key is not None:
                 for name, values in samples.items():
-                    metrics[key].values.setdefault(name, values)
+                    metrics.setdefault(key, Metric(key, "ms")).values.setdefault(name, values)
         # Per layer: forward + backward means, paired by identity within each run. The
         # sum of two entries' means has no samples of its own: no n, median, spread or
         # interval is reported for it, only the ratio of the totals.
@@ -96,7 +91,26 @@ def compare_saved(profiles: Dict[str, Profile]) -> Tuple[List[EntryRow], List[En
             for name, total in per.items():
                 ratio = total / base_ms if base_ms else None
                 layer_rows.append(EntryRow(section.title, layer, name, None, total, None, None, ratio, None, None))
-    return entry_rows, layer_rows, [m for m in metrics.values() if m.values]
+    steps_first = sorted(metrics.values(), key=lambda m: m.name not in ("training step", "step"))  # the answer first
+    return entry_rows, layer_rows, [m for m in steps_first if m.values]
+
+
+def _metric_of(section: Section, phase: str) -> Optional[str]:
+    """The headline figure an entry's samples are, named as ``nnprofile.compare.gate`` names it: a project's training
+    passes and update, its inference's forward_all; a recorded program's step (a training step where it updates) and
+    update, and each graph's passes, by the graph's name; None for any other entry."""
+    if section.kind == OPTIMIZER:
+        return phase if phase in ("forward_all", "backward_all", "update") else None
+    if section.kind == EXECUTOR:
+        return "inference forward_all" if phase == "forward_all" else None
+    if section.kind == GRAPH and phase in ("forward_all", "backward_all"):
+        return "%s %s" % (section.name, phase)
+    if section.kind == SCRIPT and phase == "step":
+        trains = any(PART_OF_PHASE.get(e.phase) == "update" for e in section.entries)
+        return "training step" if trains else "step"
+    if section.kind == SCRIPT and PART_OF_PHASE.get(phase) == "update":
+        return "update"
+    return None
 
 
 def unique_names(paths: Sequence[str]) -> List[str]:

@@ -22,7 +22,17 @@ def command(files: Sequence[str], outdir: str, arguments: Sequence[str] = ()) ->
 
 def profile_in_fresh_process(files: Sequence[str], outdir: str, arguments: Sequence[str], what: str) -> Profile:
     """Profile once in a fresh process; its result, or one line saying why it failed (``what`` names the run)."""
-    proc = subprocess.run(command(files, outdir, arguments), capture_output=True, text=True)
+    return _fresh(command(files, outdir, arguments), outdir, what)
+
+
+def record_in_fresh_process(script: str, outdir: str, arguments: Sequence[str], what: str) -> Profile:
+    """A Python program run and recorded once in a fresh process (``nnprofile run``; its own output not shown); its
+    result, or one line saying why it failed."""
+    return _fresh([sys.executable, "-m", "nnprofile", "run", "-q", "-o", outdir, script, *arguments], outdir, what)
+
+
+def _fresh(cmd: Sequence[str], outdir: str, what: str) -> Profile:
+    proc = subprocess.run(list(cmd), capture_output=True, text=True)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["exit status %d" % proc.returncode])[-1]
         raise ProfileError("%s: %s" % (what, last.replace("nnprofile: error: ", "")))

@@ -14,6 +14,12 @@ from .advice import words
 
 def note(n: facts.StepNote) -> str:
     """A note on how a step's figures were reckoned."""
+    if isinstance(n, facts.InputHeldUp):
+        return (
+            "other work took %s of the program's thread, and the input's reads wait for the data iterators' threads, "
+            "which it held up too (not measured): the input's %.3f ms a step may read higher than the program runs "
+            "alone, and no advice is built on it" % (pct(n.busy), n.input_ms)
+        )
     if isinstance(n, facts.PartsOverStep):
         return "the parts come to %.3f ms, more than the step's %.3f ms: the program's own time reads 0" % (
             n.parts_ms,
@@ -138,13 +144,22 @@ def other_line(s: Summary) -> str:
     """``Other: 0.365 ms a step is the program's own Python ...: train.py:46 in main (12 samples, 52.0% [..])``."""
     other = dict(s.parts).get("other", 0.0)
     few = s.own_samples < MIN_SHARE_SAMPLES
+    if other <= 0:  # the parts came to the whole step: no time is left for a line to be named by
+        return (
+            "Other: 0.000 ms a step: the step's parts come to the whole of it, so no line of %s is named (%s at %s)"
+            % (
+                OTHER,
+                sampled(s.own_samples, s.own_clock),
+                ", ".join(l.where for l in s.own_lines),
+            )
+        )
     return "Other: %.3f ms a step is %s (%s%s): %s" % (
         other,
         OTHER,
         sampled(s.own_samples, s.own_clock),
         ", too few for a share" if few else "",
         "; ".join(
-            "%s in %s%s (%s)"
+            "%s in %s%s (%s%s)"
             % (
                 l.where,
                 l.function,
@@ -153,6 +168,7 @@ def other_line(s: Summary) -> str:
                 if few
                 else "%s, %s [%s, %s]"
                 % (counted(l.samples, "sample"), pct(l.share), pct(l.share_low), pct(l.share_high)),
+                ", of it %.3f ms waiting" % l.waited_ms if l.waited_ms > 0 else "",
             )
             for l in s.own_lines[:5]
         ),
