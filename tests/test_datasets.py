@@ -111,7 +111,9 @@ def test_a_csv_naming_a_fifo_is_refused_before_anything_reads_it(tmp_path):
     os.mkfifo(tmp_path / "image.png")
     csv = tmp_path / "data.csv"
     csv.write_text("x:image,y\nimage.png,1\n")
-    with pytest.raises(ProfileError, match="line 2, column 1: the file it names is a FIFO, not a file to read"):
+    with pytest.raises(
+        ProfileError, match="line 2, column 1: the file it names is a named pipe \\(FIFO\\), not a file to read"
+    ):
         _opened(csv, tmp_path)
 
 

@@ -220,7 +220,8 @@ class SectionMeasurer:
         items.append(Probe(simple("prepare_backward", "prepare_backward"), o.solver.zero_grad))
         settling = None
         if self.layers and in_passes:
-            items += self._in_passes(BACKWARD, backward_order, backward_all, whole_backward, first.backward_ns)
+            refed = (lambda: forward_all(), first.forward_ns)
+            items += self._in_passes(BACKWARD, backward_order, backward_all, whole_backward, first.backward_ns, refed)
         elif self.layers:
             items += self._layer_work(BACKWARD, backward_order, backward_all, before=forward_all)
             if self.mode != "graph":
@@ -248,10 +249,16 @@ class SectionMeasurer:
         return [Action(refresh, layer=True)]
 
     def _in_passes(
-        self, phase: str, order: List[Optional[Layer]], run_pass, whole: Probe, estimate_ns: float
+        self,
+        phase: str,
+        order: List[Optional[Layer]],
+        run_pass,
+        whole: Probe,
+        estimate_ns: float,
+        between: Optional[Tuple[Callable[[], object], float]] = None,
     ) -> List[Item]:
-        """Each layer timed inside the section's whole passes (its hooks' cost measured once for the run), every
-        such pass a sample of ``whole`` too."""
+        """Each layer timed inside the section's hooked passes (what the hooks add inside a function measured once
+        for the run); ``whole`` sampled by a pass run without hooks before each hooked one."""
         if self.hooks is None:
             from .graph_mode import calibrate_hooks
 
@@ -268,7 +275,8 @@ class SectionMeasurer:
                 names=[l.name if l else None for l in order],
                 details=[l.trace_args(direction) if l else None for l in order],
                 whole=whole,
-                hook_ns=self.hooks[0],
+                between=between[0] if between else None,
+                between_ns=between[1] if between else 0.0,
                 estimate_ns=estimate_ns,
             )
         ]
