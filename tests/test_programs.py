@@ -399,7 +399,7 @@ def test_ctrl_c_while_nnabla_runs_a_pass_is_an_interruption_and_keeps_what_was_r
     time.sleep(3)  # some steps recorded; the program spends nearly all its time in passes
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == 130, stderr
+    assert proc.returncode == -signal.SIGINT, stderr  # dies by SIGINT, as the program alone
     assert "SystemError" not in stderr and "Traceback" not in stderr
     log = (out / "profile.log").read_text()
     assert log.rstrip().endswith("Profile incomplete: interrupted by Ctrl-C.")

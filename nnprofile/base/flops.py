@@ -188,9 +188,17 @@ REGISTRY: Dict[str, Counter] = {
 
 
 def count(layer_type: str, shapes: Shapes) -> Optional[Tuple[int, int]]:
-    """(forward, backward) FLOPs, or None for a type with no counter."""
+    """(forward, backward) FLOPs, or None for a type with no counter, or whose shapes or arguments its counter
+    cannot read (a function recorded without its inputs or outputs, an argument of an unexpected kind): unknown,
+    never a guess and never a failure."""
     counter = REGISTRY.get(layer_type)
-    return None if counter is None else counter(shapes)
+    if counter is None:
+        return None
+    try:
+        forward, backward = counter(shapes)
+        return int(forward), int(backward)
+    except Exception:
+        return None
 
 
 def bytes_moved(shapes: Shapes, itemsize: int, phase: str) -> Tuple[int, int]:

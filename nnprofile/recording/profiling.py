@@ -11,11 +11,11 @@ from __future__ import annotations
 import datetime
 import platform
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .._version import __version__
 from ..assembly.assemble import DRIFT, Assembly, assemble
-from ..assembly.events import Capture
+from ..assembly.events import Capture, Hooks, StepMark
 from ..base import machine
 from ..base.hookcost import HookCosts
 from ..base.schedule import Schedule
@@ -64,17 +64,30 @@ def program_profile(
     if refine is not None:
         costs = refine(capture)
         capture.costs = costs
-    a = assemble(capture, costs, run.name)
+    a, lost = _assembled(capture, costs, run.name)
     header = _header(run, recorder, a, costs)
+    if lost is not None:
+        failure = failure or lost.figures["error"]
     profile = Profile(
         header=header,
-        notes=run_notes(a, list(run.missed), run.skip_first, recorder),
+        notes=run_notes(a, list(run.missed), run.skip_first, recorder) + ([lost] if lost is not None else []),
         sections=a.sections,
         complete=failure is None,
         failure=failure,
         timeline=a.timeline,
     )
     return Made(profile, capture, a.costs, a.origin_ns or recorder.window.started_ns)
+
+
+def _assembled(capture: Capture, costs: HookCosts, name: str) -> Tuple[Assembly, Optional[Note]]:
+    """The capture assembled; where nnprofile's own accounting fails on it, an empty assembly and a note that says
+    so: the run's header, notes and files are still written (and the events, where asked for), never lost whole."""
+    try:
+        return assemble(capture, costs, name), None
+    except Exception as e:
+        error = "nnprofile could not assemble what it recorded (%s: %s)" % (type(e).__name__, str(e)[:200])
+        empty = Capture(started_ns=capture.started_ns, stopped_ns=capture.stopped_ns, costs=capture.costs)
+        return assemble(empty, costs, name), Note("assembly_failed", {"error": error, "events": len(capture.events)})
 
 
 def _header(run: Run, recorder: Any, a: Assembly, measured: HookCosts) -> ProgramHeader:
@@ -155,6 +168,6 @@ def run_notes(a: Assembly, missed: List[Note], skip_first: int, recorder: Any) -
         notes.append(Note("other_thread", {"functions": recorder.elsewhere}))
     elif recorder.shared:
         notes.append(Note("hooks_shared", {"functions": recorder.elsewhere}))
-    elif not recorder.window.events:
+    elif not any(not isinstance(e, (Hooks, StepMark)) for e in recorder.window.events):  # (marks alone: no work)
         notes.append(Note("nothing_recorded"))
     return notes
