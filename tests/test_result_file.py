@@ -393,3 +393,12 @@ def test_a_record_read_by_name_reads_as_its_json_does():
         for name in set(data) | {"graph", "batch_size", "mystery", "nothing"}:
             assert (name in record) == (name in data), (record, name)
             assert record.get(name, "absent") == (data[name] if data.get(name) is not None else "absent")
+
+
+def test_a_version_14_file_keeps_where_the_program_waited():
+    profile = result_file.load(os.path.join(GOLDEN, "result_v14.json"))
+    [line] = [l for l in profile.sections[-1].info.own_lines if l.waited_ms]
+    assert line.text == "time.sleep(0.004)" and line.waited_ms > 0
+    [solver] = profile.sections[-1].info.solvers
+    assert solver.type == "Sgd" and solver.module == "nnabla.solver"  # its class's module (since 14)
+    assert result_file.load(os.path.join(GOLDEN, "result_v13.json")).sections[-1].info.solvers[0].module == ""

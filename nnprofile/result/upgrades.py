@@ -80,7 +80,7 @@ from typing import Any, Callable, Dict
 from ..base.errors import ProfileError
 from .notes import Note
 
-VERSION = 13
+VERSION = 14
 
 
 def _v1_to_v2(data: Dict[str, Any]) -> Dict[str, Any]:
@@ -193,6 +193,12 @@ def _v12_to_v13(data: Dict[str, Any]) -> Dict[str, Any]:
     return data
 
 
+def _v13_to_v14(data: Dict[str, Any]) -> Dict[str, Any]:
+    """Version 13 did not say where the program's own lines waited (a line's fifth item), nor a solver's class's
+    module: nothing to change (none said)."""
+    return data
+
+
 UPGRADES: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {
     1: _v1_to_v2,
     2: _v2_to_v3,
@@ -206,6 +212,7 @@ UPGRADES: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {
     10: _v10_to_v11,
     11: _v11_to_v12,
     12: _v12_to_v13,
+    13: _v13_to_v14,
 }
 
 
