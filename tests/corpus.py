@@ -8,6 +8,7 @@ CI points ``NNPROFILE_PROGRAMS`` at the corpus (``.ci/run``); elsewhere it is lo
 
 import importlib.util
 import json
+import math
 import os
 import re
 import shlex
@@ -27,6 +28,7 @@ TIMEOUT = 900
 # The property each corpus test records: (its program's run alone, its run under nnprofile), wall seconds, side by
 # side (``summary`` sums them over a session).
 SECONDS = "corpus_seconds"
+TRUTH = "corpus_against_alone"  # nnprofile's step and passes over the program's own, run alone (tests/truth)
 
 
 def available() -> bool:
@@ -231,17 +233,20 @@ def summary(reports: Iterable[object], most: int = 5) -> Optional[str]:
     """What the programs took alone and under nnprofile, over the corpus tests of a session (their reports), on the
     harness's clock: how much of ``make corpus`` is the programs' own and how much nnprofile's, and the ``most``
     programs it added the most to."""
-    pairs = {}
+    pairs, ratios = {}, {}
     for r in reports:
         for name, value in getattr(r, "user_properties", ()):
+            key = getattr(r, "nodeid", "").rsplit("[", 1)[-1].rstrip("]")
             if name == SECONDS:
-                pairs[getattr(r, "nodeid", "").rsplit("[", 1)[-1].rstrip("]")] = value
+                pairs[key] = value
+            elif name == TRUTH:
+                ratios[key] = value
     if not pairs:
         return None
     alone, profiled = sum(a for a, _ in pairs.values()), sum(p for _, p in pairs.values())
     added = sorted(pairs.items(), key=lambda kv: kv[1][0] - kv[1][1])[:most]
-    return (
-        "corpus: %d programs took %.0f s alone and %.0f s under nnprofile (%.2fx), each pair side by side\n"
+    said = (
+        "corpus: %d programs took %.0f s alone and %.0f s under nnprofile (%.2fx), each pair in turns\n"
         "corpus: nnprofile added most to %s"
         % (
             len(pairs),
@@ -249,5 +254,35 @@ def summary(reports: Iterable[object], most: int = 5) -> Optional[str]:
             profiled,
             profiled / alone if alone else float("nan"),
             ", ".join("%s (%.1f s to %.1f s)" % (k, a, p) for k, (a, p) in added),
+        )
+    )
+    return said + ("\n" + against_alone(ratios, most) if ratios else "")
+
+
+def against_alone(ratios: Dict[str, Dict[str, float]], most: int = 5) -> str:
+    """nnprofile's step (and passes) over the program's own run alone, over the programs: how many within 5 %, how
+    many within the instrument's own 95 % interval of the program's step (``spread``: what the program alone would
+    move by, run again), and the ``most`` furthest off, each with that interval."""
+    steps = {k: r["step"] for k, r in ratios.items() if "step" in r}
+    within = sum(1 for v in steps.values() if abs(v - 1) <= 0.05)
+    noise = sum(1 for k, v in steps.items() if "spread" in ratios[k] and abs(v - 1) <= ratios[k]["spread"])
+    off = sorted(steps, key=lambda k: -abs(math.log(steps[k])))[:most]
+    return (
+        "corpus: nnprofile's step against the program alone (tests/truth): %d of %d within 5%%, %d within the "
+        "program's own 95%% interval; furthest: %s"
+        % (
+            within,
+            len(steps),
+            noise,
+            ", ".join(
+                "%s %.2fx%s%s"
+                % (
+                    k,
+                    steps[k],
+                    " (alone +-%.0f%%)" % (100 * ratios[k]["spread"]) if "spread" in ratios[k] else "",
+                    "".join(" %s %.2fx" % (p, ratios[k][p]) for p in ("forward", "backward") if p in ratios[k]),
+                )
+                for k in off
+            ),
         )
     )

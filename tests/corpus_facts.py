@@ -48,6 +48,17 @@ NAMES = {
     ("s3-maml", "validation tasks"): "result_all",
 }
 
+# Iterators the corpus names by the variable they were made into, where the program reads them under another name
+# (nnprofile names an iterator where the program reads it): (program, the fact's name) -> the name at the read.
+ITERATOR_NAMES = {
+    # main() makes train_loader and val_loader and hands them to its Trainer, which reads self.data_loader and
+    # self.val_data_loader.
+    ("s5-vqvae", "train_loader"): "trainer.data_loader",
+    ("s5-vqvae", "val_loader"): "trainer.val_data_loader",
+    ("s5-vqvae-prior", "train_loader"): "trainer.data_loader",
+    ("s5-vqvae-prior", "val_loader"): "trainer.val_data_loader",
+}
+
 # Facts the program's structure leaves open, and why (each loosens one cell).
 LOOSE = {
     # The tutorial's "demo graphs" are several: one forward only, two run backward to show gradients (no solver):
@@ -62,13 +73,17 @@ _PLACE = re.compile(r"([\w./-]+\.py):(\d+)((?: and :\d+)*)")
 _GRAD_TYPES = ("DataGrad", "FilterGrad", "Backward")
 
 
-def check(pid: str, facts: dict, profile, log: str) -> List[str]:
+def check(pid: str, facts: dict, profile, log: str, sources: Optional[Dict[str, str]] = None) -> List[str]:
+    """``sources``: the program's files' text by their names (the loop is then checked against its line)."""
     out = []
     out += steps(profile, log, facts["steps"])
+    out += loop(profile, facts.get("loop", ""), sources)
     out += graphs(pid, profile, facts["graphs"])
+    out += when(pid, profile, facts["graphs"])
+    out += counts(pid, profile, facts["graphs"])
     out += solvers(profile, facts["solvers"])
     out += scopes(profile, facts["scopes"])
-    out += inputs(profile, facts["data_iterators"])
+    out += inputs(profile, facts["data_iterators"], pid)
     out += kinds(profile, facts)
     return out
 
@@ -81,6 +96,29 @@ def steps(profile, log: str, count: int) -> List[str]:
         line = next((x for x in log.splitlines() if x.startswith("Timing:")), "")
         out.append("profile.log does not say the run's %d steps: %s" % (count, line[:200]))
     return out
+
+
+_HEADER = re.compile(r"^for (\w+) in range\(")
+
+
+def loop(profile, text: str, sources: Optional[Dict[str, str]]) -> List[str]:
+    """The loop whose iterations are the steps iterates the variable the fact's ``loop`` begins with (``for i in
+    range(max_iter):``, the corpus's shorthand of ``for i in range(start_point, args.max_iter):``): its line, where
+    the profile says it is, reads ``for i in ``. A loop over epochs holds the steps' loop inside it; facts in prose
+    (a Trainer's epochs, an environment's loop) are the steps' and graphs' facts to check."""
+    header = _HEADER.match(text)
+    if header is None or header.group(1) == "epoch" or sources is None:
+        return []
+    s = profile.header.steps
+    where = (s.figures or {}).get("where") if s is not None and s.kind == "steps_iterations" else None
+    if not where:
+        return ["the steps are no loop's iterations (%s); the source: %s" % (s.kind if s else None, text[:40])]
+    name, line = where.rsplit(":", 1)
+    lines = sources.get(name, "").splitlines()
+    code = lines[int(line) - 1].strip() if 0 < int(line) <= len(lines) else ""
+    if not code.startswith("for %s in " % header.group(1)):
+        return ["the steps' loop at %s reads %r; the source's: %s" % (where, code[:60], text[:40])]
+    return []
 
 
 def places(name: str) -> List[str]:
@@ -121,6 +159,11 @@ def solver_matches(text: str, labels: Sequence[str]) -> bool:
     )
 
 
+def _trained_by(text: str, labels: Sequence[str]) -> bool:
+    """A trained graph's solvers are the fact's one solver, exactly: no other solver trains it too."""
+    return len(labels) == 1 and solver_matches(text, labels)
+
+
 def _candidates(pid: str, g: dict, sections) -> Tuple[list, bool]:
     """The sections a graph fact names, and whether each is of the fact's role (and solver)."""
     roles = LOOSE.get((pid, g["name"]), ROLES[g["role"]])
@@ -137,17 +180,27 @@ def _candidates(pid: str, g: dict, sections) -> Tuple[list, bool]:
         s
         for s in found
         if s.info.get("role") in roles
-        and (g["role"] != "trained" or solver_matches(g["solver"], s.info.get("trained_by") or []))
+        and (g["role"] != "trained" or _trained_by(g["solver"], s.info.get("trained_by") or []))
     ]
     return (right, True) if right else (found, False)
+
+
+def _built_there(pid: str, g: dict, sections) -> list:
+    """The sections built where a graph fact's places are, whatever their role: a graph's code run again in another
+    part of the program (a validation that calls the trained graph's encoder) is that fact's code too."""
+    where = places(g["name"])
+    return [s for s in sections if any(built_at(s, p) for p in where)] if where else []
 
 
 def graphs(pid: str, profile, facts: Sequence[dict]) -> List[str]:
     sections = [s for s in profile.sections if s.kind == "graph"]
     out = []
     claimed: Dict[str, str] = {}
+    elsewhere: Dict[str, str] = {}  # the fact's code built a section of another role too (its validation's run)
     for g in facts:
         found, right = _candidates(pid, g, sections)
+        if right:
+            elsewhere.update((s.name, g["name"]) for s in _built_there(pid, g, sections) if s not in found)
         if not found or not right:
             out.append(
                 "graph %r (%s%s): %s"
@@ -163,8 +216,106 @@ def graphs(pid: str, profile, facts: Sequence[dict]) -> List[str]:
                 out.append("section %r is graph %r and %r" % (s.name, claimed[s.name][:40], g["name"][:40]))
             claimed[s.name] = g["name"]
     allowed = EXTRA.get(pid, ())
-    out += ["section %r is no graph of the program's" % s.name for s in sections if s.name not in claimed]
+    out += [
+        "section %r is no graph of the program's" % s.name
+        for s in sections
+        if s.name not in claimed and s.name not in elsewhere
+    ]
     return [p for p in out if not any(a in p for a in allowed)]
+
+
+# What a graph's ``when`` says of the kept steps: it runs in every one (its passes a step, at least one, or the number
+# said), or in none of them (only before the loop, or after it).
+_EVERY = re.compile(r"^every (iteration|update step|training iteration)\b")
+_PER_ITERATION = re.compile(r"^(\d+) per iteration")
+_OUTSIDE = re.compile(r"^(after training|before training|once,? before the loop|after the loop)")
+
+
+def when(pid: str, profile, facts: Sequence[dict]) -> List[str]:
+    """Each graph's passes a kept step, as its ``when`` says them: every step (one or more, or the number said), or
+    none (only outside the loop). Other words (an evaluation every N iterations: which fall in the kept window
+    depends on it) are the graphs' and solvers' facts' to check."""
+    from nnprofile.analysis import analyze
+
+    steps = [a.step for a in analyze(profile).sections if a.step is not None]
+    per_step = {g.name: max(g.forward_per_step, g.backward_per_step) for st in steps for g in st.graphs}
+    sections = [s for s in profile.sections if s.kind == "graph"]
+    out = []
+    for g in facts:
+        text = (g.get("when") or "").strip()
+        found, _ = _candidates(pid, g, sections)
+        if not found:
+            continue  # (said by graphs())
+        runs = [per_step.get(s.name, 0.0) for s in found]
+        number = _PER_ITERATION.match(text)
+        if number and not any(abs(r - int(number.group(1))) < 1e-6 for r in runs):
+            out.append("graph %r runs %s a step; the source: %s" % (g["name"][:40], runs, text[:60]))
+        elif _EVERY.match(text) and not any(r >= 1 for r in runs):
+            out.append("graph %r runs %s a step; the source: %s" % (g["name"][:40], runs, text[:60]))
+        elif _OUTSIDE.match(text) and any(r > 0 for r in runs):
+            out.append("graph %r runs %s a step; the source: %s" % (g["name"][:40], runs, text[:60]))
+    return out
+
+
+# An evaluation's iterations as its ``when`` counts them: "i = 0, 10, 20: 2 forward passes each, and 2 after the
+# loop", "i = 0 only: 10 forward passes; none after the loop", "after training: 20 forward passes".
+_AT_ITERATIONS = re.compile(r"^i = (.+?):\s*(\d+) forward pass")
+_AFTER_LOOP = re.compile(r"and (\d+) (?:forward )?(?:pass(?:es)? )?after the loop")
+_ONLY_AFTER = re.compile(r"^after training(?: only)?: (\d+) forward passes")
+
+
+def _counted(text: str) -> Optional[Tuple[Dict[int, int], Optional[int]]]:
+    """The passes at each iteration ``i`` and after the loop (None: not said) that a ``when`` counts; None where
+    it counts otherwise (in epochs, episodes: each program its own words)."""
+    at = _AT_ITERATIONS.match(text)
+    if at:
+        iterations = [int(x) for x in re.findall(r"\d+", re.sub(r"\([^)]*\)", "", at.group(1)))]
+        after = _AFTER_LOOP.search(text)
+        return {i: int(at.group(2)) for i in iterations}, (
+            int(after.group(1)) if after else 0 if "none after the loop" in text else None
+        )
+    only = _ONLY_AFTER.match(text)
+    return ({}, int(only.group(1))) if only else None
+
+
+# Where a fact's count is not the program's own arithmetic: (program, graph) -> the count the program makes.
+COUNTED = {
+    # ``for i in range(len(test_data)//(num_steps * t_batch_size))``: test_data is the 453 words of ptb.valid.txt
+    # as read (``replace('\n', '<eos>').split()``), num_steps 10, t_batch_size 1: 45 passes, not 90.
+    ("s2-lstm-lm", "tloss"): ({}, 45),
+}
+
+
+def counts(pid: str, profile, facts: Sequence[dict]) -> List[str]:
+    """An evaluation's passes as its ``when`` counts them: those at the kept steps' iterations (step k is
+    iteration i = k - 1), a kept step's share; where none fall in the kept steps, all of them, before and after
+    the loop, as the passes the profile saw outside the steps."""
+    kept = list(getattr(profile.header, "kept_steps", None) or [])
+    sections = [s for s in profile.sections if s.kind == "graph"]
+    out = []
+    for g in facts:
+        said = COUNTED.get((pid, g["name"])) or (
+            _counted((g.get("when") or "").strip()) if g["role"] == "evaluation" else None
+        )
+        found, _ = _candidates(pid, g, sections)
+        if said is None or not found or not kept:
+            continue
+        at, after = said
+        inside = sum(n for i, n in at.items() if i + 1 in kept)
+        per_step = sum(s.info.get("forward_per_step") or 0.0 for s in found)
+        if abs(per_step * len(kept) - inside) > 1e-6:
+            out.append(
+                "graph %r runs %.3f a kept step; the source: %d passes in steps %s..%s"
+                % (g["name"][:40], per_step, inside, kept[0], kept[-1])
+            )
+        elif not inside and after is not None:
+            seen = sum((s.info.get("passes") or {}).get("forward", 0) for s in found)
+            if seen != sum(at.values()) + after:
+                out.append(
+                    "graph %r: %d passes outside the steps; the source: %d"
+                    % (g["name"][:40], seen, sum(at.values()) + after)
+                )
+    return out
 
 
 def _prefix(text: str) -> Optional[str]:
@@ -218,10 +369,13 @@ def _solver(s, f: dict, profile) -> List[str]:
     out = []
     if not s.parameters:
         out.append("solver %s holds no parameters" % s.label)
-    if _prefix(f["parameters"]) is None:
-        missing = _layer_scopes(profile, s.trains) - set(s.scopes)
-        if missing:
-            out.append("solver %s (%s) does not hold %s" % (s.label, f["parameters"][:40], sorted(missing)[:4]))
+    prefix = _prefix(f["parameters"])
+    # All of its scope: every parametric layer of the graphs it trains (under its scope, where the fact names one).
+    wanted = {x for x in _layer_scopes(profile, s.trains) if prefix is None or x.startswith(prefix)}
+    missing = wanted - set(s.scopes)
+    if missing:
+        out.append("solver %s (%s) does not hold %s" % (s.label, f["parameters"][:40], sorted(missing)[:4]))
+    out += _module(s, f)
     updates = f["updates_per_iteration"]
     if isinstance(updates, str):  # "1 in total": made and updated before the loop, in no step
         outside = [e for x in profile.sections if x.kind == "outside" for e in x.entries_of("update")]
@@ -232,6 +386,18 @@ def _solver(s, f: dict, profile) -> List[str]:
     return out
 
 
+def _module(s, f: dict) -> List[str]:
+    """Its class's module: NNabla's solvers are classes of ``nnabla.solver`` (``nnabla.solvers`` and the old
+    ``nnabla.solver`` give the same class: the module a program imported is no property of the solver), a class of
+    the program's own is the program's."""
+    nnabla_own = f["module"].startswith("nnabla.solver")
+    if nnabla_own and s.module != "nnabla.solver":
+        return ["solver %s: its class's module %r, NNabla's in the source (%s)" % (s.label, s.module, f["module"])]
+    if not nnabla_own and (not s.module or s.module.startswith("nnabla")):
+        return ["solver %s: its class's module %r, the program's own in the source" % (s.label, s.module)]
+    return []
+
+
 def scopes(profile, wanted: Sequence[str]) -> List[str]:
     layers = {e.layer for s in profile.sections for e in s.entries if e.layer}
     return ["no layer named %r among %d layers" % (w, len(layers)) for w in wanted if not any(w in x for x in layers)]
@@ -240,7 +406,7 @@ def scopes(profile, wanted: Sequence[str]) -> List[str]:
 _NOT_TRAINING = re.compile(r"train=False|\bdev\b|\bvalid|visualize")
 
 
-def inputs(profile, facts: Sequence[str]) -> List[str]:
+def inputs(profile, facts: Sequence[str], pid: str = "") -> List[str]:
     """One input entry per iterator, and as many feeding the training as the source says: an iterator read in the
     steps is the training's unless the step says it feeds an evaluation; one read only outside the steps (before
     the first, after the last) feeds none."""
@@ -255,6 +421,9 @@ def inputs(profile, facts: Sequence[str]) -> List[str]:
     out = []
     if len(every) != wanted:
         out.append("%d input entries (%s) for %d iterators" % (len(every), sorted(every), wanted))
+    named = [m.group(1) for m in (re.search(r"-> (\w+)", f) for f in facts) if m]
+    named = [ITERATOR_NAMES.get((pid, n), n) for n in named]
+    out += ["no input entry named %r (its variable): %s" % (n, sorted(every)) for n in named if n not in every]
     if len(training) != wanted_training:
         out.append(
             "%d iterators feed the training (%s; evaluation: %s), %d in the source"

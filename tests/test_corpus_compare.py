@@ -4,7 +4,7 @@ session's runs are summed."""
 
 from types import SimpleNamespace
 
-from corpus import SECONDS, differences, own_text, summary
+from corpus import TRUTH, SECONDS, differences, own_text, summary
 
 LOG = "2026-11-25 21:15:03,356 [nnabla][INFO]: "
 
@@ -48,7 +48,24 @@ def test_a_session_sums_each_programs_two_runs_once():
         "a warning",
     ]
     assert summary(reports).splitlines() == [
-        "corpus: 2 programs took 8 s alone and 10 s under nnprofile (1.19x), each pair side by side",
+        "corpus: 2 programs took 8 s alone and 10 s under nnprofile (1.19x), each pair in turns",
         "corpus: nnprofile added most to a (2.0 s to 3.0 s), b (6.0 s to 6.5 s)",
     ]
     assert summary([report("c")]) is None
+    reports[0].user_properties.append((TRUTH, {"step": 1.03, "forward": 0.98}))
+    reports[2].user_properties.append((TRUTH, {"step": 1.2, "spread": 0.25}))  # off, within the program's own noise
+    assert summary(reports).splitlines()[-1] == (
+        "corpus: nnprofile's step against the program alone (tests/truth): 1 of 2 within 5%, 1 within the program's "
+        "own 95% interval; furthest: b 1.20x (alone +-25%), a 1.03x forward 0.98x"
+    )
+
+
+def test_the_instruments_spread_is_the_95_percent_half_width_of_the_programs_mean_step():
+    """Steps of 10, 12, 8, 10 ms (sd 1.633, n 4, t 3.18): the mean 10 ms, give or take 2.60 ms; fewer than 3 steps
+    have no spread; steps numbered from 1, step k ends at the k-th update."""
+    from truth import Truth
+
+    ends = [0, 10, 22, 30, 40]  # the updates' ends (ms): steps 2..5 took 10, 12, 8, 10
+    t = Truth([int(x * 1e6) for x in ends], 0.0)
+    assert abs(t.spread(2, 5) - 3.18 * 1.63299 / 2 / 10) < 1e-4
+    assert t.spread(2, 3) is None and t.spread(2, 9) is None

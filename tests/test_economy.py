@@ -75,6 +75,9 @@ def test_a_section_timed_in_its_passes_keeps_nncs_entries_and_says_why(tmp_path)
     assert "Layers: timed inside the section's whole passes" in (tmp_path / "profile.log").read_text()
 
 
+BUSY = 0.01  # of the rounds' time the profiled thread waited for a CPU, beyond which the machine was busy
+
+
 @pytest.mark.slow
 def test_an_unrolled_lstm_autoencoder_keeps_its_budget_with_its_layers_in_its_passes(tmp_path):
     """NNC's LSTM auto encoder sample's structure (``tests/nntxt_rnn.py``): 794 functions a training step."""
@@ -87,6 +90,12 @@ def test_an_unrolled_lstm_autoencoder_keeps_its_budget_with_its_layers_in_its_pa
     assert "layers_in_passes" in train.info
     assert train.sampling["seconds"] <= 1.2 * train.sampling["budget_seconds"]
     analysis = nnprofile.analyze(p).of(train)
+    # The layers, timed in hooked passes, against the pass run without hooks (a few samples of each, their medians
+    # 0.93 to 1.06 apart beside two spinning processes): the corpus's bound. Where other work took the profiled
+    # thread's CPU for a share of the rounds the kernel counted (a CI runner of two workers: 0.85 once), the two
+    # sample different spells: the bound is then only that no pass's layers were lost or counted twice.
+    busy = train.interference is None or (train.interference.share or 0.0) > BUSY or train.interference.disturbed > 0
+    low, high = (0.75, 1.33) if busy else (0.9, 1.1)
     for c in analysis.coverage:
-        assert 0.9 <= c.share <= 1.02, c
+        assert low <= c.share <= high, (c, train.interference)
     assert len(train.entries_of("forward_function")) == 794 and all(e.samples_ns for e in train.entries)

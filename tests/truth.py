@@ -8,6 +8,7 @@ iteration ``b``, divided by their number, whatever the iteration does between (a
 steps). nnprofile numbers its steps the same way (the first iteration that updates is step 1)."""
 
 import json
+import math
 import os
 import sys
 from dataclasses import dataclass, field
@@ -64,11 +65,35 @@ class Truth:
         total = sum(p.end - p.start for p in self.passes if p.phase == phase and lo < p.end <= hi)
         return total / (last - first + 1) / 1e6
 
+    def spread(self, first: int, last: int) -> Optional[float]:
+        """How far the mean step over steps ``first`` to ``last`` may be off, as a share of it: the half-width of its
+        95 % interval (Student's t over the steps' own durations), None where there are fewer than 3 steps. It is
+        the instrument's own noise (the program's steps vary run to run, and step to step): a figure of nnprofile's
+        off by less than this is off by no more than the program alone would be, run again."""
+        if first < 2 or last > len(self.ends) or last - first < 2:
+            return None
+        steps = [b - a for a, b in zip(self.ends[first - 2 : last - 1], self.ends[first - 1 : last])]
+        n = len(steps)
+        mean = sum(steps) / n
+        sd = math.sqrt(sum((x - mean) ** 2 for x in steps) / (n - 1))
+        return _t95(n - 1) * sd / math.sqrt(n) / mean if mean > 0 else None
+
     def mean_ms(self, first: int, last: int) -> Optional[float]:
         """The mean step over steps ``first`` to ``last`` (numbered from 1), None where they are not all there."""
         if first < 2 or last > len(self.ends):
             return None
         return (self.ends[last - 1] - self.ends[first - 2]) / (last - first + 1) / 1e6
+
+
+_T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23, 15: 2.13, 20: 2.09}
+
+
+def _t95(df: int) -> float:
+    """Student's t for a two-sided 95 % interval at ``df`` degrees of freedom, from a table (no SciPy in the tests):
+    between two rows, the row below (the wider interval); from 30 on, 2."""
+    if df >= 30:
+        return 2.0
+    return _T95[max(k for k in _T95 if k <= max(1, df))]
 
 
 def load(path: str, solvers: Sequence[dict]) -> Optional[Truth]:
@@ -97,14 +122,20 @@ def load(path: str, solvers: Sequence[dict]) -> Optional[Truth]:
 
 
 def figures(out: str) -> dict:
-    """nnprofile's figures for the program's step, from the result in ``out``: the steps they are over (first and last,
-    numbered from 1), the step and each phase's passes a step (ms), as the step's breakdown reads them."""
+    """nnprofile's figures for the program's step, from the result in ``out`` (``figures_of``)."""
     import nnprofile
     from nnprofile.analysis import analyze
 
     profile = nnprofile.load(out)
+    return figures_of(profile, analyze(profile))
+
+
+def figures_of(profile, analysis) -> dict:
+    """nnprofile's figures for the program's step, from a loaded result and its analysis: the steps they are over
+    (first and last, numbered from 1), the step and each phase's passes a step (ms), as the step's breakdown reads
+    them."""
     steps = list(profile.header.kept_steps or [])
-    step = analyze(profile).sections[-1].step
+    step = analysis.sections[-1].step
     if step is None or not steps:
         return {"steps": (None, None), "step": None, "forward": None, "backward": None}
     return {

@@ -3,16 +3,16 @@ nnprofile, to check nnprofile's figures against (tests/test_corpus.py, benchmark
 
 Loaded at the interpreter's start through PYTHONPATH where NNPROFILE_TRUTH names a file. Every solver the program
 makes is a thin stand-in whose ``update()`` notes the clock as it returns (NNabla's factories, wherever bound, and
-the program's own subclasses of ``Solver``, found as they are defined). Where NNPROFILE_TRUTH_SOURCES names the
-program's folder, its own modules (and its main script, run by ``truth_main.py``) are compiled with every call of a
-``forward``, ``backward`` or ``forward_all`` method made a call through ``__truth_pass__``, which notes the clock
-around it when it runs on an NNabla variable (NNabla's ``Variable`` is a Cython class: its methods cannot be
+the program's own subclasses of ``Solver``, patched as their class statements finish). Where NNPROFILE_TRUTH_SOURCES
+names the program's folder, its own modules (and its main script, run by ``truth_main.py``) are compiled with every
+call of a ``forward``, ``backward`` or ``forward_all`` method made a call through ``__truth_pass__``, which notes the
+clock around it when it runs on an NNabla variable (NNabla's ``Variable`` is a Cython class: its methods cannot be
 wrapped, the program's calls of them can); nothing else of the program is touched. At the program's end the file
 holds, for each solver in the order made, its class and the end of each update (ns of the thread's own clock:
 ``time.perf_counter_ns`` less the time the thread waited for a CPU, the kernel's count in its ``schedstat``, so that
-a program measured beside other work reads as nnprofile's figures read it, other work's share left out);
-each pass as the program called it (its place: file, line and method; its start and end); and what one update's
-and one pass's note cost, measured here on stand-ins of nothing.
+a program measured beside other work reads as nnprofile's figures read it, other work's share left out); each pass as
+the program called it (its place: file, line and method; its start and end); and what one update's and one pass's
+note cost, measured here on stand-ins of nothing.
 
 This file imports nothing of nnprofile's and never will: it is the truth nnprofile's figures are held to.
 """
@@ -245,20 +245,38 @@ class _Sources:
 
 
 def _watch(base):
-    def watch():  # the program's own subclasses, as they are defined (its loop starts later)
-        seen = set()
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            stack = list(base.__subclasses__())
-            while stack:
-                cls = stack.pop()
-                stack.extend(cls.__subclasses__())
-                if cls not in seen and not (cls.__module__ or "").startswith("nnabla"):
-                    seen.add(cls)
-                    _own_update(cls)
-            time.sleep(0.01)
+    """The program's own subclasses of ``base``, patched as each class statement finishes (``__build_class__``): before
+    any of its instances can update, whatever the machine's load (a thread that looked for them now and then missed a
+    fast program's first steps on a busy CI runner)."""
+    for cls in _below(base):
+        _own_update(cls)
+    build = builtins.__build_class__
 
-    threading.Thread(target=watch, daemon=True, name="truth-watch").start()
+    def build_class(*args, **kwargs):
+        cls = build(*args, **kwargs)
+        try:
+            if isinstance(cls, type) and issubclass(cls, base) and _programs(cls):
+                _own_update(cls)
+        except Exception:
+            pass
+        return cls
+
+    builtins.__build_class__ = build_class
+
+
+def _below(base):
+    stack, out = list(base.__subclasses__()), []
+    while stack:
+        cls = stack.pop()
+        stack.extend(cls.__subclasses__())
+        if _programs(cls):
+            out.append(cls)
+    return out
+
+
+def _programs(cls):
+    """Whether a class is the program's own (not one of NNabla's)."""
+    return not (cls.__module__ or "").startswith("nnabla")
 
 
 def _chain():
