@@ -254,8 +254,7 @@ def test_the_end_note_says_which_steps_after_the_first_window_ran_without_the_ho
     figures = {"window": 1, "last_step": 41, "more_steps": 109, "tail_s": 0.0, "failure": None, "status": None}
     said = notes.text(Note("after_windows", dict(figures, measured_steps=20)))
     assert said.startswith(
-        "after step 41 (window 1 and the 20 steps after it without the hooks) the program ran 109 more "
-        "steps unrecorded"
+        "after step 41 (window 1 and the 20 steps after it without the hooks) the program ran 109 more steps unrecorded"
     )
     earlier = notes.text(Note("after_windows", figures))  # (a file written before these were counted)
     assert earlier.startswith("after step 41 (the end of window 1) the program ran 109 more steps unrecorded")
