@@ -4,8 +4,6 @@ saved, and loaded again without NNabla, to assemble the same profile (``tests/ev
 
 from __future__ import annotations
 
-import dataclasses
-
 import gzip
 import json
 import re
@@ -156,8 +154,6 @@ def from_dict(d: Dict[str, Any]) -> Capture:
     if d.get("costs"):
         raw = dict(d["costs"])
         by_signature = {k: (float(v[0]), float(v[1])) for k, v in (raw.pop("by_signature", None) or {}).items()}
-        known = {f.name for f in dataclasses.fields(HookCosts)}  # (older files: "outside", "carry", no more fitted)
-        raw = {k: v for k, v in raw.items() if k in known}
         costs = HookCosts(**dict(raw, kinds=tuple(raw.get("kinds", KINDS))), by_signature=by_signature)
     return Capture(
         events=[_event(x) for x in d["events"]],

@@ -17,7 +17,6 @@ from ..result.timeline import TimelineEvent
 from .calls import Calls
 from .events import Call, CommCall, EAGER, Event, InputCall, MonitorCall, SolverCall, depth_of
 from .intervals import overlap
-from .lean import Lean
 from .roles import solver_label
 from .passes import Pass, group_passes
 
@@ -55,8 +54,6 @@ class ProgramSections:
             plain,
         )
         self.step_passes = step_passes  # each step's passes (``group_passes``), as the assembly grouped them
-        # The plain steps' figures (``nnprofile.assembly.lean``) and each pass's graph, where they were measured.
-        self.lean: Optional[Tuple[Lean, Callable[[Pass], Optional[str]]]] = None
 
     def program_section(self) -> Section:
         c = self.calls.costs
@@ -71,13 +68,22 @@ class ProgramSections:
             start, end = self.bounds[i]
             step_passes = self.step_passes[i]
             hooks = self._tally(events, tables, step_passes) - sum(self.calls.overshoot(p) for p in step_passes)
+            passes = sum(1 for p in step_passes if not p.dynamic)
+            carried = c.carry if i - 1 not in self.plain else 0.0  # the step before had the hooks
             waited = self.calls.waited(start, end)
-            lean = self.lean[0].steps.get(i) if self.lean is not None else None
-            if lean is not None:  # a step of the plain steps' shape: its gaps as they take without the hooks
-                step.get("step").add(lean)
-            else:
-                off = hooks + sum(1 for p in step_passes if not p.dynamic) * c.per_pass()
-                step.get("step").add(max(0.0, end - start - overlap(start, end, self.calls.excluded) - off - waited))
+            step.get("step").add(
+                max(
+                    0.0,
+                    end
+                    - start
+                    - overlap(start, end, self.calls.excluded)
+                    - hooks
+                    - passes * c.per_pass()
+                    - c.outside
+                    - carried
+                    - waited,
+                )
+            )
             step_waited.append(waited)
             self._step_events(i, events)
         entries = self._entries(tables)
