@@ -88,13 +88,15 @@ def test_an_unrolled_lstm_autoencoder_keeps_its_budget_with_its_layers_in_its_pa
     p = nnprofile.profile(str(project), synthetic=True)
     train = p.sections[0]
     assert "layers_in_passes" in train.info
-    assert train.sampling["seconds"] <= 1.2 * train.sampling["budget_seconds"]
+    # Where other work took the profiled thread's CPU for a share of the rounds the kernel counted (a CI runner of two
+    # workers: 0.85 once), the rounds take longer than the budget planned them at (1.83 and 1.94 of 1.5 s beside
+    # another worker): the budget then holds to half again, not a fifth.
+    busy = train.interference is None or (train.interference.share or 0.0) > BUSY or train.interference.disturbed > 0
+    assert train.sampling["seconds"] <= (1.5 if busy else 1.2) * train.sampling["budget_seconds"]
     analysis = nnprofile.analyze(p).of(train)
     # The layers, timed in hooked passes, against the pass run without hooks (a few samples of each, their medians
-    # 0.93 to 1.06 apart beside two spinning processes): the corpus's bound. Where other work took the profiled
-    # thread's CPU for a share of the rounds the kernel counted (a CI runner of two workers: 0.85 once), the two
-    # sample different spells: the bound is then only that no pass's layers were lost or counted twice.
-    busy = train.interference is None or (train.interference.share or 0.0) > BUSY or train.interference.disturbed > 0
+    # 0.93 to 1.06 apart beside two spinning processes): the corpus's bound. Where other work took the thread's CPU,
+    # the two sample different spells: the bound is then only that no pass's layers were lost or counted twice.
     low, high = (0.75, 1.33) if busy else (0.9, 1.1)
     for c in analysis.coverage:
         assert low <= c.share <= high, (c, train.interference)
