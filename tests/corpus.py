@@ -269,11 +269,12 @@ def against_alone(ratios: Dict[str, Dict[str, float]], most: int = 5) -> str:
     off = sorted(steps, key=lambda k: -abs(math.log(steps[k])))[:most]
     return (
         "corpus: nnprofile's step against the program alone (tests/truth): %d of %d within 5%%, %d within the "
-        "program's own 95%% interval; furthest: %s"
+        "program's own 95%% interval%s; furthest: %s"
         % (
             within,
             len(steps),
             noise,
+            over_programs(ratios),
             ", ".join(
                 "%s %.2fx%s%s"
                 % (
@@ -286,3 +287,20 @@ def against_alone(ratios: Dict[str, Dict[str, float]], most: int = 5) -> str:
             ),
         )
     )
+
+
+def over_programs(ratios: Dict[str, Dict[str, float]]) -> str:
+    """Each figure's ratio over the programs: the geometric mean and its 95 % interval (Student's t over the
+    programs' log-ratios: each program one pair of processes, so the interval holds the spread between processes
+    that no one pair's can), where 3 or more programs have it."""
+    from nnprofile.base.student import mean_ci
+
+    out = []
+    for figure in ("step", "forward", "backward"):
+        logs = [math.log(r[figure]) for r in ratios.values() if r.get(figure, 0) > 0]
+        if len(logs) < 3:
+            continue
+        centre, low, high = mean_ci(logs)
+        assert low is not None and high is not None
+        out.append("%s %.2fx [%.2f, %.2f]" % (figure, math.exp(centre), math.exp(low), math.exp(high)))
+    return "; over the programs, geometric means %s" % ", ".join(out) if out else ""

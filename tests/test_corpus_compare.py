@@ -60,6 +60,16 @@ def test_a_session_sums_each_programs_two_runs_once():
     )
 
 
+def test_over_the_programs_each_ratio_is_a_geometric_mean_with_its_interval():
+    """Steps 0.5x, 1x, 2x: a geometric mean of 1; log-ratios -0.693, 0, 0.693 (sd 0.693, t 4.303 for 2 degrees of
+    freedom): the interval exp(+-1.722) = [0.18, 5.59]. A figure fewer than 3 programs have is left out."""
+    from corpus import over_programs
+
+    ratios = {"a": {"step": 0.5, "forward": 0.9}, "b": {"step": 1.0}, "c": {"step": 2.0, "forward": 1.1}}
+    assert over_programs(ratios) == "; over the programs, geometric means step 1.00x [0.18, 5.59]"
+    assert over_programs({"a": {"step": 1.0}}) == ""
+
+
 def test_the_instruments_spread_is_the_95_percent_half_width_of_the_programs_mean_step():
     """Steps of 10, 12, 8, 10 ms (sd 1.633, n 4, t 3.18): the mean 10 ms, give or take 2.60 ms; fewer than 3 steps
     have no spread; steps numbered from 1, step k ends at the k-th update."""
