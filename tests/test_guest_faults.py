@@ -368,8 +368,8 @@ def test_sigkill_after_a_window_closed_leaves_that_window_loadable(tmp_path, see
 
 
 def test_a_sigterm_in_the_steps_that_measure_the_hooks_writes_the_window_with_its_kept_steps(tmp_path):
-    """The default schedule's window is assembled and written once, after the 20 steps that measure the hooks' cost
-    (issue 59: one assembly a window): a SIGTERM in those steps writes it, its 5 kept steps whole."""
+    """The default schedule's window is assembled and written once, after the 20 steps without the hooks that follow
+    its kept ones (issue 59: one assembly a window): a SIGTERM in those steps writes it, its 5 kept steps whole."""
     at = ("--mark-at", "12", "--mark-file", str(tmp_path / "mark"), "--pause-at", "12", "--pause-file", "never")
     out, proc = _start(tmp_path, "--active", "5", script=at)  # steps 2-6 kept, 7-26 measure the hooks: 12 among them
     _wait_for(tmp_path / "mark", proc)  # (the program waits there)

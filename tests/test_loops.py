@@ -202,12 +202,14 @@ def test_an_element_wise_layer_gets_advice_that_fits_it(word2vec):
 
 
 @pytest.mark.slow
-def test_work_after_the_loop_while_the_hooks_were_off_is_said_unseen(tmp_path_factory):
+def test_work_after_the_loop_in_the_steps_without_the_hooks_is_seen(tmp_path_factory):
     """23 iterations: the program ends in the steps that run without the hooks (after the 20 kept ones and the
-    one set aside, steps 22 and 23), so its similarity graph after the loop is not seen, and the notes say so."""
+    one set aside, steps 22 and 23); its similarity graph is made past the loop, where the hooks go back on, so it
+    is seen after the last step, and nothing is said unseen."""
     profile, analysis, log = _run(tmp_path_factory, "word2vec", "--iterations", "23")
-    assert not [n for n in profile.notes if n.kind == "after_the_loop"]
-    assert any(n.kind == "hooks_off_at_end" for n in profile.notes)
+    [after] = [s for s in profile.sections if s.info.get("outside") == "after the last step"]
+    assert after.info["passes"] == {"forward": 1}
+    assert not any(n.kind == "hooks_off_at_end" for n in profile.notes)
 
 
 @pytest.mark.slow

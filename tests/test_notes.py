@@ -205,7 +205,8 @@ def test_how_a_run_was_sampled_and_scheduled_is_said_from_its_figures():
     steps.update(whole_run=True, plain=list(range(15, 23)))
     assert said(Note("sampling_steps", steps)) == (
         "window 2: steps 12 to 14 of 30 (the whole run) recorded (warmup 1, active 3); steps 15, 16, 17, 18, 19, "
-        "20, ... ran without the hooks, for what they cost; each figure (the time of one call) is the mean over "
+        "20, ... ran without the hooks, the program as it runs alone (a Note says what they set); each figure (the "
+        "time of one call) is the mean over "
         "those steps (the Drift line says which steps, if any, it leaves out)"
     )
     pooled = Note("sampling_pooled", {"of": rounds.to_json(), "runs": 3})
@@ -248,14 +249,13 @@ def test_how_the_ranks_clocks_were_aligned_is_a_note_and_whether_they_were_is_a_
         result_file.from_dict(data)
 
 
-def test_the_end_note_says_which_steps_after_the_first_window_measured_the_hooks_cost():
-    """The first window's kept steps end (steps 2 to 21), then 20 steps measure the hooks' cost: the note says the
+def test_the_end_note_says_which_steps_after_the_first_window_ran_without_the_hooks():
+    """The first window's kept steps end (steps 2 to 21), then 20 steps run without the hooks: the note says the
     step the recording ended at and why it is past the window's."""
     figures = {"window": 1, "last_step": 41, "more_steps": 109, "tail_s": 0.0, "failure": None, "status": None}
     said = notes.text(Note("after_windows", dict(figures, measured_steps=20)))
     assert said.startswith(
-        "after step 41 (window 1 and the 20 steps after it that measured the hooks' cost) the program ran 109 more "
-        "steps unrecorded"
+        "after step 41 (window 1 and the 20 steps after it without the hooks) the program ran 109 more steps unrecorded"
     )
     earlier = notes.text(Note("after_windows", figures))  # (a file written before these were counted)
     assert earlier.startswith("after step 41 (the end of window 1) the program ran 109 more steps unrecorded")

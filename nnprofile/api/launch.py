@@ -19,6 +19,7 @@ from typing import Any, Callable, List, Optional, Tuple
 
 from ..base import signals as owned
 from ..base.errors import HungUp, ProfileError, ProgramDidNotCompile, Terminated
+from ..recording import passtimes
 from ..recording.schedule import Schedule
 from ..result import Profile
 from .outcome import exit_code, shorten
@@ -165,6 +166,7 @@ def _run_program(recording: Recording, module: bool, target: str, path: str) -> 
     import runpy
 
     status = 0
+    remove = passtimes.install(recording.recorder.pass_times, os.path.dirname(path) if not module else os.getcwd())
     try:
         with _entered(recording):
             try:
@@ -172,7 +174,7 @@ def _run_program(recording: Recording, module: bool, target: str, path: str) -> 
                 if module:
                     runpy.run_module(target, run_name="__main__", alter_sys=True)
                 else:  # its __file__ absolute, as Python sets it (the program may change folder, then read beside it)
-                    runpy.run_path(path, run_name="__main__")
+                    _run_path(path)
             except SystemExit as e:
                 status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
                 if e.code not in (None, 0) and not isinstance(e.code, int):
@@ -183,7 +185,21 @@ def _run_program(recording: Recording, module: bool, target: str, path: str) -> 
                 raise
     except BaseException:  # the program's own end (whatever it raised): its status says it
         pass
+    finally:
+        remove()
     return status
+
+
+def _run_path(path: str) -> None:
+    """``runpy.run_path(path, run_name="__main__")``, the script compiled with its pass calls noted (``passtimes``)
+    where it can be; as Python compiles it where not."""
+    import runpy
+
+    code = passtimes.script_code(path)
+    if code is None:
+        runpy.run_path(path, run_name="__main__")
+        return
+    runpy._run_module_code(code, None, "__main__", pkg_name="", script_name=path)  # type: ignore[attr-defined]
 
 
 def _program_raised(recording: Recording, e: BaseException, path: str) -> int:

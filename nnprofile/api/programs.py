@@ -352,8 +352,8 @@ class Recording:
             if not interrupted(error):
                 self.run.calibrate_again()
             self.profile = self.run.profile(failure, self.missed)
-            # A window whose kept steps all ran is whole, though the program ended in the steps after them that
-            # measure the hooks' cost: the user's on_window gets it, as it gets every window that closes.
+            # A window whose kept steps all ran is whole, though the program ended in the steps without the hooks
+            # after them: the user's on_window gets it, as it gets every window that closes.
             filled = r.capturing and len(getattr(self.profile.header, "kept_steps", [])) >= self.schedule.active
             self.profile.notes += unfinished_notes(self.recorder, self.schedule, self.profile, kind, error, filled)
             if r.capturing and self.schedule.windowed:

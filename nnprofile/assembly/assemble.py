@@ -21,7 +21,7 @@ from ..result.drift import drift_over, emptied
 from ..result.notes import Note
 from ..result.checks import first_events
 from ..result.timeline import TimelineEvent
-from . import hookfit, interference, steps as step_rule
+from . import hookfit, interference, lean, steps as step_rule
 from .events import (
     DYNAMIC,
     Call,
@@ -41,7 +41,7 @@ from .graphs import Graph, GraphKey, graph_key, split_by_graph
 from .roles import apply_role, roles, solver_label, solver_labels, solver_summaries, trainers
 from .feeding import evaluation_inputs
 from .passes import Pass, group_passes
-from .intervals import merged
+from .intervals import merged, overlap
 from .outside import outside_sections
 from .sections import Builder
 from .notes import (
@@ -174,9 +174,27 @@ def find_steps(
     if not loop.marks:
         found = iteration_bounds(top, capture)
         if found is not None:
-            return found[0], step_rule.Rule("iterations", where=found[1], before=found[2], idle=found[3]), loop
+            bounds = _loop_left(found[0], top)
+            return bounds, step_rule.Rule("iterations", where=found[1], before=found[2], idle=found[3]), loop
     rule = loop.rule()
     return step_rule.bounds(loop, rule, capture.started_ns, last_ns), rule, loop
+
+
+def _loop_left(bounds: List[Tuple[int, int]], top: Sequence[Event]) -> List[Tuple[int, int]]:
+    """The last step ended where the hooks came back on inside it, after it began without them: the recorder puts
+    them back on where the program is past its loop in the steps without the hooks (``Recorder.past_the_loop``), and
+    what follows (an evaluation, saving) is after the last step, not in it."""
+    if not bounds:
+        return bounds
+    start, end = bounds[-1]
+    on: Optional[bool] = None
+    for e in top:
+        if isinstance(e, Hooks):
+            if e.at_ns <= start:
+                on = e.on
+            elif e.at_ns < end and e.on and on is False:
+                return bounds[:-1] + [(start, e.at_ns)]
+    return bounds
 
 
 def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
@@ -191,21 +209,20 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
     step_passes = [group_passes(span, capture.sites) for span in per_step]  # (each step's, grouped once)
     before, after = (with_children(span, kids) for span in step_rule.outside(top, bounds, start_of))
     skip = min(capture.skip_first, max(0, len(bounds) - 1))
-    kept, plain_kept, hooked = hookfit.kept_steps(hookfit.hook_states(per_step), skip, capture.active)
-
+    kept, plain_kept = hookfit.kept_steps(hookfit.hook_states(per_step), skip, capture.active)
     excluded = merged(capture.excluded)  # nnprofile's own work between the program's calls
-    costs, hooks = hookfit.fit(capture, costs, per_step, step_passes, bounds, kept, hooked, plain_kept, excluded)
+    costs, hooks = hookfit.fit(capture, costs, step_passes, kept, excluded)
     graphs = graphs_of(capture, before, per_step, step_passes, after, kept, skip)
     labels = solver_labels(capture)
     graph_roles = roles(graphs, kept, capture)
     builder = Builder(capture, costs, name, labels, kept, per_step, step_passes, bounds, set(plain_kept), kids)
     shown = in_kept_steps(graphs, kept)
-    sections = _kept_sections(builder, shown, graph_roles)
+    plain = _plain_figures(builder, graphs, per_step, step_passes, bounds, kept, plain_kept)
+    sections = _kept_sections(builder, shown, graph_roles, plain)
 
     interference.apply(sections, capture, builder.switch_rate, kept, bounds, builder.calls.waited)  # others' share
-    validation = evaluation_inputs(graphs, graph_roles, per_step, kept, capture)
-    if validation:
-        sections[-1].info.inputs_of = validation
+    inputs_of = evaluation_inputs(graphs, graph_roles, per_step, kept, capture)
+    sections[-1].info.inputs_of = inputs_of or sections[-1].info.inputs_of
     if capture.solvers:
         sections[-1].info.solvers = solver_summaries(capture, labels, graphs, per_step, kept)
     raised = hold_parts(sections)
@@ -223,6 +240,7 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
     notes += spoiled_note(interference.spoiled(sections))
     notes += after_the_loop(graphs, kept, len(per_step))
     notes += hooks_off_note([e.on for e in events if isinstance(e, Hooks)])
+    notes += _lean_note(builder, plain, sections[-1], bounds, kept, plain_kept, shown)
     how = _how(rule, len(bounds), names, per_step, kept, labels)
     return Assembly(
         sections if any(s.entries for s in sections) else [],
@@ -259,14 +277,68 @@ def _step_memory(builder: Builder, sections: List[Section], shown: Sequence[Grap
         trained[0].memory = builder.memory(trained[0])
 
 
+def _plain_figures(
+    builder: Builder,
+    graphs: Sequence[Graph],
+    per_step: List[List[Event]],
+    step_passes: List[List[Pass]],
+    bounds: List[Tuple[int, int]],
+    kept: List[int],
+    plain: List[int],
+) -> Optional[lean.Lean]:
+    """The plain steps' figures (``lean.measure``), given to the step's section, or None where too few ran."""
+    name_of = {id(p): g.name for g in graphs for i in kept for p in g.passes[i]}
+
+    def graph_of(p: Pass) -> Optional[str]:
+        return name_of.get(id(p))
+
+    found = lean.measure(builder.calls, per_step, step_passes, bounds, kept, plain, graph_of)
+    if found is not None:
+        builder.program.lean = (found, graph_of)
+    return found
+
+
+def _estimate_off(builder: Builder, step: Section, bounds: List[Tuple[int, int]], kept: List[int]) -> Optional[float]:
+    """What the hooks' cost as estimated took off a kept step (ms, on average): the steps as they ran with the hooks
+    against the step's figure."""
+    entry = next((e for e in step.entries if e.phase == "step"), None)
+    if entry is None or not entry.samples_ns:
+        return None
+    calls = builder.calls
+    ran = [b - a - overlap(a, b, calls.excluded) - calls.waited(a, b) for a, b in (bounds[i] for i in kept)]
+    return round((sum(ran) / len(ran) - sum(entry.samples_ns) / len(entry.samples_ns)) / 1e6, 6)
+
+
 def _kept_sections(
-    builder: Builder, shown: Sequence[Graph], graph_roles: Dict[GraphKey, Tuple[str, List[str]]]
+    builder: Builder,
+    shown: Sequence[Graph],
+    graph_roles: Dict[GraphKey, Tuple[str, List[str]]],
+    plain: Optional[lean.Lean],
 ) -> List[Section]:
-    """A section per graph the kept steps ran, each with what it is for, then the program's step."""
+    """A section per graph the kept steps ran, each with what it is for (its passes scaled to the ``plain`` steps'
+    figures, where they ran), then the program's step."""
     sections = [builder.graph_section(g) for g in shown]
     for g, section in zip(shown, sections):
         apply_role(section, graph_roles[g.key])
+    if plain is not None:
+        lean.scale(sections, plain)
     return sections + [builder.program.program_section()]
+
+
+def _lean_note(
+    builder: Builder,
+    plain: Optional[lean.Lean],
+    step: Section,
+    bounds: List[Tuple[int, int]],
+    kept: List[int],
+    plain_kept: List[int],
+    shown: Sequence[Graph],
+) -> List[Note]:
+    """What the step's figures stand on (``lean.note``): the plain steps, or the estimate and what it took off."""
+    if not kept:
+        return []
+    off = _estimate_off(builder, step, bounds, kept) if plain is None else None
+    return [lean.note(plain, off, len(kept), plain_kept, [g.name for g in shown])]
 
 
 def _step_notes(

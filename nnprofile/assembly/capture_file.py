@@ -4,6 +4,8 @@ saved, and loaded again without NNabla, to assemble the same profile (``tests/ev
 
 from __future__ import annotations
 
+import dataclasses
+
 import gzip
 import json
 import re
@@ -139,6 +141,7 @@ def to_dict(c: Capture) -> Dict[str, Any]:
         "blocked": [list(x) for x in c.blocked],
         "marks": c.marks,
         "waits": [list(x) for x in c.waits],
+        "pass_calls": [list(x) for x in c.pass_calls],
         "events": [_event_list(e) for e in c.events],
     }
 
@@ -154,6 +157,8 @@ def from_dict(d: Dict[str, Any]) -> Capture:
     if d.get("costs"):
         raw = dict(d["costs"])
         by_signature = {k: (float(v[0]), float(v[1])) for k, v in (raw.pop("by_signature", None) or {}).items()}
+        known = {f.name for f in dataclasses.fields(HookCosts)}  # (older files: "outside", "carry", no more fitted)
+        raw = {k: v for k, v in raw.items() if k in known}
         costs = HookCosts(**dict(raw, kinds=tuple(raw.get("kinds", KINDS))), by_signature=by_signature)
     return Capture(
         events=[_event(x) for x in d["events"]],
@@ -190,6 +195,7 @@ def from_dict(d: Dict[str, Any]) -> Capture:
         handled=[(int(a), int(b)) for a, b in d.get("handled", [])],
         blocked=[(int(a), int(b), int(c)) for a, b, c in d.get("blocked", [])],
         waits=[(int(a), int(b), int(c)) for a, b, c in d.get("waits", [])],
+        pass_calls=[(int(a), int(b), str(c)) for a, b, c in d.get("pass_calls", [])],
     )
 
 

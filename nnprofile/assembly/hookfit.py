@@ -1,19 +1,14 @@
-"""What the hooks cost in the program itself: its steps without the hooks against the steps with them beside them.
+"""What the hooks cost in the program itself, and which steps ran with them.
 
-Some steps run without the function hooks, two in a row (``nnprofile.recording.recorder``); the
-program's own timed calls (solver, input, monitor, communicator calls, ``nnprofile.step()``) still
-mark them, so a step without hooks and one with them are cut at the same places. The first of the
-two carries what the hooks of the step before left in the caches (and their switching off); the
-second is the program as it runs unrecorded, and it is compared with the step after it, which has
-the hooks again. Each stretch between two of the program's calls lasts longer with the hooks: in a
-stretch that holds passes, by the hooks' cost there (which the program's cold caches can make larger
-than where it was measured); in one that holds only the program's own Python, by what the hooks'
-leavings cost that code. Stretch by stretch, the slow spells of the machine cancel, and the noise of
-the program's own Python stays out of the passes' figure.
+The hooks' cost is measured on a chain of tiny functions and on replicas of the program's own
+(``nnprofile.recording.calibrate``). ``fit`` scales it to the program: the gaps between the functions of
+its passes show how much longer the hooks' code runs there (the program's work leaves it cold caches), per
+phase, and the cost between two functions is never more than the time there (``overshoot``). Where the
+block of steps without the hooks after the kept ones ran, the step and its passes are set to it
+(``nnprofile.assembly.lean``) and this estimate only splits them; where it did not, it is the figures.
 
-``hook_states`` tells which steps ran with the hooks, ``kept_steps`` picks the kept steps and the pairs. ``fit`` puts
-it together: the costs as measured, scaled to the program's passes, bounded in each pass by the
-time between its functions, and what else a step takes longer with the hooks.
+``hook_states`` tells which steps ran with the hooks, ``kept_steps`` picks the kept steps and the plain ones;
+``shape`` and ``stretches`` cut a step at the program's own calls, the same in a step with hooks and one without.
 """
 
 from __future__ import annotations
@@ -21,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..base.hookcost import BACKWARD, MAX_SCALE, MIN_SCALE, HookCosts, measured_in_program, scaled
+from ..base.hookcost import BACKWARD, MAX_SCALE, MIN_SCALE, HookCosts, scaled
 from ..base.stats import median
 
 from . import interference
@@ -32,7 +27,7 @@ from .passes import Pass
 MARKERS = (SolverCall, InputCall, MonitorCall, CommCall, StepMark)
 
 
-def _shape(events: Sequence[Event]) -> Tuple[Tuple[object, ...], ...]:
+def shape(events: Sequence[Event]) -> Tuple[Tuple[object, ...], ...]:
     out: List[Tuple[object, ...]] = []
     for e in events:
         if isinstance(e, SolverCall):
@@ -59,36 +54,6 @@ def stretches(
             cuts += [e.start_ns, e.end_ns]
     cuts.append(end)
     return [(cuts[k], cuts[k + 1]) for k in range(0, len(cuts) - 1, 2)]
-
-
-def pairs(
-    per_step: Sequence[List[Event]],
-    bounds: Sequence[Tuple[int, int]],
-    hooked: Sequence[int],
-    plain: Sequence[int],
-    excluded: Sequence[Tuple[int, int]],
-    hooks_of: Callable[[int], float],
-) -> Tuple[List[Tuple[float, float, float]], List[float]]:
-    """For each step without the hooks after one without them, and the hooked step after it, of the same
-    shape: (the hooked step, the plain step, what the hooks cost the hooked step as the costs say:
-    ``hooks_of(step)``), in ns; and for that hooked step and the hooked one after it, what the second takes
-    longer beyond its own cost: what a step with the hooks carries into the next (their code's leavings).
-    A step's time is that of its stretches between the program's own calls (which vary on their own: a
-    wait for a batch, a collective), nnprofile's own work left out."""
-    out, carried = [], []
-    kept_set, plain_set = set(hooked), set(plain)
-
-    def length(i: int) -> float:
-        return float(sum((b - a) - overlap(a, b, excluded) for a, b in stretches(per_step[i], bounds[i], excluded)))
-
-    for p in plain:
-        h = p + 1
-        if p - 1 not in plain_set or h not in kept_set or _shape(per_step[h]) != _shape(per_step[p]):
-            continue
-        out.append((length(h), length(p), hooks_of(h)))
-        if h + 1 in kept_set and _shape(per_step[h + 1]) == _shape(per_step[h]):
-            carried.append(length(h + 1) - hooks_of(h + 1) - (length(h) - hooks_of(h)))
-    return out, carried
 
 
 HOOKED, PLAIN, MIXED = "hooked", "plain", "mixed"
@@ -118,14 +83,12 @@ def hook_states(per_step: List[List[Event]]) -> List[str]:
     return out
 
 
-def kept_steps(states: Sequence[str], skip: int, active: int) -> Tuple[List[int], List[int], List[int]]:
+def kept_steps(states: Sequence[str], skip: int, active: int) -> Tuple[List[int], List[int]]:
     """The kept steps (one run of the loop after those set aside, with the hooks), and after the skip, those without
-    the hooks and those with them (the calibration's, ``nnprofile.recording.recorder.CALIBRATION``)."""
-    after = range(skip, len(states))
+    the hooks (the block after the kept ones, ``nnprofile.recording.recorder.CALIBRATION``)."""
     return (
         [i for i in range(skip, min(len(states), skip + active)) if states[i] == HOOKED],
-        [i for i in after if states[i] == PLAIN],
-        [i for i in after if states[i] == HOOKED],
+        [i for i in range(skip, len(states)) if states[i] == PLAIN],
     )
 
 
@@ -241,24 +204,19 @@ def _phase_ratio(
 def fit(
     capture: Capture,
     costs: HookCosts,
-    per_step: List[List[Event]],
     step_passes: List[List[Pass]],
-    bounds: List[Tuple[int, int]],
     kept: List[int],
-    hooked: List[int],
-    plain: List[int],
     excluded: List[Tuple[int, int]],
 ) -> Tuple[HookCosts, Dict[str, float]]:
     """The hooks' costs as measured (on a chain, on replicas of the program's functions), fitted to the program:
-    scaled per phase to the gaps between the functions of its passes (``gap_ratio``), and what else a step takes
-    longer with the hooks, from its steps without them (``pairs``), the cost between a pass's functions no more
-    than the time there (``overshoot``). Returns the costs and what the header says of them."""
+    scaled per phase to the gaps between the functions of its kept passes (``gap_ratio``), the cost between a pass's
+    functions no more than the time there (``overshoot``, where it is taken off). Returns the costs and what the
+    header says of them."""
     graph = capture.graph
-    phases = {i: step_passes[i] for i in set(kept) | set(hooked)}  # (each step's passes: ``group_passes``)
     key = {
         id(c): costs.key(graph.signature(graph.functions[c.function]), p.phase)
-        for ps in phases.values()
-        for p in ps
+        for i in kept
+        for p in step_passes[i]
         for c in p.calls
     }
 
@@ -266,34 +224,12 @@ def fit(
         return costs.between(c.kind, key[id(c)])
 
     ratios = {
-        phase: _phase_ratio(capture, [p for i in kept for p in phases[i] if p.phase == phase], outside, excluded)
+        phase: _phase_ratio(capture, [p for i in kept for p in step_passes[i] if p.phase == phase], outside, excluded)
         for phase in ("forward", "backward")
     }
-    costs = scaled(costs, ratios["forward"], ratios["backward"])  # ``outside`` reads them from here on
-    info: Dict[str, float] = {
+    costs = scaled(costs, ratios["forward"], ratios["backward"])
+    return costs, {
         "signatures": float(len(costs.by_signature)),
         "forward_scale": round(costs.scale, 4),
         "backward_scale": round(costs._scale(BACKWARD), 4),
     }
-
-    def hooks_of(i: int) -> float:  # what the hooks cost a kept step's calls and passes, as fitted
-        passes = phases[i]
-        phase_of = {id(x): p.phase for p in passes for x in p.calls}
-        return (
-            sum(
-                costs.total(
-                    e.kind, costs.key(graph.signature(graph.functions[e.function]), phase_of.get(id(e), "forward"))
-                )
-                for e in per_step[i]
-                if isinstance(e, Call)
-            )
-            + sum(1 for p in passes if not p.dynamic) * costs.per_pass()
-            - sum(overshoot(p, outside, excluded) for p in passes)
-        )
-
-    found, carried = pairs(per_step, bounds, hooked, plain, excluded, hooks_of)
-    in_program = measured_in_program(costs, found, carried)
-    if in_program is not None:
-        costs = in_program[0]
-        info.update(in_program[1])
-    return costs, info

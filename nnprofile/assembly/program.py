@@ -17,6 +17,7 @@ from ..result.timeline import TimelineEvent
 from .calls import Calls
 from .events import Call, CommCall, EAGER, Event, InputCall, MonitorCall, SolverCall, depth_of
 from .intervals import overlap
+from .lean import Lean, scale_entry
 from .roles import solver_label
 from .passes import Pass, group_passes
 
@@ -54,6 +55,8 @@ class ProgramSections:
             plain,
         )
         self.step_passes = step_passes  # each step's passes (``group_passes``), as the assembly grouped them
+        # The plain steps' figures (``nnprofile.assembly.lean``) and each pass's graph, where they were measured.
+        self.lean: Optional[Tuple[Lean, Callable[[Pass], Optional[str]]]] = None
 
     def program_section(self) -> Section:
         c = self.calls.costs
@@ -68,25 +71,16 @@ class ProgramSections:
             start, end = self.bounds[i]
             step_passes = self.step_passes[i]
             hooks = self._tally(events, tables, step_passes) - sum(self.calls.overshoot(p) for p in step_passes)
-            passes = sum(1 for p in step_passes if not p.dynamic)
-            carried = c.carry if i - 1 not in self.plain else 0.0  # the step before had the hooks
             waited = self.calls.waited(start, end)
-            step.get("step").add(
-                max(
-                    0.0,
-                    end
-                    - start
-                    - overlap(start, end, self.calls.excluded)
-                    - hooks
-                    - passes * c.per_pass()
-                    - c.outside
-                    - carried
-                    - waited,
-                )
-            )
+            lean = self.lean[0].steps.get(i) if self.lean is not None else None
+            if lean is not None:  # a step of the plain steps' shape: its gaps as they take without the hooks
+                step.get("step").add(lean)
+            else:
+                off = hooks + sum(1 for p in step_passes if not p.dynamic) * c.per_pass()
+                step.get("step").add(max(0.0, end - start - overlap(start, end, self.calls.excluded) - off - waited))
             step_waited.append(waited)
             self._step_events(i, events)
-        entries = self._entries(tables)
+        entries = self._entries(tables, self.lean[0].own if self.lean is not None else {})
         if "step" in step.series:
             entries.append(entry_of("step", "step", step.series["step"]))
             if any(step_waited):
@@ -151,12 +145,15 @@ class ProgramSections:
                     self.calls.nested_events(e)
         return hooks
 
-    def _entries(self, tables: "_Tables") -> List[Entry]:
-        """The entries of a program's calls (iterators, solvers, eager work, monitors, communication), NNC's phases."""
+    def _entries(self, tables: "_Tables", factors: Optional[Dict[Hashable, float]] = None) -> List[Entry]:
+        """The entries of a program's calls (iterators, solvers, eager work, monitors, communication), NNC's phases;
+        ``factors``: what takes each to the plain steps' figure (``Lean.own``, by the tables' keys)."""
         capture, c = self.calls.capture, self.calls.costs
         entries: List[Entry] = []
 
         def add(e: Entry, key: Hashable) -> None:
+            if factors and key in factors:
+                scale_entry(e, factors[key])
             if key in tables.parents:
                 e.children = self.calls.children(tables.parents[key])
             entries.append(e)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Dict, Optional, Sequence, Tuple
 
-from .stats import median, median_error
+from .stats import median
 
 
 KINDS = ("static", "dynamic", "eager")  # the calls timed: a static graph's, auto_forward's, eager on NdArrays
@@ -46,14 +46,10 @@ class HookCosts:
     # What the hooks add once per static pass (NNabla wraps them as the pass starts), outside its functions.
     pass_total: float = 0.0
     # Measured in the program itself: how much slower the hooks' own code runs there than where it was
-    # measured (its caches are the program's); every figure above is scaled by it. And what a step of the
-    # program's own Python takes longer for what the hooks left in the caches (ns a step).
+    # measured (its caches are the program's); every figure above is scaled by it.
     scale: float = 1.0
-    outside: float = 0.0
     # The scale of backward calls, where it differs (the gaps of the backward passes bound it lower).
     backward_scale: Optional[float] = None
-    # What a step after a step with the hooks takes longer besides (ns): their code's leavings.
-    carry: float = 0.0
     # The kinds of call measured (a kind is measured only once the program makes such calls; the others read 0).
     kinds: Tuple[str, ...] = KINDS
 
@@ -122,9 +118,7 @@ def smaller(a: HookCosts, b: HookCosts) -> HookCosts:
         dict(a.by_signature, **b.by_signature),
         min(a.pass_total, b.pass_total),
         a.scale,
-        a.outside,
         a.backward_scale,
-        a.carry,
         a.kinds,
     )
 
@@ -151,37 +145,3 @@ def scaled(measured: HookCosts, forward: Optional[float], backward: Optional[flo
     return replace(
         measured, scale=max(MIN_SCALE, min(MAX_SCALE, forward)), backward_scale=max(MIN_SCALE, min(MAX_SCALE, backward))
     )
-
-
-def _significant(values: Sequence[float]) -> float:
-    """The median, where it is more than twice its own standard error from zero (the pairs' own spread
-    could not make it); else zero."""
-    m = median(values)
-    return m if abs(m) >= 2 * median_error(values) else 0.0
-
-
-def measured_in_program(
-    costs: HookCosts, pairs: Sequence[Tuple[float, float, float]], carried: Sequence[float] = (), min_pairs: int = 3
-) -> Optional[Tuple[HookCosts, Dict[str, float]]]:
-    """What else the hooks cost a step: ``pairs`` of steps without the hooks each against the step with them
-    after it (``nnprofile.assembly.hookfit.pairs``): (the hooked step, the plain step, what the hooks cost
-    the hooked step's functions and passes as the costs say), in ns. None with fewer than ``min_pairs``.
-
-    What the hooked step takes longer beyond that cost is the program's own code slowed by what the hooks
-    left in the caches (or, below zero, what the costs took off too much): ``outside``, the pairs' median where
-    their own spread could not make it, taken off each step too. A step after one with the hooks carries what
-    their code left besides: ``carry``, the median of ``carried`` (a hooked step after a hooked one against
-    the hooked one before it, each beyond its cost), likewise, taken off such steps."""
-    if len(pairs) < min_pairs:
-        return None
-    rest = [h - p - c for h, p, c in pairs]
-    outside = _significant(rest)
-    carry = _significant(carried) if len(carried) >= min_pairs else 0.0
-    return replace(costs, outside=outside, carry=carry), {
-        "carry_ms": carry / 1e6,
-        "pairs": len(pairs),
-        "plain_ms": median([p for _, p, _ in pairs]) / 1e6,
-        "hooked_ms": median([h for h, _, _ in pairs]) / 1e6,
-        "hooks_ms": median([c for _, _, c in pairs]) / 1e6,
-        "outside_ms": outside / 1e6,
-    }

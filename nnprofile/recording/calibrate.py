@@ -7,9 +7,8 @@ of all hooked passes against a median of all plain ones did: it over-subtracted 
 made the recorded step read 16% short on a noisy machine; the difference of the fastest runs
 under-estimates it and leaves hook time in the passes). ``nnprofile.record`` measures it again
 after the recording and keeps the smaller figure: a spell over the first measurement alone does
-not make it larger than it is. A program with steps to spare also runs a few steps without the
-hooks after its active ones: what the hooks cost in it beyond the chain's figure is measured
-there (``nnprofile.base.hookcost.measured_in_program``).
+not make it larger than it is. Where the block of steps without the hooks after the kept ones ran,
+the step and its passes are set to it (``nnprofile.assembly.lean``); the estimate then splits them.
 """
 
 from __future__ import annotations

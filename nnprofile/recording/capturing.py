@@ -105,6 +105,7 @@ def capture_of(recorder: Any, costs: Optional[HookCosts] = None) -> Capture:
         faults=recorder.faults.counted(),
         marks=recorder.cpu.kind,
         waits=list(window.readings),
+        pass_calls=list(window.passes),
         **sampled(recorder),
     )
 

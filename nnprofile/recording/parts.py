@@ -124,6 +124,9 @@ class FunctionCallHost(Protocol):
     def steps(self) -> Any:
         """Its count of steps (``counting.StepCount``)."""
 
+    def past_the_loop(self, frame: Any) -> None:
+        """A call of the program's that may lie past its step loop (the hooks go back on there)."""
+
 
 class CountingHost(Protocol):
     """What the count of steps (``counting.StepCount``) reads of the recording, and tells it."""

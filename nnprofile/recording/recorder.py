@@ -75,6 +75,7 @@ from .hooks import HOOK_KEY, FunctionHooks
 from .inputs import Inputs
 from .solvers import Solvers
 from .passes import PassTracker
+from .passtimes import PassTimes
 from .windowing import MAX_CREATED, SITE_STEPS, WindowKeeper  # noqa: F401 (the recorder's vocabulary)
 from .window import Window
 from .bindings import all_parameters, communicator_factories
@@ -82,15 +83,13 @@ from .building import Builds, makers
 
 _getframe = sys._getframe
 _ident = threading.get_ident
-# After the kept steps, a few more measure what the hooks cost in the program itself: CALIBRATION, steps
-# without the function hooks (False) and with them (True). The second step without the hooks is the
-# program as it runs unrecorded (the first carries what the hooks before it left in the caches, and their
-# switching off); the step with the hooks after it, what they add; the next, what a step with the hooks
-# carries into the one after (``nnprofile.assembly.hookfit``). The kept steps stay one run of the loop:
-# no step of theirs is left without the hooks (a validation every few steps would fall into those).
-# Only for steps that calls other than passes show (updates, reads, marks): without hooks, passes are unseen.
-CALIBRATION = (False, False, True, True) * 5
-MIN_PAIRS = 3  # pairs the estimate needs (``nnprofile.base.hookcost.measured_in_program``)
+# After the kept steps, a block of steps without the function hooks (CALIBRATION, False: without them): the program
+# as it runs unrecorded, whose step and passes the kept steps' figures are scaled to (``nnprofile.assembly.lean``;
+# the first carries what the hooks before it left in the caches, and their switching off, and is left out). The
+# kept steps stay one run of the loop: no step of theirs is left without the hooks (a validation every few steps
+# would fall into those). Only for steps that calls other than passes show (updates, reads, marks): without hooks,
+# passes are unseen, and so are the steps.
+CALIBRATION = (False,) * 20
 _nn: Any = None  # nnabla, once recording started (no import in a hook)
 
 
@@ -154,6 +153,7 @@ class Recorder:
     def _init_passes(self) -> None:
         """The pass under way, the sites seen, the names and sources kept, nnprofile's own stretches."""
         self.passes = PassTracker(self)  # the pass under way, the call sites of passes seen
+        self.pass_times = PassTimes(self)  # the program's own pass calls, where it was compiled so
         self.hooks = FunctionHooks(self)  # NNabla's function hooks
         # Parameter variable -> its full name, as seen while the program ran; function -> source.
         self.parameter_names: Dict[Any, str] = {}
@@ -217,7 +217,7 @@ class Recorder:
                     factory,
                     self.solver_calls.tracking_factory(factory, self.solver_calls.track_solver, "solver"),
                 )
-        for name in ("clear_parameters", "load_parameters"):
+        for name in ("clear_parameters", "load_parameters", "save_parameters"):
             original = getattr(parameter_module, name, None)
             if original is not None:
                 replacements[id(original)] = (original, self._snapshot_first(original))
@@ -255,7 +255,9 @@ class Recorder:
                 patches.attribute(function_module, name, self.functions.function_factory(factory))
 
     def _snapshot_first(self, original: Callable) -> Callable:
-        """``original`` (NNabla's clear_parameters, load_parameters), the parameters' names noted before it runs."""
+        """``original`` (NNabla's clear_parameters, load_parameters, save_parameters), the parameters' names noted
+        before it runs; called past the program's loop in the steps without the hooks, the hooks back on
+        (``past_the_loop``: what it does after its last step, an evaluation after saving, is recorded)."""
 
         def call(*args: Any, **kwargs: Any) -> Any:
             if self.recording:
@@ -456,7 +458,7 @@ class Recorder:
         self.window.excluded.append((t0, t1))
 
     def past_the_loop(self, frame: Any) -> None:
-        """A call of the program's outside its step loop while the steps that measure the hooks' cost run without them:
+        """A call of the program's outside its step loop while the steps after the kept ones run without the hooks:
         the loop has ended (the program loads its best parameters, evaluates, saves): the hooks go back on, so that
         what it does after its last step is recorded (it is in no step)."""
         try:

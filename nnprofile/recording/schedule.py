@@ -2,8 +2,8 @@
 
 A window is ``warmup`` steps recorded and set aside (buffers are built, caches fill) and ``active``
 steps kept, after ``wait`` steps the program runs untouched; ``repeat`` windows (0: until the program
-ends), or, on demand, one window each time one is asked for (a signal). The first window is followed by
-the steps that measure what the hooks cost in the program itself (``CALIBRATION``). Between windows
+ends), or, on demand, one window each time one is asked for (a signal). The first window's kept steps are
+followed by steps without the function hooks (``CALIBRATION``): the program as it runs alone. Between windows
 no hook is set: the program runs at full speed, and only the light wrappers that count its steps see it.
 
 ``Windows`` is the schedule's state as the steps come: pure, so that where each step falls is tested
@@ -27,7 +27,7 @@ class Windows:
 
     def __init__(self, schedule: Schedule, calibration: Sequence[bool] = ()):
         self.schedule = schedule
-        self.calibration = tuple(calibration)  # after the first window: True with the hooks, False without
+        self.calibration = tuple(calibration)  # after the first window's kept steps: True with the hooks, False without
         self.window = 0  # windows begun
         self.start: Optional[int] = None  # the step the current window began at
         self.next_start: Optional[int] = None if schedule.on_demand else schedule.wait

@@ -16,7 +16,18 @@ from ..assembly.events import Event
 class Window:
     """The events, nnprofile's own stretches, the readings of other work and the samples of one window."""
 
-    __slots__ = ("started_ns", "stopped_ns", "events", "excluded", "readings", "samples", "handled", "taken", "blocked")
+    __slots__ = (
+        "started_ns",
+        "stopped_ns",
+        "events",
+        "excluded",
+        "readings",
+        "samples",
+        "handled",
+        "taken",
+        "blocked",
+        "passes",
+    )
 
     def __init__(self, started_ns: int = 0) -> None:
         self.started_ns = started_ns  # when it opened
@@ -31,6 +42,7 @@ class Window:
         self.blocked: List[
             Tuple[int, int, int]
         ] = []  # the program's waits found (ns, index into its lines, ns blocked)
+        self.passes: List[Tuple[int, int, str]] = []  # the program's pass calls as it made them (``passtimes``)
 
     def copy(self) -> "Window":
         """A copy whose lists no longer grow (what a SIGTERM writes while the program runs on)."""
@@ -38,4 +50,5 @@ class Window:
         w.stopped_ns, w.taken = self.stopped_ns, self.taken
         w.events, w.excluded, w.readings = list(self.events), list(self.excluded), list(self.readings)
         w.samples, w.handled, w.blocked = list(self.samples), list(self.handled), list(self.blocked)
+        w.passes = list(self.passes)
         return w

@@ -73,6 +73,11 @@ class FunctionCalls:
     def function_mode(self, inputs: Sequence[Any], kwargs: Dict[str, Any]) -> int:
         host = self.host
         if not host.recording or not host.hooks_on or _ident() != host.program_thread:
+            if host.capturing and not host.hooks_on and not kwargs.get("auto_forward"):
+                # a function run on NdArrays or made for a static graph in the steps without the hooks: where it is
+                # past the loop (an evaluation after the training), the hooks go back on (no check for auto_forward's
+                # calls, which a dynamic loop makes by the hundred each step)
+                host.past_the_loop(sys._getframe(1))
             return PLAIN
         if inputs and type(inputs[0]) is self.ndarray_type:
             return EAGER_CALL

@@ -72,6 +72,41 @@ def _held_to_parts(f: Figures) -> str:
     )
 
 
+def _lean_step(f: Figures) -> str:
+    steps = f["plain_steps"]
+    factors = ", ".join("%s %.3f" % (k, v) for k, v in f["factors"].items()) or "none"
+    return (
+        "the step and its passes are as the program ran without the function hooks: %d steps run without them "
+        "(steps %d to %d) took %.3f ms a step, where the kept steps' %d of their shape read %.3f ms with the hooks' "
+        "cost as estimated taken off; each pass was scaled to them (%s), its layers keeping their shares, %s%s"
+        % (
+            len(steps),
+            min(steps),
+            max(steps),
+            f["step_ms"],
+            f["typical"],
+            f["estimated_ms"],
+            factors,
+            "the %s passes to the time of the program's own calls of them" % " and ".join(f["timed"])
+            if f.get("timed")
+            else "each to its share of the time between the program's calls (its passes' own calls were not timed)",
+            "; %s ran only in steps of another shape: estimated" % ", ".join(f["estimated"])
+            if f.get("estimated")
+            else "",
+        )
+    )
+
+
+def _hooks_estimated(f: Figures) -> str:
+    off = f.get("off_ms")
+    return (
+        "the step and its passes are the kept steps' less the hooks' cost as estimated%s: %d steps ran without the "
+        "hooks after them, where %d are needed to measure the program without them (the first window's kept steps "
+        "are followed by 20, as long as the program runs)"
+        % (" (%.3f ms a step)" % off if off is not None else "", f["plain_steps"], f["needed"])
+    )
+
+
 def _every_step_counts(f: Figures) -> str:
     return (
         "every kept step counts, also those the machine ran slow in (steps %s): leaving them out "
@@ -123,9 +158,8 @@ CALLBACK = (
     "backward_function entries, not separated from them (the call that sets it up is timed)"
 )
 HOOKS_OFF = (
-    "the program ended while steps ran without the hooks (those that measure what the hooks "
-    "cost, after the kept steps): what it did after its last step (a final evaluation, saving) "
-    "was not seen"
+    "the program ended while steps ran without the hooks (those after the kept steps, the program "
+    "as it runs alone): what it did after its last step (a final evaluation, saving) was not seen"
 )
 
 
@@ -201,9 +235,9 @@ def _ended(f: Figures) -> str:
 
 
 def _after_windows(f: Figures) -> str:
-    measured = f.get("measured_steps") or 0  # (after the first window's kept steps: the hooks' cost)
+    measured = f.get("measured_steps") or 0  # (after the window's kept steps, without the hooks)
     where = (
-        "window %d and the %d steps after it that measured the hooks' cost" % (f["window"], measured)
+        "window %d and the %d steps after it without the hooks" % (f["window"], measured)
         if measured
         else "the end of window %d" % f["window"]
     )
@@ -316,6 +350,8 @@ SAY: Dict[str, Callable[[Figures], str]] = {
     "unresolved": _unresolved,
     "own_work": _own_work,
     "held_to_parts": _held_to_parts,
+    "lean_step": _lean_step,
+    "hooks_estimated": _hooks_estimated,
     "spoiled": _spoiled,
     "after_the_loop": _after_the_loop,
     "hooks_off_at_end": _fixed(HOOKS_OFF),

@@ -138,7 +138,7 @@ def _recorded_steps(f: Figures) -> str:
             "warmup" if f["windowed"] else "skip first",
             f["skip"],
             f["active"],
-            "; steps %s ran without the hooks, for what they cost"
+            "; steps %s ran without the hooks, the program as it runs alone (a Note says what they set)"
             % (", ".join(str(s) for s in plain[:6]) + (", ..." if len(plain) > 6 else ""))
             if plain
             else "",

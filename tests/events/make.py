@@ -25,6 +25,8 @@ PROGRAMS = {  # file name -> (program, its arguments, nnprofile run's options)
     "riemannian": ("riemannian.py", ["--iterations", "5", "--nodes", "50"], ["--active", "3"]),
     # Version 3 (the names calls' results are stored in): dynamic mode end to end, a graph built anew each iteration.
     "dynamic_vae": ("dynamic_vae.py", ["--iterations", "10", "--val-interval", "2"], ["--active", "6"]),
+    # The block of steps without the hooks after the kept ones (the step and its passes as the program runs alone).
+    "lean": ("train_validate.py", ["--iterations", "36", "--val-interval", "5", "--val-iter", "1"], ["--active", "8"]),
 }
 
 

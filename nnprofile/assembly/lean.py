@@ -1,0 +1,427 @@
+"""The step and its passes as the program runs them without nnprofile's function hooks: from the block of steps run
+without the hooks after the kept ones (``nnprofile.recording.recorder.CALIBRATION``).
+
+NNabla's hooks cost some microseconds a function whatever they do, and no estimate taken off afterwards gets a step of
+many small functions right (issue 59: the tutorial read 2.3 times its own step). The steps without the hooks are the
+program as it runs alone. Their passes are unseen (a static pass is seen only through the hooks), but the program's
+own calls (its reads, its solvers' calls, its monitors) cut them into the same gaps as a kept step of the same shape
+(``gaps``). A kept step's gap holds its passes (less the hooks' cost as estimated) and the rest: the program's own
+Python, and NNabla's work around a pass, both slowed by nnprofile's work beside them (its own time is left out, not
+what it leaves in the caches: the tutorial's Python before its forward pass reads 600 us in kept steps, where that
+Python and the pass together take 570 us without the hooks). Each gap is scaled to what it takes in the plain steps,
+its passes and the rest alike (``Lean.scales``): each graph's passes are scaled so (its layers keep their shares of
+the pass, as the hooked steps split it), and a kept step of that shape is its gaps so scaled and its own calls as
+they ran. Over those steps, the step comes to the plain steps' own.
+
+Where too few plain steps ran (the program ended first), nothing is scaled: the figures are the hooked steps' less
+the hooks' cost as estimated, and ``Lean`` is None (the notes say which).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Hashable, List, Optional, Sequence, Tuple
+
+from ..base.choices import GRAPH
+from ..base.stats import median
+from ..result import Entry, Section
+from ..result.notes import Note
+from .calls import Calls
+from .events import Call, CommCall, Event, InputCall, MonitorCall, SolverCall, StepMark, depth_of, end_of, start_of
+from .hookfit import MARKERS, shape
+from .intervals import overlap
+from .passes import Pass
+
+MIN_STEPS = 3  # plain steps, and kept steps of their shape, the figures need
+DRIFT = 0.25  # a plain step slower than their median by more than this is left out (a slow spell, hidden work)
+MAX_FACTOR = 1.5  # a pass reads no more than this times its estimate (the hooked pass is larger still)
+
+
+@dataclass
+class Lean:
+    """What the plain steps set: each gap's scale, each graph's passes' factor per phase (``by_graph``: (graph name,
+    phase); its passes' gaps' scales, weighted by its passes there), each kept step's figure where it has their shape
+    (``steps``: ns, by index), and the figures the notes say."""
+
+    plain: List[int]  # the plain steps used (indexes among the steps)
+    typical: List[int]  # the kept steps of their shape
+    step_ns: float  # the plain steps' mean
+    estimated_ns: float  # the typical kept steps' mean, the hooks' cost as estimated taken off
+    by_graph: Dict[Tuple[str, str], float] = field(default_factory=dict)
+    scales: List[float] = field(default_factory=list)
+    steps: Dict[int, float] = field(default_factory=dict)
+    # The program's own calls (``own_key``: an iterator's read, a solver's method, a monitor, a communication): the
+    # factor that takes a kept step's figure of each (less its inner calls' hooks, as estimated) to the plain steps'.
+    own: Dict[Hashable, float] = field(default_factory=dict)
+    timed: List[str] = field(default_factory=list)  # the phases whose passes the program's calls timed somewhere
+
+    def factor(self, graph: Optional[str], phase: str) -> float:
+        """The factor of a graph's passes of a phase (1 for a graph the plain steps' shape never ran: estimated)."""
+        return self.by_graph.get((graph or "", phase), 1.0)
+
+
+def _in(p: Pass, a: int, b: int) -> bool:
+    return a <= (p.start_ns + p.end_ns) // 2 < b
+
+
+def estimated(calls: Calls, p: Pass) -> float:
+    """A hooked pass's time less the hooks' cost as estimated (what its section shows without the plain steps)."""
+    inner = sum(calls.inner(c)[1] for c in p.calls)
+    return max(0.0, calls.pass_time(p) - calls.pass_hooks(p) - inner)
+
+
+def outside_passes(calls: Calls, events: Sequence[Event], passes: Sequence[Pass]) -> float:
+    """What the hooks cost a step's functions outside its passes (eager calls), as estimated."""
+    in_pass = {id(c) for p in passes for c in p.calls}
+    return sum(
+        calls.costs.total(e.kind, calls.signature(e)) + calls.own_cost(e)
+        for e in events
+        if isinstance(e, Call) and id(e) not in in_pass and not depth_of(e)
+    )
+
+
+def gaps(per_step: Sequence[List[Event]]) -> List[List[Tuple[int, int]]]:
+    """Each step's gaps: before each of its own calls (``hookfit.MARKERS`` but ``nnprofile.step()``'s marks), the
+    time since the program's call before it, wherever that fell (in the step before: a step's bounds are cut at its
+    first pass where passes are seen, at its first call where they are not, so that only the program's own calls cut
+    a step with the hooks and one without at the same places). A step's first call without one before it: none."""
+    out: List[List[Tuple[int, int]]] = []
+    last: Optional[int] = None
+    for events in per_step:
+        mine = []
+        for e in events:
+            if isinstance(e, MARKERS) and not isinstance(e, StepMark) and not depth_of(e):
+                if last is not None:
+                    mine.append((last, e.start_ns))
+                last = e.end_ns
+        out.append(mine)
+    return out
+
+
+def measure(
+    calls: Calls,
+    per_step: Sequence[List[Event]],
+    step_passes: Sequence[List[Pass]],
+    bounds: Sequence[Tuple[int, int]],
+    kept: Sequence[int],
+    plain: Sequence[int],
+    graph_of: Callable[[Pass], Optional[str]],
+) -> Optional[Lean]:
+    """The plain steps' figures for the kept ones, or None where fewer than ``MIN_STEPS`` of either share a shape."""
+    excluded = calls.excluded
+
+    def length(a: int, b: int) -> float:
+        # (never below nothing: the waits counted in a span can overlap what is excluded from it)
+        return max(0.0, float(b - a - overlap(a, b, excluded)) - calls.waited(a, b))
+
+    cut = gaps(per_step)
+
+    def tiled(j: int) -> float:  # a step from its program's call before it to its last: its gaps and own calls
+        return sum(length(a, b) for a, b in cut[j]) + sum(length(start_of(e), end_of(e)) for e in _own(per_step[j]))
+
+    found = _steps(per_step, step_passes, cut, kept, plain, tiled)
+    if found is None:
+        return None
+    typical, lean, whole = found
+    plain_k = _mean_rows([[length(a, b) for a, b in cut[j]] for j in lean])
+    passes = sorted((p for i in kept for p in step_passes[i]), key=lambda p: p.start_ns)
+    rows = _rows(calls, per_step, cut, passes, kept, typical, length)
+    direct = _direct(calls, cut, passes, typical, lean, length)
+    pass_k, rest_k = _gap_scales(plain_k, [rows[i] for i in typical], direct)
+    own_k = _own_factors(calls, per_step, typical, lean, length)
+    ran = {i: sum(length(start_of(e), end_of(e)) for e in _own(per_step[i])) for i in typical}
+    own_calls = {
+        i: sum(k * length(start_of(e), end_of(e)) for k, e in zip(own_k[0], _own(per_step[i]))) for i in typical
+    }
+
+    def step(i: int) -> float:
+        out = own_calls[i]
+        for k, (own, est) in enumerate(rows[i]):
+            out += rest_k[k] * own + sum(pass_k[k].get(ph, rest_k[k]) * t for ph, t in est.items())
+        return out
+
+    hooked = sum(own + sum(est.values()) for i in typical for own, est in rows[i]) / len(typical)
+    return Lean(
+        lean,
+        typical,
+        sum(whole[j] for j in lean) / len(lean),
+        hooked + sum(ran.values()) / len(typical),
+        _by_graph(calls, [cut[i] for i in typical], passes, lambda k, ph: pass_k[k].get(ph, rest_k[k]), graph_of),
+        rest_k,
+        {i: step(i) for i in typical},
+        own_k[1],
+        sorted({ph for d in direct for ph in d}),
+    )
+
+
+def _rows(
+    calls: Calls,
+    per_step: Sequence[List[Event]],
+    cut: Sequence[List[Tuple[int, int]]],
+    passes: Sequence[Pass],
+    kept: Sequence[int],
+    typical: Sequence[int],
+    length: Callable[[int, int], float],
+) -> Dict[int, List[Tuple[float, Dict[str, float]]]]:
+    """Each typical kept step's gaps: the rest (the gap less its passes and the hooks' cost in it, as estimated), and
+    its passes as estimated, by phase."""
+    top = sorted((e for i in kept for e in per_step[i] if isinstance(e, Call)), key=start_of)
+    rows: Dict[int, List[Tuple[float, Dict[str, float]]]] = {}
+    for i in typical:
+        rows[i] = []
+        for a, b in cut[i]:
+            inside = [p for p in passes if _in(p, a, b)]
+            raw = sum(calls.pass_time(p) for p in inside)
+            hooks = outside_passes(calls, [e for e in top if a <= e.start_ns < b], inside)
+            hooks += calls.costs.per_pass() * sum(1 for p in inside if not p.dynamic)
+            est: Dict[str, float] = {}
+            for p in inside:
+                est[p.phase] = est.get(p.phase, 0.0) + estimated(calls, p)
+            rows[i].append((max(0.0, length(a, b) - raw - hooks), est))
+    return rows
+
+
+def _outermost(notes: Sequence[Tuple[int, int, str]]) -> List[Tuple[int, int, str]]:
+    """The pass calls no other holds (a pass called inside a method of the program's own that is noted too)."""
+    out: List[Tuple[int, int, str]] = []
+    for n in sorted(notes, key=lambda n: (n[0], -n[1])):
+        if not out or n[0] >= out[-1][1]:
+            out.append(n)
+    return out
+
+
+def _direct(
+    calls: Calls,
+    cut: Sequence[List[Tuple[int, int]]],
+    passes: Sequence[Pass],
+    typical: Sequence[int],
+    lean: Sequence[int],
+    length: Callable[[int, int], float],
+) -> List[Dict[str, Tuple[float, float]]]:
+    """Each gap's passes of a phase whose calls the program's own code timed (``Capture.pass_calls``): where every
+    typical kept step runs as many passes of that phase there as the hooks saw and its code called, and every plain
+    step made as many such calls there, (the plain steps' mean time of those calls, the kept steps' mean estimate
+    of the passes)."""
+    notes = _outermost(calls.capture.pass_calls)
+    if not notes or not typical:
+        return []
+    mids = [(s + e) // 2 for s, e, _ in notes]
+
+    def noted(a: int, b: int) -> List[Tuple[int, int, str]]:
+        return notes[bisect_left(mids, a) : bisect_left(mids, b)]
+
+    out: List[Dict[str, Tuple[float, float]]] = []
+    for k in range(len(cut[typical[0]])):
+        counts: Dict[str, set] = {}
+        est: Dict[str, float] = {}
+        took: Dict[str, float] = {}
+        for i in typical:
+            a, b = cut[i][k]
+            inside = [p for p in passes if _in(p, a, b)]
+            seen, calls_made = Counter(p.phase for p in inside), Counter(ph for _, _, ph in noted(a, b))
+            for ph in set(seen) | set(calls_made):
+                counts.setdefault(ph, set()).update({seen[ph], calls_made[ph]})
+            for p in inside:
+                est[p.phase] = est.get(p.phase, 0.0) + estimated(calls, p)
+        for j in lean:
+            a, b = cut[j][k]
+            mine = noted(a, b)
+            made = Counter(ph for _, _, ph in mine)
+            for ph in set(counts) | set(made):
+                counts.setdefault(ph, set()).add(made[ph])
+            for s, e, ph in mine:
+                took[ph] = took.get(ph, 0.0) + length(s, e)
+        out.append(
+            {
+                ph: (took.get(ph, 0.0) / len(lean), est[ph] / len(typical))
+                for ph, c in counts.items()
+                if len(c) == 1 and min(c) > 0 and est.get(ph, 0.0) > 0
+            }
+        )
+    return out
+
+
+def _gap_scales(
+    plain_k: Sequence[float],
+    rows: Sequence[List[Tuple[float, Dict[str, float]]]],
+    direct: Sequence[Dict[str, Tuple[float, float]]],
+) -> Tuple[List[Dict[str, float]], List[float]]:
+    """Each gap's scales: of its passes of a phase timed directly (the plain steps' calls against the estimate), and
+    of the rest (the gap as the plain steps take it, less those calls, against the rest as the kept steps ran it)."""
+    pass_k: List[Dict[str, float]] = []
+    rest_k: List[float] = []
+    for k, plain in enumerate(plain_k):
+        timed = direct[k] if k < len(direct) else {}
+        mine = {ph: p / e for ph, (p, e) in timed.items()}
+        rest = sum(r[k][0] + sum(t for ph, t in r[k][1].items() if ph not in timed) for r in rows) / len(rows)
+        left = plain - sum(p for p, _ in timed.values())
+        pass_k.append(mine)
+        # (with its passes timed, the rest is what the gap leaves them: however small it read with the hooks)
+        top = float("inf") if timed else MAX_FACTOR
+        rest_k.append(min(top, max(0.0, left / rest)) if rest > 0 else 1.0)
+    return pass_k, rest_k
+
+
+def _steps(
+    per_step: Sequence[List[Event]],
+    step_passes: Sequence[List[Pass]],
+    cut: Sequence[List[Tuple[int, int]]],
+    kept: Sequence[int],
+    plain: Sequence[int],
+    length: Callable[[int], float],
+) -> Optional[Tuple[List[int], List[int], Dict[int, float]]]:
+    """The kept steps of the most common shape, the plain steps of that shape after a plain one (the first carries
+    what the hooks left in the caches) and no slower than their median by ``DRIFT``, and those steps' lengths
+    (``length``); None where fewer than ``MIN_STEPS`` of either are left."""
+    if len(kept) < MIN_STEPS:
+        return None
+    typical_shape = Counter(shape(per_step[i]) for i in kept).most_common(1)[0][0]
+    width = Counter(len(cut[i]) for i in kept if shape(per_step[i]) == typical_shape).most_common(1)[0][0]
+    typical = [i for i in kept if shape(per_step[i]) == typical_shape and len(cut[i]) == width > 0]
+    after = set(plain)
+    lean = [
+        j
+        for j in plain
+        if j - 1 in after and shape(per_step[j]) == typical_shape and len(cut[j]) == width and not step_passes[j]
+    ]
+    if len(lean) < MIN_STEPS or len(typical) < MIN_STEPS:
+        return None
+    whole = {j: length(j) for j in lean}  # (as its gaps tile it: a slow spell falls in the step whose gap holds it)
+    usual = median(list(whole.values()))
+    lean = [j for j in lean if whole[j] <= (1 + DRIFT) * usual]
+    return (typical, lean, whole) if len(lean) >= MIN_STEPS else None
+
+
+def _by_graph(
+    calls: Calls,
+    cuts: Sequence[List[Tuple[int, int]]],
+    passes: Sequence[Pass],
+    scale_of: Callable[[int, str], float],
+    graph_of: Callable[[Pass], Optional[str]],
+) -> Dict[Tuple[str, str], float]:
+    """Each graph's factor per phase: the scales of its passes in the gaps they ran in (``cuts``: the typical
+    steps'; ``scale_of``: a gap's scale of a phase), weighted by the passes' estimated time."""
+    weights: Dict[Tuple[str, str], List[float]] = {}
+    for cut in cuts:
+        for k, (a, b) in enumerate(cut):
+            for p in passes:
+                name = graph_of(p) if _in(p, a, b) else None
+                if name is not None:
+                    w = weights.setdefault((name, p.phase), [0.0, 0.0])
+                    e = estimated(calls, p)
+                    w[0], w[1] = w[0] + e * scale_of(k, p.phase), w[1] + e
+    return {key: (s / e if e > 0 else 1.0) for key, (s, e) in weights.items()}
+
+
+def _own(events: Sequence[Event]) -> List[Event]:
+    """A step's own calls that cut it into gaps (its reads, solver calls, monitors, communication), in order."""
+    return [e for e in events if isinstance(e, MARKERS) and not isinstance(e, StepMark) and not depth_of(e)]
+
+
+def own_key(e: Event) -> Hashable:
+    """What a program's own call is a figure of (the program section's tables' keys)."""
+    if isinstance(e, InputCall):
+        return ("input", e.iterator)
+    if isinstance(e, SolverCall):
+        return ("solver", e.solver, e.method)
+    if isinstance(e, MonitorCall):
+        return ("monitor", e.monitor)
+    if isinstance(e, CommCall):
+        return ("comm", e.method)
+    return None
+
+
+def _own_factors(
+    calls: Calls,
+    per_step: Sequence[List[Event]],
+    typical: Sequence[int],
+    lean: Sequence[int],
+    length: Callable[[int, int], float],
+) -> Tuple[List[float], Dict[Hashable, float]]:
+    """The own calls' factors: each place's in the step (the plain steps' mean time of the call at that place
+    against the kept steps', as they ran: a solver of the program's own runs functions, and their wrappers and
+    hooks, there), and each call's figure's (``own_key``: the plain steps' time of all its calls against the kept
+    steps' figure of them, their inner calls' hooks as estimated taken off). None where the places differ."""
+
+    def rows(steps: Sequence[int], took: Callable[[Event], float]) -> List[List[float]]:
+        return [[took(e) for e in _own(per_step[i])] for i in steps]
+
+    def ran(e: Event) -> float:
+        return length(start_of(e), end_of(e))
+
+    hooked, plain = rows(typical, ran), rows(lean, ran)
+    if len({len(r) for r in hooked + plain}) != 1:
+        return [1.0] * (len(hooked[0]) if hooked else 0), {}
+    figured = _mean_rows(rows(typical, lambda e: max(0.0, ran(e) - calls.inner(e)[1])))
+    plain_k, hooked_k = _mean_rows(plain), _mean_rows(hooked)
+    at = [min(MAX_FACTOR, max(0.0, p) / h) if h > 0 else 1.0 for p, h in zip(plain_k, hooked_k)]
+    sums: Dict[Hashable, List[float]] = {}
+    for e, p, f in zip(_own(per_step[typical[0]]), plain_k, figured):
+        w = sums.setdefault(own_key(e), [0.0, 0.0])
+        w[0], w[1] = w[0] + p, w[1] + f
+    return at, {key: min(MAX_FACTOR, max(0.0, p) / f) for key, (p, f) in sums.items() if f > 0}
+
+
+def _mean_rows(rows: Sequence[Sequence[float]]) -> List[float]:
+    """Column means of rows of equal length (the stretches of steps of one shape)."""
+    return [sum(col) / len(col) for col in zip(*rows)] if rows else []
+
+
+_PHASE_OF = {
+    "forward_function": "forward",
+    "backward_function": "backward",
+    "forward_all": "forward",
+    "backward_all": "backward",
+}
+
+
+def scale(sections: Sequence[Section], lean: Lean) -> None:
+    """Each graph section's passes, layers and engine rows scaled by its factor per phase (their shares of the pass
+    as the hooked steps split it)."""
+    for s in sections:
+        if s.kind != GRAPH:
+            continue
+        for e in s.entries:
+            phase = _PHASE_OF.get(e.phase)
+            if e.phase == "engine":
+                phase = e.label[len("engine (") :].split(":", 1)[0]
+            r = lean.factor(s.name, phase) if phase else 1.0
+            if r != 1.0:
+                scale_entry(e, r)
+
+
+def scale_entry(e: Entry, r: float) -> None:
+    """An entry's samples, and what its timing and other work took of them, times ``r``."""
+    r = max(0.0, r)
+    e.samples_ns = [x * r for x in e.samples_ns]
+    e.overhead_ns *= r
+    e.kept_cost_ns *= r
+    # (what other work took of a sample is taken off it in every figure: scaled with it, so that the sample less
+    # it is the scaled undisturbed time)
+    e.taken_ns = [None if t is None else t * r for t in e.taken_ns]
+
+
+def note(
+    lean: Optional[Lean], estimated_off: Optional[float], kept: int, plain: Sequence[int], graphs: Sequence[str] = ()
+) -> Note:
+    """What the step's figures stand on: the plain steps (which, their step against the estimate, and the ``graphs``
+    that ran only in kept steps of another shape, whose figures stay estimated), or the hooks' cost as estimated
+    (``estimated_off``: what it took off a step, ms), with how many plain steps ran."""
+    if lean is not None:
+        scaled = {g for g, _ in lean.by_graph}
+        return Note(
+            "lean_step",
+            {
+                "plain_steps": [j + 1 for j in lean.plain],
+                "typical": len(lean.typical),
+                "kept": kept,
+                "step_ms": round(lean.step_ns / 1e6, 6),
+                "estimated_ms": round(lean.estimated_ns / 1e6, 6),
+                "factors": {"%s %s" % k: round(v, 4) for k, v in sorted(lean.by_graph.items())},
+                "estimated": [g for g in graphs if g not in scaled],
+                "timed": list(lean.timed),
+            },
+        )
+    return Note("hooks_estimated", {"plain_steps": len(plain), "needed": MIN_STEPS + 1, "off_ms": estimated_off})

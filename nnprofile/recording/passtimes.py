@@ -1,0 +1,149 @@
+"""The program's own calls of a pass (``loss.forward()``, ``loss.backward()``, ``nn.forward_all(...)``), timed where
+it makes them, in the steps without the function hooks too.
+
+A static pass is seen through NNabla's function hooks only, and they cost some microseconds a function: the steps run
+without them (``recorder.CALIBRATION``) are the program as it runs alone, and their passes unseen. So the program's
+own files (its script, and the modules under its folder) are compiled with every call of a method named ``forward``,
+``backward`` or ``forward_all`` read as ``__nnprofile_pass__(__nnprofile_clock__(), phase, <the call>)``: the call
+itself is the same bytecode in the same frame (the hooks read the call site from that frame; a traceback shows the
+same lines), evaluated in the same order, its result handed back. The note takes the clock as it returns and keeps
+(start, end, phase) where the call returned None (NNabla's passes do; a method of the program's own that builds a
+graph returns what it built) on the recorded thread while a window is open. Between windows and after the recording,
+a note is a clock read and a call. The compiled code is never written to the program's ``__pycache__``: a run
+without nnprofile compiles the program as it always does. Where a file cannot be parsed or compiled so, it runs as
+Python compiles it.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import importlib.machinery
+import os
+import sys
+import threading
+from typing import Any, Callable, Dict, Optional, Sequence
+
+NOTE, CLOCK = "__nnprofile_pass__", "__nnprofile_clock__"
+METHODS = {"forward": "forward", "backward": "backward", "forward_all": "forward"}
+_OUTSIDE = ("site-packages", "dist-packages")  # (a virtual environment inside the program's folder)
+_NNPROFILE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Python's own library and the environment's (a program run from "/" or from the folder above a venv)
+_PYTHON = sorted({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)})
+
+
+class PassTimes:
+    """The notes of the program's pass calls (``note``), into the open window's ``passes``."""
+
+    def __init__(self, host: Any) -> None:
+        self.host = host  # the recorder: capturing, program_thread, window, clock
+
+    def names(self) -> Dict[str, Any]:
+        """What the compiled code calls (by name, among the builtins)."""
+        host, ident = self.host, threading.get_ident
+        clock = host.clock
+
+        def note(start: int, phase: str, result: Any) -> Any:
+            if result is None and host.capturing:
+                try:
+                    if ident() == host.program_thread:
+                        host.window.passes.append((start, clock(), phase))
+                except Exception:  # a guest: the program's call has returned, and its result goes back
+                    pass
+            return result
+
+        return {NOTE: note, CLOCK: clock}
+
+
+class _Calls(ast.NodeTransformer):
+    """``x.forward(...)`` -> ``__nnprofile_pass__(__nnprofile_clock__(), "forward", x.forward(...))``."""
+
+    def visit_Call(self, node: ast.Call) -> Any:
+        self.generic_visit(node)
+        func = node.func
+        if not isinstance(func, ast.Attribute) or func.attr not in METHODS:
+            return node
+        clock = ast.Call(ast.Name(CLOCK, ast.Load()), [], [])
+        wrapped = ast.Call(ast.Name(NOTE, ast.Load()), [clock, ast.Constant(METHODS[func.attr]), node], [])
+        return ast.copy_location(wrapped, node)
+
+
+def compiled(source: bytes, path: str) -> Optional[Any]:
+    """The program's file compiled with its pass calls noted; None where it cannot be (it is compiled as is)."""
+    try:
+        tree = compile(source, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        tree = ast.fix_missing_locations(_Calls().visit(tree))
+        return compile(tree, path, "exec", dont_inherit=True)
+    except Exception:
+        return None
+
+
+def own_file(path: str, root: str) -> bool:
+    """A file of the program's own: under its folder, outside any installed packages, Python's library and
+    nnprofile."""
+    try:
+        real = os.path.realpath(path)
+    except (OSError, ValueError):
+        return False
+    parts = real.split(os.sep)
+    return (
+        real.startswith(root.rstrip(os.sep) + os.sep)
+        and not any(p in _OUTSIDE for p in parts)
+        and not any(real.startswith(p.rstrip(os.sep) + os.sep) for p in [_NNPROFILE] + _PYTHON)
+    )
+
+
+class _Loader(importlib.machinery.SourceFileLoader):
+    """A module of the program's own: compiled with its pass calls noted, never from or into its bytecode cache."""
+
+    def get_code(self, fullname: str) -> Any:
+        path = self.get_filename(fullname)
+        data = self.get_data(path)
+        return compiled(data, path) or compile(data, path, "exec", dont_inherit=True)
+
+
+class Finder:
+    """An import finder for the program's own modules (under ``root``): Python's own finding, this loader."""
+
+    def __init__(self, root: str) -> None:
+        self.root = os.path.realpath(root)
+
+    def find_spec(self, fullname: str, path: Optional[Sequence[str]] = None, target: Any = None) -> Any:
+        try:
+            spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
+            loader = getattr(spec, "loader", None)
+            if spec is None or type(loader) is not importlib.machinery.SourceFileLoader:
+                return None
+            if not spec.origin or not own_file(spec.origin, self.root):
+                return None
+            spec.loader = _Loader(loader.name, loader.path)
+            return spec
+        except Exception:  # Python finds it as it would
+            return None
+
+
+def install(times: PassTimes, root: str) -> Callable[[], None]:
+    """The program's own modules compiled so from now on (what their code calls put among the builtins, where it
+    stays: a thread of the program's may run it after the recording; the note is then a clock read and a call);
+    returns the undoing of the finder."""
+    for name, value in times.names().items():
+        setattr(builtins, name, value)
+    finder = Finder(root)
+    sys.meta_path.insert(0, finder)
+
+    def remove() -> None:
+        try:
+            sys.meta_path.remove(finder)
+        except ValueError:
+            pass
+
+    return remove
+
+
+def script_code(path: str) -> Optional[Any]:
+    """The program's script compiled so (None: as Python compiles it)."""
+    try:
+        with open(path, "rb") as f:
+            return compiled(f.read(), path)
+    except OSError:
+        return None

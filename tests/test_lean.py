@@ -1,0 +1,205 @@
+"""The step and its passes from the block of steps run without the hooks (``nnprofile.assembly.lean``), on a stored
+recording (tests/events/lean.json.gz: train_validate.py, 8 kept steps with a validation every 5, then the block):
+what the hooks add to the kept steps' functions does not move the step, what the program takes without them does."""
+
+import copy
+import os
+
+import pytest
+
+from conftest import ROOT
+from nnprofile.assembly import capture_file as events
+from nnprofile.assembly.assemble import assemble
+from nnprofile.assembly.events import Call
+from nnprofile.assembly.passes import group_passes
+from nnprofile.render import notes
+
+EVENTS = os.path.join(ROOT, "tests", "events")
+
+
+def _capture():
+    return events.load(os.path.join(EVENTS, "lean.json.gz"))
+
+
+def _shifted(capture, delay, where):
+    """The capture with ``delay`` ns added inside every function call ``where(call)`` picks, everything after it moved
+    on by as much: calls that took longer, as larger hooks would make them (or a slower program, unhooked)."""
+    capture = copy.deepcopy(capture)
+    grown = sorted(e.end_ns for e in capture.events if isinstance(e, Call) and where(e))
+
+    def moved(t):
+        # each grown call moves what ends at or after its own end
+        import bisect
+
+        return t + delay * bisect.bisect_right(grown, t)
+
+    for e in capture.events:
+        for name in ("start_ns", "end_ns", "entered_ns", "at_ns"):
+            if hasattr(e, name) and getattr(e, name, None) is not None:
+                setattr(e, name, moved(getattr(e, name)))
+    capture.excluded = [(moved(a), moved(b)) for a, b in capture.excluded]
+    capture.waits = [(moved(t), a, b) for t, a, b in capture.waits]
+    capture.pass_calls = [(moved(a), moved(b), ph) for a, b, ph in capture.pass_calls]
+    capture.stopped_ns = moved(capture.stopped_ns)
+    return capture
+
+
+def _figures(capture):
+    a = assemble(capture, capture.costs, "train_validate.py")
+    [step] = a.sections[-1].entries_of("step")
+    loss = next(s for s in a.sections if s.name == "loss")
+    [forward] = loss.entries_of("forward_all")
+    [lean] = [n for n in a.notes if n.kind == "lean_step"]
+    return a, step, forward, lean
+
+
+def _in_steps(a, capture, numbers):
+    """Whether a call falls in one of the steps numbered ``numbers`` (from 1)."""
+    from nnprofile.assembly.assemble import replay
+    from nnprofile.assembly.passes import group_passes
+    from nnprofile.assembly.steps import bounds
+
+    loop = replay(capture.events, group_passes(capture.events, capture.sites))
+    spans = bounds(loop, loop.rule(), capture.started_ns, capture.stopped_ns)
+    return lambda e: any(spans[n - 1][0] <= e.start_ns < spans[n - 1][1] for n in numbers)
+
+
+def test_the_block_without_hooks_sets_the_step_and_says_so():
+    a, step, forward, lean = _figures(_capture())
+    assert a.plain_steps[0] == a.kept_steps[-1] + 1  # the block follows the kept steps
+    assert len(lean.figures["plain_steps"]) >= 3 and lean.figures["typical"] >= 3
+    assert 0 < lean.figures["factors"]["loss forward"] <= 1.5
+    text = notes.text(lean)
+    assert "without the function hooks" in text and "loss forward" in text
+
+
+def test_what_the_hooks_add_to_the_kept_steps_functions_does_not_move_the_step():
+    """100 us more in every function of the kept steps' ordinary steps (none with the validation): an estimate of the
+    hooks' cost would read them longer; the plain steps' figures stand, and the step and loss's passes with them."""
+    capture = _capture()
+    a, step, forward, _ = _figures(capture)
+    vpred = next(g for g in a.graphs if g.name == "vpred")
+    ordinary = [n for n in a.kept_steps if not vpred.passes[n - 1]]  # (the validation runs every 5 iterations)
+    assert 3 <= len(ordinary) < len(a.kept_steps)
+    in_steps = _in_steps(a, capture, ordinary)
+    in_pass = {id(c) for p in group_passes(capture.events, capture.sites) for c in p.calls}
+    inflated = _shifted(capture, 100_000, lambda e: id(e) in in_pass and in_steps(e))
+    b, step2, forward2, _ = _figures(inflated)
+    rounds = [a.kept_steps.index(n) for n in ordinary]
+
+    def mean(entry):
+        values = entry.values()
+        return sum(values[r] for r in rounds) / len(rounds)
+
+    functions = sum(1 for e in capture.events if id(e) in in_pass and in_steps(e))
+    added = 100_000 * functions / len(ordinary)  # ns a step
+    assert added > 0.2 * mean(step)  # what was added is no small part of the step
+    assert mean(step2) == pytest.approx(mean(step), rel=0.02)
+    assert forward2.stats.mean == pytest.approx(forward.stats.mean, rel=0.05)
+
+
+def test_what_the_program_takes_longer_without_the_hooks_moves_the_step_by_as_much():
+    """50 us more in each plain step where its passes run (between zero_grad and weight_decay): the kept steps' figure
+    moves by as much."""
+    capture = _capture()
+    a, step, _, lean = _figures(capture)
+    plain = lean.figures["plain_steps"]
+    decays = [
+        e
+        for e in capture.events
+        if type(e).__name__ == "SolverCall" and e.method == "weight_decay" and _in_steps(a, capture, a.plain_steps)(e)
+    ]
+    assert len(decays) >= len(plain)
+    slower = copy.deepcopy(capture)
+    moved = sorted(u.start_ns for u in decays)
+
+    def at(t):
+        import bisect
+
+        return t + 50_000 * bisect.bisect_right(moved, t)
+
+    for e in slower.events:
+        for name in ("start_ns", "end_ns", "entered_ns", "at_ns"):
+            if getattr(e, name, None) is not None:
+                setattr(e, name, at(getattr(e, name)))
+    slower.excluded = [(at(x), at(y)) for x, y in slower.excluded]
+    slower.waits = [(at(t), x, y) for t, x, y in slower.waits]
+    slower.pass_calls = [(at(x), at(y), ph) for x, y, ph in slower.pass_calls]
+    slower.stopped_ns = at(slower.stopped_ns)
+    _, step2, _, lean2 = _figures(slower)
+    assert lean2.figures["step_ms"] == pytest.approx(lean.figures["step_ms"] + 0.05, abs=0.002)
+    vpred = next(g for g in a.graphs if g.name == "vpred")
+    rounds = [k for k, n in enumerate(a.kept_steps) if not vpred.passes[n - 1]]
+    moved_by = [step2.values()[r] - step.values()[r] for r in rounds]
+    assert sum(moved_by) / len(moved_by) == pytest.approx(50_000, rel=0.05)
+
+
+def test_a_pass_the_program_times_longer_without_the_hooks_moves_that_pass_by_as_much():
+    """50 us more inside each forward pass the plain steps' own code timed (``Capture.pass_calls``): loss's
+    forward_all moves by as much (it is the program's calls' own time, not a share of a gap), and the step with it."""
+    capture = _capture()
+    a, step, forward, lean = _figures(capture)
+    assert "forward" in lean.figures["timed"]
+    first_plain = min(lean.figures["plain_steps"])
+    spans = _spans(capture)
+    start = spans[first_plain - 2][0]  # (the block from the step before the first used)
+    inside = [(s, e) for s, e, ph in capture.pass_calls if ph == "forward" and s >= start]
+    assert len(inside) >= len(lean.figures["plain_steps"])
+    ends = sorted(e for _, e in inside)
+    slower = copy.deepcopy(capture)
+
+    def at(t):
+        import bisect
+
+        return t + 50_000 * bisect.bisect_right(ends, t)  # a call's own end moves with it, its start does not
+
+    for e in slower.events:
+        for name in ("start_ns", "end_ns", "entered_ns", "at_ns"):
+            if getattr(e, name, None) is not None:
+                setattr(e, name, at(getattr(e, name)))
+    slower.excluded = [(at(x), at(y)) for x, y in slower.excluded]
+    slower.waits = [(at(t), x, y) for t, x, y in slower.waits]
+    slower.pass_calls = [(at(x), at(y), ph) for x, y, ph in slower.pass_calls]
+    slower.stopped_ns = at(slower.stopped_ns)
+    _, step2, forward2, lean2 = _figures(slower)
+    assert forward2.stats.mean == pytest.approx(forward.stats.mean + 50_000, rel=0.03)
+    assert lean2.figures["step_ms"] == pytest.approx(lean.figures["step_ms"] + 0.05, abs=0.002)
+
+
+def _spans(capture):
+    from nnprofile.assembly.assemble import replay
+    from nnprofile.assembly.steps import bounds
+
+    loop = replay(capture.events, group_passes(capture.events, capture.sites))
+    return bounds(loop, loop.rule(), capture.started_ns, capture.stopped_ns)
+
+
+def test_where_too_few_steps_ran_without_the_hooks_the_estimate_stands_and_is_said():
+    """A recording whose program ended before the block (tests/events/gan.json.gz: 5 kept steps, none after): the
+    figures are the estimate, and the note says by how much it took off a step."""
+    capture = events.load(os.path.join(EVENTS, "gan.json.gz"))
+    a = assemble(capture, capture.costs, "gan.py")
+    assert not [n for n in a.notes if n.kind == "lean_step"]
+    [said] = [n for n in a.notes if n.kind == "hooks_estimated"]
+    assert said.figures["plain_steps"] == len(a.plain_steps) < said.figures["needed"]
+    assert said.figures["off_ms"] > 0  # the hooks' cost as estimated, taken off
+    assert "as estimated (" in notes.text(said) and "without them" in notes.text(said)
+
+
+def test_waits_read_longer_than_a_plain_call_never_make_a_figure_negative():
+    """Readings that say the thread waited longer inside each plain update than the update took (interpolated wait
+    readings can): the call counts as nothing, never as less, and every sample stays a time."""
+    capture = _capture()
+    a, _, _, lean = _figures(capture)
+    inside = _in_steps(a, capture, lean.figures["plain_steps"])
+    updates = [e for e in capture.events if type(e).__name__ == "SolverCall" and e.method == "update" and inside(e)]
+    assert updates
+    readings, waited = [], 0
+    for u in sorted(updates, key=lambda e: e.start_ns):
+        readings.append((u.start_ns, waited, 0))
+        waited += 10 * (u.end_ns - u.start_ns)
+        readings.append((u.end_ns, waited, 0))
+    capture.waits = readings
+    b = assemble(capture, capture.costs, "train_validate.py")
+    samples = [x for s in b.sections for e in s.entries for x in e.samples_ns]
+    assert samples and min(samples) >= 0

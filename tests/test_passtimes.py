@@ -1,0 +1,155 @@
+"""The program's own pass calls, timed where it makes them (``nnprofile.recording.passtimes``): the code compiled so
+runs as Python runs it (same results, order, lines in a traceback), notes only NNabla's passes on the recorded thread
+in a window, writes nothing into the program's folder, and leaves installed packages as they are."""
+
+import os
+import subprocess
+import sys
+import threading
+import traceback
+
+from conftest import ROOT, run_cli
+from nnprofile.assembly import capture_file
+from nnprofile.recording import passtimes
+
+SOURCE = b"""\
+class Net:
+    def __init__(self):
+        self.ran = []
+
+    def forward(self, n=1):
+        self.ran.append(("forward", n))
+
+    def backward(self):
+        self.ran.append(("backward",))
+        return "built"
+
+
+def order(tag):
+    seen.append(tag)
+    return net
+
+
+seen = []
+net = Net()
+first = order("receiver").forward(n=order("argument") and 2)
+second = net.backward()
+raise ValueError("line 22")
+"""
+
+
+def test_the_code_compiled_so_runs_as_python_runs_it_and_notes_what_returns_none():
+    noted = []
+    ticks = iter(range(100, 1000))
+    scope = {
+        passtimes.NOTE: lambda start, phase, result: noted.append((start, phase, result)) or result,
+        passtimes.CLOCK: lambda: next(ticks),
+    }
+    code = passtimes.compiled(SOURCE, "prog.py")
+    assert code is not None
+    try:
+        exec(code, scope)
+        raise AssertionError("the program's own error was not raised")
+    except ValueError as e:
+        assert traceback.extract_tb(e.__traceback__)[-1].lineno == 22  # its line, as Python numbers it
+    assert scope["first"] is None and scope["second"] == "built"
+    assert scope["net"].ran == [("forward", 2), ("backward",)]
+    assert scope["seen"] == ["receiver", "argument"]  # the receiver, then its arguments: Python's order
+    assert [(phase, result) for _, phase, result in noted] == [("forward", None), ("backward", "built")]
+
+
+def test_a_file_that_does_not_parse_is_left_to_python():
+    assert passtimes.compiled(b"def broken(:\n", "bad.py") is None
+
+
+class _Host:
+    def __init__(self):
+        self.capturing = True
+        self.program_thread = threading.get_ident()
+        self.clock = iter(range(10, 100)).__next__
+
+        class W:
+            passes = []
+
+        self.window = W()
+
+
+def test_a_note_keeps_only_a_pass_on_the_recorded_thread_while_a_window_is_open():
+    host = _Host()
+    note = passtimes.PassTimes(host).names()[passtimes.NOTE]
+    assert note(1, "forward", None) is None
+    assert note(2, "forward", "a graph built") == "a graph built"  # a method of the program's own
+    host.capturing = False
+    note(3, "backward", None)  # between windows
+    host.capturing = True
+    worker = threading.Thread(target=note, args=(4, "forward", None))
+    worker.start()
+    worker.join()
+    assert [(s, ph) for s, _, ph in host.window.passes] == [(1, "forward")]
+
+
+def test_only_the_programs_own_files_are_compiled_so(tmp_path):
+    root = str(tmp_path)
+    for sub in ("pkg", os.path.join(".venv", "lib", "site-packages", "lib")):
+        os.makedirs(os.path.join(root, sub))
+    assert passtimes.own_file(os.path.join(root, "pkg", "model.py"), root)
+    assert not passtimes.own_file(os.path.join(root, ".venv", "lib", "site-packages", "lib", "x.py"), root)
+    assert not passtimes.own_file(os.path.join(os.path.dirname(root), "elsewhere.py"), root)
+    assert not passtimes.own_file(passtimes.__file__, os.path.dirname(os.path.dirname(passtimes.__file__)))
+    assert not passtimes.own_file(os.__file__, "/")  # a program run from "/": Python's own library is not its
+
+
+PROGRAM = """\
+import numpy as np
+import nnabla as nn
+import nnabla.functions as F
+import nnabla.parametric_functions as PF
+import nnabla.solvers as S
+
+import helper
+
+x = nn.Variable((16, 8))
+x.d = np.random.RandomState(0).rand(16, 8)
+loss = F.mean(F.relu(PF.affine(x, 4)))
+solver = S.Sgd(0.01)
+solver.set_parameters(nn.get_parameters())
+for i in range(60):
+    solver.zero_grad()
+    helper.forward(loss)
+    loss.backward()
+    solver.update()
+print("done", sorted(k for k in dir(helper) if "nnprofile" in k), round(float(loss.d), 4))
+"""
+
+
+def test_a_programs_passes_are_timed_in_its_script_and_modules_and_its_folder_left_as_it_was(tmp_path):
+    work = tmp_path / "prog"
+    work.mkdir()
+    (work / "train.py").write_text(PROGRAM)
+    (work / "helper.py").write_text("def forward(loss):\n    loss.forward()\n")
+    alone = subprocess.run([sys.executable, "train.py"], cwd=str(work), capture_output=True, text=True, timeout=300)
+    assert alone.returncode == 0, alone.stderr
+    for cache in work.glob("__pycache__"):  # (the run alone made it: under nnprofile, nothing is written there)
+        for f in cache.iterdir():
+            f.unlink()
+        cache.rmdir()
+    out = str(tmp_path / "out")
+    run = run_cli("run", "-q", "--save-events", "-o", out, str(work / "train.py"), cwd=str(work))
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == alone.stdout  # no name of nnprofile's in the program's modules
+    assert sorted(os.listdir(str(work))) == ["helper.py", "train.py"]
+    capture = capture_file.load(os.path.join(out, "events.json.gz"))
+    # (helper.forward(loss) is noted too, and holds loss.forward(): the outer call stands for the pass)
+    calls = capture.pass_calls
+    outer = [c for c in calls if not any(o[0] <= c[0] and c[1] <= o[1] and o != c for o in calls)]
+    phases = [ph for _, _, ph in outer]
+    assert phases.count("forward") == phases.count("backward") >= 40  # kept steps and those without the hooks
+    assert len(calls) - len(outer) == phases.count("forward")
+    assert all(start < end for start, end, _ in capture.pass_calls)
+    with open(os.path.join(out, "profile.log"), encoding="utf-8") as f:
+        assert "backward and forward passes to the time of the program's own calls of them" in f.read()
+
+
+def test_nnprofile_does_not_compile_itself_so():
+    assert ROOT  # (the package's own folder is never the program's)
+    assert not passtimes.own_file(os.path.join(ROOT, "nnprofile", "api", "launch.py"), ROOT)
