@@ -606,3 +606,21 @@ def test_the_program_sees_the_sys_path_python_gives_it(tmp_path, module):
 
     alone = seen([sys.executable, *target])
     assert seen([sys.executable, "-m", "nnprofile", "run", "-q", "-o", str(tmp_path / "out"), *target]) == alone
+
+
+@pytest.mark.slow
+def test_the_steps_the_lean_note_names_are_numbered_over_the_run_as_the_header_numbers_them(tmp_path):
+    """A first window after 6 steps waited: the steps run without the hooks that the note names are among the header's
+    (both numbered from the run's first step), never counted from the window's."""
+    out = tmp_path / "out"
+    proc = run_cli(
+        "run", "-q", "-o", str(out), "--wait", "6", "--warmup", "0", "--active", "8", "--repeat", "1",
+        LONG, "--iterations", "50", cwd=str(tmp_path),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    h = nnprofile.load(out).header
+    [lean] = [n for n in nnprofile.load(out).notes if n.kind == "lean_step"]
+    assert h.kept_steps[0] == 7
+    assert set(lean.figures["plain_steps"]) <= set(h.plain_steps), (lean.figures, h.plain_steps)
+    steps = lean.figures["plain_steps"]
+    assert "(steps %d to %d)" % (min(steps), max(steps)) in " ".join((out / "profile.log").read_text().split())

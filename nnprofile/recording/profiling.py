@@ -156,10 +156,20 @@ def schedule_note(s: Schedule) -> Note:
     return Note("schedule", {"wait": s.wait, "warmup": s.warmup, "active": s.active, "repeat": s.repeat})
 
 
+def _over_the_run(note: Note, offset: int) -> Note:
+    """An assembly's note with the steps it names (numbered in its window) numbered over the whole run."""
+    if note.kind != "lean_step" or not offset:
+        return note
+    figures = dict(note.figures, plain_steps=[s + offset for s in note.figures["plain_steps"]])
+    return Note(note.kind, figures)
+
+
 def run_notes(a: Assembly, missed: List[Note], skip_first: int, recorder: Any) -> List[Note]:
     """A recorded run's notes: the assembly's (``a``), what could not be recorded (``missed``), and what the run's
-    shape says (fewer steps than set aside, no step found, its work in another thread, nothing recorded)."""
-    notes = list(a.notes) + missed
+    shape says (fewer steps than set aside, no step found, its work in another thread, nothing recorded). Steps are
+    numbered over the whole run, as the header numbers them."""
+    offset = recorder.windowing.window_start
+    notes = [_over_the_run(n, offset) for n in a.notes] + missed
     if a.skip < skip_first:
         notes.append(Note("skip_shrunk", {"steps": a.steps, "skip_first": skip_first, "skip": a.skip}))
     if a.how.kind == "steps_one":
