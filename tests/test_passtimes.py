@@ -153,3 +153,22 @@ def test_a_programs_passes_are_timed_in_its_script_and_modules_and_its_folder_le
 def test_nnprofile_does_not_compile_itself_so():
     assert ROOT  # (the package's own folder is never the program's)
     assert not passtimes.own_file(os.path.join(ROOT, "nnprofile", "api", "launch.py"), ROOT)
+
+
+def test_modules_under_a_folder_on_the_path_that_holds_the_scripts_are_the_programs_own(tmp_path, monkeypatch):
+    """A script in proj/scripts/train that puts proj on the path (``sys.path.append("../..")``) imports its shared
+    modules from there: they are the program's own; a module in a folder beside the project is not, nor is one
+    found through the file system's root on the path."""
+    proj, other = tmp_path / "proj", tmp_path / "other"
+    (proj / "scripts" / "train").mkdir(parents=True)
+    other.mkdir()
+    (proj / "shared_steps.py").write_text("def forward(loss):\n    loss.forward()\n")
+    (other / "beside_steps.py").write_text("x = 1\n")
+    finder = passtimes.Finder(str(proj / "scripts" / "train"))
+    monkeypatch.setattr(sys, "path", [str(proj / "scripts" / "train"), os.sep] + sys.path)
+    assert finder.find_spec("shared_steps") is None  # not on the path yet
+    sys.path.append(str(proj / "scripts" / "train" / ".." / ".."))
+    sys.path.append(str(other))
+    spec = finder.find_spec("shared_steps")
+    assert spec is not None and type(spec.loader).__name__ == "_Loader"
+    assert finder.find_spec("beside_steps") is None

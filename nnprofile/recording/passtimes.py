@@ -103,23 +103,69 @@ class _Loader(importlib.machinery.SourceFileLoader):
 
 
 class Finder:
-    """An import finder for the program's own modules (under ``root``): Python's own finding, this loader."""
+    """An import finder for the program's own modules: Python's own finding, this loader. The program's own are under
+    its folder (``root``), or under a folder on ``sys.path`` that holds that folder (a project's root, as a script's
+    ``sys.path.append("../..")`` puts it there, its shared modules beside the script's folder)."""
 
     def __init__(self, root: str) -> None:
         self.root = os.path.realpath(root)
+        self._seen: Any = None
+        self._roots = [self.root]
+        self._entries: Dict[str, bool] = {}
+
+    def roots(self) -> Sequence[str]:
+        """The program's folders, as ``sys.path`` stands (read again where it changed)."""
+        key = tuple(p for p in sys.path if isinstance(p, str))
+        if key != self._seen:
+            self._seen, self._roots = key, [self.root] + [r for r in map(_folder, key) if r and _holds(r, self.root)]
+            self._entries = {}
+        return self._roots
 
     def find_spec(self, fullname: str, path: Optional[Sequence[str]] = None, target: Any = None) -> Any:
         try:
-            spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
+            roots = self.roots()
+            # Only where the module may be found in the program's folders: an import elsewhere (a library's, a
+            # failing one that NNabla makes at each function call) costs no second search.
+            where = [e for e in (sys.path if path is None else path) if isinstance(e, str) and self._own_entry(e)]
+            if not where:
+                return None
+            spec = importlib.machinery.PathFinder.find_spec(fullname, where, target)
+            if spec is None or (path is None and where != [e for e in sys.path if isinstance(e, str)]):
+                # (found among the program's folders: where Python finds it first, it must be there too)
+                spec = importlib.machinery.PathFinder.find_spec(fullname, path, target) if spec is not None else None
             loader = getattr(spec, "loader", None)
             if spec is None or type(loader) is not importlib.machinery.SourceFileLoader:
                 return None
-            if not spec.origin or not own_file(spec.origin, self.root):
+            if not spec.origin or not any(own_file(spec.origin, r) for r in roots):
                 return None
             spec.loader = _Loader(loader.name, loader.path)
             return spec
         except Exception:  # Python finds it as it would
             return None
+
+    def _own_entry(self, entry: str) -> bool:
+        """Whether a folder of the path may hold the program's own modules (under one of its folders), cached."""
+        own = self._entries.get(entry)
+        if own is None:
+            folder = _folder(entry)
+            own = self._entries[entry] = folder is not None and any(_holds(r, folder) for r in self.roots())
+        return own
+
+
+def _folder(entry: str) -> Optional[str]:
+    """A ``sys.path`` entry as a folder that may hold the program's own (never the file system's root, nor Python's
+    own: neither is a project's)."""
+    try:
+        real = os.path.realpath(entry or os.getcwd())
+    except (OSError, ValueError):
+        return None
+    if real == os.sep or any(_holds(p, real) for p in _PYTHON + [_NNPROFILE]):
+        return None
+    return real
+
+
+def _holds(folder: str, path: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def install(times: PassTimes, root: str) -> Callable[[], None]:
