@@ -3,6 +3,7 @@ recording (tests/events/lean.json.gz: train_validate.py, 8 kept steps with a val
 what the hooks add to the kept steps' functions does not move the step, what the program takes without them does."""
 
 import copy
+from types import SimpleNamespace
 import os
 
 import pytest
@@ -203,3 +204,42 @@ def test_waits_read_longer_than_a_plain_call_never_make_a_figure_negative():
     b = assemble(capture, capture.costs, "train_validate.py")
     samples = [x for s in b.sections for e in s.entries for x in e.samples_ns]
     assert samples and min(samples) >= 0
+
+
+SAMPLED = """\
+import numpy as np, nnabla as nn, nnabla.function as NF, nnabla.functions as F, nnabla.parametric_functions as PF
+import nnabla.solvers as S
+x = nn.Variable((8, 4)); loss = F.mean(PF.affine(x, 3))
+s = S.Sgd(); s.set_parameters(nn.get_parameters())
+a = nn.NdArray.from_numpy_array(np.random.rand(200, 50).astype(np.float32))
+made = []
+for i in range(45):
+    x.d = np.random.randn(8, 4); loss.forward(); s.zero_grad(); loss.backward(); s.update()
+    for k in range(40):
+        b = F.sum(a ** 2, axis=1)
+    made.append(type(NF.PowScalar(nn.get_current_context(), 2.0, False)).__name__)
+print(" ".join(made))
+"""
+
+
+@pytest.mark.slow
+def test_the_steps_without_the_hooks_are_neither_sampled_nor_proxied(tmp_path):
+    """The steps run without the hooks stand for the program alone: no sample is taken in them (the sampler's signal
+    costs more than its handler's time) and NNabla's own function objects are made (a proxy costs each call)."""
+    from conftest import run_cli
+
+    (tmp_path / "train.py").write_text(SAMPLED)
+    out = tmp_path / "out"
+    run = run_cli("run", "-q", "--save-events", "-o", str(out), str(tmp_path / "train.py"), cwd=str(tmp_path))
+    assert run.returncode == 0, run.stderr
+    made = run.stdout.split()
+    capture = events.load(str(out / "events.json.gz"))
+    a = assemble(capture, capture.costs, "train.py")
+    assert a.plain_steps and a.kept_steps
+    # (step k ends at its update: the object made after it is the k-th printed)
+    assert {made[k - 1] for k in a.kept_steps[:-1]} == {"TimedFunction"}
+    assert "TimedFunction" not in {made[k - 1] for k in a.plain_steps[:-1]}
+    kept, plain = _in_steps(a, capture, a.kept_steps), _in_steps(a, capture, a.plain_steps)
+    assert not [t for t, _ in capture.samples if plain(SimpleNamespace(start_ns=t))]
+    if capture.sampled:  # (where this machine lets the sampler run)
+        assert [t for t, _ in capture.samples if kept(SimpleNamespace(start_ns=t))]

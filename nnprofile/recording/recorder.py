@@ -333,8 +333,17 @@ class Recorder:
         self.steps.count_passes()
 
     def _switch_hooks(self, on: bool) -> None:
-        """The function hooks on or off (``hooks.FunctionHooks.switch``)."""
+        """The function hooks on or off (``hooks.FunctionHooks.switch``), and in a window the sampler with them: the
+        steps without the hooks are the program as it runs alone (a sampled NdArray function of 35 us took 85 us)."""
         self.hooks.switch(on)
+        if self.capturing and self.sampler is not None:
+            try:
+                if on:
+                    self.sampler.start()
+                else:
+                    self.sampler.stop()
+            except Exception as e:
+                self.faults.add("sampling the program's own lines", e)
 
     def _find_sync(self) -> None:
         """At the first update or step mark (the program has set its context by then): the device's wait, on an

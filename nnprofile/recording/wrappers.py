@@ -219,12 +219,23 @@ class FunctionCalls:
 
     def function_factory(self, factory: Callable) -> Callable:
         """NNabla's factory of a function class (what ``F.relu`` calls), its functions made while a window is open
-        proxies that time their calls (``proxies.TimedFunction``)."""
+        proxies that time their calls (``proxies.TimedFunction``). In the steps without the hooks, nothing is timed and
+        NNabla's own function is made (a proxy's call costs an NdArray function some microseconds): only whether the
+        program is past its loop is looked at, as ``function_mode`` does."""
         host, clock, calls = self.host, self.host.clock, self
+        from nnabla.auto_forward import get_auto_forward
 
         def make(*args: Any, **kwargs: Any) -> Any:
             if not host.capturing:
                 return factory(*args, **kwargs)
+            if not host.hooks_on and _ident() == host.program_thread:
+                try:
+                    if not get_auto_forward():
+                        host.past_the_loop(_getframe(1))
+                except Exception as e:
+                    host.faults.add("a new function", e)
+                if not host.hooks_on:
+                    return factory(*args, **kwargs)
             made = clock()
             function = factory(*args, **kwargs)
             try:
