@@ -43,13 +43,14 @@ def test_a_session_sums_each_programs_two_runs_once():
     reports = [
         report("t.py::test[a]", (SECONDS, (2.0, 3.0))),
         report("t.py::test[a]", (SECONDS, (2.0, 3.0))),  # the same test's teardown report: counted once
-        report("t.py::test[b]", ("other", 1), (SECONDS, (6.0, 6.5))),
+        report("t.py::test[b]", ("other", 1), (SECONDS, (6.0, 10.0))),  # over 1.3 x 6 + 2 s
         report("t.py::test[c]"),
         "a warning",
     ]
     assert summary(reports).splitlines() == [
-        "corpus: 2 programs took 8 s alone and 10 s under nnprofile (1.19x), each pair in turns",
-        "corpus: nnprofile added most to a (2.0 s to 3.0 s), b (6.0 s to 6.5 s)",
+        "corpus: 2 programs took 8 s alone and 13 s under nnprofile (1.62x), each pair in turns; 1 within 1.3x + 2 s "
+        "of their own",
+        "corpus: nnprofile added most to b (6.0 s to 10.0 s), a (2.0 s to 3.0 s)",
     ]
     assert summary([report("c")]) is None
     reports[0].user_properties.append((TRUTH, {"step": 1.03, "forward": 0.98}))
@@ -79,3 +80,16 @@ def test_the_instruments_spread_is_the_95_percent_half_width_of_the_programs_mea
     t = Truth([int(x * 1e6) for x in ends], 0.0)
     assert abs(t.spread(2, 5) - 3.18 * 1.63299 / 2 / 10) < 1e-4
     assert t.spread(2, 3) is None and t.spread(2, 9) is None
+
+
+def test_a_phases_spread_is_over_its_passes_a_step():
+    """Forward passes of 2, 3, 1, 2 ms in steps 2..5 (sd 0.8165, n 4): the mean 2 ms, give or take 3.18 x 0.408 ms;
+    a pass ending in step 1 is none of theirs, nor is a backward pass."""
+    from truth import Pass, Truth
+
+    ends = [0, 10, 22, 30, 40]
+    spans = [(-3, 0), (5, 7), (11, 13), (15, 16), (23, 24), (31, 33)]
+    passes = [Pass("t.py:1:forward", "forward", int(a * 1e6), int(b * 1e6)) for a, b in spans]
+    passes.append(Pass("t.py:2:backward", "backward", int(12e6), int(20e6)))
+    t = Truth([int(x * 1e6) for x in ends], 0.0, passes)
+    assert abs(t.spread(2, 5, "forward") - 3.18 * 0.816497 / 2 / 2) < 1e-4

@@ -65,14 +65,22 @@ class Truth:
         total = sum(p.end - p.start for p in self.passes if p.phase == phase and lo < p.end <= hi)
         return total / (last - first + 1) / 1e6
 
-    def spread(self, first: int, last: int) -> Optional[float]:
+    def spread(self, first: int, last: int, phase: Optional[str] = None) -> Optional[float]:
         """How far the mean step over steps ``first`` to ``last`` may be off, as a share of it: the half-width of its
         95 % interval (Student's t over the steps' own durations), None where there are fewer than 3 steps. It is
         the instrument's own noise (the program's steps vary run to run, and step to step): a figure of nnprofile's
-        off by less than this is off by no more than the program alone would be, run again."""
+        off by less than this is off by no more than the program alone would be, run again. ``phase``: the same for
+        the passes of that phase a step."""
         if first < 2 or last > len(self.ends) or last - first < 2:
             return None
-        steps = [b - a for a, b in zip(self.ends[first - 2 : last - 1], self.ends[first - 1 : last])]
+        bounds = list(zip(self.ends[first - 2 : last - 1], self.ends[first - 1 : last]))
+        if phase is None:
+            steps = [float(b - a) for a, b in bounds]
+        else:
+            steps = [
+                float(sum(p.end - p.start for p in self.passes if p.phase == phase and a < p.end <= b))
+                for a, b in bounds
+            ]
         n = len(steps)
         mean = sum(steps) / n
         sd = math.sqrt(sum((x - mean) ** 2 for x in steps) / (n - 1))
