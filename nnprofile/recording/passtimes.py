@@ -115,9 +115,10 @@ class Finder:
 
     def roots(self) -> Sequence[str]:
         """The program's folders, as ``sys.path`` stands (read again where it changed)."""
-        key = tuple(p for p in sys.path if isinstance(p, str))
+        key = tuple(sys.path)  # (compared at each import: NNabla's functions import, and fail, at each call)
         if key != self._seen:
-            self._seen, self._roots = key, [self.root] + [r for r in map(_folder, key) if r and _holds(r, self.root)]
+            folders = [_folder(p) for p in key if isinstance(p, str)]
+            self._seen, self._roots = key, [self.root] + [r for r in folders if r and _holds(r, self.root)]
             self._entries = {}
         return self._roots
 
