@@ -243,3 +243,17 @@ def test_the_steps_without_the_hooks_are_neither_sampled_nor_proxied(tmp_path):
     assert not [t for t, _ in capture.samples if plain(SimpleNamespace(start_ns=t))]
     if capture.sampled:  # (where this machine lets the sampler run)
         assert [t for t, _ in capture.samples if kept(SimpleNamespace(start_ns=t))]
+
+
+def test_the_first_plain_step_is_left_out_only_where_three_others_are_there():
+    """The first step without the hooks carries what they left in the caches: left out, unless a short program ran
+    only 3 such steps (its first then stands, as the figures need 3)."""
+    from nnprofile.assembly.lean import MIN_STEPS, _steps
+
+    assert MIN_STEPS == 3
+    per_step, cut, passes = [[] for _ in range(9)], [[(0, 1)] for _ in range(9)], [[] for _ in range(9)]
+    kept = [0, 1, 2, 3, 4]
+    typical, lean, _ = _steps(per_step, passes, cut, kept, [5, 6, 7, 8], lambda j: 1.0)
+    assert typical == kept and lean == [6, 7, 8]
+    assert _steps(per_step, passes, cut, kept, [5, 6, 7], lambda j: 1.0)[1] == [5, 6, 7]
+    assert _steps(per_step, passes, cut, kept, [5, 6], lambda j: 1.0) is None

@@ -272,8 +272,9 @@ def _steps(
     plain: Sequence[int],
     length: Callable[[int], float],
 ) -> Optional[Tuple[List[int], List[int], Dict[int, float]]]:
-    """The kept steps of the most common shape, the plain steps of that shape after a plain one (the first carries
-    what the hooks left in the caches) and no slower than their median by ``DRIFT``, and those steps' lengths
+    """The kept steps of the most common shape, the plain steps of that shape after a plain one where there are
+    enough (the first carries what the hooks left in the caches) and no slower than their median by ``DRIFT``, and
+    those steps' lengths
     (``length``); None where fewer than ``MIN_STEPS`` of either are left."""
     if len(kept) < MIN_STEPS:
         return None
@@ -281,11 +282,9 @@ def _steps(
     width = Counter(len(cut[i]) for i in kept if shape(per_step[i]) == typical_shape).most_common(1)[0][0]
     typical = [i for i in kept if shape(per_step[i]) == typical_shape and len(cut[i]) == width > 0]
     after = set(plain)
-    lean = [
-        j
-        for j in plain
-        if j - 1 in after and shape(per_step[j]) == typical_shape and len(cut[j]) == width and not step_passes[j]
-    ]
+    lean = [j for j in plain if shape(per_step[j]) == typical_shape and len(cut[j]) == width and not step_passes[j]]
+    if len([j for j in lean if j - 1 in after]) >= MIN_STEPS:  # (a short program's first one stays: it is needed)
+        lean = [j for j in lean if j - 1 in after]
     if len(lean) < MIN_STEPS or len(typical) < MIN_STEPS:
         return None
     whole = {j: length(j) for j in lean}  # (as its gaps tile it: a slow spell falls in the step whose gap holds it)
@@ -424,4 +423,4 @@ def note(
                 "timed": list(lean.timed),
             },
         )
-    return Note("hooks_estimated", {"plain_steps": len(plain), "needed": MIN_STEPS + 1, "off_ms": estimated_off})
+    return Note("hooks_estimated", {"plain_steps": len(plain), "needed": MIN_STEPS, "off_ms": estimated_off})

@@ -101,8 +101,8 @@ def _hooks_estimated(f: Figures) -> str:
     off = f.get("off_ms")
     return (
         "the step and its passes are the kept steps' less the hooks' cost as estimated%s: %d steps ran without the "
-        "hooks after them, where %d are needed to measure the program without them (the first window's kept steps "
-        "are followed by 20, as long as the program runs)"
+        "hooks after them, where %d like the kept steps (as many calls, no pass seen) are needed to measure the "
+        "program without them (the first window's kept steps are followed by 20, as long as the program runs)"
         % (" (%.3f ms a step)" % off if off is not None else "", f["plain_steps"], f["needed"])
     )
 
