@@ -93,3 +93,15 @@ def test_a_phases_spread_is_over_its_passes_a_step():
     passes.append(Pass("t.py:2:backward", "backward", int(12e6), int(20e6)))
     t = Truth([int(x * 1e6) for x in ends], 0.0, passes)
     assert abs(t.spread(2, 5, "forward") - 3.18 * 0.816497 / 2 / 2) < 1e-4
+
+
+def test_a_figure_is_held_to_the_program_alone_within_the_spread_between_processes_and_the_instruments():
+    """With 35 % between processes and the instrument's 10 %: 1.4x and 1/1.4x hold, 1.5x and 1/1.5x do not."""
+    from corpus import BETWEEN, held
+
+    assert BETWEEN == 0.35
+    assert held("step", 1.4, 0.1) == held("step", 1 / 1.4, 0.1) == ""
+    assert held("step", 1.5, 0.1) == (
+        "step: 1.50x the program alone, outside 1/1.45 to 1.45x (35% between processes + the instrument's 10%)"
+    )
+    assert held("step", 1 / 1.4, None).startswith("step: 0.71x the program alone, outside 1/1.35 to 1.35x")
