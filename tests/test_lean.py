@@ -34,15 +34,20 @@ def _shifted(capture, delay, where):
 
         return t + delay * bisect.bisect_right(grown, t)
 
+    _remap(capture, moved)
+    return capture
+
+
+def _remap(capture, at):
+    """Every time in ``capture`` taken to ``at(time)``, in place."""
     for e in capture.events:
         for name in ("start_ns", "end_ns", "entered_ns", "at_ns"):
-            if hasattr(e, name) and getattr(e, name, None) is not None:
-                setattr(e, name, moved(getattr(e, name)))
-    capture.excluded = [(moved(a), moved(b)) for a, b in capture.excluded]
-    capture.waits = [(moved(t), a, b) for t, a, b in capture.waits]
-    capture.pass_calls = [(moved(a), moved(b), ph) for a, b, ph in capture.pass_calls]
-    capture.stopped_ns = moved(capture.stopped_ns)
-    return capture
+            if getattr(e, name, None) is not None:
+                setattr(e, name, at(getattr(e, name)))
+    capture.excluded = [(at(x), at(y)) for x, y in capture.excluded]
+    capture.waits = [(at(t), x, y) for t, x, y in capture.waits]
+    capture.pass_calls = [(at(x), at(y), ph) for x, y, ph in capture.pass_calls]
+    capture.stopped_ns = at(capture.stopped_ns)
 
 
 def _figures(capture):
@@ -119,14 +124,7 @@ def test_what_the_program_takes_longer_without_the_hooks_moves_the_step_by_as_mu
 
         return t + 50_000 * bisect.bisect_right(moved, t)
 
-    for e in slower.events:
-        for name in ("start_ns", "end_ns", "entered_ns", "at_ns"):
-            if getattr(e, name, None) is not None:
-                setattr(e, name, at(getattr(e, name)))
-    slower.excluded = [(at(x), at(y)) for x, y in slower.excluded]
-    slower.waits = [(at(t), x, y) for t, x, y in slower.waits]
-    slower.pass_calls = [(at(x), at(y), ph) for x, y, ph in slower.pass_calls]
-    slower.stopped_ns = at(slower.stopped_ns)
+    _remap(slower, at)
     _, step2, _, lean2 = _figures(slower)
     assert lean2.figures["step_ms"] == pytest.approx(lean.figures["step_ms"] + 0.05, abs=0.002)
     vpred = next(g for g in a.graphs if g.name == "vpred")
@@ -154,14 +152,7 @@ def test_a_pass_the_program_times_longer_without_the_hooks_moves_that_pass_by_as
 
         return t + 50_000 * bisect.bisect_right(ends, t)  # a call's own end moves with it, its start does not
 
-    for e in slower.events:
-        for name in ("start_ns", "end_ns", "entered_ns", "at_ns"):
-            if getattr(e, name, None) is not None:
-                setattr(e, name, at(getattr(e, name)))
-    slower.excluded = [(at(x), at(y)) for x, y in slower.excluded]
-    slower.waits = [(at(t), x, y) for t, x, y in slower.waits]
-    slower.pass_calls = [(at(x), at(y), ph) for x, y, ph in slower.pass_calls]
-    slower.stopped_ns = at(slower.stopped_ns)
+    _remap(slower, at)
     _, step2, forward2, lean2 = _figures(slower)
     assert forward2.stats.mean == pytest.approx(forward.stats.mean + 50_000, rel=0.03)
     assert lean2.figures["step_ms"] == pytest.approx(lean.figures["step_ms"] + 0.05, abs=0.002)
