@@ -41,7 +41,7 @@ from .graphs import Graph, GraphKey, graph_key, split_by_graph
 from .roles import apply_role, roles, solver_label, solver_labels, solver_summaries, trainers
 from .feeding import evaluation_inputs
 from .passes import Pass, group_passes
-from .intervals import merged, overlap
+from .intervals import merged
 from .outside import outside_sections
 from .sections import Builder
 from .notes import (
@@ -304,8 +304,7 @@ def _estimate_off(builder: Builder, step: Section, bounds: List[Tuple[int, int]]
     entry = next((e for e in step.entries if e.phase == "step"), None)
     if entry is None or not entry.samples_ns:
         return None
-    calls = builder.calls
-    ran = [b - a - overlap(a, b, calls.excluded) - calls.waited(a, b) for a, b in (bounds[i] for i in kept)]
+    ran = [builder.calls.lasted(*bounds[i]) for i in kept]
     return round((sum(ran) / len(ran) - sum(entry.samples_ns) / len(entry.samples_ns)) / 1e6, 6)
 
 

@@ -64,6 +64,11 @@ class Calls:
         start, end = start_of(call), end_of(call)
         return float(end - start - overlap(start, end, self.excluded))
 
+    def lasted(self, start: int, end: int) -> float:
+        """What [start, end) took of the program's own: nnprofile's work in it and other work's share of the CPU
+        (``waited``) left out."""
+        return float(end - start - overlap(start, end, self.excluded)) - self.waited(start, end)
+
     def signature(self, call: Call, phase: str = "forward") -> Optional[str]:
         """The call's key among the hooks' costs measured per signature (its backward's for a backward call): the
         function's signature and the phase make it, whichever costs are taken off, so it is made once a function and

@@ -31,7 +31,6 @@ from ..result.notes import Note
 from .calls import Calls
 from .events import Call, CommCall, Event, InputCall, MonitorCall, SolverCall, StepMark, depth_of, end_of, start_of
 from .hookfit import MARKERS, shape
-from .intervals import overlap
 from .passes import Pass
 
 MIN_STEPS = 3  # plain steps, and kept steps of their shape, the figures need
@@ -110,11 +109,10 @@ def measure(
     graph_of: Callable[[Pass], Optional[str]],
 ) -> Optional[Lean]:
     """The plain steps' figures for the kept ones, or None where fewer than ``MIN_STEPS`` of either share a shape."""
-    excluded = calls.excluded
 
     def length(a: int, b: int) -> float:
         # (never below nothing: the waits counted in a span can overlap what is excluded from it)
-        return max(0.0, float(b - a - overlap(a, b, excluded)) - calls.waited(a, b))
+        return max(0.0, calls.lasted(a, b))
 
     cut = gaps(per_step)
 

@@ -73,17 +73,21 @@ class FunctionCalls:
     def function_mode(self, inputs: Sequence[Any], kwargs: Dict[str, Any]) -> int:
         host = self.host
         if not host.recording or not host.hooks_on or _ident() != host.program_thread:
-            if host.capturing and not host.hooks_on and not kwargs.get("auto_forward"):
-                # a function run on NdArrays or made for a static graph in the steps without the hooks: where it is
-                # past the loop (an evaluation after the training), the hooks go back on (no check for auto_forward's
-                # calls, which a dynamic loop makes by the hundred each step)
-                host.past_the_loop(sys._getframe(1))
+            if host.capturing and not host.hooks_on:  # (a function a proxy made before the steps without the hooks)
+                self._without_hooks(sys._getframe(1), bool(kwargs.get("auto_forward")))
             return PLAIN
         if inputs and type(inputs[0]) is self.ndarray_type:
             return EAGER_CALL
         if not kwargs.get("auto_forward"):
             return MADE
         return DYNAMIC_CALL
+
+    def _without_hooks(self, frame: Any, dynamic: bool) -> None:
+        """A function made or run in the steps without the hooks: where it is past the program's loop (an evaluation
+        after the training), the hooks go back on (no check for auto_forward's, which a dynamic loop makes by the
+        hundred each step)."""
+        if not dynamic:
+            self.host.past_the_loop(frame)
 
     def run_function(
         self,
@@ -221,7 +225,7 @@ class FunctionCalls:
         """NNabla's factory of a function class (what ``F.relu`` calls), its functions made while a window is open
         proxies that time their calls (``proxies.TimedFunction``). In the steps without the hooks, nothing is timed and
         NNabla's own function is made (a proxy's call costs an NdArray function some microseconds): only whether the
-        program is past its loop is looked at, as ``function_mode`` does."""
+        program is past its loop is looked at (``_without_hooks``)."""
         host, clock, calls = self.host, self.host.clock, self
         from nnabla.auto_forward import get_auto_forward
 
@@ -230,8 +234,7 @@ class FunctionCalls:
                 return factory(*args, **kwargs)
             if not host.hooks_on and _ident() == host.program_thread:
                 try:
-                    if not get_auto_forward():
-                        host.past_the_loop(_getframe(1))
+                    calls._without_hooks(_getframe(1), get_auto_forward())
                 except Exception as e:
                     host.faults.add("a new function", e)
                 if not host.hooks_on:
