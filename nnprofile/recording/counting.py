@@ -95,8 +95,9 @@ class StepCount:
                 if host.capturing:
                     host.aside(t0)
         # After the step it ended, if any: the call that ends the loop's last step (a read after the loop) has
-        # the schedule's hooks switched for a next step that never comes.
-        if not host.hooks_on and host.capturing and frame is not None:
+        # the schedule's hooks switched for a next step that never comes; a call back in the loop, after work
+        # between its runs that had them on again, has them off.
+        if (not host.hooks_on or host.past) and host.capturing and frame is not None:
             host.past_the_loop(frame)
 
     def _follow(self, stack: Any, frame: Any, key: Optional[str]) -> None:

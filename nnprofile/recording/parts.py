@@ -133,6 +133,7 @@ class CountingHost(Protocol):
 
     capturing: bool  # a window is open
     hooks_on: bool  # the function hooks are set
+    past: bool  # they are set because the program was past its loop (``Recorder.past_the_loop``)
     solvers: List[RawSolver]  # the program's solvers made so far
     stacks: Stacks
     loop: Loop  # the window's sequence of passes, updates, reads and marks (a new one as a window opens)

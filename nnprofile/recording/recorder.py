@@ -117,6 +117,7 @@ class Recorder:
         self.calibrate = calibrate
         self.capturing = False  # a window is open: its events are kept
         self.hooks_on = False
+        self.past = False  # the hooks on again past the loop in the steps without them (``past_the_loop``)
         self.shared = False  # another thread of the program ran NNabla functions: the hooks are off for good
         self.ended_ns = 0  # when the recording ended (the program's end)
         self._init_clock(clock, probe)
@@ -335,6 +336,7 @@ class Recorder:
     def _switch_hooks(self, on: bool) -> None:
         """The function hooks on or off (``hooks.FunctionHooks.switch``), and in a window the sampler with them: the
         steps without the hooks are the program as it runs alone (a sampled NdArray function of 35 us took 85 us)."""
+        self.past = False
         self.hooks.switch(on)
         if self.capturing and self.sampler is not None:
             try:
@@ -469,17 +471,18 @@ class Recorder:
     def past_the_loop(self, frame: Any) -> None:
         """A call of the program's outside its step loop while the steps after the kept ones run without the hooks:
         the loop has ended (the program loads its best parameters, evaluates, saves): the hooks go back on, so that
-        what it does after its last step is recorded (it is in no step)."""
+        what it does after its last step is recorded (it is in no step). Back in its loop (that was work between
+        epochs), they are off again (``past``): the step after a validation, often its slowest, runs without them."""
         try:
-            if (
-                self.capturing
-                and not self.hooks_on
-                and self.calibrate
-                and self.steps.counter.loop is not None
-                and self.steps.by_iterations()
-                and self._outside_loop(frame)
+            if not (
+                self.capturing and self.calibrate and self.steps.counter.loop is not None and self.steps.by_iterations()
             ):
+                return
+            if not self.hooks_on and self._outside_loop(frame):
                 self._switch_hooks(True)
+                self.past = True
+            elif self.past and self.hooks_on and not self._outside_loop(frame):
+                self._switch_hooks(False)
         except Exception as e:
             self.faults.add("following the program past its loop", e)
 
