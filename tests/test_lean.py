@@ -46,7 +46,7 @@ def _remap(capture, at):
                 setattr(e, name, at(getattr(e, name)))
     capture.excluded = [(at(x), at(y)) for x, y in capture.excluded]
     capture.waits = [(at(t), x, y) for t, x, y in capture.waits]
-    capture.pass_calls = [(at(x), at(y), ph) for x, y, ph in capture.pass_calls]
+    capture.pass_calls = [(at(x), at(y), ph, site) for x, y, ph, site in capture.pass_calls]
     capture.stopped_ns = at(capture.stopped_ns)
 
 
@@ -142,7 +142,7 @@ def test_a_pass_the_program_times_longer_without_the_hooks_moves_that_pass_by_as
     first_plain = min(lean.figures["plain_steps"])
     spans = _spans(capture)
     start = spans[first_plain - 2][0]  # (the block from the step before the first used)
-    inside = [(s, e) for s, e, ph in capture.pass_calls if ph == "forward" and s >= start]
+    inside = [(s, e) for s, e, ph, _ in capture.pass_calls if ph == "forward" and s >= start]
     assert len(inside) >= len(lean.figures["plain_steps"])
     ends = sorted(e for _, e in inside)
     slower = copy.deepcopy(capture)
@@ -248,3 +248,70 @@ def test_the_first_plain_step_is_left_out_only_where_three_others_are_there():
     assert typical == kept and lean == [6, 7, 8]
     assert _steps(per_step, passes, cut, kept, [5, 6, 7], lambda j: 1.0)[1] == [5, 6, 7]
     assert _steps(per_step, passes, cut, kept, [5, 6], lambda j: 1.0) is None
+
+
+EPOCHS = """\
+import numpy as np
+import nnabla as nn
+import nnabla.functions as F
+import nnabla.parametric_functions as PF
+import nnabla.solvers as S
+from nnabla.monitor import Monitor, MonitorSeries
+from nnabla.utils.data_iterator import data_iterator_simple
+
+data = data_iterator_simple(lambda i: (np.full(4, i % 7, dtype=np.float32),), 32, 8, shuffle=False)
+x = nn.Variable((8, 4))
+loss = F.mean(PF.affine(x, 2, name="fc") ** 2)
+solver = S.Sgd(0.01)
+solver.set_parameters(nn.get_parameters())
+series = MonitorSeries("loss", Monitor("mon"), interval=1)
+
+
+def epoch(n):
+    for i in range(n):
+        x.d = data.next()[0]
+        loss.forward()
+        solver.zero_grad()
+        loss.backward()
+        solver.update()
+
+
+def validate(e):
+    series.add(e, float(loss.d))  # past the loop: the hooks go back on
+    loss.forward()
+
+
+for e in range(16):
+    epoch(4)
+    validate(e)
+"""
+
+
+def test_back_in_the_loop_after_work_between_epochs_the_hooks_are_off_again(tmp_path):
+    """A validation between epochs is past the loop, where the hooks go back on in the steps without them (what a
+    program does after its last step is recorded); the next epoch's first step is the program's own again, run
+    without them (after a validation it is often the slowest: the instrument counts it, so must the plain steps)."""
+    from conftest import run_cli
+
+    (tmp_path / "train.py").write_text(EPOCHS)
+    out = tmp_path / "out"
+    run = run_cli("run", "-q", "--save-events", "-o", str(out), str(tmp_path / "train.py"), cwd=str(tmp_path))
+    assert run.returncode == 0, run.stderr
+    capture = events.load(str(out / "events.json.gz"))
+    a = assemble(capture, capture.costs, "train.py")
+    assert len(a.plain_steps) >= 10
+    states = _hook_states(capture)[max(a.kept_steps) :]  # (the steps after the kept ones)
+    assert "mixed" in states  # (the validations, with the hooks on past the loop)
+    assert "hooked" not in states, states
+
+
+def _hook_states(capture):
+    from nnprofile.assembly import hookfit, steps as step_rule
+    from nnprofile.assembly.assemble import find_steps
+    from nnprofile.assembly.events import end_of, start_of
+    from nnprofile.assembly.tree import children, top_level, with_children
+
+    top, kids = top_level(capture.events), children(capture.events)
+    last = max([end_of(e) for e in top] + [capture.started_ns])
+    bounds = find_steps(capture, top, group_passes(top, capture.sites), last)[0]
+    return hookfit.hook_states([with_children(s, kids) for s in step_rule.split(top, bounds, start_of)])

@@ -42,7 +42,7 @@ def test_the_code_compiled_so_runs_as_python_runs_it_and_notes_what_returns_none
     noted = []
     ticks = iter(range(100, 1000))
     scope = {
-        passtimes.NOTE: lambda start, phase, result: noted.append((start, phase, result)) or result,
+        passtimes.NOTE: lambda start, phase, result, site: noted.append((start, phase, result, site)) or result,
         passtimes.CLOCK: lambda: next(ticks),
     }
     code = passtimes.compiled(SOURCE, "prog.py")
@@ -55,7 +55,9 @@ def test_the_code_compiled_so_runs_as_python_runs_it_and_notes_what_returns_none
     assert scope["first"] is None and scope["second"] == "built"
     assert scope["net"].ran == [("forward", 2), ("backward",)]
     assert scope["seen"] == ["receiver", "argument"]  # the receiver, then its arguments: Python's order
-    assert [(phase, result) for _, phase, result in noted] == [("forward", None), ("backward", "built")]
+    assert [(phase, result) for _, phase, result, _ in noted] == [("forward", None), ("backward", "built")]
+    # each call's site: which of the program's calls it was (its file, line and column)
+    assert [site for *_, site in noted] == ["prog.py:20:8", "prog.py:21:9"]
 
 
 def test_a_file_that_does_not_parse_is_left_to_python():
@@ -85,7 +87,7 @@ def test_a_note_keeps_only_a_pass_on_the_recorded_thread_while_a_window_is_open(
     worker = threading.Thread(target=note, args=(4, "forward", None))
     worker.start()
     worker.join()
-    assert [(s, ph) for s, _, ph in host.window.passes] == [(1, "forward")]
+    assert [(s, ph) for s, _, ph, _ in host.window.passes] == [(1, "forward")]
 
 
 def test_only_the_programs_own_files_are_compiled_so(tmp_path):
@@ -142,10 +144,10 @@ def test_a_programs_passes_are_timed_in_its_script_and_modules_and_its_folder_le
     # (helper.forward(loss) is noted too, and holds loss.forward(): the outer call stands for the pass)
     calls = capture.pass_calls
     outer = [c for c in calls if not any(o[0] <= c[0] and c[1] <= o[1] and o != c for o in calls)]
-    phases = [ph for _, _, ph in outer]
+    phases = [ph for _, _, ph, _ in outer]
     assert phases.count("forward") == phases.count("backward") >= 40  # kept steps and those without the hooks
     assert len(calls) - len(outer) == phases.count("forward")
-    assert all(start < end for start, end, _ in capture.pass_calls)
+    assert all(start < end for start, end, _, _ in capture.pass_calls)
     with open(os.path.join(out, "profile.log"), encoding="utf-8") as f:
         assert "backward and forward passes to the time of the program's own calls of them" in f.read()
 

@@ -195,8 +195,13 @@ def from_dict(d: Dict[str, Any]) -> Capture:
         handled=[(int(a), int(b)) for a, b in d.get("handled", [])],
         blocked=[(int(a), int(b), int(c)) for a, b, c in d.get("blocked", [])],
         waits=[(int(a), int(b), int(c)) for a, b, c in d.get("waits", [])],
-        pass_calls=[(int(a), int(b), str(c)) for a, b, c in d.get("pass_calls", [])],
+        pass_calls=[_pass_call(x) for x in d.get("pass_calls", [])],
     )
+
+
+def _pass_call(x: Any) -> Tuple[int, int, str, str]:
+    """A pass call as saved: its site is "" in files saved before sites were."""
+    return int(x[0]), int(x[1]), str(x[2]), str(x[3]) if len(x) > 3 else ""
 
 
 def save(c: Capture, path: str) -> str:

@@ -248,6 +248,7 @@ class Capture:
     # waited for a CPU and its involuntary context switches so far: (ns of the recorder's clock, waited ns, switches).
     marks: str = ""
     waits: List[Tuple[int, int, int]] = field(default_factory=list)
-    # The program's own calls of a pass, timed where it made them (start, end, "forward" or "backward"), in the steps
-    # without the hooks too (``nnprofile.recording.passtimes``); none where its files were not compiled so.
-    pass_calls: List[Tuple[int, int, str]] = field(default_factory=list)
+    # The program's own calls of a pass, timed where it made them (start, end, "forward" or "backward", its site:
+    # "file:line:column", "" in files saved before sites were), in the steps without the hooks too
+    # (``nnprofile.recording.passtimes``); none where its files were not compiled so.
+    pass_calls: List[Tuple[int, int, str, str]] = field(default_factory=list)

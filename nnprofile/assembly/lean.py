@@ -28,6 +28,7 @@ from ..base.choices import GRAPH
 from ..base.stats import median
 from ..result import Entry, Section
 from ..result.notes import Note
+from . import sited
 from .calls import Calls
 from .events import Call, CommCall, Event, InputCall, MonitorCall, SolverCall, StepMark, depth_of, end_of, start_of
 from .hookfit import MARKERS, shape
@@ -61,14 +62,28 @@ class Lean:
         return self.by_graph.get((graph or "", phase), 1.0)
 
 
-def _in(p: Pass, a: int, b: int) -> bool:
-    return a <= (p.start_ns + p.end_ns) // 2 < b
+Gaps = Dict[int, List[List[Pass]]]  # a step's (by index) passes in each of its gaps
+
+
+def in_gaps(cut: Sequence[List[Tuple[int, int]]], steps: Sequence[int], passes: Sequence[Pass]) -> Gaps:
+    """Each of ``steps``' gaps' passes (those whose middle falls in it), found once."""
+    ordered = sorted(passes, key=lambda p: (p.start_ns + p.end_ns) // 2)
+    mids = [(p.start_ns + p.end_ns) // 2 for p in ordered]
+    return {i: [ordered[bisect_left(mids, a) : bisect_left(mids, b)] for a, b in cut[i]] for i in steps}
 
 
 def estimated(calls: Calls, p: Pass) -> float:
     """A hooked pass's time less the hooks' cost as estimated (what its section shows without the plain steps)."""
     inner = sum(calls.inner(c)[1] for c in p.calls)
     return max(0.0, calls.pass_time(p) - calls.pass_hooks(p) - inner)
+
+
+def net(calls: Calls, p: Pass) -> float:
+    """A hooked pass as its section's figures take it: as ``estimated``, less what other work took of it (inside its
+    functions and between them, where the marks tell: ``Calls.taken``, ``Calls.gap_taken``). A factor that takes
+    its passes to the plain steps' is over these, so that the scaled pass, other work's time taken off, is theirs."""
+    taken = sum(calls.taken(c) or 0.0 for c in p.calls if calls.hit(c)) + (calls.gap_taken(p) or 0.0)
+    return max(0.0, estimated(calls, p) - taken)
 
 
 def outside_passes(calls: Calls, events: Sequence[Event], passes: Sequence[Pass]) -> float:
@@ -125,32 +140,56 @@ def measure(
     typical, lean, whole = found
     plain_k = _mean_rows([[length(a, b) for a, b in cut[j]] for j in lean])
     passes = sorted((p for i in kept for p in step_passes[i]), key=lambda p: p.start_ns)
-    rows = _rows(calls, per_step, cut, passes, kept, typical, length)
-    direct = _direct(calls, cut, passes, typical, lean, length)
+    gap_passes = in_gaps(cut, typical, passes)
+    rows = _rows(calls, per_step, cut, gap_passes, kept, length)
+    direct = _direct(calls, cut, gap_passes, typical, lean, length)
     pass_k, rest_k = _gap_scales(plain_k, [rows[i] for i in typical], direct)
     own_k = _own_factors(calls, per_step, typical, lean, length)
     ran = {i: sum(length(start_of(e), end_of(e)) for e in _own(per_step[i])) for i in typical}
-    own_calls = {
-        i: sum(k * length(start_of(e), end_of(e)) for k, e in zip(own_k[0], _own(per_step[i]))) for i in typical
-    }
+    hooked = sum(own + sum(est.values()) for i in typical for own, est in rows[i]) / len(typical)
+    by_graph = _by_graph(calls, gap_passes, lambda k, ph: pass_k[k].get(ph, rest_k[k]), graph_of)
+    by_site = _by_site(calls, step_passes, bounds, kept, passes, graph_of)
+    by_graph.update(by_site)
 
-    def step(i: int) -> float:
-        out = own_calls[i]
-        for k, (own, est) in enumerate(rows[i]):
-            out += rest_k[k] * own + sum(pass_k[k].get(ph, rest_k[k]) * t for ph, t in est.items())
+    def step(i: int) -> float:  # (each pass of a graph as its section shows it: its factor times its figure)
+        out = sum(k * length(start_of(e), end_of(e)) for k, e in zip(own_k[0], _own(per_step[i])))
+        for k, (own, _) in enumerate(rows[i]):
+            out += rest_k[k] * own
+            for p in gap_passes[i][k]:
+                f = by_graph.get((graph_of(p) or "", p.phase))
+                out += f * net(calls, p) if f is not None else pass_k[k].get(p.phase, rest_k[k]) * estimated(calls, p)
         return out
 
-    hooked = sum(own + sum(est.values()) for i in typical for own, est in rows[i]) / len(typical)
     return Lean(
         lean,
         typical,
         sum(whole[j] for j in lean) / len(lean),
         hooked + sum(ran.values()) / len(typical),
-        _by_graph(calls, [cut[i] for i in typical], passes, lambda k, ph: pass_k[k].get(ph, rest_k[k]), graph_of),
+        by_graph,
         rest_k,
         {i: step(i) for i in typical},
         own_k[1],
-        sorted({ph for d in direct for ph in d}),
+        sorted({ph for d in direct for ph in d} | {ph for _, ph in by_site}),
+    )
+
+
+def _by_site(
+    calls: Calls,
+    step_passes: Sequence[List[Pass]],
+    bounds: Sequence[Tuple[int, int]],
+    kept: Sequence[int],
+    passes: Sequence[Pass],
+    graph_of: Callable[[Pass], Optional[str]],
+) -> Dict[Tuple[str, str], float]:
+    """The graphs' factors from their passes' sites (``sited.factors``), over the steps after the kept ones."""
+    return sited.factors(
+        _outermost(calls.capture.pass_calls),
+        passes,
+        (bounds[max(kept)][1], bounds[-1][1]),
+        [(p.start_ns, p.end_ns) for j in range(max(kept) + 1, len(bounds)) for p in step_passes[j]],
+        graph_of,
+        lambda p: net(calls, p),
+        lambda a, b: max(0.0, calls.lasted(a, b)),
     )
 
 
@@ -158,19 +197,17 @@ def _rows(
     calls: Calls,
     per_step: Sequence[List[Event]],
     cut: Sequence[List[Tuple[int, int]]],
-    passes: Sequence[Pass],
+    gap_passes: Gaps,
     kept: Sequence[int],
-    typical: Sequence[int],
     length: Callable[[int, int], float],
 ) -> Dict[int, List[Tuple[float, Dict[str, float]]]]:
     """Each typical kept step's gaps: the rest (the gap less its passes and the hooks' cost in it, as estimated), and
     its passes as estimated, by phase."""
     top = sorted((e for i in kept for e in per_step[i] if isinstance(e, Call)), key=start_of)
     rows: Dict[int, List[Tuple[float, Dict[str, float]]]] = {}
-    for i in typical:
+    for i, inside_gaps in gap_passes.items():
         rows[i] = []
-        for a, b in cut[i]:
-            inside = [p for p in passes if _in(p, a, b)]
+        for (a, b), inside in zip(cut[i], inside_gaps):
             raw = sum(calls.pass_time(p) for p in inside)
             hooks = outside_passes(calls, [e for e in top if a <= e.start_ns < b], inside)
             hooks += calls.costs.per_pass() * sum(1 for p in inside if not p.dynamic)
@@ -181,9 +218,12 @@ def _rows(
     return rows
 
 
-def _outermost(notes: Sequence[Tuple[int, int, str]]) -> List[Tuple[int, int, str]]:
+PassNote = Tuple[int, int, str, str]  # a call of a pass the program's code timed (``Capture.pass_calls``)
+
+
+def _outermost(notes: Sequence[PassNote]) -> List[PassNote]:
     """The pass calls no other holds (a pass called inside a method of the program's own that is noted too)."""
-    out: List[Tuple[int, int, str]] = []
+    out: List[PassNote] = []
     for n in sorted(notes, key=lambda n: (n[0], -n[1])):
         if not out or n[0] >= out[-1][1]:
             out.append(n)
@@ -193,7 +233,7 @@ def _outermost(notes: Sequence[Tuple[int, int, str]]) -> List[Tuple[int, int, st
 def _direct(
     calls: Calls,
     cut: Sequence[List[Tuple[int, int]]],
-    passes: Sequence[Pass],
+    gap_passes: Gaps,
     typical: Sequence[int],
     lean: Sequence[int],
     length: Callable[[int, int], float],
@@ -205,9 +245,9 @@ def _direct(
     notes = _outermost(calls.capture.pass_calls)
     if not notes or not typical:
         return []
-    mids = [(s + e) // 2 for s, e, _ in notes]
+    mids = [(n[0] + n[1]) // 2 for n in notes]
 
-    def noted(a: int, b: int) -> List[Tuple[int, int, str]]:
+    def noted(a: int, b: int) -> List[PassNote]:
         return notes[bisect_left(mids, a) : bisect_left(mids, b)]
 
     out: List[Dict[str, Tuple[float, float]]] = []
@@ -217,8 +257,8 @@ def _direct(
         took: Dict[str, float] = {}
         for i in typical:
             a, b = cut[i][k]
-            inside = [p for p in passes if _in(p, a, b)]
-            seen, calls_made = Counter(p.phase for p in inside), Counter(ph for _, _, ph in noted(a, b))
+            inside = gap_passes[i][k]
+            seen, calls_made = Counter(p.phase for p in inside), Counter(n[2] for n in noted(a, b))
             for ph in set(seen) | set(calls_made):
                 counts.setdefault(ph, set()).update({seen[ph], calls_made[ph]})
             for p in inside:
@@ -226,11 +266,11 @@ def _direct(
         for j in lean:
             a, b = cut[j][k]
             mine = noted(a, b)
-            made = Counter(ph for _, _, ph in mine)
+            made = Counter(n[2] for n in mine)
             for ph in set(counts) | set(made):
                 counts.setdefault(ph, set()).add(made[ph])
-            for s, e, ph in mine:
-                took[ph] = took.get(ph, 0.0) + length(s, e)
+            for n in mine:
+                took[n[2]] = took.get(n[2], 0.0) + length(n[0], n[1])
         out.append(
             {
                 ph: (took.get(ph, 0.0) / len(lean), est[ph] / len(typical))
@@ -293,22 +333,20 @@ def _steps(
 
 def _by_graph(
     calls: Calls,
-    cuts: Sequence[List[Tuple[int, int]]],
-    passes: Sequence[Pass],
+    gap_passes: Gaps,
     scale_of: Callable[[int, str], float],
     graph_of: Callable[[Pass], Optional[str]],
 ) -> Dict[Tuple[str, str], float]:
-    """Each graph's factor per phase: the scales of its passes in the gaps they ran in (``cuts``: the typical
-    steps'; ``scale_of``: a gap's scale of a phase), weighted by the passes' estimated time."""
+    """Each graph's factor per phase: the scales of its passes in the gaps they ran in (``gap_passes``: the typical
+    steps'; ``scale_of``: a gap's scale of a phase): their scaled estimates against their figures (``net``)."""
     weights: Dict[Tuple[str, str], List[float]] = {}
-    for cut in cuts:
-        for k, (a, b) in enumerate(cut):
-            for p in passes:
-                name = graph_of(p) if _in(p, a, b) else None
+    for gaps_of_step in gap_passes.values():
+        for k, inside in enumerate(gaps_of_step):
+            for p in inside:
+                name = graph_of(p)
                 if name is not None:
                     w = weights.setdefault((name, p.phase), [0.0, 0.0])
-                    e = estimated(calls, p)
-                    w[0], w[1] = w[0] + e * scale_of(k, p.phase), w[1] + e
+                    w[0], w[1] = w[0] + estimated(calls, p) * scale_of(k, p.phase), w[1] + net(calls, p)
     return {key: (s / e if e > 0 else 1.0) for key, (s, e) in weights.items()}
 
 

@@ -43,11 +43,11 @@ class PassTimes:
         host, ident = self.host, threading.get_ident
         clock = host.clock
 
-        def note(start: int, phase: str, result: Any) -> Any:
+        def note(start: int, phase: str, result: Any, site: str = "") -> Any:
             if result is None and host.capturing:
                 try:
                     if ident() == host.program_thread:
-                        host.window.passes.append((start, clock(), phase))
+                        host.window.passes.append((start, clock(), phase, site))
                 except Exception:  # a guest: the program's call has returned, and its result goes back
                     pass
             return result
@@ -56,7 +56,11 @@ class PassTimes:
 
 
 class _Calls(ast.NodeTransformer):
-    """``x.forward(...)`` -> ``__nnprofile_pass__(__nnprofile_clock__(), "forward", x.forward(...))``."""
+    """``x.forward(...)`` -> ``__nnprofile_pass__(__nnprofile_clock__(), "forward", x.forward(...), "file:line:col")``
+    (the call's site: which of the program's calls of a pass it was)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
 
     def visit_Call(self, node: ast.Call) -> Any:
         self.generic_visit(node)
@@ -64,7 +68,8 @@ class _Calls(ast.NodeTransformer):
         if not isinstance(func, ast.Attribute) or func.attr not in METHODS:
             return node
         clock = ast.Call(ast.Name(CLOCK, ast.Load()), [], [])
-        wrapped = ast.Call(ast.Name(NOTE, ast.Load()), [clock, ast.Constant(METHODS[func.attr]), node], [])
+        site = ast.Constant("%s:%d:%d" % (self.path, node.lineno, node.col_offset))
+        wrapped = ast.Call(ast.Name(NOTE, ast.Load()), [clock, ast.Constant(METHODS[func.attr]), node, site], [])
         return ast.copy_location(wrapped, node)
 
 
@@ -72,7 +77,7 @@ def compiled(source: bytes, path: str) -> Optional[Any]:
     """The program's file compiled with its pass calls noted; None where it cannot be (it is compiled as is)."""
     try:
         tree = compile(source, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-        tree = ast.fix_missing_locations(_Calls().visit(tree))
+        tree = ast.fix_missing_locations(_Calls(path).visit(tree))
         return compile(tree, path, "exec", dont_inherit=True)
     except Exception:
         return None

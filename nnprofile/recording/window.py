@@ -42,7 +42,7 @@ class Window:
         self.blocked: List[
             Tuple[int, int, int]
         ] = []  # the program's waits found (ns, index into its lines, ns blocked)
-        self.passes: List[Tuple[int, int, str]] = []  # the program's pass calls as it made them (``passtimes``)
+        self.passes: List[Tuple[int, int, str, str]] = []  # the program's pass calls as it made them (``passtimes``)
 
     def copy(self) -> "Window":
         """A copy whose lists no longer grow (what a SIGTERM writes while the program runs on)."""

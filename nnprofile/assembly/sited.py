@@ -1,0 +1,83 @@
+"""Each graph's passes set to the program's own calls of them in the steps without the hooks, site by site.
+
+The program's code times each call of a pass where it makes it (``Capture.pass_calls``: its site, the file, line and
+column of the call). A site whose every call in the kept steps held one pass of one graph, of the call's phase, is
+that graph's: its calls in the steps run without the hooks after them are those passes as the program runs alone,
+whatever step they fall in (a validation's passes between epochs, the first step after it, slower in the program
+alone too: the caches are cold). A graph's factor of a phase is then the plain calls' mean at each of its sites, times
+its passes there in the kept steps, against their estimate with the hooks (``estimate``). Where one of its passes in
+the kept steps was called from no such site, or a site ran fewer than ``MIN_CALLS`` times without the hooks, there is
+none (the gaps' scales stand, ``nnprofile.assembly.lean``).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
+
+from .passes import Pass
+
+MIN_CALLS = 3  # a site's plain calls its mean needs
+Key = Tuple[str, str]  # (graph name, phase)
+
+
+def factors(
+    notes: Sequence[Tuple[int, int, str, str]],
+    kept: Sequence[Pass],
+    plain: Tuple[int, int],
+    hooked: Sequence[Tuple[int, int]],
+    graph_of: Callable[[Pass], Optional[str]],
+    estimate: Callable[[Pass], float],
+    length: Callable[[int, int], float],
+) -> Dict[Key, float]:
+    """Each (graph, phase)'s factor from its sites: ``notes``, the outermost calls in time order; ``kept``, the kept
+    steps' passes; ``plain``, the span of the steps after them; ``hooked``, the spans of the passes the hooks saw in
+    it (a call holding one ran with the hooks on); ``length``, a span's time less nnprofile's and other work's."""
+    starts = [n[0] for n in notes]
+    by_site: Dict[str, List[Pass]] = {}
+    unsited: Set[Key] = set()
+    spoiled: Set[str] = set()
+    held: Dict[int, List[Pass]] = {}
+    for p in kept:
+        k = bisect_right(starts, p.start_ns) - 1
+        if k < 0 or notes[k][1] < p.end_ns or not notes[k][3]:
+            unsited.add((graph_of(p) or "", p.phase))
+        else:
+            held.setdefault(k, []).append(p)
+    for k, inside in held.items():
+        site = notes[k][3]
+        if len(inside) != 1 or inside[0].phase != notes[k][2] or graph_of(inside[0]) is None:
+            spoiled.add(site)
+        by_site.setdefault(site, []).extend(inside)
+    took = _plain_calls(notes, plain, hooked, length)
+    sums: Dict[Key, List[float]] = {}
+    for site, passes in by_site.items():
+        keys = {(graph_of(p) or "", p.phase) for p in passes}
+        if site in spoiled or len(keys) != 1 or len(took.get(site, ())) < MIN_CALLS:
+            unsited |= keys
+            continue
+        times = took[site]
+        w = sums.setdefault(keys.pop(), [0.0, 0.0])
+        w[0] += len(passes) * sum(times) / len(times)
+        w[1] += sum(estimate(p) for p in passes)
+    return {key: p / e for key, (p, e) in sums.items() if key not in unsited and e > 0}
+
+
+def _plain_calls(
+    notes: Sequence[Tuple[int, int, str, str]],
+    plain: Tuple[int, int],
+    hooked: Sequence[Tuple[int, int]],
+    length: Callable[[int, int], float],
+) -> Dict[str, List[float]]:
+    """Each site's calls in ``plain`` that held no pass the hooks saw: their times."""
+    spans = sorted(hooked)
+    ends = [b for _, b in spans]
+    out: Dict[str, List[float]] = {}
+    for s, e, _, site in notes:
+        if not site or s < plain[0] or e > plain[1]:
+            continue
+        k = bisect_right(ends, s)  # (the first hooked span ending after the call starts)
+        if k < len(spans) and spans[k][0] < e:
+            continue
+        out.setdefault(site, []).append(length(s, e))
+    return out

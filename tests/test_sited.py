@@ -1,0 +1,85 @@
+"""Each graph's passes set to the program's own calls of them without the hooks, site by site
+(``nnprofile.assembly.sited``): on hand-made passes and calls, whose figures are known."""
+
+from dataclasses import dataclass
+
+import pytest
+
+from nnprofile.assembly import sited
+
+MS = 1_000_000
+
+
+@dataclass
+class P:  # a pass as ``sited`` reads one
+    graph: str
+    phase: str
+    start_ns: int
+    end_ns: int
+    figure: float  # its estimate with the hooks, other work's share off (``lean.net``)
+
+
+def _kept(graph, phase, site, at, n, figure):
+    """``n`` kept passes of ``graph`` from ``site``, each inside its call: (passes, calls)."""
+    passes, notes = [], []
+    for k in range(n):
+        start = at + k * 10 * MS
+        passes.append(P(graph, phase, start + MS, start + 3 * MS, figure))
+        notes.append((start, start + 4 * MS, phase, site))
+    return passes, notes
+
+
+def _plain(phase, site, at, times):
+    return [(at + k * 10 * MS, at + k * 10 * MS + t, phase, site) for k, t in enumerate(times)]
+
+
+def _factors(notes, passes, hooked=()):
+    return sited.factors(
+        sorted(notes),
+        passes,
+        (100 * MS, 1000 * MS),
+        list(hooked),
+        lambda p: p.graph,
+        lambda p: p.figure,
+        lambda a, b: float(b - a),
+    )
+
+
+def test_a_sites_plain_calls_mean_against_its_kept_passes_figures():
+    passes, notes = _kept("loss", "forward", "t.py:5:4", 0, 4, 2.0 * MS)
+    plain = _plain("forward", "t.py:5:4", 100 * MS, [MS, MS, 4 * MS])  # a cold call among them counts
+    got = _factors(notes + plain, passes)
+    assert got == {("loss", "forward"): pytest.approx(2.0 / 2.0)}  # (a mean of 2 ms against 2 ms a pass)
+
+
+def test_a_graph_called_from_two_sites_weighs_each_by_its_kept_passes():
+    a, na = _kept("loss", "forward", "t.py:5:4", 0, 3, 2.0 * MS)  # training
+    b, nb = _kept("loss", "forward", "t.py:9:8", 40 * MS, 1, 4.0 * MS)  # a validation
+    plain = _plain("forward", "t.py:5:4", 100 * MS, [MS] * 3) + _plain("forward", "t.py:9:8", 500 * MS, [3 * MS] * 3)
+    got = _factors(na + nb + plain, a + b)
+    assert got[("loss", "forward")] == pytest.approx((3 * 1.0 + 1 * 3.0) / (3 * 2.0 + 4.0))
+
+
+def test_no_factor_where_a_site_ran_too_few_times_or_a_pass_had_no_site():
+    passes, notes = _kept("loss", "forward", "t.py:5:4", 0, 3, 2.0 * MS)
+    assert _factors(notes + _plain("forward", "t.py:5:4", 100 * MS, [MS] * (sited.MIN_CALLS - 1)), passes) == {}
+    unsited = [(s, e, ph, "") for s, e, ph, _ in notes]  # (a file saved before sites were)
+    assert _factors(unsited + _plain("forward", "", 100 * MS, [MS] * 5), passes) == {}
+    outside = P("loss", "forward", 60 * MS, 61 * MS, 2.0 * MS)  # a pass no call of the program's holds
+    assert _factors(notes + _plain("forward", "t.py:5:4", 100 * MS, [MS] * 3), passes + [outside]) == {}
+
+
+def test_a_site_whose_call_held_two_passes_or_another_phase_is_no_graphs():
+    passes, notes = _kept("loss", "forward", "t.py:5:4", 0, 3, 2.0 * MS)
+    second = P("loss", "forward", passes[0].start_ns + MS // 2, passes[0].start_ns + MS // 2 + 1, 1.0)
+    plain = _plain("forward", "t.py:5:4", 100 * MS, [MS] * 3)
+    assert _factors(notes + plain, passes + [second]) == {}
+    backward = [(s, e, "backward", site) for s, e, _, site in notes]
+    assert _factors(backward + plain, passes) == {}
+
+
+def test_a_plain_call_that_held_a_pass_the_hooks_saw_is_left_out():
+    passes, notes = _kept("loss", "forward", "t.py:5:4", 0, 3, 2.0 * MS)
+    plain = _plain("forward", "t.py:5:4", 100 * MS, [MS] * 3 + [9 * MS])
+    hooked = [(130 * MS + MS, 130 * MS + 2 * MS)]  # inside the last (the hooks back on there)
+    assert _factors(notes + plain, passes, hooked) == {("loss", "forward"): pytest.approx(0.5)}
