@@ -3,9 +3,10 @@ unmodified under ``nnprofile run``, shows every fact ``corpus.json`` gives for i
 from its source (``tests/corpus_facts.py``: its steps, each graph one to one with its sections and role, each
 solver with its parameters and updates per step, its scopes among the layer names, each iterator's input entry
 and whether it feeds the training, auto_forward, nn.grad, custom functions; each ``special`` note as
-``tests/corpus_special.py`` reads it), every section's coverage within
-90-110 % (or the rest named), the program's own exit status and output, as the program prints them alone, and its
-step against the program alone, as the instrument of ``tests/truth`` measures it (``corpus.held``).
+``tests/corpus_special.py`` reads it), the program's own exit status and output, as the program prints them alone,
+and its step and its passes against the program alone, as the instrument of ``tests/truth`` measures them
+(``corpus.held``): each pass nnprofile shows, and the layers it splits a pass into, no more than the program's own
+calls of that pass take.
 
 ``make corpus`` runs just these, the programs in parallel, and each program's two runs in turns (the run alone
 carries the instrument of ``tests/truth``, and the session's summary says how nnprofile's step and passes compare
@@ -25,6 +26,7 @@ from corpus import (
     CORPUS,
     SECONDS,
     TRUTH,
+    BETWEEN,
     available,
     held,
     differences,
@@ -88,9 +90,9 @@ def test_a_program_by_others_profiles_as_its_source_shows(run, record_property):
     sources = {os.path.basename(f): text for f, text in zip(program["files"], prepared.sources())}
     problems = check(program["id"], facts, profile, log, sources)
     problems += special(program["id"], facts.get("special", []), profile)
-    problems += _coverage(analysis)
     problems += _output(prepared, alone, profiled)
-    problems += _against_the_program_alone(program, noted, truth.figures_of(profile, analysis), record_property)
+    got = truth.figures_of(profile, analysis)
+    problems += _against_the_program_alone(program, noted, got, record_property, _layers(analysis))
     assert not problems, "%s:\n  %s\n\nsections: %s\nsteps: %s" % (
         program["id"],
         "\n  ".join(problems),
@@ -99,12 +101,13 @@ def test_a_program_by_others_profiles_as_its_source_shows(run, record_property):
     )
 
 
-def _against_the_program_alone(program, noted, got, record_property):
+def _against_the_program_alone(program, noted, got, record_property, layers):
     """nnprofile's step and passes against the program's own, run alone under the instrument of ``tests/truth``
     (its solvers' updates and its calls of forward/backward, as they returned), over the steps nnprofile kept: the
-    step within ``corpus.BETWEEN`` plus the instrument's own spread of it in that run (``corpus.held``), the ratios
-    reported by the session's summary; and the instrument must have seen the program's steps (``got``: nnprofile's
-    figures, ``truth.figures_of``)."""
+    step and each phase's passes a step within ``corpus.BETWEEN`` plus the instrument's own spread of it in that run
+    (``corpus.held``), the ratios reported by the session's summary; each phase's layers (``layers``: ms a step,
+    ``_layers``) no more than its passes so bound; and the instrument must have seen the program's steps (``got``:
+    nnprofile's figures, ``truth.figures_of``)."""
     measured = truth.load(noted, program["facts"]["solvers"])
     first, last = got["steps"]
     alone_ms = measured.mean_ms(first, last) if measured is not None and first else None
@@ -118,22 +121,24 @@ def _against_the_program_alone(program, noted, got, record_property):
             ratios[phase] = got[phase] / have
             spreads[phase] = measured.spread(first, last, phase)
     record_property(TRUTH, dict(ratios, spread=spreads["step"]) if spreads["step"] is not None else ratios)
-    # (the passes are reported, not held: a validation's passes in steps of another shape read short, issue 59)
-    return [wrong for wrong in [held("step", ratios["step"], spreads["step"])] if wrong]
+    wrong = [held(figure, ratio, spreads.get(figure)) for figure, ratio in ratios.items()]
+    for phase, ms in layers.items():
+        have = measured.phase_ms(first, last, phase)
+        if have and ms / have > 1 + BETWEEN + (spreads.get(phase) or 0.0):
+            wrong.append("%s layers: %.2fx the program's own calls of its passes" % (phase, ms / have))
+    return [w for w in wrong if w]
 
 
-def _coverage(analysis):
-    out = []
-    for a in analysis.sections:
-        for c in a.coverage:
-            share, named = c.share, c.named_share
-            if share is None:
-                continue
-            if share > 1.1 or not 0.9 <= (named or 0) <= 1.1:
-                out.append(
-                    "%s: %s covered %.1f%% (%.1f%% named)"
-                    % (a.section.name, c.whole_phase, 100 * share, 100 * (named or 0))
-                )
+def _layers(analysis):
+    """Each phase's layers over the program's graphs: ms a step (their share of each pass, ``Coverage.share``)."""
+    step = analysis.sections[-1].step
+    out = {}
+    for g in step.graphs if step is not None else []:
+        a = next((a for a in analysis.sections if a.section.name == g.name and a.section.kind == "graph"), None)
+        for c in a.coverage if a is not None else []:
+            phase = "forward" if c.whole_phase == "forward_all" else "backward"
+            whole = g.forward_ms if phase == "forward" else g.backward_ms
+            out[phase] = out.get(phase, 0.0) + (c.share or 0.0) * whole
     return out
 
 

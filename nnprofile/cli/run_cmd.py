@@ -209,8 +209,9 @@ def run(args) -> int:
     if world is not None and world.several:
         return _ranks_written(args, recording, world, outdir, status)
     out = Printer(args.quiet)
-    out.write(log.render(profile, view=view_of(args)))
-    if args.quiet:
+    if args.quiet:  # (the log is not printed: it is not made again, nor its analysis)
         warnings(profile)
+    else:
+        out.write(log.render(profile, view=view_of(args)))
     written(out, outdir, profile.files, args.open)
     return status
