@@ -51,6 +51,7 @@ class Calls:
         self.timeline: List[TimelineEvent] = []
         self._keys: Dict[Tuple[Any, str], Optional[str]] = {}  # (function, phase) -> its signature's key (below)
         self._overshoot: Dict[Tuple[int, int], Tuple[Pass, HookCosts, float]] = {}  # (pass, costs) -> ``overshoot``
+        self._figures: Dict[Tuple[int, int], Tuple[Pass, HookCosts, float, float]] = {}  # -> ``figures``
         # The collectives' own waits for a CPU (their marks, read inside them): a rank that waits for the others
         # polls, and is switched out as any spinning task is; that time is the others' to set, not other work's.
         self._comm_waits = sorted(
@@ -160,6 +161,19 @@ class Calls:
                     label, "inside", start_of(child) - o, end_of(child) - o, {"depth": getattr(child, "depth", 1)}
                 )
             )
+
+    def figures(self, p: Pass) -> Tuple[float, float]:
+        """A hooked pass's time less the hooks' cost as estimated (inside its functions too), and that less what other
+        work took of it (inside its functions and between them, where the marks tell): found once a pass and costs,
+        as ``overshoot`` is (every figure of a step asks them of each of its passes)."""
+        key = (id(p), id(self.costs))
+        if key not in self._figures:
+            inner = sum(self.inner(c)[1] for c in p.calls)
+            est = max(0.0, self.pass_time(p) - self.pass_hooks(p) - inner)
+            taken = sum(self.taken(c) or 0.0 for c in p.calls if self.hit(c)) + (self.gap_taken(p) or 0.0)
+            self._figures[key] = (p, self.costs, est, max(0.0, est - taken))
+        _, _, est, net = self._figures[key]
+        return est, net
 
     def pass_hooks(self, p: Pass) -> float:
         """What the hooks added inside a pass (from its first function's start to its last one's end): each

@@ -74,16 +74,14 @@ def in_gaps(cut: Sequence[List[Tuple[int, int]]], steps: Sequence[int], passes: 
 
 def estimated(calls: Calls, p: Pass) -> float:
     """A hooked pass's time less the hooks' cost as estimated (what its section shows without the plain steps)."""
-    inner = sum(calls.inner(c)[1] for c in p.calls)
-    return max(0.0, calls.pass_time(p) - calls.pass_hooks(p) - inner)
+    return calls.figures(p)[0]
 
 
 def net(calls: Calls, p: Pass) -> float:
     """A hooked pass as its section's figures take it: as ``estimated``, less what other work took of it (inside its
     functions and between them, where the marks tell: ``Calls.taken``, ``Calls.gap_taken``). A factor that takes
     its passes to the plain steps' is over these, so that the scaled pass, other work's time taken off, is theirs."""
-    taken = sum(calls.taken(c) or 0.0 for c in p.calls if calls.hit(c)) + (calls.gap_taken(p) or 0.0)
-    return max(0.0, estimated(calls, p) - taken)
+    return calls.figures(p)[1]
 
 
 def outside_passes(calls: Calls, events: Sequence[Event], passes: Sequence[Pass]) -> float:
@@ -204,12 +202,13 @@ def _rows(
     """Each typical kept step's gaps: the rest (the gap less its passes and the hooks' cost in it, as estimated), and
     its passes as estimated, by phase."""
     top = sorted((e for i in kept for e in per_step[i] if isinstance(e, Call)), key=start_of)
+    starts = [e.start_ns for e in top]
     rows: Dict[int, List[Tuple[float, Dict[str, float]]]] = {}
     for i, inside_gaps in gap_passes.items():
         rows[i] = []
         for (a, b), inside in zip(cut[i], inside_gaps):
             raw = sum(calls.pass_time(p) for p in inside)
-            hooks = outside_passes(calls, [e for e in top if a <= e.start_ns < b], inside)
+            hooks = outside_passes(calls, top[bisect_left(starts, a) : bisect_left(starts, b)], inside)
             hooks += calls.costs.per_pass() * sum(1 for p in inside if not p.dynamic)
             est: Dict[str, float] = {}
             for p in inside:

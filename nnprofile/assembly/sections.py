@@ -195,7 +195,7 @@ class Builder:
         """A pass's time, its functions' (the hooks' cost off each, also where an entry keeps it: see ``resolved``),
         and what other work took of it (inside its functions, and between them)."""
         inner = [self.calls.inner(c)[1] for c in p.calls]  # the timing of calls inside its functions
-        passed = max(0.0, self.calls.pass_time(p) - self.calls.pass_hooks(p) - sum(inner))
+        passed = self.calls.figures(p)[0]  # (its time less the hooks' cost, as every figure of a step takes it)
         own = sum(self.calls.function_time(c, x, p.phase) for c, x in zip(p.calls, inner))
         taken = [self.calls.taken(c) for c in p.calls if self.calls.hit(c)]
         unknown = self.calls.capture.marks == CPU and None in taken  # (a function's unknown: the pass's too)
