@@ -30,7 +30,38 @@ import programs  # noqa: E402
 import project_costs  # noqa: E402
 from common import Target, target_lines  # noqa: E402
 
-PARTS = ("cli", "costs", "programs", "gate", "large", "ranks", "windows", "busy")
+PARTS = ("truth", "cli", "costs", "programs", "gate", "large", "ranks", "windows", "busy")
+
+
+def _truth(work, quick):
+    import importlib.util
+
+    # (benchmarks/truth.py imports tests/truth.py as ``truth``: it is loaded here under a name of its own)
+    spec = importlib.util.spec_from_file_location("bench_truth", os.path.join(HERE, "truth.py"))
+    truth = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(truth)
+    corpus = truth.corpus
+    if not corpus.available():
+        return ["## The corpus against the program alone: not measured (no %s here)" % corpus.CORPUS, ""], []
+    pairs = 1 if quick else 3
+    rows = [truth.measure(program, work, pairs) for program in corpus.programs()]
+    n = truth.counts(rows)
+    targets = [
+        Target(
+            "every corpus program's %s within 5%% of the program alone (its ratio)" % figure,
+            "%d of %d" % (n["within"][figure], n["have"][figure]),
+            n["within"][figure] == n["have"][figure] == len(rows),
+        )
+        for figure in truth.PHASES
+    ]
+    targets.append(
+        Target(
+            "every profiled run within %.1fx + %g s of the program alone" % truth.BUDGET,
+            "%d of %d" % n["budget"],
+            n["budget"][0] == n["budget"][1] == len(rows),
+        )
+    )
+    return truth.lines(rows, pairs), targets
 
 
 def _cli(work, quick):
@@ -91,6 +122,7 @@ def _windows(work, quick):
 
 
 STEPS = {
+    "truth": ("the corpus's step and passes against the program alone (tests/truth)", _truth),
     "cli": ("nnprofile against nnabla_cli profile on projects/lenet", _cli),
     "costs": ("the hooks in graph mode, scaling with layers, isolated against graph mode", _costs),
     "programs": ("programs recorded by nnprofile run, each against itself alone", _programs),

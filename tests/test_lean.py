@@ -156,6 +156,13 @@ def test_a_pass_the_program_times_longer_without_the_hooks_moves_that_pass_by_as
     _, step2, forward2, lean2 = _figures(slower)
     assert forward2.stats.mean == pytest.approx(forward.stats.mean + 50_000, rel=0.03)
     assert lean2.figures["step_ms"] == pytest.approx(lean.figures["step_ms"] + 0.05, abs=0.002)
+    # every kept step moves with its forward passes, those with a validation (another shape: estimated) too
+    vpred = next(g for g in a.graphs if g.name == "vpred")
+    other = [r for r, n in enumerate(a.kept_steps) if vpred.passes[n - 1]]
+    assert other
+    for r in other:  # (the gaps' scales move a little too, as in every step)
+        moved = forward2.values()[r] - forward.values()[r]
+        assert moved > 0 and 0.9 * moved <= step2.values()[r] - step.values()[r] <= 1.2 * moved
 
 
 def _spans(capture):
@@ -238,7 +245,7 @@ def test_the_steps_without_the_hooks_are_neither_sampled_nor_proxied(tmp_path):
 
 def test_the_first_plain_step_is_left_out_only_where_three_others_are_there():
     """The first step without the hooks carries what they left in the caches: left out, unless a short program ran
-    only 3 such steps (its first then stands, as the figures need 3)."""
+    only 3 such steps (its first then stands, as the figures need 3); no other is left out for the step before it."""
     from nnprofile.assembly.lean import MIN_STEPS, _steps
 
     assert MIN_STEPS == 3
@@ -248,6 +255,9 @@ def test_the_first_plain_step_is_left_out_only_where_three_others_are_there():
     assert typical == kept and lean == [6, 7, 8]
     assert _steps(per_step, passes, cut, kept, [5, 6, 7], lambda j: 1.0)[1] == [5, 6, 7]
     assert _steps(per_step, passes, cut, kept, [5, 6], lambda j: 1.0) is None
+    # the step after a validation (step 7: the hooks on past the loop) stays: its cold caches are the program's own
+    per_step, cut, passes = [[] for _ in range(10)], [[(0, 1)] for _ in range(10)], [[] for _ in range(10)]
+    assert _steps(per_step, passes, cut, kept, [5, 6, 8, 9], lambda j: 1.0)[1] == [6, 8, 9]
 
 
 EPOCHS = """\

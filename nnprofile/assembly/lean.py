@@ -84,6 +84,17 @@ def net(calls: Calls, p: Pass) -> float:
     return calls.figures(p)[1]
 
 
+def rescaled(lean: Lean, calls: Calls, passes: Sequence[Pass], graph_of: Callable[[Pass], Optional[str]]) -> float:
+    """What a kept step of another shape (its figure the hooked estimate) gains where its passes are taken as their
+    sections show them (their graph's factor times their figure) instead of as estimated: its parts add up to it."""
+    out = 0.0
+    for p in passes:
+        f = lean.by_graph.get((graph_of(p) or "", p.phase))
+        if f is not None:
+            out += f * net(calls, p) - estimated(calls, p)
+    return out
+
+
 def outside_passes(calls: Calls, events: Sequence[Event], passes: Sequence[Pass]) -> float:
     """What the hooks cost a step's functions outside its passes (eager calls), as estimated."""
     in_pass = {id(c) for p in passes for c in p.calls}
@@ -309,19 +320,20 @@ def _steps(
     plain: Sequence[int],
     length: Callable[[int], float],
 ) -> Optional[Tuple[List[int], List[int], Dict[int, float]]]:
-    """The kept steps of the most common shape, the plain steps of that shape after a plain one where there are
-    enough (the first carries what the hooks left in the caches) and no slower than their median by ``DRIFT``, and
-    those steps' lengths
-    (``length``); None where fewer than ``MIN_STEPS`` of either are left."""
+    """The kept steps of the most common shape, the plain steps of that shape but the first after the kept ones where
+    there are enough (it carries what the hooks left in the caches) and no slower than their median by ``DRIFT``,
+    and those steps' lengths (``length``); None where fewer than ``MIN_STEPS`` of either are left."""
     if len(kept) < MIN_STEPS:
         return None
     typical_shape = Counter(shape(per_step[i]) for i in kept).most_common(1)[0][0]
     width = Counter(len(cut[i]) for i in kept if shape(per_step[i]) == typical_shape).most_common(1)[0][0]
     typical = [i for i in kept if shape(per_step[i]) == typical_shape and len(cut[i]) == width > 0]
-    after = set(plain)
+    hooked = set(kept)
     lean = [j for j in plain if shape(per_step[j]) == typical_shape and len(cut[j]) == width and not step_passes[j]]
-    if len([j for j in lean if j - 1 in after]) >= MIN_STEPS:  # (a short program's first one stays: it is needed)
-        lean = [j for j in lean if j - 1 in after]
+    # (the first after the kept ones: not one after a validation, whose cold caches are the program's own; a short
+    # program's first one stays: it is needed)
+    if len([j for j in lean if j - 1 not in hooked]) >= MIN_STEPS:
+        lean = [j for j in lean if j - 1 not in hooked]
     if len(lean) < MIN_STEPS or len(typical) < MIN_STEPS:
         return None
     whole = {j: length(j) for j in lean}  # (as its gaps tile it: a slow spell falls in the step whose gap holds it)

@@ -17,7 +17,7 @@ from ..result.timeline import TimelineEvent
 from .calls import Calls
 from .events import Call, CommCall, EAGER, Event, InputCall, MonitorCall, SolverCall, depth_of
 from .intervals import overlap
-from .lean import Lean, scale_entry
+from .lean import Lean, rescaled, scale_entry
 from .roles import solver_label
 from .passes import Pass, group_passes
 
@@ -77,6 +77,8 @@ class ProgramSections:
                 step.get("step").add(lean)
             else:
                 off = hooks + sum(1 for p in step_passes if not p.dynamic) * c.per_pass()
+                if self.lean is not None:  # (its passes as their sections show them)
+                    off -= rescaled(self.lean[0], self.calls, step_passes, self.lean[1])
                 step.get("step").add(max(0.0, end - start - overlap(start, end, self.calls.excluded) - off - waited))
             step_waited.append(waited)
             self._step_events(i, events)

@@ -28,6 +28,10 @@ from .schedule import Schedule
 DISTURBED = 0.01
 
 
+# The replicas' time (``calibrate.signature_costs``): this share of the run so far, at least and at most so many s.
+REPLICAS = (0.05, 0.25, 2.0)
+
+
 class ProgramRun:
     """The recorder of one program's run, what its hooks cost, and the profiles made from it."""
 
@@ -143,10 +147,13 @@ class ProgramRun:
         return made.profile
 
     def _refine(self, capture: Any) -> Any:
-        """The hooks' costs with the signatures this capture holds measured (once each, over the run)."""
+        """The hooks' costs with the signatures this capture holds measured (once each, over the run), within a share
+        of the run so far (``REPLICAS``: a short program's profiled run is not its replicas')."""
         from .calibrate import signature_costs
 
         assert self.hook_costs is not None
+        ran = max(0.0, time.time() - self.started_unix) if self.started_unix else REPLICAS[2]
+        budget = min(REPLICAS[2], max(REPLICAS[1], REPLICAS[0] * ran))
         with self.spent("replicas"):
-            self.signatures.update(signature_costs(capture, self.new_recorder, self.signatures))
+            self.signatures.update(signature_costs(capture, self.new_recorder, self.signatures, budget_s=budget))
         return dataclasses.replace(self.hook_costs, by_signature=dict(self.signatures))
