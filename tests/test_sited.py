@@ -33,16 +33,9 @@ def _plain(phase, site, at, times):
     return [(at + k * 10 * MS, at + k * 10 * MS + t, phase, site) for k, t in enumerate(times)]
 
 
-def _factors(notes, passes, hooked=()):
-    return sited.factors(
-        sorted(notes),
-        passes,
-        (100 * MS, 1000 * MS),
-        list(hooked),
-        lambda p: p.graph,
-        lambda p: p.figure,
-        lambda a, b: float(b - a),
-    )
+def _factors(notes, passes, hooked=(), lean=(), typical=()):
+    plain = sited.Plain((100 * MS, 1000 * MS), list(hooked), list(lean), {id(p) for p in typical})
+    return sited.factors(sorted(notes), passes, plain, lambda p: p.graph, lambda p: p.figure, lambda a, b: float(b - a))
 
 
 def test_a_sites_plain_calls_mean_against_its_kept_passes_figures():
@@ -83,3 +76,17 @@ def test_a_plain_call_that_held_a_pass_the_hooks_saw_is_left_out():
     plain = _plain("forward", "t.py:5:4", 100 * MS, [MS] * 3 + [9 * MS])
     hooked = [(130 * MS + MS, 130 * MS + 2 * MS)]  # inside the last (the hooks back on there)
     assert _factors(notes + plain, passes, hooked) == {("loss", "forward"): pytest.approx(0.5)}
+
+
+def test_a_site_of_several_graphs_is_its_usual_steps_graphs_over_the_plain_steps_of_their_shape():
+    """One line runs the training graph, and every few steps a validation's (a function of the program's own called
+    from two places): the site is the training graph's, its calls in the plain steps of the usual shape against
+    its passes in the usual kept steps; the validation's passes there get no factor from it."""
+    train, nt = _kept("train", "forward", "t.py:5:4", 0, 4, 2.0 * MS)
+    valid, nv = _kept("valid", "forward", "t.py:5:4", 50 * MS, 1, 8.0 * MS)
+    usual = _plain("forward", "t.py:5:4", 100 * MS, [MS] * 3)
+    other = _plain("forward", "t.py:5:4", 500 * MS, [6 * MS] * 3)  # (a validation's, in a step of its shape)
+    lean = [(100 * MS, 130 * MS)]
+    got = _factors(nt + nv + usual + other, train + valid, lean=lean, typical=train)
+    assert got == {("train", "forward"): pytest.approx(1.0 / 2.0)}
+    assert _factors(nt + nv + usual + other, train + valid, lean=lean, typical=train + valid) == {}

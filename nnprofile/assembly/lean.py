@@ -152,12 +152,13 @@ def measure(
     gap_passes = in_gaps(cut, typical, passes)
     rows = _rows(calls, per_step, cut, gap_passes, kept, length)
     direct = _direct(calls, cut, gap_passes, typical, lean, length)
-    pass_k, rest_k = _gap_scales(plain_k, [rows[i] for i in typical], direct)
+    by_site = _by_site(calls, step_passes, bounds, (kept, typical, lean), passes, graph_of)
+    timed = _with_sites(calls, direct, gap_passes, by_site, graph_of)
+    pass_k, rest_k = _gap_scales(plain_k, [rows[i] for i in typical], timed)
     own_k = _own_factors(calls, per_step, typical, lean, length)
     ran = {i: sum(length(start_of(e), end_of(e)) for e in _own(per_step[i])) for i in typical}
     hooked = sum(own + sum(est.values()) for i in typical for own, est in rows[i]) / len(typical)
     by_graph = _by_graph(calls, gap_passes, lambda k, ph: pass_k[k].get(ph, rest_k[k]), graph_of)
-    by_site = _by_site(calls, step_passes, bounds, kept, passes, graph_of)
     by_graph.update(by_site)
 
     def step(i: int) -> float:  # (each pass of a graph as its section shows it: its factor times its figure)
@@ -182,20 +183,50 @@ def measure(
     )
 
 
+def _with_sites(
+    calls: Calls,
+    direct: Sequence[Dict[str, Tuple[float, float]]],
+    gap_passes: Gaps,
+    by_site: Dict[Tuple[str, str], float],
+    graph_of: Callable[[Pass], Optional[str]],
+) -> List[Dict[str, Tuple[float, float]]]:
+    """Each gap's timed passes of a phase (``_direct``'s), those whose graphs' factors their sites set taken as they
+    set them (the typical steps' mean of each such pass's factor times its figure, and its estimate): the gap's rest
+    is then what the plain gap leaves them, and the step comes to the plain steps' with its passes as shown."""
+    steps = list(gap_passes.values())
+    width = len(steps[0]) if steps else 0
+    out: List[Dict[str, Tuple[float, float]]] = [dict(direct[k]) if k < len(direct) else {} for k in range(width)]
+    for k in range(len(out)):
+        for ph in {p.phase for gaps in steps for p in gaps[k]}:
+            mine = [p for gaps in steps for p in gaps[k] if p.phase == ph]
+            keys = [(graph_of(p) or "", ph) for p in mine]
+            if mine and all(key in by_site for key in keys):
+                took = sum(by_site[key] * net(calls, p) for key, p in zip(keys, mine))
+                out[k][ph] = (took / len(steps), sum(estimated(calls, p) for p in mine) / len(steps))
+    return out
+
+
 def _by_site(
     calls: Calls,
     step_passes: Sequence[List[Pass]],
     bounds: Sequence[Tuple[int, int]],
-    kept: Sequence[int],
+    steps: Tuple[Sequence[int], Sequence[int], Sequence[int]],
     passes: Sequence[Pass],
     graph_of: Callable[[Pass], Optional[str]],
 ) -> Dict[Tuple[str, str], float]:
-    """The graphs' factors from their passes' sites (``sited.factors``), over the steps after the kept ones."""
+    """The graphs' factors from their passes' sites (``sited.factors``), over the steps after the kept ones
+    (``steps``: the kept ones, those of their usual shape, the plain ones of it)."""
+    kept, typical, lean = steps
+    plain = sited.Plain(
+        (bounds[max(kept)][1], bounds[-1][1]),
+        [(p.start_ns, p.end_ns) for j in range(max(kept) + 1, len(bounds)) for p in step_passes[j]],
+        [bounds[j] for j in lean],
+        {id(p) for i in typical for p in step_passes[i]},
+    )
     return sited.factors(
         _outermost(calls.capture.pass_calls),
         passes,
-        (bounds[max(kept)][1], bounds[-1][1]),
-        [(p.start_ns, p.end_ns) for j in range(max(kept) + 1, len(bounds)) for p in step_passes[j]],
+        plain,
         graph_of,
         lambda p: net(calls, p),
         lambda a, b: max(0.0, calls.lasted(a, b)),

@@ -13,30 +13,70 @@ none (the gaps' scales stand, ``nnprofile.assembly.lean``).
 from __future__ import annotations
 
 from bisect import bisect_right
+from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from .passes import Pass
 
 MIN_CALLS = 3  # a site's plain calls its mean needs
 Key = Tuple[str, str]  # (graph name, phase)
+Span = Tuple[int, int]
+
+
+@dataclass
+class Plain:
+    """Where the program ran without the hooks: ``span``, the steps after the kept ones; ``hooked``, the spans of
+    the passes the hooks saw in it (a call holding one ran with them on); ``lean``, the spans of the plain steps of
+    the kept steps' usual shape, and ``typical``, the ids of the passes of the kept steps of that shape."""
+
+    span: Span
+    hooked: Sequence[Span] = ()
+    lean: Sequence[Span] = ()
+    typical: Set[int] = field(default_factory=set)
 
 
 def factors(
     notes: Sequence[Tuple[int, int, str, str]],
     kept: Sequence[Pass],
-    plain: Tuple[int, int],
-    hooked: Sequence[Tuple[int, int]],
+    plain: Plain,
     graph_of: Callable[[Pass], Optional[str]],
     estimate: Callable[[Pass], float],
     length: Callable[[int, int], float],
 ) -> Dict[Key, float]:
     """Each (graph, phase)'s factor from its sites: ``notes``, the outermost calls in time order; ``kept``, the kept
-    steps' passes; ``plain``, the span of the steps after them; ``hooked``, the spans of the passes the hooks saw in
-    it (a call holding one ran with the hooks on); ``length``, a span's time less nnprofile's and other work's."""
+    steps' passes; ``length``, a span's time less nnprofile's and other work's. A site whose kept passes are of
+    several graphs (a function of the program's own that runs a training graph and, every few steps, a validation's
+    from the same line) is its usual steps' graph's where those hold one: its calls in the plain steps of their
+    shape against its passes in the kept ones (the others' passes there keep their figures)."""
+    by_site, unsited = _sites(notes, kept, graph_of)
+    took = _plain_calls(notes, [plain.span], plain.hooked, length)
+    usual = _plain_calls(notes, plain.lean, plain.hooked, length)
+    sums: Dict[Key, List[float]] = {}
+    for site, passes in by_site.items():
+        keys = {(graph_of(p) or "", p.phase) for p in passes}
+        times = took.get(site, [])
+        if len(keys) > 1:
+            passes = [p for p in passes if id(p) in plain.typical]
+            mine = {(graph_of(p) or "", p.phase) for p in passes}
+            unsited |= keys - mine
+            keys, times = mine, usual.get(site, [])
+        if len(keys) != 1 or len(times) < MIN_CALLS:
+            unsited |= keys
+            continue
+        w = sums.setdefault(keys.pop(), [0.0, 0.0])
+        w[0] += len(passes) * sum(times) / len(times)
+        w[1] += sum(estimate(p) for p in passes)
+    return {key: p / e for key, (p, e) in sums.items() if key not in unsited and e > 0}
+
+
+def _sites(
+    notes: Sequence[Tuple[int, int, str, str]], kept: Sequence[Pass], graph_of: Callable[[Pass], Optional[str]]
+) -> Tuple[Dict[str, List[Pass]], Set[Key]]:
+    """The kept passes by the site of the call that held each, and the (graph, phase)s that have none: a pass no call
+    holds, a site whose call held more than one pass, or one of another phase or of no graph."""
     starts = [n[0] for n in notes]
     by_site: Dict[str, List[Pass]] = {}
     unsited: Set[Key] = set()
-    spoiled: Set[str] = set()
     held: Dict[int, List[Pass]] = {}
     for p in kept:
         k = bisect_right(starts, p.start_ns) - 1
@@ -44,37 +84,31 @@ def factors(
             unsited.add((graph_of(p) or "", p.phase))
         else:
             held.setdefault(k, []).append(p)
+    spoiled: Set[str] = set()
     for k, inside in held.items():
         site = notes[k][3]
         if len(inside) != 1 or inside[0].phase != notes[k][2] or graph_of(inside[0]) is None:
             spoiled.add(site)
         by_site.setdefault(site, []).extend(inside)
-    took = _plain_calls(notes, plain, hooked, length)
-    sums: Dict[Key, List[float]] = {}
-    for site, passes in by_site.items():
-        keys = {(graph_of(p) or "", p.phase) for p in passes}
-        if site in spoiled or len(keys) != 1 or len(took.get(site, ())) < MIN_CALLS:
-            unsited |= keys
-            continue
-        times = took[site]
-        w = sums.setdefault(keys.pop(), [0.0, 0.0])
-        w[0] += len(passes) * sum(times) / len(times)
-        w[1] += sum(estimate(p) for p in passes)
-    return {key: p / e for key, (p, e) in sums.items() if key not in unsited and e > 0}
+    for site in spoiled:
+        unsited |= {(graph_of(p) or "", p.phase) for p in by_site.pop(site)}
+    return by_site, unsited
 
 
 def _plain_calls(
     notes: Sequence[Tuple[int, int, str, str]],
-    plain: Tuple[int, int],
-    hooked: Sequence[Tuple[int, int]],
+    within: Sequence[Span],
+    hooked: Sequence[Span],
     length: Callable[[int, int], float],
 ) -> Dict[str, List[float]]:
-    """Each site's calls in ``plain`` that held no pass the hooks saw: their times."""
+    """Each site's calls in the spans ``within`` that held no pass the hooks saw: their times."""
     spans = sorted(hooked)
     ends = [b for _, b in spans]
+    inside = sorted(within)
     out: Dict[str, List[float]] = {}
     for s, e, _, site in notes:
-        if not site or s < plain[0] or e > plain[1]:
+        k = bisect_right(inside, (s, float("inf"))) - 1
+        if not site or k < 0 or e > inside[k][1]:
             continue
         k = bisect_right(ends, s)  # (the first hooked span ending after the call starts)
         if k < len(spans) and spans[k][0] < e:
