@@ -224,7 +224,7 @@ def _by_site(
         {id(p) for i in typical for p in step_passes[i]},
     )
     return sited.factors(
-        _outermost(calls.capture.pass_calls),
+        sited.outermost(calls.capture.pass_calls),
         passes,
         plain,
         graph_of,
@@ -259,18 +259,6 @@ def _rows(
     return rows
 
 
-PassNote = Tuple[int, int, str, str]  # a call of a pass the program's code timed (``Capture.pass_calls``)
-
-
-def _outermost(notes: Sequence[PassNote]) -> List[PassNote]:
-    """The pass calls no other holds (a pass called inside a method of the program's own that is noted too)."""
-    out: List[PassNote] = []
-    for n in sorted(notes, key=lambda n: (n[0], -n[1])):
-        if not out or n[0] >= out[-1][1]:
-            out.append(n)
-    return out
-
-
 def _direct(
     calls: Calls,
     cut: Sequence[List[Tuple[int, int]]],
@@ -283,12 +271,12 @@ def _direct(
     typical kept step runs as many passes of that phase there as the hooks saw and its code called, and every plain
     step made as many such calls there, (the plain steps' mean time of those calls, the kept steps' mean estimate
     of the passes)."""
-    notes = _outermost(calls.capture.pass_calls)
+    notes = sited.outermost(calls.capture.pass_calls)
     if not notes or not typical:
         return []
     mids = [(n[0] + n[1]) // 2 for n in notes]
 
-    def noted(a: int, b: int) -> List[PassNote]:
+    def noted(a: int, b: int) -> List[sited.PassNote]:
         return notes[bisect_left(mids, a) : bisect_left(mids, b)]
 
     out: List[Dict[str, Tuple[float, float]]] = []

@@ -23,6 +23,18 @@ Key = Tuple[str, str]  # (graph name, phase)
 Span = Tuple[int, int]
 
 
+PassNote = Tuple[int, int, str, str]  # a call of a pass the program's code timed (``Capture.pass_calls``)
+
+
+def outermost(notes: Sequence[PassNote]) -> List[PassNote]:
+    """The pass calls no other holds (a pass called inside a method of the program's own that is noted too)."""
+    out: List[PassNote] = []
+    for n in sorted(notes, key=lambda n: (n[0], -n[1])):
+        if not out or n[0] >= out[-1][1]:
+            out.append(n)
+    return out
+
+
 @dataclass
 class Plain:
     """Where the program ran without the hooks: ``span``, the steps after the kept ones; ``hooked``, the spans of
