@@ -52,6 +52,7 @@ class Calls:
         self._keys: Dict[Tuple[Any, str], Optional[str]] = {}  # (function, phase) -> its signature's key (below)
         self._overshoot: Dict[Tuple[int, int], Tuple[Pass, HookCosts, float]] = {}  # (pass, costs) -> ``overshoot``
         self._figures: Dict[Tuple[int, int], Tuple[Pass, HookCosts, float, float]] = {}  # -> ``figures``
+        self._pass_taken: Dict[int, Tuple[Pass, float, bool, Optional[float]]] = {}  # pass -> ``pass_taken``
         # The collectives' own waits for a CPU (their marks, read inside them): a rank that waits for the others
         # polls, and is switched out as any spinning task is; that time is the others' to set, not other work's.
         self._comm_waits = sorted(
@@ -170,10 +171,21 @@ class Calls:
         if key not in self._figures:
             inner = sum(self.inner(c)[1] for c in p.calls)
             est = max(0.0, self.pass_time(p) - self.pass_hooks(p) - inner)
-            taken = sum(self.taken(c) or 0.0 for c in p.calls if self.hit(c)) + (self.gap_taken(p) or 0.0)
-            self._figures[key] = (p, self.costs, est, max(0.0, est - taken))
+            inside, _, gaps = self.pass_taken(p)
+            self._figures[key] = (p, self.costs, est, max(0.0, est - inside - (gaps or 0.0)))
         _, _, est, net = self._figures[key]
         return est, net
+
+    def pass_taken(self, p: Pass) -> Tuple[float, bool, Optional[float]]:
+        """What other work took of a pass: inside the functions it held up (what is known of it, summed), whether
+        that is not all known (on the CPU's marks, a function's taken unknown), and between them (``gap_taken``).
+        Found once a pass (its section's row and every figure of its step ask it)."""
+        if id(p) not in self._pass_taken:
+            taken = [self.taken(c) for c in p.calls if self.hit(c)]
+            unknown = self.capture.marks == CPU and None in taken
+            self._pass_taken[id(p)] = (p, sum(t or 0.0 for t in taken), unknown, self.gap_taken(p))
+        _, inside, unknown, gaps = self._pass_taken[id(p)]
+        return inside, unknown, gaps
 
     def pass_hooks(self, p: Pass) -> float:
         """What the hooks added inside a pass (from its first function's start to its last one's end): each

@@ -152,7 +152,7 @@ def measure(
     gap_passes = in_gaps(cut, typical, passes)
     rows = _rows(calls, per_step, cut, gap_passes, kept, length)
     direct = _direct(calls, cut, gap_passes, typical, lean, length)
-    by_site = _by_site(calls, step_passes, bounds, (kept, typical, lean), passes, graph_of)
+    by_site = _by_site(calls, step_passes, bounds, (kept, typical, lean), passes, graph_of, length)
     timed = _with_sites(calls, direct, gap_passes, by_site, graph_of)
     pass_k, rest_k = _gap_scales(plain_k, [rows[i] for i in typical], timed)
     own_k = _own_factors(calls, per_step, typical, lean, length)
@@ -213,9 +213,10 @@ def _by_site(
     steps: Tuple[Sequence[int], Sequence[int], Sequence[int]],
     passes: Sequence[Pass],
     graph_of: Callable[[Pass], Optional[str]],
+    length: Callable[[int, int], float],
 ) -> Dict[Tuple[str, str], float]:
     """The graphs' factors from their passes' sites (``sited.factors``), over the steps after the kept ones
-    (``steps``: the kept ones, those of their usual shape, the plain ones of it)."""
+    (``steps``: the kept ones, those of their usual shape, the plain ones of it; ``length``, a span's own time)."""
     kept, typical, lean = steps
     plain = sited.Plain(
         (bounds[max(kept)][1], bounds[-1][1]),
@@ -229,7 +230,7 @@ def _by_site(
         plain,
         graph_of,
         lambda p: net(calls, p),
-        lambda a, b: max(0.0, calls.lasted(a, b)),
+        length,
     )
 
 

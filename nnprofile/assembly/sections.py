@@ -28,7 +28,7 @@ from ..result import Entry, Section
 from ..result.details import SectionInfo
 from ..result.layer import Layer
 from ..result.timeline import TimelineEvent
-from .events import CPU, Call, Capture, Event
+from .events import Call, Capture, Event
 from .interference import disturbance_rate
 from .graphs import Graph, layer_keys
 from .naming import Namer
@@ -197,10 +197,8 @@ class Builder:
         inner = [self.calls.inner(c)[1] for c in p.calls]  # the timing of calls inside its functions
         passed = self.calls.figures(p)[0]  # (its time less the hooks' cost, as every figure of a step takes it)
         own = sum(self.calls.function_time(c, x, p.phase) for c, x in zip(p.calls, inner))
-        taken = [self.calls.taken(c) for c in p.calls if self.calls.hit(c)]
-        unknown = self.calls.capture.marks == CPU and None in taken  # (a function's unknown: the pass's too)
-        held_inside = None if unknown else sum(t or 0.0 for t in taken)
-        return PassRow(step, p.phase, passed, own, held_inside, self.calls.gap_taken(p))
+        inside, unknown, gaps = self.calls.pass_taken(p)  # (a function's unknown: the pass's too)
+        return PassRow(step, p.phase, passed, own, None if unknown else inside, gaps)
 
     def _whole_passes(
         self, passes: Sequence["PassRow"], rounds_of: Sequence[int], whole: SeriesTable, engine: SeriesTable
