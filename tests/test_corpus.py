@@ -6,7 +6,8 @@ and whether it feeds the training, auto_forward, nn.grad, custom functions; each
 ``tests/corpus_special.py`` reads it), the program's own exit status and output, as the program prints them alone,
 and its step and its passes against the program alone, as the instrument of ``tests/truth`` measures them
 (``corpus.held``): each pass nnprofile shows, and the layers it splits a pass into, no more than the program's own
-calls of that pass take.
+calls of that pass take; where a figure is outside its bound, a second pair of runs is made, and it is wrong only
+where neither pair holds it.
 
 ``make corpus`` runs just these, the programs in parallel, and each program's two runs in turns (the run alone
 carries the instrument of ``tests/truth``, and the session's summary says how nnprofile's step and passes compare
@@ -45,6 +46,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.corpus]
 
 # Runs alone a program's output is compared with, at most, where it differs under nnprofile.
 RUNS_ALONE = 3
+# Pairs of runs (alone, then profiled) a program's figures are held to, at most, where one is outside its bound.
+PAIRS = 2
 
 
 def _ids():
@@ -75,11 +78,11 @@ def run(request, base, memo, tmp_path):
     noted = os.path.join(str(tmp_path), "truth.json")
     alone = prepared.noted(noted)
     profiled = beside.profiled(out)
-    return program, prepared, (alone, noted), profiled, out
+    return program, (prepared, beside), (alone, noted), profiled, out
 
 
 def test_a_program_by_others_profiles_as_its_source_shows(run, record_property):
-    program, prepared, (alone, noted), profiled, out = run
+    program, (prepared, beside), (alone, noted), profiled, out = run
     record_property(SECONDS, (alone.seconds, profiled.seconds))  # summed by conftest's terminal summary
     facts = program["facts"]
     assert alone.code == 0, alone.stderr[-3000:]
@@ -91,8 +94,7 @@ def test_a_program_by_others_profiles_as_its_source_shows(run, record_property):
     problems = check(program["id"], facts, profile, log, sources)
     problems += special(program["id"], facts.get("special", []), profile)
     problems += _output(prepared, alone, profiled)
-    got = truth.figures_of(profile, analysis)
-    problems += _against_the_program_alone(program, noted, got, record_property, _layers(analysis))
+    problems += _timing(program, (prepared, beside), (noted, profile, analysis), record_property)
     assert not problems, "%s:\n  %s\n\nsections: %s\nsteps: %s" % (
         program["id"],
         "\n  ".join(problems),
@@ -101,7 +103,33 @@ def test_a_program_by_others_profiles_as_its_source_shows(run, record_property):
     )
 
 
-def _against_the_program_alone(program, noted, got, record_property, layers):
+def _timing(program, runs, first, record_property):
+    """The step, passes and layers against the program alone (``_against_the_program_alone``), over up to PAIRS
+    pairs of runs in turns: a figure is wrong only where no pair holds it. One pair beside CI's other work can catch
+    the profiled run in a burst the run alone missed (TD3's forward once read 1.62x beside another corpus program in
+    ``make corpus``, 0.97x and 1.00x in the quiet pairs right after), and a figure that is wrong is wrong in every
+    pair. The session's summary reports the first pair's ratios, whatever the others give."""
+    noted, profile, analysis = first
+    wrong = _against_the_program_alone(program, noted, truth.figures_of(profile, analysis), _layers(analysis))
+    record_property(TRUTH, wrong[0])
+    pair = 1
+    while wrong[1] and pair < PAIRS:
+        pair += 1
+        folder = os.path.join(os.path.dirname(noted), "pair%d" % pair)
+        os.makedirs(folder, exist_ok=True)
+        noted = os.path.join(folder, "truth.json")
+        runs[0].noted(noted)
+        out = os.path.join(folder, "out")
+        if runs[1].profiled(out).code != 0:
+            break
+        again = nnprofile.load(out)
+        seen = analyze(again)
+        more = _against_the_program_alone(program, noted, truth.figures_of(again, seen), _layers(seen))
+        wrong = (wrong[0], {k: v for k, v in more[1].items() if k in wrong[1]})
+    return ["%s (in each of %d pairs of runs)" % (w, pair) for w in wrong[1].values()]
+
+
+def _against_the_program_alone(program, noted, got, layers):
     """nnprofile's step and passes against the program's own, run alone under the instrument of ``tests/truth``
     (its solvers' updates and its calls of forward/backward, as they returned), over the steps nnprofile kept: the
     step and each phase's passes a step within ``corpus.BETWEEN`` plus the instrument's own spread of it in that run
@@ -112,7 +140,7 @@ def _against_the_program_alone(program, noted, got, record_property, layers):
     first, last = got["steps"]
     alone_ms = measured.mean_ms(first, last) if measured is not None and first else None
     if not alone_ms or not got["step"]:
-        return ["the instrument saw no steps %s..%s of the program run alone (%s)" % (first, last, noted)]
+        return {}, {"none": "the instrument saw no steps %s..%s of the program run alone (%s)" % (first, last, noted)}
     ratios = {"step": got["step"] / alone_ms}
     spreads = {"step": measured.spread(first, last)}
     for phase in ("forward", "backward"):
@@ -120,13 +148,13 @@ def _against_the_program_alone(program, noted, got, record_property, layers):
         if have and got[phase]:
             ratios[phase] = got[phase] / have
             spreads[phase] = measured.spread(first, last, phase)
-    record_property(TRUTH, dict(ratios, spread=spreads["step"]) if spreads["step"] is not None else ratios)
-    wrong = [held(figure, ratio, spreads.get(figure)) for figure, ratio in ratios.items()]
+    wrong = {figure: held(figure, ratio, spreads.get(figure)) for figure, ratio in ratios.items()}
     for phase, ms in layers.items():
         have = measured.phase_ms(first, last, phase)
         if have and ms / have > 1 + BETWEEN + (spreads.get(phase) or 0.0):
-            wrong.append("%s layers: %.2fx the program's own calls of its passes" % (phase, ms / have))
-    return [w for w in wrong if w]
+            wrong[phase + " layers"] = "%s layers: %.2fx the program's own calls of its passes" % (phase, ms / have)
+    said = dict(ratios, spread=spreads["step"]) if spreads["step"] is not None else ratios
+    return said, {k: w for k, w in wrong.items() if w}
 
 
 def _layers(analysis):
