@@ -95,9 +95,21 @@ class Entry:
         Renderers ask for them many times; they are computed once for the
         samples and overhead at hand.
         """
-        # The lists by identity and length: cheap to check (nothing allocated), and any change of
-        # samples, rounds or dropped rounds (always by a new list or by growing one) shows.
-        key = (
+        key = self._key()
+        cached = self.__dict__.get("_stats")
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        stats = summarize_undisturbed(
+            self.values(), self.round_sizes, self.dropped_rounds, self.disturbed, self.switch_rate, self.taken_ns
+        )
+        self.__dict__["_stats"] = (key, stats)
+        return stats
+
+    def _key(self) -> tuple:
+        """What the statistics and the time per round are of: the lists by identity and length, cheap to check
+        (nothing allocated), and any change of samples, rounds or dropped rounds (always by a new list or by growing
+        one) shows."""
+        return (
             id(self.samples_ns),
             len(self.samples_ns),
             id(self.round_sizes),
@@ -111,14 +123,6 @@ class Entry:
             len(self.taken_ns),
             self.switch_rate,
         )
-        cached = self.__dict__.get("_stats")
-        if cached is not None and cached[0] == key:
-            return cached[1]
-        stats = summarize_undisturbed(
-            self.values(), self.round_sizes, self.dropped_rounds, self.disturbed, self.switch_rate, self.taken_ns
-        )
-        self.__dict__["_stats"] = (key, stats)
-        return stats
 
     def values(self) -> List[float]:
         """The per-call times the statistics are of: the timing's own cost taken off each."""
@@ -153,10 +157,16 @@ class Entry:
     def per_round_ns(self) -> float:
         """Its time per round over the rounds kept (the slow ones left out): a recorded program's time per
         step. Every entry of a program counts the same rounds, so that parts add up to the step."""
+        key = self._key()
+        cached = self.__dict__.get("_per_round")
+        if cached is not None and cached[0] == key:  # (asked by every renderer: found once, as ``stats`` is)
+            return cached[1]
         dropped = set(self.dropped_rounds)
         totals = self.round_totals()
         kept = [t for r, t in enumerate(totals) if r not in dropped] or totals
-        return sum(kept) / len(kept) if kept else 0.0
+        found = sum(kept) / len(kept) if kept else 0.0
+        self.__dict__["_per_round"] = (key, found)
+        return found
 
     @property
     def run_cv(self) -> Optional[float]:
