@@ -10,6 +10,8 @@ import traceback
 
 from conftest import ROOT, run_cli
 from nnprofile.assembly import capture_file
+from nnprofile.base.schedule import Schedule
+from nnprofile.recording.recorder import CALIBRATION
 from nnprofile.recording import passtimes
 
 SOURCE = b"""\
@@ -39,11 +41,11 @@ raise ValueError("line 22")
 
 
 def test_the_code_compiled_so_runs_as_python_runs_it_and_notes_what_returns_none():
-    noted = []
+    noted, begun = [], []
     ticks = iter(range(100, 1000))
     scope = {
         passtimes.NOTE: lambda start, phase, result, site: noted.append((start, phase, result, site)) or result,
-        passtimes.CLOCK: lambda: next(ticks),
+        passtimes.CLOCK: lambda site: begun.append(site) or next(ticks),
     }
     code = passtimes.compiled(SOURCE, "prog.py")
     assert code is not None
@@ -57,7 +59,7 @@ def test_the_code_compiled_so_runs_as_python_runs_it_and_notes_what_returns_none
     assert scope["seen"] == ["receiver", "argument"]  # the receiver, then its arguments: Python's order
     assert [(phase, result) for _, phase, result, _ in noted] == [("forward", None), ("backward", "built")]
     # each call's site: which of the program's calls it was (its file, line and column)
-    assert [site for *_, site in noted] == ["prog.py:20:8", "prog.py:21:9"]
+    assert [site for *_, site in noted] == ["prog.py:20:8", "prog.py:21:9"] == begun  # (told as each call begins)
 
 
 def test_a_file_that_does_not_parse_is_left_to_python():
@@ -88,6 +90,37 @@ def test_a_note_keeps_only_a_pass_on_the_recorded_thread_while_a_window_is_open(
     worker.start()
     worker.join()
     assert [(s, ph) for s, _, ph, _ in host.window.passes] == [(1, "forward")]
+
+
+def test_a_pass_the_hooked_steps_seldom_called_turns_the_hooks_on_in_the_steps_without_them():
+    """A validation every few steps, falling in the steps without the hooks, is recorded: its first pass puts the
+    hooks back on before it runs (the step is then neither kept nor without the hooks); a pass of the usual steps
+    leaves them off, and no site is judged before a hooked step called a pass."""
+    host = _Host()
+    host.hooks_on, host.calibrate, switched = True, True, []
+
+    class Steps:
+        done = 0
+
+    host.steps = Steps()
+    host._switch_hooks = switched.append
+    times = passtimes.PassTimes(host)
+    names = times.names()
+    begin, note = names[passtimes.CLOCK], names[passtimes.NOTE]
+    host.hooks_on = False
+    begin("train.py:9:4")  # no hooked step seen yet: nothing to judge by
+    host.hooks_on = True
+    for step in range(1, 11):  # kept steps: the training every step, a validation in one of them
+        host.steps.done = step
+        note(begin("train.py:9:4"), "forward", None, "train.py:9:4")
+        if step == 4:
+            note(begin("train.py:5:8"), "forward", None, "train.py:5:8")
+    host.hooks_on = False
+    begin("train.py:9:4")
+    assert switched == []
+    begin("train.py:5:8")  # the validation, in a step without the hooks
+    begin("elsewhere.py:1:0")  # a site no hooked step called
+    assert switched == [True, True]
 
 
 def test_only_the_programs_own_files_are_compiled_so(tmp_path):
@@ -145,7 +178,8 @@ def test_a_programs_passes_are_timed_in_its_script_and_modules_and_its_folder_le
     calls = capture.pass_calls
     outer = [c for c in calls if not any(o[0] <= c[0] and c[1] <= o[1] and o != c for o in calls)]
     phases = [ph for _, _, ph, _ in outer]
-    assert phases.count("forward") == phases.count("backward") >= 40  # kept steps and those without the hooks
+    # its first step, the kept ones and those without the hooks, of its 60
+    assert phases.count("forward") == phases.count("backward") >= 1 + Schedule.active + len(CALIBRATION)
     assert len(calls) - len(outer) == phases.count("forward")
     assert all(start < end for start, end, _, _ in capture.pass_calls)
     with open(os.path.join(out, "profile.log"), encoding="utf-8") as f:

@@ -209,7 +209,7 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
     step_passes = [group_passes(span, capture.sites) for span in per_step]  # (each step's, grouped once)
     before, after = (with_children(span, kids) for span in step_rule.outside(top, bounds, start_of))
     skip = min(capture.skip_first, max(0, len(bounds) - 1))
-    kept, plain_kept = hookfit.kept_steps(hookfit.hook_states(per_step), skip, capture.active)
+    kept, plain_kept, later = hookfit.kept_steps(hookfit.hook_states(per_step), skip, capture.active)
     excluded = merged(capture.excluded)  # nnprofile's own work between the program's calls
     costs, hooks = hookfit.fit(capture, costs, step_passes, kept, excluded)
     graphs = graphs_of(capture, before, per_step, step_passes, after, kept, skip)
@@ -234,7 +234,7 @@ def assemble(capture: Capture, costs: HookCosts, name: str) -> Assembly:
         sections[-1], [bounds[i] for i in kept], excluded, raised
     )
     # What ran only outside the kept steps: before the program's step section (the last, as every reader takes it).
-    outside = outside_sections(builder, graphs, kept, skip, before, after, capture)
+    outside = outside_sections(builder, graphs, kept, skip, before, after, capture, later)
     interference.apply(outside, capture, builder.switch_rate, kept, bounds, builder.calls.waited)
     sections[-1:-1] = outside
     notes += spoiled_note(interference.spoiled(sections))

@@ -83,12 +83,16 @@ def hook_states(per_step: List[List[Event]]) -> List[str]:
     return out
 
 
-def kept_steps(states: Sequence[str], skip: int, active: int) -> Tuple[List[int], List[int]]:
-    """The kept steps (one run of the loop after those set aside, with the hooks), and after the skip, those without
-    the hooks (the block after the kept ones, ``nnprofile.recording.recorder.CALIBRATION``)."""
+def kept_steps(states: Sequence[str], skip: int, active: int) -> Tuple[List[int], List[int], List[int]]:
+    """The kept steps (one run of the loop after those set aside, with the hooks); after the skip, those without
+    the hooks (the block after the kept ones, ``nnprofile.recording.recorder.CALIBRATION``); and the steps after the
+    kept ones that were recorded, in part or whole (the hooks went back on for a validation: ``passtimes``)."""
+    kept = [i for i in range(skip, min(len(states), skip + active)) if states[i] == HOOKED]
+    after = max(kept) + 1 if kept else len(states)
     return (
-        [i for i in range(skip, min(len(states), skip + active)) if states[i] == HOOKED],
+        kept,
         [i for i in range(skip, len(states)) if states[i] == PLAIN],
+        [i for i in range(after, len(states)) if states[i] != PLAIN],
     )
 
 

@@ -26,25 +26,38 @@ def outside_sections(
     before: List[Event],
     after: List[Event],
     capture: Capture,
+    later: Sequence[int] = (),
 ) -> List[Section]:
     """What ran only outside the kept steps (before the first kept step: before the loop, in the steps set aside;
-    after the last step: a final evaluation, saving): a section for each graph that the kept steps do not run, then
-    one for the program's calls of iterators, solvers, monitors and eager work that they do not make. Their figures
-    are per call; no step holds them."""
-    steps = len(builder.per_step)
+    after the last step: a final evaluation, saving; in the steps after the kept ones that were recorded, ``later``:
+    a validation the hooks went back on for, ``passtimes.PassTimes.unusual``): a section for each graph that the
+    kept steps do not run, then one for the program's calls of iterators, solvers, monitors and eager work that they
+    do not make. Their figures are per call; no step holds them."""
+    steps, later = len(builder.per_step), list(later)
     early, late = [steps] + list(range(min(skip, steps))), [steps + 1]  # graphs' passes: per step, before, after
-    ran = [g for g in graphs if not any(g.passes[i] for i in kept) and any(g.passes[i] for i in early + late)]
+    ran = [g for g in graphs if not any(g.passes[i] for i in kept) and any(g.passes[i] for i in early + late + later)]
 
-    def where(has_early: bool, has_late: bool) -> str:
+    def where(has_early: bool, has_late: bool, has_later: bool = False) -> str:
         return " and ".join(
-            w for w, x in (("before the first kept step", has_early), ("after the last step", has_late)) if x
+            w
+            for w, x in (
+                ("before the first kept step", has_early),
+                ("in the steps after the kept ones", has_later),
+                ("after the last step", has_late),
+            )
+            if x
         )
 
     out: List[Section] = []
-    found = roles(graphs, early + late, capture, before=steps)
-    for g in sorted(ran, key=lambda g: min(p.start_ns for i in early + late for p in g.passes[i])):
-        indexes = [i for i in early + late if g.passes[i]]
-        section = own_graph_section(builder, g, indexes, where(any(i in early for i in indexes), late[0] in indexes))
+    found = roles(graphs, early + late + later, capture, before=steps)
+    for g in sorted(ran, key=lambda g: min(p.start_ns for i in early + late + later for p in g.passes[i])):
+        indexes = [i for i in early + later + late if g.passes[i]]
+        section = own_graph_section(
+            builder,
+            g,
+            indexes,
+            where(any(i in early for i in indexes), late[0] in indexes, any(i in later for i in indexes)),
+        )
         apply_role(section, found[g.key])
         out.append(section)
     functions = capture.graph.functions
@@ -55,10 +68,13 @@ def outside_sections(
 
     early_spans = [only_outside(before)] + [only_outside(builder.per_step[i]) for i in range(min(skip, steps))]
     late_span = only_outside(after)
-    program = builder.program.outside_section(early_spans + [late_span], "")
+    later_spans = [only_outside(builder.per_step[i]) for i in later]
+    program = builder.program.outside_section(early_spans + later_spans + [late_span], "")
     if program.entries:
         program.info.outside = where(
-            any(call_keys(span, functions) for span in early_spans), bool(call_keys(late_span, functions))
+            any(call_keys(span, functions) for span in early_spans),
+            bool(call_keys(late_span, functions)),
+            any(call_keys(span, functions) for span in later_spans),
         )
         out.append(program)
     return out

@@ -1,17 +1,19 @@
-"""The program's own calls of a pass (``loss.forward()``, ``loss.backward()``, ``nn.forward_all(...)``), timed where
-it makes them, in the steps without the function hooks too.
+"""The program's own calls of a pass (``loss.forward()``, ``loss.backward()``, ``nn.forward_all(...)``), timed where it
+makes them, in the steps without the function hooks too.
 
 A static pass is seen through NNabla's function hooks only, and they cost some microseconds a function: the steps run
 without them (``recorder.CALIBRATION``) are the program as it runs alone, and their passes unseen. So the program's
 own files (its script, and the modules under its folder) are compiled with every call of a method named ``forward``,
-``backward`` or ``forward_all`` read as ``__nnprofile_pass__(__nnprofile_clock__(), phase, <the call>)``: the call
-itself is the same bytecode in the same frame (the hooks read the call site from that frame; a traceback shows the
-same lines), evaluated in the same order, its result handed back. The note takes the clock as it returns and keeps
-(start, end, phase) where the call returned None (NNabla's passes do; a method of the program's own that builds a
-graph returns what it built) on the recorded thread while a window is open. Between windows and after the recording,
-a note is a clock read and a call. The compiled code is never written to the program's ``__pycache__``: a run
-without nnprofile compiles the program as it always does. Where a file cannot be parsed or compiled so, it runs as
-Python compiles it.
+``backward`` or ``forward_all`` read as ``__nnprofile_pass__(__nnprofile_clock__(site), phase, <the call>, site)``:
+the call itself is the same bytecode in the same frame (the hooks read the call site from that frame; a traceback
+shows the same lines), evaluated in the same order, its result handed back. The note takes the clock as it returns
+and keeps (start, end, phase) where the call returned None (NNabla's passes do; a method of the program's own that
+builds a graph returns what it built) on the recorded thread while a window is open. Between windows and after the
+recording, a note is a clock read and a call. In the steps without the hooks, a call at a site the window's hooked
+steps seldom called (a validation every few steps) puts the hooks back on before it runs, until its step ends
+(``PassTimes.unusual``): what the steps without the hooks would hide is recorded, outside the kept steps. The
+compiled code is never written to the program's ``__pycache__``: a run without nnprofile compiles the program as it
+always does. Where a file cannot be parsed or compiled so, it runs as Python compiles it.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import importlib.machinery
 import os
 import sys
 import threading
-from typing import Any, Callable, Dict, Optional, Sequence
+from typing import Any, Callable, Dict, Optional, Sequence, Set
 
 NOTE, CLOCK = "__nnprofile_pass__", "__nnprofile_clock__"
 METHODS = {"forward": "forward", "backward": "backward", "forward_all": "forward"}
@@ -33,26 +35,59 @@ _PYTHON = sorted({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys
 
 
 class PassTimes:
-    """The notes of the program's pass calls (``note``), into the open window's ``passes``."""
+    """The notes of the program's pass calls (``note``), into the open window's ``passes``; and, as a call begins in
+    the steps without the hooks, whether its site is one the window's hooked steps call (``begin``)."""
 
     def __init__(self, host: Any) -> None:
-        self.host = host  # the recorder: capturing, program_thread, window, clock
+        self.host = host  # the recorder: capturing, program_thread, window, clock, hooks_on, steps, _switch_hooks
+        self.window: Any = None  # the window the sites below are of
+        self.sites: Dict[str, Set[int]] = {}  # a site -> the hooked steps (their count) that called it
+        self.steps: Set[int] = set()  # the hooked steps that called a pass
 
     def names(self) -> Dict[str, Any]:
         """What the compiled code calls (by name, among the builtins)."""
         host, ident = self.host, threading.get_ident
         clock = host.clock
 
+        def begin(site: str = "") -> Any:
+            if host.capturing and not host.hooks_on:
+                try:
+                    if ident() == host.program_thread:
+                        self.unusual(site)
+                except Exception:  # a guest: the program's call goes on
+                    pass
+            return clock()
+
         def note(start: int, phase: str, result: Any, site: str = "") -> Any:
             if result is None and host.capturing:
                 try:
                     if ident() == host.program_thread:
                         host.window.passes.append((start, clock(), phase, site))
+                        if host.hooks_on:
+                            self.seen(site)
                 except Exception:  # a guest: the program's call has returned, and its result goes back
                     pass
             return result
 
-        return {NOTE: note, CLOCK: clock}
+        return {NOTE: note, CLOCK: begin}
+
+    def seen(self, site: str) -> None:
+        """A pass called at ``site`` in a hooked step of the open window."""
+        if self.window is not self.host.window:
+            self.window, self.sites, self.steps = self.host.window, {}, set()
+        step = self.host.steps.done
+        self.steps.add(step)
+        self.sites.setdefault(site, set()).add(step)
+
+    def unusual(self, site: str) -> None:
+        """A pass about to be called at ``site`` in a step without the hooks: where the window's hooked steps called
+        it in fewer than half of them (a validation every few steps, an evaluation between epochs: work the steps
+        without the hooks would hide), the hooks go on until the step ends, so that its passes are recorded, and the
+        step (switched within) is neither kept nor one without the hooks."""
+        if self.window is not self.host.window or not self.steps or not getattr(self.host, "calibrate", False):
+            return
+        if 2 * len(self.sites.get(site, ())) < len(self.steps):
+            self.host._switch_hooks(True)
 
 
 class _Calls(ast.NodeTransformer):
@@ -67,8 +102,8 @@ class _Calls(ast.NodeTransformer):
         func = node.func
         if not isinstance(func, ast.Attribute) or func.attr not in METHODS:
             return node
-        clock = ast.Call(ast.Name(CLOCK, ast.Load()), [], [])
         site = ast.Constant("%s:%d:%d" % (self.path, node.lineno, node.col_offset))
+        clock = ast.Call(ast.Name(CLOCK, ast.Load()), [site], [])
         wrapped = ast.Call(ast.Name(NOTE, ast.Load()), [clock, ast.Constant(METHODS[func.attr]), node, site], [])
         return ast.copy_location(wrapped, node)
 
