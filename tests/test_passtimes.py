@@ -95,7 +95,7 @@ def test_a_note_keeps_only_a_pass_on_the_recorded_thread_while_a_window_is_open(
 def test_a_pass_the_hooked_steps_seldom_called_turns_the_hooks_on_in_the_steps_without_them():
     """A validation every few steps, falling in the steps without the hooks, is recorded: its first pass puts the
     hooks back on before it runs (the step is then neither kept nor without the hooks); a pass of the usual steps
-    leaves them off, and no site is judged before a hooked step called a pass."""
+    (every step, every third) leaves them off, and no site is judged before a hooked step called a pass."""
     host = _Host()
     host.hooks_on, host.calibrate, switched = True, True, []
 
@@ -110,13 +110,16 @@ def test_a_pass_the_hooked_steps_seldom_called_turns_the_hooks_on_in_the_steps_w
     host.hooks_on = False
     begin("train.py:9:4")  # no hooked step seen yet: nothing to judge by
     host.hooks_on = True
-    for step in range(1, 11):  # kept steps: the training every step, a validation in one of them
+    for step in range(1, 11):  # kept steps: the training every step, a generator every third, a validation once
         host.steps.done = step
         note(begin("train.py:9:4"), "forward", None, "train.py:9:4")
+        if step % 3 == 0:
+            note(begin("train.py:12:4"), "forward", None, "train.py:12:4")
         if step == 4:
             note(begin("train.py:5:8"), "forward", None, "train.py:5:8")
     host.hooks_on = False
     begin("train.py:9:4")
+    begin("train.py:12:4")
     assert switched == []
     begin("train.py:5:8")  # the validation, in a step without the hooks
     begin("elsewhere.py:1:0")  # a site no hooked step called

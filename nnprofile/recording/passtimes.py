@@ -27,6 +27,7 @@ import threading
 from typing import Any, Callable, Dict, Optional, Sequence, Set
 
 NOTE, CLOCK = "__nnprofile_pass__", "__nnprofile_clock__"
+SELDOM = 4  # a site called in fewer than 1 in this many of the hooked steps is no usual work of a step (``unusual``)
 METHODS = {"forward": "forward", "backward": "backward", "forward_all": "forward"}
 _OUTSIDE = ("site-packages", "dist-packages")  # (a virtual environment inside the program's folder)
 _NNPROFILE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -81,12 +82,14 @@ class PassTimes:
 
     def unusual(self, site: str) -> None:
         """A pass about to be called at ``site`` in a step without the hooks: where the window's hooked steps called
-        it in fewer than half of them (a validation every few steps, an evaluation between epochs: work the steps
-        without the hooks would hide), the hooks go on until the step ends, so that its passes are recorded, and the
-        step (switched within) is neither kept nor one without the hooks."""
+        it in fewer than a quarter of them (a validation every 5 steps or fewer often, an evaluation between epochs:
+        work the steps without the hooks would hide), the hooks go on until the step ends, so that its passes are
+        recorded, and the step (switched within) is neither kept nor one without the hooks. A site called every
+        other step (a generator trained every second step) or third is the steps' usual work: its steps stay plain,
+        as those of the kept steps' shapes."""
         if self.window is not self.host.window or not self.steps or not getattr(self.host, "calibrate", False):
             return
-        if 2 * len(self.sites.get(site, ())) < len(self.steps):
+        if SELDOM * len(self.sites.get(site, ())) < len(self.steps):
             self.host._switch_hooks(True)
 
 
