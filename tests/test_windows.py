@@ -86,7 +86,7 @@ def _phases_from(windows, start, end):
 
 
 def test_a_schedule_says_itself_and_refuses_what_cannot_be():
-    assert str(schedule_note(Schedule())) == "wait 0, warmup 1, active 10, repeat 1 (1 window)"
+    assert str(schedule_note(Schedule())) == "wait 0, warmup 1, active 20, repeat 1 (1 window)"
     assert not Schedule().windowed and Schedule(repeat=0).windowed and Schedule(on_demand=True).windowed
     with pytest.raises(ValueError):
         Schedule(active=0)
