@@ -51,9 +51,15 @@ def _both(tmp_path, program, *args, preexec_fn=None, faults=()):
 
 
 def _said(text):
-    """What a run's stderr says of the program: nnprofile's own lines (and NNabla's start-up line) aside."""
+    """What a run's stderr says of the program: nnprofile's own lines (and NNabla's start-up line) aside, with the
+    lines they wrap onto (``Written to`` a long folder's path: its last files on a line of their own)."""
     skip = ("[nnabla][INFO]", "nnprofile", "Written to ")
-    return "\n".join(line for line in text.splitlines() if not any(s in line for s in skip))
+    out, ours = [], False
+    for line in text.splitlines():
+        ours = any(s in line for s in skip) or (ours and line.startswith("  "))
+        if not ours:
+            out.append(line)
+    return "\n".join(out)
 
 
 @pytest.mark.slow

@@ -104,6 +104,7 @@ def test_a_pass_the_hooked_steps_seldom_called_turns_the_hooks_on_in_the_steps_w
 
     host.steps = Steps()
     host._switch_hooks = switched.append
+    host._outside_loop = lambda frame: frame.f_code.co_name == "after_the_loop"
     times = passtimes.PassTimes(host)
     names = times.names()
     begin, note = names[passtimes.CLOCK], names[passtimes.NOTE]
@@ -123,6 +124,12 @@ def test_a_pass_the_hooked_steps_seldom_called_turns_the_hooks_on_in_the_steps_w
     assert switched == []
     begin("train.py:5:8")  # the validation, in a step without the hooks
     begin("elsewhere.py:1:0")  # a site no hooked step called
+    assert switched == [True, True]
+
+    def after_the_loop():  # (past the loop: for the recorder to follow, as its last step ends)
+        begin("train.py:30:4")
+
+    after_the_loop()
     assert switched == [True, True]
 
 

@@ -56,13 +56,14 @@ def stretches(
     return [(cuts[k], cuts[k + 1]) for k in range(0, len(cuts) - 1, 2)]
 
 
-HOOKED, PLAIN, MIXED = "hooked", "plain", "mixed"
+HOOKED, PLAIN, MIXED, CLOSING = "hooked", "plain", "mixed", "closing"
 
 
 def hook_states(per_step: List[List[Event]]) -> List[str]:
-    """Whether each step ran with the function hooks, without them, or switched within it (the recorder
-    switches them at a step's end as it counts steps; where its count and the steps found at the end
-    differ, a step can hold a switch: it is neither kept nor a step without the hooks)."""
+    """Whether each step ran with the function hooks, without them, or switched within it: on (``MIXED``: a
+    validation, work past the loop) or off (``CLOSING``: the recorder switches them at a step's end as it counts
+    steps; where its count and the steps found at the end differ, the step after the kept ones holds the switch,
+    and the part of it recorded is no work of its own). Neither is kept nor a step without the hooks."""
     out = []
     on = True
     for events in per_step:
@@ -76,7 +77,7 @@ def hook_states(per_step: List[List[Event]]) -> List[str]:
                 on = e.on
             elif seen or not isinstance(e, Hooks):
                 if seen and on != began:
-                    state = MIXED
+                    state = CLOSING if began else MIXED
                 seen = True
         # A switch after the step's last call (where the next step was seen to begin) is the next step's.
         out.append(state or (HOOKED if began else PLAIN))
@@ -86,13 +87,14 @@ def hook_states(per_step: List[List[Event]]) -> List[str]:
 def kept_steps(states: Sequence[str], skip: int, active: int) -> Tuple[List[int], List[int], List[int]]:
     """The kept steps (one run of the loop after those set aside, with the hooks); after the skip, those without
     the hooks (the block after the kept ones, ``nnprofile.recording.recorder.CALIBRATION``); and the steps after the
-    kept ones that were recorded, in part or whole (the hooks went back on for a validation: ``passtimes``)."""
+    kept ones that were recorded, in part or whole (the hooks went back on for a validation: ``passtimes``; not the
+    step they went off in)."""
     kept = [i for i in range(skip, min(len(states), skip + active)) if states[i] == HOOKED]
     after = max(kept) + 1 if kept else len(states)
     return (
         kept,
         [i for i in range(skip, len(states)) if states[i] == PLAIN],
-        [i for i in range(after, len(states)) if states[i] != PLAIN],
+        [i for i in range(after, len(states)) if states[i] in (HOOKED, MIXED)],
     )
 
 

@@ -54,7 +54,7 @@ class PassTimes:
             if host.capturing and not host.hooks_on:
                 try:
                     if ident() == host.program_thread:
-                        self.unusual(site)
+                        self.unusual(site, sys._getframe(1))
                 except Exception:  # a guest: the program's call goes on
                     pass
             return clock()
@@ -80,17 +80,19 @@ class PassTimes:
         self.steps.add(step)
         self.sites.setdefault(site, set()).add(step)
 
-    def unusual(self, site: str) -> None:
+    def unusual(self, site: str, frame: Any) -> None:
         """A pass about to be called at ``site`` in a step without the hooks: where the window's hooked steps called
         it in fewer than a quarter of them (a validation every 5 steps or fewer often, an evaluation between epochs:
         work the steps without the hooks would hide), the hooks go on until the step ends, so that its passes are
         recorded, and the step (switched within) is neither kept nor one without the hooks. A site called every
         other step (a generator trained every second step) or third is the steps' usual work: its steps stay plain,
-        as those of the kept steps' shapes."""
-        if self.window is not self.host.window or not self.steps or not getattr(self.host, "calibrate", False):
+        as those of the kept steps' shapes. A call outside the step loop (``frame``: the program's, making it) is
+        work past the loop, which ``Recorder.past_the_loop`` puts the hooks back on for, once the last step ended."""
+        host = self.host
+        if self.window is not host.window or not self.steps or not getattr(host, "calibrate", False):
             return
-        if SELDOM * len(self.sites.get(site, ())) < len(self.steps):
-            self.host._switch_hooks(True)
+        if SELDOM * len(self.sites.get(site, ())) < len(self.steps) and not host._outside_loop(frame):
+            host._switch_hooks(True)
 
 
 class _Calls(ast.NodeTransformer):
