@@ -325,3 +325,25 @@ def _hook_states(capture):
     last = max([end_of(e) for e in top] + [capture.started_ns])
     bounds = find_steps(capture, top, group_passes(top, capture.sites), last)[0]
     return hookfit.hook_states([with_children(s, kids) for s in step_rule.split(top, bounds, start_of)])
+
+
+@pytest.mark.slow
+def test_a_validation_in_the_loop_among_the_steps_without_the_hooks_is_recorded(tmp_path):
+    """A validation every 8 iterations, in the loop's body: those at iterations 24 and 32 fall among the steps
+    without the hooks after the 20 kept ones. Its first pass puts the hooks back on (``passtimes``): its passes are
+    recorded, and its steps are neither kept nor without the hooks; the steps around them stay without them."""
+    from conftest import run_cli
+
+    out = tmp_path / "out"
+    script = os.path.join(ROOT, "tests", "scripts", "train_validate.py")
+    args = ("--iterations", "40", "--val-interval", "8", "--val-iter", "2")
+    run = run_cli("run", "-q", "--save-events", "-o", str(out), script, *args, cwd=str(tmp_path))
+    assert run.returncode == 0, run.stderr
+    capture = events.load(str(out / "events.json.gz"))
+    a = assemble(capture, capture.costs, "train_validate.py")
+    assert a.kept_steps == list(range(2, 22))
+    assert {23, 24, 26, 32, 34} <= set(a.plain_steps) and not {25, 33} & set(a.plain_steps)
+    states = _hook_states(capture)
+    assert states[24] == states[32] == "mixed"  # (steps 25 and 33, numbered from 1)
+    vpred = [g for g in a.graphs if any(g.passes[i] for i in range(1, 21)) and not g.passes[2]]
+    assert len(vpred) == 1 and [len(vpred[0].passes[i]) for i in (24, 32)] == [2, 2]  # its 2 batches each time
