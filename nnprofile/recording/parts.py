@@ -183,6 +183,8 @@ class WindowsHost(Protocol):
     loop: Loop
     window: Window  # the window open, or the last closed (a new one made as one opens)
     _import_locks: Any  # importlib's own locks while the reentrant ones stand in (``importlock``)
+    hooks_on: bool  # the function hooks are set
+    past: bool  # they are set because the program was past its loop (``Recorder.past_the_loop``)
 
     @property
     def steps(self) -> CountedSteps:

@@ -76,7 +76,9 @@ class WindowKeeper:
             phase, window = self.windows.begin(steps.done)
             if phase != OFF:
                 self.open(window)
-        if host.capturing:
+        # On past the loop, they stay as they are (``Recorder.past_the_loop`` follows the program back into it): the
+        # call that ended the last step is work after it, and switched off and on in its pass, it was cut in two.
+        if host.capturing and not (host.past and host.hooks_on):
             host._switch_hooks(self.windows.hooked(steps.done) or self._passes_only())
         self.sync_wrappers()
         self._quiet_until = self._next_due() if not host.capturing else 0
