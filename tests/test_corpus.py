@@ -110,23 +110,24 @@ def _timing(program, runs, first, record_property):
     ``make corpus``, 0.97x and 1.00x in the quiet pairs right after), and a figure that is wrong is wrong in every
     pair. The session's summary reports the first pair's ratios, whatever the others give."""
     noted, profile, analysis = first
-    wrong = _against_the_program_alone(program, noted, truth.figures_of(profile, analysis), _layers(analysis))
-    record_property(TRUTH, wrong[0])
-    pair = 1
-    while wrong[1] and pair < PAIRS:
-        pair += 1
-        folder = os.path.join(os.path.dirname(noted), "pair%d" % pair)
+    said, wrong = _against_the_program_alone(program, noted, truth.figures_of(profile, analysis), _layers(analysis))
+    record_property(TRUTH, said)
+    pairs = 1
+    while wrong and pairs < PAIRS:
+        folder = os.path.join(os.path.dirname(noted), "pair%d" % (pairs + 1))
         os.makedirs(folder, exist_ok=True)
         noted = os.path.join(folder, "truth.json")
         runs[0].noted(noted)
         out = os.path.join(folder, "out")
-        if runs[1].profiled(out).code != 0:
-            break
+        code = runs[1].profiled(out).code
+        if code != 0:
+            return ["pair %d: the profiled run ended %d" % (pairs + 1, code)] + list(wrong.values())
+        pairs += 1
         again = nnprofile.load(out)
         seen = analyze(again)
-        more = _against_the_program_alone(program, noted, truth.figures_of(again, seen), _layers(seen))
-        wrong = (wrong[0], {k: v for k, v in more[1].items() if k in wrong[1]})
-    return ["%s (in each of %d pairs of runs)" % (w, pair) for w in wrong[1].values()]
+        _, more = _against_the_program_alone(program, noted, truth.figures_of(again, seen), _layers(seen))
+        wrong = {k: v for k, v in more.items() if k in wrong}
+    return ["%s (in each of %d pairs of runs)" % (w, pairs) for w in wrong.values()]
 
 
 def _against_the_program_alone(program, noted, got, layers):
