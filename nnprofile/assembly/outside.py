@@ -33,31 +33,27 @@ def outside_sections(
     a validation the hooks went back on for, ``passtimes.PassTimes.unusual``): a section for each graph that the
     kept steps do not run, then one for the program's calls of iterators, solvers, monitors and eager work that they
     do not make. Their figures are per call; no step holds them."""
-    steps, later = len(builder.per_step), list(later)
+    steps = len(builder.per_step)
     early, late = [steps] + list(range(min(skip, steps))), [steps + 1]  # graphs' passes: per step, before, after
-    ran = [g for g in graphs if not any(g.passes[i] for i in kept) and any(g.passes[i] for i in early + late + later)]
+    every = early + list(later) + late  # (in the order they ran)
+    ran = [g for g in graphs if not any(g.passes[i] for i in kept) and any(g.passes[i] for i in every)]
 
-    def where(has_early: bool, has_late: bool, has_later: bool = False) -> str:
+    def where(at: Sequence[int]) -> str:  # (of these indexes)
         return " and ".join(
             w
             for w, x in (
-                ("before the first kept step", has_early),
-                ("in the steps after the kept ones", has_later),
-                ("after the last step", has_late),
+                ("before the first kept step", any(i in early for i in at)),
+                ("in the steps after the kept ones", any(i in later for i in at)),
+                ("after the last step", late[0] in at),
             )
             if x
         )
 
     out: List[Section] = []
-    found = roles(graphs, early + late + later, capture, before=steps)
-    for g in sorted(ran, key=lambda g: min(p.start_ns for i in early + late + later for p in g.passes[i])):
-        indexes = [i for i in early + later + late if g.passes[i]]
-        section = own_graph_section(
-            builder,
-            g,
-            indexes,
-            where(any(i in early for i in indexes), late[0] in indexes, any(i in later for i in indexes)),
-        )
+    found = roles(graphs, every, capture, before=steps)
+    for g in sorted(ran, key=lambda g: min(p.start_ns for i in every for p in g.passes[i])):
+        indexes = [i for i in every if g.passes[i]]
+        section = own_graph_section(builder, g, indexes, where(indexes))
         apply_role(section, found[g.key])
         out.append(section)
     functions = capture.graph.functions
@@ -66,16 +62,10 @@ def outside_sections(
     def only_outside(span: Sequence[Event]) -> List[Event]:
         return [e for e in span if getattr(e, "depth", 0) or call_key(e, functions) not in made]
 
-    early_spans = [only_outside(before)] + [only_outside(builder.per_step[i]) for i in range(min(skip, steps))]
-    late_span = only_outside(after)
-    later_spans = [only_outside(builder.per_step[i]) for i in later]
-    program = builder.program.outside_section(early_spans + later_spans + [late_span], "")
+    spans = {i: only_outside(before if i == steps else after if i == late[0] else builder.per_step[i]) for i in every}
+    program = builder.program.outside_section([spans[i] for i in every], "")
     if program.entries:
-        program.info.outside = where(
-            any(call_keys(span, functions) for span in early_spans),
-            bool(call_keys(late_span, functions)),
-            any(call_keys(span, functions) for span in later_spans),
-        )
+        program.info.outside = where([i for i in every if call_keys(spans[i], functions)])
         out.append(program)
     return out
 

@@ -89,7 +89,7 @@ class PassTimes:
         as those of the kept steps' shapes. A call outside the step loop (``frame``: the program's, making it) is
         work past the loop, which ``Recorder.past_the_loop`` puts the hooks back on for, once the last step ended."""
         host = self.host
-        if self.window is not host.window or not self.steps or not getattr(host, "calibrate", False):
+        if self.window is not host.window or not self.steps or not host.calibrate:
             return
         if SELDOM * len(self.sites.get(site, ())) < len(self.steps) and not host._outside_loop(frame):
             host._switch_hooks(True)
