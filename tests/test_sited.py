@@ -45,6 +45,23 @@ def test_a_sites_plain_calls_mean_against_its_kept_passes_figures():
     assert got == {("loss", "forward"): pytest.approx(2.0 / 2.0)}  # (a mean of 2 ms against 2 ms a pass)
 
 
+def test_a_sites_calls_before_the_first_plain_step_the_step_is_measured_over_are_left_out():
+    """The step is the plain steps' from the first of the kept steps' usual shape it is measured over (``lean``): a
+    site's calls before it (the hooks' leavings in the caches) are not counted, where enough come after; those after
+    it are, in whatever step (a slow one, the program's own); a site called too seldom after it (a validation right
+    after the kept steps) is its calls wherever made."""
+    passes, notes = _kept("loss", "forward", "t.py:5:4", 0, 4, 2.0 * MS)
+    v, nv = _kept("valid", "forward", "t.py:9:8", 60 * MS, 1, 4.0 * MS)
+    first = _plain("forward", "t.py:5:4", 100 * MS, [3 * MS, 3 * MS])  # right after the kept steps
+    valid = _plain("forward", "t.py:9:8", 150 * MS, [2 * MS] * 3)
+    usual = _plain("forward", "t.py:5:4", 200 * MS, [MS] * 3)
+    slow = _plain("forward", "t.py:5:4", 300 * MS, [4 * MS])  # in a step the step leaves out: a slow spell
+    lean = [(200 * MS, 230 * MS)]
+    got = _factors(notes + nv + first + valid + usual + slow, passes + v, lean=lean, typical=passes)
+    assert got == {("loss", "forward"): pytest.approx(7.0 / 4 / 2.0), ("valid", "forward"): pytest.approx(2.0 / 4.0)}
+    assert _factors(notes + first + usual, passes)[("loss", "forward")] == pytest.approx((6 + 3) / 5 / 2.0)
+
+
 def test_a_graph_called_from_two_sites_weighs_each_by_its_kept_passes():
     a, na = _kept("loss", "forward", "t.py:5:4", 0, 3, 2.0 * MS)  # training
     b, nb = _kept("loss", "forward", "t.py:9:8", 40 * MS, 1, 4.0 * MS)  # a validation

@@ -2,12 +2,14 @@
 
 The program's code times each call of a pass where it makes it (``Capture.pass_calls``: its site, the file, line and
 column of the call). A site whose every call in the kept steps held one pass of one graph, of the call's phase, is
-that graph's: its calls in the steps run without the hooks after them are those passes as the program runs alone,
-whatever step they fall in (a validation's passes between epochs, the first step after it, slower in the program
-alone too: the caches are cold). A graph's factor of a phase is then the plain calls' mean at each of its sites, times
-its passes there in the kept steps, against their estimate with the hooks (``estimate``). Where one of its passes in
-the kept steps was called from no such site, or a site ran fewer than ``MIN_CALLS`` times without the hooks, there is
-none (the gaps' scales stand, ``nnprofile.assembly.lean``).
+that graph's: its calls in the steps run without the hooks after them are those passes as the program runs alone.
+Its calls are those from the first plain step the step is measured over (``Plain.lean``: the steps before it carry
+what the hooks left in the caches, in no step of the program alone) to the end, whatever step they fall in (a
+validation's passes between epochs, the first step after it, slower in the program alone too); where fewer than
+``MIN_CALLS`` fall there, all its calls after the kept steps. A graph's factor of a phase is then the plain calls'
+mean at each of its sites, times its passes there in the kept steps, against their estimate with the hooks
+(``estimate``). Where one of its passes in the kept steps was called from no such site, or a site ran fewer than
+``MIN_CALLS`` times without the hooks, there is none (the gaps' scales stand, ``nnprofile.assembly.lean``).
 """
 
 from __future__ import annotations
@@ -63,10 +65,14 @@ def factors(
     by_site, unsited = _sites(notes, kept, graph_of)
     took = _plain_calls(notes, [plain.span], plain.hooked, length)
     usual = _plain_calls(notes, plain.lean, plain.hooked, length)
+    # (from the first plain step the step is measured over: the steps before it carry the hooks' leavings)
+    settled = _plain_calls(notes, [(min(plain.lean)[0], plain.span[1])], plain.hooked, length) if plain.lean else took
     sums: Dict[Key, List[float]] = {}
     for site, passes in by_site.items():
         keys = {(graph_of(p) or "", p.phase) for p in passes}
-        times = took.get(site, [])
+        times = settled.get(site, [])
+        if len(times) < MIN_CALLS:  # (a site called seldom: a validation's, after the kept steps)
+            times = took.get(site, [])
         if len(keys) > 1:
             passes = [p for p in passes if id(p) in plain.typical]
             mine = {(graph_of(p) or "", p.phase) for p in passes}
