@@ -44,16 +44,16 @@ def test_a_slow_python_line_in_the_loop_leads_other_and_the_advice_names_it(tmp_
     script = tmp_path / "slow_line.py"
     script.write_text(SLOW_LINE)
     line = next(i + 1 for i, text in enumerate(SLOW_LINE.splitlines()) if "# SLOW" in text)
-    # The default schedule (20 kept steps of about 3 ms): the thread's CPU clock samples every 0.25 ms of its CPU
-    # time. Where the kernel refuses it, the profiling timer fires at the kernel's tick (4 ms here, 10 ms on some
-    # machines): 60 kept steps then, so that the lines have a few dozen samples, not the half dozen 20 give.
+    # 20 kept steps of about 3 ms: the thread's CPU clock samples every 0.25 ms of its CPU time. Where the kernel
+    # refuses it, the profiling timer fires at the kernel's tick (4 ms here, 10 ms on some machines): 60 kept steps
+    # then, so that the lines have a few dozen samples, not the half dozen 20 give.
     import signal
     from nnprofile.recording.cpuclock import open_cpu_clock
 
     probe = open_cpu_clock(250_000, signal.SIGPROF)
     if probe is not None:
         probe.close()
-    more = [] if probe is not None else ["--active", "60"]
+    more = ["--active", "20" if probe is not None else "60"]
     proc = run_cli("run", "-q", "-o", str(tmp_path / "out"), *more, str(script), cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     profile = nnprofile.load(tmp_path / "out")

@@ -337,7 +337,7 @@ def test_a_validation_in_the_loop_among_the_steps_without_the_hooks_is_recorded(
     out = tmp_path / "out"
     script = os.path.join(ROOT, "tests", "scripts", "train_validate.py")
     args = ("--iterations", "40", "--val-interval", "8", "--val-iter", "2")
-    run = run_cli("run", "-q", "--save-events", "-o", str(out), script, *args, cwd=str(tmp_path))
+    run = run_cli("run", "-q", "--active", "20", "--save-events", "-o", str(out), script, *args, cwd=str(tmp_path))
     assert run.returncode == 0, run.stderr
     capture = events.load(str(out / "events.json.gz"))
     a = assemble(capture, capture.costs, "train_validate.py")

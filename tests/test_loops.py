@@ -24,9 +24,10 @@ SCRIPTS = os.path.join(ROOT, "tests", "scripts")
 CONV_WORDS = ("maps", "kernel", "stride", "pooling")
 
 
-def _run(tmp_path_factory, name, *args):
+def _run(tmp_path_factory, name, *args, options=()):
     out = tmp_path_factory.mktemp(name) / "result"
-    proc = run_cli("run", "-q", "-o", str(out), os.path.join(SCRIPTS, name + ".py"), *args, cwd=str(out.parent))
+    script = os.path.join(SCRIPTS, name + ".py")
+    proc = run_cli("run", "-q", *options, "-o", str(out), script, *args, cwd=str(out.parent))
     assert proc.returncode == 0, proc.stderr
     profile = nnprofile.load(out)
     return profile, analyze(profile), (out / "profile.log").read_text()
@@ -50,15 +51,15 @@ def _parts_hold_together(step):
 
 @pytest.fixture(scope="module")
 def vat(tmp_path_factory):
-    return _run(tmp_path_factory, "vat", "--iterations", "12", "--val-interval", "4")
+    return _run(tmp_path_factory, "vat", "--iterations", "11", "--val-interval", "4")
 
 
 @pytest.mark.slow
 def test_one_solver_updated_twice_an_iteration_is_one_step(vat):
     profile, analysis, log = vat
     h = profile.header
-    # 12 iterations of two updates each: 12 steps, the first set aside, 11 kept
-    assert h.skipped_steps == 1 and h.kept_steps == list(range(2, 13))
+    # 11 iterations of two updates each: 11 steps, the first set aside, 10 kept (the default window's)
+    assert h.skipped_steps == 1 and h.kept_steps == list(range(2, 12))
     assert str(h.steps) == "one step per iteration of the program's loop at vat.py:%d (updates a step: Adam 2)" % _line(
         "vat.py", "for i in range(args.iterations)"
     )
@@ -92,7 +93,8 @@ def test_a_graph_that_feeds_training_is_never_advised_as_an_evaluation(vat):
 
 @pytest.fixture(scope="module")
 def lstm(tmp_path_factory):
-    return _run(tmp_path_factory, "lstm_lm", "--epochs", "3", "--iters-per-epoch", "8")
+    # (20 steps kept: a window over the validations after its first two epochs)
+    return _run(tmp_path_factory, "lstm_lm", "--epochs", "3", "--iters-per-epoch", "8", options=("--active", "20"))
 
 
 @pytest.mark.slow

@@ -137,17 +137,29 @@ def test_what_stops_the_files_of_an_interrupted_recording_is_said_as_it_is(secon
 # -- the programs ------------------------------------------------------------------------------
 
 
-def _run(tmp_path_factory, name, *args, label=None):
+def _run(tmp_path_factory, name, *args, label=None, options=()):
     out = tmp_path_factory.mktemp(label or name)
-    proc = run_cli("run", "-q", "-o", str(out / "result"), os.path.join(SCRIPTS, name + ".py"), *args, cwd=str(out))
+    script = os.path.join(SCRIPTS, name + ".py")
+    proc = run_cli("run", "-q", *options, "-o", str(out / "result"), script, *args, cwd=str(out))
     assert proc.returncode == 0, proc.stderr
     return out / "result", nnprofile.load(out / "result")
 
 
 @pytest.fixture(scope="module")
 def classifier(tmp_path_factory):
-    """13 iterations, validation (2 batches) at iterations 4, 8 and 12, a final evaluation after the loop."""
-    return _run(tmp_path_factory, "train_validate", "--iterations", "13", "--val-interval", "4", "--val-iter", "2")
+    """13 iterations, validation (2 batches) at iterations 4, 8 and 12, a final evaluation after the loop; 20 steps
+    active, more than the program runs (its window never ends)."""
+    return _run(
+        tmp_path_factory,
+        "train_validate",
+        "--iterations",
+        "13",
+        "--val-interval",
+        "4",
+        "--val-iter",
+        "2",
+        options=("--active", "20"),
+    )
 
 
 @pytest.fixture(scope="module")

@@ -86,7 +86,7 @@ def _phases_from(windows, start, end):
 
 
 def test_a_schedule_says_itself_and_refuses_what_cannot_be():
-    assert str(schedule_note(Schedule())) == "wait 0, warmup 1, active 20, repeat 1 (1 window)"
+    assert str(schedule_note(Schedule())) == "wait 0, warmup 1, active 10, repeat 1 (1 window)"
     assert not Schedule().windowed and Schedule(repeat=0).windowed and Schedule(on_demand=True).windowed
     with pytest.raises(ValueError):
         Schedule(active=0)
@@ -390,7 +390,7 @@ def test_a_module_runs_as_python_m_runs_it_with_its_package_and_arguments(tmp_pa
     assert "ran 30 iterations" in stdout  # its package imported from the working folder
     profile = nnprofile.load(out)
     assert profile.header.project == "-m trainer.train --print-argv --units 16"
-    assert profile.header.kept_steps == list(range(2, 22))
+    assert profile.header.kept_steps == list(range(2, 2 + Schedule.active))
     proc = run_cli("run", "-q", "-o", str(tmp_path / "bad"), "-m", "no_such_module", cwd=str(tmp_path))
     assert (
         proc.returncode != 0

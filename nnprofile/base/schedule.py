@@ -26,7 +26,7 @@ class Schedule:
 
     wait: int = 0
     warmup: int = 1
-    active: int = 20
+    active: int = 10
     repeat: int = 1  # windows; 0: one after the other until the program ends
     max_windows: int = 0  # the files of the last N windows are kept (0: all)
     on_demand: bool = False  # a window only when asked (a signal), as many times as asked
