@@ -38,6 +38,8 @@ FILENAME = "events.json.gz"  # where a run saves its recording as data (``--save
 # when the program's call that made it entered NNabla; when each solver was made
 VERSION = 5
 
+SAVED_ACTIVE = 20  # the kept steps of a file that does not say: the default schedule's before 10 (0.3)
+
 
 def _stack_out(stack: Optional[Stack]) -> Optional[list]:
     return [list(f) for f in stack] if stack else None
@@ -183,7 +185,7 @@ def from_dict(d: Dict[str, Any]) -> Capture:
         comm_rank=(int(d["comm_rank"][0]), int(d["comm_rank"][1])) if d.get("comm_rank") else None,
         callback_used=bool(d.get("callback_used")),
         skip_first=int(d.get("skip_first", Schedule.warmup)),
-        active=int(d.get("active", Schedule.active)),
+        active=int(d.get("active", SAVED_ACTIVE)),
         costs=costs,
         codes=[CodeInfo.from_list(x) for x in d.get("codes", [])],
         faults=[_fault(x) for x in d.get("faults", [])],
