@@ -118,7 +118,8 @@ def test_a_validation_under_no_grad_is_recorded_and_images_saved_between_functio
 
     out = tmp_path_factory.mktemp("images")
     args = ("--iterations", "40", "--val-interval", "5", "--out", str(out))
-    profile, analysis = _run(tmp_path_factory, "dynamic_cnn", *args, options=("--save-events",))
+    # (20 steps kept: 4 validations, and their images' lines sampled in each)
+    profile, analysis = _run(tmp_path_factory, "dynamic_cnn", *args, options=("--save-events", "--active", "20"))
     graphs = _graphs(profile)
     vpred = graphs["vpred"]
     assert vpred.info["role"] == "evaluation" and vpred.info["dynamic"] and _per_step(vpred) == (0.2, 0)

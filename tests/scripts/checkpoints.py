@@ -1,4 +1,4 @@
-"""A training that saves its solver's state every third iteration, and loads it once: a checkpoint."""
+"""A training that saves its solver's state every second iteration, and loads it once: a checkpoint."""
 
 import argparse
 import os
@@ -28,7 +28,7 @@ for i in range(args.iterations):
     solver.zero_grad()
     loss.backward()
     solver.update()
-    if i % 3 == 2:
+    if i % 2 == 1:
         solver.save_states(states)
     if i == 8:
         solver.load_states(states)
