@@ -176,11 +176,10 @@ def test_tiny_functions_are_timed_against_the_hooks_cost_fitted_to_the_program(t
     profile, analysis, log = tiny
     hooks = profile.header.hooks_in_program
     graph = profile.sections[0]
-    kinds = {(e.layer_type, e.phase) for e in graph.entries if e.phase.endswith("_function")}
-    assert hooks["signatures"] >= len(kinds)  # every function of the program measured on a replica
+    assert hooks["signatures"] == 0  # measured on the chain: no replica of the program's functions is run
     assert hooks["forward_scale"] > 0 and hooks["backward_scale"] > 0
     assert "Hooks in this program: the gaps between the functions of its passes hold" in log
-    # what is taken off a function is its signature's cost, the same for every call of it
+    # what is taken off a function is its kind's cost, scaled to the program: the same for every call of it
     for e in graph.entries_of("forward_function"):
         assert 0 <= e.overhead_ns < max(e.samples_ns)
 

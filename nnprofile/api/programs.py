@@ -263,7 +263,7 @@ class Recording:
             "ended by SIGTERM (the launcher stopped this rank, as it does when another rank dies)",
             self.missed,
             snapshot,
-            measure_signatures=False,
+            measure=False,
         )
         world = self.run_world()
         if self.outdir is not None and world is not None:

@@ -72,8 +72,8 @@ class Assembly:
     how: Note  # how the steps were found
     notes: List[Note]
     costs: HookCosts  # what the hooks cost, as taken off (measured in the program where it could be)
-    # How the hooks' cost was fitted to the program: signatures measured on replicas; the steps without
-    # the hooks against those with (pairs, medians, scale); the bound the gaps between functions set.
+    # How the hooks' cost was fitted to the program: signatures measured on replicas (an earlier recording's); the
+    # steps without the hooks against those with (pairs, medians, scale); the bound the gaps between functions set.
     in_program: Optional[Dict[str, float]] = None
     origin_ns: int = 0  # the recorder's clock at the timeline's zero (the first kept step's start)
     graphs: List[Graph] = field(default_factory=list)

@@ -1,11 +1,11 @@
 """What the hooks cost in the program itself, and which steps ran with them.
 
-The hooks' cost is measured on a chain of tiny functions and on replicas of the program's own
-(``nnprofile.recording.calibrate``). ``fit`` scales it to the program: the gaps between the functions of
-its passes show how much longer the hooks' code runs there (the program's work leaves it cold caches), per
-phase, and the cost between two functions is never more than the time there (``overshoot``). Where the
-block of steps without the hooks after the kept ones ran, the step and its passes are set to it
-(``nnprofile.assembly.lean``) and this estimate only splits them; where it did not, it is the figures.
+The hooks' cost is measured on a chain of tiny functions (``nnprofile.recording.calibrate``; a recording saved by
+an earlier nnprofile holds its measurement on replicas of the program's own functions too). ``fit`` scales it to
+the program: the gaps between the functions of its passes show how much longer the hooks' code runs there (the
+program's work leaves it cold caches), per phase, and the cost between two functions is never more than the time
+there (``overshoot``). Where the block of steps without the hooks after the kept ones ran, the step and its passes
+are set to it (``nnprofile.assembly.lean``) and this estimate only splits them; where it did not, it is the figures.
 
 ``hook_states`` tells which steps ran with the hooks, ``kept_steps`` picks the kept steps and the plain ones;
 ``shape`` and ``stretches`` cut a step at the program's own calls, the same in a step with hooks and one without.
@@ -115,7 +115,8 @@ def gap_ratio(
     functions or more together (None without one), a pass whose gaps hold more than ``OUTLIER`` times
     the median pass's ratio left out. NNabla's own work between functions is small beside the hooks'
     and counts with them, so that at this scale the functions and the hooks' cost fill the passes:
-    what the replicas showed (a replica's share of a pass is its function and NNabla's work for it).
+    what replicas of the program's functions once showed (a replica's share of a pass is its function and
+    NNabla's work for it).
     Taken over the passes together, the kept passes' functions and the hooks' cost fill those passes
     exactly; a median of each pass's ratio would leave the passes' mean off by their skew (a slow spell).
     ``excluded``: nnprofile's own work, left out of the gaps."""
@@ -214,7 +215,7 @@ def fit(
     kept: List[int],
     excluded: List[Tuple[int, int]],
 ) -> Tuple[HookCosts, Dict[str, float]]:
-    """The hooks' costs as measured (on a chain, on replicas of the program's functions), fitted to the program:
+    """The hooks' costs as measured (on a chain; in an earlier recording, on replicas too), fitted to the program:
     scaled per phase to the gaps between the functions of its kept passes (``gap_ratio``), the cost between a pass's
     functions no more than the time there (``overshoot``, where it is taken off). Returns the costs and what the
     header says of them."""

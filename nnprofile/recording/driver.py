@@ -10,9 +10,8 @@ files and merging the ranks, is the API's (``nnprofile.api.programs.Recording``)
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import time
-from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence
 
 from ..base.hookcost import KINDS
 from ..base.quiet import quiet_nnabla
@@ -26,10 +25,6 @@ from .schedule import Schedule
 # The share of the first measurement of the hooks' cost that other work may take (the thread waiting for a CPU)
 # before it is measured again at the end, the smaller figure kept.
 DISTURBED = 0.01
-
-
-# The replicas' time (``calibrate.signature_costs``): this share of the run so far, at least and at most so many s.
-REPLICAS = (0.05, 0.25, 2.0)
 
 
 class ProgramRun:
@@ -51,7 +46,6 @@ class ProgramRun:
         self.hook_costs = hook_costs  # what the hooks cost (``nnprofile.base.hookcost.HookCosts``): given, or measured
         self.measure_again = hook_costs is None  # measured here: again at the end, and per signature as seen
         self.recorder = self.new_recorder()
-        self.signatures: Dict[str, Tuple[float, float]] = {}  # the hooks' cost per function signature
         self.capture: Optional[Any] = None  # the last profile's recording as data (``assembly.events.Capture``)
         self.origin_ns = 0  # the recorder's clock at the last window's first kept step
         self.started_unix = 0.0
@@ -128,10 +122,11 @@ class ProgramRun:
         failure: Optional[str],
         missed: Sequence[Note] = (),
         recorder: Optional[Recorder] = None,
-        measure_signatures: bool = True,
+        measure: bool = True,
     ) -> Profile:
         """The profile of a window (or the run) so far (``profiling.program_profile``); its capture kept.
-        ``missed``: windows whose files could not be written, said in this one's notes."""
+        ``missed``: windows whose files could not be written, said in this one's notes; ``measure``: the hooks' cost
+        of the kinds of call the recording made measured where it was not yet (never from another thread)."""
         from .profiling import Run, program_profile
 
         assert self.hook_costs is not None  # measured on entry
@@ -139,21 +134,8 @@ class ProgramRun:
         run = Run(self.name, self.command, s, s.active, s.warmup, self.started_unix, list(missed), self.run_world())
         run.own_cost = self.own_cost
         shared = (recorder or self.recorder).shared  # (another thread runs functions: NNabla's hooks stay as they are)
-        refine = self._refine if measure_signatures and self.measure_again and not shared else None
-        if refine is not None:  # (only where the replicas are measured: never while the program's hooks are on)
+        if measure and self.measure_again and not shared:  # (never while the program's hooks are on)
             self._calls_measured(recorder or self.recorder)
-        made = program_profile(run, recorder or self.recorder, self.hook_costs, failure, refine)
+        made = program_profile(run, recorder or self.recorder, self.hook_costs, failure)
         self.capture, self.origin_ns = made.capture, made.origin_ns
         return made.profile
-
-    def _refine(self, capture: Any) -> Any:
-        """The hooks' costs with the signatures this capture holds measured (once each, over the run), within a share
-        of the run so far (``REPLICAS``: a short program's profiled run is not its replicas')."""
-        from .calibrate import signature_costs
-
-        assert self.hook_costs is not None
-        ran = max(0.0, time.time() - self.started_unix) if self.started_unix else REPLICAS[2]
-        budget = min(REPLICAS[2], max(REPLICAS[1], REPLICAS[0] * ran))
-        with self.spent("replicas"):
-            self.signatures.update(signature_costs(capture, self.new_recorder, self.signatures, budget_s=budget))
-        return dataclasses.replace(self.hook_costs, by_signature=dict(self.signatures))

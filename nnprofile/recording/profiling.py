@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime
 import platform
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from .._version import __version__
 from ..assembly.assemble import DRIFT, Assembly, assemble
@@ -56,14 +56,9 @@ def program_profile(
     recorder: Any,
     costs: HookCosts,
     failure: Optional[str],
-    refine: Optional[Callable[[Capture], HookCosts]] = None,
 ) -> Made:
-    """The profile of what ``recorder`` recorded (its window), ``costs`` the hooks' as measured on entry;
-    ``refine``: the costs again with the signatures this capture holds measured (None: as they are)."""
+    """The profile of what ``recorder`` recorded (its window), ``costs`` the hooks' as measured on entry."""
     capture = capture_of(recorder, costs)
-    if refine is not None:
-        costs = refine(capture)
-        capture.costs = costs
     a, lost = _assembled(capture, costs, run.name)
     header = _header(run, recorder, a, costs)
     if lost is not None:

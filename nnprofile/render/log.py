@@ -88,8 +88,8 @@ def method_lines(profile: Profile) -> List[str]:
 
 
 def _hook_lines(h: Header, program: Optional[ProgramHeader]) -> List[str]:
-    """What the hooks cost, as measured on a chain (and on replicas of the program's functions), and as fitted to
-    the program's own passes and steps."""
+    """What the hooks cost, as measured on a chain (and, in a result of an earlier nnprofile, on replicas of the
+    program's functions), and as fitted to the program's own passes and steps."""
     lines: List[str] = []
     total = max(0.0, h.hook_overhead_ns or 0.0)
     inside = max(0.0, h.hook_inside_ns or 0.0)
@@ -160,7 +160,7 @@ def _fitted_lines(measured: Dict[str, Any]) -> List[str]:
 
 OWN_COSTS = {  # each kind of nnprofile's own work, in the order said
     "calibration": "measuring the hooks' cost on a chain of tiny functions",
-    "replicas": "on replicas of the program's functions",
+    "replicas": "on replicas of the program's functions",  # (an earlier nnprofile's result)
     "machine": "the machine's rates",
     "windows": "earlier windows' files",
 }
