@@ -226,7 +226,7 @@ class Capture:
     callback_used: bool = False  # all_reduce_callback: its communication runs inside backward
     skip_first: int = Schedule.warmup
     active: int = Schedule.active
-    costs: Optional[HookCosts] = None  # what the hooks cost, as measured (chain, per signature)
+    costs: Optional[HookCosts] = None  # what the hooks cost, as measured (on the chain; per signature in earlier files)
     codes: List[CodeInfo] = field(default_factory=list)  # the program's code objects the stacks name
     # The program's own lines between NNabla's calls, sampled (``nnprofile.recording.sampler``): each sample
     # (ns, index into sample_sites), each site (file, line, function, the line's text).

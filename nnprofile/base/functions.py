@@ -105,7 +105,7 @@ class Graph:
 
     def signature(self, f: FunctionInfo) -> str:
         """A function's type, arguments and input shapes: calls of one signature cost the same to run and
-        to hook (what ``nnprofile.recording.calibrate`` measures once per signature)."""
+        to hook (a recording of an earlier nnprofile holds the hooks' cost measured per signature on replicas)."""
         known = self._signatures.get(f.id)
         if known is None:
             shapes = ",".join("x".join(str(d) for d in self.variables[v].shape) for v in f.inputs)

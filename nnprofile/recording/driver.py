@@ -44,7 +44,7 @@ class ProgramRun:
         self.name, self.command, self.schedule, self.world = name, command, schedule, world
         self.new_recorder = new_recorder
         self.hook_costs = hook_costs  # what the hooks cost (``nnprofile.base.hookcost.HookCosts``): given, or measured
-        self.measure_again = hook_costs is None  # measured here: again at the end, and per signature as seen
+        self.measure_again = hook_costs is None  # measured here: again at the end where disturbed
         self.recorder = self.new_recorder()
         self.capture: Optional[Any] = None  # the last profile's recording as data (``assembly.events.Capture``)
         self.origin_ns = 0  # the recorder's clock at the last window's first kept step

@@ -1,8 +1,8 @@
 """A recording made a profile: the program pipeline's driver, as ``nnprofile.measure.session`` is a project's.
 
-The recorder's events are captured (``capturing``), the hooks' cost per signature measured again where the
-program made new ones, the capture assembled into sections (``nnprofile.assembly``), and the header and notes
-say how the run was recorded. The API (``nnprofile.api.programs.Recording``) calls ``program_profile`` where a
+The recorder's events are captured (``capturing``), the hooks' cost of the kinds of call measured where the
+program made new ones (``driver``), the capture assembled into sections (``nnprofile.assembly``), and the header
+and notes say how the run was recorded. The API (``nnprofile.api.programs.Recording``) calls ``program_profile`` where a
 window or the run ends, and writes what it returns.
 """
 

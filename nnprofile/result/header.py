@@ -111,8 +111,8 @@ class ProgramHeader(Header):
     clock_origin_ns: Optional[int] = None
     started_unix: Optional[float] = None
     # nnprofile's own work outside the program's calls before these files, in s by kind: ``calibration`` (the
-    # hooks' cost on a chain), ``replicas`` (on the program's functions), ``machine`` (its rates), ``windows``
-    # (earlier windows' files). Empty in results before version 13.
+    # hooks' cost on a chain), ``replicas`` (on the program's functions: an earlier nnprofile's results only),
+    # ``machine`` (its rates), ``windows`` (earlier windows' files). Empty in results before version 13.
     own_cost: Dict[str, float] = field(default_factory=dict)
 
 
