@@ -339,3 +339,63 @@ def test_a_library_logs_before_the_program_imports_nnabla_as_it_does_alone(tmp_p
     assert "before the program imports" not in alone.stderr and "after the program imports" in alone.stderr
     assert "before the program imports" not in profiled.stderr, profiled.stderr
     assert "after the program imports" in profiled.stderr
+
+
+KEEPS_ITS_SOLVER = """
+import atexit, gc
+import numpy as np
+import nnabla as nn
+import nnabla.functions as F
+import nnabla.parametric_functions as PF
+import nnabla.solvers as S
+
+
+def alive():
+    gc.collect()
+    kinds = {"nnabla.function.Function": 0, "nnprofile.assembly.events.Call": 0}
+    for o in gc.get_objects():
+        kind = "%s.%s" % (type(o).__module__, type(o).__name__)
+        if kind in kinds:
+            kinds[kind] += 1
+    print("alive", kinds["nnabla.function.Function"], kinds["nnprofile.assembly.events.Call"])
+
+
+def step(solver):
+    x = nn.Variable.from_numpy_array(np.ones((4, 8), dtype=np.float32))
+    loss = F.mean(F.relu(PF.affine(F.tanh(PF.affine(x, 8, name="a")), 1, name="b")))
+    solver.zero_grad()
+    loss.forward()
+    loss.backward()
+    solver.update()
+
+
+solver = S.Sgd(0.01)
+solver.set_parameters({k: v for k, v in nn.get_parameters().items()} or {})
+step(solver)
+solver.set_parameters(nn.get_parameters())
+for i in range(30):
+    step(solver)
+atexit.register(alive)  # (after nnprofile's end, as the program's own end)
+"""
+
+
+@pytest.mark.slow
+def test_a_recording_over_holds_none_of_the_programs_graphs(tmp_path):
+    """The program keeps its solver, which nnprofile's proxy stands in for, and builds a graph each step inside a
+    function. Once the recording is written, what it recorded (which held every function of the kept steps' graphs)
+    is let go: at the program's end as many of NNabla's functions are alive as alone, and none of the recorded calls."""
+    script = tmp_path / "keeps.py"
+    script.write_text(KEEPS_ITS_SOLVER)
+    alone = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=str(tmp_path))
+    profiled = subprocess.run(
+        [sys.executable, "-m", "nnprofile", "run", "-q", "-o", str(tmp_path / "out"), str(script)],
+        capture_output=True,
+        text=True,
+        cwd=str(tmp_path),
+        env=dict(os.environ, PYTHONPATH=ROOT),
+    )
+    assert alone.returncode == 0 and profiled.returncode == 0, profiled.stderr
+    said = [line.split() for line in (alone.stdout + profiled.stdout).splitlines() if line.startswith("alive")]
+    assert len(said) == 2
+    assert said[1][1] == said[0][1]  # NNabla's functions alive: as many as alone
+    assert said[1][2] == "0"  # nnprofile's recorded calls: none

@@ -310,6 +310,7 @@ class Recording:
             for lock in reversed(self._locks):
                 release_outdir(lock)
             self._locks = []
+            self.recorder.forget()  # (the program's proxies keep the recorder: not what it recorded)
 
     def _how(self, error: Optional[BaseException]) -> Optional[str]:
         """How the run was interrupted (``interruption``); None for a KeyboardInterrupt the program raised itself,

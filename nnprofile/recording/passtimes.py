@@ -218,7 +218,8 @@ def install(times: PassTimes, root: str) -> Callable[[], None]:
     """The program's own modules compiled so from now on (what their code calls put among the builtins, where it
     stays: a thread of the program's may run it after the recording; the note is then a clock read and a call);
     returns the undoing of the finder."""
-    for name, value in times.names().items():
+    names = times.names()
+    for name, value in names.items():
         setattr(builtins, name, value)
     finder = Finder(root)
     sys.meta_path.insert(0, finder)
@@ -228,8 +229,26 @@ def install(times: PassTimes, root: str) -> Callable[[], None]:
             sys.meta_path.remove(finder)
         except ValueError:
             pass
+        # What stays among the builtins holds nothing of the recording: its closures held the recorder, and through
+        # it every event and the program's graphs, alive until the process ended (400,000 objects on fastText,
+        # 0.3 s of the interpreter's own end)
+        for name, value in names.items():
+            if getattr(builtins, name, None) is value:
+                setattr(builtins, name, _DETACHED[name])
 
     return remove
+
+
+def _passed(start: int, phase: str, result: Any, site: str = "") -> Any:
+    return result
+
+
+def _unclocked(site: str = "") -> int:
+    return 0
+
+
+# What the compiled code calls once its recording is over: the call's result goes back, nothing is noted
+_DETACHED: Dict[str, Any] = {NOTE: _passed, CLOCK: _unclocked}
 
 
 def script_code(path: str) -> Optional[Any]:

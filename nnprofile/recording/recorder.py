@@ -20,23 +20,20 @@ What NNabla 1.39 offers, and how each piece is used:
 - ``DataIterator.next`` and the monitors' ``add`` are Python methods: wrapped on their classes,
   each call is timed (for an iterator, that is the program's wait for the next batch: NNabla loads
   batches in a thread by default).
-- Parameter names are read while the program runs (at step ends, and before
-  ``clear_parameters``), so that a program that clears or replaces its parameters keeps the names
-  its layers had.
+- Parameter names are read while the program runs (at step ends, and before ``clear_parameters``): a program
+  that clears or replaces its parameters keeps the names its layers had.
 
-Recording follows torch.profiler's schedule: ``skip_first`` steps recorded and set aside,
-``active`` kept, a few more without the function hooks (what they cost in the program), then
-everything is unhooked and the program runs on at full speed. The loop's structure is followed as
-it comes (``counting``: the iterations of its loop, read off its code), only to know when to stop;
-the steps themselves are found afterwards, by the same rule, from the events (``nnprofile.assembly``),
-once ``capturing`` has turned them into data.
+Recording follows torch.profiler's schedule: ``skip_first`` steps recorded and set aside, ``active`` kept, a few
+more without the function hooks (what they cost in the program), then everything is unhooked and the program runs on
+at full speed. The loop's structure is followed as it comes (``counting``: the iterations of its loop, read off its
+code), only to know when to stop; the steps themselves are found afterwards, by the same rule, from the events
+(``nnprofile.assembly``), once ``capturing`` has turned them into data.
 
-Calls nest (a custom layer's ``forward_impl`` runs NNabla functions, a backward builds and runs
-functions, a solver of the program's own computes on NdArrays): every timed call is open on ``open_calls``
-while it runs, and a call that runs while another is open is recorded as its child (its ``depth``).
-Only the thread that started the recording is recorded (a loader's thread runs untouched). Every hook
-and wrapper is a guest: a failure of nnprofile's own is noted, never raised into the program
-(``faults``).
+Calls nest (a custom layer's ``forward_impl`` runs NNabla functions, a backward builds and runs functions, a solver
+of the program's own computes on NdArrays): every timed call is open on ``open_calls`` while it runs, and a call
+that runs while another is open is recorded as its child (its ``depth``). Only the thread that started the recording
+is recorded (a loader's thread runs untouched). Every hook and wrapper is a guest: a failure of nnprofile's own is
+noted, never raised into the program (``faults``).
 
 The Recorder owns its parts, each with state of its own and talking back through a small protocol of ``parts``:
 the function hooks (``hooks.FunctionHooks``), the pass under way (``passes.PassTracker``), the functions run now
@@ -49,6 +46,7 @@ the function hooks (``hooks.FunctionHooks``), the pass under way (``passes.PassT
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import sys
@@ -83,12 +81,9 @@ from .building import Builds, makers
 
 _getframe = sys._getframe
 _ident = threading.get_ident
-# After the kept steps, a block of steps without the function hooks (CALIBRATION, False: without them): the program
-# as it runs unrecorded, whose step and passes the kept steps' figures are scaled to (``nnprofile.assembly.lean``;
-# the first carries what the hooks before it left in the caches, and their switching off, and is left out). The
-# kept steps stay one run of the loop: no step of theirs is left without the hooks (a validation every few steps
-# would fall into those). Only for steps that calls other than passes show (updates, reads, marks): without hooks,
-# passes are unseen, and so are the steps.
+# After the kept steps, steps without the function hooks (False): the program as it runs unrecorded, whose step and
+# passes the kept steps' figures are scaled to (``nnprofile.assembly.lean``; the first, left out, carries what the
+# hooks left in the caches). Only for steps that calls other than passes show (updates, reads, marks).
 CALIBRATION = (False,) * 20
 _nn: Any = None  # nnabla, once recording started (no import in a hook)
 
@@ -343,7 +338,7 @@ class Recorder:
                 if on:
                     self.sampler.start()
                 else:
-                    self.sampler.stop()
+                    self.sampler.stop(pause=True)
             except Exception as e:
                 self.faults.add("sampling the program's own lines", e)
 
@@ -409,13 +404,18 @@ class Recorder:
         """A child the program forked: its hooks, patches and sampler off, nothing closed, written or kept (the
         recording and its folder are the parent's; the child runs as it would alone)."""
         self.recording = self.capturing = False
-        try:
+        with contextlib.suppress(Exception):  # (the child's own run matters, not nnprofile's)
             if self.sampler is not None:
                 self.sampler.stop()
-        except Exception:  # the child's own run matters, not nnprofile's
-            pass
         self._put_back(lambda e: None)
         self.finished = True
+
+    def forget(self) -> None:
+        """Written: the events (they hold the program's graphs) and the windows' callback let go (the proxies stay)."""
+        self.window, self.windowing.on_window, self.pass_times.window = Window(), None, None
+        self.passes, self.loop, self.open_calls, self.parameter_names = PassTracker(self), Loop(), [], {}
+        self.functions.created = {}
+        self.builds.forget()
 
     def _put_back(self, fault: Callable[[Exception], None]) -> None:
         """The function hooks off, NNabla's and the program's names as they were, the collection callback and the

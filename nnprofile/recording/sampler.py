@@ -149,10 +149,10 @@ class Sampler:
     def _cpu(self) -> Optional[CpuClock]:
         return self._clock.cpu
 
-    def _stop_timer(self) -> None:
-        """The clock stopped and its signal the program's again."""
+    def _stop_timer(self, pause: bool = False) -> None:
+        """The clock stopped and its signal the program's again (``pause``: the program's setting it still watched)."""
         self._timer = False
-        self._clock.stop()
+        self._clock.stop(watching=pause)
 
     def _gave_way(self, why: str) -> None:
         """The program took the clock's signal: sampling stops for the rest of the window, and the profile says why."""
@@ -266,9 +266,10 @@ class Sampler:
         except Exception:  # never a failure of the sampler's into the program
             self._gc_start = 0
 
-    def stop(self) -> None:
+    def stop(self, pause: bool = False) -> None:
+        """No samples from now (``pause``: till ``start`` again in the same window)."""
         self.waits.stop()
-        self._stop_timer()
+        self._stop_timer(pause)
         if self._thread is None:
             return
         self._stop.set()

@@ -87,13 +87,15 @@ class SignalClock:
         # first, so that it never ends the program
         atexit.register(self.stop)
 
-    def stop(self) -> None:
-        """No signal after this; the signal's handler the program's again (where it is still nnprofile's)."""
-        if not self.number:
-            return
-        if self._watching is not None:
+    def stop(self, watching: bool = False) -> None:
+        """No signal after this; the signal's handler the program's again (where it is still nnprofile's). ``watching``:
+        the program's ``signal.signal`` stays watched, for the clock's next start (the watch walks every loaded module:
+        20 ms a start and a stop on fastText, whose hooks go on and off a few times a window)."""
+        if self._watching is not None and not watching:
             self._watching.undo()
             self._watching = None
+        if not self.number:
+            return
         cpu, self.cpu = self.cpu, None
         if cpu is not None:
             try:
@@ -120,6 +122,8 @@ class SignalClock:
 
     def _watch(self) -> None:
         """The program's ``signal.signal`` and ``signal.setitimer`` watched while the clock runs, wherever bound."""
+        if self._watching is not None:  # (still, from the clock's last run)
+            return
         watching = Patches()
         replacements: Dict[int, Tuple[Any, Any]] = {
             id(signal.signal): (signal.signal, self._sets(signal.signal)),
