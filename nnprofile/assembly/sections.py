@@ -240,7 +240,8 @@ class Builder:
             args = self._trace_args[known] = layer.trace_args(phase)
             args["source"] = self.calls.functions[call.function].created
         o = self.calls.origin
-        self.calls.timeline.append(TimelineEvent(layer.name, phase, call.start_ns - o, call.end_ns - o, dict(args)))
+        # (one dict for every call of the function: shared by its events, encoded once in the trace)
+        self.calls.timeline.append(TimelineEvent(layer.name, phase, call.start_ns - o, call.end_ns - o, args))
 
     # -- memory --------------------------------------------------------------------------
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import MISSING, fields
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .model import Entry, Profile
 from .notes import Note
+from .timeline import TimelineEvent
 from .upgrades import VERSION
 
 FORMAT = "nnprofile-result"
@@ -102,6 +103,7 @@ def _head(profile: Profile) -> Dict[str, Any]:
 
 
 _COMPACT = json.JSONEncoder(separators=(",", ":"))
+_string = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]  # (what it does with a str)
 
 
 def dumps(profile: Profile, body: Optional[str] = None) -> str:
@@ -135,10 +137,28 @@ def body_text(profile: Profile) -> str:
         out.append("  ]}" + ("," if i + 1 < len(sections) else ""))
     out.append(" ],")
     out.append(' "timeline": [')
-    out.append(",\n".join("  " + encode(e.to_dict()) for e in profile.timeline))
+    out.append(",\n".join(_event_lines(profile.timeline)))
     out.append(" ]")
     out.append("}")
     return "\n".join(line for line in out if line)
+
+
+def _event_lines(timeline: Sequence[TimelineEvent]) -> Iterator[str]:
+    """Each event's line, as ``encode(e.to_dict())`` writes it: the arguments a function's calls share encoded once."""
+    encode = _COMPACT.encode
+    encoded: Dict[int, Tuple[Dict[str, Any], str]] = {}  # id(args) -> (args, its JSON)
+    for e in timeline:
+        known = encoded.get(id(e.args))
+        if known is None or known[0] is not e.args:
+            known = encoded[id(e.args)] = (e.args, encode(e.args))
+        yield '  {"name":%s,"cat":%s,"start":%s,"end":%s,"args":%s%s}' % (
+            _string(e.name),
+            _string(e.cat),
+            e.start if type(e.start) is int else encode(e.start),
+            e.end if type(e.end) is int else encode(e.end),
+            known[1],
+            "" if e.rank is None else ',"rank":%s' % encode(e.rank),
+        )
 
 
 def _ranks_text(ranks: Dict[str, Any]) -> str:
