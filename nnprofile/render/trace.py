@@ -29,7 +29,7 @@ WHAT = "the Perfetto timeline"
 WRITES = (FILENAME,)
 PID, TID = 1, 1
 _encode = json.JSONEncoder(separators=(",", ":")).encode  # (as json.dumps with these separators, made once)
-_string = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]  # (what it does with a str)
+_string = json.encoder.encode_basestring_ascii  # (what it does with a str)
 _COUNTER = '{"ph":"C","pid":%d,"name":"live activations (estimated bytes)","ts":%s,"args":{"bytes":%s}}'
 _EVENT = '{"ph":"X","pid":%d,"tid":%d,"name":%s,"cat":%s,"ts":%s,"dur":%s,"args":%s}'
 # Parents before children when they start together: a longer event first.

@@ -103,7 +103,7 @@ def _head(profile: Profile) -> Dict[str, Any]:
 
 
 _COMPACT = json.JSONEncoder(separators=(",", ":"))
-_string = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]  # (what it does with a str)
+_string = json.encoder.encode_basestring_ascii  # (what it does with a str)
 
 
 def dumps(profile: Profile, body: Optional[str] = None) -> str:
