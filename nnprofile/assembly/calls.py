@@ -53,6 +53,7 @@ class Calls:
         self._overshoot: Dict[Tuple[int, int], Tuple[Pass, HookCosts, float]] = {}  # (pass, costs) -> ``overshoot``
         self._figures: Dict[Tuple[int, int], Tuple[Pass, HookCosts, float, float]] = {}  # -> ``figures``
         self._pass_taken: Dict[int, Tuple[Pass, float, bool, Optional[float]]] = {}  # pass -> ``pass_taken``
+        self._spans: Dict[int, Tuple[Event, float]] = {}  # id(call) -> (the call, its ``span``)
         # The collectives' own waits for a CPU (their marks, read inside them): a rank that waits for the others
         # polls, and is switched out as any spinning task is; that time is the others' to set, not other work's.
         self._comm_waits = sorted(
@@ -62,9 +63,13 @@ class Calls:
         )
 
     def span(self, call: Event) -> float:
-        """A call's time, nnprofile's own work inside it (the sampler's, its wrappers') left out."""
-        start, end = start_of(call), end_of(call)
-        return float(end - start - overlap(start, end, self.excluded))
+        """A call's time, nnprofile's own work inside it (the sampler's, its wrappers') left out: found once a call
+        (every figure of its pass, step and entry asks it)."""
+        known = self._spans.get(id(call))
+        if known is None or known[0] is not call:
+            start, end = start_of(call), end_of(call)
+            known = self._spans[id(call)] = (call, float(end - start - overlap(start, end, self.excluded)))
+        return known[1]
 
     def lasted(self, start: int, end: int) -> float:
         """What [start, end) took of the program's own: nnprofile's work in it and other work's share of the CPU
@@ -83,8 +88,12 @@ class Calls:
 
     def own_cost(self, call: Call, phase: str = "forward") -> float:
         """What the hooks' eviction adds to a call's own time (the part beyond their fixed cost; none for a
-        function measured on replicas, which held their own)."""
-        c, key = self.costs, self.signature(call, phase)
+        function measured on replicas, which held their own; none at all where no eviction was measured, as only an
+        earlier nnprofile's recording holds one)."""
+        c = self.costs
+        if not c.eviction:
+            return 0.0
+        key = self.signature(call, phase)
         if call.kind == "static" and c.measured(key):
             return 0.0
         return c.eviction * max(0.0, self.span(call) - c.inside(call.kind, key))

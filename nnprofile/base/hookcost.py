@@ -63,18 +63,12 @@ class HookCosts:
     def inside(self, kind: str, signature: Optional[str] = None) -> float:
         if kind == "static" and signature is not None and signature in self.by_signature:
             return self._scale(signature) * self.by_signature[signature][0]
-        return (
-            self._scale(signature)
-            * {"static": self.static_inside, "dynamic": self.dynamic_inside, "eager": self.eager_inside}[kind]
-        )
+        return self._scale(signature) * getattr(self, _INSIDE[kind])
 
     def total(self, kind: str, signature: Optional[str] = None) -> float:
         if kind == "static" and signature is not None and signature in self.by_signature:
             return self._scale(signature) * self.by_signature[signature][1]
-        return (
-            self._scale(signature)
-            * {"static": self.static_total, "dynamic": self.dynamic_total, "eager": self.eager_total}[kind]
-        )
+        return self._scale(signature) * getattr(self, _TOTAL[kind])
 
     def between(self, kind: str, signature: Optional[str] = None) -> float:
         """What timing adds per function outside its own interval: between it and the next function."""
@@ -100,6 +94,10 @@ class HookCosts:
         inside = self.inside(kind, signature)
         evicted = 0.0 if kind == "static" and self.measured(signature) else self.eviction
         return inside + evicted * max(0.0, interval_ns - inside)
+
+
+_INSIDE = {kind: kind + "_inside" for kind in KINDS}  # (a kind's field: asked for every call of a window)
+_TOTAL = {kind: kind + "_total" for kind in KINDS}
 
 
 def paired_cost(plain: Sequence[float], hooked: Sequence[float], n: int) -> float:
