@@ -8,6 +8,8 @@ import threading
 import time
 from types import SimpleNamespace
 
+import pytest
+
 from nnprofile.assembly.intervals import merged, overlap
 from nnprofile.recording.building import Builds
 from nnprofile.recording.faults import Faults
@@ -216,3 +218,23 @@ def test_the_clocks_period_is_never_shorter_than_its_signals_cost_allows(monkeyp
             pass
 
     assert signalcost._measure(NoClock()) == 0.0
+
+
+def test_a_paused_clock_keeps_watching_the_program_and_a_stopped_one_stops():
+    """Switching the hooks off in a window pauses the clock: no more signals, its handler the program's again, but the
+    program's ``signal.signal`` still watched, so that starting again walks no module anew. Stopping it puts the
+    program's own ``signal.signal`` back."""
+    import nnprofile.recording.sigclock as sigclock
+
+    original = signal.signal
+    clock = sigclock.SignalClock(lambda why: None)
+    if clock.start(lambda number, frame: None, 4_000_000, 0.004) is None:
+        pytest.skip("no signal clock on this machine")
+    watching = clock._watching
+    assert signal.signal is not original and watching is not None
+    clock.stop(watching=True)
+    assert clock.number == 0 and clock._watching is watching and signal.signal is not original
+    assert clock.start(lambda number, frame: None, 4_000_000, 0.004) is not None
+    assert clock._watching is watching  # (the same watch: no second walk)
+    clock.stop()
+    assert clock._watching is None and signal.signal is original
