@@ -381,3 +381,31 @@ def test_a_test_after_the_loop_that_cuts_the_steps_without_the_hooks_short_is_re
     tests = [s for s in profile.sections if s.kind == "graph" and s.name != "loss"]
     assert [(s.info.get("passes"), s.info.get("outside")) for s in tests] == [({"forward": 5}, "after the last step")]
     assert {e.layer_type for e in tests[0].entries if e.phase == "forward_function"} == {"Affine", "Tanh", "Mean"}
+
+
+def test_what_a_kept_step_of_another_shape_takes_beyond_its_passes_is_scaled_as_the_typical_steps_rest():
+    """1 ms more of the program's own work in each kept step with a validation, right after its validation's pass (no
+    pass, no call of the program's): that step's figure moves by the typical steps' rest factor times 1 ms, as their
+    own rest moved from the hooked steps to the plain ones (MAML's validation step read 1.33 times its own)."""
+    capture = _capture()
+    a, step, _, lean = _figures(capture)
+    factor = lean.figures["rest"]
+    assert 0.0 < factor < 0.98  # (the hooks slow the program's own work around its passes)
+    vpred = next(g for g in a.graphs if g.name == "vpred")
+    other = [r for r, n in enumerate(a.kept_steps) if vpred.passes[n - 1]]
+    assert other and len(other) < len(a.kept_steps)
+    after = sorted(max(c.end_ns for p in vpred.passes[a.kept_steps[r] - 1] for c in p.calls) for r in other)
+    slower = copy.deepcopy(capture)
+
+    def at(t):
+        import bisect
+
+        return t + 1_000_000 * bisect.bisect_left(after, t)  # (what ends there stays, what follows moves)
+
+    _remap(slower, at)
+    _, step2, _, lean2 = _figures(slower)
+    assert lean2.figures["rest"] == pytest.approx(factor, rel=1e-6)  # (the typical steps are as they were)
+    for r in other:
+        assert step2.values()[r] - step.values()[r] == pytest.approx(factor * 1_000_000, rel=0.02)
+    typical = [r for r in range(len(a.kept_steps)) if r not in other]
+    assert all(step2.values()[r] == pytest.approx(step.values()[r], rel=1e-6) for r in typical)

@@ -3,19 +3,18 @@ without the hooks after the kept ones (``nnprofile.recording.recorder.CALIBRATIO
 
 NNabla's hooks cost some microseconds a function whatever they do, and no estimate taken off afterwards gets a step of
 many small functions right (issue 59: the tutorial read 2.3 times its own step). The steps without the hooks are the
-program as it runs alone. Their passes are unseen (a static pass is seen only through the hooks), but the program's
-own calls (its reads, its solvers' calls, its monitors) cut them into the same gaps as a kept step of the same shape
+program as it runs alone. Their passes are unseen (a static pass is seen only through the hooks), but the program's own
+calls (its reads, its solvers' calls, its monitors) cut them into the same gaps as a kept step of the same shape
 (``gaps``). A kept step's gap holds its passes (less the hooks' cost as estimated) and the rest: the program's own
 Python, and NNabla's work around a pass, both slowed by nnprofile's work beside them (its own time is left out, not
 what it leaves in the caches: the tutorial's Python before its forward pass reads 600 us in kept steps, where that
 Python and the pass together take 570 us without the hooks). Each gap is scaled to what it takes in the plain steps,
-its passes and the rest alike (``Lean.scales``): each graph's passes are scaled so (its layers keep their shares of
-the pass, as the hooked steps split it), and a kept step of that shape is its gaps so scaled and its own calls as
-they ran. Over those steps, the step comes to the plain steps' own.
+its passes and the rest alike (``Lean.scales``): each graph's passes are scaled so (its layers keep their shares of the
+pass, as the hooked steps split it), and a kept step of that shape is its gaps so scaled and its own calls as they ran.
+Over those steps, the step comes to the plain steps' own.
 
-Where too few plain steps ran (the program ended first), nothing is scaled: the figures are the hooked steps' less
-the hooks' cost as estimated, and ``Lean`` is None (the notes say which).
-"""
+Where too few plain steps ran (the program ended first), nothing is scaled: the figures are the hooked steps' less the
+hooks' cost as estimated, and ``Lean`` is None (the notes say which)."""
 
 from __future__ import annotations
 
@@ -28,7 +27,7 @@ from ..base.choices import GRAPH
 from ..base.stats import median
 from ..result import Entry, Section
 from ..result.notes import Note
-from . import sited
+from . import others, sited
 from .calls import Calls
 from .events import Call, CommCall, Event, InputCall, MonitorCall, SolverCall, StepMark, depth_of, end_of, start_of
 from .hookfit import MARKERS, shape
@@ -56,10 +55,8 @@ class Lean:
     # factor that takes a kept step's figure of each (less its inner calls' hooks, as estimated) to the plain steps'.
     own: Dict[Hashable, float] = field(default_factory=dict)
     timed: List[str] = field(default_factory=list)  # the phases whose passes the program's calls timed somewhere
-
-    def factor(self, graph: Optional[str], phase: str) -> float:
-        """The factor of a graph's passes of a phase (1 for a graph the plain steps' shape never ran: estimated)."""
-        return self.by_graph.get((graph or "", phase), 1.0)
+    rest: float = 1.0  # the typical steps' rest (beyond their passes and own calls), hooked to plain, over all gaps
+    rests: Dict[int, float] = field(default_factory=dict)  # each kept step's of another shape, hooked (by index)
 
 
 Gaps = Dict[int, List[List[Pass]]]  # a step's (by index) passes in each of its gaps
@@ -84,10 +81,12 @@ def net(calls: Calls, p: Pass) -> float:
     return calls.figures(p)[1]
 
 
-def rescaled(lean: Lean, calls: Calls, passes: Sequence[Pass], graph_of: Callable[[Pass], Optional[str]]) -> float:
-    """What a kept step of another shape (its figure the hooked estimate) gains where its passes are taken as their
-    sections show them (their graph's factor times their figure) instead of as estimated: its parts add up to it."""
-    out = 0.0
+def rescaled(
+    lean: Lean, calls: Calls, passes: Sequence[Pass], graph_of: Callable[[Pass], Optional[str]], rest: float = 0.0
+) -> float:
+    """What a kept step of another shape gains where its passes are taken as their sections show them (their graph's
+    factor times their figure), and its ``rest`` (beyond them and its own calls) as the typical steps' was scaled."""
+    out = (lean.rest - 1.0) * rest  # (``Lean.rests``)
     for p in passes:
         f = lean.by_graph.get((graph_of(p) or "", p.phase))
         if f is not None:
@@ -134,14 +133,13 @@ def measure(
 ) -> Optional[Lean]:
     """The plain steps' figures for the kept ones, or None where fewer than ``MIN_STEPS`` of either share a shape."""
 
-    def length(a: int, b: int) -> float:
-        # (never below nothing: the waits counted in a span can overlap what is excluded from it)
+    def length(a: int, b: int) -> float:  # (never below nothing: a span's waits can overlap what is left out of it)
         return max(0.0, calls.lasted(a, b))
 
     cut = gaps(per_step)
 
     def tiled(j: int) -> float:  # a step from its program's call before it to its last: its gaps and own calls
-        return sum(length(a, b) for a, b in cut[j]) + sum(length(start_of(e), end_of(e)) for e in _own(per_step[j]))
+        return sum(length(a, b) for a, b in cut[j]) + sum(length(start_of(e), end_of(e)) for e in owned(per_step[j]))
 
     found = _steps(per_step, step_passes, cut, kept, plain, tiled)
     if found is None:
@@ -149,20 +147,20 @@ def measure(
     typical, lean, whole = found
     plain_k = _mean_rows([[length(a, b) for a, b in cut[j]] for j in lean])
     passes = sorted((p for i in kept for p in step_passes[i]), key=lambda p: p.start_ns)
-    gap_passes = in_gaps(cut, typical, passes)
+    gap_passes, other = in_gaps(cut, typical, passes), [i for i in kept if i not in typical]
     rows = _rows(calls, per_step, cut, gap_passes, kept, length)
     direct = _direct(calls, cut, gap_passes, typical, lean, length)
     by_site = _by_site(calls, step_passes, bounds, (kept, typical, lean), passes, graph_of, length)
     timed = _with_sites(calls, direct, gap_passes, by_site, graph_of)
     pass_k, rest_k = _gap_scales(plain_k, [rows[i] for i in typical], timed)
     own_k = _own_factors(calls, per_step, typical, lean, length)
-    ran = {i: sum(length(start_of(e), end_of(e)) for e in _own(per_step[i])) for i in typical}
+    ran = {i: sum(length(start_of(e), end_of(e)) for e in owned(per_step[i])) for i in typical}
     hooked = sum(own + sum(est.values()) for i in typical for own, est in rows[i]) / len(typical)
     by_graph = _by_graph(calls, gap_passes, lambda k, ph: pass_k[k].get(ph, rest_k[k]), graph_of)
     by_graph.update(by_site)
 
     def step(i: int) -> float:  # (each pass of a graph as its section shows it: its factor times its figure)
-        out = sum(k * length(start_of(e), end_of(e)) for k, e in zip(own_k[0], _own(per_step[i])))
+        out = sum(k * length(start_of(e), end_of(e)) for k, e in zip(own_k[0], owned(per_step[i])))
         for k, (own, _) in enumerate(rows[i]):
             out += rest_k[k] * own
             for p in gap_passes[i][k]:
@@ -180,6 +178,9 @@ def measure(
         {i: step(i) for i in typical},
         own_k[1],
         sorted({ph for d in direct for ph in d} | {ph for _, ph in by_site}),
+        *others.rests(
+            rest_k, [rows[i] for i in typical], _rows(calls, per_step, cut, in_gaps(cut, other, passes), kept, length)
+        ),
     )
 
 
@@ -381,7 +382,7 @@ def _by_graph(
     return {key: (s / e if e > 0 else 1.0) for key, (s, e) in weights.items()}
 
 
-def _own(events: Sequence[Event]) -> List[Event]:
+def owned(events: Sequence[Event]) -> List[Event]:
     """A step's own calls that cut it into gaps (its reads, solver calls, monitors, communication), in order."""
     return [e for e in events if isinstance(e, MARKERS) and not isinstance(e, StepMark) and not depth_of(e)]
 
@@ -412,7 +413,7 @@ def _own_factors(
     steps' figure of them, their inner calls' hooks as estimated taken off). None where the places differ."""
 
     def rows(steps: Sequence[int], took: Callable[[Event], float]) -> List[List[float]]:
-        return [[took(e) for e in _own(per_step[i])] for i in steps]
+        return [[took(e) for e in owned(per_step[i])] for i in steps]
 
     def ran(e: Event) -> float:
         return length(start_of(e), end_of(e))
@@ -424,7 +425,7 @@ def _own_factors(
     plain_k, hooked_k = _mean_rows(plain), _mean_rows(hooked)
     at = [min(MAX_FACTOR, max(0.0, p) / h) if h > 0 else 1.0 for p, h in zip(plain_k, hooked_k)]
     sums: Dict[Hashable, List[float]] = {}
-    for e, p, f in zip(_own(per_step[typical[0]]), plain_k, figured):
+    for e, p, f in zip(owned(per_step[typical[0]]), plain_k, figured):
         w = sums.setdefault(own_key(e), [0.0, 0.0])
         w[0], w[1] = w[0] + p, w[1] + f
     return at, {key: min(MAX_FACTOR, max(0.0, p) / f) for key, (p, f) in sums.items() if f > 0}
@@ -453,7 +454,7 @@ def scale(sections: Sequence[Section], lean: Lean) -> None:
             phase = _PHASE_OF.get(e.phase)
             if e.phase == "engine":
                 phase = e.label[len("engine (") :].split(":", 1)[0]
-            r = lean.factor(s.name, phase) if phase else 1.0
+            r = lean.by_graph.get((s.name or "", phase), 1.0) if phase else 1.0  # (1: estimated)
             if r != 1.0:
                 scale_entry(e, r)
 
@@ -488,6 +489,7 @@ def note(
                 "factors": {"%s %s" % k: round(v, 4) for k, v in sorted(lean.by_graph.items())},
                 "estimated": [g for g in graphs if g not in scaled],
                 "timed": list(lean.timed),
+                "rest": round(lean.rest, 4),
             },
         )
     return Note("hooks_estimated", {"plain_steps": len(plain), "needed": MIN_STEPS, "off_ms": estimated_off})

@@ -77,9 +77,12 @@ class ProgramSections:
                 step.get("step").add(lean)
             else:
                 off = hooks + sum(1 for p in step_passes if not p.dynamic) * c.per_pass()
-                if self.lean is not None:  # (its passes as their sections show them)
-                    off -= rescaled(self.lean[0], self.calls, step_passes, self.lean[1])
-                step.get("step").add(max(0.0, end - start - overlap(start, end, self.calls.excluded) - off - waited))
+                took = end - start - overlap(start, end, self.calls.excluded) - off - waited
+                if self.lean is not None:  # (its passes as their sections show them, its rest as the typical steps')
+                    took += rescaled(
+                        self.lean[0], self.calls, step_passes, self.lean[1], self.lean[0].rests.get(i, 0.0)
+                    )
+                step.get("step").add(max(0.0, took))
             step_waited.append(waited)
             self._step_events(i, events)
         entries = self._entries(tables, self.lean[0].own if self.lean is not None else {})

@@ -78,7 +78,7 @@ def _lean_step(f: Figures) -> str:
     return (
         "the step and its passes are as the program ran without the function hooks: %d steps run without them "
         "(steps %d to %d) took %.3f ms a step, where the kept steps' %d of their shape read %.3f ms with the hooks' "
-        "cost as estimated taken off; each pass was scaled to them (%s), its layers keeping their shares, %s%s"
+        "cost as estimated taken off; each pass was scaled to them (%s), its layers keeping their shares, %s%s%s"
         % (
             len(steps),
             min(steps),
@@ -92,6 +92,10 @@ def _lean_step(f: Figures) -> str:
             else "each to its share of the time between the program's calls (its passes' own calls were not timed)",
             "; %s ran only in steps of another shape: estimated" % ", ".join(f["estimated"])
             if f.get("estimated")
+            else "",
+            "; the rest of the %d kept steps of another shape (beyond their passes and the program's own calls) was "
+            "scaled as that of the others, by %.3f" % (f["kept"] - f["typical"], f["rest"])
+            if f.get("rest") is not None and f["kept"] > f["typical"]
             else "",
         )
     )
