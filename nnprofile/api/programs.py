@@ -311,6 +311,7 @@ class Recording:
                 release_outdir(lock)
             self._locks = []
             self.recorder.forget()  # (the program's proxies keep the recorder: not what it recorded)
+            self.run.capture = None  # (what the files were made of: the profile stays)
 
     def _how(self, error: Optional[BaseException]) -> Optional[str]:
         """How the run was interrupted (``interruption``); None for a KeyboardInterrupt the program raised itself,
