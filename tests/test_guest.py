@@ -312,6 +312,19 @@ def test_the_programs_random_draws_are_what_they_are_without_nnprofile(tmp_path,
     assert recorded == alone
 
 
+def _alone_and_profiled(script, tmp_path):
+    """The script run alone, then under ``nnprofile run`` (into ``tmp_path/out``), both from ``tmp_path``."""
+    alone = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=str(tmp_path))
+    profiled = subprocess.run(
+        [sys.executable, "-m", "nnprofile", "run", "-q", "-o", str(tmp_path / "out"), str(script)],
+        capture_output=True,
+        text=True,
+        cwd=str(tmp_path),
+        env=dict(os.environ, PYTHONPATH=ROOT),
+    )
+    return alone, profiled
+
+
 LOGS_AROUND_ITS_IMPORT = """
 import logging
 logging.getLogger("library").info("before the program imports nnabla")
@@ -327,14 +340,7 @@ def test_a_library_logs_before_the_program_imports_nnabla_as_it_does_alone(tmp_p
     one alone, and so under nnprofile; one after it prints in both."""
     script = tmp_path / "logs.py"
     script.write_text(LOGS_AROUND_ITS_IMPORT)
-    alone = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=str(tmp_path))
-    profiled = subprocess.run(
-        [sys.executable, "-m", "nnprofile", "run", "-q", "-o", str(tmp_path / "out"), str(script)],
-        capture_output=True,
-        text=True,
-        cwd=str(tmp_path),
-        env=dict(os.environ, PYTHONPATH=ROOT),
-    )
+    alone, profiled = _alone_and_profiled(script, tmp_path)
     assert alone.returncode == profiled.returncode == 0, profiled.stderr[-2000:]
     assert "before the program imports" not in alone.stderr and "after the program imports" in alone.stderr
     assert "before the program imports" not in profiled.stderr, profiled.stderr
@@ -386,14 +392,7 @@ def test_a_recording_over_holds_none_of_the_programs_graphs(tmp_path):
     is let go: at the program's end as many of NNabla's functions are alive as alone, and none of the recorded calls."""
     script = tmp_path / "keeps.py"
     script.write_text(KEEPS_ITS_SOLVER)
-    alone = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=str(tmp_path))
-    profiled = subprocess.run(
-        [sys.executable, "-m", "nnprofile", "run", "-q", "-o", str(tmp_path / "out"), str(script)],
-        capture_output=True,
-        text=True,
-        cwd=str(tmp_path),
-        env=dict(os.environ, PYTHONPATH=ROOT),
-    )
+    alone, profiled = _alone_and_profiled(script, tmp_path)
     assert alone.returncode == 0 and profiled.returncode == 0, profiled.stderr
     said = [line.split() for line in (alone.stdout + profiled.stdout).splitlines() if line.startswith("alive")]
     assert len(said) == 2
