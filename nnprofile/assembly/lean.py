@@ -139,7 +139,7 @@ def measure(
     cut = gaps(per_step)
 
     def tiled(j: int) -> float:  # a step from its program's call before it to its last: its gaps and own calls
-        return sum(length(a, b) for a, b in cut[j]) + sum(length(start_of(e), end_of(e)) for e in owned(per_step[j]))
+        return sum(length(a, b) for a, b in cut[j]) + sum(length(start_of(e), end_of(e)) for e in _own(per_step[j]))
 
     found = _steps(per_step, step_passes, cut, kept, plain, tiled)
     if found is None:
@@ -154,13 +154,13 @@ def measure(
     timed = _with_sites(calls, direct, gap_passes, by_site, graph_of)
     pass_k, rest_k = _gap_scales(plain_k, [rows[i] for i in typical], timed)
     own_k = _own_factors(calls, per_step, typical, lean, length)
-    ran = {i: sum(length(start_of(e), end_of(e)) for e in owned(per_step[i])) for i in typical}
+    ran = {i: sum(length(start_of(e), end_of(e)) for e in _own(per_step[i])) for i in typical}
     hooked = sum(own + sum(est.values()) for i in typical for own, est in rows[i]) / len(typical)
     by_graph = _by_graph(calls, gap_passes, lambda k, ph: pass_k[k].get(ph, rest_k[k]), graph_of)
     by_graph.update(by_site)
 
     def step(i: int) -> float:  # (each pass of a graph as its section shows it: its factor times its figure)
-        out = sum(k * length(start_of(e), end_of(e)) for k, e in zip(own_k[0], owned(per_step[i])))
+        out = sum(k * length(start_of(e), end_of(e)) for k, e in zip(own_k[0], _own(per_step[i])))
         for k, (own, _) in enumerate(rows[i]):
             out += rest_k[k] * own
             for p in gap_passes[i][k]:
@@ -382,7 +382,7 @@ def _by_graph(
     return {key: (s / e if e > 0 else 1.0) for key, (s, e) in weights.items()}
 
 
-def owned(events: Sequence[Event]) -> List[Event]:
+def _own(events: Sequence[Event]) -> List[Event]:
     """A step's own calls that cut it into gaps (its reads, solver calls, monitors, communication), in order."""
     return [e for e in events if isinstance(e, MARKERS) and not isinstance(e, StepMark) and not depth_of(e)]
 
@@ -413,7 +413,7 @@ def _own_factors(
     steps' figure of them, their inner calls' hooks as estimated taken off). None where the places differ."""
 
     def rows(steps: Sequence[int], took: Callable[[Event], float]) -> List[List[float]]:
-        return [[took(e) for e in owned(per_step[i])] for i in steps]
+        return [[took(e) for e in _own(per_step[i])] for i in steps]
 
     def ran(e: Event) -> float:
         return length(start_of(e), end_of(e))
@@ -425,7 +425,7 @@ def _own_factors(
     plain_k, hooked_k = _mean_rows(plain), _mean_rows(hooked)
     at = [min(MAX_FACTOR, max(0.0, p) / h) if h > 0 else 1.0 for p, h in zip(plain_k, hooked_k)]
     sums: Dict[Hashable, List[float]] = {}
-    for e, p, f in zip(owned(per_step[typical[0]]), plain_k, figured):
+    for e, p, f in zip(_own(per_step[typical[0]]), plain_k, figured):
         w = sums.setdefault(own_key(e), [0.0, 0.0])
         w[0], w[1] = w[0] + p, w[1] + f
     return at, {key: min(MAX_FACTOR, max(0.0, p) / f) for key, (p, f) in sums.items() if f > 0}

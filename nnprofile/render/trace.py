@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import gzip
 import json
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List
 
 from .notes import text
 from ..base.choices import PART_OF_PHASE
 from ..analysis import Analysis
 from ..result import Profile
+from ..result.timeline import SharedArgs, json_string
 from .base import Contents
 
 NAME = "trace"
@@ -29,7 +30,6 @@ WHAT = "the Perfetto timeline"
 WRITES = (FILENAME,)
 PID, TID = 1, 1
 _encode = json.JSONEncoder(separators=(",", ":")).encode  # (as json.dumps with these separators, made once)
-_string = json.encoder.encode_basestring_ascii  # (what it does with a str)
 _COUNTER = '{"ph":"C","pid":%d,"name":"live activations (estimated bytes)","ts":%s,"args":{"bytes":%s}}'
 _EVENT = '{"ph":"X","pid":%d,"tid":%d,"name":%s,"cat":%s,"ts":%s,"dur":%s,"args":%s}'
 # Parents before children when they start together: a longer event first.
@@ -50,22 +50,19 @@ def trace_events(profile: Profile) -> List[str]:
     curves = {s.title: s.memory.curve for s in profile.sections if s.memory.estimated} if not ranks else {}
     counters: List[str] = []
     current: Dict[str, Any] = {}
-    encoded: Dict[int, Tuple[Dict[str, Any], str]] = {}  # id(args) -> (args, its JSON)
+    encoded = SharedArgs(_encode)
     for e in ordered:
         start, end, args = e.start, e.end, e.args
-        known = encoded.get(id(args))
-        if known is None or known[0] is not args:
-            known = encoded[id(args)] = (args, _encode(args))
         events.append(
             _EVENT
             % (
                 e.rank + 1 if e.rank is not None else PID,
                 TID,
-                _string(e.name),
-                _string(e.cat),
+                json_string(e.name),
+                json_string(e.cat),
                 repr(_us(start)),
                 repr(_us(end - start)),
-                known[1],
+                encoded(args),
             )
         )
         if "section" in args and e.cat in ("forward", "backward"):  # a pass: its functions follow

@@ -8,8 +8,9 @@ is rendered from them (``nnprofile.render.trace``).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from ..base.choices import PART_OF_PHASE
 
@@ -59,3 +60,22 @@ class TimelineEvent:
             dict(data.get("args") or {}),
             int(data["rank"]) if data.get("rank") is not None else None,
         )
+
+
+# A string's JSON, as json.dumps writes it (ASCII)
+json_string: Callable[[str], str] = json.encoder.encode_basestring_ascii
+
+
+class SharedArgs:
+    """The JSON of events' arguments (``encode``), each dict encoded once however many events share it: the calls
+    of one function share theirs (``nnprofile.assembly.sections``), and result.json and the trace write them all."""
+
+    def __init__(self, encode: Callable[[Any], str]) -> None:
+        self._encode = encode
+        self._known: Dict[int, Tuple[Dict[str, Any], str]] = {}  # id(args) -> (args, its JSON)
+
+    def __call__(self, args: Dict[str, Any]) -> str:
+        known = self._known.get(id(args))
+        if known is None or known[0] is not args:
+            known = self._known[id(args)] = (args, self._encode(args))
+        return known[1]

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import MISSING, fields
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from .model import Entry, Profile
 from .notes import Note
-from .timeline import TimelineEvent
+from .timeline import SharedArgs, TimelineEvent, json_string
 from .upgrades import VERSION
 
 FORMAT = "nnprofile-result"
@@ -103,7 +103,6 @@ def _head(profile: Profile) -> Dict[str, Any]:
 
 
 _COMPACT = json.JSONEncoder(separators=(",", ":"))
-_string = json.encoder.encode_basestring_ascii  # (what it does with a str)
 
 
 def dumps(profile: Profile, body: Optional[str] = None) -> str:
@@ -146,17 +145,14 @@ def body_text(profile: Profile) -> str:
 def _event_lines(timeline: Sequence[TimelineEvent]) -> Iterator[str]:
     """Each event's line, as ``encode(e.to_dict())`` writes it: the arguments a function's calls share encoded once."""
     encode = _COMPACT.encode
-    encoded: Dict[int, Tuple[Dict[str, Any], str]] = {}  # id(args) -> (args, its JSON)
+    args = SharedArgs(encode)
     for e in timeline:
-        known = encoded.get(id(e.args))
-        if known is None or known[0] is not e.args:
-            known = encoded[id(e.args)] = (e.args, encode(e.args))
         yield '  {"name":%s,"cat":%s,"start":%s,"end":%s,"args":%s%s}' % (
-            _string(e.name),
-            _string(e.cat),
+            json_string(e.name),
+            json_string(e.cat),
             e.start if type(e.start) is int else encode(e.start),
             e.end if type(e.end) is int else encode(e.end),
-            known[1],
+            args(e.args),
             "" if e.rank is None else ',"rank":%s' % encode(e.rank),
         )
 
